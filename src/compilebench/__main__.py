@@ -1,0 +1,3 @@
+from compilebench.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,138 @@
+"""The command line: parse -> RunSpec -> executor -> store -> report. A UserError is one line and exit 2;
+any other exception is a bug and keeps its traceback."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+
+from compilebench import __version__, envinfo, executors, spec as specmod, store as storemod, sweep, variants, zoo
+from compilebench.errors import UnknownChoice, UserError
+from compilebench.report import tables
+
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse's default prints the usage too: keep bad input to one line
+        self.exit(EXIT_BAD_INPUT, f"error: {message} (see `{self.prog} --help`)\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="compilebench", description="Measure what torch.compile does for Hugging Face vision models.")
+    p.add_argument("--version", action="version", version=f"compilebench {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = sub.add_parser("run", help="measure eager vs compiled latency and store every result")
+    run.add_argument("--model", action="append", dest="models", metavar="NAME",
+                     help="model short name (repeatable); `compilebench models` lists them")
+    run.add_argument("--batch-size", nargs="+", type=int, default=[1], metavar="N", help="batch sizes (default: 1)")
+    run.add_argument("--variant", nargs="+", default=["eager", "default"], metavar="V",
+                     help=f"eager and/or torch.compile modes: {', '.join(specmod.VARIANTS)} (default: eager default)")
+    run.add_argument("--backend", default="inductor", help="torch.compile backend (default: inductor)")
+    run.add_argument("--fullgraph", action="store_true", help="compile with fullgraph=True: a graph break is an error")
+    run.add_argument("--dynamic", action=argparse.BooleanOptionalAction, default=None,
+                     help="compile with dynamic=True/False (default: torch's automatic dynamic shapes)")
+    run.add_argument("--dtype", default="float32", help=f"model dtype: {', '.join(specmod.DTYPES)}")
+    run.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available, else cpu)")
+    run.add_argument("--weights", default="random", help="random (offline, default) or pretrained (from_pretrained)")
+    run.add_argument("--tiny", action="store_true",
+                     help="build each model from a tiny config of the same architecture (a smoke test; not comparable)")
+    run.add_argument("--iters", type=int, default=specmod.DEFAULT_ITERS, help="timed iterations (default: 300, as the guide)")
+    run.add_argument("--warmup", type=int, default=specmod.DEFAULT_WARMUP,
+                     help=f"warm-up calls after the first call (default: {specmod.DEFAULT_WARMUP}; "
+                          f"at least {specmod.MIN_WARMUP_CUDAGRAPHS} for CUDA-graph modes)")
+    run.add_argument("--max-time", type=float, default=None, metavar="S",
+                     help="time budget of one case's timed loop, in seconds; the real N is recorded")
+    run.add_argument("--timeout", type=float, default=specmod.DEFAULT_TIMEOUT_S, metavar="S",
+                     help="kill a case after this many seconds (process isolation; default: 3600)")
+    run.add_argument("--isolation", default="process",
+                     help="process (default: a fresh process and cold compile cache per case) or inline")
+    run.add_argument("--db", default=storemod.DEFAULT_PATH, help=f"results file (default: {storemod.DEFAULT_PATH})")
+    run.add_argument("--rerun", action="store_true", help="measure cases again even if the results file has them")
+    run.add_argument("--quiet", action="store_true", help="no progress bar or per-case messages")
+    run.set_defaults(func=cmd_run)
+
+    env = sub.add_parser("env", help="print this machine's environment fingerprint")
+    env.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
+    env.add_argument("--json", action="store_true", help="print JSON")
+    env.set_defaults(func=cmd_env)
+
+    models = sub.add_parser("models", help="list the model zoo")
+    models.set_defaults(func=cmd_models)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+def cmd_run(args) -> int:
+    spec = specmod.RunSpec(
+        models=tuple(args.models or ()),
+        batch_sizes=tuple(args.batch_size),
+        variants=tuple(args.variant),
+        backend=args.backend,
+        fullgraph=args.fullgraph,
+        dynamic=args.dynamic,
+        dtype=args.dtype,
+        device=args.device,
+        weights=args.weights,
+        model_size="tiny" if args.tiny else "full",
+        timing=specmod.TimingPolicy(iters=args.iters, warmup=args.warmup, max_time_s=args.max_time),
+        timeout_s=args.timeout,
+        isolation=args.isolation,
+        rerun=args.rerun,
+    )
+    for name in spec.models:
+        zoo.get(name)
+    if any(v != "eager" for v in spec.variants) and spec.backend not in variants.backends():
+        raise UnknownChoice("backend", spec.backend, variants.backends())
+    spec = dataclasses.replace(spec, device=envinfo.resolve_device(spec.device))
+    env = envinfo.collect(spec.device)
+    machine = envinfo.machine_id(env)
+
+    with storemod.Store.open(args.db) as store:  # the last check: nothing is written before it
+        outcome = sweep.run(spec, store, executors.make(spec.isolation, spec.timeout_s),
+                            env=env, machine_id=machine, quiet=args.quiet)
+        keys = {c.key() for c in spec.cases()}
+        results = [r for r in store.results() if r["case_key"] in keys and r["machine_id"] == machine]
+
+    if results:
+        print(tables.guide_tables(results))
+        print(tables.details_table(results))
+    kept = f"{len(outcome.results)} new result(s) in {args.db}"
+    if outcome.skipped:
+        kept += f"; {outcome.skipped} case(s) already there were skipped (--rerun measures them again)"
+    if outcome.interrupted:
+        print(f"interrupted: {kept}. Run the same command again to resume.", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    print(kept, file=sys.stderr)
+    return 0
+
+
+def cmd_env(args) -> int:
+    env = envinfo.collect(envinfo.resolve_device(args.device))
+    if args.json:
+        print(json.dumps(env, indent=2))
+    else:
+        width = max(map(len, env))
+        for k, v in env.items():
+            print(f"{k:<{width}}  {v}")
+    return 0
+
+
+def cmd_models(args) -> int:
+    rows = [(m.name, m.label, m.task, m.checkpoint) for m in zoo.REGISTRY.values()]
+    widths = [max(len(r[i]) for r in rows + [("name", "label", "task", "checkpoint")]) for i in range(4)]
+    for row in [("name", "label", "task", "checkpoint")] + rows:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+    return 0

@@ -1,0 +1,106 @@
+"""The environment fingerprint recorded with every result, and the device a run uses."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import re
+import socket
+import subprocess
+
+from compilebench.errors import UserError
+
+
+def resolve_device(requested: str | None) -> str:
+    """'cuda' when available and nothing was asked; a clear UserError when CUDA is asked for and absent."""
+    import torch
+
+    if requested is None:
+        return "cuda:0" if torch.cuda.is_available() else "cpu"
+    if requested == "cpu":
+        return "cpu"
+    if not torch.cuda.is_available():
+        raise UserError(f"--device {requested}: CUDA is not available on this machine (allowed here: cpu)")
+    index = int(requested.partition(":")[2] or 0)
+    count = torch.cuda.device_count()
+    if index >= count:
+        raise UserError(f"--device {requested}: this machine has {count} CUDA device(s) (allowed: cuda:0..cuda:{count - 1})")
+    return f"cuda:{index}"
+
+
+def _version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _nvidia_driver() -> str | None:
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=10, check=True,
+        ).stdout
+        return out.strip().splitlines()[0] if out.strip() else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def collect(device: str) -> dict:
+    """Everything that can change a number: hardware, software versions, threads, matmul precision."""
+    import torch
+
+    env = {
+        "hostname": socket.gethostname(),
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": _version("transformers"),
+        "triton": _version("triton") or _version("pytorch-triton"),
+        "compilebench": _version("compilebench"),
+        "cpu": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "device": device,
+        "device_name": cpu_model(),
+        "cuda": None,
+        "driver": None,
+        "tf32_matmul": None,
+        "tf32_cudnn": None,
+    }
+    if device.startswith("cuda"):
+        env.update(
+            device_name=torch.cuda.get_device_name(device),
+            cuda=torch.version.cuda,
+            driver=_nvidia_driver(),
+            tf32_matmul=torch.backends.cuda.matmul.allow_tf32,
+            tf32_cudnn=torch.backends.cudnn.allow_tf32,
+        )
+    return env
+
+
+def hardware_name(env: dict) -> str:
+    """The guide's hardware heading: 'A100', 'H100', or 'CPU (AMD EPYC 7B13, 2 threads)'."""
+    if not str(env.get("device", "cpu")).startswith("cuda"):
+        return f"CPU ({env.get('cpu')}, {env.get('torch_threads')} threads)"
+    name = str(env.get("device_name") or "GPU")
+    m = re.search(r"\b([A-Z]{1,3}\d{2,4}[A-Z]?)\b", name.replace("NVIDIA ", ""))
+    return m.group(1) if m else name
+
+
+def machine_id(env: dict) -> str:
+    """Which machine and software produced a result: resume skips only cases finished here."""
+    return f"{env['hostname']}|{env['device_name']}|torch {env['torch']}|transformers {env['transformers']}"

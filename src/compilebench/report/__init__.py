@@ -1,0 +1,1 @@
+"""Reports from the results store alone."""

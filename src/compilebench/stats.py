@@ -1,0 +1,60 @@
+"""Pure statistics over raw latency samples (milliseconds). No torch, no I/O."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+# Fields of summarize(), in display order. `cv` is std/mean: the noise of one result.
+FIELDS = ("n", "mean", "median", "std", "min", "max", "p90", "p99", "ci95_low", "ci95_high", "cv")
+
+# A coefficient of variation above this makes a mean hard to compare with another at the few-% level.
+NOISY_CV = 0.10
+
+
+def t_critical(df: int, confidence: float = 0.95) -> float:
+    """Two-sided Student-t critical value (e.g. 2.262 for df=9 at 95%)."""
+    from scipy.stats import t
+
+    return float(t.ppf(0.5 + confidence / 2, df))
+
+
+def mean_ci(samples, confidence: float = 0.95) -> tuple[float, float]:
+    """Confidence interval of the mean, Student-t with n-1 degrees of freedom. A single sample gives (mean, mean)
+    widened to nothing: there is no spread to estimate, and callers see n=1 beside it."""
+    x = np.asarray(samples, dtype=float)
+    m = float(x.mean())
+    if x.size < 2:
+        return (m, m)
+    half = t_critical(x.size - 1, confidence) * float(x.std(ddof=1)) / math.sqrt(x.size)
+    return (m - half, m + half)
+
+
+def summarize(samples) -> dict:
+    """Every derived statistic of one result. Percentiles are linear interpolation (Hyndman-Fan type 7,
+    numpy's default); std is the sample standard deviation (n-1)."""
+    x = np.asarray(samples, dtype=float)
+    if x.size == 0:
+        return {k: None for k in FIELDS} | {"n": 0}
+    mean = float(x.mean())
+    std = float(x.std(ddof=1)) if x.size > 1 else 0.0
+    low, high = mean_ci(x)
+    return {
+        "n": int(x.size),
+        "mean": mean,
+        "median": float(np.median(x)),
+        "std": std,
+        "min": float(x.min()),
+        "max": float(x.max()),
+        "p90": float(np.percentile(x, 90)),
+        "p99": float(np.percentile(x, 99)),
+        "ci95_low": low,
+        "ci95_high": high,
+        "cv": std / mean if mean > 0 else None,
+    }
+
+
+def improvement_pct(eager_mean: float, compiled_mean: float) -> float:
+    """The guide's percentage improvement: (eager - compiled) / eager * 100."""
+    return (eager_mean - compiled_mean) / eager_mean * 100.0

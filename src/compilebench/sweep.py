@@ -1,0 +1,60 @@
+"""The driver loop: skip finished cases, run the rest one at a time, store each result the moment it arrives."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+from dataclasses import dataclass, field
+
+from tqdm import tqdm
+
+from compilebench.result import Result
+from compilebench.spec import RunSpec
+from compilebench.store import Store
+
+# tqdm's monitor thread wakes every few seconds; nothing of ours may run beside a timed loop.
+tqdm.monitor_interval = 0
+
+
+@dataclass
+class SweepOutcome:
+    results: list[Result] = field(default_factory=list)  # measured in this run
+    skipped: int = 0  # finished earlier, resumed past
+    interrupted: bool = False
+
+
+def run(spec: RunSpec, store: Store, executor, *, env: dict, machine_id: str, quiet: bool = False) -> SweepOutcome:
+    cases = spec.cases()
+    finished = set() if spec.rerun else store.finished_keys(machine_id)
+    todo = [c for c in cases if c.key() not in finished]
+    outcome = SweepOutcome(skipped=len(cases) - len(todo))
+    bar = tqdm(total=len(todo), disable=quiet, unit="case", dynamic_ncols=True)
+    try:
+        for case in todo:
+            bar.set_description(case.describe())
+            result = executor.run(case, spec.timing, lambda phase: bar.set_postfix_str(phase))
+            if not result.machine_id:  # made by the driver (timeout, crash) or failed before reading its env
+                result.env, result.machine_id = env, machine_id
+            with _sigint_deferred():  # a Ctrl-C now waits until the result is committed
+                store.add(result.to_dict())
+            outcome.results.append(result)
+            bar.update(1)
+            if result.status != "ok" and not quiet:
+                bar.write(f"{case.describe()}: {result.status}: {result.message}")
+    except KeyboardInterrupt:
+        outcome.interrupted = True
+    finally:
+        bar.close()
+    return outcome
+
+
+@contextlib.contextmanager
+def _sigint_deferred():
+    received = []
+    previous = signal.signal(signal.SIGINT, lambda *_: received.append(True))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if received:
+            raise KeyboardInterrupt

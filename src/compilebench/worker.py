@@ -1,0 +1,199 @@
+"""run_case(case) -> Result: the one function every executor calls, in a fresh process or inline.
+
+Also the entry point of a worker process: python -m compilebench.worker JOB.json RESULT.json PHASE_FD"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.resources
+import json
+import os
+import resource
+import sys
+import traceback
+from typing import Callable
+
+from compilebench import envinfo, timing, variants, zoo
+from compilebench.result import Result
+from compilebench.spec import Case, TimingPolicy
+
+TRACEBACK_LINES = 40
+
+
+def default_image_path() -> str:
+    return str(importlib.resources.files("compilebench") / "data" / "chelsea-640x480.jpg")
+
+
+def load_image(path: str):
+    from PIL import Image
+
+    with Image.open(path) as im:
+        return im.convert("RGB")
+
+
+def _tensors(out):
+    """Every tensor in a model output (ModelOutput is a dict; hidden states are tuples), in order."""
+    import torch
+
+    if isinstance(out, torch.Tensor):
+        yield out
+    elif isinstance(out, dict):
+        for v in out.values():
+            yield from _tensors(v)
+    elif isinstance(out, (list, tuple)):
+        for v in out:
+            yield from _tensors(v)
+
+
+def snapshot(out) -> list:
+    """Detached copies: CUDA-graph outputs are overwritten by the next replay."""
+    return [t.detach().clone() for t in _tensors(out)]
+
+
+def output_error(reference: list, actual: list) -> tuple[float, float]:
+    """Max absolute error, and that error over the reference's largest magnitude (random weights can make
+    outputs tiny, e.g. DeepLabV3 logits ~1e-22, where an absolute error says nothing)."""
+    import torch
+
+    if len(reference) != len(actual):
+        raise RuntimeError(f"compiled model returned {len(actual)} tensors, eager returned {len(reference)}")
+    max_abs, max_ref = 0.0, 0.0
+    for r, a in zip(reference, actual):
+        if not (r.is_floating_point() or r.is_complex()):
+            max_abs = max(max_abs, float((r != a).any()))  # integer outputs must match exactly
+            continue
+        r, a = r.double(), a.double()
+        max_abs = max(max_abs, float((r - a).abs().max()) if r.numel() else 0.0)
+        max_ref = max(max_ref, float(r.abs().max()) if r.numel() else 0.0)
+    return max_abs, (max_abs / max_ref if max_ref > 0 else max_abs)
+
+
+def _is_oom(exc: BaseException) -> bool:
+    import torch
+
+    while exc is not None:
+        if isinstance(exc, (MemoryError, torch.OutOfMemoryError)) or "out of memory" in str(exc).lower():
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def _peak_memory(device: str) -> tuple[int, str]:
+    import torch
+
+    if device.startswith("cuda"):
+        return torch.cuda.max_memory_allocated(device), "cuda_max_allocated"
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, "host_max_rss"  # Linux reports KiB
+
+
+def run_case(
+    case: Case,
+    policy: TimingPolicy,
+    *,
+    isolation: str = "process",
+    image_path: str | None = None,
+    on_phase: Callable[[str], None] = lambda phase: None,
+    clock: timing.HostClock | None = None,
+) -> Result:
+    """Build, check and time one case. Never raises for a problem of the case itself: an OOM or an exception
+    becomes the Result's status, with the phase it happened in."""
+    import torch
+
+    result = Result(case, "ok", isolation=isolation, timing_policy=vars(policy).copy())
+    phase = "setup"
+
+    def enter(p: str) -> None:
+        nonlocal phase
+        phase = p
+        on_phase(p)
+
+    try:
+        entry = zoo.get(case.model)
+        result.label, result.task = entry.label, entry.task
+        result.env = envinfo.collect(case.device)
+        result.machine_id = envinfo.machine_id(result.env)
+        if clock is None:
+            clock = timing.CudaClock(case.device) if case.device.startswith("cuda") else timing.HostClock()
+        result.clock = clock.name
+        with torch.inference_mode(), _cold_compile_cache():
+            variants.reset_dynamo()
+            enter("build")
+            model = entry.build(case.weights, case.model_size).to(device=case.device, dtype=getattr(torch, case.dtype))
+            image = load_image(image_path or default_image_path())
+            inputs = {k: v.to(case.device) for k, v in entry.inputs(image, case.batch_size, case.weights, case.model_size).items()}
+            reference = None
+            if case.variant.compiled:
+                enter("eager reference")
+                reference = snapshot(model(**inputs))
+            if case.device.startswith("cuda"):
+                torch.cuda.reset_peak_memory_stats(case.device)
+            fn = variants.apply(model, case.variant)
+
+            m = timing.measure(
+                lambda: fn(**inputs),
+                iters=policy.iters,
+                warmup=policy.warmup_for(case.variant),
+                max_time_s=policy.max_time_s,
+                clock=clock,
+                graph_count=variants.graph_count if case.variant.compiled else None,
+                on_phase=enter,
+            )
+            result.first_call_s = m.first_call_ns / 1e9
+            result.warmup_iters = m.warmup_iters
+            result.iters_requested = m.iters_requested
+            result.stopped_early = m.stopped_early
+            result.loop_wall_s = m.loop_wall_ns / 1e9
+            result.set_samples(m.samples_ns)
+            result.peak_mem_bytes, result.peak_mem_kind = _peak_memory(case.device)
+            if case.variant.compiled:
+                enter("check")
+                result.compile_s = variants.compile_seconds()
+                result.graphs = variants.graph_count()
+                result.graph_breaks, result.break_reasons = variants.graph_breaks()
+                result.recompiles_in_timed_loop = m.recompiles
+                result.max_abs_err, result.max_rel_err = output_error(reference, snapshot(fn(**inputs)))
+                if m.recompiles:
+                    result.status = "invalid"
+                    result.message = f"{m.recompiles} recompile(s) inside the timed loop: the samples mix compiled graphs"
+    except Exception as exc:  # a failing case is a result, never the end of the sweep
+        result.status = "oom" if _is_oom(exc) else "error"
+        result.message = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:500]
+        result.traceback = "".join(traceback.format_exception(exc)[-TRACEBACK_LINES:])
+        result.phase = phase
+    return result
+
+
+@contextlib.contextmanager
+def _cold_compile_cache():
+    """A private, empty inductor (and triton) cache for this case, removed afterwards: compile time is cold."""
+    from torch._inductor.utils import fresh_inductor_cache
+
+    with fresh_inductor_cache():
+        yield
+
+
+def main(argv: list[str]) -> int:
+    job_path, result_path, phase_fd = argv[0], argv[1], int(argv[2])
+    with open(job_path) as f:
+        job = json.load(f)
+    phases = os.fdopen(phase_fd, "w", buffering=1)
+
+    def on_phase(p: str) -> None:
+        phases.write(p + "\n")
+
+    result = run_case(
+        Case.from_dict(job["case"]),
+        TimingPolicy(**job["policy"]),
+        isolation="process",
+        image_path=job.get("image_path"),
+        on_phase=on_phase,
+    )
+    tmp = result_path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(result.to_dict(), f)
+    os.replace(tmp, result_path)  # the driver sees a whole result or none
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
