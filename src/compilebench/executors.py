@@ -92,7 +92,7 @@ class ProcessExecutor:
         tail = _tail(log_path)
         if returncode < 0:
             name = signal.Signals(-returncode).name
-            hint = " (SIGKILL: often the kernel's out-of-memory killer)" if name == "SIGKILL" else ""
+            hint = " (often the kernel's out-of-memory killer)" if name == "SIGKILL" else ""
             message = f"worker killed by {name}{hint} during {phase[0]}"
         else:
             message = f"worker exited with code {returncode} without a result, during {phase[0]}"

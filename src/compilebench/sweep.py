@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 import signal
 from dataclasses import dataclass, field
 
 from tqdm import tqdm
 
+from compilebench import zoo
 from compilebench.result import Result
 from compilebench.spec import RunSpec
 from compilebench.store import Store
@@ -35,12 +37,14 @@ def run(spec: RunSpec, store: Store, executor, *, env: dict, machine_id: str, qu
             result = executor.run(case, spec.timing, lambda phase: bar.set_postfix_str(phase))
             if not result.machine_id:  # made by the driver (timeout, crash) or failed before reading its env
                 result.env, result.machine_id = env, machine_id
+            if not result.label and case.model in zoo.REGISTRY:
+                result.label, result.task = zoo.REGISTRY[case.model].label, zoo.REGISTRY[case.model].task
             with _sigint_deferred():  # a Ctrl-C now waits until the result is committed
                 store.add(result.to_dict())
             outcome.results.append(result)
             bar.update(1)
             if result.status != "ok" and not quiet:
-                bar.write(f"{case.describe()}: {result.status}: {result.message}")
+                bar.write(f"{case.describe()}: {result.status}: {result.message}", file=sys.stderr)
     except KeyboardInterrupt:
         outcome.interrupted = True
     finally:

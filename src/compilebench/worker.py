@@ -68,6 +68,26 @@ def output_error(reference: list, actual: list) -> tuple[float, float]:
     return max_abs, (max_abs / max_ref if max_ref > 0 else max_abs)
 
 
+def one_line(exc: BaseException, limit: int = 500) -> str:
+    """'Type: first line', plus the innermost cause when it says something the outer line does not
+    (dynamo wraps a backend's exception as 'BackendCompilerFailed: backend=... raised:')."""
+
+    def first_line(e: BaseException) -> str:
+        text = str(e).strip()
+        return f"{type(e).__name__}: {text.splitlines()[0]}" if text else type(e).__name__
+
+    root = exc
+    while root.__cause__ is not None:
+        root = root.__cause__
+    line = first_line(exc)
+    if line.endswith(":"):  # the reason is on the next line
+        rest = [l.strip() for l in str(exc).strip().splitlines()[1:] if l.strip()]
+        line = f"{line} {rest[0]}" if rest else line
+    if root is not exc and first_line(root) not in line:
+        line = f"{line} (caused by {first_line(root)})"
+    return line[:limit]
+
+
 def _is_oom(exc: BaseException) -> bool:
     import torch
 
@@ -157,7 +177,7 @@ def run_case(
                     result.message = f"{m.recompiles} recompile(s) inside the timed loop: the samples mix compiled graphs"
     except Exception as exc:  # a failing case is a result, never the end of the sweep
         result.status = "oom" if _is_oom(exc) else "error"
-        result.message = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:500]
+        result.message = one_line(exc)
         result.traceback = "".join(traceback.format_exception(exc)[-TRACEBACK_LINES:])
         result.phase = phase
     return result

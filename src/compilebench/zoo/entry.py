@@ -9,10 +9,26 @@ from typing import Any, Callable
 
 @dataclass(frozen=True)
 class ModelEntry:
+    """What the worker needs of any model. Plugins subclass this; the guide's models are HFModel."""
+
     name: str  # short name on the command line: "resnet-50"
     label: str  # the guide's row label: "Image Classification/ResNet"
     task: str  # "image-classification", ...
-    checkpoint: str  # hub id whose config.json / preprocessor_config.json the offline build mirrors
+    checkpoint: str  # where the weights come from (a hub id for the guide's models)
+
+    def build(self, weights: str, size: str):
+        """The model in eval mode on the CPU in float32; the worker moves and casts it."""
+        raise NotImplementedError
+
+    def inputs(self, image, batch_size: int, weights: str, size: str) -> dict:
+        """Keyword arguments of one forward, as CPU tensors."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class HFModel(ModelEntry):
+    """A transformers model; the offline build mirrors the checkpoint's config.json and preprocessor_config.json."""
+
     model_class: str  # transformers class name
     config: Callable[[], Any]  # full-size config, mirroring the checkpoint's config.json
     tiny_config: Callable[[], Any]  # same architecture, tiny widths: for tests and smoke runs
@@ -21,7 +37,6 @@ class ModelEntry:
     tiny_processor_kwargs: dict = field(default_factory=dict)  # overrides so inputs fit the tiny config
 
     def build(self, weights: str, size: str):
-        """The model in eval mode on the CPU in float32; the worker moves and casts it."""
         import transformers
 
         cls = getattr(transformers, self.model_class)
@@ -43,6 +58,6 @@ class ModelEntry:
         return cls(**kwargs)
 
     def inputs(self, image, batch_size: int, weights: str, size: str) -> dict:
-        """Keyword arguments of one forward: the image repeated batch_size times, as the guide did."""
+        # The image repeated batch_size times, as the guide did.
         processor = self.processor(weights, size)
         return dict(processor(images=[image] * batch_size, return_tensors="pt"))

@@ -3,7 +3,7 @@ are in ../shared/MODELS.md. Tiny configs keep the architecture and shrink widths
 
 from __future__ import annotations
 
-from compilebench.zoo.entry import ModelEntry
+from compilebench.zoo.entry import HFModel
 
 IMAGENET_MEAN = [0.485, 0.456, 0.406]
 IMAGENET_STD = [0.229, 0.224, 0.225]
@@ -66,7 +66,7 @@ def _vit_tiny():
 
 
 MODELS = [
-    ModelEntry(
+    HFModel(
         name="vit",
         label="Image Classification/ViT",
         task="image-classification",
@@ -78,7 +78,7 @@ MODELS = [
         processor_kwargs=dict(size={"height": 224, "width": 224}, resample=BILINEAR, image_mean=HALF, image_std=HALF),
         tiny_processor_kwargs=dict(size={"height": TINY_IMAGE, "width": TINY_IMAGE}),
     ),
-    ModelEntry(
+    HFModel(
         name="resnet-50",
         label="Image Classification/ResNet",
         task="image-classification",

@@ -1,0 +1,79 @@
+"""Models and a backend that fail on purpose, loaded through COMPILEBENCH_PLUGINS so that every status
+(oom, error, invalid, crashed, timeout) is produced for real, in-process or in a worker process."""
+
+import os
+import signal
+import time
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from compilebench import zoo
+from compilebench.zoo.entry import ModelEntry
+
+RECOMPILE_AT_CALL = 5  # with --warmup 2: call 1 is the first call, 2-3 warm-up, 4+ timed
+
+
+class Small(nn.Module):
+    def __init__(self, behaviour: str):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.behaviour = behaviour
+        self.calls = 0
+        self.switched = False
+
+    def forward(self, pixel_values):
+        if self.behaviour == "oom":
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB (injected)")
+        if self.behaviour == "host-oom":
+            raise MemoryError("injected host allocation failure")
+        if self.behaviour == "crash":
+            os.kill(os.getpid(), signal.SIGKILL)
+        if self.behaviour == "hang":
+            time.sleep(3600)
+        if self.behaviour == "slow":
+            time.sleep(0.2)
+        if self.behaviour == "recompile":
+            _tick(self)
+            # dynamo guards on this flag: when it flips, the frame after the break compiles again
+            return {"logits": self.conv(pixel_values) * (2.0 if self.switched else 1.0)}
+        return {"logits": self.conv(pixel_values)}
+
+
+@torch._dynamo.disable
+def _tick(module):
+    module.calls += 1
+    if module.calls == RECOMPILE_AT_CALL:
+        module.switched = True
+
+
+@dataclass(frozen=True)
+class FaultModel(ModelEntry):
+    behaviour: str = "ok"
+
+    def build(self, weights, size):
+        torch.manual_seed(0)
+        return Small(self.behaviour).eval()
+
+    def inputs(self, image, batch_size, weights, size):
+        return {"pixel_values": torch.randn(batch_size, 3, 8, 8, generator=torch.Generator().manual_seed(0))}
+
+
+for behaviour in ("ok", "oom", "host-oom", "crash", "hang", "slow", "recompile"):
+    zoo.register(FaultModel(f"fault-{behaviour}", f"Test/{behaviour}", "image-classification", "none", behaviour))
+
+
+def _raising_backend(gm, example_inputs):
+    raise RuntimeError("injected compile failure")
+
+
+def _perturbing_backend(gm, example_inputs):
+    def run(*args):
+        return [o + 1.0 if isinstance(o, torch.Tensor) and o.is_floating_point() else o for o in gm(*args)]
+
+    return run
+
+
+torch._dynamo.register_backend(_raising_backend, name="test_raise")
+torch._dynamo.register_backend(_perturbing_backend, name="test_perturb")

@@ -1,0 +1,53 @@
+"""Known-answer statistics tests, each citing where its answer comes from."""
+
+import math
+
+import pytest
+
+from compilebench import stats
+
+
+def test_t_critical_values_match_the_published_table():
+    # Student's t table, two-sided 95% (e.g. NIST/SEMATECH e-Handbook, section 1.3.6.7.2)
+    assert stats.t_critical(1) == pytest.approx(12.706, abs=1e-3)
+    assert stats.t_critical(9) == pytest.approx(2.262, abs=1e-3)
+    assert stats.t_critical(29) == pytest.approx(2.045, abs=1e-3)
+    assert stats.t_critical(299) == pytest.approx(1.968, abs=1e-3)
+
+
+def test_summary_of_a_textbook_sample():
+    # 2, 4, 4, 4, 5, 5, 7, 9: mean 5, population sd 2 (Wikipedia "Standard deviation", worked example);
+    # sample sd = sqrt(32/7)
+    s = stats.summarize([2, 4, 4, 4, 5, 5, 7, 9])
+    assert s["n"] == 8
+    assert s["mean"] == 5
+    assert s["median"] == 4.5
+    assert s["std"] == pytest.approx(math.sqrt(32 / 7))
+    assert s["min"] == 2 and s["max"] == 9
+    assert s["cv"] == pytest.approx(math.sqrt(32 / 7) / 5)
+    half = 2.365 * math.sqrt(32 / 7) / math.sqrt(8)  # t(0.975, 7) = 2.365
+    assert s["ci95_low"] == pytest.approx(5 - half, abs=2e-3)
+    assert s["ci95_high"] == pytest.approx(5 + half, abs=2e-3)
+
+
+def test_percentiles_are_hyndman_fan_type_7():
+    # Type 7 (R's default, numpy's linear): p-th of 1..10 is 1 + p*(n-1)
+    s = stats.summarize(list(range(1, 11)))
+    assert s["p90"] == pytest.approx(9.1)
+    assert s["p99"] == pytest.approx(9.91)
+
+
+def test_one_sample_has_no_spread_and_no_interval_width():
+    s = stats.summarize([3.0])
+    assert s["n"] == 1 and s["std"] == 0.0 and s["ci95_low"] == s["ci95_high"] == 3.0
+
+
+def test_no_samples_gives_empty_statistics():
+    s = stats.summarize([])
+    assert s["n"] == 0 and s["mean"] is None
+
+
+def test_improvement_is_the_guides_formula():
+    # Guide, A100 batch 1, ResNet: 6.531 -> 4.124 ms
+    assert stats.improvement_pct(6.531, 4.124) == pytest.approx((6.531 - 4.124) / 6.531 * 100)
+    assert stats.improvement_pct(10, 12) == pytest.approx(-20.0)

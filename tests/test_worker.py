@@ -1,0 +1,97 @@
+"""run_case and the executors, producing every status for real (fault models from plugins/compilebench_faults.py).
+Compiled cases use dynamo's `eager` backend: the same capture, recompile and break machinery as inductor,
+without tens of seconds of C++ compilation per test."""
+
+import pytest
+
+from compilebench.executors import InlineExecutor, ProcessExecutor
+from compilebench.spec import Case, TimingPolicy, Variant
+from compilebench.worker import run_case
+
+FAST = TimingPolicy(iters=5, warmup=2)
+
+
+def case(model, mode="eager", backend="eager", **kw):
+    return Case(model, kw.pop("batch_size", 1), Variant(mode, backend=backend, **kw), device="cpu", model_size="tiny")
+
+
+def test_a_tiny_vit_compiles_and_matches_eager_inline():
+    r = run_case(case("vit", "default"), FAST, isolation="inline")
+    assert r.status == "ok", r.traceback
+    assert r.label == "Image Classification/ViT"
+    assert len(r.samples_ms) == 5 and r.stats["n"] == 5 and r.stats["mean"] > 0
+    assert r.first_call_s > 0 and r.compile_s > 0
+    assert r.graphs == 1 and r.graph_breaks == 0 and r.recompiles_in_timed_loop == 0
+    assert r.max_abs_err == 0.0  # the eager backend runs the captured graph op for op
+    assert r.env["torch"] and r.machine_id and r.clock == "perf_counter"
+    assert r.peak_mem_kind == "host_max_rss" and r.peak_mem_bytes > 0
+
+
+def test_eager_case_times_the_first_call_apart():
+    r = run_case(case("resnet-50", batch_size=2), FAST, isolation="inline")
+    assert r.status == "ok", r.traceback
+    assert r.first_call_s is not None and len(r.samples_ms) == 5
+    assert r.compile_s is None and r.graphs is None
+
+
+def test_cuda_out_of_memory_is_an_oom_result():
+    r = run_case(case("fault-oom"), FAST, isolation="inline")
+    assert r.status == "oom"
+    assert "OutOfMemoryError" in r.message and r.phase == "first call"
+
+
+def test_host_out_of_memory_is_an_oom_result():
+    assert run_case(case("fault-host-oom"), FAST, isolation="inline").status == "oom"
+
+
+def test_a_raising_compile_is_an_error_with_its_traceback():
+    r = run_case(case("fault-ok", "default", backend="test_raise"), FAST, isolation="inline")
+    assert r.status == "error"
+    assert "injected compile failure" in r.message and "\n" not in r.message
+    assert "injected compile failure" in r.traceback and "Traceback" in r.traceback
+    assert r.phase == "first call"
+
+
+def test_a_recompile_inside_the_timed_loop_voids_the_result():
+    r = run_case(case("fault-recompile", "default"), FAST, isolation="inline")
+    assert r.status == "invalid", r.traceback
+    assert r.recompiles_in_timed_loop == 1
+    assert "recompile" in r.message
+
+
+def test_a_compiled_model_that_differs_from_eager_shows_its_error():
+    r = run_case(case("fault-ok", "default", backend="test_perturb"), FAST, isolation="inline")
+    assert r.status == "ok"
+    assert r.max_abs_err == pytest.approx(1.0)
+
+
+def test_an_unknown_model_inside_a_worker_is_an_error_result_not_a_crash():
+    r = run_case(case("no-such-model"), FAST, isolation="inline")
+    assert r.status == "error" and "unknown model" in r.message
+
+
+def test_inline_executor_relays_phases():
+    phases = []
+    r = InlineExecutor().run(case("fault-ok"), FAST, phases.append)
+    assert r.status == "ok" and r.isolation == "inline"
+    assert phases == ["build", "first call", "warm-up", "timing"]
+
+
+def test_process_executor_returns_the_workers_result():
+    phases = []
+    r = ProcessExecutor(timeout_s=300).run(case("fault-ok", "default"), FAST, phases.append)
+    assert r.status == "ok", r.traceback
+    assert r.isolation == "process" and len(r.samples_ms) == 5
+    assert phases == ["build", "eager reference", "first call", "warm-up", "timing", "check"]
+
+
+def test_a_worker_that_kills_itself_is_a_crashed_result_naming_the_signal():
+    r = ProcessExecutor(timeout_s=300).run(case("fault-crash"), FAST, lambda p: None)
+    assert r.status == "crashed"
+    assert "SIGKILL" in r.message and r.phase == "first call"
+
+
+def test_a_hung_case_is_killed_at_the_timeout():
+    r = ProcessExecutor(timeout_s=15).run(case("fault-hang"), FAST, lambda p: None)
+    assert r.status == "timeout"
+    assert r.phase == "first call" and "15 s" in r.message
