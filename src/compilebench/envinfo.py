@@ -97,7 +97,7 @@ def hardware_name(env: dict) -> str:
     if not str(env.get("device", "cpu")).startswith("cuda"):
         return f"CPU ({env.get('cpu')}, {env.get('torch_threads')} threads)"
     name = str(env.get("device_name") or "GPU")
-    m = re.search(r"\b([A-Z]{1,3}\d{2,4}[A-Z]?)\b", name.replace("NVIDIA ", ""))
+    m = re.search(r"\b([A-Z]{1,3}\d{1,4}[A-Z]?)\b", name.replace("NVIDIA ", ""))
     return m.group(1) if m else name
 
 
