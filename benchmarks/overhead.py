@@ -8,7 +8,7 @@
 3. The same case in a fresh worker process (the default isolation) over the in-process mean: isolation
    must not perturb the number (the driver blocks in waitpid). Target: within a few %.
 
-Usage: python benchmarks/overhead.py [--iters 30] [--rounds 8] [--skip-model]
+Usage: python benchmarks/overhead.py [--iters 30] [--rounds 10] [--skip-model]
 """
 
 from __future__ import annotations
@@ -47,7 +47,8 @@ def resnet_ratios(iters: int, rounds: int) -> None:
     case = Case("resnet-50", 1, Variant("eager"), device="cpu")
     policy = TimingPolicy(iters=iters, warmup=5)
     entry = zoo.get("resnet-50")
-    model = entry.build("random", "full")
+    with torch.inference_mode():  # built as the worker builds it
+        model = entry.build("random", "full")
     inputs = entry.inputs(load_image(default_image_path()), 1, "random", "full")
     # Timer runs on one thread unless told otherwise; compilebench leaves torch's default thread count.
     timer = Timer(stmt="model(**inputs)", globals={"model": model, "inputs": inputs}, num_threads=torch.get_num_threads())
@@ -83,7 +84,7 @@ def _report(what: str, a: list[float], b: list[float], target: str) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--iters", type=int, default=30)
-    ap.add_argument("--rounds", type=int, default=8)
+    ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--skip-model", action="store_true")
     args = ap.parse_args()
     bare, timed = loop_overhead_ns()
