@@ -69,10 +69,14 @@ def resnet_ratios(iters: int, rounds: int) -> None:
 
     inline = []
     for r in range(rounds):
-        isolated.append(ProcessExecutor(timeout_s=1800).run(case, policy, lambda p: None).stats["mean"])
+        result = ProcessExecutor(timeout_s=1800).run(case, policy, lambda p: None)
+        if result.status != "ok":
+            print(f"  round {r + 1}: fresh process {result.status}: {result.message}\n{result.traceback or ''}")
+            continue
+        isolated.append(result.stats["mean"])
         inline.append(run_case(case, policy, isolation="inline").stats["mean"])
         print(f"  round {r + 1}: fresh process {isolated[-1]:.2f} ms, in-process {inline[-1]:.2f} ms")
-    _report("3. ResNet-50 eager, process isolation / in-process", isolated, inline, "(target within a few %)")
+    _report("3. ResNet-50 eager, process isolation / in-process", isolated, inline[: len(isolated)], "(target within a few %)")
 
 
 def _report(what: str, a: list[float], b: list[float], target: str) -> None:

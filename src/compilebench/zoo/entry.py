@@ -61,3 +61,30 @@ class HFModel(ModelEntry):
         # The image repeated batch_size times, as the guide did.
         processor = self.processor(weights, size)
         return dict(processor(images=[image] * batch_size, return_tensors="pt"))
+
+
+# The guide's two OWL-ViT queries. The CLIP tokenizer's vocabulary does not ship with transformers, so the
+# offline build uses their token ids (MODELS.md), padded with 0 to OWL-ViT's 16 text positions.
+GUIDE_QUERIES = ["a photo of a cat", "a photo of a dog"]
+GUIDE_QUERY_IDS = [[49406, 320, 1125, 539, 320, 2368, 49407], [49406, 320, 1125, 539, 320, 1929, 49407]]
+OWLVIT_TEXT_POSITIONS = 16
+
+
+@dataclass(frozen=True)
+class OwlViTModel(HFModel):
+    """OWL-ViT takes text queries beside the image: the guide's two, for every image of the batch."""
+
+    def inputs(self, image, batch_size: int, weights: str, size: str) -> dict:
+        import torch
+        import transformers
+
+        if weights == "pretrained":
+            processor = transformers.AutoProcessor.from_pretrained(self.checkpoint)
+            return dict(processor(text=[GUIDE_QUERIES] * batch_size, images=[image] * batch_size, return_tensors="pt"))
+        queries = GUIDE_QUERY_IDS * batch_size
+        input_ids = torch.zeros(len(queries), OWLVIT_TEXT_POSITIONS, dtype=torch.long)
+        attention_mask = torch.zeros_like(input_ids)
+        for row, ids in enumerate(queries):
+            input_ids[row, : len(ids)] = torch.tensor(ids)
+            attention_mask[row, : len(ids)] = 1
+        return {**super().inputs(image, batch_size, weights, size), "input_ids": input_ids, "attention_mask": attention_mask}

@@ -3,11 +3,13 @@ are in ../shared/MODELS.md. Tiny configs keep the architecture and shrink widths
 
 from __future__ import annotations
 
-from compilebench.zoo.entry import HFModel
+from compilebench.zoo.entry import HFModel, OwlViTModel
 
 IMAGENET_MEAN = [0.485, 0.456, 0.406]
 IMAGENET_STD = [0.229, 0.224, 0.225]
 HALF = [0.5, 0.5, 0.5]
+CLIP_MEAN = [0.48145466, 0.4578275, 0.40821073]
+CLIP_STD = [0.26862954, 0.26130258, 0.27577711]
 BICUBIC, BILINEAR = 3, 2  # PIL resample codes, as stored in preprocessor_config.json
 TINY_IMAGE = 32  # tiny configs take 32x32 images: enough for every stride, cheap to compile
 
@@ -65,6 +67,192 @@ def _vit_tiny():
     )
 
 
+
+def _beit_base():
+    from transformers import BeitConfig
+
+    return BeitConfig(
+        hidden_size=768,
+        num_hidden_layers=12,
+        num_attention_heads=12,
+        intermediate_size=3072,
+        image_size=224,
+        patch_size=16,
+        use_absolute_position_embeddings=False,
+        use_relative_position_bias=True,
+        use_shared_relative_position_bias=False,
+        use_mask_token=False,
+        layer_scale_init_value=0.1,
+        use_mean_pooling=True,
+        layer_norm_eps=1e-12,
+        num_labels=21841,
+    )
+
+
+def _beit_tiny():
+    from transformers import BeitConfig
+
+    return BeitConfig(
+        hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, image_size=TINY_IMAGE,
+        patch_size=8, use_absolute_position_embeddings=False, use_relative_position_bias=True,
+        layer_scale_init_value=0.1, use_mean_pooling=True, num_labels=10,
+    )
+
+
+def _convnext_large():
+    from transformers import ConvNextConfig
+
+    return ConvNextConfig(hidden_sizes=[192, 384, 768, 1536], depths=[3, 3, 27, 3], layer_scale_init_value=1e-6, num_labels=1000)
+
+
+def _convnext_tiny():
+    from transformers import ConvNextConfig
+
+    return ConvNextConfig(hidden_sizes=[8, 16, 16, 32], depths=[1, 1, 2, 1], num_labels=10)
+
+
+def _segformer_b0():
+    from transformers import SegformerConfig
+
+    return SegformerConfig(
+        num_encoder_blocks=4,
+        depths=[2, 2, 2, 2],
+        sr_ratios=[8, 4, 2, 1],
+        hidden_sizes=[32, 64, 160, 256],
+        patch_sizes=[7, 3, 3, 3],
+        strides=[4, 2, 2, 2],
+        num_attention_heads=[1, 2, 5, 8],
+        mlp_ratios=[4, 4, 4, 4],
+        decoder_hidden_size=256,
+        num_labels=150,
+    )
+
+
+def _segformer_tiny():
+    from transformers import SegformerConfig
+
+    return SegformerConfig(
+        depths=[1, 1, 1, 1], hidden_sizes=[8, 16, 16, 32], num_attention_heads=[1, 1, 1, 2], decoder_hidden_size=16, num_labels=5,
+    )
+
+
+def _swin(embed_dim, depths, heads, window, image_size, model_type="swin"):
+    from transformers import SwinConfig
+
+    config = SwinConfig(
+        image_size=image_size, embed_dim=embed_dim, depths=depths, num_heads=heads, window_size=window,
+        drop_path_rate=0.3, out_features=["stage1", "stage2", "stage3", "stage4"],
+    )
+    return config
+
+
+def _mask2former(backbone, **overrides):
+    from transformers import Mask2FormerConfig
+
+    return Mask2FormerConfig(backbone_config=backbone, **overrides)
+
+
+def _mask2former_swin_tiny():
+    return _mask2former(_swin(96, [2, 2, 6, 2], [3, 6, 12, 24], 7, 224), num_labels=133, num_queries=100,
+                        encoder_layers=6, decoder_layers=10)
+
+
+def _mask2former_tiny():
+    return _mask2former(_swin(8, [1, 1, 1, 1], [1, 1, 1, 1], 2, TINY_IMAGE), num_labels=5, num_queries=4,
+                        feature_size=16, mask_feature_size=16, hidden_dim=16, encoder_feedforward_dim=32,
+                        dim_feedforward=32, encoder_layers=1, decoder_layers=2, num_attention_heads=2)
+
+
+def _maskformer(backbone, decoder_layers, **overrides):
+    from transformers import DetrConfig, MaskFormerConfig, MaskFormerSwinConfig
+
+    swin = MaskFormerSwinConfig(**{k: v for k, v in backbone.to_dict().items() if k in MaskFormerSwinConfig().to_dict()})
+    decoder = DetrConfig(decoder_layers=decoder_layers, use_timm_backbone=False, backbone_config=_resnet_tiny())
+    return MaskFormerConfig(backbone_config=swin, decoder_config=decoder, **overrides)
+
+
+def _maskformer_swin_base():
+    return _maskformer(_swin(128, [2, 2, 18, 2], [4, 8, 16, 32], 12, 384), 6, num_labels=150, num_queries=100)
+
+
+def _maskformer_tiny():
+    return _maskformer(_swin(8, [1, 1, 1, 1], [1, 1, 1, 1], 2, TINY_IMAGE), 1, num_labels=5, num_queries=4,
+                       fpn_feature_size=16, mask_feature_size=16)
+
+
+def _deeplabv3_mobilenet_v2():
+    from transformers import MobileNetV2Config
+
+    return MobileNetV2Config(
+        depth_multiplier=1.0, image_size=513, output_stride=8, tf_padding=True, hidden_act="relu6",
+        first_layer_is_expansion=True, finegrained_output=True, classifier_dropout_prob=0.1, num_labels=21,
+    )
+
+
+def _deeplabv3_tiny():
+    from transformers import MobileNetV2Config
+
+    return MobileNetV2Config(depth_multiplier=0.25, image_size=TINY_IMAGE, output_stride=8, num_labels=5)
+
+
+def _owlvit_base_patch32():
+    from transformers import OwlViTConfig
+
+    return OwlViTConfig(
+        text_config=dict(vocab_size=49408, hidden_size=512, intermediate_size=2048, num_hidden_layers=12,
+                         num_attention_heads=8, max_position_embeddings=16),
+        vision_config=dict(hidden_size=768, intermediate_size=3072, num_hidden_layers=12, num_attention_heads=12,
+                           image_size=768, patch_size=32),
+        projection_dim=512,
+    )
+
+
+def _owlvit_tiny():
+    from transformers import OwlViTConfig
+
+    return OwlViTConfig(
+        text_config=dict(vocab_size=49408, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                         num_attention_heads=2, max_position_embeddings=16),
+        vision_config=dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
+                           image_size=TINY_IMAGE, patch_size=8),
+        projection_dim=16,
+    )
+
+
+def _resnet_backbone(depths):
+    from transformers import ResNetConfig
+
+    # transformers 5 builds DETR with a timm backbone by default; this is the same ResNet in transformers' own
+    # implementation (MODELS.md), built offline.
+    return ResNetConfig(depths=depths, layer_type="bottleneck", out_features=["stage4"])
+
+
+def _detr(depths, cls="DetrConfig", **overrides):
+    import transformers
+
+    return getattr(transformers, cls)(
+        use_timm_backbone=False, use_pretrained_backbone=False, backbone_config=_resnet_backbone(depths), **overrides
+    )
+
+
+def _detr_tiny(cls="DetrConfig"):
+    import transformers
+    from transformers import ResNetConfig
+
+    backbone = ResNetConfig(embedding_size=8, hidden_sizes=[8, 16, 16, 32], depths=[1, 1, 1, 1], layer_type="bottleneck",
+                            out_features=["stage4"])
+    return getattr(transformers, cls)(
+        use_timm_backbone=False, use_pretrained_backbone=False, backbone_config=backbone, d_model=16,
+        encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2,
+        encoder_ffn_dim=32, decoder_ffn_dim=32, num_queries=4, num_labels=5,
+    )
+
+
+DETR_PROCESSOR = dict(size={"shortest_edge": 800, "longest_edge": 1333}, image_mean=IMAGENET_MEAN, image_std=IMAGENET_STD,
+                      resample=BILINEAR)
+TINY_DETR_PROCESSOR = dict(size={"shortest_edge": TINY_IMAGE, "longest_edge": 2 * TINY_IMAGE})
+MASKFORMER_TINY_PROCESSOR = dict(size={"shortest_edge": TINY_IMAGE, "longest_edge": 2 * TINY_IMAGE})
+
 MODELS = [
     HFModel(
         name="vit",
@@ -79,6 +267,71 @@ MODELS = [
         tiny_processor_kwargs=dict(size={"height": TINY_IMAGE, "width": TINY_IMAGE}),
     ),
     HFModel(
+        name="segformer",
+        label="Image Segmentation/Segformer",
+        task="semantic-segmentation",
+        checkpoint="nvidia/segformer-b0-finetuned-ade-512-512",
+        model_class="SegformerForSemanticSegmentation",
+        config=_segformer_b0,
+        tiny_config=_segformer_tiny,
+        processor_class="SegformerImageProcessorPil",
+        processor_kwargs=dict(size={"height": 512, "width": 512}, resample=BILINEAR, image_mean=IMAGENET_MEAN,
+                              image_std=IMAGENET_STD),
+        tiny_processor_kwargs=dict(size={"height": TINY_IMAGE, "width": TINY_IMAGE}),
+    ),
+    OwlViTModel(
+        name="owlvit",
+        label="Object Detection/OwlViT",
+        task="zero-shot-object-detection",
+        checkpoint="google/owlvit-base-patch32",
+        model_class="OwlViTForObjectDetection",
+        config=_owlvit_base_patch32,
+        tiny_config=_owlvit_tiny,
+        processor_class="OwlViTImageProcessorPil",
+        processor_kwargs=dict(size={"height": 768, "width": 768}, crop_size={"height": 768, "width": 768},
+                              resample=BICUBIC, image_mean=CLIP_MEAN, image_std=CLIP_STD),
+        tiny_processor_kwargs=dict(size={"height": TINY_IMAGE, "width": TINY_IMAGE},
+                                   crop_size={"height": TINY_IMAGE, "width": TINY_IMAGE}),
+    ),
+    HFModel(
+        name="beit",
+        label="Image Classification/BeiT",
+        task="image-classification",
+        checkpoint="microsoft/beit-base-patch16-224-pt22k-ft22k",
+        model_class="BeitForImageClassification",
+        config=_beit_base,
+        tiny_config=_beit_tiny,
+        processor_class="BeitImageProcessorPil",
+        processor_kwargs=dict(size={"height": 224, "width": 224}, do_center_crop=False, resample=BILINEAR,
+                              image_mean=HALF, image_std=HALF),
+        tiny_processor_kwargs=dict(size={"height": TINY_IMAGE, "width": TINY_IMAGE}),
+    ),
+    HFModel(
+        name="detr",
+        label="Object Detection/DETR",
+        task="object-detection",
+        checkpoint="facebook/detr-resnet-50",
+        model_class="DetrForObjectDetection",
+        config=lambda: _detr([3, 4, 6, 3]),
+        tiny_config=_detr_tiny,
+        processor_class="DetrImageProcessorPil",
+        processor_kwargs=DETR_PROCESSOR,
+        tiny_processor_kwargs=TINY_DETR_PROCESSOR,
+    ),
+    HFModel(
+        name="convnext",
+        label="Image Classification/ConvNeXT",
+        task="image-classification",
+        checkpoint="facebook/convnext-large-224",
+        model_class="ConvNextForImageClassification",
+        config=_convnext_large,
+        tiny_config=_convnext_tiny,
+        processor_class="ConvNextImageProcessorPil",
+        processor_kwargs=dict(size={"shortest_edge": 224}, crop_pct=0.875, resample=BICUBIC, image_mean=IMAGENET_MEAN,
+                              image_std=IMAGENET_STD),
+        tiny_processor_kwargs=dict(size={"shortest_edge": TINY_IMAGE}),
+    ),
+    HFModel(
         name="resnet-50",
         label="Image Classification/ResNet",
         task="image-classification",
@@ -87,9 +340,71 @@ MODELS = [
         config=_resnet_50,
         tiny_config=_resnet_tiny,
         processor_class="ConvNextImageProcessorPil",
-        processor_kwargs=dict(
-            size={"shortest_edge": 224}, crop_pct=0.875, resample=BICUBIC, image_mean=IMAGENET_MEAN, image_std=IMAGENET_STD
-        ),
+        processor_kwargs=dict(size={"shortest_edge": 224}, crop_pct=0.875, resample=BICUBIC, image_mean=IMAGENET_MEAN,
+                              image_std=IMAGENET_STD),
         tiny_processor_kwargs=dict(size={"shortest_edge": TINY_IMAGE}),
+    ),
+    HFModel(
+        name="mask2former",
+        label="Image Segmentation/Mask2former",
+        task="universal-segmentation",
+        checkpoint="facebook/mask2former-swin-tiny-coco-panoptic",
+        model_class="Mask2FormerForUniversalSegmentation",
+        config=_mask2former_swin_tiny,
+        tiny_config=_mask2former_tiny,
+        processor_class="Mask2FormerImageProcessorPil",
+        processor_kwargs=dict(size={"height": 384, "width": 384}, size_divisor=32, resample=BILINEAR,
+                              image_mean=IMAGENET_MEAN, image_std=IMAGENET_STD, num_labels=133),
+        tiny_processor_kwargs=dict(size={"height": TINY_IMAGE, "width": TINY_IMAGE}, num_labels=5),
+    ),
+    HFModel(
+        name="maskformer",
+        label="Image Segmentation/Maskformer",
+        task="universal-segmentation",
+        checkpoint="facebook/maskformer-swin-base-ade",
+        model_class="MaskFormerForInstanceSegmentation",
+        config=_maskformer_swin_base,
+        tiny_config=_maskformer_tiny,
+        processor_class="MaskFormerImageProcessorPil",
+        processor_kwargs=dict(size={"shortest_edge": 640, "longest_edge": 2560}, size_divisor=32, resample=BILINEAR,
+                              image_mean=IMAGENET_MEAN, image_std=IMAGENET_STD),
+        tiny_processor_kwargs=MASKFORMER_TINY_PROCESSOR,
+    ),
+    HFModel(
+        name="deeplabv3-mobilenet",
+        label="Image Segmentation/MobileNet",
+        task="semantic-segmentation",
+        checkpoint="google/deeplabv3_mobilenet_v2_1.0_513",
+        model_class="MobileNetV2ForSemanticSegmentation",
+        config=_deeplabv3_mobilenet_v2,
+        tiny_config=_deeplabv3_tiny,
+        processor_class="MobileNetV2ImageProcessorPil",
+        processor_kwargs=dict(size={"shortest_edge": 545}, crop_size={"height": 513, "width": 513}, resample=BILINEAR,
+                              image_mean=HALF, image_std=HALF),
+        tiny_processor_kwargs=dict(size={"shortest_edge": TINY_IMAGE + 2}, crop_size={"height": TINY_IMAGE, "width": TINY_IMAGE}),
+    ),
+    HFModel(
+        name="detr-resnet-101",
+        label="Object Detection/Resnet-101",
+        task="object-detection",
+        checkpoint="facebook/detr-resnet-101",
+        model_class="DetrForObjectDetection",
+        config=lambda: _detr([3, 4, 23, 3]),
+        tiny_config=_detr_tiny,
+        processor_class="DetrImageProcessorPil",
+        processor_kwargs=DETR_PROCESSOR,
+        tiny_processor_kwargs=TINY_DETR_PROCESSOR,
+    ),
+    HFModel(
+        name="conditional-detr",
+        label="Object Detection/Conditional-DETR",
+        task="object-detection",
+        checkpoint="microsoft/conditional-detr-resnet-50",
+        model_class="ConditionalDetrForObjectDetection",
+        config=lambda: _detr([3, 4, 6, 3], "ConditionalDetrConfig", num_queries=300),
+        tiny_config=lambda: _detr_tiny("ConditionalDetrConfig"),
+        processor_class="ConditionalDetrImageProcessorPil",
+        processor_kwargs=DETR_PROCESSOR,
+        tiny_processor_kwargs=TINY_DETR_PROCESSOR,
     ),
 ]
