@@ -6,11 +6,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 
-from compilebench import __version__, envinfo, executors, spec as specmod, store as storemod, sweep, variants, zoo
+from compilebench import __version__, envinfo, executors, spec as specmod, store as storemod, suites, sweep, variants, zoo
 from compilebench.errors import UnknownChoice, UserError
 from compilebench.report import tables
+from compilebench.zoo import hub
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
@@ -28,9 +30,14 @@ def _parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="measure eager vs compiled latency and store every result")
     run.add_argument("--model", action="append", dest="models", metavar="NAME",
-                     help="model short name (repeatable); `compilebench models` lists them")
-    run.add_argument("--batch-size", nargs="+", type=int, default=[1], metavar="N", help="batch sizes (default: 1)")
-    run.add_argument("--variant", nargs="+", default=["eager", "default"], metavar="V",
+                     help="a zoo short name (`compilebench models`), a hub id or a local checkpoint directory (repeatable)")
+    run.add_argument("--suite", default=None, metavar="NAME",
+                     help=f"a named sweep: {', '.join(f'{k} ({v.description})' for k, v in suites.SUITES.items())}. "
+                          f"With no --model and no --suite: {suites.DEFAULT_SUITE}")
+    run.add_argument("--task", default=None, help=f"task of a checkpoint whose config does not say: {', '.join(hub.TASKS)}")
+    run.add_argument("--image", default=None, metavar="PATH", help="the photo to preprocess (default: the one shipped)")
+    run.add_argument("--batch-size", nargs="+", type=int, default=None, metavar="N", help="batch sizes (default: 1)")
+    run.add_argument("--variant", nargs="+", default=None, metavar="V",
                      help=f"eager and/or torch.compile modes: {', '.join(specmod.VARIANTS)} (default: eager default)")
     run.add_argument("--backend", default="inductor", help="torch.compile backend (default: inductor)")
     run.add_argument("--fullgraph", action="store_true", help="compile with fullgraph=True: a graph break is an error")
@@ -42,7 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--tiny", action="store_true",
                      help="build each model from a tiny config of the same architecture (a smoke test; not comparable)")
     run.add_argument("--iters", type=int, default=specmod.DEFAULT_ITERS, help="timed iterations (default: 300, as the guide)")
-    run.add_argument("--warmup", type=int, default=specmod.DEFAULT_WARMUP,
+    run.add_argument("--warmup", type=int, default=None,
                      help=f"warm-up calls after the first call (default: {specmod.DEFAULT_WARMUP}; "
                           f"at least {specmod.MIN_WARMUP_CUDAGRAPHS} for CUDA-graph modes)")
     run.add_argument("--max-time", type=float, default=None, metavar="S",
@@ -76,24 +83,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def cmd_run(args) -> int:
-    spec = specmod.RunSpec(
-        models=tuple(args.models or ()),
-        batch_sizes=tuple(args.batch_size),
-        variants=tuple(args.variant),
-        backend=args.backend,
-        fullgraph=args.fullgraph,
-        dynamic=args.dynamic,
-        dtype=args.dtype,
-        device=args.device,
-        weights=args.weights,
-        model_size="tiny" if args.tiny else "full",
-        timing=specmod.TimingPolicy(iters=args.iters, warmup=args.warmup, max_time_s=args.max_time),
-        timeout_s=args.timeout,
-        isolation=args.isolation,
-        rerun=args.rerun,
-    )
+    spec = _run_spec(args)
     for name in spec.models:
-        zoo.get(name)
+        entry = zoo.get(name, spec.task)
+        if spec.model_size == "tiny" and isinstance(entry, hub.HubModel):
+            raise UserError(f"--tiny: {name} is a checkpoint, not a zoo model with a tiny config")
     needs_backend = spec.backend != "inductor" and any(v != "eager" for v in spec.variants)
     if needs_backend and spec.backend not in variants.backends():  # listing them imports dynamo: seconds
         raise UnknownChoice("backend", spec.backend, variants.backends())
@@ -120,6 +114,51 @@ def cmd_run(args) -> int:
     return 0
 
 
+def _run_spec(args) -> specmod.RunSpec:
+    """Explicit options win over the suite's; no --model and no --suite means the quick suite."""
+    suite = suites.get(args.suite or suites.DEFAULT_SUITE) if args.suite or not args.models else None
+    if args.image is not None:
+        _check_image(args.image)
+    return specmod.RunSpec(
+        models=tuple(args.models or suite.models),
+        batch_sizes=tuple(args.batch_size or (suite.batch_sizes if suite else (1,))),
+        variants=tuple(args.variant or (suite.variants if suite else ("eager", "default"))),
+        backend=args.backend,
+        fullgraph=args.fullgraph,
+        dynamic=args.dynamic,
+        dtype=args.dtype,
+        device=args.device,
+        weights=args.weights,
+        model_size="tiny" if args.tiny else "full",
+        task=args.task,
+        image=os.path.abspath(args.image) if args.image else None,
+        timing=specmod.TimingPolicy(
+            iters=args.iters,
+            warmup=_first(args.warmup, suite and suite.warmup, specmod.DEFAULT_WARMUP),
+            max_time_s=_first(args.max_time, suite and suite.max_time_s),
+        ),
+        timeout_s=args.timeout,
+        isolation=args.isolation,
+        rerun=args.rerun,
+    )
+
+
+def _first(*values):
+    return next((v for v in values if v is not None), None)
+
+
+def _check_image(path: str) -> None:
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(path) as im:
+            im.verify()
+    except FileNotFoundError:
+        raise UserError(f"--image {path!r}: no such file") from None
+    except (UnidentifiedImageError, OSError, SyntaxError) as exc:
+        raise UserError(f"--image {path!r} is not an image file Pillow can read ({exc})") from None
+
+
 def cmd_env(args) -> int:
     env = envinfo.collect(envinfo.resolve_device(args.device))
     if args.json:
@@ -132,8 +171,21 @@ def cmd_env(args) -> int:
 
 
 def cmd_models(args) -> int:
-    rows = [(m.name, m.label, m.task, m.checkpoint) for m in zoo.REGISTRY.values()]
-    widths = [max(len(r[i]) for r in rows + [("name", "label", "task", "checkpoint")]) for i in range(4)]
-    for row in [("name", "label", "task", "checkpoint")] + rows:
+    """Every zoo model with its full-size parameter count (built on the meta device: no memory, no weights)
+    and the shapes its processor gives for the shipped photo at batch 1."""
+    import torch
+
+    from compilebench.worker import default_image_path, load_image
+
+    image = load_image(default_image_path())
+    header = ("name", "label", "task", "checkpoint", "params", "inputs (batch 1)")
+    rows = []
+    for m in zoo.REGISTRY.values():
+        with torch.device("meta"):
+            params = sum(p.numel() for p in m.build("random", "full").parameters())
+        shapes = ", ".join(f"{k} {'x'.join(map(str, v.shape))}" for k, v in m.inputs(image, 1, "random", "full").items())
+        rows.append((m.name, m.label, m.task, m.checkpoint, f"{params / 1e6:.2f}M", shapes))
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
         print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
     return 0

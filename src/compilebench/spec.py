@@ -73,6 +73,8 @@ class Case:
     device: str = "cpu"
     weights: str = "random"
     model_size: str = "full"
+    task: str | None = None  # given with --task for a checkpoint whose config does not say
+    image: str | None = None  # absolute path of --image; None: the photo shipped with compilebench
 
     def key(self) -> str:
         """Stable identity of what is measured. The device index is left out: cuda:0 and cuda:1 of one
@@ -118,6 +120,8 @@ class RunSpec:
     device: str | None = None  # None: cuda when available, else cpu (resolved by envinfo.resolve_device)
     weights: str = "random"
     model_size: str = "full"
+    task: str | None = None
+    image: str | None = None
     timing: TimingPolicy = field(default_factory=TimingPolicy)
     timeout_s: float | None = DEFAULT_TIMEOUT_S
     isolation: str = "process"
@@ -137,6 +141,8 @@ class RunSpec:
                 device=self.device,
                 weights=self.weights,
                 model_size=self.model_size,
+                task=self.task,
+                image=self.image,
             )
             for m, b, v in itertools.product(self.models, self.batch_sizes, dict.fromkeys(self.variants))
         ]

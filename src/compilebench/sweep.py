@@ -37,8 +37,9 @@ def run(spec: RunSpec, store: Store, executor, *, env: dict, machine_id: str, qu
             result = executor.run(case, spec.timing, lambda phase: bar.set_postfix_str(phase))
             if not result.machine_id:  # made by the driver (timeout, crash) or failed before reading its env
                 result.env, result.machine_id = env, machine_id
-            if not result.label and case.model in zoo.REGISTRY:
-                result.label, result.task = zoo.REGISTRY[case.model].label, zoo.REGISTRY[case.model].task
+            if not result.label:
+                entry = zoo.get(case.model, case.task)
+                result.label, result.task = entry.label, entry.task
             with _sigint_deferred():  # a Ctrl-C now waits until the result is committed
                 store.add(result.to_dict())
             outcome.results.append(result)

@@ -111,7 +111,6 @@ def run_case(
     policy: TimingPolicy,
     *,
     isolation: str = "process",
-    image_path: str | None = None,
     on_phase: Callable[[str], None] = lambda phase: None,
     clock: timing.HostClock | None = None,
 ) -> Result:
@@ -128,7 +127,7 @@ def run_case(
         on_phase(p)
 
     try:
-        entry = zoo.get(case.model)
+        entry = zoo.get(case.model, case.task)
         result.label, result.task = entry.label, entry.task
         result.env = envinfo.collect(case.device)
         result.machine_id = envinfo.machine_id(result.env)
@@ -139,7 +138,7 @@ def run_case(
             variants.reset_dynamo()
             enter("build")
             model = entry.build(case.weights, case.model_size).to(device=case.device, dtype=getattr(torch, case.dtype))
-            image = load_image(image_path or default_image_path())
+            image = load_image(case.image or default_image_path())
             inputs = {k: v.to(case.device) for k, v in entry.inputs(image, case.batch_size, case.weights, case.model_size).items()}
             reference = None
             if case.variant.compiled:
@@ -205,7 +204,6 @@ def main(argv: list[str]) -> int:
         Case.from_dict(job["case"]),
         TimingPolicy(**job["policy"]),
         isolation="process",
-        image_path=job.get("image_path"),
         on_phase=on_phase,
     )
     tmp = result_path + ".tmp"

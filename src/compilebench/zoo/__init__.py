@@ -9,7 +9,8 @@ from __future__ import annotations
 import importlib
 import os
 
-from compilebench.errors import UnknownChoice
+from compilebench.errors import UnknownChoice, UserError
+from compilebench.zoo import hub
 from compilebench.zoo.entry import ModelEntry
 from compilebench.zoo.models import MODELS
 
@@ -20,11 +21,16 @@ def register(entry: ModelEntry) -> None:
     REGISTRY[entry.name] = entry
 
 
-def get(name: str) -> ModelEntry:
-    try:
-        return REGISTRY[name]
-    except KeyError:
-        raise UnknownChoice("model", name, list(REGISTRY)) from None
+def get(name: str, task: str | None = None) -> ModelEntry:
+    """A zoo entry by short name, or an entry for a hub id / local checkpoint directory."""
+    if name in REGISTRY:
+        entry = REGISTRY[name]
+        if task is not None and task != entry.task:
+            raise UserError(f"--task {task}: {name} is a {entry.task} model")
+        return entry
+    if hub.looks_like_checkpoint(name):
+        return hub.resolve(name, task)
+    raise UnknownChoice("model (or a hub id / local checkpoint directory)", name, list(REGISTRY))
 
 
 def _load_plugins() -> None:

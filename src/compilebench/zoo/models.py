@@ -158,26 +158,30 @@ def _mask2former_swin_tiny():
 
 
 def _mask2former_tiny():
+    # 32 channels: the pixel decoder's GroupNorm has 32 groups
     return _mask2former(_swin(8, [1, 1, 1, 1], [1, 1, 1, 1], 2, TINY_IMAGE), num_labels=5, num_queries=4,
-                        feature_size=16, mask_feature_size=16, hidden_dim=16, encoder_feedforward_dim=32,
+                        feature_size=32, mask_feature_size=32, hidden_dim=32, encoder_feedforward_dim=32,
                         dim_feedforward=32, encoder_layers=1, decoder_layers=2, num_attention_heads=2)
 
 
-def _maskformer(backbone, decoder_layers, **overrides):
+def _maskformer(backbone, decoder: dict, **overrides):
     from transformers import DetrConfig, MaskFormerConfig, MaskFormerSwinConfig
 
     swin = MaskFormerSwinConfig(**{k: v for k, v in backbone.to_dict().items() if k in MaskFormerSwinConfig().to_dict()})
-    decoder = DetrConfig(decoder_layers=decoder_layers, use_timm_backbone=False, backbone_config=_resnet_tiny())
+    # Only DETR's transformer decoder is used; its backbone fields are never built.
+    decoder = DetrConfig(use_timm_backbone=False, backbone_config=_resnet_tiny(), **decoder)
     return MaskFormerConfig(backbone_config=swin, decoder_config=decoder, **overrides)
 
 
 def _maskformer_swin_base():
-    return _maskformer(_swin(128, [2, 2, 18, 2], [4, 8, 16, 32], 12, 384), 6, num_labels=150, num_queries=100)
+    return _maskformer(_swin(128, [2, 2, 18, 2], [4, 8, 16, 32], 12, 384), dict(decoder_layers=6),
+                       num_labels=150, num_queries=100)
 
 
 def _maskformer_tiny():
-    return _maskformer(_swin(8, [1, 1, 1, 1], [1, 1, 1, 1], 2, TINY_IMAGE), 1, num_labels=5, num_queries=4,
-                       fpn_feature_size=16, mask_feature_size=16)
+    decoder = dict(decoder_layers=1, d_model=32, decoder_attention_heads=2, decoder_ffn_dim=32)
+    return _maskformer(_swin(8, [1, 1, 1, 1], [1, 1, 1, 1], 2, TINY_IMAGE), decoder, num_labels=5, num_queries=4,
+                       fpn_feature_size=32, mask_feature_size=32)
 
 
 def _deeplabv3_mobilenet_v2():
@@ -231,7 +235,8 @@ def _detr(depths, cls="DetrConfig", **overrides):
     import transformers
 
     return getattr(transformers, cls)(
-        use_timm_backbone=False, use_pretrained_backbone=False, backbone_config=_resnet_backbone(depths), **overrides
+        use_timm_backbone=False, use_pretrained_backbone=False, backbone_config=_resnet_backbone(depths),
+        num_labels=91, **overrides  # COCO's 91 category ids, as the checkpoints' id2label
     )
 
 

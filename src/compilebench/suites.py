@@ -1,0 +1,43 @@
+"""Named sweeps: the guide's matrices, and a quick one that shows the whole pipeline in minutes on a CPU."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from compilebench.errors import UnknownChoice
+
+GUIDE_MODELS = (
+    "vit", "segformer", "owlvit", "beit", "detr", "convnext", "resnet-50",
+    "mask2former", "maskformer", "deeplabv3-mobilenet", "detr-resnet-101", "conditional-detr",
+)
+
+
+@dataclass(frozen=True)
+class Suite:
+    description: str
+    models: tuple[str, ...]
+    batch_sizes: tuple[int, ...]
+    variants: tuple[str, ...]
+    warmup: int | None = None  # None: the run's default
+    max_time_s: float | None = None
+
+
+SUITES = {
+    "seed": Suite("the guide's main tables: 12 models x batch 1, 4, 16 x eager, default",
+                  GUIDE_MODELS, (1, 4, 16), ("eager", "default")),
+    "seed-reduce-overhead": Suite("the guide's 'Reduce Overhead' tables",
+                                  ("convnext", "resnet-50", "conditional-detr", "deeplabv3-mobilenet"), (1, 4),
+                                  ("eager", "reduce-overhead")),
+    # One light model per task. On 2 CPU cores the compiles dominate (about 45 s, 45 s and 90 s), so the timed
+    # loop gets a 5 s budget and 2 warm-up calls; both are recorded with every result.
+    "quick": Suite("one light model per task at batch 1, a few minutes on a CPU",
+                   ("resnet-50", "deeplabv3-mobilenet", "detr"), (1,), ("eager", "default"), warmup=2, max_time_s=5.0),
+}
+DEFAULT_SUITE = "quick"
+
+
+def get(name: str) -> Suite:
+    try:
+        return SUITES[name]
+    except KeyError:
+        raise UnknownChoice("suite", name, list(SUITES)) from None

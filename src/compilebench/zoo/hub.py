@@ -1,0 +1,89 @@
+"""Any hub id or local checkpoint directory as a zoo entry, its task read from its config (or given)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from compilebench.errors import UnknownChoice, UserError
+from compilebench.zoo.entry import GUIDE_QUERIES, ModelEntry
+
+# task -> (transformers auto class, its *_MAPPING_NAMES table, the guide's task word for row labels)
+TASKS = {
+    "image-classification": ("AutoModelForImageClassification", "MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES", "Image Classification"),
+    "object-detection": ("AutoModelForObjectDetection", "MODEL_FOR_OBJECT_DETECTION_MAPPING_NAMES", "Object Detection"),
+    "zero-shot-object-detection": ("AutoModelForZeroShotObjectDetection", "MODEL_FOR_ZERO_SHOT_OBJECT_DETECTION_MAPPING_NAMES", "Object Detection"),
+    "semantic-segmentation": ("AutoModelForSemanticSegmentation", "MODEL_FOR_SEMANTIC_SEGMENTATION_MAPPING_NAMES", "Image Segmentation"),
+    "universal-segmentation": ("AutoModelForUniversalSegmentation", "MODEL_FOR_UNIVERSAL_SEGMENTATION_MAPPING_NAMES", "Image Segmentation"),
+}
+
+
+def looks_like_checkpoint(name: str) -> bool:
+    """A local directory, or a hub id ('org/name')."""
+    return os.path.isdir(name) or (name.count("/") == 1 and not name.startswith(("/", ".")))
+
+
+def _names(value) -> tuple[str, ...]:
+    return tuple(value) if isinstance(value, (list, tuple)) else (value,)
+
+
+def detect_task(config) -> str:
+    """The task whose auto class builds this config's architecture."""
+    from transformers.models.auto import modeling_auto
+
+    arch = (getattr(config, "architectures", None) or [None])[0]
+    candidates = []
+    for task, (_, table, _) in TASKS.items():
+        names = _names(getattr(modeling_auto, table).get(config.model_type, ()))
+        if arch is not None and arch in names:
+            return task
+        if names:
+            candidates.append(task)
+    if arch is None and len(candidates) == 1:
+        return candidates[0]
+    what = arch or config.model_type
+    if candidates:
+        raise UserError(f"cannot tell the task of {what!r}: say it with --task (one of {', '.join(candidates)})")
+    raise UserError(f"{what!r} is not a vision model compilebench measures (supported tasks: {', '.join(TASKS)})")
+
+
+@dataclass(frozen=True)
+class HubModel(ModelEntry):
+    """A checkpoint named on the command line. --weights random builds its architecture from its config."""
+
+    def _auto(self):
+        import transformers
+
+        return getattr(transformers, TASKS[self.task][0])
+
+    def build(self, weights: str, size: str):
+        if weights == "pretrained":
+            return self._auto().from_pretrained(self.checkpoint).eval()
+        import transformers
+
+        return self._auto().from_config(transformers.AutoConfig.from_pretrained(self.checkpoint)).eval()
+
+    def inputs(self, image, batch_size: int, weights: str, size: str) -> dict:
+        import transformers
+
+        if self.task == "zero-shot-object-detection":
+            processor = transformers.AutoProcessor.from_pretrained(self.checkpoint)
+            return dict(processor(text=[GUIDE_QUERIES] * batch_size, images=[image] * batch_size, return_tensors="pt"))
+        processor = transformers.AutoImageProcessor.from_pretrained(self.checkpoint)
+        return dict(processor(images=[image] * batch_size, return_tensors="pt"))
+
+
+def resolve(name: str, task: str | None) -> HubModel:
+    """The entry for a checkpoint; reading its config is the only I/O (the hub, unless it is a directory)."""
+    import transformers
+
+    if task is not None and task not in TASKS:
+        raise UnknownChoice("task", task, list(TASKS))
+    try:
+        config = transformers.AutoConfig.from_pretrained(name)
+    except (OSError, ValueError) as exc:
+        where = "directory" if os.path.isdir(name) else "hub id (offline? use a local directory)"
+        raise UserError(f"cannot read a model config from {where} {name!r}: {str(exc).splitlines()[0]}") from None
+    task = task or detect_task(config)
+    label = f"{TASKS[task][2]}/{os.path.basename(os.path.normpath(name))}"
+    return HubModel(name=name, label=label, task=task, checkpoint=name)
