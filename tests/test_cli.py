@@ -143,5 +143,5 @@ def test_models_lists_the_zoo(tmp_path):
     p = run_cli("models", cwd=tmp_path)
     assert p.returncode == 0
     assert re.search(r"resnet-50 +Image Classification/ResNet +image-classification +microsoft/resnet-50 +25\.56M +pixel_values 1x3x224x224", p.stdout)
-    assert re.search(r"detr +Object Detection/DETR .* 41\.52M +pixel_values 1x3x800x1066, pixel_mask 1x800x1066", p.stdout)
+    assert re.search(r"detr +Object Detection/DETR .* 41\.52M +pixel_mask 1x800x1066, pixel_values 1x3x800x1066", p.stdout)
     assert re.search(r"owlvit .* 153\.23M +pixel_values 1x3x768x768, input_ids 2x16, attention_mask 2x16", p.stdout)
