@@ -8,7 +8,7 @@
 3. The same case in a fresh worker process (the default isolation) over the in-process mean: isolation
    must not perturb the number (the driver blocks in waitpid). Target: within a few %.
 
-Usage: python benchmarks/overhead.py [--iters 30] [--rounds 10] [--skip-model]
+Usage: python benchmarks/overhead.py [--iters 30] [--rounds 10] [--parts loop,timer,isolation]
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def loop_overhead_ns(n: int = 1_000_000, repeats: int = 5) -> tuple[float, float
     return min(bare), min(timed)
 
 
-def resnet_ratios(iters: int, rounds: int) -> None:
+def resnet_ratios(iters: int, rounds: int, parts: set[str]) -> None:
     import torch
     from torch.utils.benchmark import Timer
 
@@ -54,10 +54,11 @@ def resnet_ratios(iters: int, rounds: int) -> None:
     timer = Timer(stmt="model(**inputs)", globals={"model": model, "inputs": inputs}, num_threads=torch.get_num_threads())
 
     ours, theirs, isolated = [], [], []
+    rounds_timer = rounds if "timer" in parts else 0
     with torch.inference_mode():
         for _ in range(5):
             model(**inputs)
-        for r in range(rounds):  # paired rounds, order alternated, so drift hits both sides alike
+        for r in range(rounds_timer):  # paired rounds, order alternated, so drift hits both sides alike
             if r % 2:
                 theirs.append(timer.timeit(iters).mean * 1e3)
                 ours.append(run_case(case, policy, isolation="inline").stats["mean"])
@@ -65,18 +66,27 @@ def resnet_ratios(iters: int, rounds: int) -> None:
                 ours.append(run_case(case, policy, isolation="inline").stats["mean"])
                 theirs.append(timer.timeit(iters).mean * 1e3)
             print(f"  round {r + 1}: compilebench {ours[-1]:.2f} ms, torch.utils.benchmark.Timer {theirs[-1]:.2f} ms")
-    _report("2. ResNet-50 eager, in-process: compilebench / Timer", ours, theirs, "(target 0.98-1.02)")
+    if rounds_timer:
+        _report("2. ResNet-50 eager, in-process: compilebench / Timer", ours, theirs, "(target 0.98-1.02)")
+    if "isolation" not in parts:
+        return
 
     inline = []
-    for r in range(rounds):
-        result = ProcessExecutor(timeout_s=1800).run(case, policy, lambda p: None)
-        if result.status != "ok":
-            print(f"  round {r + 1}: fresh process {result.status}: {result.message}\n{result.traceback or ''}")
+    for r in range(rounds):  # order alternated here too
+        first, second = ("process", "inline") if r % 2 == 0 else ("inline", "process")
+        got = {}
+        for how in (first, second):
+            result = (ProcessExecutor(timeout_s=1800).run(case, policy, lambda p: None) if how == "process"
+                      else run_case(case, policy, isolation="inline"))
+            got[how] = result.stats.get("mean") if result.status == "ok" else None
+            if result.status != "ok":
+                print(f"  round {r + 1}: {how} {result.status}: {result.message}\n{result.traceback or ''}")
+        if None in got.values():
             continue
-        isolated.append(result.stats["mean"])
-        inline.append(run_case(case, policy, isolation="inline").stats["mean"])
-        print(f"  round {r + 1}: fresh process {isolated[-1]:.2f} ms, in-process {inline[-1]:.2f} ms")
-    _report("3. ResNet-50 eager, process isolation / in-process", isolated, inline[: len(isolated)], "(target within a few %)")
+        isolated.append(got["process"])
+        inline.append(got["inline"])
+        print(f"  round {r + 1}: fresh process {isolated[-1]:.2f} ms, in-process {inline[-1]:.2f} ms ({first} first)")
+    _report("3. ResNet-50 eager, process isolation / in-process", isolated, inline, "(target within a few %)")
 
 
 def _report(what: str, a: list[float], b: list[float], target: str) -> None:
@@ -89,12 +99,14 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--rounds", type=int, default=10)
-    ap.add_argument("--skip-model", action="store_true")
+    ap.add_argument("--parts", default="loop,timer,isolation", help="which of loop, timer, isolation to run")
     args = ap.parse_args()
-    bare, timed = loop_overhead_ns()
-    print(f"1. timed loop {timed:.0f} ns/iter, bare loop {bare:.0f} ns/iter: overhead {(timed - bare) / 1e3:.3f} us/iter (target <= 1)")
-    if not args.skip_model:
-        resnet_ratios(args.iters, args.rounds)
+    parts = set(args.parts.split(","))
+    if "loop" in parts:
+        bare, timed = loop_overhead_ns()
+        print(f"1. timed loop {timed:.0f} ns/iter, bare loop {bare:.0f} ns/iter: overhead {(timed - bare) / 1e3:.3f} us/iter (target <= 1)")
+    if parts & {"timer", "isolation"}:
+        resnet_ratios(args.iters, args.rounds, parts)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from compilebench import envinfo, timing, variants, zoo
 from compilebench.result import Result
 from compilebench.spec import Case, TimingPolicy
 
-TRACEBACK_LINES = 40
+TRACEBACK_LINES = 60  # the end of a traceback: where it was raised, and the message
 
 
 def default_image_path() -> str:
@@ -177,7 +177,7 @@ def run_case(
     except Exception as exc:  # a failing case is a result, never the end of the sweep
         result.status = "oom" if _is_oom(exc) else "error"
         result.message = one_line(exc)
-        result.traceback = "".join(traceback.format_exception(exc)[-TRACEBACK_LINES:])
+        result.traceback = "\n".join("".join(traceback.format_exception(exc)).splitlines()[-TRACEBACK_LINES:])
         result.phase = phase
     return result
 
