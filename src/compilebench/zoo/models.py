@@ -1,5 +1,5 @@
-"""The guide's models. Each offline config mirrors its checkpoint's config.json; sizes and parameter counts
-are in ../shared/MODELS.md. Tiny configs keep the architecture and shrink widths and depths."""
+"""The guide's models. Each offline config mirrors its checkpoint's config.json (tests/test_zoo.py checks the
+parameter counts and input shapes). Tiny configs keep the architecture and shrink widths and depths."""
 
 from __future__ import annotations
 
@@ -136,14 +136,13 @@ def _segformer_tiny():
     )
 
 
-def _swin(embed_dim, depths, heads, window, image_size, model_type="swin"):
+def _swin(embed_dim, depths, heads, window, image_size):
     from transformers import SwinConfig
 
-    config = SwinConfig(
+    return SwinConfig(
         image_size=image_size, embed_dim=embed_dim, depths=depths, num_heads=heads, window_size=window,
         drop_path_rate=0.3, out_features=["stage1", "stage2", "stage3", "stage4"],
     )
-    return config
 
 
 def _mask2former(backbone, **overrides):
@@ -255,8 +254,7 @@ def _detr_tiny(cls="DetrConfig"):
 
 DETR_PROCESSOR = dict(size={"shortest_edge": 800, "longest_edge": 1333}, image_mean=IMAGENET_MEAN, image_std=IMAGENET_STD,
                       resample=BILINEAR)
-TINY_DETR_PROCESSOR = dict(size={"shortest_edge": TINY_IMAGE, "longest_edge": 2 * TINY_IMAGE})
-MASKFORMER_TINY_PROCESSOR = dict(size={"shortest_edge": TINY_IMAGE, "longest_edge": 2 * TINY_IMAGE})
+TINY_SHORTEST_EDGE = dict(size={"shortest_edge": TINY_IMAGE, "longest_edge": 2 * TINY_IMAGE})
 
 MODELS = [
     HFModel(
@@ -321,7 +319,7 @@ MODELS = [
         tiny_config=_detr_tiny,
         processor_class="DetrImageProcessorPil",
         processor_kwargs=DETR_PROCESSOR,
-        tiny_processor_kwargs=TINY_DETR_PROCESSOR,
+        tiny_processor_kwargs=TINY_SHORTEST_EDGE,
     ),
     HFModel(
         name="convnext",
@@ -373,7 +371,7 @@ MODELS = [
         processor_class="MaskFormerImageProcessorPil",
         processor_kwargs=dict(size={"shortest_edge": 640, "longest_edge": 2560}, size_divisor=32, resample=BILINEAR,
                               image_mean=IMAGENET_MEAN, image_std=IMAGENET_STD),
-        tiny_processor_kwargs=MASKFORMER_TINY_PROCESSOR,
+        tiny_processor_kwargs=TINY_SHORTEST_EDGE,
     ),
     HFModel(
         name="deeplabv3-mobilenet",
@@ -398,7 +396,7 @@ MODELS = [
         tiny_config=_detr_tiny,
         processor_class="DetrImageProcessorPil",
         processor_kwargs=DETR_PROCESSOR,
-        tiny_processor_kwargs=TINY_DETR_PROCESSOR,
+        tiny_processor_kwargs=TINY_SHORTEST_EDGE,
     ),
     HFModel(
         name="conditional-detr",
@@ -410,6 +408,6 @@ MODELS = [
         tiny_config=lambda: _detr_tiny("ConditionalDetrConfig"),
         processor_class="ConditionalDetrImageProcessorPil",
         processor_kwargs=DETR_PROCESSOR,
-        tiny_processor_kwargs=TINY_DETR_PROCESSOR,
+        tiny_processor_kwargs=TINY_SHORTEST_EDGE,
     ),
 ]
