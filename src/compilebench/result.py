@@ -58,10 +58,6 @@ class Result:
         self.samples_ms = [s / 1e6 for s in samples_ns]
         self.stats = stats.summarize(self.samples_ms)
 
-    @property
-    def mean_ms(self) -> float | None:
-        return self.stats.get("mean")
-
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
         d["case_key"] = self.case.key()

@@ -6,6 +6,7 @@ let several processes write one file at once."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -101,17 +102,15 @@ class Store:
         rows = self._conn.execute("SELECT data FROM results ORDER BY created_at, rowid")
         return [json.loads(r[0]) for r in rows]
 
+    @contextlib.contextmanager
     def _transaction(self):
-        conn = self._conn
-
-        class _Tx:
-            def __enter__(self):
-                conn.execute("BEGIN IMMEDIATE")
-
-            def __exit__(self, exc_type, *rest):
-                conn.execute("ROLLBACK" if exc_type else "COMMIT")
-
-        return _Tx()
+        self._conn.execute("BEGIN IMMEDIATE")  # take the write lock now: concurrent writers queue, never interleave
+        try:
+            yield
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
 
 
 def _check_creatable(path: str) -> None:
