@@ -51,3 +51,19 @@ def test_improvement_is_the_guides_formula():
     # Guide, A100 batch 1, ResNet: 6.531 -> 4.124 ms
     assert stats.improvement_pct(6.531, 4.124) == pytest.approx((6.531 - 4.124) / 6.531 * 100)
     assert stats.improvement_pct(10, 12) == pytest.approx(-20.0)
+
+
+def test_ratio_ci_known_answer():
+    # Relative variance of each mean (0.1)^2 / 100 = 1e-4; Welch df = (2e-4)^2 / (2 * 1e-8 / 99) = 198;
+    # t(0.975, 198) = 1.97202; half-width on the log scale 1.97202 * sqrt(2e-4) = 0.027889.
+    a = {"mean": 10.0, "std": 1.0, "n": 100}
+    b = {"mean": 5.0, "std": 0.5, "n": 100}
+    ratio, low, high = stats.ratio_ci(a, b)
+    assert ratio == 0.5
+    assert (low, high) == (pytest.approx(0.48625, abs=2e-5), pytest.approx(0.51414, abs=2e-5))
+    assert stats.verdict(low, high) == "faster"
+    assert stats.verdict(*stats.ratio_ci(b, a)[1:]) == "slower"
+    noisy = {"mean": 5.2, "std": 5.0, "n": 10}
+    assert stats.verdict(*stats.ratio_ci(b, noisy)[1:]) == "no significant difference"
+    assert stats.ratio_ci(a, {"mean": 5.0, "std": 0.0, "n": 1}) == (0.5, None, None)
+    assert stats.verdict(None, None) == "no interval (n < 2)"

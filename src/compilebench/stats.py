@@ -58,3 +58,31 @@ def summarize(samples) -> dict:
 def improvement_pct(eager_mean: float, compiled_mean: float) -> float:
     """The guide's percentage improvement: (eager - compiled) / eager * 100."""
     return (eager_mean - compiled_mean) / eager_mean * 100.0
+
+
+def ratio_ci(a: dict, b: dict, confidence: float = 0.95) -> tuple[float, float | None, float | None]:
+    """b's mean over a's mean, with a confidence interval from the propagated uncertainty of both means (delta
+    method on the log ratio, Welch-Satterthwaite degrees of freedom). No interval when either has n < 2.
+    Samples of one timed loop are not fully independent, so the interval is a guide, not a guarantee."""
+    ratio = b["mean"] / a["mean"]
+    if a["n"] < 2 or b["n"] < 2:
+        return ratio, None, None
+    ra = (a["std"] / a["mean"]) ** 2 / a["n"]  # relative variance of each mean
+    rb = (b["std"] / b["mean"]) ** 2 / b["n"]
+    var = ra + rb
+    if var == 0:
+        return ratio, ratio, ratio
+    df = var**2 / (ra**2 / (a["n"] - 1) + rb**2 / (b["n"] - 1))
+    half = t_critical(max(1, int(df)), confidence) * math.sqrt(var)
+    return ratio, ratio * math.exp(-half), ratio * math.exp(half)
+
+
+def verdict(low: float | None, high: float | None) -> str:
+    """How a time ratio (new / old) reads: below 1 throughout its interval is faster."""
+    if low is None or high is None:
+        return "no interval (n < 2)"
+    if high < 1:
+        return "faster"
+    if low > 1:
+        return "slower"
+    return "no significant difference"

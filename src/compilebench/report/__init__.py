@@ -1,1 +1,122 @@
-"""Reports from the results store alone."""
+"""Reports from results alone: markdown and HTML (tables and charts), CSV and JSON (one flat row per result).
+
+`write()` renders into a scratch folder inside the output folder and moves each finished file into place, so
+an interrupted report leaves the previous files whole."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+from compilebench.errors import UnknownChoice, UserError
+from compilebench.report import charts as chartsmod
+from compilebench.report import data, flat, html, markdown, tables
+
+FORMATS = ("md", "html", "csv", "json")
+FILES = {"md": "report.md", "html": "report.html", "csv": "results.csv", "json": "results.json"}
+CHARTS_DIR = "charts"
+
+
+def parse_formats(text: str) -> tuple[str, ...]:
+    formats = tuple(dict.fromkeys(f.strip() for f in text.split(",") if f.strip()))
+    if not formats:
+        raise UserError(f"--format needs at least one of {', '.join(FORMATS)}")
+    for f in formats:
+        if f not in FORMATS:
+            raise UnknownChoice("report format", f, list(FORMATS))
+    return formats
+
+
+def check_out_dir(out_dir: str) -> None:
+    """Refuse an output folder that cannot be written before anything is measured or rendered."""
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise UserError(f"--out {out_dir!r} is a file; give a folder for the report")
+    probe = os.path.abspath(out_dir)
+    while not os.path.exists(probe):
+        probe = os.path.dirname(probe)
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise UserError(f"cannot write the report to {out_dir!r}: {probe!r} is not writable")
+
+
+def sections(results: list[dict], charts: list[chartsmod.Chart]) -> list[tuple[str, list]]:
+    """The report in reading order; an item is a Table, a paragraph or a Chart."""
+    by_section: dict[tuple, list] = {}
+    for c in charts:
+        by_section.setdefault(c.section, []).append(c)
+    ok = sum(1 for r in data.latest(results) if r["status"] == "ok")
+    summary: list = [tables.summary_table(results)]
+    if not ok:
+        summary.insert(0, "No case was measured ok: the details below say why each failed.")
+    results_items: list = []
+    for t, g in zip(tables.guide_tables(results), data.groups(results)):
+        results_items += [t, *by_section.get(("group", g.hardware, g.batch_size), [])]
+    batch_items = [c for key, cs in by_section.items() if key[0] == "hardware" for c in cs]
+    hardware_items = [c for key, cs in by_section.items() if key[0] == "batch" for c in cs]
+    return [
+        ("Summary", summary),
+        ("Results", results_items),
+        ("Batch sizes", batch_items),
+        ("Hardware", hardware_items),
+        ("Torch versions", tables.version_tables(results)),
+        ("Compile modes", tables.mode_tables(results)),
+        ("Details", [tables.details_table(results)]),
+        ("Environment", tables.environment_tables(results)),
+    ]
+
+
+def intro(results: list[dict], sources: list[str]) -> list[str]:
+    latest = data.latest(results)
+    ok = sum(1 for r in latest if r["status"] == "ok")
+    machines = len({r["machine_id"] for r in results})
+    return [f"{len(latest)} results ({ok} measured ok) from {machines} machine(s), read from {', '.join(sources)}.",
+            "Times are the mean milliseconds of one forward pass of the whole batch; see Details for each "
+            "result's 95% CI, spread and N."]
+
+
+def write(results: list[dict], out_dir: str, formats: tuple[str, ...], sources: list[str]) -> list[str]:
+    """Render every requested format into out_dir; returns the paths written."""
+    data.require(results, sources)
+    check_out_dir(out_dir)
+    os.makedirs(out_dir, exist_ok=True)
+    scratch = tempfile.mkdtemp(prefix=".report-", dir=out_dir)
+    try:
+        files: dict[str, str] = {}  # name inside out_dir -> content
+        charts: list[chartsmod.Chart] = []
+        if {"md", "html"} & set(formats):
+            charts = chartsmod.render(results, os.path.join(scratch, CHARTS_DIR))
+            secs = sections(results, charts)
+            if "md" in formats:
+                files[FILES["md"]] = markdown.report(secs, intro(results, sources), CHARTS_DIR)
+            if "html" in formats:
+                files[FILES["html"]] = html.page("compilebench report", intro(results, sources), secs)
+        if {"csv", "json"} & set(formats):
+            rows = flat.rows(results)
+            if "csv" in formats:
+                files[FILES["csv"]] = flat.to_csv(rows)
+            if "json" in formats:
+                files[FILES["json"]] = flat.to_json(rows)
+        for name, content in files.items():
+            with open(os.path.join(scratch, name), "w", encoding="utf-8") as f:
+                f.write(content)
+        return _move_into_place(scratch, out_dir, list(files), charts)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _move_into_place(scratch: str, out_dir: str, names: list[str], charts: list[chartsmod.Chart]) -> list[str]:
+    written = []
+    if charts:
+        chart_dir = os.path.join(out_dir, CHARTS_DIR)
+        os.makedirs(chart_dir, exist_ok=True)
+        new = {os.path.basename(p) for c in charts for p in (c.png, c.svg)}
+        for name in new:
+            os.replace(os.path.join(scratch, CHARTS_DIR, name), os.path.join(chart_dir, name))
+            written.append(os.path.join(chart_dir, name))
+        for name in os.listdir(chart_dir):  # charts of an earlier report that this one no longer has
+            if name not in new and name.endswith((".png", ".svg")):
+                os.remove(os.path.join(chart_dir, name))
+    for name in names:
+        os.replace(os.path.join(scratch, name), os.path.join(out_dir, name))
+        written.append(os.path.join(out_dir, name))
+    return sorted(written)

@@ -1,42 +1,33 @@
-"""Markdown tables in the guide's format, from result dicts alone (no torch, no GPU).
+"""Every table of a report, as plain data (title, header, rows of strings); markdown and HTML render them.
 
-One table per (hardware, batch size); rows `Task/Model` in the guide's order; a column per torch version and
-variant (`torch 2.13 - no compile`, `torch 2.13 - compile`); mean ms to 3 decimals, `OOM` where memory ran out
-and the status word for other failures; beside them the % improvement and the compile seconds."""
+The guide's table: one per (hardware, batch size); rows `Task/Model` in the guide's order; a column per torch
+version and variant (`torch 2.13 - no compile`, `torch 2.13 - compile`); mean ms to 3 decimals, `OOM` where
+memory ran out and the status word for other failures; beside them the % improvement and the compile seconds.
+The guide's other two tables compare torch versions and compile modes, rows `Task/Model` x `Batch Size`."""
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
+from dataclasses import dataclass, field
 
 from compilebench import stats
 from compilebench.envinfo import hardware_name
-from compilebench.spec import VARIANTS, Variant
-from compilebench.zoo import REGISTRY
+from compilebench.report import data
+from compilebench.report.data import Column, Group
+from compilebench.spec import VARIANTS
 
 
-def latest(results: list[dict]) -> list[dict]:
-    """The newest result of each case on each machine (a --rerun supersedes, it does not average)."""
-    newest: dict[tuple, dict] = {}
-    for r in results:
-        k = (r["case_key"], r["machine_id"])
-        if k not in newest or r["created_at"] >= newest[k]["created_at"]:
-            newest[k] = r
-    return list(newest.values())
-
-
-def torch_short(r: dict) -> str:
-    return ".".join(str((r.get("env") or {}).get("torch", "?")).split("+")[0].split(".")[:2])
-
-
-def hardware(r: dict) -> str:
-    return hardware_name(r.get("env") or {"device": r["case"]["device"]})
-
-
-def variant_of(r: dict) -> Variant:
-    return Variant(**r["case"]["variant"])
+@dataclass
+class Table:
+    title: str
+    header: list[str]
+    rows: list[list[str]]
+    notes: list[str] = field(default_factory=list)  # lines shown under the table ("- " starts a list item)
 
 
 def cell(r: dict | None) -> str:
+    """A guide cell: the mean, `OOM`, the status word of another failure, or empty where nothing was measured."""
     if r is None:
         return ""
     if r["status"] == "ok":
@@ -44,98 +35,196 @@ def cell(r: dict | None) -> str:
     return "OOM" if r["status"] == "oom" else r["status"]
 
 
-def _row_order(results: list[dict]) -> list[str]:
-    order = {name: i for i, name in enumerate(REGISTRY)}
-    models = list(dict.fromkeys(r["case"]["model"] for r in results))
-    return sorted(models, key=lambda m: order.get(m, len(order)))
+def pct(x: float | None) -> str:
+    return "" if x is None else f"{x:.1f}%"
 
 
-def _label(results: list[dict], model: str) -> str:
-    return next((r["label"] for r in results if r["case"]["model"] == model and r.get("label")), model)
-
-
-def guide_tables(results: list[dict]) -> str:
-    results = latest(results)
-    groups: dict[tuple[str, int], list[dict]] = defaultdict(list)
-    for r in results:
-        groups[(hardware(r), r["case"]["batch_size"])].append(r)
-    return "\n".join(_guide_table(hw, batch, rs) for (hw, batch), rs in sorted(groups.items()))
-
-
-def _guide_table(hw: str, batch: int, results: list[dict]) -> str:
-    mode_rank = {m: i for i, m in enumerate(VARIANTS)}
-    columns = sorted(
-        {(torch_short(r), variant_of(r)) for r in results},
-        key=lambda c: (c[0], mode_rank[c[1].mode], c[1].label),
-    )
-    by_cell = {(r["case"]["model"], torch_short(r), variant_of(r)): r for r in results}
-    compiled = [c for c in columns if c[1].compiled]
-    header = [f"torch {t} - {v.label}" for t, v in columns]
-    for t, v in compiled:
-        suffix = v.label.removeprefix("compile").strip()
-        header += [f"% improvement {suffix}".strip(), f"compile s {suffix}".strip()]
-    lines = [
-        f"### {hw} (batch size: {batch})",
-        "",
-        "| Task/Model | " + " | ".join(header) + " |",
-        "|:---:|" + ":---:|" * len(header),
-    ]
-    for model in _row_order(results):
-        cells = [cell(by_cell.get((model, t, v))) for t, v in columns]
-        for t, v in compiled:
-            eager = by_cell.get((model, t, Variant("eager")))
-            comp = by_cell.get((model, t, v))
-            cells.append(_improvement(eager, comp))
-            cells.append(f"{comp['compile_s']:.1f}" if comp and comp.get("compile_s") is not None else "")
-        lines.append(f"| {_label(results, model)} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def _improvement(eager: dict | None, compiled: dict | None) -> str:
-    if not (eager and compiled and eager["status"] == "ok" and compiled["status"] == "ok"):
-        return ""
-    return f"{stats.improvement_pct(eager['stats']['mean'], compiled['stats']['mean']):.1f}%"
-
-
-def details_table(results: list[dict]) -> str:
-    """Every result with its noise: the numbers behind each guide cell, and why a cell is not a number."""
-    results = sorted(latest(results), key=lambda r: (hardware(r), r["created_at"]))
-    lines = [
-        "| hardware | model | batch | variant | status | mean ms | 95% CI ms | median ms | CV | N | first call s | compile s | max rel err |",
-        "|---|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for r in results:
-        s = r.get("stats") or {}
-        ok = r["status"] in ("ok", "invalid") and s.get("n")
-        lines.append(
-            "| "
-            + " | ".join(
-                [
-                    hardware(r),
-                    r["case"]["model"],
-                    str(r["case"]["batch_size"]),
-                    variant_of(r).label,
-                    r["status"] + (" (stopped by --max-time)" if r.get("stopped_early") else ""),
-                    f"{s['mean']:.3f}" if ok else "",
-                    f"{s['ci95_low']:.3f}-{s['ci95_high']:.3f}" if ok else "",
-                    f"{s['median']:.3f}" if ok else "",
-                    f"{s['cv'] * 100:.1f}%" + (" noisy" if s["cv"] > stats.NOISY_CV else "") if ok and s.get("cv") is not None else "",
-                    str(s.get("n") or 0),
-                    _num(r.get("first_call_s"), 2),
-                    _num(r.get("compile_s"), 2),
-                    _num(r.get("max_rel_err"), None),
-                ]
-            )
-            + " |"
-        )
-    failures = [r for r in results if r["status"] != "ok"]
-    if failures:
-        lines += ["", "Not ok:"]
-        lines += [f"- {r['case']['model']} b{r['case']['batch_size']} {variant_of(r).label}: {r['status']}: {r.get('message') or ''}" for r in failures]
-    return "\n".join(lines) + "\n"
-
-
-def _num(x, digits: int | None) -> str:
+def num(x: float | None, digits: int | None) -> str:
     if x is None:
         return ""
     return f"{x:.{digits}f}" if digits is not None else f"{x:.2e}"
+
+
+def _tag(c: Column, torch: bool = False, default: bool = False) -> str:
+    """What tells one compiled column from another in the headers beside it: '', ' (reduce-overhead)',
+    ' (torch 2.1, tiny config)'. `default` names the default mode too (where modes sit side by side)."""
+    mode = c.variant.label.removeprefix("compile").strip(" ()")
+    words = ([f"torch {c.torch}"] if torch else []) + ([mode] if mode else ["default"] if default else []) + list(c.settings)
+    return f" ({', '.join(words)})" if words else ""
+
+
+def guide_table(g: Group, versions: int) -> Table:
+    """The guide's table for one group. `versions`: how many torch versions the whole report holds, to say
+    which version a % improvement belongs to only when there is a choice."""
+    header = ["Task/Model"] + [c.header for c in g.columns]
+    for c in g.compiled_columns:
+        tag = _tag(c, torch=versions > 1)
+        header += [f"% improvement{tag}", f"compile s{tag}"]
+    rows = []
+    for model in g.models:
+        row = [g.label(model)] + [cell(g.cells.get((model, c))) for c in g.columns]
+        for c in g.compiled_columns:
+            comp = g.cells.get((model, c))
+            row.append(pct(data.improvement(g.cells.get((model, c.eager)), comp)))
+            row.append(num(comp.get("compile_s"), 1) if comp else "")
+        rows.append(row)
+    return Table(g.title, header, rows)
+
+
+def guide_tables(results: list[dict]) -> list[Table]:
+    versions = len(data.torch_labels(results))
+    return [guide_table(g, versions) for g in data.groups(results)]
+
+
+def summary_table(results: list[dict]) -> Table:
+    """Per hardware, batch size and compiled column: the geometric-mean speed-up over the models measured ok both
+    ways, and the best and worst model."""
+    rows = []
+    for g in data.groups(results):
+        for c in g.compiled_columns:
+            pairs = []
+            for model in g.models:
+                s = data.speedup(g.cells.get((model, c.eager)), g.cells.get((model, c)))
+                if s is not None:
+                    pairs.append((s, g.label(model)))
+            not_ok = sum(1 for m in g.models if (r := g.cells.get((m, c))) is not None and r["status"] != "ok")
+            if pairs:
+                geo = math.exp(sum(math.log(s) for s, _ in pairs) / len(pairs))
+                best, worst = max(pairs), min(pairs)
+                rows.append([g.hardware, str(g.batch_size), c.header, str(len(pairs)), f"{geo:.2f}x",
+                             f"{best[1]} ({best[0]:.2f}x)", f"{worst[1]} ({worst[0]:.2f}x)", str(not_ok)])
+            else:
+                rows.append([g.hardware, str(g.batch_size), c.header, "0", "", "", "", str(not_ok)])
+    return Table(
+        "",
+        ["hardware", "batch size", "compiled variant", "models", "geomean speed-up", "best", "worst", "compiled not ok"],
+        rows,
+        notes=["speed-up = eager mean / compiled mean (1.25x: the compiled model takes 80% of the time), over the "
+               "models measured ok both ways"],
+    )
+
+
+def _by_hardware(results: list[dict]) -> dict[str, list[Group]]:
+    out: dict[str, list[Group]] = defaultdict(list)
+    for g in data.groups(results):
+        out[g.hardware].append(g)
+    return out
+
+
+def _batch_rows(groups: list[Group], columns: list[Column], extra) -> list[list[str]]:
+    """Rows Task/Model x Batch Size over several groups of one hardware, in the guide's model order."""
+    models = data.model_order([r for g in groups for r in g.results])
+    rows = []
+    for model in models:
+        for g in groups:
+            if model not in g.models:
+                continue
+            row = [g.label(model), str(g.batch_size)] + [cell(g.cells.get((model, c))) for c in columns]
+            rows.append(row + extra(g, model))
+    return rows
+
+
+def version_tables(results: list[dict]) -> list[Table]:
+    """The guide's "PyTorch Nightly" section: per hardware holding more than one torch version, every version's
+    eager and compiled means side by side, and how much the newest changed each against the oldest."""
+    tables = []
+    for hw, groups in _by_hardware(results).items():
+        columns = sorted({c for g in groups for c in g.columns})
+        versions = list(dict.fromkeys(c.torch for c in columns))
+        if len(versions) < 2:
+            continue
+        old, new = versions[0], versions[-1]
+        pairs = [(c, n) for c in columns if c.torch == old for n in columns
+                 if n.torch == new and (n.variant, n.settings) == (c.variant, c.settings)]
+
+        def extra(g, model):
+            return [pct(_change(g.cells.get((model, a)), g.cells.get((model, b)))) for a, b in pairs]
+
+        header = ["Task/Model", "Batch Size"] + [c.header for c in columns]
+        header += [f"% faster torch {new} vs {old}, {a.variant.label}" + "".join(f", {s}" for s in a.settings) for a, _ in pairs]
+        tables.append(Table(f"{hw}: torch versions", header, _batch_rows(groups, columns, extra)))
+    return tables
+
+
+def _change(old: dict | None, new: dict | None) -> float | None:
+    o, n = data.mean(old), data.mean(new)
+    return stats.improvement_pct(o, n) if o and n else None
+
+
+def mode_tables(results: list[dict]) -> list[Table]:
+    """The guide's "Reduce Overhead" section: per hardware and torch version holding more than one compile mode,
+    eager and every mode side by side with each mode's % improvement."""
+    tables = []
+    for hw, groups in _by_hardware(results).items():
+        columns = sorted({c for g in groups for c in g.columns})
+        for torch_label in dict.fromkeys(c.torch for c in columns):
+            for setting in dict.fromkeys(c.settings for c in columns):
+                mine = [c for c in columns if c.torch == torch_label and c.settings == setting]
+                compiled = [c for c in mine if c.variant.compiled]
+                if len(compiled) < 2:
+                    continue
+
+                def extra(g, model, compiled=compiled):
+                    return [pct(data.improvement(g.cells.get((model, c.eager)), g.cells.get((model, c)))) for c in compiled]
+
+                header = ["Task/Model", "Batch Size"] + [c.header for c in mine]
+                header += [f"% improvement{_tag(c, default=True)}" for c in compiled]
+                title = f"{hw}: compile modes, torch {torch_label}" + "".join(f", {s}" for s in setting)
+                tables.append(Table(title, header, _batch_rows(groups, mine, extra)))
+    return tables
+
+
+def details_table(results: list[dict]) -> Table:
+    """Every result with its noise: the numbers behind each guide cell, and why a cell is not a number."""
+    order = {m: i for i, m in enumerate(data.model_order(results))}
+    results = sorted(data.latest(results), key=lambda r: (
+        data.hardware(r), data.torch_version(r), r["case"]["batch_size"], order[r["case"]["model"]],
+        data.settings(r), VARIANTS.index(r["case"]["variant"]["mode"]), r["created_at"]))
+    rows = []
+    for r in results:
+        s = r.get("stats") or {}
+        measured = r["status"] in ("ok", "invalid") and s.get("n")
+        cv = s.get("cv") if measured else None
+        rows.append([
+            data.hardware(r),
+            f"torch {data.torch_version(r)}",
+            r["case"]["model"],
+            str(r["case"]["batch_size"]),
+            data.variant_of(r).label + "".join(f", {w}" for w in data.settings(r)),
+            r["status"] + (" (stopped by --max-time)" if r.get("stopped_early") else ""),
+            num(s.get("mean"), 3) if measured else "",
+            f"{s['ci95_low']:.3f}-{s['ci95_high']:.3f}" if measured else "",
+            num(s.get("median"), 3) if measured else "",
+            "" if cv is None else f"{cv * 100:.1f}%" + (" noisy" if cv > stats.NOISY_CV else ""),
+            str(s.get("n") or 0),
+            num(r.get("first_call_s"), 2),
+            num(r.get("compile_s"), 2),
+            num(r.get("max_rel_err"), None),
+        ])
+    notes = [f"- {r['case']['model']} b{r['case']['batch_size']} {data.variant_of(r).label}: {r['status']}: "
+             f"{r.get('message') or ''}".rstrip() for r in results if r["status"] != "ok"]
+    return Table(
+        "",
+        ["hardware", "torch", "model", "batch", "variant", "status", "mean ms", "95% CI ms", "median ms", "CV", "N",
+         "first call s", "compile s", "max rel err"],
+        rows,
+        notes=(["Not ok:"] + notes) if notes else [],
+    )
+
+
+ENV_FIELDS = ("hostname", "device_name", "device", "driver", "cuda", "torch", "transformers", "triton", "python",
+              "os", "cpu", "cpu_count", "torch_threads", "float32_matmul_precision", "tf32_matmul", "tf32_cudnn",
+              "compilebench")
+
+
+def environment_tables(results: list[dict]) -> list[Table]:
+    """One table per machine: what was installed and set when its results were measured."""
+    machines: dict[str, dict] = {}
+    for r in sorted(results, key=lambda r: r["created_at"]):
+        machines[r["machine_id"]] = r.get("env") or {}
+    tables = []
+    for machine, env in machines.items():
+        keys = [k for k in ENV_FIELDS if k in env] + sorted(k for k in env if k not in ENV_FIELDS)
+        rows = [[k, "" if env[k] is None else str(env[k])] for k in keys]
+        tables.append(Table(f"{hardware_name(env)}: {machine}", ["field", "value"], rows))
+    return tables

@@ -1,0 +1,190 @@
+"""The report's view of results: load and merge stores, and name what a table groups by.
+
+Results stay the plain dicts the store keeps. A report groups them by hardware and batch size, and shows each
+combination of torch version, variant and non-default settings as one column. No torch, no GPU."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from compilebench import stats, suites
+from compilebench.envinfo import hardware_name
+from compilebench.errors import UserError
+from compilebench.spec import VARIANTS, Variant
+from compilebench.store import Store
+
+
+def load(paths: list[str]) -> list[dict]:
+    """Every result of every file. The same result in two files (one file copied into another, or merged twice)
+    counts once: results are identified by their result_id."""
+    seen: dict[str, dict] = {}
+    for path in paths:
+        with Store.open(path, create=False) as store:
+            for r in store.results():
+                seen.setdefault(r["result_id"], r)
+    return list(seen.values())
+
+
+def latest(results: list[dict]) -> list[dict]:
+    """The newest result of each case on each machine (a --rerun supersedes, it does not average)."""
+    newest: dict[tuple, dict] = {}
+    for r in results:
+        k = (r["case_key"], r["machine_id"])
+        if k not in newest or r["created_at"] >= newest[k]["created_at"]:
+            newest[k] = r
+    return list(newest.values())
+
+
+def hardware(r: dict) -> str:
+    return hardware_name(r.get("env") or {"device": r["case"]["device"]})
+
+
+def torch_version(r: dict) -> str:
+    """The public version, without the local build tag: '2.13.0', '2.1.0.dev20230601'."""
+    return str((r.get("env") or {}).get("torch") or "?").split("+")[0]
+
+
+def _version_key(version: str) -> tuple:
+    return tuple(int(p) if p.isdigit() else -1 for p in re.split(r"[.\-]", version))
+
+
+def torch_labels(results: list[dict]) -> dict[str, str]:
+    """Version -> the guide's short label ('2.0'); the full version where two versions share major.minor."""
+    versions = {torch_version(r) for r in results}
+    short = {v: ".".join(v.split(".")[:2]) for v in versions}
+    clash = {s for s in short.values() if list(short.values()).count(s) > 1}
+    return {v: (v if short[v] in clash else short[v]) for v in versions}
+
+
+def variant_of(r: dict) -> Variant:
+    return Variant(**r["case"]["variant"])
+
+
+def settings(r: dict) -> tuple[str, ...]:
+    """What else makes this case differ from the guide's setup, as words for a header."""
+    c = r["case"]
+    words = []
+    if c.get("dtype", "float32") != "float32":
+        words.append(c["dtype"])
+    if c.get("weights", "random") != "random":
+        words.append(f"{c['weights']} weights")
+    if c.get("model_size", "full") != "full":
+        words.append(f"{c['model_size']} config")
+    if c.get("image"):
+        words.append(f"image {c['image'].rsplit('/', 1)[-1]}")
+    return tuple(words)
+
+
+@dataclass(frozen=True, order=True)
+class Column:
+    """One column of a guide table: a torch version, a variant and the settings that set it apart."""
+
+    sort_key: tuple
+    torch: str  # the label: '2.13'
+    variant: Variant
+    settings: tuple[str, ...]
+
+    @property
+    def header(self) -> str:
+        return f"torch {self.torch} - {self.variant.label}" + "".join(f", {s}" for s in self.settings)
+
+    @property
+    def eager(self) -> Column:
+        """The uncompiled baseline of this column."""
+        v = Variant("eager")
+        return Column(_sort_key(self.sort_key[0], v, self.settings), self.torch, v, self.settings)
+
+
+def _sort_key(version_key: tuple, v: Variant, settings_: tuple[str, ...]) -> tuple:
+    return (version_key, settings_, VARIANTS.index(v.mode), v.label)
+
+
+def column(r: dict, labels: dict[str, str]) -> Column:
+    version = torch_version(r)
+    v = variant_of(r)
+    s = settings(r)
+    return Column(_sort_key(_version_key(version), v, s), labels[version], v, s)
+
+
+def model_order(results: list[dict]) -> list[str]:
+    """The guide's row order, then any other model in the order it first appears."""
+    order = {name: i for i, name in enumerate(suites.GUIDE_MODELS)}
+    models = list(dict.fromkeys(r["case"]["model"] for r in results))
+    return sorted(models, key=lambda m: order.get(m, len(order)))
+
+
+def model_label(results: list[dict], model: str) -> str:
+    """The guide's 'Task/Model' row label where the result has one, else the model's name."""
+    return next((r["label"] for r in results if r["case"]["model"] == model and r.get("label")), model)
+
+
+def mean(r: dict | None) -> float | None:
+    """The mean of a result that may be averaged into a table: ok only (invalid and failures have no number)."""
+    if r is None or r["status"] != "ok":
+        return None
+    return (r.get("stats") or {}).get("mean")
+
+
+def speedup(eager: dict | None, compiled: dict | None) -> float | None:
+    """eager mean / compiled mean (2.0: compiled takes half the time)."""
+    e, c = mean(eager), mean(compiled)
+    return e / c if e and c else None
+
+
+def improvement(eager: dict | None, compiled: dict | None) -> float | None:
+    e, c = mean(eager), mean(compiled)
+    return stats.improvement_pct(e, c) if e and c else None
+
+
+@dataclass
+class Group:
+    """The results of one guide table: one hardware, one batch size."""
+
+    hardware: str
+    batch_size: int
+    columns: list[Column]
+    models: list[str]
+    cells: dict[tuple[str, Column], dict]  # (model, column) -> result
+    results: list[dict]
+
+    @property
+    def title(self) -> str:
+        return f"{self.hardware} (batch size: {self.batch_size})"
+
+    @property
+    def compiled_columns(self) -> list[Column]:
+        return [c for c in self.columns if c.variant.compiled]
+
+    def label(self, model: str) -> str:
+        return model_label(self.results, model)
+
+
+def groups(results: list[dict]) -> list[Group]:
+    """Results split into guide tables. Where two machines of the same hardware measured the same cell, the
+    newest result fills it (the details table lists both)."""
+    results = latest(results)
+    labels = torch_labels(results)
+    split: dict[tuple, list[dict]] = {}
+    for r in sorted(results, key=lambda r: r["created_at"]):
+        split.setdefault((hardware(r), r["case"]["batch_size"]), []).append(r)
+    out = []
+    for (hw, batch), rs in sorted(split.items()):
+        cells = {(r["case"]["model"], column(r, labels)): r for r in rs}
+        out.append(
+            Group(
+                hardware=hw,
+                batch_size=batch,
+                columns=sorted({c for _, c in cells}),
+                models=model_order(rs),
+                cells=cells,
+                results=rs,
+            )
+        )
+    return out
+
+
+def require(results: list[dict], paths: list[str]) -> None:
+    """An empty store is bad input for a report: one clear line rather than an empty page."""
+    if not results:
+        raise UserError(f"no results in {', '.join(paths)}: nothing to report (`compilebench run --db {paths[0]}` fills it)")

@@ -1,0 +1,79 @@
+"""The HTML report: one self-contained file (charts embedded as data URIs, no script, no network), every piece
+of text from a result escaped. A Content-Security-Policy forbids scripts and remote loads as a second guard."""
+
+from __future__ import annotations
+
+import base64
+import html
+
+from compilebench.report.charts import Chart
+from compilebench.report.tables import Table
+
+_STYLE = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1200px; padding: 0 1em; color: #222; }
+h1 { font-size: 1.6em; } h2 { border-bottom: 1px solid #ccc; margin-top: 2em; } h3 { margin-top: 1.5em; }
+table { border-collapse: collapse; margin: 0.5em 0 1em; font-size: 13px; }
+th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: right; }
+th { background: #f3f3f3; text-align: center; } td:first-child { text-align: left; }
+td.fail { color: #b00020; font-weight: 600; }
+img { max-width: 100%; height: auto; display: block; margin: 0.5em 0 1.5em; }
+p.note, li { font-size: 13px; color: #444; }
+"""
+
+_FAILURES = {"OOM", "error", "invalid", "timeout", "crashed"}
+
+
+def escape(text) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def table(t: Table) -> str:
+    out = [f"<h3>{escape(t.title)}</h3>"] if t.title else []
+    out.append("<table>")
+    out.append("<thead><tr>" + "".join(f"<th>{escape(h)}</th>" for h in t.header) + "</tr></thead>")
+    out.append("<tbody>")
+    for row in t.rows:
+        cells = "".join(
+            f'<td class="fail">{escape(c)}</td>' if c in _FAILURES else f"<td>{escape(c)}</td>" for c in row
+        )
+        out.append(f"<tr>{cells}</tr>")
+    out.append("</tbody></table>")
+    items = [n for n in t.notes if n.startswith("- ")]
+    out += [f'<p class="note">{escape(n)}</p>' for n in t.notes if not n.startswith("- ")]
+    if items:
+        out.append("<ul>" + "".join(f"<li>{escape(n[2:])}</li>" for n in items) + "</ul>")
+    return "\n".join(out)
+
+
+def image(alt: str, svg_path: str) -> str:
+    with open(svg_path, "rb") as f:
+        payload = base64.b64encode(f.read()).decode("ascii")
+    return f'<img alt="{escape(alt)}" src="data:image/svg+xml;base64,{payload}">'
+
+
+def page(title: str, intro: list[str], sections: list[tuple[str, list]]) -> str:
+    """Sections of (heading, items); an item is a Table, a paragraph or a Chart (its SVG embedded)."""
+    body = [f"<h1>{escape(title)}</h1>"] + [f"<p>{escape(p)}</p>" for p in intro]
+    for heading, items in sections:
+        if not items:
+            continue
+        body.append(f"<h2>{escape(heading)}</h2>")
+        for item in items:
+            if isinstance(item, Table):
+                body.append(table(item))
+            elif isinstance(item, str):
+                body.append(f"<p>{escape(item)}</p>")
+            else:
+                assert isinstance(item, Chart)
+                body.append(image(item.title, item.svg))
+    return "\n".join([
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; img-src data:; style-src \'unsafe-inline\'">',
+        f"<title>{escape(title)}</title>",
+        f"<style>{_STYLE}</style>",
+        "</head><body>",
+        *body,
+        "</body></html>",
+        "",
+    ])

@@ -1,0 +1,53 @@
+"""Tables as markdown, and the markdown report: summary, the guide's tables with their charts, comparisons,
+details, environments."""
+
+from __future__ import annotations
+
+import html
+import os
+
+from compilebench.report.charts import Chart
+from compilebench.report.tables import Table
+
+
+def escape(text: str) -> str:
+    """A cell that cannot break the table or inject markup: pipes escaped, newlines folded, <>& as entities."""
+    return html.escape(str(text), quote=False).replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+
+
+def heading(text: str, level: int) -> str:
+    return f"{'#' * level} {html.escape(text, quote=False)}"
+
+
+def table(t: Table, level: int = 3) -> str:
+    lines = [heading(t.title, level), ""] if t.title else []
+    lines.append("| " + " | ".join(escape(h) for h in t.header) + " |")
+    lines.append("|" + ":---:|" * len(t.header))
+    lines += ["| " + " | ".join(escape(c) for c in row) + " |" for row in t.rows]
+    if t.notes:
+        lines += ["", *map(escape, t.notes)]
+    return "\n".join(lines) + "\n"
+
+
+def tables(ts: list[Table]) -> str:
+    return "\n".join(table(t) for t in ts)
+
+
+def report(sections: list[tuple[str, list]], intro: list[str], charts_dir: str) -> str:
+    """Sections of (heading, items); an item is a Table, a paragraph or a Chart (linked as charts_dir/NAME.png)."""
+    out = ["# compilebench report", ""]
+    for line in intro:
+        out += [escape(line), ""]
+    for title, items in sections:
+        if not items:
+            continue
+        out += [heading(title, 2), ""]
+        for item in items:
+            if isinstance(item, Table):
+                out.append(table(item))
+            elif isinstance(item, str):
+                out += [escape(item), ""]
+            else:
+                assert isinstance(item, Chart)
+                out += [f"![{escape(item.title)}]({charts_dir}/{os.path.basename(item.png)})", ""]
+    return "\n".join(out)

@@ -1,0 +1,336 @@
+"""Reports from results files alone: the guide's tables, comparisons, charts, HTML, CSV/JSON and compare."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+import fakeresults as fr
+from compilebench import report
+from compilebench.report import charts, data
+
+GUIDE = Path(__file__).parent / "data" / "guide_a100_batch1.md"
+EVIL = "<script>document.title='pwned'</script>"
+
+
+def md_table(text: str, title: str) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of the markdown table under `### title`."""
+    lines = text[text.index(f"### {title}\n"):].splitlines()[2:]
+    table = []
+    for line in lines:
+        if not line.startswith("|"):
+            break
+        table.append([c.strip() for c in line.strip().strip("|").split("|")])
+    return table[0], table[2:]
+
+
+def guide_results() -> list[dict]:
+    _, rows = fr.guide_table(GUIDE)
+    model = fr.label_to_model()
+    out = []
+    for label, eager, compiled in rows:
+        out.append(fr.result(model[label], 1, "eager", float(eager)))
+        out.append(fr.result(model[label], 1, "default", float(compiled), compile_s=50.0))
+    return out
+
+
+def test_the_guides_a100_batch_1_table_renders_as_in_the_guide(tmp_path, cli):
+    title, rows = fr.guide_table(GUIDE)
+    fr.fill(tmp_path / "a100.db", guide_results())
+    p = cli("report", "a100.db", "--out", "out", "--format", "md")
+    assert p.returncode == 0, p.stderr
+    text = (tmp_path / "out" / "report.md").read_text()
+    header, got = md_table(text, title)  # "### A100 (batch size: 1)"
+    assert header[:3] == ["Task/Model", "torch 2.0 - no compile", "torch 2.0 - compile"]
+    assert [tuple(r[:3]) for r in got] == rows  # same rows, same order, same values
+    assert header[3:] == ["% improvement", "compile s"]
+    for (label, eager, compiled), r in zip(rows, got):
+        assert r[3] == f"{(float(eager) - float(compiled)) / float(eager) * 100:.1f}%" and r[4] == "50.0"
+    assert f"### {title}" in p.stdout  # printed too
+
+
+def test_merging_machines_and_torch_versions_gives_the_comparison_tables(tmp_path, cli):
+    a100_21 = {**fr.A100, "torch": "2.1.0.dev20230601+cu118"}
+    fr.fill(tmp_path / "one.db", [
+        fr.result("beit", 1, "eager", 12.0), fr.result("beit", 1, "default", 8.0),
+        fr.result("beit", 4, "eager", 14.0), fr.result("beit", 4, "default", 13.0),
+        fr.result("resnet-50", 1, "eager", 7.0, env=fr.T4), fr.result("resnet-50", 1, "default", 4.0, env=fr.T4),
+        fr.result("resnet-50", 1, "reduce-overhead", 3.5, env=fr.T4),
+    ])
+    fr.fill(tmp_path / "two.db", [
+        fr.result("beit", 1, "eager", 10.0, env=a100_21), fr.result("beit", 1, "default", 6.0, env=a100_21),
+        fr.result("beit", 4, "eager", 14.0, env=a100_21), fr.result("beit", 4, "default", 12.0, env=a100_21),
+    ])
+    shutil.copy(tmp_path / "one.db", tmp_path / "copy.db")  # the same results again: counted once
+    p = cli("report", "one.db", "two.db", "copy.db", "--out", "out", "--format", "md,csv")
+    assert p.returncode == 0, p.stderr
+    text = (tmp_path / "out" / "report.md").read_text()
+    assert "11 results (11 measured ok) from 3 machine(s)" in text
+
+    header, rows = md_table(text, "A100: torch versions")
+    assert header == ["Task/Model", "Batch Size", "torch 2.0 - no compile", "torch 2.0 - compile", "torch 2.1 - no compile",
+                      "torch 2.1 - compile", "% faster torch 2.1 vs 2.0, no compile", "% faster torch 2.1 vs 2.0, compile"]
+    assert rows == [
+        ["Image Classification/BeiT", "1", "12.000", "8.000", "10.000", "6.000", "16.7%", "25.0%"],
+        ["Image Classification/BeiT", "4", "14.000", "13.000", "14.000", "12.000", "0.0%", "7.7%"],
+    ]
+    header, rows = md_table(text, "T4: compile modes, torch 2.0")
+    assert header == ["Task/Model", "Batch Size", "torch 2.0 - no compile", "torch 2.0 - compile",
+                      "torch 2.0 - compile (reduce-overhead)", "% improvement (default)",
+                      "% improvement (reduce-overhead)"]
+    assert rows == [["Image Classification/ResNet", "1", "7.000", "4.000", "3.500", "42.9%", "50.0%"]]
+    # one guide table per hardware and batch size; both torch versions side by side on the A100
+    header, _ = md_table(text, "A100 (batch size: 4)")
+    assert header[1:5] == ["torch 2.0 - no compile", "torch 2.0 - compile", "torch 2.1 - no compile", "torch 2.1 - compile"]
+    assert "### T4 (batch size: 1)" in text and "T4: torch versions" not in text
+    assert len((tmp_path / "out" / "results.csv").read_text().splitlines()) == 1 + 11
+
+
+def test_an_empty_store_is_one_clear_line(tmp_path, cli):
+    fr.fill(tmp_path / "empty.db", [])
+    p = cli("report", "empty.db", "--out", "out")
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "no results in empty.db: nothing to report" in p.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_store_of_failures_reports_them_without_charts(tmp_path, cli):
+    fr.fill(tmp_path / "f.db", [
+        fr.result("detr", 16, "eager", None, status="oom", message="CUDA out of memory. Tried to allocate 2 GiB"),
+        fr.result("detr", 16, "default", None, status="error", message="RuntimeError: boom"),
+    ])
+    p = cli("report", "f.db", "--out", "out")
+    assert p.returncode == 0, p.stderr
+    text = (tmp_path / "out" / "report.md").read_text()
+    assert "No case was measured ok" in text
+    _, rows = md_table(text, "A100 (batch size: 16)")
+    assert rows == [["Object Detection/DETR", "OOM", "error", "", ""]]
+    assert "- detr b16 no compile: oom: CUDA out of memory. Tried to allocate 2 GiB" in text
+    assert not list((tmp_path / "out").glob("charts/*"))
+    assert (tmp_path / "out" / "report.html").exists()
+
+
+def test_bad_report_options_are_one_line_and_write_nothing(tmp_path, cli):
+    fr.fill(tmp_path / "r.db", guide_results()[:2])
+    (tmp_path / "afile").write_text("x")
+    for args, message in [
+        (["r.db", "--format", "md,pdf"], "unknown report format 'pdf' (allowed: md, html, csv, json)"),
+        (["r.db", "--out", "afile"], "--out 'afile' is a file"),
+        (["missing.db"], "results file 'missing.db' does not exist"),
+    ]:
+        p = cli("report", *args)
+        assert p.returncode == 2 and p.stderr.count("\n") == 1 and message in p.stderr, p.stderr
+    assert sorted(os.listdir(tmp_path)) == ["afile", "r.db"]
+
+
+def test_an_interrupted_report_leaves_the_previous_one_whole(tmp_path, monkeypatch):
+    results = guide_results()
+    report.write(results, str(tmp_path), ("md",), ["r.db"])
+    before = (tmp_path / "report.md").read_text()
+
+    def fail(*a):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(report.flat, "to_csv", fail)  # rendering dies after the markdown was made
+    with pytest.raises(KeyboardInterrupt):
+        report.write(results + [fr.result("vit", 4, "eager", 1.0)], str(tmp_path), ("md", "csv"), ["r.db"])
+    assert (tmp_path / "report.md").read_text() == before
+    assert sorted(os.listdir(tmp_path)) == ["charts", "report.md"]  # no scratch folder, no half-written file
+
+
+def test_csv_and_json_are_flat_rows_that_pandas_loads(tmp_path):
+    import pandas as pd  # in the [test] extra
+    results = guide_results() + [fr.result("detr", 4, "eager", None, status="oom", message="out of memory")]
+    report.write(results, str(tmp_path), ("csv", "json"), ["r.db"])
+    for frame in (pd.read_csv(tmp_path / "results.csv"), pd.read_json(tmp_path / "results.json")):
+        assert len(frame) == 25
+        vit = frame[(frame.model == "vit") & (frame.variant == "default")].iloc[0]
+        assert vit.mean_ms == pytest.approx(7.584) and vit.hardware == "A100" and vit.env_torch == "2.0.1+cu118"
+        assert vit.eager_mean_ms == pytest.approx(9.325) and vit.speedup == pytest.approx(9.325 / 7.584)
+        assert vit.improvement_pct == pytest.approx((9.325 - 7.584) / 9.325 * 100) and vit.compile_s == 50.0
+        oom = frame[frame.status == "oom"].iloc[0]
+        assert oom.model == "detr" and pd.isna(oom.mean_ms) and oom.message == "out of memory"
+    row = json.loads((tmp_path / "results.json").read_text())[0]
+    assert all(not isinstance(v, (dict, list)) for v in row.values())
+
+
+def test_charts_are_valid_png_and_svg_with_one_bar_per_model_and_variant(tmp_path):
+    results = guide_results() + [
+        fr.result("vit", 4, "eager", 15.0), fr.result("vit", 4, "default", 14.0),
+        fr.result("resnet-50", 4, "eager", 6.6), fr.result("resnet-50", 4, "default", None, status="oom"),
+        fr.result("vit", 1, "eager", 16.5, env=fr.T4), fr.result("vit", 1, "default", 15.8, env=fr.T4),
+    ]
+    made = charts.render(results, str(tmp_path))
+    titles = [c.title for c in made]
+    assert titles == [
+        "Inference duration: A100, torch 2.0, batch size 1",
+        "Improvement from torch.compile: A100, torch 2.0, batch size 1",
+        "Inference duration: A100, torch 2.0, batch size 4",
+        "Improvement from torch.compile: A100, torch 2.0, batch size 4",
+        "Inference duration: T4, torch 2.0, batch size 1",
+        "Improvement from torch.compile: T4, torch 2.0, batch size 1",
+        "Improvement by batch size: A100, torch 2.0 - compile",
+        "Improvement by hardware: batch size 1, compile",
+    ]
+    for c in made:
+        with Image.open(c.png) as im:
+            im.verify()
+            assert im.format == "PNG"
+        svg = ET.parse(c.svg).getroot()
+        assert svg.tag.endswith("svg")
+        ids = [e.get("id") for e in svg.iter() if (e.get("id") or "").startswith("bar-")]
+        assert len(ids) == len(c.bars) == len(set(ids))
+        assert c.title in Path(c.svg).read_text()  # the title is text in the SVG
+    duration_b1, improvement_b1, duration_b4 = made[0], made[1], made[2]
+    assert len(duration_b1.bars) == 12 * 2 and len(improvement_b1.bars) == 12
+    assert {b[1] for b in duration_b1.bars} == {"torch 2.0 - no compile", "torch 2.0 - compile"}
+    # batch 4: resnet compiled ran out of memory: no bar, and the word OOM printed in its place
+    assert sorted(duration_b4.bars) == sorted([
+        ("Image Classification/ViT", "torch 2.0 - no compile"), ("Image Classification/ViT", "torch 2.0 - compile"),
+        ("Image Classification/ResNet", "torch 2.0 - no compile")])
+    assert ">OOM<" in Path(duration_b4.svg).read_text().replace(" OOM", "OOM")
+    assert {b[1] for b in made[-1].bars} == {"A100, torch 2.0", "T4, torch 2.0"}
+
+
+def test_compare_two_stores_side_by_side_with_the_ratio(tmp_path, cli):
+    fr.fill(tmp_path / "a.db", [fr.result("resnet-50", 1, "eager", 6.5, samples=[6.4, 6.5, 6.6] * 10),
+                                fr.result("resnet-50", 1, "default", 4.0, samples=[3.9, 4.0, 4.1] * 10, compile_s=30.0),
+                                fr.result("vit", 1, "eager", 9.0)])
+    fr.fill(tmp_path / "b.db", [fr.result("resnet-50", 1, "eager", 6.5, env=fr.CPU, samples=[6.3, 6.5, 6.7] * 10),
+                                fr.result("resnet-50", 1, "default", 2.0, env=fr.CPU, samples=[1.9, 2.0, 2.1] * 10, compile_s=5.0),
+                                fr.result("detr", 1, "eager", None, env=fr.CPU, status="crashed")])
+    p = cli("compare", "a.db", "b.db")
+    assert p.returncode == 0, p.stderr
+    _, rows = md_table(p.stdout, "a.db vs b.db")
+    by = {(r[0], r[2]): r for r in rows}
+    assert by[("Image Classification/ResNet", "compile")][3:6] == ["4.000", "2.000", "0.500"]
+    assert by[("Image Classification/ResNet", "compile")][7:] == ["faster", "30.0", "5.0"]
+    assert by[("Image Classification/ResNet", "no compile")][5:8][::2] == ["1.000", "no significant difference"]
+    assert by[("Image Classification/ViT", "no compile")][3:6] == ["9.000", "not measured", ""]
+    assert by[("Object Detection/DETR", "no compile")][3:5] == ["not measured", "crashed"]
+    assert "A: a.db (A100, torch 2.0.1)" in p.stdout and "B: b.db (CPU (AMD EPYC 7B13, 2 threads), torch 2.13.0)" in p.stdout
+
+
+def test_compare_asks_which_machine_when_a_file_holds_several(tmp_path, cli):
+    fr.fill(tmp_path / "a.db", [fr.result("vit", 1, "eager", 9.0), fr.result("vit", 1, "eager", 19.0, env=fr.T4)])
+    fr.fill(tmp_path / "b.db", [fr.result("vit", 1, "eager", 10.0, env=fr.CPU)])
+    p = cli("compare", "a.db", "b.db")
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "pick one with --machine-a" in p.stderr
+    p = cli("compare", "a.db", "b.db", "--machine-a", "T4")
+    assert p.returncode == 0, p.stderr
+    assert "| Image Classification/ViT | 1 | no compile | 19.000 | 10.000 |" in p.stdout
+    p = cli("compare", "a.db", "b.db", "--machine-a", "H100")
+    assert p.returncode == 2 and "no results in a.db from a machine matching --machine-a 'H100'" in p.stderr
+
+
+class _Dom(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags: dict[str, int] = {}
+        self.cells: list[str] = []
+        self.imgs: list[str] = []
+        self._in_td = False
+
+    def handle_starttag(self, tag, attrs):
+        self.tags[tag] = self.tags.get(tag, 0) + 1
+        self._in_td = tag == "td"
+        if tag == "img":
+            self.imgs.append(dict(attrs)["src"])
+        if tag == "td":
+            self.cells.append("")
+
+    def handle_endtag(self, tag):
+        if tag == "td":
+            self._in_td = False
+
+    def handle_data(self, text):
+        if self._in_td:
+            self.cells[-1] += text
+
+
+def chromium() -> str:
+    for name in (os.environ.get("COMPILEBENCH_CHROMIUM"), "chromium", "chromium-browser", "google-chrome"):
+        if name and shutil.which(name):
+            return shutil.which(name)
+    pytest.fail("no Chromium to render the HTML report: `apt-get install chromium` (.ci/run does), "
+                "or set COMPILEBENCH_CHROMIUM to a Chrome/Chromium binary")
+
+
+def headless(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={tmp_path / 'chromium-profile'}"]
+    return subprocess.run([chromium(), *flags, *args], capture_output=True, text=True, timeout=120)
+
+
+def test_the_html_page_renders_in_chromium_and_shows_a_script_name_as_text(tmp_path):
+    results = guide_results() + [fr.result("evil", 1, "eager", 3.0, label=EVIL),
+                                 fr.result("evil", 1, "default", None, status="error", label=EVIL,
+                                           message=f"ValueError: bad {EVIL} & more")]
+    report.write(results, str(tmp_path / "out"), ("html",), [str(tmp_path / f"<b>{EVIL}.db")])
+    page = tmp_path / "out" / "report.html"
+    text = page.read_text()
+    assert "<script" not in text and "http://" not in text.replace("http://www.w3.org", "")  # nothing remote
+
+    dom = headless(tmp_path, "--dump-dom", page.as_uri())
+    assert dom.returncode == 0, dom.stderr
+    parsed = _Dom()
+    parsed.feed(dom.stdout)
+    assert "script" not in parsed.tags  # the name did not become an element
+    assert re.search(r"<title>compilebench report</title>", dom.stdout)  # nor ran
+    assert parsed.tags["table"] >= 4  # summary, the guide's table, details, environment
+    assert len(parsed.imgs) == 2 and all(src.startswith("data:image/svg+xml;base64,") for src in parsed.imgs)
+    assert EVIL in parsed.cells  # shown as text, in a table cell
+    assert any(c == "9.325" for c in parsed.cells) and "error" in parsed.cells
+
+    shot = tmp_path / "report.png"
+    p = headless(tmp_path, f"--screenshot={shot}", "--window-size=1280,2000", page.as_uri())
+    assert p.returncode == 0, p.stderr
+    with Image.open(shot) as im:
+        assert im.format == "PNG" and im.size == (1280, 2000)
+        colours = im.convert("RGB").getcolors(maxcolors=1 << 20)
+        assert len(colours) > 20  # text, tables and charts were drawn, not a blank page
+
+
+def test_run_writes_the_report_of_what_it_ran(tmp_path, cli):
+    p = cli("run", "--model", "fault-ok", "--variant", "eager", "--iters", "3", "--warmup", "0", "--device", "cpu",
+            "--isolation", "inline", "--db", "res/r.db", "--quiet")
+    assert p.returncode == 0, p.stderr
+    out = tmp_path / "res" / "report"
+    assert sorted(os.listdir(out)) == ["charts", "report.html", "report.md", "results.csv", "results.json"]
+    assert "report: " + str(Path("res") / "report" / "report.html") in p.stderr
+    assert "Test/ok" in (out / "report.md").read_text()
+
+
+def test_columns_keep_settings_apart_and_name_them_in_the_header():
+    tiny = fr.result("vit", 1, "eager", 1.0, model_size="tiny")
+    full = fr.result("vit", 1, "eager", 9.0)
+    (g,) = data.groups([tiny, full])
+    assert [c.header for c in g.columns] == ["torch 2.0 - no compile", "torch 2.0 - no compile, tiny config"]
+    assert [data.mean(g.cells[("vit", c)]) for c in g.columns] == pytest.approx([9.0, 1.0])
+
+
+def test_torch_versions_sort_numerically_and_keep_apart_when_short_names_clash():
+    def at(version):
+        return fr.result("vit", 1, "eager", 1.0, env={**fr.A100, "torch": version, "hostname": version})
+
+    (g,) = data.groups([at("2.10.0"), at("2.9.1"), at("2.9.0+cu121")])
+    assert [c.torch for c in g.columns] == ["2.9.0", "2.9.1", "2.10"]
+
+
+def test_the_hardware_chart_keeps_each_torch_version_of_one_hardware_apart(tmp_path):
+    a100_21 = {**fr.A100, "torch": "2.1.0+cu118", "hostname": "a100-new"}
+    results = [fr.result("vit", 1, "eager", 10.0), fr.result("vit", 1, "default", 8.0),
+               fr.result("vit", 1, "eager", 10.0, env=a100_21), fr.result("vit", 1, "default", 5.0, env=a100_21),
+               fr.result("vit", 1, "eager", 20.0, env=fr.T4), fr.result("vit", 1, "default", 19.0, env=fr.T4)]
+    (chart,) = [c for c in charts.render(results, str(tmp_path)) if c.section == ("batch", 1)]
+    assert chart.bars == [("Image Classification/ViT", "A100, torch 2.0"), ("Image Classification/ViT", "A100, torch 2.1"),
+                          ("Image Classification/ViT", "T4, torch 2.0")]
+    svg = Path(chart.svg).read_text()
+    assert "20.0%" in svg and "50.0%" in svg and "5.0%" in svg  # each bar's own value
