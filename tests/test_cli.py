@@ -40,7 +40,8 @@ def test_end_to_end_eager_and_inductor_on_a_tiny_model(tmp_path):
     assert compiled["max_rel_err"] < 1e-3
     # the guide-format table, with the stored means to 3 decimals
     assert "(batch size: 1)" in p.stdout
-    assert "| Task/Model | torch 2.13 - no compile | torch 2.13 - compile | % improvement | compile s |" in p.stdout
+    assert ("| Task/Model | torch 2.13 - no compile, tiny config | torch 2.13 - compile, tiny config | "
+            "% improvement (tiny config) | compile s (tiny config) |") in p.stdout
     row = next(line for line in p.stdout.splitlines() if line.startswith("| Image Classification/ResNet |"))
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[1] == f"{got[0][4]:.3f}" and cells[2] == f"{got[1][4]:.3f}"
@@ -103,6 +104,7 @@ BAD_INPUTS = [
     (["--model", "vit", "--device", "tpu"], "--device must be cpu, cuda or cuda:N"),
     (["--model", "vit", "--backend", "inductr"], "unknown backend 'inductr'; did you mean 'inductor'"),
     (["--model", "vit", "--dtype", "int3"], "unknown dtype 'int3'"),
+    (["--model", "vit", "--format", "md,pdf"], "unknown report format 'pdf'"),
 ]
 
 

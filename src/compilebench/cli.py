@@ -10,8 +10,11 @@ import os
 import sys
 
 from compilebench import __version__, envinfo, executors, spec as specmod, store as storemod, suites, sweep, variants, zoo
+from compilebench import report as reportmod
 from compilebench.errors import UnknownChoice, UserError
-from compilebench.report import tables
+from compilebench.report import compare as comparemod
+from compilebench.report import data as reportdata
+from compilebench.report import markdown, tables
 from compilebench.zoo import hub
 
 EXIT_BAD_INPUT = 2
@@ -61,7 +64,27 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--db", default=storemod.DEFAULT_PATH, help=f"results file (default: {storemod.DEFAULT_PATH})")
     run.add_argument("--rerun", action="store_true", help="measure cases again even if the results file has them")
     run.add_argument("--quiet", action="store_true", help="no progress bar or per-case messages")
+    run.add_argument("--out", default=None, metavar="DIR",
+                     help="where the report of this run goes (default: a report/ folder beside --db)")
+    run.add_argument("--format", default=",".join(reportmod.FORMATS),
+                     help=f"report formats, comma-separated: {','.join(reportmod.FORMATS)} (default: all)")
     run.set_defaults(func=cmd_run)
+
+    rep = sub.add_parser("report", help="render tables, charts, HTML, CSV and JSON from one or more results files")
+    rep.add_argument("dbs", nargs="*", metavar="DB",
+                     help=f"results files to merge (default: {storemod.DEFAULT_PATH})")
+    rep.add_argument("--out", default=None, metavar="DIR", help="output folder (default: a report/ folder beside the first DB)")
+    rep.add_argument("--format", default=",".join(reportmod.FORMATS),
+                     help=f"comma-separated: {','.join(reportmod.FORMATS)} (default: all)")
+    rep.set_defaults(func=cmd_report)
+
+    cmp_ = sub.add_parser("compare", help="two results files side by side per case, with the ratio B/A")
+    cmp_.add_argument("a", metavar="A.db")
+    cmp_.add_argument("b", metavar="B.db")
+    cmp_.add_argument("--machine-a", default=None, metavar="TEXT",
+                      help="use A's results from the machine whose id or hardware name contains TEXT")
+    cmp_.add_argument("--machine-b", default=None, metavar="TEXT", help="the same for B")
+    cmp_.set_defaults(func=cmd_compare)
 
     env = sub.add_parser("env", help="print this machine's environment fingerprint")
     env.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
@@ -84,6 +107,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def cmd_run(args) -> int:
     spec = _run_spec(args)
+    formats = reportmod.parse_formats(args.format)
+    storemod.check_path(args.db)
+    out_dir = args.out or _default_out(args.db)
+    reportmod.check_out_dir(out_dir)
     for name in spec.models:
         entry = zoo.get(name, spec.task)
         if spec.model_size == "tiny" and isinstance(entry, hub.HubModel):
@@ -102,8 +129,9 @@ def cmd_run(args) -> int:
         results = [r for r in store.results() if r["case_key"] in keys and r["machine_id"] == machine]
 
     if results:
-        print(tables.guide_tables(results))
-        print(tables.details_table(results))
+        print(markdown.tables([*tables.guide_tables(results), tables.details_table(results)]))
+        written = reportmod.write(results, out_dir, formats, [args.db])
+        print(f"report: {_main_file(written, out_dir)}", file=sys.stderr)
     kept = f"{len(outcome.results)} new result(s) in {args.db}"
     if outcome.skipped:
         kept += f"; {outcome.skipped} case(s) already there were skipped (--rerun measures them again)"
@@ -143,6 +171,40 @@ def _run_spec(args) -> specmod.RunSpec:
     )
 
 
+def _default_out(db: str) -> str:
+    return os.path.join(os.path.dirname(db) or ".", "report")
+
+
+def _main_file(written: list[str], out_dir: str) -> str:
+    """The file to open: the HTML page when there is one."""
+    for name in ("report.html", "report.md"):
+        if os.path.join(out_dir, name) in written:
+            return os.path.join(out_dir, name)
+    return out_dir
+
+
+def cmd_report(args) -> int:
+    dbs = args.dbs or [storemod.DEFAULT_PATH]
+    formats = reportmod.parse_formats(args.format)
+    out_dir = args.out or _default_out(dbs[0])
+    reportmod.check_out_dir(out_dir)
+    results = reportdata.load(dbs)
+    written = reportmod.write(results, out_dir, formats, dbs)
+    print(markdown.tables([tables.summary_table(results), *tables.guide_tables(results)]))
+    print(f"wrote {len(written)} file(s) to {out_dir}; open {_main_file(written, out_dir)}", file=sys.stderr)
+    return 0
+
+
+def cmd_compare(args) -> int:
+    a = comparemod.select(reportdata.load([args.a]), args.machine_a)
+    b = comparemod.select(reportdata.load([args.b]), args.machine_b)
+    for results, path, option, text in ((a, args.a, "--machine-a", args.machine_a), (b, args.b, "--machine-b", args.machine_b)):
+        if not results:
+            raise UserError(f"no results in {path}" + (f" from a machine matching {option} {text!r}" if text else ""))
+    print(markdown.table(comparemod.compare(a, b, args.a, args.b)))
+    return 0
+
+
 def _first(*values):
     return next((v for v in values if v is not None), None)
 
@@ -180,7 +242,7 @@ def cmd_models(args) -> int:
     image = load_image(default_image_path())
     header = ("name", "label", "task", "checkpoint", "params", "inputs (batch 1)")
     rows = []
-    for m in zoo.REGISTRY.values():
+    for m in zoo.models():
         with torch.device("meta"):
             params = sum(p.numel() for p in m.build("random", "full").parameters())
         shapes = ", ".join(f"{k} {'x'.join(map(str, v.shape))}" for k, v in m.inputs(image, 1, "random", "full").items())

@@ -42,13 +42,10 @@ class Store:
     @classmethod
     def open(cls, path: str, *, create: bool = True) -> Store:
         """Open (or create) a results file. Every problem with the path or the file is a UserError."""
-        if os.path.isdir(path):
-            raise UserError(f"results file {path!r} is a directory; give a file path such as {DEFAULT_PATH}")
-        exists = os.path.exists(path) and os.path.getsize(path) > 0
+        exists = check_path(path)
         if not exists and not create:
             raise UserError(f"results file {path!r} does not exist")
         if not exists:
-            _check_creatable(path)
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         try:
             conn = sqlite3.connect(path, timeout=60, isolation_level=None)
@@ -111,6 +108,16 @@ class Store:
             self._conn.execute("ROLLBACK")
             raise
         self._conn.execute("COMMIT")
+
+
+def check_path(path: str) -> bool:
+    """Whether a results file exists there; a UserError where none could be created."""
+    if os.path.isdir(path):
+        raise UserError(f"results file {path!r} is a directory; give a file path such as {DEFAULT_PATH}")
+    exists = os.path.exists(path) and os.path.getsize(path) > 0
+    if not exists:
+        _check_creatable(path)
+    return exists
 
 
 def _check_creatable(path: str) -> None:

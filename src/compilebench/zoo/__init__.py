@@ -2,7 +2,8 @@
 
 Extra models (your own, or the fault-injecting ones the tests use) come from modules named in the
 COMPILEBENCH_PLUGINS environment variable (comma-separated); each calls register(). Worker processes
-inherit the variable, so a plugin model runs under process isolation too."""
+inherit the variable, so a plugin model runs under process isolation too. Plugins load on the first lookup
+(get() or models()), so commands that never build a model (report, compare) never import them."""
 
 from __future__ import annotations
 
@@ -21,8 +22,15 @@ def register(entry: ModelEntry) -> None:
     REGISTRY[entry.name] = entry
 
 
+def models() -> list[ModelEntry]:
+    """Every registered model: the guide's, then the plugins'."""
+    _load_plugins()
+    return list(REGISTRY.values())
+
+
 def get(name: str, task: str | None = None) -> ModelEntry:
     """A zoo entry by short name, or an entry for a hub id / local checkpoint directory."""
+    _load_plugins()
     if name in REGISTRY:
         entry = REGISTRY[name]
         if task is not None and task != entry.task:
@@ -33,9 +41,13 @@ def get(name: str, task: str | None = None) -> ModelEntry:
     raise UnknownChoice("model (or a hub id / local checkpoint directory)", name, list(REGISTRY))
 
 
+_plugins_loaded = False
+
+
 def _load_plugins() -> None:
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
     for module in filter(None, (m.strip() for m in os.environ.get("COMPILEBENCH_PLUGINS", "").split(","))):
         importlib.import_module(module)
-
-
-_load_plugins()
