@@ -334,3 +334,26 @@ def test_the_hardware_chart_keeps_each_torch_version_of_one_hardware_apart(tmp_p
                           ("Image Classification/ViT", "T4, torch 2.0")]
     svg = Path(chart.svg).read_text()
     assert "20.0%" in svg and "50.0%" in svg and "5.0%" in svg  # each bar's own value
+
+
+def test_speedup_table_has_the_ci_verdict_and_break_even(tmp_path):
+    results = [fr.result("resnet-50", 1, "eager", 10.0, samples=[9.0, 10.0, 11.0] * 20),
+               fr.result("resnet-50", 1, "default", 4.0, samples=[3.9, 4.0, 4.1] * 20, compile_s=30.0),
+               fr.result("vit", 1, "eager", 9.0, samples=[8.0, 9.0, 10.0] * 5),
+               fr.result("vit", 1, "default", 9.1, samples=[8.0, 9.1, 10.2] * 5, compile_s=40.0),
+               fr.result("beit", 1, "eager", 9.0), fr.result("beit", 1, "default", 20.0, status="mismatch", compile_s=1.0)]
+    report.write(results, str(tmp_path), ("md", "csv"), ["r.db"])
+    text = (tmp_path / "report.md").read_text()
+    rows = {r[1]: r for r in md_table(text.replace("## Speed-ups and compile cost\n", "### speedups\n"), "speedups")[1]}
+    assert rows["Image Classification/ResNet"][4:] == ["ok", "2.500x", rows["Image Classification/ResNet"][6], "faster",
+                                                     "30.0", "5,000"]
+    assert rows["Image Classification/ViT"][7:] == ["no significant difference", "40.0", "never"]
+    assert rows["Image Classification/BeiT"][4:6] == ["mismatch", ""]  # a wrong model gets no speed-up
+    _, guide = md_table(text, "A100 (batch size: 1)")
+    assert ["Image Classification/BeiT", "9.000", "mismatch", "", "1.0"] in guide
+    import pandas as pd
+
+    frame = pd.read_csv(tmp_path / "results.csv")
+    resnet = frame[(frame.model == "resnet-50") & (frame.variant == "default")].iloc[0]
+    assert resnet.break_even_inferences == 5000 and resnet.verdict == "faster"
+    assert resnet.speedup_ci95_low < 2.5 < resnet.speedup_ci95_high

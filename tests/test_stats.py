@@ -67,3 +67,21 @@ def test_ratio_ci_known_answer():
     assert stats.verdict(*stats.ratio_ci(b, noisy)[1:]) == "no significant difference"
     assert stats.ratio_ci(a, {"mean": 5.0, "std": 0.0, "n": 1}) == (0.5, None, None)
     assert stats.verdict(None, None) == "no interval (n < 2)"
+
+
+def test_break_even_is_compile_seconds_over_the_per_call_saving():
+    assert stats.break_even(30.0, 10.0, 4.0) == 5000  # 30 s / 6 ms
+    assert stats.break_even(1.0, 3.0, 2.999) == 1_000_000
+    assert stats.break_even(0.5, 10.0, 7.0) == 167  # 166.7 rounded up: the 167th call has paid
+    assert stats.break_even(30.0, 4.0, 4.0) is None and stats.break_even(30.0, 4.0, 5.0) is None  # never
+    assert stats.break_even(None, 10.0, 4.0) is None
+
+
+def test_speedup_ci_and_verdict():
+    eager = {"mean": 10.0, "std": 1.0, "n": 100}
+    compiled = {"mean": 5.0, "std": 0.5, "n": 100}
+    s, low, high = stats.speedup_ci(eager, compiled)
+    assert s == 2.0 and (low, high) == (pytest.approx(1.0 / 0.51414, abs=1e-4), pytest.approx(1.0 / 0.48625, abs=1e-4))
+    assert stats.speedup_verdict(low, high) == "faster"
+    assert stats.speedup_verdict(*stats.speedup_ci(compiled, eager)[1:]) == "slower"
+    assert stats.speedup_verdict(0.9, 1.1) == "no significant difference"

@@ -59,10 +59,23 @@ def test_a_recompile_inside_the_timed_loop_voids_the_result():
     assert "recompile" in r.message
 
 
-def test_a_compiled_model_that_differs_from_eager_shows_its_error():
+def test_a_compiled_model_that_differs_from_eager_is_kept_and_marked_mismatch():
     r = run_case(case("fault-ok", "default", backend="test_perturb"), FAST, isolation="inline")
-    assert r.status == "ok"
-    assert r.max_abs_err == pytest.approx(1.0)
+    assert r.status == "mismatch", r.traceback
+    assert r.max_abs_err == pytest.approx(1.0) and r.stats["n"] == FAST.iters  # measured and kept
+    assert r.message.startswith("compiled output differs from eager: max relative error")
+    assert "allowed for float32" in r.message
+
+
+def test_a_graph_break_is_counted_with_its_reason_and_fullgraph_makes_it_an_error():
+    r = run_case(case("fault-break", "default"), FAST, isolation="inline")
+    assert r.status == "ok", r.traceback
+    assert r.graph_breaks == 1 and r.graphs >= 1
+    assert len(r.break_reasons) == 1 and "Tensor.item()" in r.break_reasons[0]
+    r = run_case(case("fault-break", "default", fullgraph=True), FAST, isolation="inline")
+    assert r.status == "error" and r.phase == "first call"
+    assert r.message.startswith("fullgraph=True could not capture the model in one graph: "), r.message
+    assert "data-dependent" in r.message
 
 
 def test_an_unknown_model_inside_a_worker_is_an_error_result_not_a_crash():

@@ -12,8 +12,9 @@ from compilebench.spec import Case
 
 # ok: measured. oom: ran out of (device or host) memory, as the guide's "OOM" cells. error: raised.
 # invalid: measured, but something (a recompile in the timed loop) voids the number.
+# mismatch: measured, but the compiled model's output is outside tolerance of eager's: kept, never recommended.
 # timeout: killed after --timeout. crashed: the worker process died (signal or exit without a result).
-STATUSES = ("ok", "oom", "error", "invalid", "timeout", "crashed")
+STATUSES = ("ok", "oom", "error", "invalid", "mismatch", "timeout", "crashed")
 
 
 @dataclass
@@ -44,6 +45,7 @@ class Result:
     recompiles_in_timed_loop: int | None = None
     max_abs_err: float | None = None
     max_rel_err: float | None = None  # max abs error over the reference's largest magnitude
+    agreement: dict = field(default_factory=dict)  # task-aware checks: {"top1": 1.0}, {"class": 1.0, "box": 0.99}
     message: str | None = None  # one line: why it is not ok
     traceback: str | None = None
     phase: str | None = None  # the phase it was in when it failed

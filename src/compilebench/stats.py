@@ -86,3 +86,32 @@ def verdict(low: float | None, high: float | None) -> str:
     if low > 1:
         return "slower"
     return "no significant difference"
+
+
+def speedup_ci(eager: dict, compiled: dict) -> tuple[float, float | None, float | None]:
+    """eager mean / compiled mean with its 95% CI (2.0: compiled takes half the time)."""
+    return ratio_ci(compiled, eager)
+
+
+def speedup_verdict(low: float | None, high: float | None) -> str:
+    """How a speed-up reads: compiled is faster only when its whole interval lies above 1."""
+    if low is None or high is None:
+        return "no interval (n < 2)"
+    if low > 1:
+        return "faster"
+    if high < 1:
+        return "slower"
+    return "no significant difference"
+
+
+def break_even(compile_s: float | None, eager_ms: float, compiled_ms: float) -> float | None:
+    """Inferences after which compiling has paid for itself: compile seconds over the per-call saving.
+    None ("never") when compiling saves nothing per call."""
+    saving_s = (eager_ms - compiled_ms) / 1e3
+    if compile_s is None or saving_s <= 0:
+        return None
+    return math.ceil(round(compile_s / saving_s, 6))  # round first: 1.0 / 1e-6 must not become 1000001
+
+
+NOISE_REMEDY = ("CV above 10%: close other programs, pin the clocks (GPU: `nvidia-smi -lgc`), raise --iters or "
+                "--max-time, or use --interleave so drift hits eager and compiled alike")

@@ -13,7 +13,7 @@ import sys
 import traceback
 from typing import Callable
 
-from compilebench import envinfo, timing, variants, zoo
+from compilebench import correctness, envinfo, timing, variants, zoo
 from compilebench.result import Result
 from compilebench.spec import Case, TimingPolicy
 
@@ -29,43 +29,6 @@ def load_image(path: str):
 
     with Image.open(path) as im:
         return im.convert("RGB")
-
-
-def _tensors(out):
-    """Every tensor in a model output (ModelOutput is a dict; hidden states are tuples), in order."""
-    import torch
-
-    if isinstance(out, torch.Tensor):
-        yield out
-    elif isinstance(out, dict):
-        for v in out.values():
-            yield from _tensors(v)
-    elif isinstance(out, (list, tuple)):
-        for v in out:
-            yield from _tensors(v)
-
-
-def snapshot(out) -> list:
-    """Detached copies: CUDA-graph outputs are overwritten by the next replay."""
-    return [t.detach().clone() for t in _tensors(out)]
-
-
-def output_error(reference: list, actual: list) -> tuple[float, float]:
-    """Max absolute error, and that error over the reference's largest magnitude (random weights can make
-    outputs tiny, e.g. DeepLabV3 logits ~1e-22, where an absolute error says nothing)."""
-    import torch
-
-    if len(reference) != len(actual):
-        raise RuntimeError(f"compiled model returned {len(actual)} tensors, eager returned {len(reference)}")
-    max_abs, max_ref = 0.0, 0.0
-    for r, a in zip(reference, actual):
-        if not (r.is_floating_point() or r.is_complex()):
-            max_abs = max(max_abs, float((r != a).any()))  # integer outputs must match exactly
-            continue
-        r, a = r.double(), a.double()
-        max_abs = max(max_abs, float((r - a).abs().max()) if r.numel() else 0.0)
-        max_ref = max(max_ref, float(r.abs().max()) if r.numel() else 0.0)
-    return max_abs, (max_abs / max_ref if max_ref > 0 else max_abs)
 
 
 def one_line(exc: BaseException, limit: int = 500) -> str:
@@ -143,7 +106,7 @@ def run_case(
             reference = None
             if case.variant.compiled:
                 enter("eager reference")
-                reference = snapshot(model(**inputs))
+                reference = correctness.snapshot(model(**inputs))
             if case.device.startswith("cuda"):
                 torch.cuda.reset_peak_memory_stats(case.device)
             fn = variants.apply(model, case.variant)
@@ -170,13 +133,20 @@ def run_case(
                 result.graphs = variants.graph_count()
                 result.graph_breaks, result.break_reasons = variants.graph_breaks()
                 result.recompiles_in_timed_loop = m.recompiles
-                result.max_abs_err, result.max_rel_err = output_error(reference, snapshot(fn(**inputs)))
+                verdict = correctness.check(reference, correctness.snapshot(fn(**inputs)), case.dtype)
+                result.max_abs_err, result.max_rel_err = verdict.max_abs_err, verdict.max_rel_err
+                result.agreement = verdict.agreement
                 if m.recompiles:
                     result.status = "invalid"
                     result.message = f"{m.recompiles} recompile(s) inside the timed loop: the samples mix compiled graphs"
+                elif not verdict.ok:
+                    result.status = "mismatch"
+                    result.message = "compiled output differs from eager: " + "; ".join(verdict.problems)
     except Exception as exc:  # a failing case is a result, never the end of the sweep
         result.status = "oom" if _is_oom(exc) else "error"
         result.message = one_line(exc)
+        if case.variant.fullgraph and phase == "first call" and result.status == "error":
+            result.message = f"fullgraph=True could not capture the model in one graph: {result.message}"
         result.traceback = "\n".join("".join(traceback.format_exception(exc)).splitlines()[-TRACEBACK_LINES:])
         result.phase = phase
     return result

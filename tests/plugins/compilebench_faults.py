@@ -34,6 +34,12 @@ class Small(nn.Module):
             time.sleep(3600)
         if self.behaviour == "slow":
             time.sleep(0.2)
+        if self.behaviour == "break":
+            x = self.conv(pixel_values)
+            scale = x.abs().max().item()  # a Python number from a tensor: dynamo breaks the graph here
+            if scale > 1e9:  # and branching on it cannot be captured even by fullgraph=True
+                x = x * 0
+            return {"logits": x}
         if self.behaviour == "recompile":
             _tick(self)
             # dynamo guards on this flag: when it flips, the frame after the break compiles again
@@ -60,7 +66,7 @@ class FaultModel(ModelEntry):
         return {"pixel_values": torch.randn(batch_size, 3, 8, 8, generator=torch.Generator().manual_seed(0))}
 
 
-for behaviour in ("ok", "oom", "host-oom", "crash", "hang", "slow", "recompile"):
+for behaviour in ("ok", "oom", "host-oom", "crash", "hang", "slow", "recompile", "break"):
     zoo.register(FaultModel(f"fault-{behaviour}", f"Test/{behaviour}", "image-classification", "none", behaviour))
 
 

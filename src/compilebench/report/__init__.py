@@ -56,6 +56,7 @@ def sections(results: list[dict], charts: list[chartsmod.Chart]) -> list[tuple[s
     return [
         ("Summary", summary),
         ("Results", results_items),
+        ("Speed-ups and compile cost", [tables.speedup_table(results)]),
         ("Batch sizes", batch_items),
         ("Hardware", hardware_items),
         ("Torch versions", tables.version_tables(results)),

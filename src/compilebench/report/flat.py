@@ -17,8 +17,9 @@ from compilebench.spec import Case, Variant
 
 STATS = tuple(f"{k}_ms" if k not in ("n", "cv") else k for k in stats.FIELDS)
 RESULT = ("noisy", "stopped_early", "iters_requested", "warmup_iters", "first_call_s", "compile_s", "compile_cache",
-          "graphs", "graph_breaks", "break_reasons", "recompiles_in_timed_loop", "max_abs_err", "max_rel_err",
-          "peak_mem_bytes", "peak_mem_kind", "isolation", "eager_mean_ms", "speedup", "improvement_pct", "message",
+          "graphs", "graph_breaks", "break_reasons", "recompiles_in_timed_loop", "max_abs_err", "max_rel_err", "agreement",
+          "peak_mem_bytes", "peak_mem_kind", "isolation", "eager_mean_ms", "speedup", "speedup_ci95_low",
+          "speedup_ci95_high", "verdict", "improvement_pct", "break_even_inferences", "message",
           "phase")
 HEAD = ("result_id", "created_at", "machine_id", "hardware", "torch", "status")
 
@@ -55,9 +56,14 @@ def rows(results: list[dict]) -> list[dict]:
         }
         row["noisy"] = s.get("cv") is not None and s["cv"] > stats.NOISY_CV
         row["break_reasons"] = "; ".join(r.get("break_reasons") or [])
+        row["agreement"] = "; ".join(f"{k}={v:.4f}" for k, v in (r.get("agreement") or {}).items())
         row["eager_mean_ms"] = data.mean(eager)
         row["speedup"] = data.speedup(eager, r) if v.compiled else None
         row["improvement_pct"] = data.improvement(eager, r) if v.compiled else None
+        if row["speedup"] is not None:
+            _, row["speedup_ci95_low"], row["speedup_ci95_high"] = stats.speedup_ci(eager["stats"], s)
+            row["verdict"] = stats.speedup_verdict(row["speedup_ci95_low"], row["speedup_ci95_high"])
+            row["break_even_inferences"] = stats.break_even(r.get("compile_s"), row["eager_mean_ms"], s["mean"])
         row.update({f"env_{k}": env.get(k) for k in env_keys})
         out.append(row)
     return out

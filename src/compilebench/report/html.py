@@ -20,7 +20,7 @@ img { max-width: 100%; height: auto; display: block; margin: 0.5em 0 1.5em; }
 p.note, li { font-size: 13px; color: #444; }
 """
 
-_FAILURES = {"OOM", "error", "invalid", "timeout", "crashed"}
+_FAILURES = {"OOM", "error", "invalid", "mismatch", "timeout", "crashed"}
 
 
 def escape(text) -> str:

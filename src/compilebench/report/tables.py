@@ -104,6 +104,37 @@ def summary_table(results: list[dict]) -> Table:
     )
 
 
+def speedup_table(results: list[dict]) -> Table:
+    """Every compiled result against its eager baseline: the speed-up with its 95% CI and a verdict, and what
+    compiling cost: compile seconds and the inferences it takes to pay them back."""
+    rows = []
+    for g in data.groups(results):
+        for c in g.compiled_columns:
+            for model in g.models:
+                eager, comp = g.cells.get((model, c.eager)), g.cells.get((model, c))
+                if comp is None:
+                    continue
+                row = [g.hardware, g.label(model), str(g.batch_size), c.header, comp["status"]]
+                if data.mean(eager) and data.mean(comp):
+                    s, low, high = stats.speedup_ci(eager["stats"], comp["stats"])
+                    be = stats.break_even(comp.get("compile_s"), data.mean(eager), data.mean(comp))
+                    row += [f"{s:.3f}x", f"{low:.3f}-{high:.3f}" if low is not None else "", stats.speedup_verdict(low, high),
+                            num(comp.get("compile_s"), 1), "never" if be is None else f"{be:,.0f}"]
+                else:
+                    row += ["", "", "", num(comp.get("compile_s"), 1), ""]
+                rows.append(row)
+    return Table(
+        "",
+        ["hardware", "Task/Model", "batch", "compiled variant", "status", "speed-up", "95% CI", "verdict", "compile s",
+         "break-even (inferences)"],
+        rows,
+        notes=["speed-up = eager mean / compiled mean; its 95% CI propagates the uncertainty of both means. The verdict "
+               "is faster or slower only when the whole interval lies on one side of 1.",
+               "break-even: compile seconds / per-inference saving, the number of inferences after which compiling "
+               "has paid for itself; never when the compiled model saves nothing."],
+    )
+
+
 def _by_hardware(results: list[dict]) -> dict[str, list[Group]]:
     out: dict[str, list[Group]] = defaultdict(list)
     for g in data.groups(results):
@@ -201,6 +232,7 @@ def details_table(results: list[dict]) -> Table:
             num(r.get("compile_s"), 2),
             num(r.get("max_rel_err"), None),
         ])
+    noisy = any((r.get("stats") or {}).get("cv") and r["stats"]["cv"] > stats.NOISY_CV for r in results)
     notes = [f"- {r['case']['model']} b{r['case']['batch_size']} {data.variant_of(r).label}: {r['status']}: "
              f"{r.get('message') or ''}".rstrip() for r in results if r["status"] != "ok"]
     return Table(
@@ -208,7 +240,7 @@ def details_table(results: list[dict]) -> Table:
         ["hardware", "torch", "model", "batch", "variant", "status", "mean ms", "95% CI ms", "median ms", "CV", "N",
          "first call s", "compile s", "max rel err"],
         rows,
-        notes=(["Not ok:"] + notes) if notes else [],
+        notes=([f"noisy: {stats.NOISE_REMEDY}."] if noisy else []) + ((["Not ok:"] + notes) if notes else []),
     )
 
 

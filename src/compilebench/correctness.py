@@ -1,0 +1,101 @@
+"""Does the compiled model still compute what eager computes? Errors against the eager reference on the same
+input, and a check in the task's own terms: top-1 classes, per-pixel classes, detected classes and boxes.
+
+Tolerances depend on the dtype: a float16 model cannot agree with itself to float32 precision."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Max error relative to the reference's largest magnitude, per dtype the model computes in.
+REL_TOLERANCE = {"float32": 1e-3, "float16": 2e-2, "bfloat16": 5e-2}
+# Fraction of top-1 classes, pixels, queries or boxes that must agree.
+MIN_AGREEMENT = 0.99
+BOX_TOLERANCE = 1e-2  # boxes are in [0, 1] image coordinates: 1% of the image side
+
+
+def _named(out, prefix: str = ""):
+    """(name, tensor) for every tensor in a model output (a ModelOutput is a dict; hidden states are tuples)."""
+    import torch
+
+    if isinstance(out, torch.Tensor):
+        yield prefix or "output", out
+    elif isinstance(out, dict):
+        for k, v in out.items():
+            yield from _named(v, f"{prefix}.{k}" if prefix else str(k))
+    elif isinstance(out, (list, tuple)):
+        for i, v in enumerate(out):
+            yield from _named(v, f"{prefix}.{i}" if prefix else str(i))
+
+
+def snapshot(out) -> dict:
+    """Detached copies by name: CUDA-graph outputs are overwritten by the next replay."""
+    return {name: t.detach().clone() for name, t in _named(out)}
+
+
+def output_error(reference: dict, actual: dict) -> tuple[float, float]:
+    """Max absolute error, and that error over the reference's largest magnitude (random weights can make
+    outputs tiny, e.g. DeepLabV3 logits ~1e-22, where an absolute error says nothing)."""
+    if list(reference) != list(actual):
+        raise RuntimeError(f"compiled model returned outputs {list(actual)}, eager returned {list(reference)}")
+    max_abs, max_ref = 0.0, 0.0
+    for name, r in reference.items():
+        a = actual[name]
+        if not (r.is_floating_point() or r.is_complex()):
+            max_abs = max(max_abs, float((r != a).any()))  # integer outputs must match exactly
+            continue
+        r, a = r.double(), a.double()
+        max_abs = max(max_abs, float((r - a).abs().max()) if r.numel() else 0.0)
+        max_ref = max(max_ref, float(r.abs().max()) if r.numel() else 0.0)
+    return max_abs, (max_abs / max_ref if max_ref > 0 else max_abs)
+
+
+def _argmax_agreement(r, a, dim: int) -> float:
+    return float((r.argmax(dim) == a.argmax(dim)).double().mean())
+
+
+def task_agreement(reference: dict, actual: dict) -> dict[str, float]:
+    """The fraction that agrees, per check the outputs allow: `top1` (classification logits [B, C]),
+    `pixel_class` (segmentation logits [B, C, H, W]), `class` (detection logits [B, Q, C], or a universal
+    segmenter's class_queries_logits), `pixel_query` (masks_queries_logits [B, Q, H, W]), `box` (pred_boxes
+    within BOX_TOLERANCE on every coordinate)."""
+    out: dict[str, float] = {}
+    logits = reference.get("logits")
+    if logits is not None and logits.is_floating_point():
+        a = actual["logits"]
+        kind = {2: ("top1", -1), 3: ("class", -1), 4: ("pixel_class", 1)}.get(logits.dim())
+        if kind:
+            out[kind[0]] = _argmax_agreement(logits, a, kind[1])
+    if "class_queries_logits" in reference:
+        out["class"] = _argmax_agreement(reference["class_queries_logits"], actual["class_queries_logits"], -1)
+    if "masks_queries_logits" in reference:
+        out["pixel_query"] = _argmax_agreement(reference["masks_queries_logits"], actual["masks_queries_logits"], 1)
+    if "pred_boxes" in reference:
+        diff = (reference["pred_boxes"].double() - actual["pred_boxes"].double()).abs().amax(-1)
+        out["box"] = float((diff <= BOX_TOLERANCE).double().mean())
+    return out
+
+
+@dataclass
+class Verdict:
+    max_abs_err: float
+    max_rel_err: float
+    agreement: dict[str, float] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)  # empty: within tolerance
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def check(reference: dict, actual: dict, compute_dtype: str) -> Verdict:
+    """Compare a compiled output with the eager one, within the tolerance of the dtype the model computes in."""
+    max_abs, max_rel = output_error(reference, actual)
+    agreement = task_agreement(reference, actual)
+    tolerance = REL_TOLERANCE[compute_dtype]
+    problems = []
+    if max_rel > tolerance:
+        problems.append(f"max relative error {max_rel:.2e} > {tolerance:.0e} allowed for {compute_dtype}")
+    problems += [f"{name} agreement {frac:.1%} < {MIN_AGREEMENT:.0%}" for name, frac in agreement.items()
+                 if frac < MIN_AGREEMENT]
+    return Verdict(max_abs, max_rel, agreement, problems)

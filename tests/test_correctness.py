@@ -1,0 +1,47 @@
+"""Correctness of a compiled output against eager: errors, task-aware agreement, dtype tolerances."""
+
+import torch
+
+from compilebench import correctness
+
+
+def test_classification_top1_flip_is_a_mismatch_even_when_the_error_is_small():
+    ref = {"logits": torch.tensor([[1.0, 1.0001, 0.0]])}
+    out = {"logits": torch.tensor([[1.0001, 1.0, 0.0]])}
+    v = correctness.check(ref, out, "float32")
+    assert v.agreement == {"top1": 0.0}
+    assert v.max_rel_err < 1e-3 and not v.ok and v.problems == ["top1 agreement 0.0% < 99%"]
+
+
+def test_segmentation_counts_pixels_whose_class_changed():
+    ref = torch.zeros(1, 3, 10, 10)
+    ref[:, 1] = 1.0
+    out = ref.clone()
+    out[0, 2, 0, 0] = 2.0  # one pixel of 100 changes class
+    assert correctness.task_agreement({"logits": ref}, {"logits": out}) == {"pixel_class": 0.99}
+    universal = {"class_queries_logits": torch.eye(4).unsqueeze(0), "masks_queries_logits": ref}
+    assert correctness.task_agreement(universal, universal) == {"class": 1.0, "pixel_query": 1.0}
+
+
+def test_detection_checks_classes_and_boxes():
+    ref = {"logits": torch.eye(4).unsqueeze(0), "pred_boxes": torch.full((1, 4, 4), 0.5)}
+    out = {"logits": ref["logits"].clone(), "pred_boxes": ref["pred_boxes"].clone()}
+    out["pred_boxes"][0, 0, 2] += 0.02  # one box of four moved by 2% of the image
+    v = correctness.check(ref, out, "float16")
+    assert v.agreement == {"class": 1.0, "box": 0.75}
+    assert v.problems == ["box agreement 75.0% < 99%"]
+
+
+def test_tolerance_depends_on_the_dtype():
+    ref = {"logits": torch.tensor([[10.0, 0.0]])}
+    out = {"logits": torch.tensor([[10.05, 0.0]])}  # 5e-3 relative: fine in half precision, not in float32
+    assert correctness.check(ref, out, "float16").ok and correctness.check(ref, out, "bfloat16").ok
+    assert correctness.check(ref, out, "float32").problems == ["max relative error 5.00e-03 > 1e-03 allowed for float32"]
+
+
+def test_snapshots_name_every_tensor_and_are_compared_by_name():
+    out = {"logits": torch.ones(1, 2), "hidden_states": (torch.ones(2), torch.zeros(2))}
+    ref = correctness.snapshot(out)
+    assert list(ref) == ["logits", "hidden_states.0", "hidden_states.1"]
+    out["logits"] += 1  # a snapshot is a copy: a CUDA-graph replay overwriting the output cannot change it
+    assert correctness.check(ref, correctness.snapshot({**out, "logits": torch.ones(1, 2)}), "float32").max_abs_err == 0.0
