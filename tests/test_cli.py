@@ -74,8 +74,11 @@ def test_ctrl_c_keeps_what_finished_and_the_next_run_resumes(tmp_path):
     db = tmp_path / "r.db"
     args = ["run", "--model", "fault-slow", "--batch-size", "1", "2", "3", "--variant", "eager", "--iters", "10",
             "--warmup", "0", "--device", "cpu", "--db", "r.db", "--quiet"]
+    # A shell's background job starts with SIGINT ignored, and Python keeps it so: give the driver the default,
+    # as a terminal would, whatever started this test.
     proc = subprocess.Popen([sys.executable, "-m", "compilebench", *args], cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 120
     while time.time() < deadline and not (db.exists() and len(rows(db)) >= 1):
         time.sleep(0.5)

@@ -357,3 +357,21 @@ def test_speedup_table_has_the_ci_verdict_and_break_even(tmp_path):
     resnet = frame[(frame.model == "resnet-50") & (frame.variant == "default")].iloc[0]
     assert resnet.break_even_inferences == 5000 and resnet.verdict == "faster"
     assert resnet.speedup_ci95_low < 2.5 < resnet.speedup_ci95_high
+
+
+def test_the_recommendation_is_the_fastest_correct_variant_that_is_significantly_faster(tmp_path):
+    spread = [0.99, 1.0, 1.01] * 20
+    results = [
+        fr.result("resnet-50", 1, "eager", 10.0, samples=[10.0 * x for x in spread]),
+        fr.result("resnet-50", 1, "default", 5.0, samples=[5.0 * x for x in spread], compile_s=20.0),
+        fr.result("resnet-50", 1, "reduce-overhead", 4.0, samples=[4.0 * x for x in spread], compile_s=60.0),
+        fr.result("resnet-50", 1, "max-autotune", 1.0, status="mismatch", compile_s=100.0),  # fastest, but wrong
+        fr.result("vit", 1, "eager", 9.0, samples=[8.0, 9.0, 10.0] * 5),
+        fr.result("vit", 1, "default", 8.9, samples=[8.0, 8.9, 9.8] * 5, compile_s=40.0),
+    ]
+    report.write(results, str(tmp_path), ("md",), ["r.db"])
+    text = (tmp_path / "report.md").read_text().replace("## Recommendation\n", "### rec\n")
+    rows = {r[3]: r[4:] for r in md_table(text, "rec")[1]}
+    resnet = rows["Image Classification/ResNet"]
+    assert resnet[0] == "compile (reduce-overhead)" and resnet[1] == "2.500x" and resnet[3] == "10,000"
+    assert rows["Image Classification/ViT"] == ["no compile", "", "", "", "nothing measured is significantly faster than eager"]

@@ -1,3 +1,6 @@
+import json
+import re
+
 import pytest
 
 from compilebench.errors import UserError
@@ -72,3 +75,25 @@ def test_bad_specs_say_what_is_wrong_and_what_is_allowed(kwargs, message):
     with pytest.raises(UserError, match=None) as err:
         RunSpec(**{"models": ("vit",), **kwargs})
     assert message in str(err.value)
+
+
+def test_new_settings_enter_the_key_only_when_set():
+    plain = Case("vit", 1, Variant("eager"))
+    assert json.loads(plain.key()) == {"batch_size": 1, "device": "cpu", "dtype": "float32", "image": None,
+                                       "model": "vit", "model_size": "full", "task": None, "weights": "random",
+                                       "variant": {"backend": "none", "dynamic": None, "fullgraph": False, "mode": "eager"}}
+    keys = {Case("vit", 1, Variant("eager"), **kw).key() for kw in (
+        {}, {"channels_last": True}, {"autocast": True, "dtype": "float16"}, {"dtype": "float16"}, {"tf32": False},
+        {"tf32": True}, {"attn": "eager"}, {"compile_cache": "warm"})}
+    assert len(keys) == 8
+
+
+@pytest.mark.parametrize("kw, message", [
+    ({"autocast": True}, "--autocast needs --dtype float16 or bfloat16"),
+    ({"attn": "flash"}, "unknown attention implementation 'flash'"),
+    ({"compile_cache": "/no/such/dir"}, "--compile-cache must be cold, warm or an existing directory"),
+    ({"dtype": "float8"}, "unknown dtype 'float8'"),
+])
+def test_bad_settings_are_refused(kw, message):
+    with pytest.raises(UserError, match=re.escape(message)):
+        RunSpec(models=("vit",), **kw)

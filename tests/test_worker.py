@@ -108,3 +108,60 @@ def test_a_hung_case_is_killed_at_the_timeout():
     r = ProcessExecutor(timeout_s=15).run(case("fault-hang"), FAST, lambda p: None)
     assert r.status == "timeout"
     assert r.phase == "first call" and "15 s" in r.message
+
+
+@pytest.mark.parametrize("settings", [
+    {"dtype": "bfloat16"},
+    {"dtype": "float16"},
+    {"dtype": "bfloat16", "autocast": True},
+    {"channels_last": True},
+    {"dtype": "bfloat16", "channels_last": True, "tf32": True},
+], ids=str)
+def test_dtype_and_memory_format_variants_run_and_check_within_their_tolerance(settings):
+    c = Case("vit", 1, Variant("default", backend="eager"), device="cpu", model_size="tiny", **settings)
+    r = run_case(c, FAST, isolation="inline")
+    assert r.status == "ok", (r.message, r.traceback)
+    assert r.agreement == {"top1": 1.0} and r.max_rel_err <= 5e-2
+    assert r.compile_cache == "cold" and r.case == c
+
+
+def test_the_model_and_inputs_take_the_case_dtype_and_memory_format():
+    import torch
+
+    from compilebench import zoo
+    from compilebench.worker import _prepare
+
+    c = Case("segformer", 1, Variant("eager"), device="cpu", model_size="tiny", dtype="bfloat16", channels_last=True)
+    model, inputs = _prepare(zoo.get("segformer"), c)
+    assert next(model.parameters()).dtype == torch.bfloat16 and inputs["pixel_values"].dtype == torch.bfloat16
+    assert inputs["pixel_values"].is_contiguous(memory_format=torch.channels_last)
+    c = Case("segformer", 1, Variant("eager"), device="cpu", model_size="tiny", dtype="bfloat16", autocast=True)
+    model, inputs = _prepare(zoo.get("segformer"), c)
+    assert next(model.parameters()).dtype == torch.float32  # autocast leaves the model alone
+
+
+def test_tf32_is_set_for_the_case_recorded_and_put_back():
+    import torch
+
+    before = torch.get_float32_matmul_precision()
+    r = run_case(Case("fault-ok", 1, Variant("eager"), device="cpu", model_size="tiny", tf32=True), FAST, isolation="inline")
+    assert r.status == "ok" and r.env["float32_matmul_precision"] == "high"
+    assert torch.get_float32_matmul_precision() == before
+
+
+def test_attention_implementation_is_chosen_where_the_model_has_one():
+    for attn in ("eager", "sdpa"):
+        r = run_case(Case("vit", 1, Variant("eager"), device="cpu", model_size="tiny", attn=attn), FAST, isolation="inline")
+        assert r.status == "ok", r.message
+    r = run_case(Case("fault-ok", 1, Variant("eager"), device="cpu", model_size="tiny", attn="sdpa"), FAST, isolation="inline")
+    assert r.status == "error" and "fault-ok has no attention implementation to choose" in r.message
+
+
+@pytest.mark.slow
+def test_a_warm_compile_cache_is_read_from_disk_and_a_cold_one_is_not():
+    cold = run_case(case("fault-ok", "default", backend="inductor"), FAST, isolation="inline")
+    warm = run_case(Case("fault-ok", 1, Variant("default"), device="cpu", model_size="tiny", compile_cache="warm"), FAST,
+                    isolation="inline")
+    assert cold.status == warm.status == "ok", (cold.message, warm.message)
+    assert (cold.compile_cache, cold.compile_cache_hits) == ("cold", 0)
+    assert warm.compile_cache == "warm" and warm.compile_cache_hits >= 1

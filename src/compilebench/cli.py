@@ -46,7 +46,16 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--fullgraph", action="store_true", help="compile with fullgraph=True: a graph break is an error")
     run.add_argument("--dynamic", action=argparse.BooleanOptionalAction, default=None,
                      help="compile with dynamic=True/False (default: torch's automatic dynamic shapes)")
-    run.add_argument("--dtype", default="float32", help=f"model dtype: {', '.join(specmod.DTYPES)}")
+    run.add_argument("--dtype", default="float32", help=f"model dtype: {', '.join(specmod.DTYPES)} (the model is cast)")
+    run.add_argument("--autocast", action="store_true",
+                     help="keep the model float32 and run it under torch.autocast(--dtype) instead of casting it")
+    run.add_argument("--channels-last", action="store_true", help="model and image inputs in channels-last memory format")
+    run.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=None,
+                     help="allow TF32 matmuls and convolutions, or not (default: torch's setting, recorded)")
+    run.add_argument("--attn", default=None, help=f"attention implementation: {', '.join(specmod.ATTNS)} (default: the model's)")
+    run.add_argument("--compile-cache", default="cold", metavar="MODE",
+                     help="cold (default: an empty inductor cache per case), warm (compiled once first, then timed "
+                          "from the on-disk cache) or a directory kept across runs")
     run.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available, else cpu)")
     run.add_argument("--weights", default="random", help="random (offline, default) or pretrained (from_pretrained)")
     run.add_argument("--tiny", action="store_true",
@@ -130,6 +139,7 @@ def cmd_run(args) -> int:
 
     if results:
         print(markdown.tables([*tables.guide_tables(results), tables.details_table(results)]))
+        print("Recommendation\n\n" + markdown.table(tables.recommendation_table(results)))
         written = reportmod.write(results, out_dir, formats, [args.db])
         print(f"report: {_main_file(written, out_dir)}", file=sys.stderr)
     kept = f"{len(outcome.results)} new result(s) in {args.db}"
@@ -155,6 +165,11 @@ def _run_spec(args) -> specmod.RunSpec:
         fullgraph=args.fullgraph,
         dynamic=args.dynamic,
         dtype=args.dtype,
+        autocast=args.autocast,
+        channels_last=args.channels_last,
+        tf32=args.tf32,
+        attn=args.attn,
+        compile_cache=args.compile_cache if args.compile_cache in specmod.COMPILE_CACHES else os.path.abspath(args.compile_cache),
         device=args.device,
         weights=args.weights,
         model_size="tiny" if args.tiny else "full",

@@ -26,7 +26,8 @@ class Result:
     task: str = ""
     env: dict = field(default_factory=dict)
     isolation: str = "process"
-    compile_cache: str = "cold"
+    compile_cache: str = ""  # the case's: cold, warm or a directory
+    compile_cache_hits: int | None = None  # inductor FX-graph cache hits of the measured compile
     timing_policy: dict = field(default_factory=dict)
     clock: str | None = None
     samples_ms: list[float] = field(default_factory=list)
@@ -55,6 +56,7 @@ class Result:
     def __post_init__(self):
         if self.status not in STATUSES:
             raise ValueError(f"status {self.status!r} is not one of {STATUSES}")
+        self.compile_cache = self.compile_cache or self.case.compile_cache
 
     def set_samples(self, samples_ns: list[int]) -> None:
         self.samples_ms = [s / 1e6 for s in samples_ns]

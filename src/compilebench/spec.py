@@ -5,13 +5,16 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import os
 from dataclasses import dataclass, field
 
 from compilebench.errors import UnknownChoice, UserError
 
 # "eager" is the uncompiled baseline; the others are torch.compile modes ("default" is mode=None).
 VARIANTS = ("eager", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
-DTYPES = ("float32",)
+DTYPES = ("float32", "float16", "bfloat16")
+ATTNS = ("sdpa", "eager")  # transformers' attention implementations
+COMPILE_CACHES = ("cold", "warm")  # or a directory path
 WEIGHTS = ("random", "pretrained")
 MODEL_SIZES = ("full", "tiny")
 ISOLATIONS = ("process", "inline")
@@ -75,12 +78,21 @@ class Case:
     model_size: str = "full"
     task: str | None = None  # given with --task for a checkpoint whose config does not say
     image: str | None = None  # absolute path of --image; None: the photo shipped with compilebench
+    autocast: bool = False  # the model stays float32 and runs under torch.autocast(dtype)
+    channels_last: bool = False  # model weights and 4-D inputs in channels-last memory format
+    tf32: bool | None = None  # allow TF32 matmuls/convolutions; None: leave torch's setting (recorded in env)
+    attn: str | None = None  # attention implementation (sdpa, eager); None: the model's default
+    compile_cache: str = "cold"  # cold, warm, or a directory holding inductor's cache
 
     def key(self) -> str:
         """Stable identity of what is measured. The device index is left out: cuda:0 and cuda:1 of one
-        machine measure the same thing, and which machine it was is recorded beside the key."""
+        machine measure the same thing, and which machine it was is recorded beside the key. Settings at
+        their defaults are left out too, so keys written before a setting existed still match."""
         d = self.to_dict()
         d["device"] = self.device.split(":")[0]
+        for name, default in _KEY_DEFAULTS.items():
+            if d[name] == default:
+                del d[name]
         return json.dumps(d, sort_keys=True, separators=(",", ":"))
 
     def to_dict(self) -> dict:
@@ -92,6 +104,9 @@ class Case:
 
     def describe(self) -> str:
         return f"{self.model} b{self.batch_size} {self.variant.mode}"
+
+
+_KEY_DEFAULTS = {"autocast": False, "channels_last": False, "tf32": None, "attn": None, "compile_cache": "cold"}
 
 
 @dataclass(frozen=True)
@@ -122,6 +137,11 @@ class RunSpec:
     model_size: str = "full"
     task: str | None = None
     image: str | None = None
+    autocast: bool = False
+    channels_last: bool = False
+    tf32: bool | None = None
+    attn: str | None = None
+    compile_cache: str = "cold"
     timing: TimingPolicy = field(default_factory=TimingPolicy)
     timeout_s: float | None = DEFAULT_TIMEOUT_S
     isolation: str = "process"
@@ -143,6 +163,11 @@ class RunSpec:
                 model_size=self.model_size,
                 task=self.task,
                 image=self.image,
+                autocast=self.autocast,
+                channels_last=self.channels_last,
+                tf32=self.tf32,
+                attn=self.attn,
+                compile_cache=self.compile_cache,
             )
             for m, b, v in itertools.product(self.models, self.batch_sizes, dict.fromkeys(self.variants))
         ]
@@ -170,6 +195,12 @@ def validate(spec: RunSpec) -> None:
     _choice("weights", spec.weights, WEIGHTS)
     _choice("model size", spec.model_size, MODEL_SIZES)
     _choice("isolation", spec.isolation, ISOLATIONS)
+    if spec.autocast and spec.dtype == "float32":
+        raise UserError("--autocast needs --dtype float16 or bfloat16 (the dtype autocast computes in)")
+    if spec.attn is not None:
+        _choice("attention implementation", spec.attn, ATTNS)
+    if spec.compile_cache not in COMPILE_CACHES and not os.path.isdir(spec.compile_cache):
+        raise UserError(f"--compile-cache must be cold, warm or an existing directory, got {spec.compile_cache!r}")
     if not spec.backend:
         raise UserError("--backend must name a torch.compile backend, e.g. inductor")
     if spec.device is not None and not (spec.device in ("cpu", "cuda") or _is_cuda_index(spec.device)):

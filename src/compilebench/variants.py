@@ -30,6 +30,15 @@ def reset_dynamo() -> None:
     compilation_time_metrics.clear()
 
 
+def forget_compiled() -> None:
+    """Drop every compiled artefact held in memory (dynamo's caches, inductor's loaded modules), keeping the
+    on-disk caches: the next compile starts as a new process with a warm cache directory would."""
+    from torch._inductor.utils import clear_caches
+
+    reset_dynamo()
+    clear_caches()
+
+
 def graph_count() -> int:
     from torch._dynamo.utils import counters
 
@@ -41,6 +50,13 @@ def compile_seconds() -> float:
     from torch._dynamo.utils import compilation_time_metrics
 
     return float(sum(compilation_time_metrics.get("_compile.compile_inner", [])))
+
+
+def cache_hits() -> int:
+    """Compiled graphs that inductor loaded from its on-disk FX-graph cache instead of compiling."""
+    from torch._dynamo.utils import counters
+
+    return int(counters["inductor"]["fxgraph_cache_hit"])
 
 
 def graph_breaks() -> tuple[int, list[str]]:

@@ -92,21 +92,23 @@ def run_case(
     try:
         entry = zoo.get(case.model, case.task)
         result.label, result.task = entry.label, entry.task
-        result.env = envinfo.collect(case.device)
-        result.machine_id = envinfo.machine_id(result.env)
         if clock is None:
             clock = timing.CudaClock(case.device) if case.device.startswith("cuda") else timing.HostClock()
         result.clock = clock.name
-        with torch.inference_mode(), _cold_compile_cache():
+        with torch.inference_mode(), _tf32(case.tf32), _compile_cache(case.compile_cache), _autocast(case):
+            result.env = envinfo.collect(case.device)  # inside: it records the TF32 setting this case ran with
+            result.machine_id = envinfo.machine_id(result.env)
             variants.reset_dynamo()
             enter("build")
-            model = entry.build(case.weights, case.model_size).to(device=case.device, dtype=getattr(torch, case.dtype))
-            image = load_image(case.image or default_image_path())
-            inputs = {k: v.to(case.device) for k, v in entry.inputs(image, case.batch_size, case.weights, case.model_size).items()}
+            model, inputs = _prepare(entry, case)
             reference = None
             if case.variant.compiled:
                 enter("eager reference")
                 reference = correctness.snapshot(model(**inputs))
+                if case.compile_cache == "warm":
+                    enter("warming the compile cache")
+                    variants.apply(model, case.variant)(**inputs)
+                    variants.forget_compiled()  # what stays is on disk, as for a second process
             if case.device.startswith("cuda"):
                 torch.cuda.reset_peak_memory_stats(case.device)
             fn = variants.apply(model, case.variant)
@@ -131,6 +133,7 @@ def run_case(
                 enter("check")
                 result.compile_s = variants.compile_seconds()
                 result.graphs = variants.graph_count()
+                result.compile_cache_hits = variants.cache_hits()
                 result.graph_breaks, result.break_reasons = variants.graph_breaks()
                 result.recompiles_in_timed_loop = m.recompiles
                 verdict = correctness.check(reference, correctness.snapshot(fn(**inputs)), case.dtype)
@@ -152,13 +155,75 @@ def run_case(
     return result
 
 
-@contextlib.contextmanager
-def _cold_compile_cache():
-    """A private, empty inductor (and triton) cache for this case, removed afterwards: compile time is cold."""
-    from torch._inductor.utils import fresh_inductor_cache
+def _prepare(entry, case: Case):
+    """The model and its inputs on the device, in the case's dtype, memory format and attention."""
+    import torch
 
-    with fresh_inductor_cache():
+    dtype = torch.float32 if case.autocast else getattr(torch, case.dtype)  # autocast casts per op instead
+    model = entry.build(case.weights, case.model_size)
+    if case.attn is not None:
+        if not hasattr(model, "set_attn_implementation"):
+            raise ValueError(f"--attn {case.attn}: {case.model} has no attention implementation to choose")
+        model.set_attn_implementation(case.attn)
+    model = model.to(device=case.device, dtype=dtype)
+    if case.channels_last:
+        model = model.to(memory_format=torch.channels_last)
+    image = load_image(case.image or default_image_path())
+    inputs = {}
+    for k, v in entry.inputs(image, case.batch_size, case.weights, case.model_size).items():
+        v = v.to(case.device, dtype=dtype if v.is_floating_point() else v.dtype)
+        inputs[k] = v.contiguous(memory_format=torch.channels_last) if case.channels_last and v.dim() == 4 else v
+    return model, inputs
+
+
+@contextlib.contextmanager
+def _compile_cache(mode: str):
+    """cold (default) and warm: a private, empty inductor (and triton) cache for this case, removed afterwards.
+    Anything else is a directory kept across runs: its state (cold the first time, warm later) is the user's."""
+    from torch._inductor.utils import clear_caches, fresh_inductor_cache
+
+    if mode in ("cold", "warm"):
+        with fresh_inductor_cache():
+            yield
+        return
+    saved = {k: os.environ.get(k) for k in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")}
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = mode
+    os.environ["TRITON_CACHE_DIR"] = os.path.join(mode, "triton")
+    clear_caches()
+    try:
         yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@contextlib.contextmanager
+def _tf32(allow: bool | None):
+    """TF32 on or off for this case (None: as it is), put back afterwards for the next inline case."""
+    import torch
+
+    if allow is None:
+        yield
+        return
+    saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32, torch.get_float32_matmul_precision())
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = allow
+    torch.set_float32_matmul_precision("high" if allow else "highest")
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved[:2]
+        torch.set_float32_matmul_precision(saved[2])
+
+
+def _autocast(case: Case):
+    import torch
+
+    if not case.autocast:
+        return contextlib.nullcontext()
+    return torch.autocast(case.device.split(":")[0], dtype=getattr(torch, case.dtype))
 
 
 def main(argv: list[str]) -> int:

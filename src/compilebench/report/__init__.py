@@ -56,6 +56,7 @@ def sections(results: list[dict], charts: list[chartsmod.Chart]) -> list[tuple[s
     return [
         ("Summary", summary),
         ("Results", results_items),
+        ("Recommendation", [tables.recommendation_table(results)]),
         ("Speed-ups and compile cost", [tables.speedup_table(results)]),
         ("Batch sizes", batch_items),
         ("Hardware", hardware_items),

@@ -66,7 +66,16 @@ def settings(r: dict) -> tuple[str, ...]:
     c = r["case"]
     words = []
     if c.get("dtype", "float32") != "float32":
-        words.append(c["dtype"])
+        words.append(f"autocast {c['dtype']}" if c.get("autocast") else c["dtype"])
+    if c.get("channels_last"):
+        words.append("channels-last")
+    if c.get("tf32") is not None:
+        words.append("TF32" if c["tf32"] else "no TF32")
+    if c.get("attn"):
+        words.append(f"attn {c['attn']}")
+    if c.get("compile_cache", "cold") != "cold":
+        cache = c["compile_cache"]
+        words.append("warm cache" if cache == "warm" else f"cache {cache.rstrip('/').rsplit('/', 1)[-1]}")
     if c.get("weights", "random") != "random":
         words.append(f"{c['weights']} weights")
     if c.get("model_size", "full") != "full":

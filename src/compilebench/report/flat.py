@@ -16,7 +16,7 @@ from compilebench.report import data
 from compilebench.spec import Case, Variant
 
 STATS = tuple(f"{k}_ms" if k not in ("n", "cv") else k for k in stats.FIELDS)
-RESULT = ("noisy", "stopped_early", "iters_requested", "warmup_iters", "first_call_s", "compile_s", "compile_cache",
+RESULT = ("noisy", "stopped_early", "iters_requested", "warmup_iters", "first_call_s", "compile_s", "compile_cache", "compile_cache_hits",
           "graphs", "graph_breaks", "break_reasons", "recompiles_in_timed_loop", "max_abs_err", "max_rel_err", "agreement",
           "peak_mem_bytes", "peak_mem_kind", "isolation", "eager_mean_ms", "speedup", "speedup_ci95_low",
           "speedup_ci95_high", "verdict", "improvement_pct", "break_even_inferences", "message",
@@ -50,7 +50,8 @@ def rows(results: list[dict]) -> list[dict]:
             "backend": v.backend,
             "fullgraph": v.fullgraph,
             "dynamic": v.dynamic,
-            **{k: c.get(k) for k in ("dtype", "device", "weights", "model_size", "image")},
+            **{k: c.get(k) for k in ("dtype", "autocast", "channels_last", "tf32", "attn", "device", "weights",
+                                     "model_size", "image")},
             **{name: s.get(k) for name, k in zip(STATS, stats.FIELDS)},
             **{k: r.get(k) for k in RESULT},
         }

@@ -135,6 +135,46 @@ def speedup_table(results: list[dict]) -> Table:
     )
 
 
+def recommendation_table(results: list[dict]) -> Table:
+    """Per hardware, torch version, batch size and model: the fastest variant measured ok (correct, no recompile)
+    that is significantly faster than plain eager, with its speed-up, CI and break-even; else no compile."""
+    rows = []
+    for g in data.groups(results):
+        for torch_label in dict.fromkeys(c.torch for c in g.columns):
+            baseline = next((c for c in g.columns if c.torch == torch_label and not c.variant.compiled and not c.settings), None)
+            if baseline is None:
+                continue
+            for model in g.models:
+                base = g.cells.get((model, baseline))
+                if data.mean(base) is None:
+                    continue
+                best = None
+                for c in g.columns:
+                    r = g.cells.get((model, c))
+                    if c == baseline or c.torch != torch_label or data.mean(r) is None:
+                        continue
+                    s, low, high = stats.speedup_ci(base["stats"], r["stats"])
+                    if stats.speedup_verdict(low, high) == "faster" and (best is None or s > best[1]):
+                        best = (c, s, low, high, r)
+                row = [g.hardware, f"torch {torch_label}", str(g.batch_size), g.label(model)]
+                if best is None:
+                    row += ["no compile", "", "", "", "nothing measured is significantly faster than eager"]
+                else:
+                    c, s, low, high, r = best
+                    be = stats.break_even(r.get("compile_s"), data.mean(base), data.mean(r)) if c.variant.compiled else 0
+                    row += [c.header.removeprefix(f"torch {torch_label} - "), f"{s:.3f}x", f"{low:.3f}-{high:.3f}",
+                            "never" if be is None else f"{be:,.0f}", ""]
+                rows.append(row)
+    return Table(
+        "",
+        ["hardware", "torch", "batch", "Task/Model", "recommended", "speed-up", "95% CI", "break-even (inferences)", "why"],
+        rows,
+        notes=["The fastest variant measured ok (outputs within tolerance of eager, no recompile while timed) whose "
+               "speed-up over plain eager float32 is significant at 95%. A lower-precision variant is checked against "
+               "eager in its own dtype: decide separately whether that precision is acceptable for your task."],
+    )
+
+
 def _by_hardware(results: list[dict]) -> dict[str, list[Group]]:
     out: dict[str, list[Group]] = defaultdict(list)
     for g in data.groups(results):
