@@ -108,6 +108,8 @@ BAD_INPUTS = [
     (["--model", "vit", "--backend", "inductr"], "unknown backend 'inductr'; did you mean 'inductor'"),
     (["--model", "vit", "--dtype", "int3"], "unknown dtype 'int3'"),
     (["--model", "vit", "--format", "md,pdf"], "unknown report format 'pdf'"),
+    (["--model", "vit", "--variant", "default", "--interleave"], "--interleave needs at least two variants"),
+    (["--model", "vit", "--dtype", "float32", "--autocast"], "--autocast needs --dtype float16 or bfloat16"),
 ]
 
 

@@ -342,12 +342,14 @@ def test_speedup_table_has_the_ci_verdict_and_break_even(tmp_path):
                fr.result("vit", 1, "eager", 9.0, samples=[8.0, 9.0, 10.0] * 5),
                fr.result("vit", 1, "default", 9.1, samples=[8.0, 9.1, 10.2] * 5, compile_s=40.0),
                fr.result("beit", 1, "eager", 9.0), fr.result("beit", 1, "default", 20.0, status="mismatch", compile_s=1.0)]
+    for r, mib in zip(results[:2], (100, 150)):
+        r["peak_mem_bytes"], r["peak_mem_kind"] = mib * 2**20, "cuda_max_allocated"
     report.write(results, str(tmp_path), ("md", "csv"), ["r.db"])
     text = (tmp_path / "report.md").read_text()
     rows = {r[1]: r for r in md_table(text.replace("## Speed-ups and compile cost\n", "### speedups\n"), "speedups")[1]}
     assert rows["Image Classification/ResNet"][4:] == ["ok", "2.500x", rows["Image Classification/ResNet"][6], "faster",
-                                                     "30.0", "5,000"]
-    assert rows["Image Classification/ViT"][7:] == ["no significant difference", "40.0", "never"]
+                                                     "30.0", "5,000", "1.50x (150 / 100 MiB)"]
+    assert rows["Image Classification/ViT"][7:] == ["no significant difference", "40.0", "never", ""]
     assert rows["Image Classification/BeiT"][4:6] == ["mismatch", ""]  # a wrong model gets no speed-up
     _, guide = md_table(text, "A100 (batch size: 1)")
     assert ["Image Classification/BeiT", "9.000", "mismatch", "", "1.0"] in guide

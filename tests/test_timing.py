@@ -2,6 +2,7 @@
 
 import pytest
 
+from compilebench import timing
 from compilebench.timing import FakeClock, measure
 
 
@@ -93,3 +94,43 @@ def test_a_raising_function_propagates():
 
     with pytest.raises(ValueError):
         measure(boom, iters=2, warmup=0, clock=clock)
+
+
+def test_interleaved_blocks_alternate_and_each_variant_gets_its_own_samples():
+    clock = timing.FakeClock()
+    calls = []
+
+    def make(name, ns):
+        def fn():
+            calls.append(name)
+            clock.advance(ns)
+        return fn
+
+    got = timing.measure_interleaved({"eager": make("e", 3_000_000), "compiled": make("c", 1_000_000)},
+                                     iters=25, warmup={"eager": 1, "compiled": 3}, block=10, clock=clock)
+    # first calls alone, then warm-up, then blocks of 10, 10, 5 alternating
+    assert calls[:6] == ["e", "c", "e", "c", "c", "c"]
+    timed = "".join(calls[6:])
+    assert timed == "e" * 10 + "c" * 10 + "e" * 10 + "c" * 10 + "e" * 5 + "c" * 5
+    assert got["eager"].samples_ns == [3_000_000] * 25 and got["compiled"].samples_ns == [1_000_000] * 25
+    assert got["eager"].loop_wall_ns == 75_000_000 and got["compiled"].warmup_iters == 3
+    assert not got["eager"].stopped_early
+
+
+def test_interleaved_budget_is_per_variant_and_recompiles_are_counted():
+    clock = timing.FakeClock()
+    graphs = [1]
+
+    def eager():
+        clock.advance(10_000_000)
+
+    def compiled():
+        clock.advance(10_000_000)
+        if clock.t > 300_000_000:
+            graphs[0] = 2
+
+    got = timing.measure_interleaved({"eager": eager, "compiled": compiled}, iters=1000, warmup={"eager": 0, "compiled": 0},
+                                     block=5, clock=clock, max_time_s=0.2, graph_count=lambda: graphs[0])
+    # 0.2 s each, 0.4 s in all: blocks of 5 x 10 ms alternate until 0.4 s of timing has passed
+    assert len(got["eager"].samples_ns) == len(got["compiled"].samples_ns) == 20
+    assert got["eager"].stopped_early and got["compiled"].recompiles == 1

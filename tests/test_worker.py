@@ -165,3 +165,16 @@ def test_a_warm_compile_cache_is_read_from_disk_and_a_cold_one_is_not():
     assert cold.status == warm.status == "ok", (cold.message, warm.message)
     assert (cold.compile_cache, cold.compile_cache_hits) == ("cold", 0)
     assert warm.compile_cache == "warm" and warm.compile_cache_hits >= 1
+
+
+def test_interleave_measures_the_variants_of_a_model_together_in_one_worker():
+    cases = [Case("fault-ok", 1, Variant(m, backend="eager"), device="cpu", model_size="tiny", interleave=True)
+             for m in ("eager", "default")]
+    results = ProcessExecutor(timeout_s=120).run_group(cases, FAST, lambda phase: None)
+    assert [r.status for r in results] == ["ok", "ok"], [r.message for r in results]
+    assert [r.case for r in results] == cases and [r.stats["n"] for r in results] == [FAST.iters] * 2
+    assert results[1].graphs == 1 and results[1].max_abs_err == 0.0 and results[0].compile_s is None
+    crashed = ProcessExecutor(timeout_s=120).run_group(
+        [Case("fault-crash", 1, Variant(m, backend="eager"), device="cpu", interleave=True) for m in ("eager", "default")],
+        FAST, lambda phase: None)
+    assert [r.status for r in crashed] == ["crashed", "crashed"]

@@ -53,6 +53,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=None,
                      help="allow TF32 matmuls and convolutions, or not (default: torch's setting, recorded)")
     run.add_argument("--attn", default=None, help=f"attention implementation: {', '.join(specmod.ATTNS)} (default: the model's)")
+    run.add_argument("--interleave", action="store_true",
+                     help="time the variants of each model and batch in one process, alternating blocks of 10 calls, "
+                          "so drift hits them alike (default: one process per case, as the guide)")
     run.add_argument("--compile-cache", default="cold", metavar="MODE",
                      help="cold (default: an empty inductor cache per case), warm (compiled once first, then timed "
                           "from the on-disk cache) or a directory kept across runs")
@@ -169,6 +172,7 @@ def _run_spec(args) -> specmod.RunSpec:
         channels_last=args.channels_last,
         tf32=args.tf32,
         attn=args.attn,
+        interleave=args.interleave,
         compile_cache=args.compile_cache if args.compile_cache in specmod.COMPILE_CACHES else os.path.abspath(args.compile_cache),
         device=args.device,
         weights=args.weights,

@@ -26,9 +26,12 @@ class InlineExecutor:
     name = "inline"
 
     def run(self, case: Case, policy: TimingPolicy, on_phase: Callable[[str], None]) -> Result:
+        return self.run_group([case], policy, on_phase)[0]
+
+    def run_group(self, cases: list[Case], policy: TimingPolicy, on_phase: Callable[[str], None]) -> list[Result]:
         from compilebench import worker
 
-        return worker.run_case(case, policy, isolation="inline", on_phase=on_phase)
+        return worker.run_cases(cases, policy, isolation="inline", on_phase=on_phase)
 
 
 class ProcessExecutor:
@@ -38,15 +41,19 @@ class ProcessExecutor:
         self.timeout_s = timeout_s
 
     def run(self, case: Case, policy: TimingPolicy, on_phase: Callable[[str], None]) -> Result:
+        return self.run_group([case], policy, on_phase)[0]
+
+    def run_group(self, cases: list[Case], policy: TimingPolicy, on_phase: Callable[[str], None]) -> list[Result]:
+        """The cases in one worker process (several: --interleave); a result for each, whatever happens."""
         with tempfile.TemporaryDirectory(prefix="compilebench-case-") as tmp:
             job_path = os.path.join(tmp, "job.json")
             result_path = os.path.join(tmp, "result.json")
             log_path = os.path.join(tmp, "worker.log")
             with open(job_path, "w") as f:
-                json.dump({"case": case.to_dict(), "policy": vars(policy)}, f)
-            return self._run_worker(case, job_path, result_path, log_path, on_phase)
+                json.dump({"cases": [c.to_dict() for c in cases], "policy": vars(policy)}, f)
+            return self._run_worker(cases, job_path, result_path, log_path, on_phase)
 
-    def _run_worker(self, case, job_path, result_path, log_path, on_phase) -> Result:
+    def _run_worker(self, cases, job_path, result_path, log_path, on_phase) -> list[Result]:
         read_fd, write_fd = os.pipe()
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
@@ -67,7 +74,8 @@ class ProcessExecutor:
             timed_out.set()
             _kill_group(proc.pid)
 
-        timer = threading.Timer(self.timeout_s, on_timeout) if self.timeout_s else None
+        timeout_s = self.timeout_s * len(cases) if self.timeout_s else None  # the timeout is per case
+        timer = threading.Timer(timeout_s, on_timeout) if timeout_s else None
         if timer:
             timer.daemon = True
             timer.start()
@@ -84,11 +92,11 @@ class ProcessExecutor:
             reader.join(timeout=5)
 
         if timed_out.is_set():
-            return Result(case, "timeout", phase=phase[0],
-                          message=f"killed after the {self.timeout_s:g} s --timeout, during {phase[0]}")
+            return [Result(c, "timeout", phase=phase[0],
+                           message=f"killed after the {timeout_s:g} s --timeout, during {phase[0]}") for c in cases]
         if os.path.exists(result_path):
             with open(result_path) as f:
-                return Result.from_dict(json.load(f))
+                return [Result.from_dict(d) for d in json.load(f)]
         tail = _tail(log_path)
         if returncode < 0:
             name = signal.Signals(-returncode).name
@@ -96,7 +104,7 @@ class ProcessExecutor:
             message = f"worker killed by {name}{hint} during {phase[0]}"
         else:
             message = f"worker exited with code {returncode} without a result, during {phase[0]}"
-        return Result(case, "crashed", phase=phase[0], message=message, traceback=tail)
+        return [Result(c, "crashed", phase=phase[0], message=message, traceback=tail) for c in cases]
 
 
 def _relay_phases(read_fd: int, phase: list, on_phase: Callable[[str], None]) -> None:

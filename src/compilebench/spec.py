@@ -83,6 +83,7 @@ class Case:
     tf32: bool | None = None  # allow TF32 matmuls/convolutions; None: leave torch's setting (recorded in env)
     attn: str | None = None  # attention implementation (sdpa, eager); None: the model's default
     compile_cache: str = "cold"  # cold, warm, or a directory holding inductor's cache
+    interleave: bool = False  # timed in alternating blocks with the other variants of its model and batch
 
     def key(self) -> str:
         """Stable identity of what is measured. The device index is left out: cuda:0 and cuda:1 of one
@@ -106,7 +107,8 @@ class Case:
         return f"{self.model} b{self.batch_size} {self.variant.mode}"
 
 
-_KEY_DEFAULTS = {"autocast": False, "channels_last": False, "tf32": None, "attn": None, "compile_cache": "cold"}
+_KEY_DEFAULTS = {"autocast": False, "channels_last": False, "tf32": None, "attn": None, "compile_cache": "cold",
+                 "interleave": False}
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,7 @@ class RunSpec:
     tf32: bool | None = None
     attn: str | None = None
     compile_cache: str = "cold"
+    interleave: bool = False
     timing: TimingPolicy = field(default_factory=TimingPolicy)
     timeout_s: float | None = DEFAULT_TIMEOUT_S
     isolation: str = "process"
@@ -168,6 +171,7 @@ class RunSpec:
                 tf32=self.tf32,
                 attn=self.attn,
                 compile_cache=self.compile_cache,
+                interleave=self.interleave,
             )
             for m, b, v in itertools.product(self.models, self.batch_sizes, dict.fromkeys(self.variants))
         ]
@@ -197,6 +201,8 @@ def validate(spec: RunSpec) -> None:
     _choice("isolation", spec.isolation, ISOLATIONS)
     if spec.autocast and spec.dtype == "float32":
         raise UserError("--autocast needs --dtype float16 or bfloat16 (the dtype autocast computes in)")
+    if spec.interleave and len(set(spec.variants)) < 2:
+        raise UserError("--interleave needs at least two variants to alternate (e.g. --variant eager default)")
     if spec.attn is not None:
         _choice("attention implementation", spec.attn, ATTNS)
     if spec.compile_cache not in COMPILE_CACHES and not os.path.isdir(spec.compile_cache):

@@ -154,3 +154,68 @@ def measure(
         stopped_early=n < iters,
         recompiles=recompiles,
     )
+
+
+def measure_interleaved(
+    fns: dict[str, Callable[[], object]],
+    *,
+    iters: int,
+    warmup: dict[str, int],
+    clock: HostClock,
+    block: int = 10,
+    max_time_s: float | None = None,
+    graph_count: Callable[[], int] | None = None,
+    on_phase: Callable[[str], None] = lambda phase: None,
+) -> dict[str, Measurement]:
+    """Time several callables in one process, alternating blocks of `block` calls, so that drift (clocks,
+    temperature, other load) falls on all of them alike. Each first call is timed alone and each is warmed up
+    before any timing; the budget max_time_s is per callable. Recompiles are counted over the whole loop."""
+    now, sync = clock.now_ns, clock.sync
+    first: dict[str, int] = {}
+    for name, fn in fns.items():
+        on_phase(f"first call ({name})")
+        sync()
+        t0 = now()
+        fn()
+        sync()
+        first[name] = now() - t0
+    for name, fn in fns.items():
+        on_phase(f"warm-up ({name})")
+        for _ in range(warmup[name]):
+            fn()
+    sync()
+
+    on_phase("timing (interleaved)")
+    graphs_before = graph_count() if graph_count else None
+    budget_ns = None if max_time_s is None else int(max_time_s * 1e9) * len(fns)
+    recorders = {name: clock.recorder(iters) for name in fns}
+    done = dict.fromkeys(fns, 0)
+    wall = dict.fromkeys(fns, 0)
+    loop_start = now()
+    while any(n < iters for n in done.values()):
+        if budget_ns is not None and now() - loop_start >= budget_ns:
+            break
+        for name, fn in fns.items():
+            rec, n = recorders[name], done[name]
+            sync()
+            t0 = now()
+            for i in range(n, min(iters, n + block)):
+                rec.start(i)
+                fn()
+                rec.stop(i)
+            sync()
+            wall[name] += now() - t0
+            done[name] = min(iters, n + block)
+    recompiles = graph_count() - graphs_before if graph_count else None
+    return {
+        name: Measurement(
+            first_call_ns=first[name],
+            warmup_iters=warmup[name],
+            iters_requested=iters,
+            samples_ns=recorders[name].samples_ns(done[name]),
+            loop_wall_ns=wall[name],
+            stopped_early=done[name] < iters,
+            recompiles=recompiles,
+        )
+        for name in fns
+    }

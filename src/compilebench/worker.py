@@ -79,9 +79,23 @@ def run_case(
 ) -> Result:
     """Build, check and time one case. Never raises for a problem of the case itself: an OOM or an exception
     becomes the Result's status, with the phase it happened in."""
+    return run_cases([case], policy, isolation=isolation, on_phase=on_phase, clock=clock)[0]
+
+
+def run_cases(
+    cases: list[Case],
+    policy: TimingPolicy,
+    *,
+    isolation: str = "process",
+    on_phase: Callable[[str], None] = lambda phase: None,
+    clock: timing.HostClock | None = None,
+) -> list[Result]:
+    """One case, or (--interleave) the variants of one model and batch measured in alternating blocks on one
+    model in one process. Cases of a group differ only in their variant; they succeed or fail together."""
     import torch
 
-    result = Result(case, "ok", isolation=isolation, timing_policy=vars(policy).copy())
+    first = cases[0]
+    results = [Result(c, "ok", isolation=isolation, timing_policy=vars(policy).copy()) for c in cases]
     phase = "setup"
 
     def enter(p: str) -> None:
@@ -90,69 +104,89 @@ def run_case(
         on_phase(p)
 
     try:
-        entry = zoo.get(case.model, case.task)
-        result.label, result.task = entry.label, entry.task
+        entry = zoo.get(first.model, first.task)
         if clock is None:
-            clock = timing.CudaClock(case.device) if case.device.startswith("cuda") else timing.HostClock()
-        result.clock = clock.name
-        with torch.inference_mode(), _tf32(case.tf32), _compile_cache(case.compile_cache), _autocast(case):
-            result.env = envinfo.collect(case.device)  # inside: it records the TF32 setting this case ran with
-            result.machine_id = envinfo.machine_id(result.env)
+            clock = timing.CudaClock(first.device) if first.device.startswith("cuda") else timing.HostClock()
+        with torch.inference_mode(), _tf32(first.tf32), _compile_cache(first.compile_cache), _autocast(first):
+            env = envinfo.collect(first.device)  # inside: it records the TF32 setting the cases ran with
+            for r in results:
+                r.label, r.task, r.clock, r.env, r.machine_id = entry.label, entry.task, clock.name, env, envinfo.machine_id(env)
             variants.reset_dynamo()
             enter("build")
-            model, inputs = _prepare(entry, case)
+            model, inputs = _prepare(entry, first)
+            compiled = [c for c in cases if c.variant.compiled]
             reference = None
-            if case.variant.compiled:
+            if compiled:
                 enter("eager reference")
                 reference = correctness.snapshot(model(**inputs))
-                if case.compile_cache == "warm":
+                if first.compile_cache == "warm":
                     enter("warming the compile cache")
-                    variants.apply(model, case.variant)(**inputs)
+                    for c in compiled:
+                        variants.apply(model, c.variant)(**inputs)
                     variants.forget_compiled()  # what stays is on disk, as for a second process
-            if case.device.startswith("cuda"):
-                torch.cuda.reset_peak_memory_stats(case.device)
-            fn = variants.apply(model, case.variant)
-
-            m = timing.measure(
-                lambda: fn(**inputs),
-                iters=policy.iters,
-                warmup=policy.warmup_for(case.variant),
-                max_time_s=policy.max_time_s,
-                clock=clock,
-                graph_count=variants.graph_count if case.variant.compiled else None,
-                on_phase=enter,
-            )
-            result.first_call_s = m.first_call_ns / 1e9
-            result.warmup_iters = m.warmup_iters
-            result.iters_requested = m.iters_requested
-            result.stopped_early = m.stopped_early
-            result.loop_wall_s = m.loop_wall_ns / 1e9
-            result.set_samples(m.samples_ns)
-            result.peak_mem_bytes, result.peak_mem_kind = _peak_memory(case.device)
-            if case.variant.compiled:
+            if first.device.startswith("cuda"):
+                torch.cuda.reset_peak_memory_stats(first.device)
+            fns = {c.variant.label: variants.apply(model, c.variant) for c in cases}
+            graph_count = variants.graph_count if compiled else None
+            if len(cases) == 1:
+                fn = fns[first.variant.label]
+                measured = {first.variant.label: timing.measure(
+                    lambda: fn(**inputs), iters=policy.iters, warmup=policy.warmup_for(first.variant),
+                    max_time_s=policy.max_time_s, clock=clock, graph_count=graph_count, on_phase=enter)}
+            else:
+                measured = timing.measure_interleaved(
+                    {name: (lambda f=f: f(**inputs)) for name, f in fns.items()}, iters=policy.iters,
+                    warmup={c.variant.label: policy.warmup_for(c.variant) for c in cases},
+                    max_time_s=policy.max_time_s, clock=clock, graph_count=graph_count, on_phase=enter)
+            peak = _peak_memory(first.device)
+            if compiled:
                 enter("check")
-                result.compile_s = variants.compile_seconds()
-                result.graphs = variants.graph_count()
-                result.compile_cache_hits = variants.cache_hits()
-                result.graph_breaks, result.break_reasons = variants.graph_breaks()
-                result.recompiles_in_timed_loop = m.recompiles
-                verdict = correctness.check(reference, correctness.snapshot(fn(**inputs)), case.dtype)
-                result.max_abs_err, result.max_rel_err = verdict.max_abs_err, verdict.max_rel_err
-                result.agreement = verdict.agreement
-                if m.recompiles:
-                    result.status = "invalid"
-                    result.message = f"{m.recompiles} recompile(s) inside the timed loop: the samples mix compiled graphs"
-                elif not verdict.ok:
-                    result.status = "mismatch"
-                    result.message = "compiled output differs from eager: " + "; ".join(verdict.problems)
+                compile_s, graphs, hits, breaks = (variants.compile_seconds(), variants.graph_count(),
+                                                   variants.cache_hits(), variants.graph_breaks())
+            for r in results:
+                m = measured[r.case.variant.label]
+                _record(r, m)
+                r.peak_mem_bytes, r.peak_mem_kind = peak
+                if r.case.variant.compiled:
+                    # Shared by the compiled variants of an interleaved group: dynamo counts per process.
+                    r.compile_s, r.graphs, r.compile_cache_hits = compile_s, graphs, hits
+                    r.graph_breaks, r.break_reasons = breaks
+                    _check(r, m, reference, correctness.snapshot(fns[r.case.variant.label](**inputs)))
     except Exception as exc:  # a failing case is a result, never the end of the sweep
-        result.status = "oom" if _is_oom(exc) else "error"
-        result.message = one_line(exc)
-        if case.variant.fullgraph and phase == "first call" and result.status == "error":
-            result.message = f"fullgraph=True could not capture the model in one graph: {result.message}"
-        result.traceback = "\n".join("".join(traceback.format_exception(exc)).splitlines()[-TRACEBACK_LINES:])
-        result.phase = phase
-    return result
+        for r in results:
+            _failed(r, exc, phase)
+    return results
+
+
+def _record(result: Result, m: timing.Measurement) -> None:
+    result.first_call_s = m.first_call_ns / 1e9
+    result.warmup_iters = m.warmup_iters
+    result.iters_requested = m.iters_requested
+    result.stopped_early = m.stopped_early
+    result.loop_wall_s = m.loop_wall_ns / 1e9
+    result.set_samples(m.samples_ns)
+
+
+def _check(result: Result, m: timing.Measurement, reference: dict, actual: dict) -> None:
+    verdict = correctness.check(reference, actual, result.case.dtype)
+    result.max_abs_err, result.max_rel_err = verdict.max_abs_err, verdict.max_rel_err
+    result.agreement = verdict.agreement
+    result.recompiles_in_timed_loop = m.recompiles
+    if m.recompiles:
+        result.status = "invalid"
+        result.message = f"{m.recompiles} recompile(s) inside the timed loop: the samples mix compiled graphs"
+    elif not verdict.ok:
+        result.status = "mismatch"
+        result.message = "compiled output differs from eager: " + "; ".join(verdict.problems)
+
+
+def _failed(result: Result, exc: Exception, phase: str) -> None:
+    result.status = "oom" if _is_oom(exc) else "error"
+    result.message = one_line(exc)
+    if result.case.variant.fullgraph and phase.startswith("first call") and result.status == "error":
+        result.message = f"fullgraph=True could not capture the model in one graph: {result.message}"
+    result.traceback = "\n".join("".join(traceback.format_exception(exc)).splitlines()[-TRACEBACK_LINES:])
+    result.phase = phase
 
 
 def _prepare(entry, case: Case):
@@ -235,15 +269,15 @@ def main(argv: list[str]) -> int:
     def on_phase(p: str) -> None:
         phases.write(p + "\n")
 
-    result = run_case(
-        Case.from_dict(job["case"]),
+    results = run_cases(
+        [Case.from_dict(c) for c in job["cases"]],
         TimingPolicy(**job["policy"]),
         isolation="process",
         on_phase=on_phase,
     )
     tmp = result_path + ".tmp"
     with open(tmp, "w") as f:
-        json.dump(result.to_dict(), f)
+        json.dump([r.to_dict() for r in results], f)
     os.replace(tmp, result_path)  # the driver sees a whole result or none
     return 0
 

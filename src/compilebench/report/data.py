@@ -73,6 +73,8 @@ def settings(r: dict) -> tuple[str, ...]:
         words.append("TF32" if c["tf32"] else "no TF32")
     if c.get("attn"):
         words.append(f"attn {c['attn']}")
+    if c.get("interleave"):
+        words.append("interleaved")
     if c.get("compile_cache", "cold") != "cold":
         cache = c["compile_cache"]
         words.append("warm cache" if cache == "warm" else f"cache {cache.rstrip('/').rsplit('/', 1)[-1]}")

@@ -122,17 +122,26 @@ def speedup_table(results: list[dict]) -> Table:
                             num(comp.get("compile_s"), 1), "never" if be is None else f"{be:,.0f}"]
                 else:
                     row += ["", "", "", num(comp.get("compile_s"), 1), ""]
-                rows.append(row)
+                rows.append(row + [_memory_ratio(eager, comp)])
     return Table(
         "",
         ["hardware", "Task/Model", "batch", "compiled variant", "status", "speed-up", "95% CI", "verdict", "compile s",
-         "break-even (inferences)"],
+         "break-even (inferences)", "peak memory compiled / eager"],
         rows,
         notes=["speed-up = eager mean / compiled mean; its 95% CI propagates the uncertainty of both means. The verdict "
                "is faster or slower only when the whole interval lies on one side of 1.",
                "break-even: compile seconds / per-inference saving, the number of inferences after which compiling "
-               "has paid for itself; never when the compiled model saves nothing."],
+               "has paid for itself; never when the compiled model saves nothing.",
+               "peak memory: CUDA max_memory_allocated of each case on a GPU; on a CPU the process's peak RSS, which for "
+               "a compiled case includes the compiler itself."],
     )
+
+
+def _memory_ratio(eager: dict | None, compiled: dict) -> str:
+    e, c = (eager or {}).get("peak_mem_bytes"), compiled.get("peak_mem_bytes")
+    if not e or not c or (eager or {}).get("peak_mem_kind") != compiled.get("peak_mem_kind"):
+        return ""
+    return f"{c / e:.2f}x ({c / 2**20:,.0f} / {e / 2**20:,.0f} MiB)"
 
 
 def recommendation_table(results: list[dict]) -> Table:
@@ -141,9 +150,10 @@ def recommendation_table(results: list[dict]) -> Table:
     rows = []
     for g in data.groups(results):
         for torch_label in dict.fromkeys(c.torch for c in g.columns):
-            baseline = next((c for c in g.columns if c.torch == torch_label and not c.variant.compiled and not c.settings), None)
-            if baseline is None:
+            eagers = [c for c in g.columns if c.torch == torch_label and not c.variant.compiled]
+            if not eagers:
                 continue
+            baseline = min(eagers, key=lambda c: len(c.settings))  # plain eager where there is one
             for model in g.models:
                 base = g.cells.get((model, baseline))
                 if data.mean(base) is None:
