@@ -147,6 +147,8 @@ def test_an_interrupted_report_leaves_the_previous_one_whole(tmp_path, monkeypat
 def test_csv_and_json_are_flat_rows_that_pandas_loads(tmp_path):
     import pandas as pd  # in the [test] extra
     results = guide_results() + [fr.result("detr", 4, "eager", None, status="oom", message="out of memory")]
+    for r in results[:2]:
+        r["flops"] = int(4e12)  # as if counted: 4 TFLOP per forward
     report.write(results, str(tmp_path), ("csv", "json"), ["r.db"])
     for frame in (pd.read_csv(tmp_path / "results.csv"), pd.read_json(tmp_path / "results.json")):
         assert len(frame) == 25
@@ -154,6 +156,7 @@ def test_csv_and_json_are_flat_rows_that_pandas_loads(tmp_path):
         assert vit.mean_ms == pytest.approx(7.584) and vit.hardware == "A100" and vit.env_torch == "2.0.1+cu118"
         assert vit.eager_mean_ms == pytest.approx(9.325) and vit.speedup == pytest.approx(9.325 / 7.584)
         assert vit.improvement_pct == pytest.approx((9.325 - 7.584) / 9.325 * 100) and vit.compile_s == 50.0
+        assert vit.achieved_tflops == pytest.approx(4e12 / 7.584e-3 / 1e12)
         oom = frame[frame.status == "oom"].iloc[0]
         assert oom.model == "detr" and pd.isna(oom.mean_ms) and oom.message == "out of memory"
     row = json.loads((tmp_path / "results.json").read_text())[0]

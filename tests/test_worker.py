@@ -87,7 +87,7 @@ def test_inline_executor_relays_phases():
     phases = []
     r = InlineExecutor().run(case("fault-ok"), FAST, phases.append)
     assert r.status == "ok" and r.isolation == "inline"
-    assert phases == ["build", "first call", "warm-up", "timing"]
+    assert phases == ["build", "first call", "warm-up", "timing", "counting FLOPs"]
 
 
 def test_process_executor_returns_the_workers_result():
@@ -178,3 +178,10 @@ def test_interleave_measures_the_variants_of_a_model_together_in_one_worker():
         [Case("fault-crash", 1, Variant(m, backend="eager"), device="cpu", interleave=True) for m in ("eager", "default")],
         FAST, lambda phase: None)
     assert [r.status for r in crashed] == ["crashed", "crashed"]
+
+
+def test_flops_of_one_forward_are_counted_for_eager_and_compiled():
+    # Conv2d(3, 4, 3) on 1x3x8x8: 4x6x6 outputs, each 3x3x3 multiply-adds: 2 * 144 * 27 FLOPs
+    for mode in ("eager", "default"):
+        r = run_case(case("fault-ok", mode), FAST, isolation="inline")
+        assert r.status == "ok" and r.flops == 2 * 144 * 27, (mode, r.flops, r.message)

@@ -40,6 +40,7 @@ class Result:
     loop_wall_s: float | None = None
     peak_mem_bytes: int | None = None
     peak_mem_kind: str | None = None  # "cuda_max_allocated" or "host_max_rss"
+    flops: int | None = None  # of one eager forward of the whole batch (torch.utils.flop_counter: matmuls, convs)
     graphs: int | None = None
     graph_breaks: int | None = None
     break_reasons: list[str] = field(default_factory=list)

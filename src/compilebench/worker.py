@@ -93,6 +93,7 @@ def run_cases(
     """One case, or (--interleave) the variants of one model and batch measured in alternating blocks on one
     model in one process. Cases of a group differ only in their variant; they succeed or fail together."""
     import torch
+    from torch.utils.flop_counter import FlopCounterMode
 
     first = cases[0]
     results = [Result(c, "ok", isolation=isolation, timing_policy=vars(policy).copy()) for c in cases]
@@ -118,7 +119,8 @@ def run_cases(
             reference = None
             if compiled:
                 enter("eager reference")
-                reference = correctness.snapshot(model(**inputs))
+                with FlopCounterMode(display=False) as flop_counter:  # the reference call is counted, not repeated
+                    reference = correctness.snapshot(model(**inputs))
                 if first.compile_cache == "warm":
                     enter("warming the compile cache")
                     for c in compiled:
@@ -139,6 +141,10 @@ def run_cases(
                     warmup={c.variant.label: policy.warmup_for(c.variant) for c in cases},
                     max_time_s=policy.max_time_s, clock=clock, graph_count=graph_count, on_phase=enter)
             peak = _peak_memory(first.device)
+            if not compiled:
+                enter("counting FLOPs")  # after timing: an extra call before would not leave the first call first
+                with FlopCounterMode(display=False) as flop_counter:
+                    model(**inputs)
             if compiled:
                 enter("check")
                 compile_s, graphs, hits, breaks = (variants.compile_seconds(), variants.graph_count(),
@@ -147,6 +153,7 @@ def run_cases(
                 m = measured[r.case.variant.label]
                 _record(r, m)
                 r.peak_mem_bytes, r.peak_mem_kind = peak
+                r.flops = flop_counter.get_total_flops()
                 if r.case.variant.compiled:
                     # Shared by the compiled variants of an interleaved group: dynamo counts per process.
                     r.compile_s, r.graphs, r.compile_cache_hits = compile_s, graphs, hits
