@@ -281,8 +281,8 @@ def details_table(results: list[dict]) -> Table:
             num(r.get("first_call_s"), 2),
             num(r.get("compile_s"), 2),
             num(r.get("max_rel_err"), None),
-            num(r["flops"] / 1e9, 1) if r.get("flops") else "",
-            num(r["flops"] / (s["mean"] / 1e3) / 1e12, 3) if r.get("flops") and measured else "",
+            f"{r['flops'] / 1e9:.3g}" if r.get("flops") else "",  # significant digits: tiny configs are MFLOPs
+            f"{r['flops'] / (s['mean'] / 1e3) / 1e12:.3g}" if r.get("flops") and measured else "",
         ])
     noisy = any((r.get("stats") or {}).get("cv") and r["stats"]["cv"] > stats.NOISY_CV for r in results)
     notes = [f"- {r['case']['model']} b{r['case']['batch_size']} {data.variant_of(r).label}: {r['status']}: "
