@@ -4,7 +4,7 @@ on each hardware when several are present.
 
 Every chart says what it shows in its title (hardware, torch version, batch size), labels its axes with units,
 prints the value on each bar (or the status where a model has no number) and has a legend. Each bar carries an
-SVG id `bar-<model>-<series>` so a test (or a reader of the SVG) can count them."""
+SVG id `bar-<model index>-<series index>` so a test (or a reader of the SVG) can count them."""
 
 from __future__ import annotations
 
@@ -53,12 +53,7 @@ def _duration(g: Group) -> tuple[str, list[_Series], str]:
 
 
 def _improvement(g: Group) -> tuple[str, list[_Series], str]:
-    series = []
-    for c in g.compiled_columns:
-        pairs = [(g.cells.get((m, c.eager)), g.cells.get((m, c))) for m in g.models]
-        values = [data.improvement(e, r) for e, r in pairs]
-        missing = [_why_missing(e, r) for e, r in pairs]
-        series.append(_Series(c.header, values, None, missing))
+    _, series = _improvement_by([(g, c) for c in g.compiled_columns], lambda g, c: c.header)
     title = f"Improvement from torch.compile: {g.hardware}, {_torches(g.columns)}, batch size {g.batch_size}"
     return title, series, IMPROVEMENT_AXIS
 
@@ -130,7 +125,7 @@ def render(results: list[dict], out_dir: str) -> list[Chart]:
             if len({g.hardware for g, _ in having}) < 2:
                 continue
             labels, series = _improvement_by(having, lambda g, c: f"{g.hardware}, torch {c.torch}")
-            title = f"Improvement by hardware: batch size {batch}, {variant.label}" + "".join(f", {s}" for s in setting)
+            title = data.with_settings(f"Improvement by hardware: batch size {batch}, {variant.label}", setting)
             draw(("batch", batch), title, labels, series, IMPROVEMENT_AXIS, f"hardware-b{batch}-{variant.label}")
     return charts
 

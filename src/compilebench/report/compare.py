@@ -11,7 +11,7 @@ from compilebench import stats
 from compilebench.errors import UserError
 from compilebench.report import data
 from compilebench.report.tables import Table, cell, num
-from compilebench.spec import Case, Variant
+from compilebench.spec import Case
 
 
 def match_key(r: dict) -> str:
@@ -68,7 +68,7 @@ def compare(a: list[dict], b: list[dict], a_name: str, b_name: str) -> Table:
         rows.append([
             data.model_label(everything, r["case"]["model"]),
             str(r["case"]["batch_size"]),
-            Variant(**r["case"]["variant"]).label + "".join(f", {s}" for s in data.settings(r)),
+            data.with_settings(data.variant_of(r).label, data.settings(r)),
             cell(ra) if ra else "not measured",
             cell(rb) if rb else "not measured",
             num(ratio, 3),

@@ -87,6 +87,11 @@ def settings(r: dict) -> tuple[str, ...]:
     return tuple(words)
 
 
+def with_settings(label: str, settings_: tuple[str, ...]) -> str:
+    """'compile' + ('bfloat16', 'channels-last') -> 'compile, bfloat16, channels-last'."""
+    return ", ".join([label, *settings_])
+
+
 @dataclass(frozen=True, order=True)
 class Column:
     """One column of a guide table: a torch version, a variant and the settings that set it apart."""
@@ -98,7 +103,7 @@ class Column:
 
     @property
     def header(self) -> str:
-        return f"torch {self.torch} - {self.variant.label}" + "".join(f", {s}" for s in self.settings)
+        return with_settings(f"torch {self.torch} - {self.variant.label}", self.settings)
 
     @property
     def eager(self) -> Column:

@@ -222,7 +222,7 @@ def version_tables(results: list[dict]) -> list[Table]:
             return [pct(_change(g.cells.get((model, a)), g.cells.get((model, b)))) for a, b in pairs]
 
         header = ["Task/Model", "Batch Size"] + [c.header for c in columns]
-        header += [f"% faster torch {new} vs {old}, {a.variant.label}" + "".join(f", {s}" for s in a.settings) for a, _ in pairs]
+        header += [data.with_settings(f"% faster torch {new} vs {old}, {a.variant.label}", a.settings) for a, _ in pairs]
         tables.append(Table(f"{hw}: torch versions", header, _batch_rows(groups, columns, extra)))
     return tables
 
@@ -250,7 +250,7 @@ def mode_tables(results: list[dict]) -> list[Table]:
 
                 header = ["Task/Model", "Batch Size"] + [c.header for c in mine]
                 header += [f"% improvement{_tag(c, default=True)}" for c in compiled]
-                title = f"{hw}: compile modes, torch {torch_label}" + "".join(f", {s}" for s in setting)
+                title = data.with_settings(f"{hw}: compile modes, torch {torch_label}", setting)
                 tables.append(Table(title, header, _batch_rows(groups, mine, extra)))
     return tables
 
@@ -271,7 +271,7 @@ def details_table(results: list[dict]) -> Table:
             f"torch {data.torch_version(r)}",
             r["case"]["model"],
             str(r["case"]["batch_size"]),
-            data.variant_of(r).label + "".join(f", {w}" for w in data.settings(r)),
+            data.with_settings(data.variant_of(r).label, data.settings(r)),
             r["status"] + (" (stopped by --max-time)" if r.get("stopped_early") else ""),
             num(s.get("mean"), 3) if measured else "",
             f"{s['ci95_low']:.3f}-{s['ci95_high']:.3f}" if measured else "",
