@@ -13,8 +13,8 @@ import pytest
 from PIL import Image
 
 import fakeresults as fr
-from compilebench import report
-from compilebench.report import charts, data
+from compilebench import peaks, report
+from compilebench.report import charts, data, tables
 
 GUIDE = Path(__file__).parent / "data" / "guide_a100_batch1.md"
 EVIL = "<script>document.title='pwned'</script>"
@@ -157,6 +157,9 @@ def test_csv_and_json_are_flat_rows_that_pandas_loads(tmp_path):
         assert vit.eager_mean_ms == pytest.approx(9.325) and vit.speedup == pytest.approx(9.325 / 7.584)
         assert vit.improvement_pct == pytest.approx((9.325 - 7.584) / 9.325 * 100) and vit.compile_s == 50.0
         assert vit.achieved_tflops == pytest.approx(4e12 / 7.584e-3 / 1e12)
+        # the fake A100 records no TF32 flag: float32 is read against the FP32 peak
+        assert vit.peak_math == "FP32" and vit.peak_tflops == 19.5
+        assert vit.peak_fraction == pytest.approx(vit.achieved_tflops / 19.5)
         oom = frame[frame.status == "oom"].iloc[0]
         assert oom.model == "detr" and pd.isna(oom.mean_ms) and oom.message == "out of memory"
     row = json.loads((tmp_path / "results.json").read_text())[0]
@@ -380,3 +383,45 @@ def test_the_recommendation_is_the_fastest_correct_variant_that_is_significantly
     resnet = rows["Image Classification/ResNet"]
     assert resnet[0] == "compile (reduce-overhead)" and resnet[1] == "2.500x" and resnet[3] == "10,000"
     assert rows["Image Classification/ViT"] == ["no compile", "", "", "", "nothing measured is significantly faster than eager"]
+
+
+@pytest.mark.parametrize("name, dtype, tf32, expected", [
+    ("NVIDIA H100 80GB HBM3", "bfloat16", False, ("H100 SXM", "BF16 tensor", 989.5)),
+    ("NVIDIA H100 PCIe", "float32", True, ("H100 PCIe", "TF32 tensor", 378)),
+    ("NVIDIA H200", "float16", False, ("H200 SXM", "FP16 tensor", 989.5)),
+    ("NVIDIA A100-SXM4-80GB", "float32", False, ("A100", "FP32", 19.5)),
+    ("NVIDIA A100-PCIE-40GB", "float32", True, ("A100", "TF32 tensor", 156)),
+    ("NVIDIA A10", "float16", False, ("A10", "FP16 tensor", 125)),
+    ("NVIDIA L4", "float32", True, ("L4", "TF32 tensor", 60)),
+    ("Tesla T4", "float32", True, ("T4", "FP32", 8.1)),  # no TF32 on Turing: the flag changes nothing
+    ("Tesla V100-SXM2-16GB", "float16", False, ("V100 SXM2", "FP16 tensor", 125)),
+])
+def test_peak_is_the_dense_datasheet_figure_of_the_math_the_dtype_uses(name, dtype, tf32, expected):
+    p = peaks.peak(name, dtype, tf32)
+    assert (p.device, p.math, p.tflops) == expected
+
+
+@pytest.mark.parametrize("name, dtype", [
+    ("Tesla T4", "bfloat16"),  # no BF16 math
+    ("NVIDIA A10G", "float16"),  # not the A10: no datasheet figure, no guess
+    ("NVIDIA H100 NVL", "float16"),
+    ("NVIDIA GeForce RTX 4090", "float32"),
+])
+def test_no_peak_where_the_datasheet_does_not_say(name, dtype):
+    assert peaks.peak(name, dtype, True) is None
+
+
+def test_details_give_the_fraction_of_peak_on_known_gpus_only():
+    h100 = {**fr.A100, "device_name": "NVIDIA H100 80GB HBM3", "hostname": "h100", "tf32_matmul": False,
+            "tf32_cudnn": True}
+    rtx = {**h100, "device_name": "NVIDIA GeForce RTX 4090", "hostname": "rtx"}
+    results = [fr.result("vit", 1, "eager", 2.0, env=h100), fr.result("vit", 1, "eager", 1.0, env=h100, dtype="bfloat16"),
+               fr.result("vit", 1, "eager", 2.0, env=rtx), fr.result("vit", 1, "eager", 100.0, env=fr.CPU)]
+    for r in results:
+        r["flops"] = int(98.9e9)
+    table = tables.details_table(results)
+    of_peak = {(row[0], row[4]): row[-1] for row in table.rows}
+    # 98.9 GFLOP in 2 ms is 49.45 TFLOP/s: 10% of TF32's 494.5 (cuDNN may use TF32); in 1 ms of bf16 also 10%, of 989.5
+    assert of_peak == {("H100", "no compile"): "10.0% TF32 tensor", ("H100", "no compile, bfloat16"): "10.0% BF16 tensor",
+                       ("NVIDIA GeForce RTX 4090", "no compile"): "", ("CPU (AMD EPYC 7B13, 2 threads)", "no compile"): ""}
+    assert any("H100 SXM TF32 tensor 494.5" in n and "H100 SXM BF16 tensor 989.5" in n for n in table.notes)

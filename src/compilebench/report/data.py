@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from compilebench import stats, suites
+from compilebench import peaks, stats, suites
 from compilebench.envinfo import hardware_name
 from compilebench.errors import UserError
 from compilebench.spec import VARIANTS, Variant
@@ -140,6 +140,34 @@ def mean(r: dict | None) -> float | None:
     if r is None or r["status"] != "ok":
         return None
     return (r.get("stats") or {}).get("mean")
+
+
+MEASURED = ("ok", "invalid", "mismatch")  # timed to the end: their samples are real, even where the number is voided
+
+
+def measured_mean(r: dict) -> float | None:
+    """The mean of any result that was timed, for the details table and FLOP/s; `mean` is what tables average."""
+    s = r.get("stats") or {}
+    return s.get("mean") if r["status"] in MEASURED and s.get("n") else None
+
+
+def achieved_tflops(r: dict) -> float | None:
+    ms = measured_mean(r)
+    return r["flops"] / (ms / 1e3) / 1e12 if r.get("flops") and ms else None
+
+
+def peak(r: dict) -> peaks.Peak | None:
+    """The datasheet peak of the math this result's dtype and TF32 setting allow on its GPU (None on CPU)."""
+    env = r.get("env") or {}
+    if not str(env.get("device", "")).startswith("cuda"):
+        return None
+    tf32 = bool(env.get("tf32_matmul") or env.get("tf32_cudnn"))
+    return peaks.peak(str(env.get("device_name") or ""), r["case"].get("dtype") or "float32", tf32)
+
+
+def peak_fraction(r: dict) -> float | None:
+    achieved, p = achieved_tflops(r), peak(r)
+    return achieved / p.tflops if achieved is not None and p else None
 
 
 def speedup(eager: dict | None, compiled: dict | None) -> float | None:

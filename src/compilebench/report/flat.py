@@ -17,7 +17,7 @@ from compilebench.spec import Case, Variant
 
 STATS = tuple(f"{k}_ms" if k not in ("n", "cv") else k for k in stats.FIELDS)
 RESULT = ("noisy", "stopped_early", "iters_requested", "warmup_iters", "first_call_s", "compile_s", "compile_cache", "compile_cache_hits",
-          "flops", "achieved_tflops", "graphs", "graph_breaks", "break_reasons", "recompiles_in_timed_loop", "max_abs_err", "max_rel_err", "agreement",
+          "flops", "achieved_tflops", "peak_tflops", "peak_math", "peak_fraction", "graphs", "graph_breaks", "break_reasons", "recompiles_in_timed_loop", "max_abs_err", "max_rel_err", "agreement",
           "peak_mem_bytes", "peak_mem_kind", "isolation", "eager_mean_ms", "speedup", "speedup_ci95_low",
           "speedup_ci95_high", "verdict", "improvement_pct", "break_even_inferences", "message",
           "phase")
@@ -55,7 +55,10 @@ def rows(results: list[dict]) -> list[dict]:
             **{name: s.get(k) for name, k in zip(STATS, stats.FIELDS)},
             **{k: r.get(k) for k in RESULT},
         }
-        row["achieved_tflops"] = r["flops"] / (s["mean"] / 1e3) / 1e12 if r.get("flops") and data.mean(r) else None
+        row["achieved_tflops"] = data.achieved_tflops(r)
+        p = data.peak(r)
+        row["peak_tflops"], row["peak_math"] = (p.tflops, p.math) if p else (None, None)
+        row["peak_fraction"] = data.peak_fraction(r)
         row["noisy"] = s.get("cv") is not None and s["cv"] > stats.NOISY_CV
         row["break_reasons"] = "; ".join(r.get("break_reasons") or [])
         row["agreement"] = "; ".join(f"{k}={v:.4f}" for k, v in (r.get("agreement") or {}).items())

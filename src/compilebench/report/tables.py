@@ -261,11 +261,12 @@ def details_table(results: list[dict]) -> Table:
     results = sorted(data.latest(results), key=lambda r: (
         data.hardware(r), data.torch_version(r), r["case"]["batch_size"], order[r["case"]["model"]],
         data.settings(r), VARIANTS.index(r["case"]["variant"]["mode"]), r["created_at"]))
-    rows = []
+    rows, boards = [], set()
     for r in results:
         s = r.get("stats") or {}
-        measured = r["status"] in ("ok", "invalid") and s.get("n")
+        measured = data.measured_mean(r) is not None
         cv = s.get("cv") if measured else None
+        fraction, p = data.peak_fraction(r), data.peak(r)
         rows.append([
             data.hardware(r),
             f"torch {data.torch_version(r)}",
@@ -282,17 +283,23 @@ def details_table(results: list[dict]) -> Table:
             num(r.get("compile_s"), 2),
             num(r.get("max_rel_err"), None),
             f"{r['flops'] / 1e9:.3g}" if r.get("flops") else "",  # significant digits: tiny configs are MFLOPs
-            f"{r['flops'] / (s['mean'] / 1e3) / 1e12:.3g}" if r.get("flops") and measured else "",
+            f"{data.achieved_tflops(r):.3g}" if data.achieved_tflops(r) is not None else "",
+            f"{fraction * 100:.1f}% {p.math}" if fraction is not None else "",
         ])
+        if p:
+            boards.add(f"{p.device} {p.math} {p.tflops:g}")
     noisy = any((r.get("stats") or {}).get("cv") and r["stats"]["cv"] > stats.NOISY_CV for r in results)
     notes = [f"- {r['case']['model']} b{r['case']['batch_size']} {data.variant_of(r).label}: {r['status']}: "
              f"{r.get('message') or ''}".rstrip() for r in results if r["status"] != "ok"]
     return Table(
         "",
         ["hardware", "torch", "model", "batch", "variant", "status", "mean ms", "95% CI ms", "median ms", "CV", "N",
-         "first call s", "compile s", "max rel err", "GFLOP", "TFLOP/s"],
+         "first call s", "compile s", "max rel err", "GFLOP", "TFLOP/s", "of peak"],
         rows,
-        notes=([f"noisy: {stats.NOISE_REMEDY}."] if noisy else []) + ((["Not ok:"] + notes) if notes else []),
+        notes=([f"noisy: {stats.NOISE_REMEDY}."] if noisy else [])
+        + ([f"of peak: achieved TFLOP/s over the datasheet's dense peak TFLOP/s ({'; '.join(sorted(boards))}); "
+            "float32 counts as TF32 when TF32 was allowed for matmuls or convolutions."] if boards else [])
+        + ((["Not ok:"] + notes) if notes else []),
     )
 
 
