@@ -1,0 +1,128 @@
+"""Whether compilebench's compile cost and speed-up can be trusted. Prints figures; asserts nothing.
+
+1. compile: compilebench's reported compile seconds (dynamo's own timer) and first-call seconds, each over an
+   independent stopwatch: a hand-written script in a fresh process with a fresh inductor cache, which builds
+   the same model, runs it eagerly once (as the worker does for its reference) and times the cold first call
+   of torch.compile(model) with time.perf_counter. Rounds alternate which runs first. Target: within 5%.
+2. speedup: the reported eager/compiled speed-up of the same case over --runs runs, with the default method
+   (eager and compiled each in its own fresh process, one after the other) and with --interleave (both in
+   one process, in alternating blocks). Prints each run's speed-up and 95% CI and the spread across runs.
+
+Usage: python benchmarks/truth.py [--model resnet-50] [--device cpu] [--rounds 3] [--runs 5] [--iters 100]
+                                  [--parts compile,speedup]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from compilebench import stats
+from compilebench.executors import ProcessExecutor
+from compilebench.spec import Case, TimingPolicy, Variant
+
+# The independent stopwatch: nothing of compilebench's timing, only its model and input preparation.
+STOPWATCH = """
+import json, sys, time
+import torch
+from compilebench import zoo
+from compilebench.spec import Case
+from compilebench.worker import _prepare
+
+case = Case.from_dict(json.loads(sys.argv[1]))
+sync = torch.cuda.synchronize if case.device.startswith("cuda") else (lambda: None)
+with torch.inference_mode():
+    model, inputs = _prepare(zoo.get(case.model), case)
+    model(**inputs)  # the worker's eager reference call comes before the compiled first call too
+    sync()
+    compiled = torch.compile(model)
+    t0 = time.perf_counter()
+    compiled(**inputs)
+    sync()
+    print(time.perf_counter() - t0)
+"""
+
+
+def stopwatch_first_call_s(case: Case) -> float:
+    with tempfile.TemporaryDirectory(prefix="truth-cache-") as cache:
+        env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache}
+        out = subprocess.run([sys.executable, "-c", STOPWATCH, json.dumps(case.to_dict())], env=env,
+                             capture_output=True, text=True, check=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def compilebench_result(cases: list[Case], policy: TimingPolicy):
+    results = ProcessExecutor(timeout_s=3600).run_group(cases, policy, lambda phase: None)
+    for r in results:
+        if r.status != "ok":
+            sys.exit(f"{r.case.describe()}: {r.status}: {r.message}\n{r.traceback or ''}")
+    return results
+
+
+def compile_truth(model: str, device: str, rounds: int) -> None:
+    case = Case(model, 1, Variant("default"), device=device)
+    policy = TimingPolicy(iters=5, warmup=2)  # the first call is what is compared; the loop only has to finish
+    reported, first, watch = [], [], []
+    for i in range(rounds):
+        order = ("compilebench", "stopwatch") if i % 2 == 0 else ("stopwatch", "compilebench")
+        for who in order:
+            if who == "stopwatch":
+                watch.append(stopwatch_first_call_s(case))
+            else:
+                (r,) = compilebench_result([case], policy)
+                reported.append(r.compile_s)
+                first.append(r.first_call_s)
+        print(f"  round {i + 1} ({order[0]} first): compilebench compile {reported[-1]:.2f} s, first call "
+              f"{first[-1]:.2f} s; stopwatch first call {watch[-1]:.2f} s", flush=True)
+    for what, ours in (("reported compile s", reported), ("reported first-call s", first)):
+        ratios = sorted(a / b for a, b in zip(ours, watch))
+        print(f"1. {model} {device}: {what} / stopwatch = {statistics.median(ratios):.3f} median of {rounds} rounds "
+              f"(range {ratios[0]:.3f}-{ratios[-1]:.3f}) (target 0.95-1.05)")
+
+
+def speedup_truth(model: str, device: str, runs: int, iters: int) -> None:
+    policy = TimingPolicy(iters=iters)
+    for method in ("default", "interleave"):
+        interleave = method == "interleave"
+        cases = [Case(model, 1, Variant(mode), device=device, interleave=interleave) for mode in ("eager", "default")]
+        speedups = []
+        for i in range(runs):
+            t0 = time.monotonic()
+            if interleave:
+                eager, compiled = compilebench_result(cases, policy)
+            else:
+                (eager,), (compiled,) = (compilebench_result([c], policy) for c in cases)
+            s, low, high = stats.speedup_ci(eager.stats, compiled.stats)
+            speedups.append(s)
+            print(f"  {method} run {i + 1}: eager {eager.stats['mean']:.2f} ms (CV {eager.stats['cv'] * 100:.1f}%), "
+                  f"compiled {compiled.stats['mean']:.2f} ms (CV {compiled.stats['cv'] * 100:.1f}%): speed-up "
+                  f"{s:.3f} (95% CI {low:.3f}-{high:.3f}) [{time.monotonic() - t0:.0f} s]", flush=True)
+        spread = statistics.stdev(speedups) / statistics.mean(speedups) if len(speedups) > 1 else float("nan")
+        print(f"2. {model} {device} {method}: speed-up over {runs} runs: mean {statistics.mean(speedups):.3f}, "
+              f"range {min(speedups):.3f}-{max(speedups):.3f}, run-to-run CV {spread * 100:.1f}%", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default="resnet-50")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--rounds", type=int, default=3, help="compile rounds (each: one compilebench case, one stopwatch)")
+    ap.add_argument("--runs", type=int, default=5, help="speed-up runs per method")
+    ap.add_argument("--iters", type=int, default=100, help="timed iterations per variant in the speed-up runs")
+    ap.add_argument("--parts", default="compile,speedup", help="which of compile, speedup to run")
+    args = ap.parse_args()
+    parts = set(args.parts.split(","))
+    if "compile" in parts:
+        compile_truth(args.model, args.device, args.rounds)
+    if "speedup" in parts:
+        speedup_truth(args.model, args.device, args.runs, args.iters)
+
+
+if __name__ == "__main__":
+    main()
