@@ -44,6 +44,17 @@ def test_finished_keys_are_per_machine(tmp_path):
     assert keys == {Case("vit", 1, Variant("eager")).key()}
 
 
+def test_a_ray_targets_finished_keys_come_from_its_placement_whatever_node_ran_them(tmp_path):
+    placement = "ray|H100|torch 2.11.0|transformers 5.17.0"
+    with Store.open(str(tmp_path / "r.db")) as store:
+        for node, batch in (("node-a", 1), ("node-b", 4)):
+            r = make_result(machine=f"{node}|NVIDIA H100 80GB HBM3|torch 2.11.0|transformers 5.17.0", batch=batch)
+            store.add({**r, "placement": placement})
+        store.add({**make_result(machine="node-c", batch=16), "placement": "ray|A100|torch 2.11.0|transformers 5.17.0"})
+        keys = store.finished_keys(placement)
+    assert keys == {Case("vit", b, Variant("eager")).key() for b in (1, 4)}
+
+
 def test_a_newer_schema_is_refused_with_an_instruction(tmp_path):
     path = str(tmp_path / "r.db")
     Store.open(path).close()

@@ -9,7 +9,7 @@ import json
 import os
 import sys
 
-from compilebench import __version__, envinfo, executors, spec as specmod, store as storemod, suites, sweep, variants, zoo
+from compilebench import __version__, dispatch, envinfo, executors, spec as specmod, store as storemod, suites, sweep, variants, zoo
 from compilebench import report as reportmod
 from compilebench.errors import UnknownChoice, UserError
 from compilebench.report import compare as comparemod
@@ -18,6 +18,7 @@ from compilebench.report import markdown, tables
 from compilebench.zoo import hub
 
 EXIT_BAD_INPUT = 2
+EXECUTORS = ("local", "ray")
 EXIT_INTERRUPTED = 130
 
 
@@ -73,6 +74,17 @@ def _parser() -> argparse.ArgumentParser:
                      help="kill a case after this many seconds (process isolation; default: 3600)")
     run.add_argument("--isolation", default="process",
                      help="process (default: a fresh process and cold compile cache per case) or inline")
+    run.add_argument("--executor", default="local",
+                     help="local (default: this machine, one case per device at a time) or ray (a Ray cluster)")
+    run.add_argument("--gpus", default=None, metavar="LIST",
+                     help="local GPUs to use at once, one case on each: 0,1,2,3 or all (default: one device)")
+    run.add_argument("--ray-address", default=None, metavar="ADDR",
+                     help="Ray cluster to join (default: RAY_ADDRESS, or a local one started for the sweep)")
+    run.add_argument("--accelerator-type", default=None, metavar="TYPES",
+                     help="Ray GPU types to run the whole matrix on, each: H100,A100 or all (default: any GPU)")
+    run.add_argument("--cpus-per-case", type=int, default=None, metavar="N",
+                     help="CPUs a Ray task reserves, and threads its case runs (default: a node's CPUs per GPU; a "
+                          "whole node for CPU cases)")
     run.add_argument("--db", default=storemod.DEFAULT_PATH, help=f"results file (default: {storemod.DEFAULT_PATH})")
     run.add_argument("--rerun", action="store_true", help="measure cases again even if the results file has them")
     run.add_argument("--quiet", action="store_true", help="no progress bar or per-case messages")
@@ -130,15 +142,13 @@ def cmd_run(args) -> int:
     needs_backend = spec.backend != "inductor" and any(v != "eager" for v in spec.variants)
     if needs_backend and spec.backend not in variants.backends():  # listing them imports dynamo: seconds
         raise UnknownChoice("backend", spec.backend, variants.backends())
-    spec = dataclasses.replace(spec, device=envinfo.resolve_device(spec.device))
-    env = envinfo.collect(spec.device)
-    machine = envinfo.machine_id(env)
+    spec, dispatcher, targets = _dispatch(args, spec)
 
     with storemod.Store.open(args.db) as store:  # the last check: nothing is written before it
-        outcome = sweep.run(spec, store, executors.make(spec.isolation, spec.timeout_s),
-                            env=env, machine_id=machine, quiet=args.quiet)
-        keys = {c.key() for c in spec.cases()}
-        results = [r for r in store.results() if r["case_key"] in keys and r["machine_id"] == machine]
+        outcome = sweep.run(spec, store, dispatcher, targets, quiet=args.quiet)
+        keys, ids = {c.key() for c in spec.cases()}, {t.resume_id for t in targets}
+        results = [r for r in store.results()
+                   if r["case_key"] in keys and (r["machine_id"] in ids or r.get("placement") in ids)]
 
     if results:
         print(markdown.tables([*tables.guide_tables(results), tables.details_table(results)]))
@@ -153,6 +163,46 @@ def cmd_run(args) -> int:
         return EXIT_INTERRUPTED
     print(kept, file=sys.stderr)
     return 0
+
+
+def _dispatch(args, spec: specmod.RunSpec) -> tuple[specmod.RunSpec, dispatch.Dispatcher, list[dispatch.Target]]:
+    """Where the cases run: one device here, every listed local GPU at once, or a Ray cluster; and the spec
+    with the device its cases are keyed by."""
+    if args.executor not in EXECUTORS:
+        raise UnknownChoice("executor", args.executor, EXECUTORS)
+    ray_only = {"--ray-address": args.ray_address, "--accelerator-type": args.accelerator_type,
+                "--cpus-per-case": args.cpus_per_case}
+    if args.executor == "ray":
+        if args.gpus is not None:
+            raise UserError("--gpus is for --executor local; Ray gives each case one whole GPU of its own")
+        if spec.isolation == "inline":
+            raise UserError("--isolation inline runs cases in this process; --executor ray runs them on the cluster")
+        if args.cpus_per_case is not None and args.cpus_per_case < 1:
+            raise UserError(f"--cpus-per-case {args.cpus_per_case}: must be at least 1")
+        from compilebench import ray_executor
+
+        dispatcher = ray_executor.RayDispatcher(
+            address=args.ray_address, accelerator_types=args.accelerator_type, device=spec.device,
+            cpus_per_case=args.cpus_per_case, timeout_s=spec.timeout_s)
+        return dataclasses.replace(spec, device=dispatcher.device), dispatcher, dispatcher.targets()
+    given = [name for name, value in ray_only.items() if value is not None]
+    if given:
+        raise UserError(f"{given[0]} is for --executor ray")
+    if args.gpus is None:
+        device = envinfo.resolve_device(spec.device)
+        env = envinfo.collect(device)
+        executor = executors.make(spec.isolation, spec.timeout_s)
+        slot = dispatch.Slot(device, device, executor.run_group)
+        return (dataclasses.replace(spec, device=device), dispatch.LocalPool([slot]),
+                [dispatch.Target(device, envinfo.machine_id(env), env)])
+    if spec.device not in (None, "cuda"):
+        raise UserError(f"--gpus {args.gpus} with --device {spec.device}: give one of them")
+    if spec.isolation == "inline":
+        raise UserError("--gpus runs a worker process per GPU; --isolation inline runs cases in this process")
+    gpus = envinfo.resolve_gpus(args.gpus)
+    env = envinfo.collect(f"cuda:{gpus[0]}")
+    return (dataclasses.replace(spec, device="cuda:0"), dispatch.LocalPool(dispatch.gpu_slots(gpus, spec.timeout_s)),
+            [dispatch.Target(f"GPUs {args.gpus}", envinfo.machine_id(env), env)])
 
 
 def _run_spec(args) -> specmod.RunSpec:

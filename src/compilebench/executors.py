@@ -1,7 +1,7 @@
 """Executors send a case to worker.run_case and bring a Result back. They know nothing of models.
 
 process (default): a fresh Python process per case, in its own session so a timeout or Ctrl-C can kill it
-with every compile worker it started. The driver blocks in waitpid (no polling loop beside the timed loop);
+with every compile worker it started; it dies with the driver too (PR_SET_PDEATHSIG), leaving no orphan. The driver blocks in waitpid (no polling loop beside the timed loop);
 a timer thread enforces the timeout, and a reader thread, blocked on a pipe, relays the worker's phase.
 inline: run_case in this process (debugging, tests); dynamo and the inductor cache are reset per case."""
 
@@ -22,6 +22,10 @@ from compilebench.spec import Case, TimingPolicy
 LOG_TAIL_CHARS = 4000
 
 
+class Cancelled(Exception):
+    """The run was stopped by cancel(): the sweep is being interrupted and keeps nothing of it."""
+
+
 class InlineExecutor:
     name = "inline"
 
@@ -37,8 +41,17 @@ class InlineExecutor:
 class ProcessExecutor:
     name = "process"
 
-    def __init__(self, timeout_s: float | None = None):
+    def __init__(self, timeout_s: float | None = None, env: dict[str, str] | None = None):
         self.timeout_s = timeout_s
+        self.env = env or {}  # added to the worker's environment: CUDA_VISIBLE_DEVICES, thread counts, CPUs
+        self._live: set[int] = set()  # process groups of running workers, for cancel()
+        self._cancelled: set[int] = set()
+
+    def cancel(self) -> None:
+        """Kill every worker this executor is running (from another thread: a sweep being interrupted)."""
+        for pid in list(self._live):
+            self._cancelled.add(pid)
+            _kill_group(pid)
 
     def run(self, case: Case, policy: TimingPolicy, on_phase: Callable[[str], None]) -> Result:
         return self.run_group([case], policy, on_phase)[0]
@@ -63,7 +76,9 @@ class ProcessExecutor:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                env={**os.environ, **self.env, "COMPILEBENCH_PARENT_PID": str(os.getpid())},
             )
+        self._live.add(proc.pid)
         os.close(write_fd)
         phase = ["start"]
         reader = threading.Thread(target=_relay_phases, args=(read_fd, phase, on_phase), daemon=True)
@@ -89,14 +104,17 @@ class ProcessExecutor:
             if timer:
                 timer.cancel()
             _kill_group(proc.pid)  # compile workers the case left behind
+            self._live.discard(proc.pid)
             reader.join(timeout=5)
 
         if timed_out.is_set():
             return [Result(c, "timeout", phase=phase[0],
                            message=f"killed after the {timeout_s:g} s --timeout, during {phase[0]}") for c in cases]
-        if os.path.exists(result_path):
+        if os.path.exists(result_path):  # whole (written by rename): it finished, whatever came after
             with open(result_path) as f:
                 return [Result.from_dict(d) for d in json.load(f)]
+        if proc.pid in self._cancelled:
+            raise Cancelled
         tail = _tail(log_path)
         if returncode < 0:
             name = signal.Signals(-returncode).name

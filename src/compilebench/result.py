@@ -26,6 +26,7 @@ class Result:
     task: str = ""
     env: dict = field(default_factory=dict)
     isolation: str = "process"
+    placement: str = ""  # what a Ray sweep asked for ("ray|H100|torch ...|transformers ..."): its resume identity
     compile_cache: str = ""  # the case's: cold, warm or a directory
     compile_cache_hits: int | None = None  # inductor FX-graph cache hits of the measured compile
     timing_policy: dict = field(default_factory=dict)

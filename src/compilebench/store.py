@@ -90,9 +90,11 @@ class Store:
             )
         return cur.rowcount == 1
 
-    def finished_keys(self, machine_id: str) -> set[str]:
-        """Case keys that already have a result from this machine: a resumed run skips them."""
-        rows = self._conn.execute("SELECT DISTINCT case_key FROM results WHERE machine_id = ?", (machine_id,))
+    def finished_keys(self, resume_id: str) -> set[str]:
+        """Case keys that already have a result from this machine (its machine_id), or from a Ray sweep's
+        target (its placement): a resumed run skips them."""
+        rows = self._conn.execute("SELECT DISTINCT case_key FROM results WHERE machine_id = ? "
+                                  "OR json_extract(data, '$.placement') = ?", (resume_id, resume_id))
         return {r[0] for r in rows}
 
     def results(self) -> list[dict]:

@@ -1,4 +1,4 @@
-"""The driver loop: skip finished cases, run the rest one at a time, store each result the moment it arrives."""
+"""The driver loop: skip finished cases, hand the rest to a dispatcher, store each result the moment it arrives."""
 
 from __future__ import annotations
 
@@ -6,11 +6,13 @@ import contextlib
 import dataclasses
 import sys
 import signal
+import threading
 from dataclasses import dataclass, field
 
 from tqdm import tqdm
 
-from compilebench import zoo
+from compilebench import envinfo, zoo
+from compilebench.dispatch import Dispatcher, Target, Unit
 from compilebench.result import Result
 from compilebench.spec import Case, RunSpec, Variant
 from compilebench.store import Store
@@ -26,28 +28,72 @@ class SweepOutcome:
     interrupted: bool = False
 
 
-def run(spec: RunSpec, store: Store, executor, *, env: dict, machine_id: str, quiet: bool = False) -> SweepOutcome:
+class _Progress:
+    """One bar over the whole sweep (tqdm's rate gives the ETA) and, per slot, the case it runs and its phase.
+    Updated only when something changes: nothing of ours runs beside a timed loop on a timer."""
+
+    def __init__(self, bar: tqdm):
+        self.bar = bar
+        self.running: dict[str, tuple[str, str]] = {}
+        self.lock = threading.Lock()
+
+    def started(self, slot: str, unit: Unit) -> None:
+        self._set(slot, (" + ".join(c.describe() for c in unit.cases), "start"))
+
+    def phase(self, slot: str, phase: str) -> None:
+        with self.lock:
+            what = self.running.get(slot, ("", ""))[0]
+        self._set(slot, (what, phase))
+
+    def finished(self, slot: str) -> None:
+        self._set(slot, None)
+
+    def _set(self, slot: str, value: tuple[str, str] | None) -> None:
+        with self.lock:
+            if value is None:
+                self.running.pop(slot, None)
+            else:
+                self.running[slot] = value
+            if len(self.running) == 1:  # one at a time (the default): the case, then its phase
+                ((what, phase),) = self.running.values()
+                self.bar.set_description(what, refresh=False)
+                self.bar.set_postfix_str(phase)
+            elif self.running:
+                self.bar.set_description(f"{len(self.running)} running", refresh=False)
+                self.bar.set_postfix_str(" | ".join(f"{s}: {w} ({p})" for s, (w, p) in sorted(self.running.items())))
+
+
+def run(spec: RunSpec, store: Store, dispatcher: Dispatcher, targets: list[Target], *, quiet: bool = False) -> SweepOutcome:
+    """Every case of the spec on every target, skipping what a target already has; each result stored the
+    moment it arrives, by this thread alone."""
     cases = spec.cases()
-    finished = set() if spec.rerun else store.finished_keys(machine_id)
-    todo = [c for c in cases if c.key() not in finished]
-    outcome = SweepOutcome(skipped=len(cases) - len(todo))
-    bar = tqdm(total=len(todo), disable=quiet, unit="case", dynamic_ncols=True)
+    units = []
+    skipped = 0
+    for target in targets:
+        finished = set() if spec.rerun else store.finished_keys(target.resume_id)
+        todo = [c for c in cases if c.key() not in finished]
+        skipped += len(cases) - len(todo)
+        units += [Unit(target, tuple(g)) for g in (_groups(todo) if spec.interleave else [[c] for c in todo])]
+    outcome = SweepOutcome(skipped=skipped)
+    bar = tqdm(total=sum(len(u.cases) for u in units), disable=quiet, unit="case", dynamic_ncols=True)
+
+    def deliver(unit: Unit, results: list[Result]) -> None:
+        for case, result in zip(unit.cases, results):
+            if not result.machine_id:  # made by the driver (timeout, crash) or failed before reading its env
+                result.env, result.machine_id = dict(unit.target.env), envinfo.machine_id(unit.target.env)
+            result.placement = unit.target.placement
+            if not result.label:
+                entry = zoo.get(case.model, case.task)
+                result.label, result.task = entry.label, entry.task
+            with _sigint_deferred():  # a Ctrl-C now waits until the result is committed
+                store.add(result.to_dict())
+            outcome.results.append(result)
+            bar.update(1)
+            if result.status != "ok" and not quiet:
+                bar.write(f"{case.describe()} on {unit.target.name}: {result.status}: {result.message}", file=sys.stderr)
+
     try:
-        for group in _groups(todo) if spec.interleave else [[c] for c in todo]:
-            bar.set_description(" + ".join(c.describe() for c in group))
-            results = executor.run_group(group, spec.timing, lambda phase: bar.set_postfix_str(phase))
-            for case, result in zip(group, results):
-                if not result.machine_id:  # made by the driver (timeout, crash) or failed before reading its env
-                    result.env, result.machine_id = env, machine_id
-                if not result.label:
-                    entry = zoo.get(case.model, case.task)
-                    result.label, result.task = entry.label, entry.task
-                with _sigint_deferred():  # a Ctrl-C now waits until the result is committed
-                    store.add(result.to_dict())
-                outcome.results.append(result)
-                bar.update(1)
-                if result.status != "ok" and not quiet:
-                    bar.write(f"{case.describe()}: {result.status}: {result.message}", file=sys.stderr)
+        dispatcher.run(units, spec.timing, _Progress(bar), deliver)
     except KeyboardInterrupt:
         outcome.interrupted = True
     finally:

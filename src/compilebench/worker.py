@@ -5,10 +5,12 @@ Also the entry point of a worker process: python -m compilebench.worker JOB.json
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import importlib.resources
 import json
 import os
 import resource
+import signal
 import sys
 import traceback
 from typing import Callable
@@ -17,6 +19,7 @@ from compilebench import correctness, envinfo, timing, variants, zoo
 from compilebench.result import Result
 from compilebench.spec import Case, TimingPolicy
 
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 TRACEBACK_LINES = 60  # the end of a traceback: where it was raised, and the message
 
 
@@ -267,7 +270,21 @@ def _autocast(case: Case):
     return torch.autocast(case.device.split(":")[0], dtype=getattr(torch, case.dtype))
 
 
+def _confine() -> None:
+    """Die with the driver, so a killed driver (or Ray worker) leaves no orphan holding a device; and keep to
+    the CPUs the driver gave this case (--gpus shares the host's cores out among the GPUs)."""
+    parent = int(os.environ.get("COMPILEBENCH_PARENT_PID", "0"))
+    if sys.platform == "linux" and parent:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:  # the driver died before the line above took effect
+            os._exit(1)
+    cpus = os.environ.get("COMPILEBENCH_CPUS")
+    if cpus:
+        os.sched_setaffinity(0, {int(c) for c in cpus.split(",")})
+
+
 def main(argv: list[str]) -> int:
+    _confine()
     job_path, result_path, phase_fd = argv[0], argv[1], int(argv[2])
     with open(job_path) as f:
         job = json.load(f)

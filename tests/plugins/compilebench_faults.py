@@ -30,10 +30,17 @@ class Small(nn.Module):
             raise MemoryError("injected host allocation failure")
         if self.behaviour == "crash":
             os.kill(os.getpid(), signal.SIGKILL)
+        if self.behaviour == "kill-parent":  # the process running the worker (a Ray worker) dies
+            os.kill(os.getppid(), signal.SIGKILL)
+            time.sleep(60)  # the worker dies with its parent (PR_SET_PDEATHSIG) long before this ends
         if self.behaviour == "hang":
             time.sleep(3600)
         if self.behaviour == "slow":
+            start = time.time()
             time.sleep(0.2)
+            if os.environ.get("COMPILEBENCH_FAULT_LOG"):  # when each call ran: tests check cases never overlap
+                with open(os.environ["COMPILEBENCH_FAULT_LOG"], "a") as f:
+                    f.write(f"{os.getpid()} {start} {time.time()}\n")
         if self.behaviour == "break":
             x = self.conv(pixel_values)
             scale = x.abs().max().item()  # a Python number from a tensor: dynamo breaks the graph here
@@ -66,7 +73,7 @@ class FaultModel(ModelEntry):
         return {"pixel_values": torch.randn(batch_size, 3, 8, 8, generator=torch.Generator().manual_seed(0))}
 
 
-for behaviour in ("ok", "oom", "host-oom", "crash", "hang", "slow", "recompile", "break"):
+for behaviour in ("ok", "oom", "host-oom", "crash", "kill-parent", "hang", "slow", "recompile", "break"):
     zoo.register(FaultModel(f"fault-{behaviour}", f"Test/{behaviour}", "image-classification", "none", behaviour))
 
 

@@ -303,8 +303,8 @@ def details_table(results: list[dict]) -> Table:
     )
 
 
-ENV_FIELDS = ("hostname", "device_name", "device", "driver", "cuda", "torch", "transformers", "triton", "python",
-              "os", "cpu", "cpu_count", "torch_threads", "float32_matmul_precision", "tf32_matmul", "tf32_cudnn",
+ENV_FIELDS = ("hostname", "device_name", "device", "cuda_visible_devices", "driver", "cuda", "torch", "transformers", "triton", "python",
+              "os", "cpu", "cpu_count", "cpu_affinity", "torch_threads", "float32_matmul_precision", "tf32_matmul", "tf32_cudnn",
               "compilebench")
 
 

@@ -1,0 +1,193 @@
+"""--executor ray: each unit of a sweep becomes a Ray task holding one whole GPU (or the CPUs of a CPU case),
+optionally pinned to a GPU type, so one sweep runs its matrix on every GPU type of a cluster.
+
+A task runs the unit exactly as this machine would: a fresh worker process (ProcessExecutor), with its own
+inductor cache, a timeout, and crash capture. It returns the results to the driver, which alone writes the
+store. A task whose Ray worker or node dies comes back as a `crashed` result; Ray is told not to retry it.
+
+Ray is optional: `pip install compilebench[ray]`."""
+
+from __future__ import annotations
+
+import os
+import threading
+import traceback
+
+from compilebench import envinfo
+from compilebench.dispatch import Progress, Target, Unit
+from compilebench.errors import UserError
+from compilebench.executors import ProcessExecutor
+from compilebench.result import Result
+from compilebench.spec import Case, TimingPolicy
+
+ACCELERATOR_PREFIX = "accelerator_type:"  # Ray's resource label for a node's GPU type
+
+
+def _ray():
+    try:
+        import ray
+    except ImportError:
+        raise UserError("--executor ray needs Ray, which is not installed: pip install compilebench[ray]") from None
+    return ray
+
+
+def _threads_env(threads: int) -> dict[str, str]:
+    """A case keeps to the CPUs its task reserved: Ray counts CPUs but does not pin them."""
+    return {"OMP_NUM_THREADS": str(threads), "TORCHINDUCTOR_COMPILE_THREADS": str(threads)}
+
+
+def run_unit(cases: list[dict], policy: dict, timeout_s: float | None, threads: int, unit_id: int, events) -> list[dict]:
+    """The Ray task: one unit in a fresh worker process on this node; phases go to the driver through `events`."""
+    import ray
+
+    gpus = ray.get_gpu_ids()
+    slot = f"{ray.util.get_node_ip_address()} " + (f"GPU {gpus[0]}" if gpus else f"CPU task {os.getpid()}")
+
+    def tell(phase: str | None) -> None:
+        # Fire and forget: a task blocked in ray.get lends its CPUs to another task, which would then share them.
+        events.actor.put_nowait.remote((unit_id, slot, phase))
+
+    tell("start")
+    group = [Case.from_dict(c) for c in cases]
+    results = ProcessExecutor(timeout_s, env=_threads_env(threads)).run_group(group, TimingPolicy(**policy), tell)
+    for r in results:
+        if not r.machine_id:  # a timeout or a crashed worker: the environment is this node's
+            r.env = envinfo.collect(r.case.device)
+            r.machine_id = envinfo.machine_id(r.env)
+    tell(None)
+    return [r.to_dict() for r in results]
+
+
+class RayDispatcher:
+    def __init__(self, *, address: str | None, accelerator_types: str | None, device: str | None,
+                 cpus_per_case: int | None, timeout_s: float | None):
+        ray = _ray()
+        if not ray.is_initialized():
+            ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        self.ray = ray
+        self.timeout_s = timeout_s
+        resources = ray.cluster_resources()
+        types = sorted(k[len(ACCELERATOR_PREFIX):] for k in resources if k.startswith(ACCELERATOR_PREFIX))
+        if device not in (None, "cpu", "cuda"):
+            raise UserError(f"--device {device} with --executor ray: Ray assigns the GPU (allowed: cpu, cuda)")
+        self.gpu = device == "cuda" or (device is None and resources.get("GPU", 0) > 0)
+        if self.gpu and not resources.get("GPU"):
+            raise UserError("--device cuda: the Ray cluster has no GPU (allowed here: cpu)")
+        self.types = self._types(accelerator_types, types)
+        self.device = "cuda:0" if self.gpu else "cpu"  # a task sees only the GPU Ray gave it
+        self.cpus = cpus_per_case or self._default_cpus()
+        largest = max((n["Resources"].get("CPU", 0) for n in ray.nodes() if n["Alive"]), default=0)
+        if self.cpus > largest:
+            raise UserError(f"--cpus-per-case {self.cpus}: no node of the Ray cluster has that many CPUs "
+                            f"(the largest has {largest:g})")
+
+    def _types(self, requested: str | None, available: list[str]) -> list[str | None]:
+        if requested is None:
+            return [None]  # any GPU (or CPU) of the cluster
+        if not self.gpu:
+            raise UserError("--accelerator-type pins GPU cases; this sweep runs on CPUs (--device cpu)")
+        wanted = available if requested == "all" else [t.strip() for t in requested.split(",") if t.strip()]
+        unknown = [t for t in wanted if t not in available]
+        if unknown or not wanted:
+            raise UserError(f"--accelerator-type {requested}: the Ray cluster has no {', '.join(unknown) or 'GPU type'} "
+                            f"(allowed: {', '.join(available) or 'none: no node reports a GPU type'}, or all)")
+        return wanted
+
+    def _default_cpus(self) -> int:
+        """A CPU case takes a whole node (the smallest, so it fits anywhere); a GPU case its node's share of
+        CPUs per GPU (the smallest share), so cases on one node do not fight over cores."""
+        nodes = [n["Resources"] for n in self.ray.nodes() if n["Alive"]]
+        if self.gpu:
+            shares = [int(r.get("CPU", 0) // r["GPU"]) for r in nodes if r.get("GPU")]
+        else:
+            shares = [int(r.get("CPU", 0)) for r in nodes]
+        return max(1, min(shares, default=1))
+
+    def _options(self, accelerator_type: str | None) -> dict:
+        options = {"num_cpus": self.cpus, "num_gpus": 1 if self.gpu else 0, "max_retries": 0}
+        if accelerator_type:
+            options["accelerator_type"] = accelerator_type
+        return options
+
+    def targets(self) -> list[Target]:
+        """One per GPU type asked for (or one for the whole cluster). A probe task on each checks that the
+        target can run compilebench at all, and reads its environment: the fallback for a result whose node
+        was lost, and the cluster's torch and transformers versions, which name the target for resuming."""
+        targets = []
+        for t in self.types:
+            probe = self.ray.remote(envinfo.collect).options(**self._options(t))
+            try:
+                env = self.ray.get(probe.remote(self.device))
+            except self.ray.exceptions.RayError as exc:
+                raise UserError(f"--executor ray: a probe task on {t or 'the cluster'} failed: "
+                                f"{str(exc).strip().splitlines()[-1]}") from None
+            name = t or ("GPU" if self.gpu else "CPU")
+            placement = f"ray|{name}|torch {env['torch']}|transformers {env['transformers']}"
+            targets.append(Target(name, placement, {**env, "hostname": f"ray ({name})"}, placement))
+        return targets
+
+    def run(self, units: list[Unit], policy: TimingPolicy, progress: Progress, deliver) -> None:
+        ray = self.ray
+        from ray.util.queue import Queue
+
+        events = Queue(actor_options={"num_cpus": 0})
+        task = ray.remote(run_unit)
+        pending = {}
+        for i, unit in enumerate(units):
+            ref = task.options(**self._options(_accelerator(unit.target))).remote(
+                [c.to_dict() for c in unit.cases], vars(policy), self.timeout_s, self.cpus, i, events)
+            pending[ref] = (i, unit)
+        slots: dict[int, str] = {}  # unit -> the node and device running it, as its task reported
+        delivered: set[int] = set()
+        listener = threading.Thread(target=_relay, args=(events, units, slots, delivered, progress), daemon=True)
+        listener.start()
+        try:
+            while pending:
+                (ref,), _ = ray.wait(list(pending), num_returns=1)  # blocks until a task ends
+                self._deliver(ref, pending.pop(ref), slots, delivered, progress, deliver)
+        finally:  # interrupted: stop the tasks still queued or running; keep the ones that had finished
+            if pending:
+                ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=0)
+                for ref in ready:
+                    self._deliver(ref, pending.pop(ref), slots, delivered, progress, deliver)
+                for ref in pending:
+                    ray.cancel(ref, force=True)
+            ray.kill(events.actor)
+
+    def _deliver(self, ref, entry, slots, delivered, progress, deliver) -> None:
+        i, unit = entry
+        try:
+            results = [Result.from_dict(d) for d in self.ray.get(ref)]
+        except self.ray.exceptions.RayError as exc:
+            where = f" on {slots[i]}" if i in slots else ""
+            message = f"Ray task lost{where}: {type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}"
+            results = [Result(c, "crashed", message=message, traceback="".join(traceback.format_exception(exc))[-4000:])
+                       for c in unit.cases]
+        delivered.add(i)
+        slot = slots.pop(i, None)
+        if slot:
+            progress.finished(slot)
+        deliver(unit, results)
+
+
+def _accelerator(target: Target) -> str | None:
+    return None if target.name in ("GPU", "CPU") else target.name
+
+
+def _relay(events, units: list[Unit], slots: dict[int, str], delivered: set[int], progress: Progress) -> None:
+    """Phase events from running tasks to the progress line: blocks on the queue, never polls."""
+    while True:
+        try:
+            unit_id, slot, phase = events.get(block=True)
+        except Exception:  # the queue actor was killed: the sweep is over
+            return
+        if unit_id in delivered:
+            continue  # an event that arrived after its task's result
+        if phase == "start":
+            slots[unit_id] = slot
+            progress.started(slot, units[unit_id])
+        elif phase is None:
+            if slots.pop(unit_id, None):
+                progress.finished(slot)
+        else:
+            progress.phase(slot, phase)

@@ -1,0 +1,242 @@
+"""Where cases run: several devices at once (a fake device pool), CPU shares, the worker's confinement, and the
+options that choose an executor."""
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from compilebench import dispatch, envinfo
+from compilebench.errors import UserError
+from compilebench.executors import Cancelled, ProcessExecutor
+from compilebench.result import Result
+from compilebench.spec import Case, TimingPolicy, Variant
+
+POLICY = TimingPolicy(iters=5, warmup=2)
+TARGET = dispatch.Target("here", "machine", {})
+
+
+def units(n):
+    return [dispatch.Unit(TARGET, (Case(f"model-{i}", 1, Variant("eager")),)) for i in range(n)]
+
+
+class Recorder:
+    """Progress that remembers what each slot ran, and from which thread deliveries came."""
+
+    def __init__(self):
+        self.events, self.lock = [], threading.Lock()
+
+    def started(self, slot, unit):
+        with self.lock:
+            self.events.append(("started", slot, unit.cases[0].model))
+
+    def phase(self, slot, phase):
+        pass
+
+    def finished(self, slot):
+        with self.lock:
+            self.events.append(("finished", slot))
+
+
+class FakeDevices:
+    """Devices that notice being held twice: run_group takes the device, works a little, gives it back."""
+
+    def __init__(self, names):
+        self.held, self.violations, self.intervals = set(), [], []
+        self.lock = threading.Lock()
+        self.slots = [dispatch.Slot(n, f"fake:{n}", self._runner(n)) for n in names]
+
+    def _runner(self, name):
+        def run_group(cases, policy, on_phase):
+            with self.lock:
+                if name in self.held:
+                    self.violations.append(name)
+                self.held.add(name)
+            assert all(c.device == f"fake:{name}" for c in cases)  # each case goes to its slot's device
+            start = time.monotonic()
+            on_phase("timed loop")
+            time.sleep(random.uniform(0.01, 0.05))
+            with self.lock:
+                self.held.discard(name)
+                self.intervals.append((name, start, time.monotonic()))
+            return [Result(c, "ok") for c in cases]
+        return run_group
+
+
+def test_a_pool_runs_one_case_per_device_at_a_time_and_every_device_at_once():
+    devices = FakeDevices(["0", "1", "2"])
+    delivered, threads = [], set()
+
+    def deliver(unit, results):
+        threads.add(threading.current_thread().name)
+        delivered.append(unit.cases[0].model)
+
+    dispatch.LocalPool(devices.slots).run(units(24), POLICY, Recorder(), deliver)
+    assert sorted(delivered) == sorted(f"model-{i}" for i in range(24))  # each unit once
+    assert devices.violations == []
+    assert threads == {"MainThread"}  # only the caller's thread ever sees results (it alone writes the store)
+    used = {name for name, _, _ in devices.intervals}
+    assert used == {"0", "1", "2"}
+    overlapping = any(a != b and s1 < e2 and s2 < e1
+                      for a, s1, e1 in devices.intervals for b, s2, e2 in devices.intervals)
+    assert overlapping  # devices really did run at the same time
+
+
+def test_one_slot_runs_in_the_callers_thread_in_order():
+    devices = FakeDevices(["0"])
+    order = []
+    dispatch.LocalPool(devices.slots).run(units(5), POLICY, Recorder(),
+                                          lambda u, r: order.append((threading.current_thread().name, u.cases[0].model)))
+    assert order == [("MainThread", f"model-{i}") for i in range(5)]
+
+
+def test_an_interrupted_pool_cancels_running_cases_and_keeps_those_that_finished():
+    release, stuck_running = threading.Event(), threading.Event()
+    cancelled = []
+
+    def quick(cases, policy, on_phase):
+        stuck_running.wait(30)  # so that the interruption finds a case running on the other slot
+        return [Result(c, "ok") for c in cases]
+
+    taken_by_stuck = []
+
+    def stuck(cases, policy, on_phase):
+        taken_by_stuck.extend(c.model for c in cases)
+        stuck_running.set()
+        release.wait(30)
+        raise Cancelled
+
+    def cancel():
+        cancelled.append(True)
+        release.set()
+
+    slots = [dispatch.Slot("quick", "cpu", quick), dispatch.Slot("stuck", "cpu", stuck, cancel)]
+    delivered = []
+
+    def deliver(unit, results):
+        delivered.append(unit.cases[0].model)
+        if len(delivered) == 1:
+            raise KeyboardInterrupt  # Ctrl-C while the first result is being stored
+
+    with pytest.raises(KeyboardInterrupt):
+        dispatch.LocalPool(slots).run(units(4), POLICY, Recorder(), deliver)
+    assert cancelled == [True]
+    # whatever the quick slot finished is delivered (none twice); the stuck slot's case never is
+    assert len(delivered) == len(set(delivered)) >= 1
+    assert taken_by_stuck and not set(taken_by_stuck) & set(delivered)
+    assert not any(t.name.startswith("slot ") and t.is_alive() for t in threading.enumerate())
+
+
+def test_a_bug_in_a_slot_is_raised_in_the_caller_with_its_traceback():
+    def broken(cases, policy, on_phase):
+        raise ZeroDivisionError("a bug")
+
+    slots = [dispatch.Slot("a", "cpu", broken), dispatch.Slot("b", "cpu", broken)]
+    with pytest.raises(ZeroDivisionError, match="a bug"):
+        dispatch.LocalPool(slots).run(units(3), POLICY, Recorder(), lambda u, r: None)
+
+
+def test_cpu_shares_are_disjoint_and_cover_every_core():
+    assert dispatch.share_cpus(list(range(8)), 4) == [[0, 1], [2, 3], [4, 5], [6, 7]]
+    assert dispatch.share_cpus([0, 1, 2, 3, 4], 2) == [[0, 1, 2], [3, 4]]
+    assert dispatch.share_cpus([5, 1], 3) == [[1], [5], []]
+
+
+def test_gpu_slots_give_each_worker_its_gpu_and_its_share_of_the_cores(monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)))
+    slots = dispatch.gpu_slots([0, 3], timeout_s=10)
+    assert [(s.name, s.device) for s in slots] == [("cuda:0", "cuda:0"), ("cuda:3", "cuda:0")]
+    envs = [s.run_group.__self__.env for s in slots]
+    assert [e["CUDA_VISIBLE_DEVICES"] for e in envs] == ["0", "3"]
+    assert [e["COMPILEBENCH_CPUS"] for e in envs] == ["0,1,2,3,4,5,6,7", "8,9,10,11,12,13,14,15"]
+    assert all(e["OMP_NUM_THREADS"] == e["TORCHINDUCTOR_COMPILE_THREADS"] == "8" for e in envs)
+    (one,) = dispatch.gpu_slots([2], timeout_s=10)  # one GPU keeps every core, as a plain run does
+    assert one.run_group.__self__.env == {"CUDA_VISIBLE_DEVICES": "2"}
+
+
+def test_a_worker_keeps_to_the_cpus_and_threads_it_is_given():
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs two CPU cores to tell a share from the whole")
+    cpu = sorted(os.sched_getaffinity(0))[-1]
+    executor = ProcessExecutor(timeout_s=300, env={"COMPILEBENCH_CPUS": str(cpu), "OMP_NUM_THREADS": "1"})
+    r = executor.run(Case("fault-ok", 1, Variant("eager")), POLICY, lambda p: None)
+    assert r.status == "ok"
+    assert r.env["cpu_affinity"] == 1 and r.env["torch_threads"] == 1
+
+
+def _workers_of(parent: int) -> list[int]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+        except OSError:
+            continue
+        if ppid == parent and b"compilebench.worker" in cmd:
+            found.append(int(pid))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_worker_dies_with_the_process_that_started_it():
+    script = ("from compilebench.executors import ProcessExecutor\n"
+              "from compilebench.spec import Case, TimingPolicy, Variant\n"
+              "ProcessExecutor(600).run(Case('fault-hang', 1, Variant('eager')), TimingPolicy(5, 2), print)\n")
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not (workers := _workers_of(parent.pid)):
+            assert time.monotonic() < deadline and parent.poll() is None, "no worker started"
+            time.sleep(0.1)
+        parent.send_signal(signal.SIGKILL)  # the driver (or a Ray worker) dies without any clean-up
+        parent.wait()
+        deadline = time.monotonic() + 30
+        while _alive(workers[0]):
+            assert time.monotonic() < deadline, "the worker outlived its parent"
+            time.sleep(0.1)
+    finally:
+        parent.kill()
+
+
+def test_gpu_lists_parse_or_say_what_is_allowed():
+    assert envinfo.parse_gpus("all", 4) == [0, 1, 2, 3]
+    assert envinfo.parse_gpus("0,2", 4) == [0, 2]
+    for text, message in [("0,4", "no CUDA device 4 here (allowed: 0..3 or all)"),
+                          ("a,b", "expected GPU indices separated by commas"),
+                          ("1,1", "listed twice")]:
+        with pytest.raises(UserError, match=message.replace("(", r"\(").replace(")", r"\)")):
+            envinfo.parse_gpus(text, 4)
+    with pytest.raises(UserError, match="GPUs of different types"):
+        envinfo.check_one_type({0: "NVIDIA A100-SXM4-80GB", 1: "Tesla T4"}, "0,1")
+    envinfo.check_one_type({0: "NVIDIA H100 80GB HBM3", 1: "NVIDIA H100 80GB HBM3"}, "0,1")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--gpus", "0"], "--gpus 0: CUDA is not available on this machine"),
+    (["--executor", "spark"], "unknown executor 'spark' (allowed: local, ray)"),
+    (["--ray-address", "10.0.0.1:6379"], "--ray-address is for --executor ray"),
+    (["--accelerator-type", "H100"], "--accelerator-type is for --executor ray"),
+    (["--executor", "ray", "--gpus", "0,1"], "--gpus is for --executor local"),
+    (["--executor", "ray", "--isolation", "inline"], "--executor ray runs them on the cluster"),
+    (["--executor", "ray", "--cpus-per-case", "0"], "--cpus-per-case 0: must be at least 1"),
+])
+def test_bad_executor_options_are_one_line_and_exit_2(cli, tmp_path, args, message):
+    p = cli("run", "--model", "fault-ok", "--variant", "eager", "--db", "r.db", *args)
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.startswith("error: ") and message in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "r.db").exists()

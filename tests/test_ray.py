@@ -1,0 +1,126 @@
+"""--executor ray on a Ray cluster started here with a few CPUs: the same results as a local sweep, cases held
+apart, a lost Ray worker recorded as `crashed`, and resume after Ctrl-C."""
+
+import os
+import signal
+import subprocess
+import sys
+from collections import defaultdict
+
+import pytest
+import ray
+
+from compilebench import cli as climod
+from compilebench import store as storemod
+from compilebench.store import Store
+
+CLUSTER_CPUS = 4
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cluster(tmp_path_factory):
+    # Ray's processes inherit this environment: the fault plugin, and where the slow model logs its calls.
+    os.environ["COMPILEBENCH_FAULT_LOG"] = str(tmp_path_factory.mktemp("calls") / "calls.log")
+    ray.init(num_cpus=CLUSTER_CPUS, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+    del os.environ["COMPILEBENCH_FAULT_LOG"]
+
+
+def run(db, *args) -> int:
+    """compilebench run --executor ray, in this process (the driver joins the cluster started above)."""
+    return climod.main(["run", "--db", str(db), "--format", "md", "--executor", "ray", "--iters", "5",
+                        "--warmup", "2", *map(str, args)])
+
+
+def stored(db) -> list[dict]:
+    with Store.open(str(db), create=False) as s:
+        return s.results()
+
+
+def test_a_ray_sweep_stores_what_a_local_sweep_stores(tmp_path, cli):
+    sweep = ["--model", "vit", "--model", "resnet-50", "--tiny", "--variant", "eager", "default", "--backend", "eager"]
+    local = cli("run", "--db", "local.db", "--format", "md", "--iters", "5", "--warmup", "2", *sweep)
+    assert local.returncode == 0, local.stderr
+    assert run(tmp_path / "ray.db", "--cpus-per-case", "2", *sweep) == 0
+    here, there = stored(tmp_path / "local.db"), stored(tmp_path / "ray.db")
+    assert sorted(r["case_key"] for r in there) == sorted(r["case_key"] for r in here) and len(there) == 4
+    assert {r["status"] for r in there} == {"ok"}
+    torch_version = there[0]["env"]["torch"]
+    assert {r["placement"] for r in there} == {f"ray|CPU|torch {torch_version}|transformers {there[0]['env']['transformers']}"}
+    assert {r["env"]["torch_threads"] for r in there} == {2}  # a case runs as many threads as CPUs it reserved
+    assert (tmp_path / "report" / "report.md").exists()
+
+
+def test_cases_that_ask_for_a_whole_node_never_run_together(tmp_path):
+    assert run(tmp_path / "r.db", "--model", "fault-slow", "--variant", "eager", "--batch-size", 1, 2, 3,
+               "--cpus-per-case", CLUSTER_CPUS) == 0
+    assert [r["status"] for r in stored(tmp_path / "r.db")] == ["ok"] * 3
+    spans = defaultdict(list)
+    with open(os.environ["COMPILEBENCH_FAULT_LOG"]) as f:
+        for line in f:
+            pid, start, end = line.split()
+            spans[pid] += [float(start), float(end)]
+    intervals = sorted((min(v), max(v)) for v in spans.values())
+    assert len(intervals) == 3
+    assert all(a_end <= b_start for (_, a_end), (b_start, _) in zip(intervals, intervals[1:]))
+
+
+def test_a_lost_ray_worker_is_a_crashed_result_and_the_sweep_goes_on(tmp_path, capsys):
+    db = tmp_path / "r.db"
+    args = ["--model", "fault-kill-parent", "--model", "fault-ok", "--variant", "eager", "--cpus-per-case", 2]
+    assert run(db, *args) == 0
+    by_model = {r["case"]["model"]: r for r in stored(db)}
+    assert by_model["fault-ok"]["status"] == "ok"
+    lost = by_model["fault-kill-parent"]
+    assert lost["status"] == "crashed" and lost["message"].startswith("Ray task lost on ")
+    assert lost["placement"].startswith("ray|CPU|") and lost["env"]["torch"]  # the target's environment
+    assert "| Test/kill-parent | crashed |" in capsys.readouterr().out
+    assert run(db, *args) == 0  # resuming: both cases have a result, nothing runs again
+    assert len(stored(db)) == 2
+    assert "0 new result(s)" in capsys.readouterr().err
+
+
+def test_an_interrupted_ray_sweep_resumes_without_duplicates(tmp_path, monkeypatch, capsys):
+    db = tmp_path / "r.db"
+    args = ["--model", "fault-ok", "--variant", "eager", "--batch-size", 1, 2, 3, 4, "--cpus-per-case", 2]
+    add = Store.add
+
+    def add_then_ctrl_c(self, result):
+        new = add(self, result)
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C as the first result is stored: it waits for the commit
+        return new
+
+    monkeypatch.setattr(storemod.Store, "add", add_then_ctrl_c)
+    assert run(db, *args) == climod.EXIT_INTERRUPTED
+    first = stored(db)
+    assert 1 <= len(first) < 4
+    assert "Run the same command again to resume" in capsys.readouterr().err
+    monkeypatch.setattr(storemod.Store, "add", add)
+    assert run(db, *args) == 0
+    keys = [r["case_key"] for r in stored(db)]
+    assert len(keys) == len(set(keys)) == 4
+    assert f"{len(first)} case(s) already there were skipped" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--accelerator-type", "H100"], "--accelerator-type pins GPU cases; this sweep runs on CPUs"),
+    (["--device", "cuda"], "--device cuda: the Ray cluster has no GPU"),
+    (["--device", "cuda:1"], "--device cuda:1 with --executor ray: Ray assigns the GPU"),
+    (["--cpus-per-case", "64"], "--cpus-per-case 64: no node of the Ray cluster has that many CPUs (the largest has 4)"),
+])
+def test_ray_options_are_checked_against_the_cluster(tmp_path, capsys, args, message):
+    assert run(tmp_path / "r.db", "--model", "fault-ok", "--variant", "eager", *args) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {message}\n" or (err.startswith("error: ") and message in err and err.count("\n") == 1)
+    assert not (tmp_path / "r.db").exists()
+
+
+def test_without_ray_the_executor_says_how_to_install_it(tmp_path):
+    code = ("import sys; sys.modules['ray'] = None\n"  # as if Ray were not installed
+            "from compilebench import cli\n"
+            "sys.exit(cli.main(['run', '--model', 'fault-ok', '--executor', 'ray', '--db', 'r.db']))")
+    p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2
+    assert p.stderr == "error: --executor ray needs Ray, which is not installed: pip install compilebench[ray]\n"
+    assert not (tmp_path / "r.db").exists()
