@@ -90,7 +90,8 @@ def run(spec: RunSpec, store: Store, dispatcher: Dispatcher, targets: list[Targe
             outcome.results.append(result)
             bar.update(1)
             if result.status != "ok" and not quiet:
-                bar.write(f"{case.describe()} on {unit.target.name}: {result.status}: {result.message}", file=sys.stderr)
+                where = f" on {unit.target.name}" if unit.target.placement else ""  # which GPU type of a cluster
+                bar.write(f"{case.describe()}{where}: {result.status}: {result.message}", file=sys.stderr)
 
     try:
         dispatcher.run(units, spec.timing, _Progress(bar), deliver)
