@@ -137,57 +137,78 @@ class RayDispatcher:
             ref = task.options(**self._options(_accelerator(unit.target))).remote(
                 [c.to_dict() for c in unit.cases], vars(policy), self.timeout_s, self.cpus, i, events)
             pending[ref] = (i, unit)
-        slots: dict[int, str] = {}  # unit -> the node and device running it, as its task reported
-        delivered: set[int] = set()
-        listener = threading.Thread(target=_relay, args=(events, units, slots, delivered, progress), daemon=True)
+        running = _Running(units, progress)
+        listener = threading.Thread(target=_relay, args=(events, running), daemon=True)
         listener.start()
         try:
             while pending:
                 (ref,), _ = ray.wait(list(pending), num_returns=1)  # blocks until a task ends
-                self._deliver(ref, pending.pop(ref), slots, delivered, progress, deliver)
+                self._deliver(ref, pending.pop(ref), running, deliver)
         finally:  # interrupted: stop the tasks still queued or running; keep the ones that had finished
             if pending:
                 ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=0)
                 for ref in ready:
-                    self._deliver(ref, pending.pop(ref), slots, delivered, progress, deliver)
+                    self._deliver(ref, pending.pop(ref), running, deliver)
                 for ref in pending:
                     ray.cancel(ref, force=True)
             ray.kill(events.actor)
 
-    def _deliver(self, ref, entry, slots, delivered, progress, deliver) -> None:
+    def _deliver(self, ref, entry, running: _Running, deliver) -> None:
         i, unit = entry
+        slot = running.end(i)
         try:
             results = [Result.from_dict(d) for d in self.ray.get(ref)]
         except self.ray.exceptions.RayError as exc:
-            where = f" on {slots[i]}" if i in slots else ""
+            where = f" on {slot}" if slot else ""
             message = f"Ray task lost{where}: {type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}"
             results = [Result(c, "crashed", message=message, traceback="".join(traceback.format_exception(exc))[-4000:])
                        for c in unit.cases]
-        delivered.add(i)
-        slot = slots.pop(i, None)
-        if slot:
-            progress.finished(slot)
         deliver(unit, results)
+
+
+class _Running:
+    """Which node and device runs each unit, as its task reported, for the progress line and for naming a lost
+    node. Task events come on the relay thread, ends on the driver's: an event that arrives after its task's
+    end is dropped, so a finished case never shows as running."""
+
+    def __init__(self, units: list[Unit], progress: Progress):
+        self.units, self.progress = units, progress
+        self.slots: dict[int, str] = {}
+        self.ended: set[int] = set()
+        self.lock = threading.Lock()
+
+    def event(self, unit_id: int, slot: str, phase: str | None) -> None:
+        with self.lock:
+            if unit_id in self.ended:
+                return
+            if phase == "start":
+                self.slots[unit_id] = slot
+                self.progress.started(slot, self.units[unit_id])
+            elif phase is None:
+                if self.slots.pop(unit_id, None):
+                    self.progress.finished(slot)
+            else:
+                self.progress.phase(slot, phase)
+
+    def end(self, unit_id: int) -> str | None:
+        """The unit's task is over: where it ran, if it said."""
+        with self.lock:
+            self.ended.add(unit_id)
+            slot = self.slots.pop(unit_id, None)
+            if slot:
+                self.progress.finished(slot)
+            return slot
 
 
 def _accelerator(target: Target) -> str | None:
     return None if target.name in ("GPU", "CPU") else target.name
 
 
-def _relay(events, units: list[Unit], slots: dict[int, str], delivered: set[int], progress: Progress) -> None:
+def _relay(events, running: _Running) -> None:
     """Phase events from running tasks to the progress line: blocks on the queue, never polls."""
     while True:
         try:
             unit_id, slot, phase = events.get(block=True)
         except Exception:  # the queue actor was killed: the sweep is over
             return
-        if unit_id in delivered:
-            continue  # an event that arrived after its task's result
-        if phase == "start":
-            slots[unit_id] = slot
-            progress.started(slot, units[unit_id])
-        elif phase is None:
-            if slots.pop(unit_id, None):
-                progress.finished(slot)
-        else:
-            progress.phase(slot, phase)
+        running.event(unit_id, slot, phase)
