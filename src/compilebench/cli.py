@@ -18,8 +18,8 @@ from compilebench.report import markdown, tables
 from compilebench.zoo import hub
 
 EXIT_BAD_INPUT = 2
-EXECUTORS = ("local", "ray")
 EXIT_INTERRUPTED = 130
+EXECUTORS = ("local", "ray")
 
 
 class _Parser(argparse.ArgumentParser):

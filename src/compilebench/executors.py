@@ -1,8 +1,9 @@
 """Executors send a case to worker.run_case and bring a Result back. They know nothing of models.
 
 process (default): a fresh Python process per case, in its own session so a timeout or Ctrl-C can kill it
-with every compile worker it started; it dies with the driver too (PR_SET_PDEATHSIG), leaving no orphan. The driver blocks in waitpid (no polling loop beside the timed loop);
-a timer thread enforces the timeout, and a reader thread, blocked on a pipe, relays the worker's phase.
+with every compile worker it started; it dies with the driver too (PR_SET_PDEATHSIG), leaving no orphan.
+The driver blocks in waitpid (no polling loop beside the timed loop); a timer thread enforces the timeout,
+and a reader thread, blocked on a pipe, relays the worker's phase.
 inline: run_case in this process (debugging, tests); dynamo and the inductor cache are reset per case."""
 
 from __future__ import annotations
