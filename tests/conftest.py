@@ -26,3 +26,22 @@ def run_cli(*args, cwd, timeout=600, **kwargs) -> subprocess.CompletedProcess:
 @pytest.fixture
 def cli(tmp_path):
     return lambda *args, **kw: run_cli(*args, cwd=tmp_path, **kw)
+
+
+@pytest.fixture
+def main_here(tmp_path, monkeypatch, capsys):
+    """compilebench's entry point called in this process, in tmp_path: (exit code, stdout, stderr). For the many
+    bad-input checks, which stop before any worker starts; a subprocess would spend seconds importing torch."""
+    from compilebench import cli
+
+    monkeypatch.chdir(tmp_path)
+
+    def call(*args):
+        try:
+            code = cli.main(list(map(str, args)))
+        except SystemExit as exc:  # argparse's own errors exit
+            code = exc.code
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return call

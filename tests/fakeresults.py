@@ -5,8 +5,10 @@ from __future__ import annotations
 import datetime
 import itertools
 import re
+import uuid
 
-from compilebench.result import Result
+from compilebench import stats
+from compilebench.result import Repeat, Result
 from compilebench.spec import Case, Variant
 from compilebench.store import Store
 from compilebench.zoo import REGISTRY
@@ -25,19 +27,28 @@ def machine(env: dict) -> str:
 
 
 def result(model: str, batch: int, mode: str, mean_ms: float | None, *, env: dict = A100, status: str = "ok",
-           compile_s: float | None = None, samples: list[float] | None = None, message: str | None = None,
-           label: str | None = None, **case_fields) -> dict:
-    """One result dict. An ok result's samples straddle mean_ms so its mean is exact to the last digit."""
-    case = Case(model, batch, Variant(mode), device=env["device"], **case_fields)
+           compile_s: float | None = None, processes: list[float] | None = None, message: str | None = None,
+           label: str | None = None, flags: tuple[str, ...] = (), process_ids: list[str] | None = None,
+           **case_fields) -> dict:
+    """One result dict. An ok result has three repeats whose means are mean_ms / 1.01, mean_ms and mean_ms * 1.01
+    (their geometric mean is mean_ms to the last digit), or the given per-process means; each repeat's three
+    samples straddle its mean by 1%. A failed result has one repeat with that status."""
+    case = Case(model, batch, Variant.named(mode), device=env["device"], **case_fields)
     entry = REGISTRY.get(model)
-    r = Result(case, status, machine_id=machine(env), env=dict(env), message=message,
-               label=label or (entry.label if entry else model), task=entry.task if entry else "",
-               compile_s=compile_s if mode != "eager" else None)
-    if status == "ok":
-        r.samples_ms = samples or [mean_ms * 0.99, mean_ms, mean_ms * 1.01]
-        from compilebench import stats
-
-        r.stats = stats.summarize(r.samples_ms)
+    repeats = []
+    if status in ("ok", "invalid", "mismatch") and mean_ms is not None:
+        means = processes or [mean_ms / 1.01, mean_ms, mean_ms * 1.01]
+        for i, m in enumerate(means):
+            rep = Repeat(index=i + 1, status=status, message=message, compile_s=compile_s if mode != "eager" else None,
+                         compile_cache="cold" if i == 0 else "warm", flags=list(flags),
+                         process=(process_ids[i] if process_ids else uuid.uuid4().hex))
+            rep.samples_ms = [m * f for f in (0.99, 1.0, 1.01)]
+            rep.stats = stats.summarize(rep.samples_ms)
+            repeats.append(rep)
+    else:
+        repeats.append(Repeat(index=1, status=status, message=message))
+    r = Result(case, repeats, machine_id=machine(env), env=dict(env), label=label or (entry.label if entry else model),
+               task=entry.task if entry else "")
     # Distinct, increasing times: the order results arrived in.
     r.created_at = (datetime.datetime(2026, 1, 1) + datetime.timedelta(seconds=next(_clock))).isoformat()
     return r.to_dict()
@@ -64,3 +75,18 @@ def fill(path: str, results: list[dict]) -> str:
         for r in results:
             store.add(r)
     return path
+
+
+def damage(path) -> None:
+    """Overwrite the header of the results table's root page, as a torn write or a bad disk block would: the file
+    still opens, but its table is no longer a b-tree."""
+    import sqlite3
+
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'results'").fetchone()[0]
+    conn.close()
+    with open(path, "r+b") as f:
+        f.seek((root - 1) * page_size)
+        f.write(b"\xff" * 12)

@@ -74,8 +74,8 @@ def test_the_guard_really_blocks_the_network(tmp_path, offline):
 
 def test_random_weights_make_no_network_call(tmp_path, offline):
     p = run_cli("run", "--model", "owlvit", "--model", "detr", "--tiny", "--variant", "eager", "default",
-                "--backend", "eager", "--iters", "2", "--warmup", "0", "--device", "cpu", "--db", "r.db", "--quiet",
-                cwd=tmp_path)
+                "--backend", "eager", "--iters", "2", "--warmup", "0", "--repeats", "1", "--device", "cpu", "--db",
+                "r.db", "--quiet", "--format", "csv", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     assert [r["status"] for r in rows(tmp_path / "r.db")] == ["ok"] * 4
     assert not offline.exists(), offline.read_text()
@@ -94,7 +94,8 @@ def test_a_local_checkpoint_is_loaded_with_from_pretrained(checkpoint):
 def test_run_with_pretrained_weights_from_a_local_directory(tmp_path, checkpoint, offline):
     path, _ = checkpoint
     p = run_cli("run", "--weights", "pretrained", "--model", path, "--variant", "eager", "default", "--backend", "eager",
-                "--iters", "3", "--warmup", "0", "--device", "cpu", "--db", "r.db", cwd=tmp_path)
+                "--iters", "3", "--warmup", "0", "--repeats", "1", "--device", "cpu", "--db", "r.db", "--format", "csv",
+                cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     results = rows(tmp_path / "r.db")
     assert [r["status"] for r in results] == ["ok", "ok"], [r.get("message") for r in results]
@@ -110,14 +111,14 @@ def test_a_checkpoint_of_another_task_names_the_supported_tasks(tmp_path):
                architectures=["BertForMaskedLM"]).save_pretrained(tmp_path / "bert")
     p = run_cli("run", "--model", tmp_path / "bert", "--device", "cpu", "--db", "r.db", cwd=tmp_path)
     assert p.returncode == 2 and p.stderr.count("\n") == 1
-    assert "'BertForMaskedLM' is not a vision model" in p.stderr and "image-classification" in p.stderr
+    assert "'BertForMaskedLM' is not a model compilebench measures" in p.stderr and "image-classification" in p.stderr
     assert not (tmp_path / "r.db").exists()
 
 
 def test_an_unknown_task_is_refused(checkpoint):
     path, _ = checkpoint
-    with pytest.raises(UserError, match="unknown task 'text-generation'"):
-        zoo.get(str(path), "text-generation")
+    with pytest.raises(UserError, match="unknown task 'audio-classification'"):
+        zoo.get(str(path), "audio-classification")
 
 
 def test_tiny_is_refused_for_a_checkpoint(tmp_path, checkpoint):

@@ -14,15 +14,23 @@ import pytest
 from compilebench import dispatch, envinfo
 from compilebench.errors import UserError
 from compilebench.executors import Cancelled, ProcessExecutor
-from compilebench.result import Result
-from compilebench.spec import Case, TimingPolicy, Variant
+from compilebench.result import Repeat, Result
+from compilebench.spec import Case, Job, TimingPolicy, Variant
 
-POLICY = TimingPolicy(iters=5, warmup=2)
+POLICY = TimingPolicy(iters=5, warmup=2, min_iters=1)
 TARGET = dispatch.Target("here", "machine", {})
 
 
 def units(n):
     return [dispatch.Unit(TARGET, (Case(f"model-{i}", 1, Variant("eager")),)) for i in range(n)]
+
+
+def open_unit(unit):
+    return dispatch.Work(Job(list(unit.cases), POLICY))
+
+
+def ok(cases):
+    return [Result(c, [Repeat()]) for c in cases]
 
 
 class Recorder:
@@ -42,6 +50,10 @@ class Recorder:
         with self.lock:
             self.events.append(("finished", slot))
 
+    def note(self, message):
+        with self.lock:
+            self.events.append(("note", message))
+
 
 class FakeDevices:
     """Devices that notice being held twice: run_group takes the device, works a little, gives it back."""
@@ -52,7 +64,8 @@ class FakeDevices:
         self.slots = [dispatch.Slot(n, f"fake:{n}", self._runner(n)) for n in names]
 
     def _runner(self, name):
-        def run_group(cases, policy, on_phase):
+        def run_group(job, env, on_phase):
+            cases = job.cases
             with self.lock:
                 if name in self.held:
                     self.violations.append(name)
@@ -64,7 +77,7 @@ class FakeDevices:
             with self.lock:
                 self.held.discard(name)
                 self.intervals.append((name, start, time.monotonic()))
-            return [Result(c, "ok") for c in cases]
+            return ok(cases)
         return run_group
 
 
@@ -76,7 +89,7 @@ def test_a_pool_runs_one_case_per_device_at_a_time_and_every_device_at_once():
         threads.add(threading.current_thread().name)
         delivered.append(unit.cases[0].model)
 
-    dispatch.LocalPool(devices.slots).run(units(24), POLICY, Recorder(), deliver)
+    dispatch.LocalPool(devices.slots).run(units(24), open_unit, Recorder(), deliver)
     assert sorted(delivered) == sorted(f"model-{i}" for i in range(24))  # each unit once
     assert devices.violations == []
     assert threads == {"MainThread"}  # only the caller's thread ever sees results (it alone writes the store)
@@ -90,23 +103,31 @@ def test_a_pool_runs_one_case_per_device_at_a_time_and_every_device_at_once():
 def test_one_slot_runs_in_the_callers_thread_in_order():
     devices = FakeDevices(["0"])
     order = []
-    dispatch.LocalPool(devices.slots).run(units(5), POLICY, Recorder(),
+    dispatch.LocalPool(devices.slots).run(units(5), open_unit, Recorder(),
                                           lambda u, r: order.append((threading.current_thread().name, u.cases[0].model)))
     assert order == [("MainThread", f"model-{i}") for i in range(5)]
+
+
+def test_a_unit_that_does_not_open_is_not_run():
+    devices = FakeDevices(["0", "1"])
+    delivered = []
+    skip_odd = lambda u: None if int(u.cases[0].model.split("-")[1]) % 2 else open_unit(u)  # noqa: E731
+    dispatch.LocalPool(devices.slots).run(units(6), skip_odd, Recorder(), lambda u, r: delivered.append(u.cases[0].model))
+    assert sorted(delivered) == ["model-0", "model-2", "model-4"]
 
 
 def test_an_interrupted_pool_cancels_running_cases_and_keeps_those_that_finished():
     release, stuck_running = threading.Event(), threading.Event()
     cancelled = []
 
-    def quick(cases, policy, on_phase):
+    def quick(job, env, on_phase):
         stuck_running.wait(30)  # so that the interruption finds a case running on the other slot
-        return [Result(c, "ok") for c in cases]
+        return ok(job.cases)
 
     taken_by_stuck = []
 
-    def stuck(cases, policy, on_phase):
-        taken_by_stuck.extend(c.model for c in cases)
+    def stuck(job, env, on_phase):
+        taken_by_stuck.extend(c.model for c in job.cases)
         stuck_running.set()
         release.wait(30)
         raise Cancelled
@@ -124,7 +145,7 @@ def test_an_interrupted_pool_cancels_running_cases_and_keeps_those_that_finished
             raise KeyboardInterrupt  # Ctrl-C while the first result is being stored
 
     with pytest.raises(KeyboardInterrupt):
-        dispatch.LocalPool(slots).run(units(4), POLICY, Recorder(), deliver)
+        dispatch.LocalPool(slots).run(units(4), open_unit, Recorder(), deliver)
     assert cancelled == [True]
     # whatever the quick slot finished is delivered (none twice); the stuck slot's case never is
     assert len(delivered) == len(set(delivered)) >= 1
@@ -133,12 +154,12 @@ def test_an_interrupted_pool_cancels_running_cases_and_keeps_those_that_finished
 
 
 def test_a_bug_in_a_slot_is_raised_in_the_caller_with_its_traceback():
-    def broken(cases, policy, on_phase):
+    def broken(job, env, on_phase):
         raise ZeroDivisionError("a bug")
 
     slots = [dispatch.Slot("a", "cpu", broken), dispatch.Slot("b", "cpu", broken)]
     with pytest.raises(ZeroDivisionError, match="a bug"):
-        dispatch.LocalPool(slots).run(units(3), POLICY, Recorder(), lambda u, r: None)
+        dispatch.LocalPool(slots).run(units(3), open_unit, Recorder(), lambda u, r: None)
 
 
 def test_cpu_shares_are_disjoint_and_cover_every_core():
@@ -151,12 +172,14 @@ def test_gpu_slots_give_each_worker_its_gpu_and_its_share_of_the_cores(monkeypat
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)))
     slots = dispatch.gpu_slots([0, 3], timeout_s=10)
     assert [(s.name, s.device) for s in slots] == [("cuda:0", "cuda:0"), ("cuda:3", "cuda:0")]
-    envs = [s.run_group.__self__.env for s in slots]
+    assert [s.locks for s in slots] == [[("cpu", False), ("cuda-0", True)], [("cpu", False), ("cuda-3", True)]]
+    envs = [s.run.__self__.env for s in slots]
     assert [e["CUDA_VISIBLE_DEVICES"] for e in envs] == ["0", "3"]
     assert [e["COMPILEBENCH_CPUS"] for e in envs] == ["0,1,2,3,4,5,6,7", "8,9,10,11,12,13,14,15"]
     assert all(e["OMP_NUM_THREADS"] == e["TORCHINDUCTOR_COMPILE_THREADS"] == "8" for e in envs)
-    (one,) = dispatch.gpu_slots([2], timeout_s=10)  # one GPU keeps every core, as a plain run does
-    assert one.run_group.__self__.env == {"CUDA_VISIBLE_DEVICES": "2"}
+    (one,) = dispatch.gpu_slots([2], timeout_s=10, gpu_ids={2: "GPU-1234-abcd"})  # one GPU keeps every core
+    assert one.run.__self__.env == {"CUDA_VISIBLE_DEVICES": "2"}
+    assert one.locks == [("cpu", False), ("GPU-1234-abcd", True)]  # the physical GPU, whatever it is numbered
 
 
 def test_a_worker_keeps_to_the_cpus_and_threads_it_is_given():
@@ -164,51 +187,33 @@ def test_a_worker_keeps_to_the_cpus_and_threads_it_is_given():
         pytest.skip("needs two CPU cores to tell a share from the whole")
     cpu = sorted(os.sched_getaffinity(0))[-1]
     executor = ProcessExecutor(timeout_s=300, env={"COMPILEBENCH_CPUS": str(cpu), "OMP_NUM_THREADS": "1"})
-    r = executor.run(Case("fault-ok", 1, Variant("eager")), POLICY, lambda p: None)
+    (r,) = executor.run(Job([Case("fault-ok", 1, Variant("eager"))], POLICY), {}, lambda p: None)
     assert r.status == "ok"
-    assert r.env["cpu_affinity"] == 1 and r.env["torch_threads"] == 1
+    assert r.env["cpu_affinity"] == 1 and r.env["torch_threads"] == 1 and r.repeats[0].cpus == 1
 
 
-def _workers_of(parent: int) -> list[int]:
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read()
-        except OSError:
-            continue
-        if ppid == parent and b"compilebench.worker" in cmd:
-            found.append(int(pid))
-    return found
+@pytest.mark.skipif(sys.platform != "linux", reason="PR_SET_PDEATHSIG and pidfd are Linux's")
+def test_a_worker_dies_with_the_process_that_started_it(tmp_path):
+    import select
 
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-@pytest.mark.skipif(sys.platform != "linux", reason="PR_SET_PDEATHSIG is Linux's")
-def test_a_worker_dies_with_the_process_that_started_it():
+    fifo, never = tmp_path / "fifo", tmp_path / "never"
+    os.mkfifo(fifo)
+    os.mkfifo(never)  # the worker waits on it for a reply that never comes
     script = ("from compilebench.executors import ProcessExecutor\n"
-              "from compilebench.spec import Case, TimingPolicy, Variant\n"
-              "ProcessExecutor(600).run(Case('fault-hang', 1, Variant('eager')), TimingPolicy(5, 2), print)\n")
-    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.DEVNULL)
+              "from compilebench.spec import Case, Job, TimingPolicy, Variant\n"
+              "ProcessExecutor(600).run(Job([Case('fault-handshake', 1, Variant('eager'))], TimingPolicy(5, 0, min_iters=1)),"
+              " {}, print)\n")
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.DEVNULL,
+                              env={**os.environ, "COMPILEBENCH_FAULT_FIFO": str(fifo), "COMPILEBENCH_FAULT_REPLY": str(never)})
     try:
-        deadline = time.monotonic() + 60
-        while not (workers := _workers_of(parent.pid)):
-            assert time.monotonic() < deadline and parent.poll() is None, "no worker started"
-            time.sleep(0.1)
+        with open(fifo) as f:
+            worker = int(f.readline().split()[0])  # the handshake: the worker is running
+        watch = os.pidfd_open(worker)
         parent.send_signal(signal.SIGKILL)  # the driver (or a Ray worker) dies without any clean-up
         parent.wait()
-        deadline = time.monotonic() + 30
-        while _alive(workers[0]):
-            assert time.monotonic() < deadline, "the worker outlived its parent"
-            time.sleep(0.1)
+        ready, _, _ = select.select([watch], [], [], 30)  # readable when the worker has exited
+        assert ready, "the worker outlived its parent"
+        os.close(watch)
     finally:
         parent.kill()
 
@@ -233,10 +238,10 @@ def test_gpu_lists_parse_or_say_what_is_allowed():
     (["--accelerator-type", "H100"], "--accelerator-type is for --executor ray"),
     (["--executor", "ray", "--gpus", "0,1"], "--gpus is for --executor local"),
     (["--executor", "ray", "--isolation", "inline"], "--executor ray runs them on the cluster"),
-    (["--executor", "ray", "--cpus-per-case", "0"], "--cpus-per-case 0: must be at least 1"),
+    (["--executor", "ray", "--cpus-per-case", "0"], "--cpus-per-case must be an integer >= 1, got 0"),
 ])
-def test_bad_executor_options_are_one_line_and_exit_2(cli, tmp_path, args, message):
-    p = cli("run", "--model", "fault-ok", "--variant", "eager", "--db", "r.db", *args)
-    assert p.returncode == 2, p.stderr
-    assert p.stderr.startswith("error: ") and message in p.stderr and len(p.stderr.strip().splitlines()) == 1
+def test_bad_executor_options_are_one_line_and_exit_2(main_here, tmp_path, args, message):
+    code, out, err = main_here("run", "--model", "fault-ok", "--variant", "eager", "--db", "r.db", *args)
+    assert code == 2, err
+    assert err.startswith("error: ") and message in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "r.db").exists()

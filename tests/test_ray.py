@@ -15,6 +15,7 @@ from compilebench import store as storemod
 from compilebench.store import Store
 
 CLUSTER_CPUS = 4
+pytestmark = pytest.mark.slow  # a local Ray cluster: tens of seconds to start and run
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -30,7 +31,7 @@ def cluster(tmp_path_factory):
 def run(db, *args) -> int:
     """compilebench run --executor ray, in this process (the driver joins the cluster started above)."""
     return climod.main(["run", "--db", str(db), "--format", "md", "--executor", "ray", "--iters", "5",
-                        "--warmup", "2", *map(str, args)])
+                        "--warmup", "2", "--repeats", "1", *map(str, args)])
 
 
 def stored(db) -> list[dict]:
@@ -40,7 +41,7 @@ def stored(db) -> list[dict]:
 
 def test_a_ray_sweep_stores_what_a_local_sweep_stores(tmp_path, cli):
     sweep = ["--model", "vit", "--model", "resnet-50", "--tiny", "--variant", "eager", "default", "--backend", "eager"]
-    local = cli("run", "--db", "local.db", "--format", "md", "--iters", "5", "--warmup", "2", *sweep)
+    local = cli("run", "--db", "local.db", "--format", "md", "--iters", "5", "--warmup", "2", "--repeats", "1", *sweep)
     assert local.returncode == 0, local.stderr
     assert run(tmp_path / "ray.db", "--cpus-per-case", "2", *sweep) == 0
     here, there = stored(tmp_path / "local.db"), stored(tmp_path / "ray.db")
@@ -76,31 +77,33 @@ def test_a_lost_ray_worker_is_a_crashed_result_and_the_sweep_goes_on(tmp_path, c
     assert lost["status"] == "crashed" and lost["message"].startswith("Ray task lost on ")
     assert lost["placement"].startswith("ray|CPU|") and lost["env"]["torch"]  # the target's environment
     assert "| Test/kill-parent | crashed |" in capsys.readouterr().out
-    assert run(db, *args) == 0  # resuming: both cases have a result, nothing runs again
-    assert len(stored(db)) == 2
-    assert "0 new result(s)" in capsys.readouterr().err
+    assert run(db, *args) == 0  # resuming: the ok case is kept, the crashed one is tried again (and crashes again)
+    assert len(stored(db)) == 2 and [len(r["repeats"]) for r in stored(db)] == [1, 1]
+    err = capsys.readouterr().err
+    assert "1 repeat(s) measured" in err and "1 stored earlier were kept" in err
+    assert "1 that had crashed or timed out were tried again" in err
 
 
 def test_an_interrupted_ray_sweep_resumes_without_duplicates(tmp_path, monkeypatch, capsys):
     db = tmp_path / "r.db"
     args = ["--model", "fault-ok", "--variant", "eager", "--batch-size", 1, 2, 3, 4, "--cpus-per-case", 2]
-    add = Store.add
+    add = Store.add_repeat
 
     def add_then_ctrl_c(self, result):
         new = add(self, result)
         os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C as the first result is stored: it waits for the commit
         return new
 
-    monkeypatch.setattr(storemod.Store, "add", add_then_ctrl_c)
-    assert run(db, *args) == climod.EXIT_INTERRUPTED
+    monkeypatch.setattr(storemod.Store, "add_repeat", add_then_ctrl_c)
+    assert run(db, *args) == 130
     first = stored(db)
     assert 1 <= len(first) < 4
-    assert "Run the same command again to resume" in capsys.readouterr().err
-    monkeypatch.setattr(storemod.Store, "add", add)
+    assert "interrupted: run the same command again to resume" in capsys.readouterr().err
+    monkeypatch.setattr(storemod.Store, "add_repeat", add)
     assert run(db, *args) == 0
     keys = [r["case_key"] for r in stored(db)]
     assert len(keys) == len(set(keys)) == 4
-    assert f"{len(first)} case(s) already there were skipped" in capsys.readouterr().err
+    assert f"{len(first)} stored earlier were kept" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("args, message", [
@@ -108,6 +111,7 @@ def test_an_interrupted_ray_sweep_resumes_without_duplicates(tmp_path, monkeypat
     (["--device", "cuda"], "--device cuda: the Ray cluster has no GPU"),
     (["--device", "cuda:1"], "--device cuda:1 with --executor ray: Ray assigns the GPU"),
     (["--cpus-per-case", "64"], "--cpus-per-case 64: no node of the Ray cluster has that many CPUs (the largest has 4)"),
+    (["--cpus-per-case", "0"], "--cpus-per-case must be an integer >= 1, got 0"),
 ])
 def test_ray_options_are_checked_against_the_cluster(tmp_path, capsys, args, message):
     assert run(tmp_path / "r.db", "--model", "fault-ok", "--variant", "eager", *args) == 2
@@ -142,6 +146,9 @@ def test_a_task_event_that_arrives_after_its_end_never_shows_a_finished_case_as_
 
         def finished(self, slot):
             self.log.append(("finished", slot))
+
+        def note(self, message):
+            self.log.append(("note", message))
 
     seen = Seen()
     unit = Unit(Target("CPU", "x", {}), ())

@@ -14,6 +14,7 @@ from PIL import Image
 
 import fakeresults as fr
 from compilebench import peaks, report
+from compilebench.result import Result
 from compilebench.report import charts, data, tables
 
 GUIDE = Path(__file__).parent / "data" / "guide_a100_batch1.md"
@@ -50,9 +51,12 @@ def test_the_guides_a100_batch_1_table_renders_as_in_the_guide(tmp_path, cli):
     header, got = md_table(text, title)  # "### A100 (batch size: 1)"
     assert header[:3] == ["Task/Model", "torch 2.0 - no compile", "torch 2.0 - compile"]
     assert [tuple(r[:3]) for r in got] == rows  # same rows, same order, same values
-    assert header[3:] == ["% improvement", "compile s"]
+    assert header[3:] == ["% improvement", "95% CI", "verdict", "compile s"]
     for (label, eager, compiled), r in zip(rows, got):
-        assert r[3] == f"{(float(eager) - float(compiled)) / float(eager) * 100:.1f}%" and r[4] == "50.0"
+        assert r[3] == f"{(float(eager) - float(compiled)) / float(eager) * 100:.1f}%" and r[6] == "50.0"
+        low, high = (float(x.rstrip("%")) for x in r[4].split(" to "))
+        assert low < float(r[3].rstrip("%")) < high  # the interval holds the estimate
+        assert r[5] in ("faster", "slower", "same", "inconclusive")
     assert f"### {title}" in p.stdout  # printed too
 
 
@@ -78,14 +82,15 @@ def test_merging_machines_and_torch_versions_gives_the_comparison_tables(tmp_pat
     assert header == ["Task/Model", "Batch Size", "torch 2.0 - no compile", "torch 2.0 - compile", "torch 2.1 - no compile",
                       "torch 2.1 - compile", "% faster torch 2.1 vs 2.0, no compile", "% faster torch 2.1 vs 2.0, compile"]
     assert rows == [
-        ["Image Classification/BeiT", "1", "12.000", "8.000", "10.000", "6.000", "16.7%", "25.0%"],
-        ["Image Classification/BeiT", "4", "14.000", "13.000", "14.000", "12.000", "0.0%", "7.7%"],
+        ["Image Classification/BeiT", "1", "12.000", "8.000", "10.000", "6.000", "16.7% (faster)", "25.0% (faster)"],
+        ["Image Classification/BeiT", "4", "14.000", "13.000", "14.000", "12.000", "0.0% (inconclusive)",
+         "7.7% (faster)"],
     ]
     header, rows = md_table(text, "T4: compile modes, torch 2.0")
     assert header == ["Task/Model", "Batch Size", "torch 2.0 - no compile", "torch 2.0 - compile",
                       "torch 2.0 - compile (reduce-overhead)", "% improvement (default)",
                       "% improvement (reduce-overhead)"]
-    assert rows == [["Image Classification/ResNet", "1", "7.000", "4.000", "3.500", "42.9%", "50.0%"]]
+    assert rows == [["Image Classification/ResNet", "1", "7.000", "4.000", "3.500", "42.9% (faster)", "50.0% (faster)"]]
     # one guide table per hardware and batch size; both torch versions side by side on the A100
     header, _ = md_table(text, "A100 (batch size: 4)")
     assert header[1:5] == ["torch 2.0 - no compile", "torch 2.0 - compile", "torch 2.1 - no compile", "torch 2.1 - compile"]
@@ -110,7 +115,7 @@ def test_a_store_of_failures_reports_them_without_charts(tmp_path, cli):
     text = (tmp_path / "out" / "report.md").read_text()
     assert "No case was measured ok" in text
     _, rows = md_table(text, "A100 (batch size: 16)")
-    assert rows == [["Object Detection/DETR", "OOM", "error", "", ""]]
+    assert rows == [["Object Detection/DETR", "OOM", "error", "", "", "", ""]]
     assert "- detr b16 no compile: oom: CUDA out of memory. Tried to allocate 2 GiB" in text
     assert not list((tmp_path / "out").glob("charts/*"))
     assert (tmp_path / "out" / "report.html").exists()
@@ -156,6 +161,8 @@ def test_csv_and_json_are_flat_rows_that_pandas_loads(tmp_path):
         assert vit.mean_ms == pytest.approx(7.584) and vit.hardware == "A100" and vit.env_torch == "2.0.1+cu118"
         assert vit.eager_mean_ms == pytest.approx(9.325) and vit.speedup == pytest.approx(9.325 / 7.584)
         assert vit.improvement_pct == pytest.approx((9.325 - 7.584) / 9.325 * 100) and vit.compile_s == 50.0
+        assert vit.speedup_ci95_low < vit.speedup < vit.speedup_ci95_high and vit.verdict == "faster"
+        assert vit.repeats == 3 and vit.iters_per_repeat == "3/3/3" and vit.min_effect == 0.02
         assert vit.achieved_tflops == pytest.approx(4e12 / 7.584e-3 / 1e12)
         # the fake A100 records no TF32 flag: float32 is read against the FP32 peak
         assert vit.peak_math == "FP32" and vit.peak_tflops == 19.5
@@ -205,11 +212,12 @@ def test_charts_are_valid_png_and_svg_with_one_bar_per_model_and_variant(tmp_pat
 
 
 def test_compare_two_stores_side_by_side_with_the_ratio(tmp_path, cli):
-    fr.fill(tmp_path / "a.db", [fr.result("resnet-50", 1, "eager", 6.5, samples=[6.4, 6.5, 6.6] * 10),
-                                fr.result("resnet-50", 1, "default", 4.0, samples=[3.9, 4.0, 4.1] * 10, compile_s=30.0),
+    tight = [1 / 1.001, 1.0, 1.001]
+    fr.fill(tmp_path / "a.db", [fr.result("resnet-50", 1, "eager", 6.5, processes=[6.5 * x for x in tight]),
+                                fr.result("resnet-50", 1, "default", 4.0, compile_s=30.0),
                                 fr.result("vit", 1, "eager", 9.0)])
-    fr.fill(tmp_path / "b.db", [fr.result("resnet-50", 1, "eager", 6.5, env=fr.CPU, samples=[6.3, 6.5, 6.7] * 10),
-                                fr.result("resnet-50", 1, "default", 2.0, env=fr.CPU, samples=[1.9, 2.0, 2.1] * 10, compile_s=5.0),
+    fr.fill(tmp_path / "b.db", [fr.result("resnet-50", 1, "eager", 6.5, env=fr.CPU, processes=[6.5 * x for x in tight]),
+                                fr.result("resnet-50", 1, "default", 2.0, env=fr.CPU, compile_s=5.0),
                                 fr.result("detr", 1, "eager", None, env=fr.CPU, status="crashed")])
     p = cli("compare", "a.db", "b.db")
     assert p.returncode == 0, p.stderr
@@ -217,7 +225,7 @@ def test_compare_two_stores_side_by_side_with_the_ratio(tmp_path, cli):
     by = {(r[0], r[2]): r for r in rows}
     assert by[("Image Classification/ResNet", "compile")][3:6] == ["4.000", "2.000", "0.500"]
     assert by[("Image Classification/ResNet", "compile")][7:] == ["faster", "30.0", "5.0"]
-    assert by[("Image Classification/ResNet", "no compile")][5:8][::2] == ["1.000", "no significant difference"]
+    assert by[("Image Classification/ResNet", "no compile")][5:8][::2] == ["1.000", "same"]
     assert by[("Image Classification/ViT", "no compile")][3:6] == ["9.000", "not measured", ""]
     assert by[("Object Detection/DETR", "no compile")][3:5] == ["not measured", "crashed"]
     assert "A: a.db (A100, torch 2.0.1)" in p.stdout and "B: b.db (CPU (AMD EPYC 7B13, 2 threads), torch 2.13.0)" in p.stdout
@@ -343,10 +351,10 @@ def test_the_hardware_chart_keeps_each_torch_version_of_one_hardware_apart(tmp_p
 
 
 def test_speedup_table_has_the_ci_verdict_and_break_even(tmp_path):
-    results = [fr.result("resnet-50", 1, "eager", 10.0, samples=[9.0, 10.0, 11.0] * 20),
-               fr.result("resnet-50", 1, "default", 4.0, samples=[3.9, 4.0, 4.1] * 20, compile_s=30.0),
-               fr.result("vit", 1, "eager", 9.0, samples=[8.0, 9.0, 10.0] * 5),
-               fr.result("vit", 1, "default", 9.1, samples=[8.0, 9.1, 10.2] * 5, compile_s=40.0),
+    results = [fr.result("resnet-50", 1, "eager", 10.0),
+               fr.result("resnet-50", 1, "default", 4.0, compile_s=30.0),
+               fr.result("vit", 1, "eager", 9.0, processes=[8.0, 9.0, 10.125]),
+               fr.result("vit", 1, "default", 9.1, processes=[8.0, 9.1, 10.35], compile_s=40.0),
                fr.result("beit", 1, "eager", 9.0), fr.result("beit", 1, "default", 20.0, status="mismatch", compile_s=1.0)]
     for r, mib in zip(results[:2], (100, 150)):
         r["peak_mem_bytes"], r["peak_mem_kind"] = mib * 2**20, "cuda_max_allocated"
@@ -354,35 +362,45 @@ def test_speedup_table_has_the_ci_verdict_and_break_even(tmp_path):
     text = (tmp_path / "report.md").read_text()
     rows = {r[1]: r for r in md_table(text.replace("## Speed-ups and compile cost\n", "### speedups\n"), "speedups")[1]}
     assert rows["Image Classification/ResNet"][4:] == ["ok", "2.500x", rows["Image Classification/ResNet"][6], "faster",
-                                                     "30.0", "5,000", "1.50x (150 / 100 MiB)"]
-    assert rows["Image Classification/ViT"][7:] == ["no significant difference", "40.0", "never", ""]
+                                                     "unpaired", "30.0", "30.0", "5,000", "1.50x (150 / 100 MiB)"]
+    assert rows["Image Classification/ViT"][7:] == ["inconclusive", "unpaired", "40.0", "40.0", "never", ""]
     assert rows["Image Classification/BeiT"][4:6] == ["mismatch", ""]  # a wrong model gets no speed-up
     _, guide = md_table(text, "A100 (batch size: 1)")
-    assert ["Image Classification/BeiT", "9.000", "mismatch", "", "1.0"] in guide
+    assert ["Image Classification/BeiT", "9.000", "mismatch", "", "", "", "1.0"] in guide
     import pandas as pd
 
     frame = pd.read_csv(tmp_path / "results.csv")
     resnet = frame[(frame.model == "resnet-50") & (frame.variant == "default")].iloc[0]
     assert resnet.break_even_inferences == 5000 and resnet.verdict == "faster"
     assert resnet.speedup_ci95_low < 2.5 < resnet.speedup_ci95_high
+    # the same interval in the speed-up table, the CSV and the guide table (as % improvement)
+    low, high = (float(x.rstrip("x")) for x in rows["Image Classification/ResNet"][6].split(" to "))
+    assert (low, high) == (pytest.approx(resnet.speedup_ci95_low, abs=6e-4), pytest.approx(resnet.speedup_ci95_high, abs=6e-4))
+    resnet_row = next(r for r in guide if r[0] == "Image Classification/ResNet")
+    assert resnet_row[4] == f"{resnet.improvement_ci95_low_pct:.1f}% to {resnet.improvement_ci95_high_pct:.1f}%"
 
 
-def test_the_recommendation_is_the_fastest_correct_variant_that_is_significantly_faster(tmp_path):
-    spread = [0.99, 1.0, 1.01] * 20
+def test_the_recommendation_is_the_fastest_correct_variant_whose_verdict_is_faster(tmp_path):
     results = [
-        fr.result("resnet-50", 1, "eager", 10.0, samples=[10.0 * x for x in spread]),
-        fr.result("resnet-50", 1, "default", 5.0, samples=[5.0 * x for x in spread], compile_s=20.0),
-        fr.result("resnet-50", 1, "reduce-overhead", 4.0, samples=[4.0 * x for x in spread], compile_s=60.0),
+        fr.result("resnet-50", 1, "eager", 10.0),
+        fr.result("resnet-50", 1, "default", 5.0, compile_s=20.0),
+        fr.result("resnet-50", 1, "reduce-overhead", 4.0, compile_s=60.0),
         fr.result("resnet-50", 1, "max-autotune", 1.0, status="mismatch", compile_s=100.0),  # fastest, but wrong
-        fr.result("vit", 1, "eager", 9.0, samples=[8.0, 9.0, 10.0] * 5),
-        fr.result("vit", 1, "default", 8.9, samples=[8.0, 8.9, 9.8] * 5, compile_s=40.0),
+        fr.result("vit", 1, "eager", 9.0, processes=[8.0, 9.0, 10.125]),
+        fr.result("vit", 1, "default", 8.9, processes=[8.0, 8.9, 9.9], compile_s=40.0),
+        # certainly faster, but by less than the 2% minimum effect: not worth compiling for
+        fr.result("beit", 1, "eager", 10.0, processes=[10.0 / 1.0005, 10.0, 10.0 * 1.0005]),
+        fr.result("beit", 1, "default", 9.95, processes=[9.95 / 1.0005, 9.95, 9.95 * 1.0005], compile_s=40.0),
     ]
     report.write(results, str(tmp_path), ("md",), ["r.db"])
     text = (tmp_path / "report.md").read_text().replace("## Recommendation\n", "### rec\n")
     rows = {r[3]: r[4:] for r in md_table(text, "rec")[1]}
     resnet = rows["Image Classification/ResNet"]
     assert resnet[0] == "compile (reduce-overhead)" and resnet[1] == "2.500x" and resnet[3] == "10,000"
-    assert rows["Image Classification/ViT"] == ["no compile", "", "", "", "nothing measured is significantly faster than eager"]
+    assert rows["Image Classification/ViT"] == [
+        "no compile", "", "", "", "nothing measured is faster than eager beyond 2% (1 inconclusive: more repeats or "
+                                  "--interleave may decide)"]
+    assert rows["Image Classification/BeiT"] == ["no compile", "", "", "", "nothing measured is faster than eager beyond 2%"]
 
 
 @pytest.mark.parametrize("name, dtype, tf32, expected", [
@@ -425,3 +443,131 @@ def test_details_give_the_fraction_of_peak_on_known_gpus_only():
     assert of_peak == {("H100", "no compile"): "10.0% TF32 tensor", ("H100", "no compile, bfloat16"): "10.0% BF16 tensor",
                        ("NVIDIA GeForce RTX 4090", "no compile"): "", ("CPU (AMD EPYC 7B13, 2 threads)", "no compile"): ""}
     assert any("H100 SXM TF32 tensor 494.5" in n and "H100 SXM BF16 tensor 989.5" in n for n in table.notes)
+
+
+def test_charts_draw_intervals_mark_inconclusive_bars_and_keep_durations_above_zero(tmp_path):
+    results = [
+        # two wildly different processes (the N=2 DETR of issue 13): a wide interval, all of it above zero
+        fr.result("detr", 1, "eager", 1.0, processes=[500.0, 5000.0]),
+        fr.result("detr", 1, "default", 1500.0, processes=[1400.0, 1600.0]),
+        fr.result("resnet-50", 1, "eager", 10.0), fr.result("resnet-50", 1, "default", 5.0),
+    ]
+    made = charts.render(results, str(tmp_path))
+    duration, improvement = made[0], made[1]
+    assert duration.xlim[0] >= 0
+    assert improvement.inconclusive == [("Object Detection/DETR", "torch 2.0 - compile")]
+    svg = Path(improvement.svg).read_text()
+    assert "inconclusive" in svg and "faster" in svg
+    (group,) = data.groups(results)
+    table = tables.guide_table(group, 1)
+    detr = next(r for r in table.rows if r[0] == "Object Detection/DETR")
+    assert detr[5] == "inconclusive" and f"{detr[3]} inconclusive" in svg  # the same number in table and chart
+    resnet = next(r for r in table.rows if r[0] == "Image Classification/ResNet")
+    assert f"{resnet[3]} faster" in svg
+
+
+def test_the_html_page_holds_the_same_numbers_as_the_markdown(tmp_path):
+    results = guide_results()
+    report.write(results, str(tmp_path), ("md", "html"), ["r.db"])
+    md = (tmp_path / "report.md").read_text()
+    page = (tmp_path / "report.html").read_text()
+    _, rows = md_table(md, "A100 (batch size: 1)")
+    for row in rows:
+        for value in row[1:6]:
+            assert f"<td>{value}</td>" in page or f'<td class="fail">{value}</td>' in page
+
+
+def generation_result(model, mode, ttft, per_token, *, status="ok", first=(30.0, 2.0, 0.2), **kw):
+    r = fr.result(model, 1, mode, ttft + per_token * 7, env=fr.CPU, status=status, prompt_len=16, new_tokens=8, **kw)
+    for rep in r["repeats"]:
+        scale = rep["stats"]["mean"] / (ttft + per_token * 7)
+        rep["generation"] = {"new_tokens": 8, "batch_size": 1, "prompt_len": 16, "ttft_ms": [ttft * scale] * 3,
+                             "per_token_ms": [per_token * scale] * 3,
+                             "first_calls": [{"total_ms": s * 1e3, "ttft_ms": 1.0, "per_token_ms": 1.0} for s in first]}
+    back = Result.from_dict(r)
+    back.derive()
+    return back.to_dict()
+
+
+def test_generation_results_get_their_table_and_compile_curve(tmp_path):
+    results = [generation_result("smollm2-135m", "eager", 40.0, 10.0),
+               generation_result("smollm2-135m", "eager-static-cache", 42.0, 9.0),
+               generation_result("smollm2-135m", "default", 20.0, 5.0)]
+    (table,) = tables.generation_tables(results)
+    assert table.title == "CPU (AMD EPYC 7B13, 2 threads) (batch size: 1, prompt: 16 tokens, 8 new tokens)"
+    rows = {r[1]: r for r in table.rows}
+    eager, compiled = rows["torch 2.13 - no compile"], rows["torch 2.13 - compile"]
+    assert eager[3] == "40.000" and eager[5] == "10.000" and eager[7] == "100.0"  # 1000 / 10 ms per token
+    assert compiled[3] == "20.000" and compiled[5] == "5.000" and compiled[7] == "200.0"
+    assert compiled[10].startswith("50.0% (") and compiled[10].endswith(") faster")  # per token vs eager
+    assert compiled[11] == "30.00 / 2.00 / 0.20"  # the first calls of repeat 1, in seconds
+    assert rows["torch 2.13 - no compile, static cache"][9].endswith("inconclusive") or \
+        rows["torch 2.13 - no compile, static cache"][9].endswith("slower")  # TTFT 42 vs 40 ms
+    made = charts.render(results, str(tmp_path))
+    (curve,) = [c for c in made if c.title.startswith("First generate() calls")]
+    assert len(curve.bars) == 3 and "log scale" in Path(curve.svg).read_text()
+    report.write(results, str(tmp_path / "out"), ("md", "csv"), ["r.db"])
+    import pandas as pd
+
+    frame = pd.read_csv(tmp_path / "out" / "results.csv")
+    c = frame[frame.variant == "default"].iloc[0]
+    assert c.per_token_ms == pytest.approx(5.0) and c.decode_tokens_per_s == pytest.approx(200.0)
+    assert c.per_token_verdict == "faster" and c.per_token_speedup == pytest.approx(2.0)
+    assert c.e2e_tokens_per_s == pytest.approx(8 * 1e3 / 55.0)
+
+
+def test_csv_cells_that_a_spreadsheet_would_run_are_escaped(tmp_path):
+    import pandas as pd
+
+    evil = fr.result("=HYPERLINK(\"http://x\")", 1, "eager", None, status="error", message="-2+3 @SUM(A1)",
+                     label="+cmd|' /C calc'!A0")
+    fine = fr.result("resnet-50", 1, "eager", 10.0)
+    slower = fr.result("resnet-50", 1, "default", 12.0)
+    report.write([evil, fine, slower], str(tmp_path), ("csv", "json"), ["r.db"])
+    frame = pd.read_csv(tmp_path / "results.csv")
+    row = frame[frame.status == "error"].iloc[0]
+    assert row.model == "'=HYPERLINK(\"http://x\")" and row.message == "'-2+3 @SUM(A1)" and row.label.startswith("'+cmd")
+    assert frame[frame.variant == "default"].iloc[0].improvement_pct < 0  # a negative number stays a number
+    rows = json.loads((tmp_path / "results.json").read_text())
+    assert any(r["model"] == "=HYPERLINK(\"http://x\")" for r in rows)  # JSON is data, not a spreadsheet
+
+
+def test_the_report_counts_the_results_carrying_each_flag(tmp_path):
+    results = [fr.result("resnet-50", 1, "eager", 10.0, flags=("busy",)),
+               fr.result("resnet-50", 1, "default", 5.0, flags=("busy", "noisy")), fr.result("vit", 1, "eager", 9.0)]
+    report.write(results, str(tmp_path), ("md",), ["r.db"])
+    text = (tmp_path / "report.md").read_text()
+    assert "Flags: 1 noisy, 2 busy, 0 throttled." in text
+    assert "busy: 2 result(s). Other processes used the CPU while the timed loop ran" in text
+    details = tables.details_table(results)
+    assert [r[6] for r in details.rows] == ["", "busy", "noisy, busy"]  # the guide's order: ViT first
+
+
+def test_a_read_only_results_file_is_reported(tmp_path, cli):
+    import stat
+
+    fr.fill(tmp_path / "r.db", guide_results()[:2])
+    os.chmod(tmp_path / "r.db", stat.S_IRUSR)
+    p = cli("report", "r.db", "--out", "out", "--format", "md")
+    assert p.returncode == 0, p.stderr
+    assert "Image Classification/ViT" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_a_report_folder_that_cannot_be_written_is_one_line(tmp_path, cli):
+    fr.fill(tmp_path / "r.db", guide_results()[:2])
+    (tmp_path / "afile").write_text("x")
+    for out, message in (("afile/sub", "is a file, not a folder"), ("/proc/compilebench-report", "is not writable")):
+        p = cli("report", "r.db", "--out", out)
+        assert p.returncode == 2 and p.stderr.count("\n") == 1 and message in p.stderr, p.stderr
+    assert sorted(os.listdir(tmp_path)) == ["afile", "r.db"]
+
+
+def test_fields_a_newer_compilebench_wrote_are_reported_and_re_exported(tmp_path, cli):
+    r = fr.result("vit", 1, "eager", 9.0)
+    r["energy_joules"] = 1.5
+    r["case"]["future_setting"] = "x"
+    fr.fill(tmp_path / "r.db", [r])
+    p = cli("report", "r.db", "--out", "out", "--format", "md,json")
+    assert p.returncode == 0, p.stderr
+    (row,) = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert row["energy_joules"] == 1.5

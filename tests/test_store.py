@@ -1,58 +1,114 @@
+import json
 import multiprocessing
+import os
+import shutil
 import sqlite3
+import stat
 
 import pytest
 
+import fakeresults as fr
+
 from compilebench.errors import SchemaError, UserError
-from compilebench.result import Result
+from compilebench.result import Repeat, Result
 from compilebench.spec import Case, Variant
 from compilebench.store import SCHEMA_VERSION, Store
 
+DATA = os.path.join(os.path.dirname(__file__), "data")
 
-def make_result(model="vit", batch=1, mode="eager", machine="m1", samples=(1_000_000, 2_000_000)) -> dict:
-    r = Result(Case(model, batch, Variant(mode)), "ok", machine_id=machine, env={"torch": "2.13.0", "device": "cpu"})
-    r.set_samples(list(samples))
-    return r.to_dict()
+
+def make_result(model="vit", batch=1, mode="eager", machine="m1", samples=(1_000_000, 2_000_000), index=1,
+                status="ok", result_id=None) -> Result:
+    rep = Repeat(index=index, status=status)
+    rep.set_samples(list(samples))
+    r = Result(Case(model, batch, Variant(mode)), [rep], machine_id=machine, env={"torch": "2.13.0", "device": "cpu"})
+    if result_id:
+        r.result_id = result_id
+    return r
+
+
+def done(i):
+    return lambda stored: any(r["index"] == i for r in stored["repeats"])
 
 
 def test_round_trip_keeps_the_whole_result(tmp_path):
     path = tmp_path / "sub" / "results.db"  # missing folders are created
     r = make_result(samples=(1_000_000, 3_000_000))
     with Store.open(str(path)) as store:
-        assert store.add(r)
-    with Store.open(str(path), create=False) as store:
+        store.add_repeat(r)
+    with Store.open(str(path), create=False, write=False) as store:
         (back,) = store.results()
-    assert back == r
-    assert back["samples_ms"] == [1.0, 3.0]
-    assert back["stats"]["mean"] == 2.0
+    assert back == r.to_dict()
+    assert back["repeats"][0]["samples_ms"] == [1.0, 3.0]
+    assert back["stats"]["mean"] == 2.0 and back["stats"]["repeats"] == 1
     assert Result.from_dict(back).case == Case("vit", 1, Variant("eager"))
 
 
+def test_repeats_join_one_result_and_a_retried_repeat_replaces_its_failed_attempt(tmp_path):
+    with Store.open(str(tmp_path / "r.db")) as store:
+        store.add_repeat(make_result(samples=(10_000_000,), result_id="a"))
+        store.add_repeat(make_result(index=2, status="crashed", samples=(), result_id="a"))
+        mid = store.latest(Case("vit", 1, Variant("eager")).key(), "m1")
+        assert [r["status"] for r in mid["repeats"]] == ["ok", "crashed"] and mid["status"] == "crashed"
+        store.add_repeat(make_result(index=2, samples=(40_000_000,), result_id="a"))
+        (r,) = store.results()
+    assert [rep["index"] for rep in r["repeats"]] == [1, 2] and r["status"] == "ok"
+    assert r["stats"]["mean"] == pytest.approx(20.0)  # geometric mean of the processes' 10 and 40 ms
+
+
 def test_the_same_result_is_not_stored_twice(tmp_path):
-    r = make_result()
+    r = make_result().to_dict()
     with Store.open(str(tmp_path / "r.db")) as store:
         assert store.add(r)
         assert not store.add(r)
         assert len(store.results()) == 1
 
 
-def test_finished_keys_are_per_machine(tmp_path):
-    with Store.open(str(tmp_path / "r.db")) as store:
-        store.add(make_result(machine="m1", batch=1))
-        store.add(make_result(machine="m2", batch=4))
-        keys = store.finished_keys("m1")
-    assert keys == {Case("vit", 1, Variant("eager")).key()}
-
-
-def test_a_ray_targets_finished_keys_come_from_its_placement_whatever_node_ran_them(tmp_path):
+def test_latest_is_per_machine_and_per_ray_target(tmp_path):
     placement = "ray|H100|torch 2.11.0|transformers 5.17.0"
     with Store.open(str(tmp_path / "r.db")) as store:
-        for node, batch in (("node-a", 1), ("node-b", 4)):
-            r = make_result(machine=f"{node}|NVIDIA H100 80GB HBM3|torch 2.11.0|transformers 5.17.0", batch=batch)
-            store.add({**r, "placement": placement})
-        store.add({**make_result(machine="node-c", batch=16), "placement": "ray|A100|torch 2.11.0|transformers 5.17.0"})
-        keys = store.finished_keys(placement)
-    assert keys == {Case("vit", b, Variant("eager")).key() for b in (1, 4)}
+        store.add_repeat(make_result(machine="m1", batch=1))
+        store.add_repeat(make_result(machine="m2", batch=4))
+        ray = make_result(machine="node-a|H100", batch=16)
+        ray.placement = placement
+        store.add_repeat(ray)
+        key = Case("vit", 1, Variant("eager")).key()
+        assert store.latest(key, "m1") is not None and store.latest(key, "m2") is None
+        assert store.latest(Case("vit", 16, Variant("eager")).key(), placement) is not None
+
+
+def test_a_schema_1_file_reads_as_one_repeat_per_result_and_is_migrated_when_a_run_adds_to_it(tmp_path):
+    # tests/data/schema1.db was written by compilebench before repeats existed (stop 10): two results.
+    path = tmp_path / "old.db"
+    shutil.copy(os.path.join(DATA, "schema1.db"), path)
+    with Store.open(str(path), create=False, write=False) as store:
+        old = store.results()
+        assert store.schema == 1
+    assert [len(r["repeats"]) for r in old] == [1, 1]
+    assert old[0]["repeats"][0]["samples_ms"] and old[0]["stats"]["mean"] == pytest.approx(
+        sum(old[0]["repeats"][0]["samples_ms"]) / len(old[0]["repeats"][0]["samples_ms"]))
+    assert old[1]["cold_compile_s"] is not None
+    with Store.open(str(path)) as store:  # a run opens it: migrated in place
+        assert store.schema == SCHEMA_VERSION
+        migrated = store.results()
+    assert migrated == old
+    assert sqlite3.connect(path).execute("SELECT value FROM meta").fetchone() == (str(SCHEMA_VERSION),)
+
+
+def test_fields_a_newer_version_wrote_are_kept(tmp_path):
+    d = make_result().to_dict()
+    d["energy_joules"] = 12.5  # a field this version does not know
+    d["repeats"][0]["gpu_energy"] = 3.0
+    d["case"]["future_setting"] = "x"
+    d["case_key"] = json.dumps({**json.loads(d["case_key"]), "future_setting": "x"}, sort_keys=True, separators=(",", ":"))
+    path = str(tmp_path / "r.db")
+    with Store.open(path) as store:
+        store.add(d)
+        r = Result.from_dict(store.results()[0])
+        r.add(make_result(index=2).repeats[0])
+        back = r.to_dict()
+    assert back["energy_joules"] == 12.5 and back["repeats"][0]["gpu_energy"] == 3.0
+    assert back["case"]["future_setting"] == "x" and back["case_key"] == d["case_key"] != Case("vit", 1, Variant()).key()
 
 
 def test_a_newer_schema_is_refused_with_an_instruction(tmp_path):
@@ -64,6 +120,33 @@ def test_a_newer_schema_is_refused_with_an_instruction(tmp_path):
     conn.close()
     with pytest.raises(SchemaError, match="newer compilebench.*upgrade"):
         Store.open(path)
+
+
+def test_a_read_only_results_file_is_read_for_a_report_and_refused_for_a_run(tmp_path):
+    path = tmp_path / "r.db"
+    with Store.open(str(path)) as store:
+        store.add_repeat(make_result())
+    os.chmod(path, stat.S_IRUSR | stat.S_IRGRP)
+    os.chmod(tmp_path, stat.S_IRUSR | stat.S_IXUSR)  # nor may a -shm or -wal file be made beside it
+    try:
+        with Store.open(str(path), create=False, write=False) as store:
+            assert len(store.results()) == 1
+        if os.geteuid() != 0:  # root writes whatever the bits say
+            with pytest.raises(UserError, match="is read-only"):
+                Store.open(str(path))
+    finally:
+        os.chmod(tmp_path, stat.S_IRWXU)
+        os.chmod(path, stat.S_IRUSR | stat.S_IWUSR)
+
+
+def test_a_damaged_file_is_refused_before_a_run_measures_anything(tmp_path):
+    path = tmp_path / "r.db"
+    with Store.open(str(path)) as store:
+        for b in range(1, 60):
+            store.add_repeat(make_result(batch=b, samples=tuple(range(1000, 400_000, 997))))
+    fr.damage(path)
+    with pytest.raises(UserError, match="is damaged"):
+        Store.open(str(path))
 
 
 def test_a_file_that_is_not_sqlite_is_refused_and_left_alone(tmp_path):
@@ -96,17 +179,63 @@ def test_a_directory_is_refused(tmp_path):
         Store.open(str(tmp_path))
 
 
+def _claimer(path: str, conn) -> None:
+    """Claim repeat 1 of the vit case, say which result it starts, then hold the claim until told to end (or die
+    holding it)."""
+    with Store.open(path) as store:
+        conn.send(store.claim(Case("vit", 1, Variant("eager")).key(), "m1", 1, None, done(1))[0])
+        conn.recv()
+
+
+def test_a_claimed_repeat_is_left_to_its_claimant_and_a_dead_claimants_claim_is_released(tmp_path):
+    path = str(tmp_path / "r.db")
+    Store.open(path).close()
+    ctx = multiprocessing.get_context("spawn")
+    mine_end, theirs = ctx.Pipe()
+    other = ctx.Process(target=_claimer, args=(path, theirs))
+    other.start()
+    try:
+        assert mine_end.poll(120)  # the handshake: it has claimed
+        series = mine_end.recv()
+        key = Case("vit", 1, Variant("eager")).key()
+        with Store.open(path) as store:
+            got, holder = store.claim(key, "m1", 1, None, done(1))
+            assert got is None and holder.pid == other.pid  # held by a live process: left to it
+            mine, _ = store.claim(key, "m1", 2, None, done(2))
+            assert mine == series  # repeat 2 joins the result the other run started
+            other.kill()
+            other.join(30)
+            got, holder = store.claim(key, "m1", 1, None, done(1))
+            assert got == series and holder is None  # its claimant died: taken over
+    finally:
+        if other.is_alive():
+            mine_end.send("end")
+        other.join(30)
+
+
+def test_a_repeat_stored_meanwhile_is_not_claimed_again(tmp_path):
+    path = str(tmp_path / "r.db")
+    key = Case("vit", 1, Variant("eager")).key()
+    with Store.open(path) as store:
+        store.add_repeat(make_result())
+        assert store.claim(key, "m1", 1, None, done(1)) == (None, None)
+        series, _ = store.claim(key, "m1", 2, None, done(2))
+        assert series == store.results()[0]["result_id"]
+        store.release_claims()
+        assert store._conn.execute("SELECT COUNT(*) FROM claims").fetchone() == (0,)
+
+
 def _writer(path: str, machine: str, n: int) -> None:
     with Store.open(path) as store:
         for i in range(n):
-            store.add(make_result(batch=i + 1, machine=machine))
+            store.add_repeat(make_result(batch=i + 1, machine=machine))
 
 
 def test_two_processes_writing_at_once_lose_nothing(tmp_path):
     path = str(tmp_path / "r.db")
     Store.open(path).close()
     ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_writer, args=(path, f"m{p}", 200)) for p in range(2)]
+    procs = [ctx.Process(target=_writer, args=(path, f"m{p}", 150)) for p in range(2)]
     for p in procs:
         p.start()
     for p in procs:
@@ -114,6 +243,6 @@ def test_two_processes_writing_at_once_lose_nothing(tmp_path):
         assert p.exitcode == 0
     with Store.open(path) as store:
         results = store.results()
-        assert len(results) == 400
-        assert len(store.finished_keys("m0")) == len(store.finished_keys("m1")) == 200
+        assert len(results) == 300
+        assert len({(r["machine_id"], r["case_key"]) for r in results}) == 300
     assert sqlite3.connect(path).execute("PRAGMA integrity_check").fetchone() == ("ok",)

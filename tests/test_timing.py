@@ -24,7 +24,7 @@ def test_first_call_is_timed_alone_and_warmup_is_excluded():
     m = measure(fn, iters=4, warmup=3, clock=clock)
     assert m.first_call_ns == 5_000_000_000
     assert m.samples_ns == [10, 20, 30, 40]
-    assert m.warmup_iters == 3
+    assert m.warmup_iters == 3 and m.warmup_ns == 3_000_000
     assert fn.calls == 8
     assert m.loop_wall_ns == 100
     assert not m.stopped_early
@@ -45,6 +45,34 @@ def test_max_time_stops_the_timed_loop_early_and_records_the_real_n():
     assert len(m.samples_ns) == 4  # 0.1, 0.2, 0.3, then 0.4 >= 0.35 ends the loop
     assert m.stopped_early
     assert m.iters_requested == 300
+
+
+def test_no_budget_ends_a_timed_loop_before_min_iters():
+    # Issue 13: a 0.001 s budget once ended a DETR loop after 2 samples. Each call here takes 1 s.
+    clock = FakeClock()
+    fn = Scripted(clock, [1_000_000_000] * 400)
+    m = measure(fn, iters=300, warmup=0, clock=clock, max_time_s=0.001, min_iters=10)
+    assert len(m.samples_ns) == 10 and m.min_iters == 10 and m.stopped_early
+    m = measure(Scripted(clock, [1] * 10), iters=5, warmup=0, clock=clock, max_time_s=0.001, min_iters=10)
+    assert len(m.samples_ns) == 5 and m.min_iters == 5  # never more than --iters
+
+
+def test_the_timed_loop_is_watched_and_placed_in_wall_clock_time():
+    clock = FakeClock()
+    seen = []
+
+    class Watch:
+        def start(self):
+            seen.append(("start", clock.t))
+
+        def stop(self):
+            seen.append(("stop", clock.t))
+            return {"other_cpu_share": 0.5}
+
+    m = measure(Scripted(clock, [7, 1, 2, 3]), iters=3, warmup=0, clock=clock, watch=Watch())
+    assert seen == [("start", 7), ("stop", 13)]  # around the timed calls only, not the first call
+    assert m.conditions == {"other_cpu_share": 0.5}
+    assert 0 < m.loop_started_at <= m.loop_ended_at
 
 
 def test_max_time_larger_than_needed_changes_nothing():
@@ -134,3 +162,69 @@ def test_interleaved_budget_is_per_variant_and_recompiles_are_counted():
     # 0.2 s each, 0.4 s in all: blocks of 5 x 10 ms alternate until 0.4 s of timing has passed
     assert len(got["eager"].samples_ns) == len(got["compiled"].samples_ns) == 20
     assert got["eager"].stopped_early and got["compiled"].recompiles == 1
+
+
+def test_an_interleaved_budget_still_gives_every_variant_min_iters():
+    clock = timing.FakeClock()
+
+    def slow():
+        clock.advance(1_000_000_000)
+
+    got = timing.measure_interleaved({"a": slow, "b": slow}, iters=100, warmup={"a": 0, "b": 0}, block=3, clock=clock,
+                                     max_time_s=0.001, min_iters=10)
+    assert len(got["a"].samples_ns) == len(got["b"].samples_ns) == 12  # blocks of 3 until both have 10
+
+
+class Generate:
+    """A fake generate(): each call's prefill, then its new tokens, scripted in fake nanoseconds."""
+
+    def __init__(self, clock, prefill, per_token, tokens, graphs=None):
+        self.clock, self.prefill, self.per_token, self.tokens, self.graphs = clock, list(prefill), per_token, tokens, graphs
+        self.calls = 0
+
+    def __call__(self, stamp):
+        self.clock.advance(self.prefill[min(self.calls, len(self.prefill) - 1)])
+        stamp()
+        for _ in range(self.tokens - 1):
+            self.clock.advance(self.per_token)
+            stamp()
+        self.calls += 1
+        if self.graphs is not None and self.calls == 9:  # a recompile in the steady state
+            self.graphs[0] += 1
+
+
+def test_generation_times_the_first_calls_one_by_one_then_the_steady_state():
+    clock = timing.FakeClock()
+    gen = Generate(clock, prefill=[30_000_000_000, 2_000_000_000, 5_000_000], per_token=1_000_000, tokens=4)
+    compiled_so_far = []
+    got = timing.measure_generation({"compile": gen}, first_calls=3, iters=4, clock=clock,
+                                    after_first_call=lambda name, i: compiled_so_far.append((name, i)))["compile"]
+    # call 1 compiles the prefill (30 s), call 2 the decode shapes (2 s), then 5 ms prefills
+    assert [c.total_ns for c in got.first_calls] == [30_003_000_000, 2_003_000_000, 8_000_000]
+    assert [c.token_ns for c in got.calls] == [[5_000_000, 6_000_000, 7_000_000, 8_000_000]] * 4
+    assert compiled_so_far == [("compile", 0), ("compile", 1), ("compile", 2)]
+    assert not got.stopped_early and got.recompiles is None
+
+
+def test_generation_budget_keeps_min_iters_and_counts_steady_state_recompiles():
+    clock = timing.FakeClock()
+    graphs = [2]
+    gen = Generate(clock, prefill=[1_000_000_000], per_token=0, tokens=1, graphs=graphs)
+    got = timing.measure_generation({"g": gen}, first_calls=2, iters=50, clock=clock, max_time_s=0.001, min_iters=10,
+                                    graph_count=lambda: graphs[0])["g"]
+    assert len(got.calls) == 10 and got.stopped_early and got.recompiles == 1
+
+
+def test_generation_variants_alternate_call_by_call_after_their_first_calls():
+    clock = timing.FakeClock()
+    order = []
+
+    def named(name):
+        def call(stamp):
+            order.append(name)
+            clock.advance(1)
+            stamp()
+        return call
+
+    timing.measure_generation({"e": named("e"), "c": named("c")}, first_calls=2, iters=3, clock=clock)
+    assert "".join(order) == "eecc" + "ececec"

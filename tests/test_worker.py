@@ -5,21 +5,28 @@ without tens of seconds of C++ compilation per test."""
 import pytest
 
 from compilebench.executors import InlineExecutor, ProcessExecutor
-from compilebench.spec import Case, TimingPolicy, Variant
+from compilebench.spec import Case, Job, TimingPolicy, Variant
 from compilebench.worker import run_case
 
-FAST = TimingPolicy(iters=5, warmup=2)
+FAST = TimingPolicy(iters=5, warmup=2, min_iters=1)
 
 
 def case(model, mode="eager", backend="eager", **kw):
     return Case(model, kw.pop("batch_size", 1), Variant(mode, backend=backend, **kw), device="cpu", model_size="tiny")
 
 
+def run_in_process(c, policy=FAST, timeout_s=300, phases=None, env=None):
+    on_phase = phases.append if phases is not None else (lambda p: None)
+    (r,) = ProcessExecutor(timeout_s=timeout_s).run(Job([c], policy), env or {}, on_phase)
+    return r
+
+
 def test_a_tiny_vit_compiles_and_matches_eager_inline():
     r = run_case(case("vit", "default"), FAST, isolation="inline")
     assert r.status == "ok", r.traceback
     assert r.label == "Image Classification/ViT"
-    assert len(r.samples_ms) == 5 and r.stats["n"] == 5 and r.stats["mean"] > 0
+    (rep,) = r.repeats
+    assert len(rep.samples_ms) == 5 and r.stats["n"] == 5 and r.stats["mean"] > 0 and r.stats["repeats"] == 1
     assert r.first_call_s > 0 and r.compile_s > 0
     assert r.graphs == 1 and r.graph_breaks == 0 and r.recompiles_in_timed_loop == 0
     assert r.max_abs_err == 0.0  # the eager backend runs the captured graph op for op
@@ -29,15 +36,16 @@ def test_a_tiny_vit_compiles_and_matches_eager_inline():
 
 def test_eager_case_times_the_first_call_apart():
     r = run_case(case("resnet-50", batch_size=2), FAST, isolation="inline")
-    assert r.status == "ok", r.traceback
-    assert r.first_call_s is not None and len(r.samples_ms) == 5
+    assert r.status == "ok", r.message
+    assert r.first_call_s is not None and len(r.repeats[0].samples_ms) == 5
     assert r.compile_s is None and r.graphs is None
+    assert r.repeats[0].warmup_iters == 2 and r.repeats[0].warmup_s > 0
 
 
 def test_cuda_out_of_memory_is_an_oom_result():
     r = run_case(case("fault-oom"), FAST, isolation="inline")
     assert r.status == "oom"
-    assert "OutOfMemoryError" in r.message and r.phase == "first call"
+    assert "OutOfMemoryError" in r.message and r.repeats[0].phase == "first call"
 
 
 def test_host_out_of_memory_is_an_oom_result():
@@ -47,9 +55,10 @@ def test_host_out_of_memory_is_an_oom_result():
 def test_a_raising_compile_is_an_error_with_its_traceback():
     r = run_case(case("fault-ok", "default", backend="test_raise"), FAST, isolation="inline")
     assert r.status == "error"
+    rep = r.repeats[0]
     assert "injected compile failure" in r.message and "\n" not in r.message
-    assert "injected compile failure" in r.traceback and "Traceback" in r.traceback
-    assert r.phase == "first call"
+    assert "injected compile failure" in rep.traceback and "Traceback" in rep.traceback
+    assert rep.phase == "first call"
 
 
 def test_a_recompile_inside_the_timed_loop_voids_the_result():
@@ -73,7 +82,7 @@ def test_a_graph_break_is_counted_with_its_reason_and_fullgraph_makes_it_an_erro
     assert r.graph_breaks == 1 and r.graphs >= 1
     assert len(r.break_reasons) == 1 and "Tensor.item()" in r.break_reasons[0]
     r = run_case(case("fault-break", "default", fullgraph=True), FAST, isolation="inline")
-    assert r.status == "error" and r.phase == "first call"
+    assert r.status == "error" and r.repeats[0].phase == "first call"
     assert r.message.startswith("fullgraph=True could not capture the model in one graph: "), r.message
     assert "data-dependent" in r.message
 
@@ -85,29 +94,35 @@ def test_an_unknown_model_inside_a_worker_is_an_error_result_not_a_crash():
 
 def test_inline_executor_relays_phases():
     phases = []
-    r = InlineExecutor().run(case("fault-ok"), FAST, phases.append)
+    (r,) = InlineExecutor().run(Job([case("fault-ok")], FAST), {}, phases.append)
     assert r.status == "ok" and r.isolation == "inline"
     assert phases == ["build", "first call", "warm-up", "timing", "counting FLOPs"]
 
 
+def test_flops_are_not_counted_again_when_a_case_already_has_them():
+    phases = []
+    (r,) = InlineExecutor().run(Job([case("fault-ok")], FAST, count_flops=False), {}, phases.append)
+    assert "counting FLOPs" not in phases and r.flops is None
+
+
 def test_process_executor_returns_the_workers_result():
     phases = []
-    r = ProcessExecutor(timeout_s=300).run(case("fault-ok", "default"), FAST, phases.append)
-    assert r.status == "ok", r.traceback
-    assert r.isolation == "process" and len(r.samples_ms) == 5
+    r = run_in_process(case("fault-ok", "default"), phases=phases)
+    assert r.status == "ok", r.message
+    assert r.isolation == "process" and len(r.repeats[0].samples_ms) == 5
     assert phases == ["build", "eager reference", "first call", "warm-up", "timing", "check"]
 
 
 def test_a_worker_that_kills_itself_is_a_crashed_result_naming_the_signal():
-    r = ProcessExecutor(timeout_s=300).run(case("fault-crash"), FAST, lambda p: None)
+    r = run_in_process(case("fault-crash"))
     assert r.status == "crashed"
-    assert "SIGKILL" in r.message and r.phase == "first call"
+    assert "SIGKILL" in r.message and r.repeats[0].phase == "first call"
 
 
 def test_a_hung_case_is_killed_at_the_timeout():
-    r = ProcessExecutor(timeout_s=15).run(case("fault-hang"), FAST, lambda p: None)
+    r = run_in_process(case("fault-hang"), timeout_s=5)
     assert r.status == "timeout"
-    assert r.phase == "first call" and "15 s" in r.message
+    assert r.repeats[0].phase == "first call" and "5 s" in r.message
 
 
 @pytest.mark.parametrize("settings", [
@@ -122,14 +137,14 @@ def test_dtype_and_memory_format_variants_run_and_check_within_their_tolerance(s
     r = run_case(c, FAST, isolation="inline")
     assert r.status == "ok", (r.message, r.traceback)
     assert r.agreement == {"top1": 1.0} and r.max_rel_err <= 5e-2
-    assert r.compile_cache == "cold" and r.case == c
+    assert r.repeats[0].compile_cache == "cold" and r.case == c
 
 
 def test_the_model_and_inputs_take_the_case_dtype_and_memory_format():
     import torch
 
     from compilebench import zoo
-    from compilebench.worker import _prepare
+    from compilebench.forward import prepare as _prepare
 
     c = Case("segformer", 1, Variant("eager"), device="cpu", model_size="tiny", dtype="bfloat16", channels_last=True)
     model, inputs = _prepare(zoo.get("segformer"), c)
@@ -158,25 +173,29 @@ def test_attention_implementation_is_chosen_where_the_model_has_one():
 
 
 @pytest.mark.slow
-def test_a_warm_compile_cache_is_read_from_disk_and_a_cold_one_is_not():
-    cold = run_case(case("fault-ok", "default", backend="inductor"), FAST, isolation="inline")
-    warm = run_case(Case("fault-ok", 1, Variant("default"), device="cpu", model_size="tiny", compile_cache="warm"), FAST,
-                    isolation="inline")
-    assert cold.status == warm.status == "ok", (cold.message, warm.message)
-    assert (cold.compile_cache, cold.compile_cache_hits) == ("cold", 0)
-    assert warm.compile_cache == "warm" and warm.compile_cache_hits >= 1
+def test_a_warm_compile_cache_is_read_from_disk_and_a_cold_one_is_not(tmp_path):
+    from compilebench import compiler_state
+
+    env = compiler_state.env_for(str(tmp_path / "state"))
+    cold = run_in_process(case("fault-ok", "default", backend="inductor"), env=env)
+    again = run_in_process(case("fault-ok", "default", backend="inductor"), env=env)  # a later repeat: warm
+    warm = run_in_process(Case("fault-ok", 1, Variant("default"), device="cpu", model_size="tiny", compile_cache="warm"),
+                          env=compiler_state.env_for(str(tmp_path / "other")))
+    assert cold.status == again.status == warm.status == "ok", (cold.message, again.message, warm.message)
+    assert cold.compile_cache_hits == 0 and again.compile_cache_hits >= 1 and warm.compile_cache_hits >= 1
 
 
 def test_interleave_measures_the_variants_of_a_model_together_in_one_worker():
     cases = [Case("fault-ok", 1, Variant(m, backend="eager"), device="cpu", model_size="tiny", interleave=True)
              for m in ("eager", "default")]
-    results = ProcessExecutor(timeout_s=120).run_group(cases, FAST, lambda phase: None)
+    results = ProcessExecutor(timeout_s=120).run(Job(cases, FAST), {}, lambda phase: None)
     assert [r.status for r in results] == ["ok", "ok"], [r.message for r in results]
     assert [r.case for r in results] == cases and [r.stats["n"] for r in results] == [FAST.iters] * 2
     assert results[1].graphs == 1 and results[1].max_abs_err == 0.0 and results[0].compile_s is None
-    crashed = ProcessExecutor(timeout_s=120).run_group(
-        [Case("fault-crash", 1, Variant(m, backend="eager"), device="cpu", interleave=True) for m in ("eager", "default")],
-        FAST, lambda phase: None)
+    assert results[0].repeats[0].process == results[1].repeats[0].process  # one process: their repeats pair up
+    crashed = ProcessExecutor(timeout_s=120).run(
+        Job([Case("fault-crash", 1, Variant(m, backend="eager"), device="cpu", interleave=True) for m in ("eager", "default")],
+            FAST), {}, lambda phase: None)
     assert [r.status for r in crashed] == ["crashed", "crashed"]
 
 
@@ -185,3 +204,90 @@ def test_flops_of_one_forward_are_counted_for_eager_and_compiled():
     for mode in ("eager", "default"):
         r = run_case(case("fault-ok", mode), FAST, isolation="inline")
         assert r.status == "ok" and r.flops == 2 * 144 * 27, (mode, r.flops, r.message)
+
+
+def test_the_timed_loop_records_its_conditions_and_its_place_in_time():
+    r = run_case(case("fault-slow"), TimingPolicy(iters=3, warmup=0, min_iters=1), isolation="inline")
+    rep = r.repeats[0]
+    assert r.status == "ok" and rep.loop_started_at < rep.loop_ended_at
+    assert rep.loop_ended_at - rep.loop_started_at == pytest.approx(rep.loop_wall_s, abs=0.05)
+    c = rep.conditions
+    assert 0 <= c["other_cpu_share"] <= 1 and c["loadavg_1m"] is not None and c["window_s"] >= 0.6
+    assert rep.cpus >= 1
+
+
+def gen_case(mode, **kw):
+    return Case("smollm2-135m", 1, Variant.named(mode, backend=kw.pop("backend", "eager")), device="cpu",
+                model_size="tiny", prompt_len=8, new_tokens=5, **kw)
+
+
+GEN = TimingPolicy(iters=3, min_iters=1, first_calls=2)
+
+
+def test_a_generation_case_splits_each_call_into_prefill_and_decoded_tokens():
+    r = run_case(gen_case("eager"), GEN, isolation="inline")
+    assert r.status == "ok", (r.message, r.repeats[0].traceback)
+    rep = r.repeats[0]
+    gen = rep.generation
+    assert len(rep.samples_ms) == 3 and len(gen["ttft_ms"]) == 3 and len(gen["token_ms"]) == 3
+    assert all(len(tokens) == 4 for tokens in gen["token_ms"])  # 5 new tokens: the first, then 4 decoded
+    for total, ttft, tokens in zip(rep.samples_ms, gen["ttft_ms"], gen["token_ms"]):
+        assert 0 < ttft < total and ttft + sum(tokens) <= total
+    assert [f["graphs"] for f in gen["first_calls"]] == [0, 0]
+    assert r.generation["ttft"]["repeats"] == 1 and r.generation["per_token"]["mean"] > 0
+
+
+def test_a_compiled_generation_compiles_and_matches_eager_greedy_tokens():
+    r = run_case(gen_case("default"), GEN, isolation="inline")
+    assert r.status == "ok", (r.message, r.repeats[0].traceback)
+    assert r.graphs >= 1 and r.compile_s > 0 and r.recompiles_in_timed_loop == 0
+    assert r.agreement == {"tokens": 1.0} and r.max_rel_err < 1e-3
+    firsts = r.repeats[0].generation["first_calls"]
+    assert firsts[0]["graphs"] >= 1 and firsts[0]["compile_s"] > 0
+
+
+def test_eager_with_a_static_cache_compiles_nothing_even_where_transformers_would(monkeypatch):
+    """transformers' generate() compiles the forward by itself when the cache can be compiled (on GPUs, or on any
+    device with compile_config._compile_all_devices). The control: plain generate() under that setting compiles;
+    compilebench's eager static-cache variant does not."""
+    import torch
+    from transformers import GenerationConfig
+    from transformers.generation.configuration_utils import CompileConfig
+
+    from compilebench import generation, variants, zoo
+
+    entry = zoo.get("smollm2-135m")
+    model = entry.build("random", "tiny")
+    compile_everywhere = CompileConfig(backend="eager")
+    compile_everywhere._compile_all_devices = True
+    model.generation_config.compile_config = compile_everywhere
+    monkeypatch.setattr(type(entry), "build", lambda self, weights, size: model)
+    ids = entry.prompt(1, 8, "random", "tiny")
+    variants.reset_dynamo()
+    with torch.inference_mode():
+        model.generate(ids, generation_config=GenerationConfig(max_new_tokens=3, cache_implementation="static",
+                                                               compile_config=compile_everywhere, do_sample=False))
+    assert variants.graph_count() >= 1  # the trap is real: transformers compiled an "eager" static-cache run
+
+    r = run_case(gen_case("eager-static-cache"), GEN, isolation="inline")
+    assert r.status == "ok", (r.message, r.repeats[0].traceback)
+    assert r.graphs == 0
+    assert r.agreement == {"tokens": 1.0}
+
+
+def test_greedy_tokens_that_diverge_where_eager_was_decisive_are_a_mismatch():
+    import torch
+
+    from compilebench import correctness
+
+    ref_tokens = torch.tensor([[5, 6, 7, 8]])
+    logits = [torch.full((1, 10), -1.0) for _ in range(4)]
+    for step, tok in enumerate([5, 6, 7, 8]):
+        logits[step][0, tok] = 5.0  # eager's choice beats the rest by 6
+    near_tie = [l.clone() for l in logits]
+    near_tie[2][0, 3] = 5.0 - 1e-6  # token 3 a hair behind 7 at the third step
+    flipped = torch.tensor([[5, 6, 3, 1]])
+    v = correctness.check_generation(ref_tokens, near_tie, flipped, near_tie, "float32")
+    assert v.ok and v.first_divergence == 2 and v.agreement == {"tokens": 0.5}
+    v = correctness.check_generation(ref_tokens, logits, flipped, logits, "float32")
+    assert not v.ok and "diverge from eager's at new token 3" in v.problems[0]

@@ -4,10 +4,13 @@ compile, suites, and checkpoints given by path."""
 import pytest
 import torch
 
-from compilebench import cli, suites, zoo
+from compilebench import suites, zoo
+from compilebench.cli import options
+from compilebench.cli.run import run_spec
 from compilebench.errors import UserError
 from compilebench.spec import Case, TimingPolicy, Variant
-from compilebench.worker import default_image_path, load_image, run_case
+from compilebench.worker import run_case
+from compilebench.zoo.entry import default_image_path, load_image
 
 # Parameter counts of the checkpoints, in millions as published (MODELS.md, measured from the checkpoints).
 PUBLISHED_PARAMS_M = {
@@ -38,8 +41,9 @@ def photo():
     return load_image(default_image_path())
 
 
-def test_the_zoo_is_the_guides_twelve_in_the_guides_order():
-    assert tuple(n for n in zoo.REGISTRY if not n.startswith("fault-")) == suites.GUIDE_MODELS
+def test_the_zoo_is_the_guides_twelve_in_the_guides_order_then_the_causal_lms():
+    names = tuple(n for n in zoo.REGISTRY if not n.startswith("fault-"))
+    assert names == suites.GUIDE_MODELS + suites.TEXT_MODELS
     assert zoo.get("detr-resnet-101").label == "Object Detection/Resnet-101"
     assert zoo.get("detr").label == "Object Detection/DETR"
     assert zoo.get("deeplabv3-mobilenet").label == "Image Segmentation/MobileNet"
@@ -75,8 +79,8 @@ def test_batch_repeats_the_image_and_owlvit_gets_both_queries_per_image(photo):
 def test_tiny_config_compiles_with_inductor_and_matches_eager(name):
     """The worker's own path: build, preprocess the photo, eager reference, torch.compile, time, compare."""
     case = Case(name, 2, Variant("default"), device="cpu", model_size="tiny")
-    r = run_case(case, TimingPolicy(iters=2, warmup=1), isolation="inline")
-    assert r.status == "ok", r.traceback
+    r = run_case(case, TimingPolicy(iters=2, warmup=1, min_iters=1), isolation="inline")
+    assert r.status == "ok", (r.message, r.repeats[0].traceback)
     assert r.graphs >= 1 and r.recompiles_in_timed_loop == 0
     assert r.max_rel_err < 1e-3, r.max_rel_err
 
@@ -84,6 +88,11 @@ def test_tiny_config_compiles_with_inductor_and_matches_eager(name):
 def test_suites_are_the_guides_matrices():
     seed = suites.get("seed")
     assert len(seed.models) * len(seed.batch_sizes) * len(seed.variants) == 72
+    generation = suites.get("seed-generation")  # the torch.compile page's example
+    assert generation.models == ("gemma-2b",) and generation.fullgraph
+    assert generation.variants == ("eager", "default", "reduce-overhead")
+    assert parse_run("--suite", "seed-generation").fullgraph
+    assert suites.get("generation").models == suites.TEXT_MODELS
     ro = suites.get("seed-reduce-overhead")
     assert set(ro.models) == {"convnext", "resnet-50", "conditional-detr", "deeplabv3-mobilenet"}
     assert ro.batch_sizes == (1, 4) and ro.variants == ("eager", "reduce-overhead")
@@ -92,7 +101,8 @@ def test_suites_are_the_guides_matrices():
 
 
 def parse_run(*argv):
-    return cli._run_spec(cli._parser().parse_args(["run", *argv]))
+    commands = dict.fromkeys(("run", "tune", "report", "compare", "env", "models"), None)
+    return run_spec(options.parser(commands).parse_args(["run", *argv]))
 
 
 def test_no_model_and_no_suite_runs_the_quick_suite_with_its_recorded_budget():

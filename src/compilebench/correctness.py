@@ -109,3 +109,38 @@ def check(reference: dict, actual: dict, compute_dtype: str) -> Verdict:
     problems += [f"{name} agreement {decisive:.1%} < {MIN_AGREEMENT:.0%} of decisive predictions"
                  for name, (_, decisive) in agreement.items() if decisive < MIN_AGREEMENT]
     return Verdict(max_abs, max_rel, {name: everything for name, (everything, _) in agreement.items()}, problems)
+
+
+@dataclass
+class GenerationVerdict(Verdict):
+    first_divergence: int | None = None  # the first new-token position where any sequence differs from eager's
+
+
+def check_generation(ref_tokens, ref_logits: list, tokens, logits: list, compute_dtype: str) -> GenerationVerdict:
+    """Greedy tokens of a variant against eager's, with the logits of each step. Random weights make many
+    near-ties between the best two tokens, and float rounding may flip one without the model computing anything
+    else; after a flip the sequences differ for good. So: a divergence counts against the variant only where
+    eager's best token beat its second by more than the dtype's tolerance lets a logit move (a decisive step);
+    the first step's logits must agree within that tolerance; the fraction of identical tokens is recorded."""
+    import torch
+
+    tolerance = REL_TOLERANCE[compute_dtype]
+    same = tokens == ref_tokens  # [batch, new tokens]
+    agreement = float(same.double().mean())
+    differs = (~same).any(0).nonzero()
+    first = int(differs[0]) if differs.numel() else None
+    ref0, got0 = ref_logits[0].double(), logits[0].double()
+    max_abs = float((ref0 - got0).abs().max())
+    scale = float(ref0.abs().max()) or 1.0
+    max_rel = max_abs / scale
+    problems = []
+    if max_rel > tolerance:
+        problems.append(f"first step's logits: max relative error {max_rel:.2e} > {tolerance:.0e} allowed for {compute_dtype}")
+    if first is not None:
+        step = ref_logits[first].double()[~same[:, first]]  # the sequences that flipped there
+        top2 = step.topk(2, dim=-1).values
+        margin = float((top2[:, 0] - top2[:, 1]).min())
+        if margin > tolerance * float(step.abs().max()):
+            problems.append(f"greedy tokens diverge from eager's at new token {first + 1} where eager's choice was "
+                            f"decisive (margin {margin:.3g}); {agreement:.1%} of tokens agree")
+    return GenerationVerdict(max_abs, max_rel, {"tokens": agreement}, problems, first)

@@ -2,8 +2,10 @@
 local GPU (--gpus), or a Ray cluster (ray_executor). The sweep hands over units of work and gets results back
 as each unit finishes; only the sweep writes the store.
 
-A unit is one case, or (--interleave) the variants of one model measured together, bound for one target. A
-target is what one copy of the sweep's matrix runs on: this machine, or one GPU type of a Ray cluster."""
+A unit is one repeat of one case, or (--interleave) one repeat of the variants of one model measured together,
+bound for one target. A target is what one copy of the sweep's matrix runs on: this machine, or one GPU type of
+a Ray cluster. Right before a unit runs, the sweep opens it (`open_unit`): it claims it in the results file and
+says what job to run with what private compiler state, or that another run has it (None)."""
 
 from __future__ import annotations
 
@@ -11,12 +13,13 @@ import dataclasses
 import os
 import queue
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
+from compilebench import locks
 from compilebench.executors import Cancelled
 from compilebench.result import Result
-from compilebench.spec import Case, TimingPolicy
+from compilebench.spec import Case, Job
 
 
 @dataclass(frozen=True)
@@ -31,36 +34,62 @@ class Target:
 class Unit:
     target: Target
     cases: tuple[Case, ...]
+    repeat: int = 1
+    group: int = 0  # the cases measured together share compiler state across their repeats
+
+    def describe(self, repeats: int) -> str:
+        what = " + ".join(c.describe() for c in self.cases)
+        return f"{what} (repeat {self.repeat}/{repeats})" if repeats > 1 else what
+
+
+@dataclass
+class Work:
+    """An opened unit: the job its worker runs, and the environment holding its private compiler state."""
+
+    job: Job
+    env: dict[str, str] = field(default_factory=dict)
 
 
 class Progress(Protocol):
     def started(self, slot: str, unit: Unit) -> None: ...
     def phase(self, slot: str, phase: str) -> None: ...
     def finished(self, slot: str) -> None: ...
+    def note(self, message: str) -> None: ...
 
 
+OpenUnit = Callable[[Unit], "Work | None"]
 Deliver = Callable[[Unit, list[Result]], None]
 
 
 class Dispatcher(Protocol):
-    def run(self, units: list[Unit], policy: TimingPolicy, progress: Progress, deliver: Deliver) -> None:
-        """Run every unit, calling deliver(unit, results) in the caller's thread as each unit finishes. On
+    def run(self, units: list[Unit], open_unit: OpenUnit, progress: Progress, deliver: Deliver) -> None:
+        """Run every unit that opens, calling deliver(unit, results) in the caller's thread as each finishes. On
         Ctrl-C: stop what is still running (nothing of it is delivered), deliver what had finished, re-raise."""
         ...
 
 
-RunGroup = Callable[[list[Case], TimingPolicy, Callable[[str], None]], list[Result]]
+Run = Callable[[Job, dict, Callable[[str], None]], list[Result]]
 
 
 @dataclass
 class Slot:
-    """One device a case may hold alone: its name, the device the worker sees, and how to run a unit there.
-    run_group raises Cancelled when cancel() stopped it."""
+    """One device a case may hold alone: its name, the device the worker sees, the locks that keep every other
+    benchmark of this machine off it, and how to run a job there. run raises Cancelled when cancel() stopped it."""
 
     name: str
     device: str
-    run_group: RunGroup
+    run: Run
     cancel: Callable[[], None] = lambda: None
+    locks: list[tuple[str, bool]] = field(default_factory=list)
+
+    def execute(self, unit: Unit, work: Work, progress: Progress) -> list[Result]:
+        job = dataclasses.replace(work.job, cases=[dataclasses.replace(c, device=self.device) for c in work.job.cases])
+        progress.started(self.name, unit)
+        try:
+            with locks.hold(self.locks, unit.describe(job.repeat), on_wait=progress.note):
+                return self.run(job, work.env, lambda p: progress.phase(self.name, p))
+        finally:
+            progress.finished(self.name)
 
 
 class LocalPool:
@@ -70,18 +99,17 @@ class LocalPool:
     def __init__(self, slots: list[Slot]):
         self.slots = slots
 
-    def run(self, units: list[Unit], policy: TimingPolicy, progress: Progress, deliver: Deliver) -> None:
+    def run(self, units: list[Unit], open_unit: OpenUnit, progress: Progress, deliver: Deliver) -> None:
         if len(self.slots) == 1:
             slot = self.slots[0]
             for unit in units:
-                progress.started(slot.name, unit)
-                results = slot.run_group(_on(unit, slot), policy, lambda p: progress.phase(slot.name, p))
-                progress.finished(slot.name)
-                deliver(unit, results)
+                work = open_unit(unit)
+                if work is not None:
+                    deliver(unit, slot.execute(unit, work, progress))
         else:
-            self._concurrent(units, policy, progress, deliver)
+            self._concurrent(units, open_unit, progress, deliver)
 
-    def _concurrent(self, units, policy, progress, deliver):
+    def _concurrent(self, units, open_unit, progress, deliver):
         todo: queue.SimpleQueue = queue.SimpleQueue()
         for unit in units:
             todo.put(unit)
@@ -95,10 +123,9 @@ class LocalPool:
                         unit = todo.get_nowait()
                     except queue.Empty:
                         break
-                    progress.started(slot.name, unit)
-                    results = slot.run_group(_on(unit, slot), policy, lambda p: progress.phase(slot.name, p))
-                    progress.finished(slot.name)
-                    done.put((unit, results))
+                    work = open_unit(unit)
+                    if work is not None:
+                        done.put((unit, slot.execute(unit, work, progress)))
             except Cancelled:
                 pass
             except BaseException as exc:  # a bug in the driver: re-raised in the caller with its traceback
@@ -130,11 +157,6 @@ class LocalPool:
                     deliver(*item)
 
 
-def _on(unit: Unit, slot: Slot) -> list[Case]:
-    """The unit's cases on the slot's device: the device index is not part of a case's key."""
-    return [dataclasses.replace(c, device=slot.device) for c in unit.cases]
-
-
 def share_cpus(cpus: list[int], parts: int) -> list[list[int]]:
     """The host's cores in `parts` disjoint, contiguous, near-equal shares (one per GPU), so one case's
     compilation cannot take the cores another case launches its kernels from. Empty shares where there are
@@ -149,11 +171,12 @@ def share_cpus(cpus: list[int], parts: int) -> list[list[int]]:
     return shares
 
 
-def gpu_slots(gpus: list[int], timeout_s: float | None) -> list[Slot]:
+def gpu_slots(gpus: list[int], timeout_s: float | None, gpu_ids: dict[int, str] | None = None) -> list[Slot]:
     """A slot per listed GPU. Each worker sees only its GPU (as cuda:0), keeps to its share of the CPU cores,
-    and runs that many threads, compile workers included."""
+    and runs that many threads, compile workers included. Each slot locks its physical GPU (by UUID where known)."""
     from compilebench.executors import ProcessExecutor
 
+    gpu_ids = gpu_ids or {}
     shares = share_cpus(list(os.sched_getaffinity(0)), len(gpus)) if len(gpus) > 1 else [[]]
     slots = []
     for gpu, cpus in zip(gpus, shares):
@@ -163,5 +186,6 @@ def gpu_slots(gpus: list[int], timeout_s: float | None) -> list[Slot]:
             env.update(COMPILEBENCH_CPUS=",".join(map(str, cpus)), OMP_NUM_THREADS=threads,
                        TORCHINDUCTOR_COMPILE_THREADS=threads)
         executor = ProcessExecutor(timeout_s, env=env)
-        slots.append(Slot(f"cuda:{gpu}", "cuda:0", executor.run_group, executor.cancel))
+        slots.append(Slot(f"cuda:{gpu}", "cuda:0", executor.run, executor.cancel,
+                          locks.names_for(f"cuda:{gpu}", gpu_ids.get(gpu))))
     return slots

@@ -1,10 +1,11 @@
-"""Executors send a case to worker.run_case and bring a Result back. They know nothing of models.
+"""Executors send a job to worker.run_cases and bring its results back. They know nothing of models.
 
-process (default): a fresh Python process per case, in its own session so a timeout or Ctrl-C can kill it
-with every compile worker it started; it dies with the driver too (PR_SET_PDEATHSIG), leaving no orphan.
-The driver blocks in waitpid (no polling loop beside the timed loop); a timer thread enforces the timeout,
-and a reader thread, blocked on a pipe, relays the worker's phase.
-inline: run_case in this process (debugging, tests); dynamo and the inductor cache are reset per case."""
+process (default): a fresh Python process per job (forked by the launcher, or a new interpreter), in its own
+session so a timeout or Ctrl-C can kill it with every compile worker it started; it dies with the driver too
+(PR_SET_PDEATHSIG), leaving no orphan. Its compiler state lives in the folders the `env` it is given names
+(compiler_state). The driver blocks until the worker exits (no polling loop beside the timed loop); a timer
+thread enforces the timeout, and a reader thread, blocked on a pipe, relays the worker's phase.
+inline: run_cases in this process (debugging, tests, the Python API's nn.Module objects)."""
 
 from __future__ import annotations
 
@@ -15,10 +16,12 @@ import subprocess
 import sys
 import tempfile
 import threading
+import weakref
 from typing import Callable
 
-from compilebench.result import Result
-from compilebench.spec import Case, TimingPolicy
+from compilebench import launcher
+from compilebench.result import Repeat, Result
+from compilebench.spec import Job
 
 LOG_TAIL_CHARS = 4000
 
@@ -27,26 +30,38 @@ class Cancelled(Exception):
     """The run was stopped by cancel(): the sweep is being interrupted and keeps nothing of it."""
 
 
+def failure(job: Job, status: str, message: str, phase: str | None = None, traceback: str | None = None) -> list[Result]:
+    """A result for each case of a job whose worker came back with nothing (timeout, crash, lost node)."""
+    return [Result(c, [Repeat(index=job.repeat, status=status, message=message, phase=phase, traceback=traceback,
+                              compile_cache=job.compile_cache)]) for c in job.cases]
+
+
 class InlineExecutor:
     name = "inline"
 
-    def run(self, case: Case, policy: TimingPolicy, on_phase: Callable[[str], None]) -> Result:
-        return self.run_group([case], policy, on_phase)[0]
+    def run(self, job: Job, env: dict[str, str], on_phase: Callable[[str], None]) -> list[Result]:
+        from torch._inductor.utils import clear_caches
 
-    def run_group(self, cases: list[Case], policy: TimingPolicy, on_phase: Callable[[str], None]) -> list[Result]:
-        from compilebench import worker
+        from compilebench import compiler_state, worker
 
-        return worker.run_cases(cases, policy, isolation="inline", on_phase=on_phase)
+        with compiler_state.applied(env):
+            clear_caches()  # inductor's in-memory view of the previous case's cache folder
+            try:
+                return worker.run_cases(job, isolation="inline", on_phase=on_phase)
+            finally:
+                clear_caches()
 
 
 class ProcessExecutor:
     name = "process"
 
-    def __init__(self, timeout_s: float | None = None, env: dict[str, str] | None = None):
+    def __init__(self, timeout_s: float | None = None, env: dict[str, str] | None = None, fork: bool = True):
         self.timeout_s = timeout_s
-        self.env = env or {}  # added to the worker's environment: CUDA_VISIBLE_DEVICES, thread counts, CPUs
+        self.env = env or {}  # added to every worker's environment: CUDA_VISIBLE_DEVICES, thread counts, CPUs
+        self.fork = fork and launcher.enabled()  # forked by a launcher (many jobs), or a new interpreter per job
         self._live: set[int] = set()  # process groups of running workers, for cancel()
         self._cancelled: set[int] = set()
+        self._launcher: launcher.Launcher | None = None
 
     def cancel(self) -> None:
         """Kill every worker this executor is running (from another thread: a sweep being interrupted)."""
@@ -54,32 +69,54 @@ class ProcessExecutor:
             self._cancelled.add(pid)
             _kill_group(pid)
 
-    def run(self, case: Case, policy: TimingPolicy, on_phase: Callable[[str], None]) -> Result:
-        return self.run_group([case], policy, on_phase)[0]
-
-    def run_group(self, cases: list[Case], policy: TimingPolicy, on_phase: Callable[[str], None]) -> list[Result]:
-        """The cases in one worker process (several: --interleave); a result for each, whatever happens."""
-        with tempfile.TemporaryDirectory(prefix="compilebench-case-") as tmp:
+    def run(self, job: Job, env: dict[str, str], on_phase: Callable[[str], None]) -> list[Result]:
+        """The job in one worker process; a result for each case, whatever happens."""
+        with tempfile.TemporaryDirectory(prefix="compilebench-job-") as tmp:
             job_path = os.path.join(tmp, "job.json")
             result_path = os.path.join(tmp, "result.json")
-            log_path = os.path.join(tmp, "worker.log")
             with open(job_path, "w") as f:
-                json.dump({"cases": [c.to_dict() for c in cases], "policy": vars(policy)}, f)
-            return self._run_worker(cases, job_path, result_path, log_path, on_phase)
+                json.dump(job.to_dict(), f)
+            return self._run_worker(job, job_path, result_path, os.path.join(tmp, "worker.log"), env, on_phase)
 
-    def _run_worker(self, cases, job_path, result_path, log_path, on_phase) -> list[Result]:
+    def _spawn(self, job_path: str, result_path: str, env: dict, write_fd: int, log) -> tuple[int, Callable[[], int]]:
+        """Start the worker; returns its pid and a blocking wait for its exit code."""
+        if self.fork:
+            if self._launcher is None:
+                self._launcher = launcher.Launcher(self.env)
+                weakref.finalize(self, self._launcher.close)
+            try:
+                pid = self._launcher.start([job_path, result_path], env, write_fd, log.fileno())
+                return pid, lambda: self._launcher.wait(pid)
+            except launcher.LauncherDied:
+                self._forget_launcher()
+                raise
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "compilebench.worker", job_path, result_path, str(write_fd)],
+            pass_fds=(write_fd,),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, **self.env, **env, "COMPILEBENCH_PARENT_PID": str(os.getpid())},
+        )
+        return proc.pid, proc.wait
+
+    def _forget_launcher(self) -> None:
+        """After an interruption or a failure the launcher may be out of step: the next job starts another."""
+        if self._launcher is not None:
+            self._launcher.close()
+            self._launcher = None
+
+    def _run_worker(self, job, job_path, result_path, log_path, env, on_phase) -> list[Result]:
         read_fd, write_fd = os.pipe()
         with open(log_path, "wb") as log:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "compilebench.worker", job_path, result_path, str(write_fd)],
-                pass_fds=(write_fd,),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                env={**os.environ, **self.env, "COMPILEBENCH_PARENT_PID": str(os.getpid())},
-            )
-        self._live.add(proc.pid)
+            try:
+                pid, wait = self._spawn(job_path, result_path, env, write_fd, log)
+            except launcher.LauncherDied as exc:
+                os.close(write_fd)
+                os.close(read_fd)
+                return failure(job, "crashed", f"the worker could not be started ({exc})", "start")
+        self._live.add(pid)
         os.close(write_fd)
         phase = ["start"]
         reader = threading.Thread(target=_relay_phases, args=(read_fd, phase, on_phase), daemon=True)
@@ -88,33 +125,35 @@ class ProcessExecutor:
 
         def on_timeout() -> None:
             timed_out.set()
-            _kill_group(proc.pid)
+            _kill_group(pid)
 
-        timeout_s = self.timeout_s * len(cases) if self.timeout_s else None  # the timeout is per case
+        timeout_s = self.timeout_s * len(job.cases) if self.timeout_s else None  # the timeout is per case
         timer = threading.Timer(timeout_s, on_timeout) if timeout_s else None
         if timer:
             timer.daemon = True
             timer.start()
         try:
-            returncode = proc.wait()  # blocking waitpid: the driver takes no CPU while the case runs
+            returncode = wait()  # blocks: the driver takes no CPU while the case runs
+        except launcher.LauncherDied:  # the launcher was killed, and its worker with it
+            self._forget_launcher()
+            returncode = -signal.SIGKILL
         except BaseException:  # Ctrl-C: take the worker and its compile workers down, keep nothing half-done
-            _kill_group(proc.pid)
-            proc.wait()
+            _kill_group(pid)
+            self._forget_launcher()
             raise
         finally:
             if timer:
                 timer.cancel()
-            _kill_group(proc.pid)  # compile workers the case left behind
-            self._live.discard(proc.pid)
+            _kill_group(pid)  # compile workers the case left behind
+            self._live.discard(pid)
             reader.join(timeout=5)
 
         if timed_out.is_set():
-            return [Result(c, "timeout", phase=phase[0],
-                           message=f"killed after the {timeout_s:g} s --timeout, during {phase[0]}") for c in cases]
+            return failure(job, "timeout", f"killed after the {timeout_s:g} s --timeout, during {phase[0]}", phase[0])
         if os.path.exists(result_path):  # whole (written by rename): it finished, whatever came after
             with open(result_path) as f:
                 return [Result.from_dict(d) for d in json.load(f)]
-        if proc.pid in self._cancelled:
+        if pid in self._cancelled:
             raise Cancelled
         tail = _tail(log_path)
         if returncode < 0:
@@ -123,7 +162,7 @@ class ProcessExecutor:
             message = f"worker killed by {name}{hint} during {phase[0]}"
         else:
             message = f"worker exited with code {returncode} without a result, during {phase[0]}"
-        return [Result(c, "crashed", phase=phase[0], message=message, traceback=tail) for c in cases]
+        return failure(job, "crashed", message, phase[0], tail)
 
 
 def _relay_phases(read_fd: int, phase: list, on_phase: Callable[[str], None]) -> None:

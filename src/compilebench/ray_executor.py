@@ -1,8 +1,9 @@
 """--executor ray: each unit of a sweep becomes a Ray task holding one whole GPU (or the CPUs of a CPU case),
 optionally pinned to a GPU type, so one sweep runs its matrix on every GPU type of a cluster.
 
-A task runs the unit exactly as this machine would: a fresh worker process (ProcessExecutor), with its own
-inductor cache, a timeout, and crash capture. It returns the results to the driver, which alone writes the
+A task runs the unit exactly as this machine would: a fresh worker process (ProcessExecutor), with private
+compiler state made on its node (every repeat compiles cold there: a later repeat may land on another node), the
+node's device lock, a timeout, and crash capture. It returns the results to the driver, which alone writes the
 store. A task whose Ray worker or node dies comes back as a `crashed` result; Ray is told not to retry it.
 
 Ray is optional: `pip install compilebench[ray]`."""
@@ -13,12 +14,12 @@ import os
 import threading
 import traceback
 
-from compilebench import envinfo
+from compilebench import compiler_state, envinfo, locks
 from compilebench.dispatch import Progress, Target, Unit
 from compilebench.errors import UserError
-from compilebench.executors import ProcessExecutor
+from compilebench.executors import ProcessExecutor, failure
 from compilebench.result import Result
-from compilebench.spec import Case, TimingPolicy
+from compilebench.spec import Job
 
 ACCELERATOR_PREFIX = "accelerator_type:"  # Ray's resource label for a node's GPU type
 
@@ -36,7 +37,7 @@ def _threads_env(threads: int) -> dict[str, str]:
     return {"OMP_NUM_THREADS": str(threads), "TORCHINDUCTOR_COMPILE_THREADS": str(threads)}
 
 
-def run_unit(cases: list[dict], policy: dict, timeout_s: float | None, threads: int, unit_id: int, events) -> list[dict]:
+def run_unit(job: dict, timeout_s: float | None, threads: int, unit_id: int, events) -> list[dict]:
     """The Ray task: one unit in a fresh worker process on this node; phases go to the driver through `events`."""
     import ray
 
@@ -48,8 +49,21 @@ def run_unit(cases: list[dict], policy: dict, timeout_s: float | None, threads: 
         events.actor.put_nowait.remote((unit_id, slot, phase))
 
     tell("start")
-    group = [Case.from_dict(c) for c in cases]
-    results = ProcessExecutor(timeout_s, env=_threads_env(threads)).run_group(group, TimingPolicy(**policy), tell)
+    work = Job.from_dict(job)
+    device = work.cases[0].device
+    gpu = f"gpu-index-{gpus[0]}" if gpus else None  # the node's own index: CUDA_VISIBLE_DEVICES renumbers it
+    states = compiler_state.StateFolders()
+    try:
+        if work.compile_cache == "dir":
+            env = compiler_state.env_for(work.cases[0].compile_cache)
+        else:
+            env = compiler_state.env_for(states.folder("case"))
+            work.compile_cache = "warm" if work.compile_cache == "warm" else "cold"
+        with locks.hold(locks.names_for(device, gpu), work.cases[0].describe(), on_wait=lambda m: tell(m)):
+            # One job per task: a new interpreter, as a launcher would only add its own start-up.
+            results = ProcessExecutor(timeout_s, env=_threads_env(threads), fork=False).run(work, env, tell)
+    finally:
+        states.close()
     for r in results:
         if not r.machine_id:  # a timeout or a crashed worker: the environment is this node's
             r.env = envinfo.collect(r.case.device)
@@ -126,7 +140,7 @@ class RayDispatcher:
             targets.append(Target(name, placement, {**env, "hostname": f"ray ({name})"}, placement))
         return targets
 
-    def run(self, units: list[Unit], policy: TimingPolicy, progress: Progress, deliver) -> None:
+    def run(self, units: list[Unit], open_unit, progress: Progress, deliver) -> None:
         ray = self.ray
         from ray.util.queue import Queue
 
@@ -134,9 +148,12 @@ class RayDispatcher:
         task = ray.remote(run_unit)
         pending = {}
         for i, unit in enumerate(units):
+            work = open_unit(unit)  # claimed at submission: the driver is the one process that claims
+            if work is None:
+                continue
             ref = task.options(**self._options(_accelerator(unit.target))).remote(
-                [c.to_dict() for c in unit.cases], vars(policy), self.timeout_s, self.cpus, i, events)
-            pending[ref] = (i, unit)
+                work.job.to_dict(), self.timeout_s, self.cpus, i, events)
+            pending[ref] = (i, unit, work.job)
         running = _Running(units, progress)
         listener = threading.Thread(target=_relay, args=(events, running), daemon=True)
         listener.start()
@@ -154,15 +171,14 @@ class RayDispatcher:
             ray.kill(events.actor)
 
     def _deliver(self, ref, entry, running: _Running, deliver) -> None:
-        i, unit = entry
+        i, unit, job = entry
         slot = running.end(i)
         try:
             results = [Result.from_dict(d) for d in self.ray.get(ref)]
         except self.ray.exceptions.RayError as exc:
             where = f" on {slot}" if slot else ""
             message = f"Ray task lost{where}: {type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}"
-            results = [Result(c, "crashed", message=message, traceback="".join(traceback.format_exception(exc))[-4000:])
-                       for c in unit.cases]
+            results = failure(job, "crashed", message, traceback="".join(traceback.format_exception(exc))[-4000:])
         deliver(unit, results)
 
 
@@ -187,6 +203,8 @@ class _Running:
             elif phase is None:
                 if self.slots.pop(unit_id, None):
                     self.progress.finished(slot)
+            elif phase.startswith("waiting for "):
+                self.progress.note(f"{slot}: {phase}")
             else:
                 self.progress.phase(slot, phase)
 

@@ -1,77 +1,221 @@
-"""Result: what one case produced. Raw samples are kept; statistics are derived from them."""
+"""Result: what a case produced, one Repeat per worker process. Raw samples are kept per repeat; the case's
+status, estimate and compile times are derived from its repeats (derive), never stored apart from them.
+
+Fields a newer compilebench wrote and this one does not know are kept (`extra`) and written back unchanged."""
 
 from __future__ import annotations
 
 import dataclasses
 import datetime
+import statistics as pystats
 import uuid
 from dataclasses import dataclass, field
 
 from compilebench import stats
-from compilebench.spec import Case
+from compilebench.spec import Case, key_of
+from compilebench.vocab import MEASURED, SEVERITY, STATUSES
 
-# ok: measured. oom: ran out of (device or host) memory, as the guide's "OOM" cells. error: raised.
-# invalid: measured, but something (a recompile in the timed loop) voids the number.
-# mismatch: measured, but the compiled model's output is outside tolerance of eager's: kept, never recommended.
-# timeout: killed after --timeout. crashed: the worker process died (signal or exit without a result).
-STATUSES = ("ok", "oom", "error", "invalid", "mismatch", "timeout", "crashed")
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat()
 
 
 @dataclass
-class Result:
-    case: Case
-    status: str
-    machine_id: str = ""
-    label: str = ""  # the guide's "Task/Model" row label
-    task: str = ""
-    env: dict = field(default_factory=dict)
-    isolation: str = "process"
-    placement: str = ""  # what a Ray sweep asked for ("ray|H100|torch ...|transformers ..."): its resume identity
-    compile_cache: str = ""  # the case's: cold, warm or a directory
-    compile_cache_hits: int | None = None  # inductor FX-graph cache hits of the measured compile
-    timing_policy: dict = field(default_factory=dict)
-    clock: str | None = None
+class Repeat:
+    """What one worker process measured for one case."""
+
+    index: int = 1  # 1..R: which repeat of the case
+    status: str = "ok"
+    process: str = field(default_factory=lambda: uuid.uuid4().hex)  # shared by the variants of an interleaved process
+    message: str | None = None  # one line: why it is not ok
+    traceback: str | None = None
+    phase: str | None = None  # the phase it was in when it failed
+    created_at: str = field(default_factory=_now)
     samples_ms: list[float] = field(default_factory=list)
-    stats: dict = field(default_factory=dict)
+    stats: dict = field(default_factory=dict)  # within this process only: see stats.summarize
     first_call_s: float | None = None  # the first call alone; for a compiled model it holds the compilation
     compile_s: float | None = None  # dynamo's own compile timer, summed over every graph compiled
+    compile_cache: str | None = None  # the on-disk compiler state it started from: cold, warm or dir
+    compile_cache_hits: int | None = None  # inductor FX-graph cache hits of the measured compile
     warmup_iters: int | None = None
+    warmup_s: float | None = None
     iters_requested: int | None = None
-    stopped_early: bool = False
+    min_iters: int | None = None
+    stopped_early: bool = False  # the time budget ended the timed loop before iters_requested
     loop_wall_s: float | None = None
+    loop_started_at: float | None = None  # wall clock (epoch seconds) around the timed loop: when it held the device
+    loop_ended_at: float | None = None
     peak_mem_bytes: int | None = None
     peak_mem_kind: str | None = None  # "cuda_max_allocated" or "host_max_rss"
-    flops: int | None = None  # of one eager forward of the whole batch (torch.utils.flop_counter: matmuls, convs)
     graphs: int | None = None
     graph_breaks: int | None = None
     break_reasons: list[str] = field(default_factory=list)
     recompiles_in_timed_loop: int | None = None
     max_abs_err: float | None = None
     max_rel_err: float | None = None  # max abs error over the reference's largest magnitude
-    agreement: dict = field(default_factory=dict)  # task-aware checks: {"top1": 1.0}, {"class": 1.0, "box": 0.99}
-    message: str | None = None  # one line: why it is not ok
-    traceback: str | None = None
-    phase: str | None = None  # the phase it was in when it failed
-    result_id: str = field(default_factory=lambda: uuid.uuid4().hex)
-    created_at: str = field(default_factory=lambda: datetime.datetime.now(datetime.timezone.utc).isoformat())
+    agreement: dict = field(default_factory=dict)  # task-aware checks: {"top1": 1.0}, {"tokens": 1.0}
+    conditions: dict = field(default_factory=dict)  # what else used the machine during the timed loop
+    flags: list[str] = field(default_factory=list)  # busy, throttled, noisy
+    generation: dict = field(default_factory=dict)  # text generation: per-call prefill / decode samples, first calls
+    cpus: int | None = None  # CPU cores the worker could run on
+    extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if self.status not in STATUSES:
             raise ValueError(f"status {self.status!r} is not one of {STATUSES}")
-        self.compile_cache = self.compile_cache or self.case.compile_cache
 
     def set_samples(self, samples_ns: list[int]) -> None:
         self.samples_ms = [s / 1e6 for s in samples_ns]
         self.stats = stats.summarize(self.samples_ms)
+        if (self.stats.get("cv") or 0) > stats.NOISY_CV and "noisy" not in self.flags:
+            self.flags.append("noisy")
+
+    @property
+    def mean_ms(self) -> float | None:
+        return self.stats.get("mean") if self.status in MEASURED and self.samples_ms else None
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
-        d["case_key"] = self.case.key()
-        return d
+        return {**d.pop("extra"), **d}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Repeat:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names and k != "extra"},
+                   extra={k: v for k, v in d.items() if k not in names})
+
+
+@dataclass
+class Result:
+    """A case on one machine: its repeats and what they add up to."""
+
+    case: Case
+    repeats: list[Repeat] = field(default_factory=list)
+    machine_id: str = ""
+    label: str = ""  # the guide's "Task/Model" row label
+    task: str = ""
+    env: dict = field(default_factory=dict)
+    isolation: str = "process"
+    placement: str = ""  # what a Ray sweep asked for ("ray|H100|torch ...|transformers ..."): its resume identity
+    timing_policy: dict = field(default_factory=dict)
+    clock: str | None = None
+    flops: int | None = None  # of one eager forward of the whole batch (torch.utils.flop_counter: matmuls, convs)
+    inline_model: bool = False  # an nn.Module object measured in the caller's process (the Python API)
+    result_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    created_at: str = field(default_factory=_now)
+    extra: dict = field(default_factory=dict)  # fields a newer compilebench wrote, kept as they were
+    case_extra: dict = field(default_factory=dict)  # the same, inside the case
+    # Derived from the repeats by derive():
+    status: str = "ok"
+    message: str | None = None
+    stats: dict = field(default_factory=dict)
+    first_call_s: float | None = None
+    compile_s: float | None = None  # the cold compile where a repeat had one, else the warm one
+    cold_compile_s: float | None = None
+    warm_compile_s: float | None = None  # median over the repeats that compiled from a warm on-disk cache
+    compile_cache_hits: int | None = None
+    graphs: int | None = None
+    graph_breaks: int | None = None
+    break_reasons: list[str] = field(default_factory=list)
+    recompiles_in_timed_loop: int | None = None
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    agreement: dict = field(default_factory=dict)
+    peak_mem_bytes: int | None = None
+    peak_mem_kind: str | None = None
+    flags: list[str] = field(default_factory=list)
+    stopped_early: bool = False
+    generation: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.derive()
+
+    def add(self, repeat: Repeat) -> None:
+        """A repeat joins the result, replacing an earlier attempt at the same index (a retried failure)."""
+        self.repeats = sorted([r for r in self.repeats if r.index != repeat.index] + [repeat], key=lambda r: r.index)
+        self.derive()
+
+    def derive(self) -> None:
+        reps = sorted(self.repeats, key=lambda r: r.index)
+        if not reps:
+            return
+        self.status = min((r.status for r in reps), key=SEVERITY.index)
+        worst = next(r for r in reps if r.status == self.status)
+        self.message = None if self.status == "ok" else (
+            worst.message if len(reps) == 1 else f"repeat {worst.index}: {worst.message}")
+        measured = [r for r in reps if r.status in MEASURED and r.samples_ms]
+        self.stats = stats.case_summary([r.samples_ms for r in measured])
+        self.first_call_s = reps[0].first_call_s
+        cold = [r.compile_s for r in reps if r.compile_s is not None and r.compile_cache == "cold"]
+        warm = [r.compile_s for r in reps if r.compile_s is not None and r.compile_cache != "cold"]
+        self.cold_compile_s = cold[0] if cold else None
+        self.warm_compile_s = pystats.median(warm) if warm else None
+        self.compile_s = self.cold_compile_s if cold else self.warm_compile_s
+        self.compile_cache_hits = reps[0].compile_cache_hits
+        self.graphs = _max(r.graphs for r in reps)
+        self.graph_breaks = _max(r.graph_breaks for r in reps)
+        self.break_reasons = sorted({b for r in reps for b in r.break_reasons})
+        self.recompiles_in_timed_loop = _max(r.recompiles_in_timed_loop for r in reps)
+        self.max_abs_err = _max(r.max_abs_err for r in reps)
+        self.max_rel_err = _max(r.max_rel_err for r in reps)
+        self.agreement = {k: min(r.agreement[k] for r in reps if k in r.agreement)
+                          for k in dict.fromkeys(k for r in reps for k in r.agreement)}
+        self.peak_mem_bytes = _max(r.peak_mem_bytes for r in reps)
+        self.peak_mem_kind = next((r.peak_mem_kind for r in reps if r.peak_mem_kind), None)
+        self.flags = [f for f in ("noisy", "busy", "throttled") if any(f in r.flags for r in measured)]
+        self.stopped_early = any(r.stopped_early for r in reps)
+        self.generation = _generation_summary(measured)
+
+    @property
+    def process_means(self) -> list[float]:
+        return [r.mean_ms for r in sorted(self.repeats, key=lambda r: r.index) if r.mean_ms is not None]
+
+    def to_dict(self) -> dict:
+        out = {**self.extra}
+        for f in dataclasses.fields(self):
+            if f.name not in ("case", "repeats", "extra", "case_extra"):
+                out[f.name] = getattr(self, f.name)
+        out["case"] = {**self.case_extra, **self.case.to_dict()}
+        out["case_key"] = key_of(out["case"])
+        out["repeats"] = [r.to_dict() for r in sorted(self.repeats, key=lambda r: r.index)]
+        return out
 
     @classmethod
     def from_dict(cls, d: dict) -> Result:
         names = {f.name for f in dataclasses.fields(cls)}
-        kwargs = {k: v for k, v in d.items() if k in names}
-        kwargs["case"] = Case.from_dict(d["case"])
-        return cls(**kwargs)
+        kw = {k: v for k, v in d.items() if k in names and k not in ("case", "repeats", "extra", "case_extra")}
+        extra = {k: v for k, v in d.items() if k not in names and k != "case_key"}
+        case_fields = {f.name for f in dataclasses.fields(Case)}
+        case_extra = {k: v for k, v in d["case"].items() if k not in case_fields}
+        return cls(Case.from_dict(d["case"]), [Repeat.from_dict(r) for r in d.get("repeats") or []], **kw, extra=extra,
+                   case_extra=case_extra)
+
+
+def _max(values):
+    values = [v for v in values if v is not None]
+    return max(values) if values else None
+
+
+def _generation_summary(measured: list[Repeat]) -> dict:
+    """Text generation: prefill (time to first token), per-token decode and tokens/s estimated over the repeats,
+    as the call time is."""
+    gen = [r.generation for r in measured if r.generation]
+    if not gen:
+        return {}
+    ttft = stats.case_summary([g["ttft_ms"] for g in gen])
+    per_token = stats.case_summary([g["per_token_ms"] for g in gen])
+    return {"new_tokens": gen[0].get("new_tokens"), "batch_size": gen[0].get("batch_size"), "ttft": ttft,
+            "per_token": per_token}
+
+
+def upgrade_v1(d: dict) -> dict:
+    """A result written by schema 1 (one process, its samples at the top) as one repeat of a schema-2 result."""
+    repeat_fields = {f.name for f in dataclasses.fields(Repeat)}
+    rep = {k: d[k] for k in repeat_fields if k in d and k not in ("index", "process", "flags", "extra", "stats")}
+    rep["compile_cache"] = "cold" if d.get("compile_cache", "cold") == "cold" else (
+        "warm" if d.get("compile_cache") == "warm" else "dir")
+    repeat = Repeat(index=1, process=d["result_id"], **rep)
+    repeat.set_samples([round(s * 1e6) for s in d.get("samples_ms") or []])
+    keep = {f.name for f in dataclasses.fields(Result)} | {"case_key"}
+    top = {k: v for k, v in d.items() if k in keep and k not in ("repeats", "status", "stats", "message")}
+    return Result.from_dict({**top, "repeats": [repeat.to_dict()]}).to_dict()

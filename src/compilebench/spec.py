@@ -5,13 +5,17 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import math
 import os
 from dataclasses import dataclass, field
 
 from compilebench.errors import UnknownChoice, UserError
 
-# "eager" is the uncompiled baseline; the others are torch.compile modes ("default" is mode=None).
-VARIANTS = ("eager", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+# "eager" is the uncompiled baseline; the torch.compile modes follow ("default" is mode=None).
+# "eager-static-cache" is eager generation with the static KV cache compiled generation uses: the control that
+# tells what the cache does from what the compiler does (text generation only).
+MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+VARIANTS = ("eager", "eager-static-cache", *MODES)
 DTYPES = ("float32", "float16", "bfloat16")
 ATTNS = ("sdpa", "eager")  # transformers' attention implementations
 COMPILE_CACHES = ("cold", "warm")  # or a directory path
@@ -20,10 +24,16 @@ MODEL_SIZES = ("full", "tiny")
 ISOLATIONS = ("process", "inline")
 
 DEFAULT_ITERS = 300  # the guide: mean of 300 inferences
+DEFAULT_GENERATION_ITERS = 20  # steady-state generate() calls: each makes --new-tokens tokens
 DEFAULT_WARMUP = 10
+DEFAULT_MIN_ITERS = 10  # no time budget ends a repeat's timed loop before this many samples
+DEFAULT_REPEATS = 3  # fresh processes per case: the unit of independence
+DEFAULT_FIRST_CALLS = 5  # generate() calls timed one by one before the steady state: when does compiling end?
+DEFAULT_NEW_TOKENS = 32
 # CUDA graphs (reduce-overhead, max-autotune) record on the 2nd-3rd call: never time those.
 MIN_WARMUP_CUDAGRAPHS = 3
 DEFAULT_TIMEOUT_S = 3600.0
+MAX_REPEATS = 100
 
 
 @dataclass(frozen=True)
@@ -34,13 +44,28 @@ class Variant:
     backend: str = "inductor"
     fullgraph: bool = False
     dynamic: bool | None = None  # None: torch's own automatic dynamic shapes
+    options: tuple[tuple[str, object], ...] = ()  # inductor config options, sorted by name: (("freezing", True),)
+    cache: str | None = None  # generation's KV cache: None is the variant's own (eager dynamic, compiled static)
 
     def __post_init__(self):
+        object.__setattr__(self, "options", tuple(sorted((str(k), v) for k, v in self.options)))
         if self.mode == "eager":
             # Compile settings mean nothing for eager; normalising them keeps one eager baseline per case.
             object.__setattr__(self, "backend", "none")
             object.__setattr__(self, "fullgraph", False)
             object.__setattr__(self, "dynamic", None)
+            object.__setattr__(self, "options", ())
+
+    @classmethod
+    def named(cls, name: str, **compile_settings) -> Variant:
+        """The variant a user names (`eager`, `eager-static-cache`, `default`, ...) with the run's compile settings."""
+        if name == "eager-static-cache":
+            return cls("eager", cache="static")
+        return cls(name, **compile_settings)
+
+    @property
+    def name(self) -> str:
+        return "eager-static-cache" if self.mode == "eager" and self.cache == "static" else self.mode
 
     @property
     def compiled(self) -> bool:
@@ -51,10 +76,15 @@ class Variant:
         return self.mode in ("reduce-overhead", "max-autotune")
 
     @property
+    def order(self) -> int:
+        """Where it sits among variants in a table: eager first, then the modes in the order above."""
+        return VARIANTS.index(self.name)
+
+    @property
     def label(self) -> str:
         """Short name for column headers: 'no compile', 'compile', 'compile (reduce-overhead, fullgraph)'."""
         if not self.compiled:
-            return "no compile"
+            return "no compile, static cache" if self.cache == "static" else "no compile"
         extras = [] if self.mode == "default" else [self.mode]
         if self.backend != "inductor":
             extras.append(f"backend={self.backend}")
@@ -62,7 +92,18 @@ class Variant:
             extras.append("fullgraph")
         if self.dynamic is not None:
             extras.append("dynamic" if self.dynamic else "static")
+        extras += [f"{k}={v}" for k, v in self.options]
         return "compile" + (f" ({', '.join(extras)})" if extras else "")
+
+    def to_dict(self) -> dict:
+        return {**dataclasses.asdict(self), "options": [list(kv) for kv in self.options]}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Variant:
+        known = {f.name for f in dataclasses.fields(cls)}
+        kw = {k: v for k, v in d.items() if k in known}
+        kw["options"] = tuple(tuple(kv) for kv in kw.get("options") or ())
+        return cls(**kw)
 
 
 @dataclass(frozen=True)
@@ -84,43 +125,95 @@ class Case:
     attn: str | None = None  # attention implementation (sdpa, eager); None: the model's default
     compile_cache: str = "cold"  # cold, warm, or a directory holding inductor's cache
     interleave: bool = False  # timed in alternating blocks with the other variants of its model and batch
+    prompt_len: int | None = None  # text generation: prompt tokens per sequence
+    new_tokens: int | None = None  # text generation: tokens each timed generate() call makes
 
     def key(self) -> str:
-        """Stable identity of what is measured. The device index is left out: cuda:0 and cuda:1 of one
-        machine measure the same thing, and which machine it was is recorded beside the key. Settings at
-        their defaults are left out too, so keys written before a setting existed still match."""
-        d = self.to_dict()
-        d["device"] = self.device.split(":")[0]
-        for name, default in _KEY_DEFAULTS.items():
-            if d[name] == default:
-                del d[name]
-        return json.dumps(d, sort_keys=True, separators=(",", ":"))
+        return key_of(self.to_dict())
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        return {**dataclasses.asdict(self), "variant": self.variant.to_dict()}
 
     @classmethod
     def from_dict(cls, d: dict) -> Case:
-        return cls(**{**d, "variant": Variant(**d["variant"])})
+        """Fields this version does not know (written by a newer one) are ignored here; the stored dict keeps them."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{**{k: v for k, v in d.items() if k in known}, "variant": Variant.from_dict(d["variant"])})
+
+    @property
+    def generation(self) -> bool:
+        return self.new_tokens is not None
 
     def describe(self) -> str:
-        return f"{self.model} b{self.batch_size} {self.variant.mode}"
+        return f"{self.model} b{self.batch_size} {self.variant.name}"
 
 
+# Settings left out of a key at their defaults, so keys written before a setting existed still match.
 _KEY_DEFAULTS = {"autocast": False, "channels_last": False, "tf32": None, "attn": None, "compile_cache": "cold",
-                 "interleave": False}
+                 "interleave": False, "prompt_len": None, "new_tokens": None}
+_VARIANT_KEY_DEFAULTS = {"options": [], "cache": None}
+
+
+def key_of(case: dict) -> str:
+    """Stable identity of what a case (as a dict) measures. The device index is left out: cuda:0 and cuda:1 of one
+    machine measure the same thing, and which machine it was is recorded beside the key."""
+    d = {**case, "device": str(case["device"]).split(":")[0]}
+    d["variant"] = {k: v for k, v in case["variant"].items()
+                    if not (k in _VARIANT_KEY_DEFAULTS and v in (_VARIANT_KEY_DEFAULTS[k], None, ()))}
+    for name, default in _KEY_DEFAULTS.items():
+        if name in d and d[name] == default:
+            del d[name]
+    return json.dumps(d, sort_keys=True, separators=(",", ":"))
+
+
+def eager_key_of(case: dict) -> str:
+    """The key of the eager baseline of a case: the same model and settings, uncompiled."""
+    return key_of({**case, "variant": Variant().to_dict()})
 
 
 @dataclass(frozen=True)
 class TimingPolicy:
     """How a case is timed. Recorded with each result but not part of the case key."""
 
-    iters: int = DEFAULT_ITERS
+    iters: int | None = None  # None: the timed unit's default (300 forward calls, 20 generate calls)
     warmup: int = DEFAULT_WARMUP
-    max_time_s: float | None = None  # budget for the timed loop; the real N is recorded
+    max_time_s: float | None = None  # budget for one repeat's timed loop; the real N is recorded
+    min_iters: int = DEFAULT_MIN_ITERS  # no budget ends a timed loop before this many samples
+    first_calls: int = DEFAULT_FIRST_CALLS  # generation: calls timed one by one before the steady state
 
     def warmup_for(self, variant: Variant) -> int:
         return max(self.warmup, MIN_WARMUP_CUDAGRAPHS) if variant.uses_cudagraphs else self.warmup
+
+    def iters_for(self, generation: bool) -> int:
+        if self.iters is not None:
+            return self.iters
+        return DEFAULT_GENERATION_ITERS if generation else DEFAULT_ITERS
+
+    def min_iters_for(self, generation: bool) -> int:
+        return min(self.min_iters, self.iters_for(generation))
+
+
+@dataclass
+class Job:
+    """What one worker process measures: the cases (one, or an interleaved group), which repeat, the on-disk
+    compiler state it starts from, and whether to count FLOPs (once per case is enough)."""
+
+    cases: list[Case]
+    policy: TimingPolicy
+    repeat: int = 1
+    compile_cache: str | None = None  # cold, warm or dir: the state of the compiler folders it was given
+    count_flops: bool = True
+
+    def to_dict(self) -> dict:
+        return {"cases": [c.to_dict() for c in self.cases], "policy": dataclasses.asdict(self.policy), "repeat": self.repeat,
+                "compile_cache": self.compile_cache, "count_flops": self.count_flops}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Job:
+        known = {f.name for f in dataclasses.fields(TimingPolicy)}
+        policy = TimingPolicy(**{k: v for k, v in d["policy"].items() if k in known})
+        return cls([Case.from_dict(c) for c in d["cases"]], policy, d.get("repeat", 1), d.get("compile_cache"),
+                   d.get("count_flops", True))
 
 
 @dataclass(frozen=True)
@@ -133,8 +226,9 @@ class RunSpec:
     backend: str = "inductor"
     fullgraph: bool = False
     dynamic: bool | None = None
+    inductor_options: tuple[tuple[str, object], ...] = ()
     dtype: str = "float32"
-    device: str | None = None  # None: cuda when available, else cpu (resolved by envinfo.resolve_device)
+    device: str | None = None  # None: cuda when available, else cpu (resolved by the driver)
     weights: str = "random"
     model_size: str = "full"
     task: str | None = None
@@ -145,41 +239,67 @@ class RunSpec:
     attn: str | None = None
     compile_cache: str = "cold"
     interleave: bool = False
+    prompt_len: int | None = None  # None: each text-generation model's default
+    new_tokens: int = DEFAULT_NEW_TOKENS
     timing: TimingPolicy = field(default_factory=TimingPolicy)
+    repeats: int = DEFAULT_REPEATS
+    min_effect: float = 0.02
     timeout_s: float | None = DEFAULT_TIMEOUT_S
     isolation: str = "process"
     rerun: bool = False
+    retry_failed: bool = False
 
     def __post_init__(self):
+        # A value given twice (`--batch-size 1 1`) is one case, measured once.
+        for name in ("models", "batch_sizes", "variants"):
+            object.__setattr__(self, name, tuple(dict.fromkeys(getattr(self, name))))
         validate(self)
 
-    def cases(self) -> list[Case]:
-        """The grid, model-major so one model's cases run together (and eager before its compiled runs)."""
-        return [
-            Case(
+    def cases(self, prompt_lens: dict[str, int] | None = None) -> list[Case]:
+        """The grid, model-major so one model's cases run together (and eager before its compiled runs).
+        `prompt_lens` names the text-generation models, with each one's default prompt length."""
+        prompt_lens = prompt_lens or {}
+        out = []
+        for m, b, v in itertools.product(self.models, self.batch_sizes, self.variants):
+            generation = m in prompt_lens
+            out.append(Case(
                 model=m,
                 batch_size=b,
-                variant=Variant(v, self.backend, self.fullgraph, self.dynamic),
+                variant=Variant.named(v, backend=self.backend, fullgraph=self.fullgraph, dynamic=self.dynamic,
+                                      options=self.inductor_options),
                 dtype=self.dtype,
                 device=self.device,
                 weights=self.weights,
                 model_size=self.model_size,
                 task=self.task,
-                image=self.image,
+                image=None if generation else self.image,
                 autocast=self.autocast,
-                channels_last=self.channels_last,
+                channels_last=False if generation else self.channels_last,
                 tf32=self.tf32,
                 attn=self.attn,
                 compile_cache=self.compile_cache,
                 interleave=self.interleave,
-            )
-            for m, b, v in itertools.product(self.models, self.batch_sizes, dict.fromkeys(self.variants))
-        ]
+                prompt_len=(self.prompt_len or prompt_lens[m]) if generation else None,
+                new_tokens=self.new_tokens if generation else None,
+            ))
+        return list(dict.fromkeys(out))
 
 
 def _choice(what: str, value: str, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
         raise UnknownChoice(what, value, list(allowed))
+
+
+def _integer(option: str, value, low: int, high: int | None = None) -> None:
+    ok = not isinstance(value, bool) and isinstance(value, int) and value >= low and (high is None or value <= high)
+    if not ok:
+        allowed = f"an integer >= {low}" if high is None else f"an integer from {low} to {high}"
+        raise UserError(f"{option} must be {allowed}, got {value!r}")
+
+
+def _seconds(option: str, value) -> None:
+    if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+        raise UserError(f"{option} must be a positive, finite number of seconds, got {value!r}")
 
 
 def validate(spec: RunSpec) -> None:
@@ -189,8 +309,7 @@ def validate(spec: RunSpec) -> None:
     if not spec.batch_sizes:
         raise UserError("no batch size given (use --batch-size N [N ...])")
     for b in spec.batch_sizes:
-        if isinstance(b, bool) or not isinstance(b, int) or b < 1:
-            raise UserError(f"--batch-size must be a positive integer, got {b!r}")
+        _integer("--batch-size", b, 1)
     if not spec.variants:
         raise UserError(f"no variant given (allowed: {', '.join(VARIANTS)})")
     for v in spec.variants:
@@ -201,7 +320,7 @@ def validate(spec: RunSpec) -> None:
     _choice("isolation", spec.isolation, ISOLATIONS)
     if spec.autocast and spec.dtype == "float32":
         raise UserError("--autocast needs --dtype float16 or bfloat16 (the dtype autocast computes in)")
-    if spec.interleave and len(set(spec.variants)) < 2:
+    if spec.interleave and len(spec.variants) < 2:
         raise UserError("--interleave needs at least two variants to alternate (e.g. --variant eager default)")
     if spec.attn is not None:
         _choice("attention implementation", spec.attn, ATTNS)
@@ -212,14 +331,21 @@ def validate(spec: RunSpec) -> None:
     if spec.device is not None and not (spec.device in ("cpu", "cuda") or _is_cuda_index(spec.device)):
         raise UserError(f"--device must be cpu, cuda or cuda:N, got {spec.device!r}")
     t = spec.timing
-    if isinstance(t.iters, bool) or not isinstance(t.iters, int) or t.iters < 1:
-        raise UserError(f"--iters must be an integer >= 1, got {t.iters!r}")
-    if isinstance(t.warmup, bool) or not isinstance(t.warmup, int) or t.warmup < 0:
-        raise UserError(f"--warmup must be an integer >= 0, got {t.warmup!r}")
-    if t.max_time_s is not None and not t.max_time_s > 0:
-        raise UserError(f"--max-time must be a positive number of seconds, got {t.max_time_s!r}")
-    if spec.timeout_s is not None and not spec.timeout_s > 0:
-        raise UserError(f"--timeout must be a positive number of seconds, got {spec.timeout_s!r}")
+    if t.iters is not None:
+        _integer("--iters", t.iters, 1)
+    _integer("--warmup", t.warmup, 0)
+    _integer("--min-iters", t.min_iters, 1)
+    if t.iters is not None and t.min_iters > t.iters:
+        raise UserError(f"--min-iters {t.min_iters} is more than --iters {t.iters}: a timed loop cannot end before it starts")
+    _integer("--first-calls", t.first_calls, 1)
+    _seconds("--max-time", t.max_time_s)
+    _seconds("--timeout", spec.timeout_s)
+    _integer("--repeats", spec.repeats, 1, MAX_REPEATS)
+    if not (isinstance(spec.min_effect, (int, float)) and 0 <= spec.min_effect < 1):
+        raise UserError(f"--min-effect must be a fraction from 0 to below 1 (2% is 0.02), got {spec.min_effect!r}")
+    if spec.prompt_len is not None:
+        _integer("--prompt-len", spec.prompt_len, 1)
+    _integer("--new-tokens", spec.new_tokens, 1)
 
 
 def _is_cuda_index(device: str) -> bool:

@@ -1,4 +1,15 @@
-"""Pure statistics over raw latency samples (milliseconds). No torch, no I/O."""
+"""Pure statistics over latency samples (milliseconds). No torch, no I/O.
+
+Two levels, never mixed:
+- within one process: the samples of one timed loop (summarize). They describe that process's noise (CV,
+  percentiles), but they are not independent draws of what a rerun would give, so no interval or verdict is
+  built from them.
+- between processes: one mean per worker process (a repeat). The process is the unit of independence: clocks,
+  memory layout and other load change from one process to the next, and a rerun is another process. A case's
+  estimate and its 95% interval come from the per-process means in log space (estimate), so no bound is ever
+  negative and the interval widens with the run-to-run spread; a speed-up comes from both sides' per-process log
+  means (speedup), or from the paired per-process log ratios when the variants shared each process (--interleave).
+"""
 
 from __future__ import annotations
 
@@ -6,40 +17,32 @@ import math
 
 import numpy as np
 
-# Fields of summarize(), in display order. `cv` is std/mean: the noise of one result.
-FIELDS = ("n", "mean", "median", "std", "min", "max", "p90", "p99", "ci95_low", "ci95_high", "cv")
+# Fields of summarize(): one process's samples.
+FIELDS = ("n", "mean", "median", "std", "min", "max", "p90", "p99", "cv")
+# Fields of a case's estimate over its repeats (case_summary), in display order.
+CASE_FIELDS = ("repeats", "n", "n_min", "mean", "ci95_low", "ci95_high", "between_cv", "median", "p90", "p99", "min",
+               "max", "within_cv")
 
-# A coefficient of variation above this makes a mean hard to compare with another at the few-% level.
+# A within-process coefficient of variation above this makes one process's mean hard to pin down.
 NOISY_CV = 0.10
+DEFAULT_MIN_EFFECT = 0.02  # a speed-up within 2% either way is not worth acting on
 
 
-def t_critical(df: int, confidence: float = 0.95) -> float:
+def t_critical(df: float, confidence: float = 0.95) -> float:
     """Two-sided Student-t critical value (e.g. 2.262 for df=9 at 95%)."""
     from scipy.stats import t
 
     return float(t.ppf(0.5 + confidence / 2, df))
 
 
-def mean_ci(samples, confidence: float = 0.95) -> tuple[float, float]:
-    """Confidence interval of the mean, Student-t with n-1 degrees of freedom. A single sample gives (mean, mean)
-    widened to nothing: there is no spread to estimate, and callers see n=1 beside it."""
-    x = np.asarray(samples, dtype=float)
-    m = float(x.mean())
-    if x.size < 2:
-        return (m, m)
-    half = t_critical(x.size - 1, confidence) * float(x.std(ddof=1)) / math.sqrt(x.size)
-    return (m - half, m + half)
-
-
 def summarize(samples) -> dict:
-    """Every derived statistic of one result. Percentiles are linear interpolation (Hyndman-Fan type 7,
-    numpy's default); std is the sample standard deviation (n-1)."""
+    """One process's samples. Percentiles are linear interpolation (Hyndman-Fan type 7, numpy's default); std is
+    the sample standard deviation (n-1); cv is std / mean."""
     x = np.asarray(samples, dtype=float)
     if x.size == 0:
         return {k: None for k in FIELDS} | {"n": 0}
     mean = float(x.mean())
     std = float(x.std(ddof=1)) if x.size > 1 else 0.0
-    low, high = mean_ci(x)
     return {
         "n": int(x.size),
         "mean": mean,
@@ -49,10 +52,84 @@ def summarize(samples) -> dict:
         "max": float(x.max()),
         "p90": float(np.percentile(x, 90)),
         "p99": float(np.percentile(x, 99)),
-        "ci95_low": low,
-        "ci95_high": high,
         "cv": std / mean if mean > 0 else None,
     }
+
+
+def mean_interval(values, confidence: float = 0.95) -> tuple[float, float | None, float | None]:
+    """Mean of independent values and its Student-t interval (n-1 degrees of freedom); no interval for n < 2."""
+    x = np.asarray(values, dtype=float)
+    m = float(x.mean())
+    if x.size < 2:
+        return m, None, None
+    half = t_critical(x.size - 1, confidence) * float(x.std(ddof=1)) / math.sqrt(x.size)
+    return m, m - half, m + half
+
+
+def estimate(process_means, confidence: float = 0.95) -> tuple[float, float | None, float | None]:
+    """A latency from per-process means: their geometric mean, with the t-interval of the mean log mapped back.
+    Both bounds are positive; one process gives no interval."""
+    m, low, high = mean_interval(np.log(np.asarray(process_means, dtype=float)), confidence)
+    return math.exp(m), _exp(low), _exp(high)
+
+
+def welch(a, b) -> tuple[float, float, float]:
+    """mean(b) - mean(a), its standard error and the Welch-Satterthwaite degrees of freedom (two samples of
+    independent values, variances not assumed equal). Each side needs two values or more."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+    var = va + vb
+    df = var**2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1)) if var > 0 else float(a.size + b.size - 2)
+    return float(b.mean() - a.mean()), math.sqrt(var), float(df)
+
+
+def paired(a, b) -> tuple[float, float, float]:
+    """mean(b - a) over pairs, its standard error and n-1 degrees of freedom."""
+    d = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
+    return float(d.mean()), float(d.std(ddof=1)) / math.sqrt(d.size), float(d.size - 1)
+
+
+def ratio(a_means, b_means, *, pair: bool = False, confidence: float = 0.95) -> tuple[float, float | None, float | None]:
+    """B's time over A's from per-process means, in log space: exp(mean log b - mean log a) with its interval.
+    `pair`: a_means[i] and b_means[i] were measured in the same process (interleaved), so the interval comes
+    from the per-process log ratios, which cancels the drift both shared. No interval with fewer than two
+    processes on a side."""
+    la, lb = np.log(np.asarray(a_means, dtype=float)), np.log(np.asarray(b_means, dtype=float))
+    r = math.exp(lb.mean() - la.mean())
+    if pair:
+        if la.size != lb.size:
+            raise ValueError("paired ratios need one mean of each side per process")
+        if la.size < 2:
+            return r, None, None
+        diff, se, df = paired(la, lb)
+    else:
+        if la.size < 2 or lb.size < 2:
+            return r, None, None
+        diff, se, df = welch(la, lb)
+    half = t_critical(df, confidence) * se
+    return math.exp(diff), math.exp(diff - half), math.exp(diff + half)
+
+
+def speedup(eager_means, compiled_means, *, pair: bool = False) -> tuple[float, float | None, float | None]:
+    """Eager time over compiled time (2.0: compiled takes half the time), with its 95% interval."""
+    return ratio(compiled_means, eager_means, pair=pair)
+
+
+def verdict(low: float | None, high: float | None, min_effect: float = DEFAULT_MIN_EFFECT) -> str:
+    """How a speed-up interval reads against the smallest effect worth acting on: `faster` when the whole interval
+    lies above 1 + min_effect, `slower` when it lies below 1 / (1 + min_effect) (the band is symmetric in log
+    space: 2% faster and 2% slower are the same distance from 1), `same` when it lies inside that band, and
+    `inconclusive` otherwise (or with no interval at all)."""
+    if low is None or high is None:
+        return "inconclusive"
+    top, bottom = 1 + min_effect, 1 / (1 + min_effect)
+    if low > top:
+        return "faster"
+    if high < bottom:
+        return "slower"
+    if low >= bottom and high <= top:
+        return "same"
+    return "inconclusive"
 
 
 def improvement_pct(eager_mean: float, compiled_mean: float) -> float:
@@ -60,48 +137,9 @@ def improvement_pct(eager_mean: float, compiled_mean: float) -> float:
     return (eager_mean - compiled_mean) / eager_mean * 100.0
 
 
-def ratio_ci(a: dict, b: dict, confidence: float = 0.95) -> tuple[float, float | None, float | None]:
-    """b's mean over a's mean, with a confidence interval from the propagated uncertainty of both means (delta
-    method on the log ratio, Welch-Satterthwaite degrees of freedom). No interval when either has n < 2.
-    Samples of one timed loop are not fully independent, so the interval is a guide, not a guarantee."""
-    ratio = b["mean"] / a["mean"]
-    if a["n"] < 2 or b["n"] < 2:
-        return ratio, None, None
-    ra = (a["std"] / a["mean"]) ** 2 / a["n"]  # relative variance of each mean
-    rb = (b["std"] / b["mean"]) ** 2 / b["n"]
-    var = ra + rb
-    if var == 0:
-        return ratio, ratio, ratio
-    df = var**2 / (ra**2 / (a["n"] - 1) + rb**2 / (b["n"] - 1))
-    half = t_critical(max(1, int(df)), confidence) * math.sqrt(var)
-    return ratio, ratio * math.exp(-half), ratio * math.exp(half)
-
-
-def verdict(low: float | None, high: float | None) -> str:
-    """How a time ratio (new / old) reads: below 1 throughout its interval is faster."""
-    if low is None or high is None:
-        return "no interval (n < 2)"
-    if high < 1:
-        return "faster"
-    if low > 1:
-        return "slower"
-    return "no significant difference"
-
-
-def speedup_ci(eager: dict, compiled: dict) -> tuple[float, float | None, float | None]:
-    """eager mean / compiled mean with its 95% CI (2.0: compiled takes half the time)."""
-    return ratio_ci(compiled, eager)
-
-
-def speedup_verdict(low: float | None, high: float | None) -> str:
-    """How a speed-up reads: compiled is faster only when its whole interval lies above 1."""
-    if low is None or high is None:
-        return "no interval (n < 2)"
-    if low > 1:
-        return "faster"
-    if high < 1:
-        return "slower"
-    return "no significant difference"
+def speedup_to_improvement(s: float | None) -> float | None:
+    """A speed-up as the guide's % improvement: eager/compiled = s means (1 - 1/s) * 100."""
+    return None if s is None else (1 - 1 / s) * 100.0
 
 
 def break_even(compile_s: float | None, eager_ms: float, compiled_ms: float) -> float | None:
@@ -113,5 +151,33 @@ def break_even(compile_s: float | None, eager_ms: float, compiled_ms: float) -> 
     return math.ceil(round(compile_s / saving_s, 6))  # round first: 1.0 / 1e-6 must not become 1000001
 
 
-NOISE_REMEDY = ("CV above 10%: close other programs, pin the clocks (GPU: `nvidia-smi -lgc`), raise --iters or "
-                "--max-time, or use --interleave so drift hits eager and compiled alike")
+def case_summary(per_process: list[list[float]]) -> dict:
+    """A case from the samples of each of its processes: the estimate and interval between processes, and what
+    the samples say within them (percentiles of all samples, the median within-process CV)."""
+    per_process = [p for p in per_process if len(p)]
+    if not per_process:
+        return {k: None for k in CASE_FIELDS} | {"repeats": 0, "n": 0}
+    means = [float(np.mean(p)) for p in per_process]
+    mean, low, high = estimate(means)
+    logs = np.log(means)
+    pooled = np.concatenate([np.asarray(p, dtype=float) for p in per_process])
+    cvs = [c for c in (summarize(p)["cv"] for p in per_process) if c is not None]
+    return {
+        "repeats": len(per_process),
+        "n": int(pooled.size),
+        "n_min": min(len(p) for p in per_process),
+        "mean": mean,
+        "ci95_low": low,
+        "ci95_high": high,
+        "between_cv": float(logs.std(ddof=1)) if logs.size > 1 else None,  # sd of log means ~ relative spread
+        "median": float(np.median(pooled)),
+        "p90": float(np.percentile(pooled, 90)),
+        "p99": float(np.percentile(pooled, 99)),
+        "min": float(pooled.min()),
+        "max": float(pooled.max()),
+        "within_cv": float(np.median(cvs)) if cvs else None,
+    }
+
+
+def _exp(x: float | None) -> float | None:
+    return None if x is None else math.exp(x)

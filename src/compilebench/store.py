@@ -1,20 +1,34 @@
-"""The results store: one SQLite file, one transaction per result, written the moment a result arrives.
+"""The results store: one SQLite file, one transaction per repeat, written the moment a repeat arrives.
 
-Each result is kept whole as JSON (raw samples included) beside a few indexed columns. The schema version
-is recorded; a newer file is refused with an instruction rather than misread. WAL mode and a busy timeout
-let several processes write one file at once."""
+Each result (a case on one machine, with every repeat) is kept whole as JSON (raw samples included) beside a few
+indexed columns. The schema version is recorded; a newer file is refused with an instruction rather than
+misread, and a schema-1 file (one process per result) is read as one repeat per result, and migrated in place
+when a run adds to it. WAL mode and a busy timeout let several processes write one file at once.
+
+Claims: before a repeat is measured, the run that will measure it claims it here, so two runs on one file never
+measure the same repeat twice. A claim names its process; a claim whose process has died on this host is
+released by the next run that meets it."""
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
+import socket
 import sqlite3
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass
 
 from compilebench.errors import SchemaError, UserError
+from compilebench.result import Result, upgrade_v1
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DEFAULT_PATH = os.path.join("compilebench-results", "results.db")
+BUSY_TIMEOUT_S = float(os.environ.get("COMPILEBENCH_DB_TIMEOUT", "60"))  # how long a write waits for a lock
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -32,32 +46,71 @@ CREATE TABLE IF NOT EXISTS results (
 );
 CREATE INDEX IF NOT EXISTS results_by_case ON results (case_key, machine_id);
 """
+_CLAIMS = """
+CREATE TABLE IF NOT EXISTS claims (
+    case_key   TEXT NOT NULL,
+    resume_id  TEXT NOT NULL,
+    repeat     INTEGER NOT NULL,
+    result_id  TEXT NOT NULL,
+    host       TEXT NOT NULL,
+    pid        INTEGER NOT NULL,
+    started    TEXT NOT NULL,
+    claimed_at REAL NOT NULL,
+    PRIMARY KEY (case_key, resume_id, repeat)
+)
+"""
+
+
+@dataclass(frozen=True)
+class Holder:
+    """The process that claimed a repeat."""
+
+    host: str
+    pid: int
+    claimed_at: float
 
 
 class Store:
-    def __init__(self, conn: sqlite3.Connection, path: str):
+    def __init__(self, conn: sqlite3.Connection, path: str, schema: int, writable: bool):
         self._conn = conn
         self.path = path
+        self.schema = schema
+        self.writable = writable
+        self._lock = threading.Lock()  # the sweep's slot threads claim through this one connection
 
     @classmethod
-    def open(cls, path: str, *, create: bool = True) -> Store:
-        """Open (or create) a results file. Every problem with the path or the file is a UserError."""
-        exists = check_path(path)
+    def open(cls, path: str, *, create: bool = True, write: bool = True) -> Store:
+        """Open a results file: for a run (write=True; created where missing, checked whole before anything is
+        measured, migrated to this schema) or for a report (write=False: read-only, never changed, so a
+        read-only file works). Every problem with the path or the file is a UserError."""
+        exists = check_path(path, write=write)
         if not exists and not create:
             raise UserError(f"results file {path!r} does not exist")
         if not exists:
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         try:
-            conn = sqlite3.connect(path, timeout=60, isolation_level=None)
+            if write:
+                conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+            else:
+                conn = _open_read_only(path)
             if exists:
-                _check_schema(conn, path)
+                schema = _check_schema(conn, path)
+                if write:
+                    _check_whole(conn, path)
+                    if schema < SCHEMA_VERSION:
+                        _migrate(conn, schema)
+                        schema = SCHEMA_VERSION
             else:
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.executescript(_SCHEMA)
+                conn.execute(_CLAIMS)
                 conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+                schema = SCHEMA_VERSION
         except sqlite3.DatabaseError as exc:
+            if "malformed" in str(exc) or "corrupt" in str(exc):
+                raise UserError(_damaged(path, str(exc))) from None
             raise UserError(f"{path!r} is not a compilebench results file ({exc})") from None
-        return cls(conn, path)
+        return cls(conn, path, schema, write)
 
     def close(self) -> None:
         self._conn.close()
@@ -68,57 +121,190 @@ class Store:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    # -- results ------------------------------------------------------------------------------------------------
+
     def add(self, result: dict) -> bool:
-        """Append one result in its own transaction. A result already present (same result_id, e.g. when
-        merging files) is not added twice; returns whether it was new."""
-        case = result["case"]
+        """Store a whole result in its own transaction (merging files, tests). One already present with the same
+        result_id is not added twice; returns whether it was new."""
         with self._transaction():
-            cur = self._conn.execute(
-                "INSERT OR IGNORE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    result["result_id"],
-                    result["case_key"],
-                    result["machine_id"],
-                    result["status"],
-                    result["created_at"],
-                    case["model"],
-                    case["batch_size"],
-                    case["variant"]["mode"],
-                    (result.get("stats") or {}).get("mean"),
-                    json.dumps(result),
-                ),
-            )
+            cur = self._conn.execute("INSERT OR IGNORE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", _row(result))
         return cur.rowcount == 1
 
-    def finished_keys(self, resume_id: str) -> set[str]:
-        """Case keys that already have a result from this machine (its machine_id), or from a Ray sweep's
-        target (its placement): a resumed run skips them."""
-        rows = self._conn.execute("SELECT DISTINCT case_key FROM results WHERE machine_id = ? "
-                                  "OR json_extract(data, '$.placement') = ?", (resume_id, resume_id))
-        return {r[0] for r in rows}
+    def add_repeat(self, result: Result) -> dict:
+        """A result holding the repeat(s) just measured: merged into the stored result of the same result_id (a
+        repeat at the same index replaces a failed earlier attempt), its claims released, in one transaction.
+        Returns the stored result as it now stands."""
+        with self._transaction():
+            row = self._conn.execute("SELECT data FROM results WHERE result_id = ?", (result.result_id,)).fetchone()
+            if row is None:
+                merged = result
+            else:
+                merged = Result.from_dict(json.loads(row[0]))
+                for rep in result.repeats:
+                    merged.add(rep)
+                merged.env = merged.env or result.env
+                merged.flops = merged.flops if merged.flops is not None else result.flops
+            d = merged.to_dict()
+            self._conn.execute("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", _row(d))
+            resume_id = result.placement or result.machine_id
+            for rep in result.repeats:
+                self._conn.execute("DELETE FROM claims WHERE case_key = ? AND resume_id = ? AND repeat = ?",
+                                   (d["case_key"], resume_id, rep.index))
+        return d
 
     def results(self) -> list[dict]:
         rows = self._conn.execute("SELECT data FROM results ORDER BY created_at, rowid")
-        return [json.loads(r[0]) for r in rows]
+        out = [json.loads(r[0]) for r in rows]
+        return [upgrade_v1(d) for d in out] if self.schema == 1 else out
+
+    def latest(self, case_key: str, resume_id: str) -> dict | None:
+        """The newest result of a case measured here (this machine, or a Ray sweep's target)."""
+        row = self._conn.execute(
+            "SELECT data FROM results WHERE case_key = ? AND (machine_id = ? OR json_extract(data, '$.placement') = ?) "
+            "ORDER BY created_at DESC, rowid DESC LIMIT 1", (case_key, resume_id, resume_id)).fetchone()
+        if row is None:
+            return None
+        d = json.loads(row[0])
+        return upgrade_v1(d) if self.schema == 1 else d
+
+    # -- claims -------------------------------------------------------------------------------------------------
+
+    def claim(self, case_key: str, resume_id: str, repeat: int, result_id: str | None, done) -> tuple[str | None, Holder | None]:
+        """Claim one repeat of a case for this process. Returns (result_id to store it under, None) when claimed;
+        (None, holder) when a live process holds it; (None, None) when it was stored meanwhile (`done(result)`
+        says whether a stored result already has this repeat). `result_id` None: the series this case
+        continues, or the one another run has started, or a new one."""
+        with self._transaction():
+            self._release_dead(case_key, resume_id)
+            held = self._conn.execute("SELECT host, pid, claimed_at FROM claims WHERE case_key = ? AND resume_id = ? "
+                                      "AND repeat = ?", (case_key, resume_id, repeat)).fetchone()
+            if held:
+                return None, Holder(*held)
+            if result_id is None:
+                latest = self.latest(case_key, resume_id)
+                if latest is not None and done(latest):
+                    return None, None
+                other = self._conn.execute("SELECT result_id FROM claims WHERE case_key = ? AND resume_id = ? LIMIT 1",
+                                           (case_key, resume_id)).fetchone()
+                result_id = latest["result_id"] if latest else other[0] if other else uuid.uuid4().hex
+            self._conn.execute("INSERT INTO claims VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                               (case_key, resume_id, repeat, result_id, socket.gethostname(), os.getpid(),
+                                _process_started(os.getpid()), time.time()))
+        return result_id, None
+
+    def release_claims(self) -> None:
+        """Drop every claim of this process (a sweep that ends or is interrupted)."""
+        with self._transaction():
+            self._conn.execute("DELETE FROM claims WHERE host = ? AND pid = ?", (socket.gethostname(), os.getpid()))
+
+    def _release_dead(self, case_key: str, resume_id: str) -> None:
+        host = socket.gethostname()
+        for pid, started in self._conn.execute("SELECT pid, started FROM claims WHERE case_key = ? AND resume_id = ? "
+                                               "AND host = ?", (case_key, resume_id, host)).fetchall():
+            if _process_started(pid) != started:  # gone, or its pid reused by another process
+                self._conn.execute("DELETE FROM claims WHERE host = ? AND pid = ? AND started = ?", (host, pid, started))
 
     @contextlib.contextmanager
     def _transaction(self):
-        self._conn.execute("BEGIN IMMEDIATE")  # take the write lock now: concurrent writers queue, never interleave
+        if not self.writable:
+            raise RuntimeError("a results file opened for reading was written to")
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")  # take the write lock now: writers queue, never interleave
+            try:
+                yield
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+
+def _unsaved_folders(db_path: str) -> list[str]:
+    """Where a result goes when its results file cannot take it: beside the file, else the temporary folder."""
+    tag = hashlib.sha1(os.path.abspath(db_path).encode()).hexdigest()[:12]
+    return [db_path + ".unsaved", os.path.join(tempfile.gettempdir(), f"compilebench-unsaved-{tag}")]
+
+
+def save_unsaved(db_path: str, result: dict) -> str | None:
+    """Keep a result the results file could not take; returns where (None: nowhere could be written)."""
+    name = f"{result['result_id']}-{time.time_ns()}.json"
+    for folder in _unsaved_folders(db_path):
+        path = os.path.join(folder, name)
         try:
-            yield
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            raise
-        self._conn.execute("COMMIT")
+            os.makedirs(folder, exist_ok=True)
+            with open(path + ".tmp", "w") as f:
+                json.dump(result, f)
+            os.replace(path + ".tmp", path)
+            return path
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.remove(path + ".tmp")
+    return None
 
 
-def check_path(path: str) -> bool:
-    """Whether a results file exists there; a UserError where none could be created."""
+def load_unsaved(db_path: str) -> list[tuple[str, dict]]:
+    out = []
+    for folder in _unsaved_folders(db_path):
+        for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+            if name.endswith(".json"):
+                with open(os.path.join(folder, name)) as f:
+                    out.append((os.path.join(folder, name), json.load(f)))
+    return out
+
+
+def forget_unsaved(path: str) -> None:
+    os.remove(path)
+    with contextlib.suppress(OSError):
+        os.rmdir(os.path.dirname(path))  # the folder goes with its last file
+
+
+def _row(result: dict) -> tuple:
+    case = result["case"]
+    return (result["result_id"], result["case_key"], result["machine_id"], result["status"], result["created_at"],
+            case["model"], case["batch_size"], case["variant"]["mode"], (result.get("stats") or {}).get("mean"),
+            json.dumps(result))
+
+
+def _process_started(pid: int) -> str:
+    """When a process started (its /proc start time), so a reused pid is not taken for the claimant; '' if gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        try:
+            os.kill(pid, 0)  # no /proc (macOS): alive or not is all we can tell
+            return "alive"
+        except ProcessLookupError:
+            return ""
+        except PermissionError:
+            return "alive"
+
+
+def _open_read_only(path: str) -> sqlite3.Connection:
+    """Read without writing anything: a read-only file (or folder) still opens. WAL needs its shared-memory file;
+    where that cannot be made, the file is read as immutable (nobody may write it meanwhile, which a read-only
+    file guarantees)."""
+    uri = "file:" + os.path.abspath(path).replace("?", "%3f").replace("#", "%23")
+    try:
+        conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, check_same_thread=False)
+        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+        return conn
+    except sqlite3.OperationalError:
+        return sqlite3.connect(f"{uri}?immutable=1", uri=True, check_same_thread=False)
+
+
+def check_path(path: str, write: bool = True) -> bool:
+    """Whether a results file exists there; a UserError where none could be created, or (write) where it
+    cannot be written."""
     if os.path.isdir(path):
         raise UserError(f"results file {path!r} is a directory; give a file path such as {DEFAULT_PATH}")
     exists = os.path.exists(path) and os.path.getsize(path) > 0
     if not exists:
         _check_creatable(path)
+    elif write:
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.access(path, os.W_OK) or not os.access(folder, os.W_OK | os.X_OK):
+            raise UserError(f"results file {path!r} is read-only (or its folder is): a run cannot store results there; "
+                            "make it writable or give another --db (`compilebench report` reads it as it is)")
     return exists
 
 
@@ -131,7 +317,7 @@ def _check_creatable(path: str) -> None:
         raise UserError(f"cannot write results file {path!r}: {probe!r} is not a writable directory")
 
 
-def _check_schema(conn: sqlite3.Connection, path: str) -> None:
+def _check_schema(conn: sqlite3.Connection, path: str) -> int:
     try:
         row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     except sqlite3.OperationalError:
@@ -144,3 +330,32 @@ def _check_schema(conn: sqlite3.Connection, path: str) -> None:
             f"{path!r} was written by a newer compilebench (schema {version}; this one reads up to "
             f"{SCHEMA_VERSION}): upgrade with `pip install -U compilebench`, or use another --db"
         )
+    return version
+
+
+def _check_whole(conn: sqlite3.Connection, path: str) -> None:
+    """A damaged file is refused before a run measures anything it could not store."""
+    problems = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
+    if problems != ["ok"]:
+        raise UserError(_damaged(path, problems[0]))
+
+
+def _damaged(path: str, problem: str) -> str:
+    return (f"results file {path!r} is damaged ({problem}): a run cannot store results in it; give another --db, "
+            f"or restore a copy (`compilebench report {path}` may still read what is intact)")
+
+
+def _migrate(conn: sqlite3.Connection, schema: int) -> None:
+    """Schema 1 -> 2, in one transaction: each result becomes one repeat; claims get their table."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute(_CLAIMS)
+        for result_id, data in conn.execute("SELECT result_id, data FROM results").fetchall():
+            d = upgrade_v1(json.loads(data))
+            conn.execute("UPDATE results SET status = ?, mean_ms = ?, data = ? WHERE result_id = ?",
+                         (d["status"], (d.get("stats") or {}).get("mean"), json.dumps(d), result_id))
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise

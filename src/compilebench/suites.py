@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from compilebench.errors import UnknownChoice
 
+TEXT_MODELS = ("gemma-2b", "llama-3.2-1b", "qwen2.5-0.5b", "smollm2-135m", "gpt2")
 GUIDE_MODELS = (
     "vit", "segformer", "owlvit", "beit", "detr", "convnext", "resnet-50",
     "mask2former", "maskformer", "deeplabv3-mobilenet", "detr-resnet-101", "conditional-detr",
@@ -20,6 +21,7 @@ class Suite:
     variants: tuple[str, ...]
     warmup: int | None = None  # None: the run's default
     max_time_s: float | None = None
+    fullgraph: bool = False
 
 
 SUITES = {
@@ -33,6 +35,11 @@ SUITES = {
     "quick": Suite("one light model per task at batch 1, a few minutes on a CPU",
                    ("resnet-50", "deeplabv3-mobilenet", "detr"), (1,), ("eager", "default"), warmup=2, max_time_s=5.0),
 }
+SUITES["generation"] = Suite("the text-generation zoo: 5 causal LMs x eager, compiled (static cache)", TEXT_MODELS, (1,),
+                             ("eager", "default"))
+# The torch.compile page's example: gemma-2b, compiled with reduce-overhead and fullgraph=True.
+SUITES["seed-generation"] = Suite("the torch.compile page's gemma-2b: eager vs default vs reduce-overhead, fullgraph",
+                                  ("gemma-2b",), (1,), ("eager", "default", "reduce-overhead"), fullgraph=True)
 DEFAULT_SUITE = "quick"
 
 

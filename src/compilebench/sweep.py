@@ -1,44 +1,97 @@
-"""The driver loop: skip finished cases, hand the rest to a dispatcher, store each result the moment it arrives."""
+"""The driver loop: plan every repeat of every case, skip what is stored, hand the rest to a dispatcher, and store
+each repeat the moment it arrives.
+
+Order: model-major; within a model and batch size, repeat 1 of every variant, then repeat 2, and so on, so eager
+and compiled alternate and drift over the minutes of a sweep hits them alike. A case's repeats share one private
+compiler-state folder: the first compiles cold, later ones from what it left (recorded as warm); the folder goes
+when the case's last repeat is done."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import sys
 import signal
+import sqlite3
+import sys
 import threading
+import uuid
 from dataclasses import dataclass, field
 
 from tqdm import tqdm
 
-from compilebench import envinfo, zoo
-from compilebench.dispatch import Dispatcher, Target, Unit
+from compilebench import compiler_state, envinfo, store as storemod, zoo
+from compilebench.dispatch import Dispatcher, Target, Unit, Work
 from compilebench.result import Result
-from compilebench.spec import Case, RunSpec, Variant
+from compilebench.spec import Case, Job, RunSpec, Variant
 from compilebench.store import Store
+from compilebench.vocab import FAILED, RETRIED, RETRIED_ON_REQUEST
 
 # tqdm's monitor thread wakes every few seconds; nothing of ours may run beside a timed loop.
 tqdm.monitor_interval = 0
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM: stop, keep what finished, say how to resume."""
+
+    def __init__(self, signum: int = signal.SIGINT):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+class StoreFailed(Exception):
+    """The results file could not take a result (disk full, locked by another program, damaged)."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
 @dataclass
 class SweepOutcome:
-    results: list[Result] = field(default_factory=list)  # measured in this run
-    skipped: int = 0  # finished earlier, resumed past
-    interrupted: bool = False
+    results: list[Result] = field(default_factory=list)  # repeats measured in this run (one result each)
+    done_before: int = 0  # repeats stored earlier, resumed past
+    retried: int = 0  # repeats that had crashed or timed out, measured again
+    not_retried: int = 0  # failed repeats (error, oom) left as they are: --retry-failed tries them again
+    held_elsewhere: int = 0  # repeats another run was measuring
+    after_failure: int = 0  # repeats not run because an earlier repeat of the case failed in this run
+    recovered: int = 0  # results an earlier run saved beside the results file, now stored
+    interrupted: int = 0  # the signal that stopped the sweep, 0 if none
+
+
+def retryable(status: str, retry_failed: bool) -> bool:
+    return status in RETRIED or (retry_failed and status in RETRIED_ON_REQUEST)
+
+
+def _groups(cases: list[Case], interleave: bool) -> list[list[Case]]:
+    """The cases measured in one process: each alone, or (--interleave) the variants of one model, batch size and
+    settings together."""
+    if not interleave:
+        return [[c] for c in cases]
+    groups: dict[str, list[Case]] = {}
+    for c in cases:
+        groups.setdefault(dataclasses.replace(c, variant=Variant("eager")).key(), []).append(c)
+    return list(groups.values())
+
+
+def _blocks(groups: list[list[Case]]) -> list[list[int]]:
+    """Group indexes whose repeats alternate: the variants of one model, batch size and settings."""
+    blocks: dict[str, list[int]] = {}
+    for i, g in enumerate(groups):
+        blocks.setdefault(dataclasses.replace(g[0], variant=Variant("eager")).key(), []).append(i)
+    return list(blocks.values())
 
 
 class _Progress:
-    """One bar over the whole sweep (tqdm's rate gives the ETA) and, per slot, the case it runs and its phase.
-    Updated only when something changes: nothing of ours runs beside a timed loop on a timer."""
+    """One bar over every repeat of the sweep (tqdm's rate gives the ETA) and, per slot, the case it runs and its
+    phase. Updated only when something changes: nothing of ours runs beside a timed loop on a timer."""
 
-    def __init__(self, bar: tqdm):
-        self.bar = bar
+    def __init__(self, bar: tqdm, repeats: int, quiet: bool):
+        self.bar, self.repeats, self.quiet = bar, repeats, quiet
         self.running: dict[str, tuple[str, str]] = {}
         self.lock = threading.Lock()
 
     def started(self, slot: str, unit: Unit) -> None:
-        self._set(slot, (" + ".join(c.describe() for c in unit.cases), "start"))
+        self._set(slot, (unit.describe(self.repeats), "start"))
 
     def phase(self, slot: str, phase: str) -> None:
         with self.lock:
@@ -47,6 +100,14 @@ class _Progress:
 
     def finished(self, slot: str) -> None:
         self._set(slot, None)
+
+    def note(self, message: str) -> None:
+        """A line that must be seen even with --quiet (waiting for a device another run holds)."""
+        with self.lock:
+            if self.quiet:
+                print(message, file=sys.stderr, flush=True)
+            else:
+                self.bar.write(message, file=sys.stderr)
 
     def _set(self, slot: str, value: tuple[str, str] | None) -> None:
         with self.lock:
@@ -63,60 +124,210 @@ class _Progress:
                 self.bar.set_postfix_str(" | ".join(f"{s}: {w} ({p})" for s, (w, p) in sorted(self.running.items())))
 
 
-def run(spec: RunSpec, store: Store, dispatcher: Dispatcher, targets: list[Target], *, quiet: bool = False) -> SweepOutcome:
-    """Every case of the spec on every target, skipping what a target already has; each result stored the
-    moment it arrives, by this thread alone."""
-    cases = spec.cases()
-    units = []
-    skipped = 0
-    for target in targets:
-        finished = set() if spec.rerun else store.finished_keys(target.resume_id)
-        todo = [c for c in cases if c.key() not in finished]
-        skipped += len(cases) - len(todo)
-        units += [Unit(target, tuple(g)) for g in (_groups(todo) if spec.interleave else [[c] for c in todo])]
-    outcome = SweepOutcome(skipped=skipped)
-    bar = tqdm(total=sum(len(u.cases) for u in units), disable=quiet, unit="case", dynamic_ncols=True)
+@dataclass
+class _Plan:
+    units: list[Unit]
+    stored: dict[tuple[str, str], dict]  # (case key, resume id) -> the stored result a repeat continues
+    uses: dict[int, int]  # group -> units left that use its compiler-state folder
+
+
+def plan(spec: RunSpec, cases: list[Case], store: Store, targets: list[Target], outcome: SweepOutcome) -> _Plan:
+    groups = _groups(cases, spec.interleave)
+    units, stored, uses = [], {}, {}
+    for ti, target in enumerate(targets):
+        needed: dict[int, dict[int, list[Case]]] = {}  # group -> repeat -> its cases still to measure
+        for gi, group in enumerate(groups):
+            for case in group:
+                latest = None if spec.rerun else store.latest(case.key(), target.resume_id)
+                if latest is not None:
+                    stored[(case.key(), target.resume_id)] = latest
+                have = {r["index"]: r["status"] for r in (latest or {}).get("repeats", [])}
+                for i in range(1, spec.repeats + 1):
+                    if i not in have:
+                        needed.setdefault(gi, {}).setdefault(i, []).append(case)
+                    elif retryable(have[i], spec.retry_failed):
+                        outcome.retried += 1
+                        needed.setdefault(gi, {}).setdefault(i, []).append(case)
+                    elif have[i] in FAILED:
+                        outcome.not_retried += 1
+                    else:
+                        outcome.done_before += 1
+        for block in _blocks(groups):
+            for i in range(1, spec.repeats + 1):
+                for gi in block:
+                    todo = needed.get(gi, {}).get(i)
+                    if todo:
+                        group = ti * len(groups) + gi
+                        units.append(Unit(target, tuple(todo), i, group))
+                        uses[group] = uses.get(group, 0) + 1
+    return _Plan(units, stored, uses)
+
+
+def run(spec: RunSpec, store: Store, dispatcher: Dispatcher, targets: list[Target], *,
+        prompt_lens: dict[str, int] | None = None, quiet: bool = False, state_root: str | None = None) -> SweepOutcome:
+    """Every repeat of every case of the spec on every target, skipping what a target already has; each repeat
+    stored the moment it arrives, by this thread alone."""
+    outcome = SweepOutcome()
+    outcome.recovered = _recover_unsaved(store)
+    cases = spec.cases(prompt_lens)
+    p = plan(spec, cases, store, targets, outcome)
+    bar = tqdm(total=sum(len(u.cases) for u in p.units), disable=quiet, unit="repeat", dynamic_ncols=True)
+    progress = _Progress(bar, spec.repeats, quiet)
+    states = compiler_state.StateFolders(state_root)
+    failed_cases: set[tuple[str, str]] = set()
+    series: dict[tuple[str, str, int], str] = {}  # (case key, resume id, repeat) -> the result it joins
+    holders_told: set[tuple] = set()
+
+    def done_here(i: int):
+        return lambda stored: any(r["index"] == i and not retryable(r["status"], spec.retry_failed)
+                                  for r in stored.get("repeats", []))
+
+    def open_unit(unit: Unit) -> Work | None:
+        todo = []
+        for case in unit.cases:
+            key, rid = case.key(), unit.target.resume_id
+            if (key, rid) in failed_cases:
+                outcome.after_failure += 1
+                bar.update(1)
+                continue
+            given = series.setdefault((key, rid, 0), uuid.uuid4().hex) if spec.rerun else None  # a new result
+            try:
+                result_id, holder = store.claim(key, rid, unit.repeat, given, done_here(unit.repeat))
+            except (sqlite3.Error, OSError) as exc:
+                raise StoreFailed(f"cannot write to the results file {store.path!r} ({exc}) before measuring "
+                                  f"{unit.describe(spec.repeats)}") from exc
+            if result_id is None:
+                bar.update(1)
+                if holder is None:
+                    outcome.done_before += 1
+                else:
+                    outcome.held_elsewhere += 1
+                    if holder.pid not in holders_told:
+                        holders_told.add(holder.pid)
+                        progress.note(f"{case.describe()} repeat {unit.repeat} is being measured by another run "
+                                      f"(pid {holder.pid} on {holder.host}): left to it")
+                continue
+            series[(key, rid, unit.repeat)] = result_id
+            todo.append(case)
+        if not todo:
+            _release_state(unit)
+            return None
+        stored = [p.stored.get((c.key(), unit.target.resume_id)) or {} for c in todo]
+        count_flops = any(s.get("flops") is None for s in stored)
+        env, cache = _compiler_env(spec.compile_cache, states, unit.group)
+        return Work(Job(todo, spec.timing, unit.repeat, cache, count_flops), env)
+
+    def _release_state(unit: Unit) -> None:
+        p.uses[unit.group] -= 1
+        if p.uses[unit.group] == 0:
+            states.remove(str(unit.group))
 
     def deliver(unit: Unit, results: list[Result]) -> None:
-        for case, result in zip(unit.cases, results):
+        for result in results:
+            case = result.case
+            key, rid = case.key(), unit.target.resume_id
             if not result.machine_id:  # made by the driver (timeout, crash) or failed before reading its env
                 result.env, result.machine_id = dict(unit.target.env), envinfo.machine_id(unit.target.env)
+            result.case = next(c for c in unit.cases if c.key() == key)  # keyed without the slot's device index
             result.placement = unit.target.placement
+            result.result_id = series[(key, rid, unit.repeat)]
             if not result.label:
                 entry = zoo.get(case.model, case.task)
                 result.label, result.task = entry.label, entry.task
-            with _sigint_deferred():  # a Ctrl-C now waits until the result is committed
-                store.add(result.to_dict())
+            p.stored[(key, rid)] = _store(store, result)  # the FLOPs it counted are not counted again
             outcome.results.append(result)
             bar.update(1)
-            if result.status != "ok" and not quiet:
+            rep = result.repeats[0]
+            if rep.status in FAILED:
+                failed_cases.add((key, rid))
+            if rep.status != "ok" and not quiet:
                 where = f" on {unit.target.name}" if unit.target.placement else ""  # which GPU type of a cluster
-                bar.write(f"{case.describe()}{where}: {result.status}: {result.message}", file=sys.stderr)
+                bar.write(f"{unit.describe(spec.repeats)}{where}: {rep.status}: {rep.message}", file=sys.stderr)
+        _release_state(unit)
 
     try:
-        dispatcher.run(units, spec.timing, _Progress(bar), deliver)
-    except KeyboardInterrupt:
-        outcome.interrupted = True
+        with _stop_signals():
+            dispatcher.run(p.units, open_unit, progress, deliver)
+    except Interrupted as exc:
+        outcome.interrupted = exc.signum
     finally:
         bar.close()
+        states.close()
+        with contextlib.suppress(sqlite3.Error):
+            store.release_claims()
     return outcome
 
 
-def _groups(cases: list[Case]) -> list[list[Case]]:
-    """--interleave: the variants of one model, batch size and settings, measured together."""
-    groups: dict[str, list[Case]] = {}
-    for c in cases:
-        groups.setdefault(dataclasses.replace(c, variant=Variant("eager")).key(), []).append(c)
-    return list(groups.values())
+def _compiler_env(mode: str, states: compiler_state.StateFolders, group: int) -> tuple[dict[str, str], str]:
+    """The private compiler state a job starts from, and what it is: cold (empty), warm (left by an earlier
+    repeat of the same case) or dir (the user's --compile-cache DIR). --compile-cache warm warms a fresh folder
+    itself."""
+    if mode not in ("cold", "warm"):
+        return compiler_state.env_for(mode), "dir"
+    if mode == "warm":
+        folder = states.folder(f"{group}-warm-{id(object())}")
+        return compiler_state.env_for(folder), "warm"
+    folder = states.folder(str(group))
+    state = "cold" if compiler_state.is_empty(folder) else "warm"
+    return compiler_state.env_for(folder), state
+
+
+def _store(store: Store, result: Result) -> dict:
+    """One repeat into the results file, Ctrl-C held off meanwhile; where the file cannot take it, the result is
+    saved beside it (or in the temporary folder) and the sweep stops with one line that says where."""
+    with _signals_deferred():
+        try:
+            return store.add_repeat(result)
+        except (sqlite3.Error, OSError) as exc:
+            saved = storemod.save_unsaved(store.path, result.to_dict())
+            where = f"saved to {saved}; the next run stores it" if saved else "it could not be saved anywhere: " \
+                                                                              "its numbers are in the lines above"
+            if not saved:
+                print(result.to_dict(), file=sys.stderr)
+            raise StoreFailed(f"cannot write to the results file {store.path!r} ({exc}): the result just measured was "
+                              f"{where}") from exc
+
+
+def _recover_unsaved(store: Store) -> int:
+    """Results an earlier run measured but could not store: stored now, then their files removed."""
+    n = 0
+    for path, d in storemod.load_unsaved(store.path):
+        store.add_repeat(Result.from_dict(d))
+        storemod.forget_unsaved(path)
+        n += 1
+    return n
 
 
 @contextlib.contextmanager
-def _sigint_deferred():
-    received = []
-    previous = signal.signal(signal.SIGINT, lambda *_: received.append(True))
+def _stop_signals():
+    """SIGTERM ends a sweep as Ctrl-C does: what finished is kept and the way to resume is printed."""
+
+    def raise_(signum, frame):
+        raise Interrupted(signum)
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.signal(s, raise_) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+@contextlib.contextmanager
+def _signals_deferred():
+    """A stop signal that arrives while a result is being committed waits until it is committed."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+    previous = {s: signal.signal(s, lambda signum, frame: received.append(signum)) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
         if received:
-            raise KeyboardInterrupt
+            raise Interrupted(received[0])

@@ -4,8 +4,10 @@ then the timed loop. Clocks are injectable so the logic is tested with FakeClock
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
+
+from compilebench.conditions import NoWatch, Watch
 
 
 class HostClock:
@@ -95,11 +97,34 @@ class FakeClock(HostClock):
 class Measurement:
     first_call_ns: int
     warmup_iters: int
+    warmup_ns: int
     iters_requested: int
+    min_iters: int
     samples_ns: list[int]
     loop_wall_ns: int  # host wall time of the whole timed loop, synchronized at both ends
     stopped_early: bool  # the max-time budget ended the loop before iters_requested
     recompiles: int | None  # new graphs compiled during the timed loop; None when not tracked
+    loop_started_at: float = 0.0  # wall clock (epoch seconds) at both ends of the timed loop
+    loop_ended_at: float = 0.0
+    conditions: dict = field(default_factory=dict)  # what else used the machine meanwhile (conditions.Watch)
+
+
+def first_call(fn: Callable[[], object], clock: HostClock) -> int:
+    """The first call, timed alone and synchronized at both ends: for a compiled model it holds the compilation."""
+    clock.sync()
+    t0 = clock.now_ns()
+    fn()
+    clock.sync()
+    return clock.now_ns() - t0
+
+
+def warm_up(fn: Callable[[], object], calls: int, clock: HostClock) -> int:
+    """`calls` untimed calls; returns how long they took."""
+    t0 = clock.now_ns()
+    for _ in range(calls):
+        fn()
+    clock.sync()
+    return clock.now_ns() - t0
 
 
 def measure(
@@ -108,52 +133,44 @@ def measure(
     iters: int,
     warmup: int,
     clock: HostClock,
+    min_iters: int = 1,
     max_time_s: float | None = None,
     graph_count: Callable[[], int] | None = None,
+    watch: Watch | None = None,
     on_phase: Callable[[str], None] = lambda phase: None,
 ) -> Measurement:
-    """Time fn. The first call is timed alone (for a compiled model it holds the compilation) and never joins
-    the steady-state samples. graph_count, when given, is read around the timed loop: any growth is a
-    recompile inside it, which the caller must treat as voiding the numbers."""
-    now, sync = clock.now_ns, clock.sync
-
+    """Time fn. The first call is timed alone and never joins the steady-state samples. The budget max_time_s
+    ends the timed loop only once it has min_iters samples. graph_count, when given, is read around the timed
+    loop: any growth is a recompile inside it, which the caller must treat as voiding the numbers."""
     on_phase("first call")
-    sync()
-    t0 = now()
-    fn()
-    sync()
-    first_call_ns = now() - t0
-
+    first_ns = first_call(fn, clock)
     on_phase("warm-up")
-    for _ in range(warmup):
-        fn()
-    sync()
+    warmup_ns = warm_up(fn, warmup, clock)
 
     on_phase("timing")
+    watch = watch or NoWatch()
     graphs_before = graph_count() if graph_count else None
     budget_ns = None if max_time_s is None else int(max_time_s * 1e9)
+    floor = min(min_iters, iters)
     rec = clock.recorder(iters)
     n = 0
-    loop_start = now()
+    watch.start()
+    started_at = time.time()
+    loop_start = clock.now_ns()
     while n < iters:
         rec.start(n)
         fn()
         rec.stop(n)
         n += 1
-        if budget_ns is not None and now() - loop_start >= budget_ns:
+        if budget_ns is not None and n >= floor and clock.now_ns() - loop_start >= budget_ns:
             break
-    sync()
-    loop_wall_ns = now() - loop_start
+    clock.sync()
+    loop_wall_ns = clock.now_ns() - loop_start
+    ended_at = time.time()
+    conditions = watch.stop()
     recompiles = graph_count() - graphs_before if graph_count else None
-    return Measurement(
-        first_call_ns=first_call_ns,
-        warmup_iters=warmup,
-        iters_requested=iters,
-        samples_ns=rec.samples_ns(n),
-        loop_wall_ns=loop_wall_ns,
-        stopped_early=n < iters,
-        recompiles=recompiles,
-    )
+    return Measurement(first_ns, warmup, warmup_ns, iters, floor, rec.samples_ns(n), loop_wall_ns, n < iters,
+                       recompiles, started_at, ended_at, conditions)
 
 
 def measure_interleaved(
@@ -163,59 +180,137 @@ def measure_interleaved(
     warmup: dict[str, int],
     clock: HostClock,
     block: int = 10,
+    min_iters: int = 1,
     max_time_s: float | None = None,
     graph_count: Callable[[], int] | None = None,
+    watch: Watch | None = None,
     on_phase: Callable[[str], None] = lambda phase: None,
 ) -> dict[str, Measurement]:
     """Time several callables in one process, alternating blocks of `block` calls, so that drift (clocks,
     temperature, other load) falls on all of them alike. Each first call is timed alone and each is warmed up
-    before any timing; the budget max_time_s is per callable. Recompiles are counted over the whole loop."""
-    now, sync = clock.now_ns, clock.sync
-    first: dict[str, int] = {}
+    before any timing; the budget max_time_s is per callable and ends the loop only once every callable has
+    min_iters samples. Recompiles are counted over the whole loop."""
+    first, warm = {}, {}
     for name, fn in fns.items():
         on_phase(f"first call ({name})")
-        sync()
-        t0 = now()
-        fn()
-        sync()
-        first[name] = now() - t0
+        first[name] = first_call(fn, clock)
     for name, fn in fns.items():
         on_phase(f"warm-up ({name})")
-        for _ in range(warmup[name]):
-            fn()
-    sync()
+        warm[name] = warm_up(fn, warmup[name], clock)
 
     on_phase("timing (interleaved)")
+    watch = watch or NoWatch()
     graphs_before = graph_count() if graph_count else None
     budget_ns = None if max_time_s is None else int(max_time_s * 1e9) * len(fns)
+    floor = min(min_iters, iters)
     recorders = {name: clock.recorder(iters) for name in fns}
     done = dict.fromkeys(fns, 0)
     wall = dict.fromkeys(fns, 0)
-    loop_start = now()
-    while any(n < iters for n in done.values()):
-        if budget_ns is not None and now() - loop_start >= budget_ns:
+    watch.start()
+    started_at = time.time()
+    loop_start = clock.now_ns()
+    while min(done.values()) < iters:
+        if budget_ns is not None and min(done.values()) >= floor and clock.now_ns() - loop_start >= budget_ns:
             break
         for name, fn in fns.items():
             rec, n = recorders[name], done[name]
-            sync()
-            t0 = now()
+            clock.sync()
+            t0 = clock.now_ns()
             for i in range(n, min(iters, n + block)):
                 rec.start(i)
                 fn()
                 rec.stop(i)
-            sync()
-            wall[name] += now() - t0
+            clock.sync()
+            wall[name] += clock.now_ns() - t0
             done[name] = min(iters, n + block)
+    ended_at = time.time()
+    conditions = watch.stop()
     recompiles = graph_count() - graphs_before if graph_count else None
     return {
-        name: Measurement(
-            first_call_ns=first[name],
-            warmup_iters=warmup[name],
-            iters_requested=iters,
-            samples_ns=recorders[name].samples_ns(done[name]),
-            loop_wall_ns=wall[name],
-            stopped_early=done[name] < iters,
-            recompiles=recompiles,
-        )
+        name: Measurement(first[name], warmup[name], warm[name], iters, floor, recorders[name].samples_ns(done[name]),
+                          wall[name], done[name] < iters, recompiles, started_at, ended_at, conditions)
         for name in fns
     }
+
+
+@dataclass
+class CallTiming:
+    """One generate() call: its whole duration, and when each new token arrived, from the call's start."""
+
+    total_ns: int
+    token_ns: list[int]
+
+
+@dataclass
+class GenerationMeasurement:
+    first_calls: list[CallTiming]  # the first K calls, one by one: when does compiling stop costing anything?
+    calls: list[CallTiming]  # the steady state
+    iters_requested: int
+    min_iters: int
+    loop_wall_ns: int
+    stopped_early: bool
+    recompiles: int | None
+    loop_started_at: float = 0.0
+    loop_ended_at: float = 0.0
+    conditions: dict = field(default_factory=dict)
+
+
+Call = Callable[[Callable[[], None]], object]  # call(stamp) runs one generate(), calling stamp() as each token comes
+
+
+def measure_generation(
+    calls: dict[str, Call],
+    *,
+    first_calls: int,
+    iters: int,
+    clock: HostClock,
+    min_iters: int = 1,
+    max_time_s: float | None = None,
+    graph_count: Callable[[], int] | None = None,
+    watch: Watch | None = None,
+    after_first_call: Callable[[str, int], None] = lambda name, i: None,
+    on_phase: Callable[[str], None] = lambda phase: None,
+) -> dict[str, GenerationMeasurement]:
+    """Time generate() calls. Each variant's first `first_calls` calls are timed one by one (the first holds the
+    compilation; later ones may compile again, or record CUDA graphs), then the steady state: one call of each
+    variant in turn (with one variant, simply one after another) until `iters` calls each, or the budget
+    max_time_s per variant once each has min_iters. A graph compiled in the steady state is a recompile."""
+
+    def timed(call: Call) -> CallTiming:
+        stamps: list[int] = []
+        clock.sync()
+        t0 = clock.now_ns()
+        call(lambda: stamps.append(clock.now_ns() - t0))
+        clock.sync()
+        return CallTiming(clock.now_ns() - t0, stamps)
+
+    firsts: dict[str, list[CallTiming]] = {name: [] for name in calls}
+    for name, call in calls.items():
+        for i in range(first_calls):
+            suffix = "" if len(calls) == 1 else f" ({name})"
+            on_phase(("first call" if i == 0 else f"call {i + 1} of the first {first_calls}") + suffix)
+            firsts[name].append(timed(call))
+            after_first_call(name, i)
+
+    on_phase("timing")
+    watch = watch or NoWatch()
+    graphs_before = graph_count() if graph_count else None
+    budget_ns = None if max_time_s is None else int(max_time_s * 1e9) * len(calls)
+    floor = min(min_iters, iters)
+    steady: dict[str, list[CallTiming]] = {name: [] for name in calls}
+    wall = dict.fromkeys(calls, 0)
+    watch.start()
+    started_at = time.time()
+    loop_start = clock.now_ns()
+    while min(len(v) for v in steady.values()) < iters:
+        for name, call in calls.items():
+            t = timed(call)
+            steady[name].append(t)
+            wall[name] += t.total_ns
+        if budget_ns is not None and min(len(v) for v in steady.values()) >= floor and clock.now_ns() - loop_start >= budget_ns:
+            break
+    ended_at = time.time()
+    conditions = watch.stop()
+    recompiles = graph_count() - graphs_before if graph_count else None
+    return {name: GenerationMeasurement(firsts[name], steady[name], iters, floor, wall[name], len(steady[name]) < iters,
+                                        recompiles, started_at, ended_at, conditions) for name in calls}

@@ -1,8 +1,30 @@
-"""Applying a Variant to a model, and reading what dynamo did (graphs, breaks, compile time)."""
+"""Applying a Variant to a model, and reading what the compiler did (graphs, breaks, compile time, cache hits).
+
+What dynamo did is read from its compilation metrics (`torch._dynamo.utils.get_compilation_metrics`, one record
+per compiled frame) where the installed torch has them; graph-break reasons exist only in dynamo's counters.
+Both are read here and nowhere else."""
 
 from __future__ import annotations
 
+import difflib
+from dataclasses import dataclass, field
+
+from compilebench.errors import UserError
 from compilebench.spec import Variant
+
+
+def compile_kwargs(variant: Variant) -> dict:
+    """torch.compile's arguments for a variant. torch.compile takes a mode or inductor options, never both: with
+    options, the mode's own options (`torch._inductor.list_mode_options`) are merged under the user's."""
+    kwargs = {"backend": variant.backend, "fullgraph": variant.fullgraph, "dynamic": variant.dynamic}
+    mode = None if variant.mode == "default" else variant.mode
+    if variant.options:
+        from torch._inductor import list_mode_options
+
+        kwargs["options"] = {**list_mode_options(mode), **dict(variant.options)}
+    else:
+        kwargs["mode"] = mode
+    return kwargs
 
 
 def apply(model, variant: Variant):
@@ -11,13 +33,7 @@ def apply(model, variant: Variant):
         return model
     import torch
 
-    return torch.compile(
-        model,
-        mode=None if variant.mode == "default" else variant.mode,
-        backend=variant.backend,
-        fullgraph=variant.fullgraph,
-        dynamic=variant.dynamic,
-    )
+    return torch.compile(model, **compile_kwargs(variant))
 
 
 def reset_dynamo() -> None:
@@ -28,6 +44,10 @@ def reset_dynamo() -> None:
     torch._dynamo.reset()
     counters.clear()
     compilation_time_metrics.clear()
+    metrics = _metrics_api()
+    if metrics:
+        metrics.clear_compilation_metrics()
+        metrics.set_compilation_metrics_limit(1 << 16)  # the default keeps the last 64 frames only
 
 
 def forget_compiled() -> None:
@@ -39,35 +59,98 @@ def forget_compiled() -> None:
     clear_caches()
 
 
+def _metrics_api():
+    """dynamo's compilation-metrics functions, or None on a torch that has none."""
+    try:
+        from torch._dynamo import utils
+    except ImportError:
+        return None
+    needed = ("get_compilation_metrics", "clear_compilation_metrics", "set_compilation_metrics_limit")
+    return utils if all(hasattr(utils, n) for n in needed) else None
+
+
 def graph_count() -> int:
+    """Graphs compiled so far in this process."""
+    metrics = _metrics_api()
+    if metrics:
+        return sum(1 for m in metrics.get_compilation_metrics() if m.graph_op_count)
     from torch._dynamo.utils import counters
 
     return counters["stats"]["unique_graphs"]
 
 
-def compile_seconds() -> float:
-    """Dynamo's own timer around each frame compilation (tracing + backend), summed."""
-    from torch._dynamo.utils import compilation_time_metrics
-
-    return float(sum(compilation_time_metrics.get("_compile.compile_inner", [])))
-
-
-def cache_hits() -> int:
-    """Compiled graphs that inductor loaded from its on-disk FX-graph cache instead of compiling."""
-    from torch._dynamo.utils import counters
-
-    return int(counters["inductor"]["fxgraph_cache_hit"])
+@dataclass
+class CompileStats:
+    compile_s: float  # dynamo's own timer around each frame compilation (tracing + backend), summed
+    graphs: int
+    cache_hits: int  # graphs inductor loaded from its on-disk FX-graph cache instead of compiling
+    graph_breaks: int
+    break_reasons: list[str] = field(default_factory=list)
 
 
-def graph_breaks() -> tuple[int, list[str]]:
-    """How many graph breaks, and their distinct reasons."""
-    from torch._dynamo.utils import counters
+def compile_stats() -> CompileStats:
+    from torch._dynamo.utils import compilation_time_metrics, counters
 
-    reasons = counters["graph_break"]
-    return sum(reasons.values()), sorted(reasons)
+    metrics = _metrics_api()
+    if metrics:
+        records = metrics.get_compilation_metrics()
+        compile_s = sum(m.entire_frame_compile_time_s or 0.0 for m in records)
+        hits = sum(m.inductor_fx_local_cache_hit_count or 0 for m in records)
+    else:
+        compile_s = sum(compilation_time_metrics.get("_compile.compile_inner", []))
+        hits = counters["inductor"]["fxgraph_cache_hit"]
+    reasons = counters["graph_break"]  # the only record of why a graph broke
+    return CompileStats(float(compile_s), graph_count(), int(hits), sum(reasons.values()),
+                        sorted(r.strip().splitlines()[0] for r in reasons))
 
 
 def backends() -> list[str]:
     import torch._dynamo
 
     return sorted(torch._dynamo.list_backends(exclude_tags=()))
+
+
+def parse_option(text: str) -> tuple[str, object]:
+    """KEY=VALUE with the value read as a bool, int, float or string, as written."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise UserError(f"--inductor-option {text!r}: expected KEY=VALUE, such as freezing=True")
+    value = raw.strip()
+    lowered = value.lower()
+    if lowered in ("true", "false"):
+        return key.strip(), lowered == "true"
+    for kind in (int, float):
+        try:
+            return key.strip(), kind(value)
+        except ValueError:
+            pass
+    return key.strip(), value
+
+
+def check_options(options: tuple[tuple[str, object], ...]) -> None:
+    """Each option must name a setting of the installed torch's inductor config, with a value of its type."""
+    if not options:
+        return
+    from torch._inductor import config
+
+    known = config.get_config_copy()
+    for key, value in options:
+        if key not in known:
+            near = difflib.get_close_matches(key, list(known), n=3, cutoff=0.6)
+            hint = f"; closest: {', '.join(near)}" if near else ""
+            raise UserError(f"--inductor-option {key}: torch {_torch_version()} has no inductor option {key!r}{hint} "
+                            "(`python -c \"import torch._inductor.config as c; print(sorted(c.get_config_copy()))\"` "
+                            "lists them)")
+        default = known[key]
+        ok = (isinstance(default, bool) and isinstance(value, bool)) or (
+            not isinstance(default, bool) and isinstance(default, (int, float)) and isinstance(value, (int, float))
+            and not isinstance(value, bool)) or (isinstance(default, str) and isinstance(value, str)) or default is None
+        if not ok:
+            raise UserError(f"--inductor-option {key}={value!r}: inductor's {key} takes a {type(default).__name__} "
+                            f"(default {default!r})")
+
+
+def _torch_version() -> str:
+    import torch
+
+    return torch.__version__.split("+")[0]

@@ -22,6 +22,7 @@ class Small(nn.Module):
         self.behaviour = behaviour
         self.calls = 0
         self.switched = False
+        self.told = False
 
     def forward(self, pixel_values):
         if self.behaviour == "oom":
@@ -41,6 +42,24 @@ class Small(nn.Module):
             if os.environ.get("COMPILEBENCH_FAULT_LOG"):  # when each call ran: tests check cases never overlap
                 with open(os.environ["COMPILEBENCH_FAULT_LOG"], "a") as f:
                     f.write(f"{os.getpid()} {start} {time.time()}\n")
+        if self.behaviour == "handshake":
+            # Tells the test it is running (a line on a FIFO: "pid batch_size"), then waits for the test's reply
+            # where one is asked for: the test acts at a known point, never after a sleep.
+            fifo = os.environ.get("COMPILEBENCH_FAULT_FIFO")
+            if fifo and not self.told:
+                self.told = True
+                with open(fifo, "w") as f:
+                    f.write(f"{os.getpid()} {pixel_values.shape[0]}\n")
+                reply = os.environ.get("COMPILEBENCH_FAULT_REPLY")
+                if reply:
+                    with open(reply) as f:
+                        f.read()
+        if self.behaviour == "flaky":  # fails the way COMPILEBENCH_FAULT_MODE says, this run only
+            mode = os.environ.get("COMPILEBENCH_FAULT_MODE")
+            if mode == "crash":
+                os.kill(os.getpid(), signal.SIGKILL)
+            if mode == "error":
+                raise ValueError("injected error")
         if self.behaviour == "break":
             x = self.conv(pixel_values)
             scale = x.abs().max().item()  # a Python number from a tensor: dynamo breaks the graph here
@@ -73,7 +92,7 @@ class FaultModel(ModelEntry):
         return {"pixel_values": torch.randn(batch_size, 3, 8, 8, generator=torch.Generator().manual_seed(0))}
 
 
-for behaviour in ("ok", "oom", "host-oom", "crash", "kill-parent", "hang", "slow", "recompile", "break"):
+for behaviour in ("ok", "oom", "host-oom", "crash", "kill-parent", "hang", "slow", "recompile", "break", "handshake", "flaky"):
     zoo.register(FaultModel(f"fault-{behaviour}", f"Test/{behaviour}", "image-classification", "none", behaviour))
 
 

@@ -9,6 +9,7 @@ import os
 import shutil
 import tempfile
 
+from compilebench import stats
 from compilebench.errors import UnknownChoice, UserError
 from compilebench.report import charts as chartsmod
 from compilebench.report import data, flat, html, markdown, tables
@@ -29,39 +30,54 @@ def parse_formats(text: str) -> tuple[str, ...]:
 
 
 def check_out_dir(out_dir: str) -> None:
-    """Refuse an output folder that cannot be written before anything is measured or rendered."""
+    """Refuse an output folder that cannot be written before anything is measured or rendered: the nearest
+    folder that exists on its path must take a file (tried for real, then removed; permission bits say nothing
+    to root or on a read-only file system)."""
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise UserError(f"--out {out_dir!r} is a file; give a folder for the report")
     probe = os.path.abspath(out_dir)
     while not os.path.exists(probe):
         probe = os.path.dirname(probe)
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise UserError(f"cannot write the report to {out_dir!r}: {probe!r} is not writable")
+    if not os.path.isdir(probe):
+        raise UserError(f"cannot write the report to {out_dir!r}: {probe!r} is a file, not a folder")
+    try:
+        fd, path = tempfile.mkstemp(prefix=".compilebench-probe-", dir=probe)
+        os.close(fd)
+        os.remove(path)
+    except OSError as exc:
+        raise UserError(f"cannot write the report to {out_dir!r}: {probe!r} is not writable ({exc.strerror})") from None
 
 
-def sections(results: list[dict], charts: list[chartsmod.Chart]) -> list[tuple[str, list]]:
+def sections(results: list[dict], charts: list[chartsmod.Chart], min_effect: float) -> list[tuple[str, list]]:
     """The report in reading order; an item is a Table, a paragraph or a Chart."""
     by_section: dict[tuple, list] = {}
     for c in charts:
         by_section.setdefault(c.section, []).append(c)
     ok = sum(1 for r in data.latest(results) if r["status"] == "ok")
-    summary: list = [tables.summary_table(results)]
+    summary: list = [tables.summary_table(results, min_effect)]
     if not ok:
         summary.insert(0, "No case was measured ok: the details below say why each failed.")
+    flags = tables.flags_note(results)
+    if flags:
+        summary += ["Flags (see Details):", tables.Table("", ["flag"], [[f[2:]] for f in flags])]
+    vision = {t.title: t for t in tables.guide_tables(results, min_effect)}
+    generation = {t.title: t for t in tables.generation_tables(results, min_effect)}
     results_items: list = []
-    for t, g in zip(tables.guide_tables(results), data.groups(results)):
-        results_items += [t, *by_section.get(("group", g.hardware, g.batch_size), [])]
+    for g in data.groups(results):
+        table = (generation if g.generation else vision).get(g.title)
+        key = ("group", g.hardware, g.batch_size, g.tokens) if g.generation else ("group", g.hardware, g.batch_size)
+        results_items += [table, *by_section.get(key, [])]
     batch_items = [c for key, cs in by_section.items() if key[0] == "hardware" for c in cs]
     hardware_items = [c for key, cs in by_section.items() if key[0] == "batch" for c in cs]
     return [
         ("Summary", summary),
         ("Results", results_items),
-        ("Recommendation", [tables.recommendation_table(results)]),
-        ("Speed-ups and compile cost", [tables.speedup_table(results)]),
+        ("Recommendation", [tables.recommendation_table(results, min_effect)]),
+        ("Speed-ups and compile cost", [tables.speedup_table(results, min_effect)]),
         ("Batch sizes", batch_items),
         ("Hardware", hardware_items),
-        ("Torch versions", tables.version_tables(results)),
-        ("Compile modes", tables.mode_tables(results)),
+        ("Torch versions", tables.version_tables(results, min_effect)),
+        ("Compile modes", tables.mode_tables(results, min_effect)),
         ("Details", [tables.details_table(results)]),
         ("Environment", tables.environment_tables(results)),
     ]
@@ -71,29 +87,37 @@ def intro(results: list[dict], sources: list[str]) -> list[str]:
     latest = data.latest(results)
     ok = sum(1 for r in latest if r["status"] == "ok")
     machines = len({r["machine_id"] for r in results})
-    return [f"{len(latest)} results ({ok} measured ok) from {machines} machine(s), read from {', '.join(sources)}.",
-            "Times are the mean milliseconds of one forward pass of the whole batch; see Details for each "
-            "result's 95% CI, spread and N."]
+    counts = data.flag_counts(results)
+    flags = ", ".join(f"{n} {f}" for f, n in counts.items())
+    return [f"{len(latest)} results ({ok} measured ok) from {machines} machine(s), read from {', '.join(sources)}. "
+            f"Flags: {flags}.",
+            "Times are the mean milliseconds of one call of the whole batch (a forward pass, or a generate() call), "
+            "estimated from independent worker processes (repeats); see Details for each result's 95% interval, R, "
+            "N and noise."]
 
 
-def write(results: list[dict], out_dir: str, formats: tuple[str, ...], sources: list[str]) -> list[str]:
+def write(results: list[dict], out_dir: str, formats: tuple[str, ...], sources: list[str],
+          min_effect: float = stats.DEFAULT_MIN_EFFECT) -> list[str]:
     """Render every requested format into out_dir; returns the paths written."""
     data.require(results, sources)
     check_out_dir(out_dir)
-    os.makedirs(out_dir, exist_ok=True)
-    scratch = tempfile.mkdtemp(prefix=".report-", dir=out_dir)
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+        scratch = tempfile.mkdtemp(prefix=".report-", dir=out_dir)
+    except OSError as exc:
+        raise UserError(f"cannot write the report to {out_dir!r} ({exc.strerror or exc})") from None
     try:
         files: dict[str, str] = {}  # name inside out_dir -> content
         charts: list[chartsmod.Chart] = []
         if {"md", "html"} & set(formats):
-            charts = chartsmod.render(results, os.path.join(scratch, CHARTS_DIR))
-            secs = sections(results, charts)
+            charts = chartsmod.render(results, os.path.join(scratch, CHARTS_DIR), min_effect)
+            secs = sections(results, charts, min_effect)
             if "md" in formats:
                 files[FILES["md"]] = markdown.report(secs, intro(results, sources), CHARTS_DIR)
             if "html" in formats:
                 files[FILES["html"]] = html.page("compilebench report", intro(results, sources), secs)
         if {"csv", "json"} & set(formats):
-            rows = flat.rows(results)
+            rows = flat.rows(results, min_effect)
             if "csv" in formats:
                 files[FILES["csv"]] = flat.to_csv(rows)
             if "json" in formats:
@@ -102,6 +126,9 @@ def write(results: list[dict], out_dir: str, formats: tuple[str, ...], sources: 
             with open(os.path.join(scratch, name), "w", encoding="utf-8") as f:
                 f.write(content)
         return _move_into_place(scratch, out_dir, list(files), charts)
+    except OSError as exc:  # a full disk while rendering: the previous report stays whole
+        raise UserError(f"cannot write the report to {out_dir!r} ({exc.strerror or exc}); the previous report there, "
+                        "if any, is unchanged") from None
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

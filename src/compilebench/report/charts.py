@@ -1,10 +1,14 @@
 """Charts with matplotlib, each written as PNG and SVG: per (hardware, batch) the duration of every variant and
 the % improvement per model; per hardware the improvement at each batch size; per batch size the improvement
-on each hardware when several are present.
+on each hardware when several are present; per text-generation table the first generate() calls (the compile
+curve).
 
 Every chart says what it shows in its title (hardware, torch version, batch size), labels its axes with units,
-prints the value on each bar (or the status where a model has no number) and has a legend. Each bar carries an
-SVG id `bar-<model index>-<series index>` so a test (or a reader of the SVG) can count them."""
+prints the value on each bar (or the status where a model has no number) and has a legend. Every bar carries
+its 95% interval as an error bar, the same interval the tables print (data.speedup); an improvement whose
+verdict is not faster, slower or same is hatched and says "inconclusive". A duration axis never goes below
+zero. Each bar carries an SVG id `bar-<model index>-<series index>` so a test (or a reader of the SVG) can count
+them."""
 
 from __future__ import annotations
 
@@ -12,11 +16,12 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from compilebench import stats
 from compilebench.report import data
 from compilebench.report.data import Column, Group
 from compilebench.report.tables import cell
 
-IMPROVEMENT_AXIS = "% improvement over no compile: (eager - compiled) / eager x 100"
+IMPROVEMENT_AXIS = "% improvement over no compile: (eager - compiled) / eager x 100, with 95% CI"
 
 
 @dataclass
@@ -26,6 +31,8 @@ class Chart:
     png: str
     svg: str
     bars: list[tuple[str, str]] = field(default_factory=list)  # (model label, series) of each bar drawn
+    inconclusive: list[tuple[str, str]] = field(default_factory=list)  # the bars drawn hatched
+    xlim: tuple[float, float] | None = None  # the value axis as drawn
 
 
 @dataclass
@@ -34,6 +41,7 @@ class _Series:
     values: list[float | None]
     errors: list[tuple[float, float] | None] | None = None  # (below, above) the value
     missing: list[str] | None = None  # what to print where a value is None: 'OOM', 'error', ...
+    verdicts: list[str | None] | None = None  # improvement bars: inconclusive ones are hatched and say so
 
 
 def _torches(columns: list[Column]) -> str:
@@ -45,15 +53,20 @@ def _duration(g: Group) -> tuple[str, list[_Series], str]:
     for c in g.columns:
         rs = [g.cells.get((m, c)) for m in g.models]
         values = [data.mean(r) for r in rs]
-        errors = [(v - r["stats"]["ci95_low"], r["stats"]["ci95_high"] - v) if v is not None else None
+        errors = [_around(v, r["stats"].get("ci95_low"), r["stats"].get("ci95_high")) if v is not None else None
                   for v, r in zip(values, rs)]
         series.append(_Series(c.header, values, errors, [cell(r) for r in rs]))
     title = f"Inference duration: {g.hardware}, {_torches(g.columns)}, batch size {g.batch_size}"
-    return title, series, "mean time per batch (ms), with 95% CI"
+    return title, series, "mean time per batch (ms), with 95% CI between processes"
 
 
-def _improvement(g: Group) -> tuple[str, list[_Series], str]:
-    _, series = _improvement_by([(g, c) for c in g.compiled_columns], lambda g, c: c.header)
+def _around(value: float, low: float | None, high: float | None) -> tuple[float, float] | None:
+    """An interval as (below, above) a bar's value; none where one process gave no interval."""
+    return None if low is None or high is None else (value - low, high - value)
+
+
+def _improvement(g: Group, min_effect: float) -> tuple[str, list[_Series], str]:
+    _, series = _improvement_by([(g, c) for c in g.compiled_columns], lambda g, c: c.header, min_effect)
     title = f"Improvement from torch.compile: {g.hardware}, {_torches(g.columns)}, batch size {g.batch_size}"
     return title, series, IMPROVEMENT_AXIS
 
@@ -66,19 +79,23 @@ def _why_missing(eager: dict | None, compiled: dict | None) -> str:
     return ""  # not measured: nothing to say
 
 
-def _improvement_by(pairs: list[tuple[Group, Column]], series_name) -> tuple[list[str], list[_Series]]:
-    """Improvement per model, one series per (group, compiled column): a batch size, or a hardware."""
+def _improvement_by(pairs: list[tuple[Group, Column]], series_name, min_effect: float) -> tuple[list[str], list[_Series]]:
+    """Improvement per model with its interval and verdict, one series per (group, compiled column): a batch
+    size, or a hardware."""
     results = [r for g, _ in pairs for r in g.results]
     models = data.model_order(results)
     series = []
     for g, c in pairs:
         both = [(g.cells.get((m, c.eager)), g.cells.get((m, c))) for m in models]
-        series.append(_Series(series_name(g, c), [data.improvement(e, r) for e, r in both], None,
-                              [_why_missing(e, r) for e, r in both]))
+        speedups = [data.speedup(e, r, min_effect) for e, r in both]
+        values = [s.improvement if s else None for s in speedups]
+        errors = [_around(s.improvement, *s.improvement_interval) if s else None for s in speedups]
+        series.append(_Series(series_name(g, c), values, errors, [_why_missing(e, r) for e, r in both],
+                              [s.verdict if s else None for s in speedups]))
     return [data.model_label(results, m) for m in models], series
 
 
-def render(results: list[dict], out_dir: str) -> list[Chart]:
+def render(results: list[dict], out_dir: str, min_effect: float = stats.DEFAULT_MIN_EFFECT) -> list[Chart]:
     """Draw every chart the results allow into out_dir; returns them in reading order."""
     import matplotlib
 
@@ -93,17 +110,23 @@ def render(results: list[dict], out_dir: str) -> list[Chart]:
             return  # nothing measured ok: the tables say why
         stem = _unique(_slug(stem), names)
         png, svg = os.path.join(out_dir, stem + ".png"), os.path.join(out_dir, stem + ".svg")
-        bars = _draw(title, labels, series, xlabel, png, svg)
-        charts.append(Chart(section, title, png, svg, bars))
+        bars, inconclusive, xlim = _draw(title, labels, series, xlabel, png, svg)
+        charts.append(Chart(section, title, png, svg, bars, inconclusive, xlim))
 
     for g in groups:
+        if g.generation:
+            curve = _compile_curve(g, os.path.join(out_dir, _unique(_slug(f"first-calls-{g.title}"), names)))
+            if curve:
+                charts.append(curve)
+            continue
         labels = [g.label(m) for m in g.models]
         title, series, xlabel = _duration(g)
         draw(("group", g.hardware, g.batch_size), title, labels, series, xlabel, f"duration-{g.hardware}-b{g.batch_size}")
         if g.compiled_columns:
-            title, series, xlabel = _improvement(g)
+            title, series, xlabel = _improvement(g, min_effect)
             draw(("group", g.hardware, g.batch_size), title, labels, series, xlabel,
                  f"improvement-{g.hardware}-b{g.batch_size}")
+    groups = [g for g in groups if not g.generation]
 
     # Per hardware: the improvement at each batch size, one chart per compiled column.
     for hw in dict.fromkeys(g.hardware for g in groups):
@@ -112,7 +135,7 @@ def render(results: list[dict], out_dir: str) -> list[Chart]:
             having = [g for g in mine if c in g.columns]
             if len(having) < 2:
                 continue
-            labels, series = _improvement_by([(g, c) for g in having], lambda g, c: f"batch size {g.batch_size}")
+            labels, series = _improvement_by([(g, c) for g in having], lambda g, c: f"batch size {g.batch_size}", min_effect)
             title = f"Improvement by batch size: {hw}, {c.header}"
             draw(("hardware", hw), title, labels, series, IMPROVEMENT_AXIS, f"batch-sizes-{hw}-{c.header}")
 
@@ -124,13 +147,13 @@ def render(results: list[dict], out_dir: str) -> list[Chart]:
             having = [(g, c) for g in mine for c in g.compiled_columns if (c.variant, c.settings) == (variant, setting)]
             if len({g.hardware for g, _ in having}) < 2:
                 continue
-            labels, series = _improvement_by(having, lambda g, c: f"{g.hardware}, torch {c.torch}")
+            labels, series = _improvement_by(having, lambda g, c: f"{g.hardware}, torch {c.torch}", min_effect)
             title = data.with_settings(f"Improvement by hardware: batch size {batch}, {variant.label}", setting)
             draw(("batch", batch), title, labels, series, IMPROVEMENT_AXIS, f"hardware-b{batch}-{variant.label}")
     return charts
 
 
-def _draw(title: str, labels: list[str], series: list[_Series], xlabel: str, png: str, svg: str) -> list[tuple[str, str]]:
+def _draw(title: str, labels: list[str], series: list[_Series], xlabel: str, png: str, svg: str):
     """Horizontal grouped bars: one row per model (first at the top), one bar per series."""
     import matplotlib
     from matplotlib.figure import Figure
@@ -140,7 +163,7 @@ def _draw(title: str, labels: list[str], series: list[_Series], xlabel: str, png
     fig = Figure(figsize=(9, 1.5 + n * (0.2 + 0.17 * k)), layout="constrained")
     ax = fig.subplots()
     colors = matplotlib.colormaps["tab10"]
-    drawn = []
+    drawn, hatched = [], []
     span = max((abs(v) for s in series for v in s.values if v is not None), default=1.0) or 1.0
     for j, s in enumerate(series):
         for i, value in enumerate(s.values):
@@ -151,19 +174,28 @@ def _draw(title: str, labels: list[str], series: list[_Series], xlabel: str, png
                     ax.text(0, y, f" {why}", va="center", ha="left", fontsize=7, color="#b00020")
                 continue
             err = s.errors[i] if s.errors else None
+            inconclusive = bool(s.verdicts) and s.verdicts[i] == "inconclusive"
             (bar,) = ax.barh(y, value, height, color=colors(j % 10), label=s.name if not any(
-                d[1] == s.name for d in drawn) else None,
+                d[1] == s.name for d in drawn) else None, hatch="////" if inconclusive else None,
+                alpha=0.45 if inconclusive else 1.0, edgecolor="black" if inconclusive else None, linewidth=0.5,
                 xerr=[[err[0]], [err[1]]] if err else None, error_kw={"elinewidth": 0.8, "capsize": 2})
             bar.set_gid(f"bar-{i}-{j}")
             drawn.append((labels[i], s.name))
+            if inconclusive:
+                hatched.append((labels[i], s.name))
             text = f"{value:.1f}%" if xlabel == IMPROVEMENT_AXIS else f"{value:.4g}"
-            pad = span * 0.01 + (err[1] if err and value >= 0 else 0)
+            if s.verdicts and s.verdicts[i]:
+                text += f" {s.verdicts[i]}"
+            reach = (err[1] if value >= 0 else err[0]) if err else 0
+            pad = span * 0.01 + reach
             ax.text(value + (pad if value >= 0 else -pad), y, text, va="center",
                     ha="left" if value >= 0 else "right", fontsize=7)
     ax.set_yticks(range(n), labels)
     ax.set_ylim(n - 0.5, -0.5)  # the first model at the top, as in the tables
     ax.axvline(0, color="black", linewidth=0.8)
     ax.margins(x=0.15)
+    if xlabel != IMPROVEMENT_AXIS:  # a duration is never negative: neither is its axis
+        ax.set_xlim(left=0)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("Task/Model")
     ax.set_title(title, fontsize=10)
@@ -173,7 +205,41 @@ def _draw(title: str, labels: list[str], series: list[_Series], xlabel: str, png
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "compilebench"}):
         fig.savefig(png, dpi=110)
         fig.savefig(svg, metadata={"Date": None})
-    return drawn
+    return drawn, hatched, tuple(ax.get_xlim())
+
+
+def _compile_curve(g: Group, stem: str) -> Chart | None:
+    """Text generation: each of the first generate() calls of the first repeat, one point per call and a line
+    per model and variant, on a log scale (the first call holds the compilation)."""
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    lines = []
+    for model in g.models:
+        for c in g.columns:
+            r = g.cells.get((model, c))
+            first = ((r or {}).get("repeats") or [{}])[0].get("generation", {}).get("first_calls") or []
+            if first:
+                lines.append((f"{g.label(model)}, {c.header}", [f["total_ms"] / 1e3 for f in first]))
+    if not lines:
+        return None
+    title = f"First generate() calls: {g.title}"
+    fig = Figure(figsize=(9, 4.5), layout="constrained")
+    ax = fig.subplots()
+    for k, (name, seconds) in enumerate(lines):
+        (line,) = ax.plot(range(1, len(seconds) + 1), seconds, marker="o", label=name)
+        line.set_gid(f"line-{k}")
+    ax.set_yscale("log")
+    ax.set_xlabel("call (1 holds the compilation)")
+    ax.set_ylabel("seconds per generate() call (log scale)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    png, svg = stem + ".png", stem + ".svg"
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "compilebench"}):
+        fig.savefig(png, dpi=110)
+        fig.savefig(svg, metadata={"Date": None})
+    return Chart(("group", g.hardware, g.batch_size, g.tokens), title, png, svg, [(name, "line") for name, _ in lines])
 
 
 def _slug(text: str) -> str:

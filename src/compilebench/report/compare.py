@@ -1,21 +1,20 @@
 """`compilebench compare A.db B.db`: the same cases side by side (two GPUs, two torch versions, cold vs warm
-compile cache), with the ratio of B's mean time to A's, its 95% CI and a verdict.
+compile cache), with the ratio of B's mean time to A's, its 95% CI from both sides' per-process means and the
+verdict every table uses (faster, slower, same, inconclusive against the minimum effect).
 
 Cases match on everything but the device, so a GPU can be compared with another GPU or with a CPU."""
 
 from __future__ import annotations
 
-import dataclasses
-
 from compilebench import stats
 from compilebench.errors import UserError
 from compilebench.report import data
-from compilebench.report.tables import Table, cell, num
-from compilebench.spec import Case
+from compilebench.report.tables import Table, cell, interval, num, verdict_note
+from compilebench.spec import key_of
 
 
 def match_key(r: dict) -> str:
-    return dataclasses.replace(Case.from_dict(r["case"]), device="").key()
+    return key_of({**r["case"], "device": ""})
 
 
 def select(results: list[dict], machine: str | None) -> list[dict]:
@@ -43,7 +42,7 @@ def _describe(results: list[dict]) -> str:
     return "; ".join(parts)
 
 
-def compare(a: list[dict], b: list[dict], a_name: str, b_name: str) -> Table:
+def compare(a: list[dict], b: list[dict], a_name: str, b_name: str, min_effect: float = stats.DEFAULT_MIN_EFFECT) -> Table:
     a_cases = _one_per_case(a, a_name, "--machine-a")
     b_cases = _one_per_case(b, b_name, "--machine-b")
     keys = list(dict.fromkeys([*a_cases, *b_cases]))
@@ -51,20 +50,21 @@ def compare(a: list[dict], b: list[dict], a_name: str, b_name: str) -> Table:
         raise UserError(f"{a_name} and {b_name} have no case in common (same model, batch size, variant and settings)")
     everything = [*a_cases.values(), *b_cases.values()]
     order = {m: i for i, m in enumerate(data.model_order(everything))}
-    modes = {m: i for i, m in enumerate(("eager", "default", "reduce-overhead", "max-autotune"))}
 
     def sort_key(k):
         r = a_cases.get(k) or b_cases[k]
         c = r["case"]
-        return (order[c["model"]], c["batch_size"], data.settings(r), modes.get(c["variant"]["mode"], 9), k)
+        return (order[c["model"]], c["batch_size"], data.settings(r), data.variant_of(r).order, k)
 
     rows = []
     for k in sorted(keys, key=sort_key):
         ra, rb = a_cases.get(k), b_cases.get(k)
         r = ra or rb
+        # s: A's time over B's (B's speed-up over A), whose verdict reads as B against A; B/A is its inverse.
+        s = data.speedup(ra, rb, min_effect) if ra and rb else None
         ratio = low = high = None
-        if data.mean(ra) and data.mean(rb):
-            ratio, low, high = stats.ratio_ci(ra["stats"], rb["stats"])
+        if s is not None:
+            ratio, low, high = 1 / s.value, _inv(s.high), _inv(s.low)
         rows.append([
             data.model_label(everything, r["case"]["model"]),
             str(r["case"]["batch_size"]),
@@ -72,8 +72,8 @@ def compare(a: list[dict], b: list[dict], a_name: str, b_name: str) -> Table:
             cell(ra) if ra else "not measured",
             cell(rb) if rb else "not measured",
             num(ratio, 3),
-            f"{low:.3f}-{high:.3f}" if low is not None else "",
-            stats.verdict(low, high) if ratio is not None else "",
+            interval(low, high, "{:.3f}"),
+            s.verdict if s is not None else "",
             num(ra and ra.get("compile_s"), 1),
             num(rb and rb.get("compile_s"), 1),
         ])
@@ -84,5 +84,10 @@ def compare(a: list[dict], b: list[dict], a_name: str, b_name: str) -> Table:
         rows,
         notes=[f"A: {a_name} ({_describe(list(a_cases.values()))})",
                f"B: {b_name} ({_describe(list(b_cases.values()))})",
-               "B/A below 1: B takes less time. The verdict needs the whole 95% CI on one side of 1."],
+               "B/A below 1: B takes less time; B vs A says how B reads against A: faster means B is faster. The "
+               "interval comes from both files' per-process means.", verdict_note(min_effect)],
     )
+
+
+def _inv(x: float | None) -> float | None:
+    return None if x is None else 1 / x

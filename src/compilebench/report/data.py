@@ -5,24 +5,29 @@ combination of torch version, variant and non-default settings as one column. No
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
+
+from packaging.version import InvalidVersion, Version
 
 from compilebench import peaks, stats, suites
 from compilebench.envinfo import hardware_name
 from compilebench.errors import UserError
-from compilebench.spec import VARIANTS, Variant
+from compilebench.spec import Variant
 from compilebench.store import Store
+from compilebench.vocab import MEASURED
 
 
 def load(paths: list[str]) -> list[dict]:
-    """Every result of every file. The same result in two files (one file copied into another, or merged twice)
-    counts once: results are identified by their result_id."""
+    """Every result of every file, opened read-only. The same result in two files (one file copied into another,
+    or merged twice) counts once: results are identified by their result_id, and the copy holding more repeats
+    (one taken later in a sweep) wins."""
     seen: dict[str, dict] = {}
     for path in paths:
-        with Store.open(path, create=False) as store:
+        with Store.open(path, create=False, write=False) as store:
             for r in store.results():
-                seen.setdefault(r["result_id"], r)
+                known = seen.get(r["result_id"])
+                if known is None or len(r.get("repeats", [])) > len(known.get("repeats", [])):
+                    seen[r["result_id"]] = r
     return list(seen.values())
 
 
@@ -46,7 +51,11 @@ def torch_version(r: dict) -> str:
 
 
 def _version_key(version: str) -> tuple:
-    return tuple(int(p) if p.isdigit() else -1 for p in re.split(r"[.\-]", version))
+    """PEP 440 order (2.1.0.dev20230601 < 2.1.0rc1 < 2.1.0 < 2.10.0); a version packaging cannot read sorts last."""
+    try:
+        return (0, Version(version))
+    except InvalidVersion:
+        return (1, version)
 
 
 def torch_labels(results: list[dict]) -> dict[str, str]:
@@ -58,7 +67,7 @@ def torch_labels(results: list[dict]) -> dict[str, str]:
 
 
 def variant_of(r: dict) -> Variant:
-    return Variant(**r["case"]["variant"])
+    return Variant.from_dict(r["case"]["variant"])
 
 
 def settings(r: dict) -> tuple[str, ...]:
@@ -84,6 +93,8 @@ def settings(r: dict) -> tuple[str, ...]:
         words.append(f"{c['model_size']} config")
     if c.get("image"):
         words.append(f"image {c['image'].rsplit('/', 1)[-1]}")
+    if r.get("inline_model"):
+        words.append("inline nn.Module")
     return tuple(words)
 
 
@@ -113,7 +124,7 @@ class Column:
 
 
 def _sort_key(version_key: tuple, v: Variant, settings_: tuple[str, ...]) -> tuple:
-    return (version_key, settings_, VARIANTS.index(v.mode), v.label)
+    return (version_key, settings_, v.order, v.label)
 
 
 def column(r: dict, labels: dict[str, str]) -> Column:
@@ -142,9 +153,6 @@ def mean(r: dict | None) -> float | None:
     return (r.get("stats") or {}).get("mean")
 
 
-MEASURED = ("ok", "invalid", "mismatch")  # timed to the end: their samples are real, even where the number is voided
-
-
 def measured_mean(r: dict) -> float | None:
     """The mean of any result that was timed, for the details table and FLOP/s; `mean` is what tables average."""
     s = r.get("stats") or {}
@@ -170,20 +178,73 @@ def peak_fraction(r: dict) -> float | None:
     return achieved / p.tflops if achieved is not None and p else None
 
 
-def speedup(eager: dict | None, compiled: dict | None) -> float | None:
-    """eager mean / compiled mean (2.0: compiled takes half the time)."""
-    e, c = mean(eager), mean(compiled)
-    return e / c if e and c else None
+def process_means(r: dict, metric=None) -> dict[str, float]:
+    """One mean per worker process that timed the case to the end, by process id: the unit of independence.
+    `metric` picks another per-call series from a repeat (generation: its ttft_ms or per_token_ms)."""
+    out = {}
+    for rep in r.get("repeats") or []:
+        if rep.get("status") not in MEASURED:
+            continue
+        values = metric(rep) if metric else rep.get("samples_ms")
+        if values:
+            out[rep.get("process") or str(rep.get("index"))] = sum(values) / len(values)
+    return out
+
+
+@dataclass(frozen=True)
+class Speedup:
+    """Eager time over the other's, from both sides' per-process means, with its 95% interval and verdict."""
+
+    value: float
+    low: float | None
+    high: float | None
+    verdict: str
+    paired: bool  # from per-process ratios: the variants shared each process (--interleave)
+
+    @property
+    def improvement(self) -> float:
+        return stats.speedup_to_improvement(self.value)
+
+    @property
+    def improvement_interval(self) -> tuple[float | None, float | None]:
+        return stats.speedup_to_improvement(self.low), stats.speedup_to_improvement(self.high)
+
+
+def speedup(eager: dict | None, other: dict | None, min_effect: float = stats.DEFAULT_MIN_EFFECT,
+            metric=None) -> Speedup | None:
+    """None unless both were measured ok. Paired where the two were interleaved and share processes."""
+    if mean(eager) is None or mean(other) is None:
+        return None
+    e, o = process_means(eager, metric), process_means(other, metric)
+    if not e or not o:
+        return None
+    shared = [p for p in e if p in o]
+    pair = bool(eager["case"].get("interleave") and other["case"].get("interleave") and len(shared) >= 2)
+    if pair:
+        s, low, high = stats.speedup([e[p] for p in shared], [o[p] for p in shared], pair=True)
+    else:
+        s, low, high = stats.speedup(list(e.values()), list(o.values()))
+    return Speedup(s, low, high, stats.verdict(low, high, min_effect), pair)
 
 
 def improvement(eager: dict | None, compiled: dict | None) -> float | None:
+    """The guide's % improvement of the two estimates: (eager - compiled) / eager * 100."""
     e, c = mean(eager), mean(compiled)
     return stats.improvement_pct(e, c) if e and c else None
 
 
+def flag_counts(results: list[dict]) -> dict[str, int]:
+    """How many results carry each flag."""
+    from compilebench.vocab import FLAGS
+
+    latest_ = latest(results)
+    return {f: sum(1 for r in latest_ if f in (r.get("flags") or [])) for f in FLAGS}
+
+
 @dataclass
 class Group:
-    """The results of one guide table: one hardware, one batch size."""
+    """The results of one table: one hardware, one batch size (and, for text generation, one prompt length and
+    number of new tokens)."""
 
     hardware: str
     batch_size: int
@@ -191,9 +252,17 @@ class Group:
     models: list[str]
     cells: dict[tuple[str, Column], dict]  # (model, column) -> result
     results: list[dict]
+    tokens: tuple[int, int] | None = None  # text generation: (prompt length, new tokens)
+
+    @property
+    def generation(self) -> bool:
+        return self.tokens is not None
 
     @property
     def title(self) -> str:
+        if self.tokens:
+            return (f"{self.hardware} (batch size: {self.batch_size}, prompt: {self.tokens[0]} tokens, "
+                    f"{self.tokens[1]} new tokens)")
         return f"{self.hardware} (batch size: {self.batch_size})"
 
     @property
@@ -211,9 +280,11 @@ def groups(results: list[dict]) -> list[Group]:
     labels = torch_labels(results)
     split: dict[tuple, list[dict]] = {}
     for r in sorted(results, key=lambda r: r["created_at"]):
-        split.setdefault((hardware(r), r["case"]["batch_size"]), []).append(r)
+        c = r["case"]
+        tokens = (c["prompt_len"], c["new_tokens"]) if c.get("new_tokens") else ()
+        split.setdefault((hardware(r), c["batch_size"], tokens), []).append(r)
     out = []
-    for (hw, batch), rs in sorted(split.items()):
+    for (hw, batch, tokens), rs in sorted(split.items()):
         cells = {(r["case"]["model"], column(r, labels)): r for r in rs}
         out.append(
             Group(
@@ -223,9 +294,32 @@ def groups(results: list[dict]) -> list[Group]:
                 models=model_order(rs),
                 cells=cells,
                 results=rs,
+                tokens=tokens or None,
             )
         )
     return out
+
+
+def TTFT(rep: dict) -> list[float]:
+    """A repeat's time to first token of each steady-state generate() call."""
+    return (rep.get("generation") or {}).get("ttft_ms") or []
+
+
+def PER_TOKEN(rep: dict) -> list[float]:
+    """A repeat's mean time per decoded token of each steady-state generate() call."""
+    return (rep.get("generation") or {}).get("per_token_ms") or []
+
+
+def decode_tokens_per_s(r: dict) -> float | None:
+    """Tokens decoded per second after the first, every sequence of the batch counted."""
+    per_token = ((r.get("generation") or {}).get("per_token") or {}).get("mean")
+    return r["case"]["batch_size"] * 1e3 / per_token if mean(r) is not None and per_token else None
+
+
+def e2e_tokens_per_s(r: dict) -> float | None:
+    """New tokens per second of whole generate() calls, prefill included, every sequence counted."""
+    m = mean(r)
+    return r["case"]["batch_size"] * r["case"]["new_tokens"] * 1e3 / m if m and r["case"].get("new_tokens") else None
 
 
 def require(results: list[dict], paths: list[str]) -> None:

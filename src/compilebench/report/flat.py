@@ -1,30 +1,35 @@
 """One flat row per result, for CSV and JSON: `pandas.read_csv(path)` or `pandas.read_json(path)` loads it.
 
-Columns: the case, the statistics (milliseconds), compile and correctness figures, the status, the speed-up
-against the eager result of the same case on the same machine, and the environment as `env_*`. Raw samples
-stay in the results file."""
+Columns: the case, the estimate between processes and its interval (milliseconds), what the samples say within
+a process, compile and correctness figures, the status and flags, the speed-up against the eager result of the
+same case on the same machine with its interval and verdict (the numbers the tables and charts show), text
+generation's figures, fields a newer compilebench wrote, and the environment as `env_*`. Raw samples stay in
+the results file.
+
+A CSV cell of text that starts with =, +, -, @ (or a tab or carriage return) gets a leading apostrophe, so a
+spreadsheet shows it rather than running it as a formula; numbers are left as they are."""
 
 from __future__ import annotations
 
 import csv
-import dataclasses
 import io
 import json
 
 from compilebench import stats
 from compilebench.report import data
-from compilebench.spec import Case, Variant
+from compilebench.result import Result
+from compilebench.spec import eager_key_of
 
-STATS = tuple(f"{k}_ms" if k not in ("n", "cv") else k for k in stats.FIELDS)
-RESULT = ("noisy", "stopped_early", "iters_requested", "warmup_iters", "first_call_s", "compile_s", "compile_cache", "compile_cache_hits",
-          "flops", "achieved_tflops", "peak_tflops", "peak_math", "peak_fraction", "graphs", "graph_breaks", "break_reasons", "recompiles_in_timed_loop", "max_abs_err", "max_rel_err", "agreement",
-          "peak_mem_bytes", "peak_mem_kind", "isolation", "eager_mean_ms", "speedup", "speedup_ci95_low",
-          "speedup_ci95_high", "verdict", "improvement_pct", "break_even_inferences", "message",
-          "phase")
-HEAD = ("result_id", "created_at", "machine_id", "hardware", "torch", "status")
+STATS = ("repeats", "n", "n_min", "mean_ms", "ci95_low_ms", "ci95_high_ms", "between_cv", "median_ms", "p90_ms",
+         "p99_ms", "min_ms", "max_ms", "within_cv")
+RESULT = ("first_call_s", "compile_s", "cold_compile_s", "warm_compile_s", "compile_cache_hits", "flops", "graphs",
+          "graph_breaks", "recompiles_in_timed_loop", "max_abs_err", "max_rel_err", "peak_mem_bytes", "peak_mem_kind",
+          "isolation", "stopped_early", "message", "inline_model")
+KNOWN = {f for f in Result.__dataclass_fields__} | {"case_key"}
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
-def rows(results: list[dict]) -> list[dict]:
+def rows(results: list[dict], min_effect: float = stats.DEFAULT_MIN_EFFECT) -> list[dict]:
     """Every result (superseded reruns included; `created_at` tells them apart), oldest first."""
     results = sorted(results, key=lambda r: r["created_at"])
     newest = {(r["case_key"], r["machine_id"]): r for r in data.latest(results)}
@@ -33,7 +38,6 @@ def rows(results: list[dict]) -> list[dict]:
     for r in results:
         c, s, env = r["case"], r.get("stats") or {}, r.get("env") or {}
         v = data.variant_of(r)
-        eager = newest.get((_eager_key(r), r["machine_id"])) if v.compiled else None
         row = {
             "result_id": r["result_id"],
             "created_at": r["created_at"],
@@ -41,48 +45,81 @@ def rows(results: list[dict]) -> list[dict]:
             "hardware": data.hardware(r),
             "torch": data.torch_version(r),
             "status": r["status"],
+            "flags": " ".join(r.get("flags") or []),
             "model": c["model"],
             "label": r.get("label") or c["model"],
             "task": r.get("task") or c.get("task"),
             "batch_size": c["batch_size"],
-            "variant": v.mode,
+            "variant": v.name,
             "variant_label": v.label,
             "backend": v.backend,
             "fullgraph": v.fullgraph,
             "dynamic": v.dynamic,
+            "inductor_options": " ".join(f"{k}={val}" for k, val in v.options),
             **{k: c.get(k) for k in ("dtype", "autocast", "channels_last", "tf32", "attn", "device", "weights",
-                                     "model_size", "image")},
-            **{name: s.get(k) for name, k in zip(STATS, stats.FIELDS)},
+                                     "model_size", "image", "compile_cache", "interleave", "prompt_len", "new_tokens")},
+            **{name: s.get(name.removesuffix("_ms")) for name in STATS},
             **{k: r.get(k) for k in RESULT},
+            "iters_per_repeat": "/".join(str(len(rep.get("samples_ms") or [])) for rep in r.get("repeats") or []),
+            "break_reasons": "; ".join(r.get("break_reasons") or []),
+            "agreement": "; ".join(f"{k}={val:.4f}" for k, val in (r.get("agreement") or {}).items()),
+            "achieved_tflops": data.achieved_tflops(r),
+            "min_effect": min_effect,
         }
-        row["achieved_tflops"] = data.achieved_tflops(r)
         p = data.peak(r)
         row["peak_tflops"], row["peak_math"] = (p.tflops, p.math) if p else (None, None)
         row["peak_fraction"] = data.peak_fraction(r)
-        row["noisy"] = s.get("cv") is not None and s["cv"] > stats.NOISY_CV
-        row["break_reasons"] = "; ".join(r.get("break_reasons") or [])
-        row["agreement"] = "; ".join(f"{k}={v:.4f}" for k, v in (r.get("agreement") or {}).items())
+        eager = newest.get((eager_key_of(c), r["machine_id"])) if v.compiled or v.cache else None
+        sp = data.speedup(eager, r, min_effect) if eager is not None else None
         row["eager_mean_ms"] = data.mean(eager)
-        row["speedup"] = data.speedup(eager, r) if v.compiled else None
-        row["improvement_pct"] = data.improvement(eager, r) if v.compiled else None
-        if row["speedup"] is not None:
-            _, row["speedup_ci95_low"], row["speedup_ci95_high"] = stats.speedup_ci(eager["stats"], s)
-            row["verdict"] = stats.speedup_verdict(row["speedup_ci95_low"], row["speedup_ci95_high"])
-            row["break_even_inferences"] = stats.break_even(r.get("compile_s"), row["eager_mean_ms"], s["mean"])
+        row.update(_speedup_columns("", sp))
+        row["break_even_inferences"] = (stats.break_even(r.get("compile_s"), data.mean(eager), data.mean(r))
+                                        if sp is not None else None)
+        gen = r.get("generation") or {}
+        if c.get("new_tokens"):
+            for metric, name in ((data.TTFT, "ttft"), (data.PER_TOKEN, "per_token")):
+                est = gen.get(name) or {}
+                row[f"{name}_ms"] = est.get("mean")
+                row[f"{name}_ci95_low_ms"], row[f"{name}_ci95_high_ms"] = est.get("ci95_low"), est.get("ci95_high")
+                row.update(_speedup_columns(f"{name}_", data.speedup(eager, r, min_effect, metric) if eager else None))
+            row["decode_tokens_per_s"] = data.decode_tokens_per_s(r)
+            row["e2e_tokens_per_s"] = data.e2e_tokens_per_s(r)
+            row["first_divergence"] = min((rep.get("generation", {}).get("first_divergence") for rep in r.get("repeats", [])
+                                           if rep.get("generation", {}).get("first_divergence") is not None), default=None)
+        row.update({k: _scalar(val) for k, val in r.items() if k not in KNOWN})  # written by a newer compilebench
         row.update({f"env_{k}": env.get(k) for k in env_keys})
         out.append(row)
     return out
 
 
-def _eager_key(r: dict) -> str:
-    return dataclasses.replace(Case.from_dict(r["case"]), variant=Variant("eager")).key()
+def _speedup_columns(prefix: str, s: data.Speedup | None) -> dict:
+    return {
+        f"{prefix}speedup": s.value if s else None,
+        f"{prefix}speedup_ci95_low": s.low if s else None,
+        f"{prefix}speedup_ci95_high": s.high if s else None,
+        f"{prefix}improvement_pct": s.improvement if s else None,
+        f"{prefix}improvement_ci95_low_pct": s.improvement_interval[0] if s else None,
+        f"{prefix}improvement_ci95_high_pct": s.improvement_interval[1] if s else None,
+        f"{prefix}verdict": s.verdict if s else None,
+        f"{prefix}paired": s.paired if s else None,
+    }
+
+
+def _scalar(value):
+    return json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else value
+
+
+def _safe(value):
+    """A text cell a spreadsheet would run as a formula, shown as text instead."""
+    return "'" + value if isinstance(value, str) and value.startswith(FORMULA_START) else value
 
 
 def to_csv(rows_: list[dict]) -> str:
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(rows_[0]) if rows_ else list(HEAD), lineterminator="\n")
+    fields = list(dict.fromkeys(k for r in rows_ for k in r)) or ["result_id", "status"]
+    writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
     writer.writeheader()
-    writer.writerows(rows_)
+    writer.writerows({k: _safe(v) for k, v in r.items()} for r in rows_)
     return buf.getvalue()
 
 

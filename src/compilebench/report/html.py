@@ -8,6 +8,7 @@ import html
 
 from compilebench.report.charts import Chart
 from compilebench.report.tables import Table
+from compilebench.vocab import STATUSES
 
 _STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1200px; padding: 0 1em; color: #222; }
@@ -20,7 +21,7 @@ img { max-width: 100%; height: auto; display: block; margin: 0.5em 0 1.5em; }
 p.note, li { font-size: 13px; color: #444; }
 """
 
-_FAILURES = {"OOM", "error", "invalid", "mismatch", "timeout", "crashed"}
+_FAILURES = {"OOM", *(s for s in STATUSES if s not in ("ok", "oom"))}  # cells that show a status instead of a number
 
 
 def escape(text) -> str:

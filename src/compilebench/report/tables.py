@@ -2,8 +2,9 @@
 
 The guide's table: one per (hardware, batch size); rows `Task/Model` in the guide's order; a column per torch
 version and variant (`torch 2.13 - no compile`, `torch 2.13 - compile`); mean ms to 3 decimals, `OOM` where
-memory ran out and the status word for other failures; beside them the % improvement and the compile seconds.
-The guide's other two tables compare torch versions and compile modes, rows `Task/Model` x `Batch Size`."""
+memory ran out and the status word for other failures; beside them the % improvement with its 95% interval and
+verdict, and the compile seconds. The guide's other two tables compare torch versions and compile modes, rows
+`Task/Model` x `Batch Size`. Every speed-up comes from data.speedup, so all tables, charts and files agree."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ from dataclasses import dataclass, field
 from compilebench import stats
 from compilebench.envinfo import hardware_name
 from compilebench.report import data
-from compilebench.report.data import Column, Group
-from compilebench.spec import VARIANTS
+from compilebench.report.data import Column, Group, Speedup
+from compilebench.vocab import FLAGS, VERDICTS
+
+MIN_EFFECT = stats.DEFAULT_MIN_EFFECT
 
 
 @dataclass
@@ -45,6 +48,32 @@ def num(x: float | None, digits: int | None) -> str:
     return f"{x:.{digits}f}" if digits is not None else f"{x:.2e}"
 
 
+def interval(low: float | None, high: float | None, fmt: str = "{:.1f}%") -> str:
+    return "" if low is None or high is None else f"{fmt.format(low)} to {fmt.format(high)}"
+
+
+def improvement_cells(s: Speedup | None) -> list[str]:
+    """% improvement, its 95% interval, the verdict."""
+    if s is None:
+        return ["", "", ""]
+    return [pct(s.improvement), interval(*s.improvement_interval), s.verdict]
+
+
+def speedup_cells(s: Speedup | None) -> list[str]:
+    if s is None:
+        return ["", "", ""]
+    return [f"{s.value:.3f}x", interval(s.low, s.high, "{:.3f}x"), s.verdict]
+
+
+VERDICT_NOTE = ("verdict: faster or slower when the whole 95% interval of the speed-up lies beyond the minimum effect "
+                "({effect}) either way; same when it lies inside it; inconclusive otherwise: {remedy}.")
+
+
+def verdict_note(min_effect: float) -> str:
+    return VERDICT_NOTE.format(effect=f"{min_effect:.0%}" if min_effect * 100 == int(min_effect * 100) else f"{min_effect:.1%}",
+                               remedy=VERDICTS["inconclusive"].split(": ", 1)[1])
+
+
 def _tag(c: Column, torch: bool = False, default: bool = False) -> str:
     """What tells one compiled column from another in the headers beside it: '', ' (reduce-overhead)',
     ' (torch 2.1, tiny config)'. `default` names the default mode too (where modes sit side by side)."""
@@ -53,60 +82,70 @@ def _tag(c: Column, torch: bool = False, default: bool = False) -> str:
     return f" ({', '.join(words)})" if words else ""
 
 
-def guide_table(g: Group, versions: int) -> Table:
+def guide_table(g: Group, versions: int, min_effect: float = MIN_EFFECT) -> Table:
     """The guide's table for one group. `versions`: how many torch versions the whole report holds, to say
     which version a % improvement belongs to only when there is a choice."""
     header = ["Task/Model"] + [c.header for c in g.columns]
     for c in g.compiled_columns:
         tag = _tag(c, torch=versions > 1)
-        header += [f"% improvement{tag}", f"compile s{tag}"]
+        header += [f"% improvement{tag}", f"95% CI{tag}", f"verdict{tag}", f"compile s{tag}"]
     rows = []
     for model in g.models:
         row = [g.label(model)] + [cell(g.cells.get((model, c))) for c in g.columns]
         for c in g.compiled_columns:
             comp = g.cells.get((model, c))
-            row.append(pct(data.improvement(g.cells.get((model, c.eager)), comp)))
+            row += improvement_cells(data.speedup(g.cells.get((model, c.eager)), comp, min_effect))
             row.append(num(comp.get("compile_s"), 1) if comp else "")
         rows.append(row)
-    return Table(g.title, header, rows)
+    notes = [verdict_note(min_effect)] if g.compiled_columns else []
+    return Table(g.title, header, rows, notes)
 
 
-def guide_tables(results: list[dict]) -> list[Table]:
+def guide_tables(results: list[dict], min_effect: float = MIN_EFFECT) -> list[Table]:
     versions = len(data.torch_labels(results))
-    return [guide_table(g, versions) for g in data.groups(results)]
+    return [guide_table(g, versions, min_effect) for g in data.groups(results) if not g.generation]
 
 
-def summary_table(results: list[dict]) -> Table:
+def summary_table(results: list[dict], min_effect: float = MIN_EFFECT) -> Table:
     """Per hardware, batch size and compiled column: the geometric-mean speed-up over the models measured ok both
-    ways, and the best and worst model."""
+    ways, how many verdicts of each kind, and the best and worst model."""
     rows = []
     for g in data.groups(results):
         for c in g.compiled_columns:
-            pairs = []
+            pairs, verdicts = [], defaultdict(int)
             for model in g.models:
-                s = data.speedup(g.cells.get((model, c.eager)), g.cells.get((model, c)))
+                s = data.speedup(g.cells.get((model, c.eager)), g.cells.get((model, c)), min_effect)
                 if s is not None:
-                    pairs.append((s, g.label(model)))
+                    pairs.append((s.value, g.label(model)))
+                    verdicts[s.verdict] += 1
             not_ok = sum(1 for m in g.models if (r := g.cells.get((m, c))) is not None and r["status"] != "ok")
+            counts = ", ".join(f"{verdicts[v]} {v}" for v in VERDICTS if verdicts[v])
             if pairs:
                 geo = math.exp(sum(math.log(s) for s, _ in pairs) / len(pairs))
                 best, worst = max(pairs), min(pairs)
-                rows.append([g.hardware, str(g.batch_size), c.header, str(len(pairs)), f"{geo:.2f}x",
+                rows.append([g.hardware, str(g.batch_size), c.header, str(len(pairs)), f"{geo:.2f}x", counts,
                              f"{best[1]} ({best[0]:.2f}x)", f"{worst[1]} ({worst[0]:.2f}x)", str(not_ok)])
             else:
-                rows.append([g.hardware, str(g.batch_size), c.header, "0", "", "", "", str(not_ok)])
+                rows.append([g.hardware, str(g.batch_size), c.header, "0", "", "", "", "", str(not_ok)])
     return Table(
         "",
-        ["hardware", "batch size", "compiled variant", "models", "geomean speed-up", "best", "worst", "compiled not ok"],
+        ["hardware", "batch size", "compiled variant", "models", "geomean speed-up", "verdicts", "best", "worst",
+         "compiled not ok"],
         rows,
-        notes=["speed-up = eager mean / compiled mean (1.25x: the compiled model takes 80% of the time), over the "
-               "models measured ok both ways"],
+        notes=["speed-up = eager time / compiled time (1.25x: the compiled model takes 80% of the time), over the "
+               "models measured ok both ways; each model's verdict needs its 95% interval clear of the minimum effect."],
     )
 
 
-def speedup_table(results: list[dict]) -> Table:
-    """Every compiled result against its eager baseline: the speed-up with its 95% CI and a verdict, and what
-    compiling cost: compile seconds and the inferences it takes to pay them back."""
+def flags_note(results: list[dict]) -> list[str]:
+    """How many results carry each flag, each with its remedy."""
+    counts = data.flag_counts(results)
+    return [f"- {flag}: {n} result(s). {FLAGS[flag][0].upper()}{FLAGS[flag][1:]}." for flag, n in counts.items() if n]
+
+
+def speedup_table(results: list[dict], min_effect: float = MIN_EFFECT) -> Table:
+    """Every compiled result against its eager baseline: the speed-up with its 95% interval and verdict, and
+    what compiling cost: cold and warm compile seconds and the inferences it takes to pay them back."""
     rows = []
     for g in data.groups(results):
         for c in g.compiled_columns:
@@ -114,24 +153,28 @@ def speedup_table(results: list[dict]) -> Table:
                 eager, comp = g.cells.get((model, c.eager)), g.cells.get((model, c))
                 if comp is None:
                     continue
-                row = [g.hardware, g.label(model), str(g.batch_size), c.header, comp["status"]]
-                if data.mean(eager) and data.mean(comp):
-                    s, low, high = stats.speedup_ci(eager["stats"], comp["stats"])
+                s = data.speedup(eager, comp, min_effect)
+                row = [g.hardware, g.label(model), str(g.batch_size), c.header, comp["status"], *speedup_cells(s),
+                       "paired" if s and s.paired else ("" if s is None else "unpaired"),
+                       num(comp.get("cold_compile_s"), 1), num(comp.get("warm_compile_s"), 1)]
+                if s is not None:
                     be = stats.break_even(comp.get("compile_s"), data.mean(eager), data.mean(comp))
-                    row += [f"{s:.3f}x", f"{low:.3f}-{high:.3f}" if low is not None else "", stats.speedup_verdict(low, high),
-                            num(comp.get("compile_s"), 1), "never" if be is None else f"{be:,.0f}"]
+                    row.append("never" if be is None else f"{be:,.0f}")
                 else:
-                    row += ["", "", "", num(comp.get("compile_s"), 1), ""]
+                    row.append("")
                 rows.append(row + [_memory_ratio(eager, comp)])
     return Table(
         "",
-        ["hardware", "Task/Model", "batch", "compiled variant", "status", "speed-up", "95% CI", "verdict", "compile s",
-         "break-even (inferences)", "peak memory compiled / eager"],
+        ["hardware", "Task/Model", "batch", "compiled variant", "status", "speed-up", "95% CI", "verdict", "interval from",
+         "cold compile s", "warm compile s", "break-even (inferences)", "peak memory compiled / eager"],
         rows,
-        notes=["speed-up = eager mean / compiled mean; its 95% CI propagates the uncertainty of both means. The verdict "
-               "is faster or slower only when the whole interval lies on one side of 1.",
-               "break-even: compile seconds / per-inference saving, the number of inferences after which compiling "
-               "has paid for itself; never when the compiled model saves nothing.",
+        notes=["speed-up = eager time / compiled time, from each side's per-process means (geometric, in log space): "
+               "the interval widens with how much a rerun moves. Paired: the variants shared each process "
+               "(--interleave), and the interval comes from the per-process ratios.",
+               verdict_note(min_effect),
+               "cold compile: the first repeat, from an empty compiler state; warm: later repeats, from the on-disk "
+               "state the first left. break-even: cold compile seconds / per-inference saving, the number of "
+               "inferences after which compiling has paid for itself; never when the compiled model saves nothing.",
                "peak memory: CUDA max_memory_allocated of each case on a GPU; on a CPU the process's peak RSS, which for "
                "a compiled case includes the compiler itself."],
     )
@@ -144,51 +187,58 @@ def _memory_ratio(eager: dict | None, compiled: dict) -> str:
     return f"{c / e:.2f}x ({c / 2**20:,.0f} / {e / 2**20:,.0f} MiB)"
 
 
-def recommendation_table(results: list[dict]) -> Table:
+def recommendation_table(results: list[dict], min_effect: float = MIN_EFFECT) -> Table:
     """Per hardware, torch version, batch size and model: the fastest variant measured ok (correct, no recompile)
-    that is significantly faster than plain eager, with its speed-up, CI and break-even; else no compile."""
+    whose verdict against plain eager is `faster`, with its speed-up, interval and break-even; else no compile."""
     rows = []
     for g in data.groups(results):
         for torch_label in dict.fromkeys(c.torch for c in g.columns):
             eagers = [c for c in g.columns if c.torch == torch_label and not c.variant.compiled]
             if not eagers:
                 continue
-            baseline = min(eagers, key=lambda c: len(c.settings))  # plain eager where there is one
+            baseline = min(eagers, key=lambda c: (len(c.settings), c.variant.order))  # plain eager where there is one
             for model in g.models:
                 base = g.cells.get((model, baseline))
                 if data.mean(base) is None:
                     continue
-                best = None
+                best, undecided = None, 0
                 for c in g.columns:
                     r = g.cells.get((model, c))
-                    if c == baseline or c.torch != torch_label or data.mean(r) is None:
+                    if c == baseline or c.torch != torch_label:
                         continue
-                    s, low, high = stats.speedup_ci(base["stats"], r["stats"])
-                    if stats.speedup_verdict(low, high) == "faster" and (best is None or s > best[1]):
-                        best = (c, s, low, high, r)
+                    s = data.speedup(base, r, min_effect)
+                    if s is None:
+                        continue
+                    undecided += s.verdict == "inconclusive"
+                    if s.verdict == "faster" and (best is None or s.value > best[1].value):
+                        best = (c, s, r)
                 row = [g.hardware, f"torch {torch_label}", str(g.batch_size), g.label(model)]
                 if best is None:
-                    row += ["no compile", "", "", "", "nothing measured is significantly faster than eager"]
+                    why = (f"nothing measured is faster than eager beyond {min_effect:.0%}"
+                           + (f" ({undecided} inconclusive: more repeats or --interleave may decide)" if undecided else ""))
+                    row += ["no compile", "", "", "", why]
                 else:
-                    c, s, low, high, r = best
+                    c, s, r = best
                     be = stats.break_even(r.get("compile_s"), data.mean(base), data.mean(r)) if c.variant.compiled else 0
-                    row += [c.header.removeprefix(f"torch {torch_label} - "), f"{s:.3f}x", f"{low:.3f}-{high:.3f}",
-                            "never" if be is None else f"{be:,.0f}", ""]
+                    row += [c.header.removeprefix(f"torch {torch_label} - "), f"{s.value:.3f}x",
+                            interval(s.low, s.high, "{:.3f}x"), "never" if be is None else f"{be:,.0f}", ""]
                 rows.append(row)
     return Table(
         "",
         ["hardware", "torch", "batch", "Task/Model", "recommended", "speed-up", "95% CI", "break-even (inferences)", "why"],
         rows,
         notes=["The fastest variant measured ok (outputs within tolerance of eager, no recompile while timed) whose "
-               "speed-up over plain eager float32 is significant at 95%. A lower-precision variant is checked against "
-               "eager in its own dtype: decide separately whether that precision is acceptable for your task."],
+               f"speed-up over plain eager is `faster`: its whole 95% interval above {min_effect:.0%}. A lower-precision "
+               "variant is checked against eager in its own dtype: decide separately whether that precision is "
+               "acceptable for your task."],
     )
 
 
 def _by_hardware(results: list[dict]) -> dict[str, list[Group]]:
     out: dict[str, list[Group]] = defaultdict(list)
     for g in data.groups(results):
-        out[g.hardware].append(g)
+        if not g.generation:
+            out[g.hardware].append(g)
     return out
 
 
@@ -205,9 +255,9 @@ def _batch_rows(groups: list[Group], columns: list[Column], extra) -> list[list[
     return rows
 
 
-def version_tables(results: list[dict]) -> list[Table]:
+def version_tables(results: list[dict], min_effect: float = MIN_EFFECT) -> list[Table]:
     """The guide's "PyTorch Nightly" section: per hardware holding more than one torch version, every version's
-    eager and compiled means side by side, and how much the newest changed each against the oldest."""
+    eager and compiled means side by side, and how much the newest changed each against the oldest, with verdict."""
     tables = []
     for hw, groups in _by_hardware(results).items():
         columns = sorted({c for g in groups for c in g.columns})
@@ -219,22 +269,21 @@ def version_tables(results: list[dict]) -> list[Table]:
                  if n.torch == new and (n.variant, n.settings) == (c.variant, c.settings)]
 
         def extra(g, model):
-            return [pct(_change(g.cells.get((model, a)), g.cells.get((model, b)))) for a, b in pairs]
+            out = []
+            for a, b in pairs:
+                s = data.speedup(g.cells.get((model, a)), g.cells.get((model, b)), min_effect)
+                out.append("" if s is None else f"{pct(s.improvement)} ({s.verdict})")
+            return out
 
         header = ["Task/Model", "Batch Size"] + [c.header for c in columns]
         header += [data.with_settings(f"% faster torch {new} vs {old}, {a.variant.label}", a.settings) for a, _ in pairs]
-        tables.append(Table(f"{hw}: torch versions", header, _batch_rows(groups, columns, extra)))
+        tables.append(Table(f"{hw}: torch versions", header, _batch_rows(groups, columns, extra), [verdict_note(min_effect)]))
     return tables
 
 
-def _change(old: dict | None, new: dict | None) -> float | None:
-    o, n = data.mean(old), data.mean(new)
-    return stats.improvement_pct(o, n) if o and n else None
-
-
-def mode_tables(results: list[dict]) -> list[Table]:
+def mode_tables(results: list[dict], min_effect: float = MIN_EFFECT) -> list[Table]:
     """The guide's "Reduce Overhead" section: per hardware and torch version holding more than one compile mode,
-    eager and every mode side by side with each mode's % improvement."""
+    eager and every mode side by side with each mode's % improvement and verdict."""
     tables = []
     for hw, groups in _by_hardware(results).items():
         columns = sorted({c for g in groups for c in g.columns})
@@ -246,41 +295,98 @@ def mode_tables(results: list[dict]) -> list[Table]:
                     continue
 
                 def extra(g, model, compiled=compiled):
-                    return [pct(data.improvement(g.cells.get((model, c.eager)), g.cells.get((model, c)))) for c in compiled]
+                    out = []
+                    for c in compiled:
+                        s = data.speedup(g.cells.get((model, c.eager)), g.cells.get((model, c)), min_effect)
+                        out.append("" if s is None else f"{pct(s.improvement)} ({s.verdict})")
+                    return out
 
                 header = ["Task/Model", "Batch Size"] + [c.header for c in mine]
                 header += [f"% improvement{_tag(c, default=True)}" for c in compiled]
                 title = data.with_settings(f"{hw}: compile modes, torch {torch_label}", setting)
-                tables.append(Table(title, header, _batch_rows(groups, mine, extra)))
+                tables.append(Table(title, header, _batch_rows(groups, mine, extra), [verdict_note(min_effect)]))
+    return tables
+
+
+def _estimate(summary: dict | None, digits: int = 3) -> tuple[str, str]:
+    """An estimate between processes and its interval, as cells."""
+    if not summary or summary.get("mean") is None:
+        return "", ""
+    return f"{summary['mean']:.{digits}f}", interval(summary.get("ci95_low"), summary.get("ci95_high"), f"{{:.{digits}f}}")
+
+
+def generation_tables(results: list[dict], min_effect: float = MIN_EFFECT) -> list[Table]:
+    """Text generation, one table per (hardware, batch size, prompt length, new tokens): per model and variant the
+    time to first token, the time per decoded token and tokens per second, each with its interval, and against
+    eager the % improvement of each with its interval and verdict."""
+    tables = []
+    for g in data.groups(results):
+        if not g.generation:
+            continue
+        rows = []
+        for model in g.models:
+            for c in g.columns:
+                r = g.cells.get((model, c))
+                if r is None:
+                    continue
+                gen = r.get("generation") or {}
+                ok = data.mean(r) is not None
+                ttft, ttft_ci = _estimate(gen.get("ttft") if ok else None)
+                tok, tok_ci = _estimate(gen.get("per_token") if ok else None)
+                row = [g.label(model), c.header, r["status"], ttft, ttft_ci, tok, tok_ci,
+                       num(data.decode_tokens_per_s(r), 1), num(data.e2e_tokens_per_s(r), 1)]
+                base = g.cells.get((model, c.eager)) if c != c.eager else None
+                for metric in (data.TTFT, data.PER_TOKEN):
+                    s = data.speedup(base, r, min_effect, metric) if base is not None else None
+                    row.append("" if s is None else f"{pct(s.improvement)} ({interval(*s.improvement_interval)}) {s.verdict}")
+                first = (r.get("repeats") or [{}])[0].get("generation", {}).get("first_calls") or []
+                row.append(" / ".join(f"{f['total_ms'] / 1e3:.2f}" for f in first))
+                rows.append(row)
+        tables.append(Table(
+            g.title,
+            ["Task/Model", "variant", "status", "TTFT ms", "TTFT 95% CI", "ms/token", "ms/token 95% CI",
+             "decode tokens/s", "end-to-end tokens/s", "TTFT vs no compile", "per token vs no compile",
+             "first calls s (repeat 1)"],
+            rows,
+            notes=["TTFT: time to first token (the prefill). ms/token: each decoded token after the first. Tokens/s "
+                   "count every sequence of the batch. vs no compile: % improvement (95% interval) and verdict "
+                   "against eager generation with the dynamic cache.", verdict_note(min_effect),
+                   "first calls: the first generate() calls of the first repeat, one by one: compiling (prefill and "
+                   "decode compile apart; CUDA graphs record on later calls) ends where they level off."],
+        ))
     return tables
 
 
 def details_table(results: list[dict]) -> Table:
-    """Every result with its noise: the numbers behind each guide cell, and why a cell is not a number."""
+    """Every result with its noise: the numbers behind each table cell, and why a cell is not a number."""
     order = {m: i for i, m in enumerate(data.model_order(results))}
     results = sorted(data.latest(results), key=lambda r: (
         data.hardware(r), data.torch_version(r), r["case"]["batch_size"], order[r["case"]["model"]],
-        data.settings(r), VARIANTS.index(r["case"]["variant"]["mode"]), r["created_at"]))
+        data.settings(r), data.variant_of(r).order, r["created_at"]))
     rows, boards = [], set()
     for r in results:
         s = r.get("stats") or {}
         measured = data.measured_mean(r) is not None
-        cv = s.get("cv") if measured else None
         fraction, p = data.peak_fraction(r), data.peak(r)
+        reps = r.get("repeats") or []
+        ns = [len(rep.get("samples_ms") or []) for rep in reps]
+        within = s.get("within_cv") if measured else None
         rows.append([
             data.hardware(r),
             f"torch {data.torch_version(r)}",
             r["case"]["model"],
             str(r["case"]["batch_size"]),
             data.with_settings(data.variant_of(r).label, data.settings(r)),
-            r["status"] + (" (stopped by --max-time)" if r.get("stopped_early") else ""),
+            r["status"] + (" (budget)" if r.get("stopped_early") else ""),
+            ", ".join(r.get("flags") or []),
             num(s.get("mean"), 3) if measured else "",
-            f"{s['ci95_low']:.3f}-{s['ci95_high']:.3f}" if measured else "",
-            num(s.get("median"), 3) if measured else "",
-            "" if cv is None else f"{cv * 100:.1f}%" + (" noisy" if cv > stats.NOISY_CV else ""),
-            str(s.get("n") or 0),
-            num(r.get("first_call_s"), 2),
-            num(r.get("compile_s"), 2),
+            interval(s.get("ci95_low"), s.get("ci95_high"), "{:.3f}") if measured else "",
+            str(len(reps)),
+            "/".join(map(str, ns)),
+            "" if within is None else f"{within * 100:.1f}%",
+            "" if not measured or s.get("between_cv") is None else f"{s['between_cv'] * 100:.1f}%",
+            num(r.get("cold_compile_s"), 2),
+            num(r.get("warm_compile_s"), 2),
             num(r.get("max_rel_err"), None),
             f"{r['flops'] / 1e9:.3g}" if r.get("flops") else "",  # significant digits: tiny configs are MFLOPs
             f"{data.achieved_tflops(r):.3g}" if data.achieved_tflops(r) is not None else "",
@@ -288,15 +394,20 @@ def details_table(results: list[dict]) -> Table:
         ])
         if p:
             boards.add(f"{p.device} {p.math} {p.tflops:g}")
-    noisy = any((r.get("stats") or {}).get("cv") and r["stats"]["cv"] > stats.NOISY_CV for r in results)
     notes = [f"- {r['case']['model']} b{r['case']['batch_size']} {data.variant_of(r).label}: {r['status']}: "
              f"{r.get('message') or ''}".rstrip() for r in results if r["status"] != "ok"]
+    flags = flags_note(results)
     return Table(
         "",
-        ["hardware", "torch", "model", "batch", "variant", "status", "mean ms", "95% CI ms", "median ms", "CV", "N",
-         "first call s", "compile s", "max rel err", "GFLOP", "TFLOP/s", "of peak"],
+        ["hardware", "torch", "model", "batch", "variant", "status", "flags", "mean ms", "95% CI ms", "R", "N per repeat",
+         "CV within a process", "spread between processes", "cold compile s", "warm compile s", "max rel err", "GFLOP",
+         "TFLOP/s", "of peak"],
         rows,
-        notes=([f"noisy: {stats.NOISE_REMEDY}."] if noisy else [])
+        notes=["mean: the geometric mean of the per-process means of the R repeats (fresh worker processes); its 95% "
+               "interval is between processes, so it holds what a rerun would see. N: timed calls in each repeat. CV "
+               "within a process describes one process's noise only; the spread between processes is the standard "
+               "deviation of the log means."]
+        + (["Flags:"] + flags if flags else [])
         + ([f"of peak: achieved TFLOP/s over the datasheet's dense peak TFLOP/s ({'; '.join(sorted(boards))}); "
             "float32 counts as TF32 when TF32 was allowed for matmuls or convolutions."] if boards else [])
         + ((["Not ok:"] + notes) if notes else []),

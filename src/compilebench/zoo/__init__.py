@@ -1,4 +1,5 @@
-"""The model registry: short name -> ModelEntry, a plain dict in the guide's row order.
+"""The model registry: short name -> ModelEntry, a plain dict: the guide's vision models in its row order, then
+the causal LMs measured by generation.
 
 Extra models (your own, or the fault-injecting ones the tests use) come from modules named in the
 COMPILEBENCH_PLUGINS environment variable (comma-separated); each calls register(). Worker processes
@@ -14,8 +15,10 @@ from compilebench.errors import UnknownChoice, UserError
 from compilebench.zoo import hub
 from compilebench.zoo.entry import ModelEntry
 from compilebench.zoo.models import MODELS
+from compilebench.zoo.textgen import MODELS as TEXT_MODELS
+from compilebench.zoo.textgen import TEXT_GENERATION, TextGenerationEntry
 
-REGISTRY: dict[str, ModelEntry] = {m.name: m for m in MODELS}
+REGISTRY: dict[str, ModelEntry] = {m.name: m for m in [*MODELS, *TEXT_MODELS]}
 
 
 def register(entry: ModelEntry) -> None:
@@ -23,7 +26,7 @@ def register(entry: ModelEntry) -> None:
 
 
 def models() -> list[ModelEntry]:
-    """Every registered model: the guide's, then the plugins'."""
+    """Every registered model: the guide's, the text-generation ones, then the plugins'."""
     _load_plugins()
     return list(REGISTRY.values())
 

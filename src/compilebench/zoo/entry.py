@@ -3,8 +3,20 @@ transformers is imported only when a model is built, so listing the zoo stays ch
 
 from __future__ import annotations
 
+import importlib.resources
 from dataclasses import dataclass, field
 from typing import Any, Callable
+
+
+def default_image_path() -> str:
+    return str(importlib.resources.files("compilebench") / "data" / "chelsea-640x480.jpg")
+
+
+def load_image(path: str):
+    from PIL import Image
+
+    with Image.open(path) as im:
+        return im.convert("RGB")
 
 
 @dataclass(frozen=True)

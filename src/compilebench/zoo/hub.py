@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from compilebench.errors import UnknownChoice, UserError
 from compilebench.zoo.entry import GUIDE_QUERIES, ModelEntry
+from compilebench.zoo.textgen import TEXT_GENERATION, TextGenerationEntry, seeded_prompt, tokenized_prompt
 
 # task -> (transformers auto class, its *_MAPPING_NAMES table, the guide's task word for row labels)
 TASKS = {
@@ -15,6 +16,7 @@ TASKS = {
     "zero-shot-object-detection": ("AutoModelForZeroShotObjectDetection", "MODEL_FOR_ZERO_SHOT_OBJECT_DETECTION_MAPPING_NAMES", "Object Detection"),
     "semantic-segmentation": ("AutoModelForSemanticSegmentation", "MODEL_FOR_SEMANTIC_SEGMENTATION_MAPPING_NAMES", "Image Segmentation"),
     "universal-segmentation": ("AutoModelForUniversalSegmentation", "MODEL_FOR_UNIVERSAL_SEGMENTATION_MAPPING_NAMES", "Image Segmentation"),
+    TEXT_GENERATION: ("AutoModelForCausalLM", "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", "Text Generation"),
 }
 
 
@@ -41,10 +43,11 @@ def detect_task(config) -> str:
             candidates.append(task)
     if arch is None and len(candidates) == 1:
         return candidates[0]
-    what = arch or config.model_type
-    if candidates:
-        raise UserError(f"cannot tell the task of {what!r}: say it with --task (one of {', '.join(candidates)})")
-    raise UserError(f"{what!r} is not a vision model compilebench measures (supported tasks: {', '.join(TASKS)})")
+    if arch is None and candidates:
+        raise UserError(f"cannot tell the task of {config.model_type!r}: say it with --task (one of {', '.join(candidates)})")
+    hint = f"; its model type also has {', '.join(candidates)} classes: give --task to build one of those" if candidates else ""
+    raise UserError(f"{arch or config.model_type!r} is not a model compilebench measures (supported tasks: "
+                    f"{', '.join(TASKS)}){hint}")
 
 
 @dataclass(frozen=True)
@@ -73,7 +76,42 @@ class HubModel(ModelEntry):
         return dict(processor(images=[image] * batch_size, return_tensors="pt"))
 
 
-def resolve(name: str, task: str | None) -> HubModel:
+@dataclass(frozen=True)
+class HubCausalLM(TextGenerationEntry):
+    """A causal LM checkpoint named on the command line, measured by generation."""
+
+    def build(self, weights: str, size: str):
+        import transformers
+
+        auto = transformers.AutoModelForCausalLM
+        if weights == "pretrained":
+            return auto.from_pretrained(self.checkpoint).eval()
+        return auto.from_config(transformers.AutoConfig.from_pretrained(self.checkpoint)).eval()
+
+    def prompt(self, batch_size: int, prompt_len: int, weights: str, size: str):
+        if weights == "pretrained":
+            return tokenized_prompt(self.checkpoint, batch_size, prompt_len)
+        import transformers
+
+        return seeded_prompt(transformers.AutoConfig.from_pretrained(self.checkpoint).vocab_size, batch_size, prompt_len)
+
+
+def check_available(checkpoint: str) -> None:
+    """--weights pretrained needs the checkpoint: a local directory, the local hub cache, or the hub itself. Asked
+    once, before anything runs, so a missing one is one line rather than an error in every case."""
+    if os.path.isdir(checkpoint):
+        return
+    import transformers
+
+    try:
+        transformers.AutoConfig.from_pretrained(checkpoint)
+    except (OSError, ValueError) as exc:
+        raise UserError(f"--weights pretrained: cannot load {checkpoint!r}: no local copy and the hub cannot be reached "
+                        f"({str(exc).splitlines()[0][:200]}); download it first (`huggingface-cli download "
+                        f"{checkpoint}`) or give a local directory with --model") from None
+
+
+def resolve(name: str, task: str | None) -> ModelEntry:
     """The entry for a checkpoint; reading its config is the only I/O (the hub, unless it is a directory)."""
     import transformers
 
@@ -86,4 +124,5 @@ def resolve(name: str, task: str | None) -> HubModel:
         raise UserError(f"cannot read a model config from {where} {name!r}: {str(exc).splitlines()[0]}") from None
     task = task or detect_task(config)
     label = f"{TASKS[task][2]}/{os.path.basename(os.path.normpath(name))}"
-    return HubModel(name=name, label=label, task=task, checkpoint=name)
+    cls = HubCausalLM if task == TEXT_GENERATION else HubModel
+    return cls(name=name, label=label, task=task, checkpoint=name)

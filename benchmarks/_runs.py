@@ -1,0 +1,38 @@
+"""Helpers the benchmarks share: run compilebench as a user does (a separate process, from a source tree) and
+read back what it stored. Results written before repeats existed hold one process each."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+
+TREE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def cli(*args, tree: str = TREE, cwd: str | None = None, check: bool = True, env: dict | None = None) -> tuple[float, subprocess.CompletedProcess]:
+    """`python -m compilebench ARGS` from `tree`'s sources; returns (wall seconds, the finished process)."""
+    environ = {**os.environ, **(env or {}), "PYTHONPATH": os.path.join(tree, "src")}
+    t0 = time.perf_counter()
+    p = subprocess.run([sys.executable, "-m", "compilebench", *map(str, args)], cwd=cwd, env=environ,
+                       capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if check and p.returncode != 0:
+        raise SystemExit(f"compilebench {' '.join(map(str, args))} failed ({p.returncode}):\n{p.stderr[-3000:]}")
+    return wall, p
+
+
+def results(db: str) -> list[dict]:
+    conn = sqlite3.connect(db)
+    try:
+        return [json.loads(r[0]) for r in conn.execute("SELECT data FROM results ORDER BY rowid")]
+    finally:
+        conn.close()
+
+
+def processes(result: dict) -> list[dict]:
+    """What each worker process measured for a result: its repeats, or the result itself (one process)."""
+    return result.get("repeats") or [result]

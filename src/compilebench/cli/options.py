@@ -1,0 +1,191 @@
+"""Every command and option of the command line, in groups of one concern each. Values are range-checked where
+they become a RunSpec (spec.validate); here they are only parsed."""
+
+from __future__ import annotations
+
+import argparse
+
+from compilebench import __version__, spec as specmod, stats, store as storemod, suites
+from compilebench import report as reportmod
+from compilebench.zoo import hub
+
+EXIT_BAD_INPUT = 2
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse's default prints the usage too: keep bad input to one line
+        self.exit(EXIT_BAD_INPUT, f"error: {message} (see `{self.prog} --help`)\n")
+
+
+def percent(text: str) -> float:
+    """'2%' or '2' -> 0.02."""
+    try:
+        value = float(text.strip().removesuffix("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a percentage such as 2%, got {text!r}") from None
+    return value / 100
+
+
+def parser(commands: dict) -> argparse.ArgumentParser:
+    """`commands` maps each command name to the function that runs it."""
+    p = Parser(prog="compilebench", description="Measure what torch.compile does for Hugging Face models.")
+    p.add_argument("--version", action="version", version=f"compilebench {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = sub.add_parser("run", help="measure eager vs compiled latency and store every result")
+    _what(run)
+    _compile(run)
+    _settings(run)
+    _timing(run)
+    _where(run)
+    _results(run)
+    run.set_defaults(func=commands["run"])
+
+    tune = sub.add_parser("tune", help="search the compile settings that matter here for the fastest correct one")
+    tune.add_argument("--model", required=True, metavar="NAME", help="a zoo model, a hub id or a local checkpoint directory")
+    tune.add_argument("--batch-size", type=int, default=1, metavar="N", help="batch size (default: 1)")
+    tune.add_argument("--budget", default="20m", metavar="TIME",
+                      help="wall time the search may take, e.g. 90s, 20m, 1h (default: 20m)")
+    for flag in ("--task", "--device", "--weights", "--db"):
+        tune.add_argument(flag, default={"--weights": "random", "--db": storemod.DEFAULT_PATH}.get(flag))
+    tune.add_argument("--tiny", action="store_true", help="a tiny config of the same architecture (a smoke test)")
+    tune.add_argument("--min-effect", type=percent, default=stats.DEFAULT_MIN_EFFECT, metavar="P",
+                      help="the smallest speed-up worth acting on (default: 2%%)")
+    tune.add_argument("--quiet", action="store_true", help="no progress bar")
+    tune.set_defaults(func=commands["tune"])
+
+    rep = sub.add_parser("report", help="render tables, charts, HTML, CSV and JSON from one or more results files")
+    rep.add_argument("dbs", nargs="*", metavar="DB", help=f"results files to merge (default: {storemod.DEFAULT_PATH})")
+    rep.add_argument("--out", default=None, metavar="DIR", help="output folder (default: a report/ folder beside the first DB)")
+    rep.add_argument("--format", default=",".join(reportmod.FORMATS),
+                     help=f"comma-separated: {','.join(reportmod.FORMATS)} (default: all)")
+    rep.add_argument("--min-effect", type=percent, default=stats.DEFAULT_MIN_EFFECT, metavar="P",
+                     help="the smallest speed-up worth calling faster or slower (default: 2%%)")
+    rep.set_defaults(func=commands["report"])
+
+    cmp_ = sub.add_parser("compare", help="two results files side by side per case, with the ratio B/A and a verdict")
+    cmp_.add_argument("a", metavar="A.db")
+    cmp_.add_argument("b", metavar="B.db")
+    cmp_.add_argument("--machine-a", default=None, metavar="TEXT",
+                      help="use A's results from the machine whose id or hardware name contains TEXT")
+    cmp_.add_argument("--machine-b", default=None, metavar="TEXT", help="the same for B")
+    cmp_.add_argument("--min-effect", type=percent, default=stats.DEFAULT_MIN_EFFECT, metavar="P",
+                      help="the smallest difference worth calling faster or slower (default: 2%%)")
+    cmp_.set_defaults(func=commands["compare"])
+
+    env = sub.add_parser("env", help="print this machine's environment fingerprint")
+    env.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
+    env.add_argument("--json", action="store_true", help="print JSON")
+    env.set_defaults(func=commands["env"])
+
+    models = sub.add_parser("models", help="list the model zoo")
+    models.set_defaults(func=commands["models"])
+    return p
+
+
+def _what(run) -> None:
+    g = run.add_argument_group("what to measure")
+    g.add_argument("--model", nargs="+", action="extend", dest="models", metavar="NAME",
+                   help="zoo short names (`compilebench models`), hub ids or local checkpoint directories")
+    g.add_argument("--suite", default=None, metavar="NAME",
+                   help=f"a named sweep: {', '.join(f'{k} ({v.description})' for k, v in suites.SUITES.items())}. "
+                        f"With no --model and no --suite: {suites.DEFAULT_SUITE}")
+    g.add_argument("--task", default=None, help=f"task of a checkpoint whose config does not say: {', '.join(hub.TASKS)}")
+    g.add_argument("--batch-size", nargs="+", type=int, default=None, metavar="N", help="batch sizes (default: 1)")
+    g.add_argument("--variant", nargs="+", default=None, metavar="V",
+                   help=f"eager and/or torch.compile modes: {', '.join(specmod.VARIANTS)} (default: eager default)")
+    g.add_argument("--image", default=None, metavar="PATH", help="vision: the photo to preprocess (default: the one shipped)")
+    g.add_argument("--prompt-len", type=int, default=None, metavar="L",
+                   help="text generation: prompt tokens (default: the model's, `compilebench models`)")
+    g.add_argument("--new-tokens", type=int, default=specmod.DEFAULT_NEW_TOKENS, metavar="K",
+                   help=f"text generation: tokens each generate() call makes (default: {specmod.DEFAULT_NEW_TOKENS})")
+    g.add_argument("--weights", default="random", help="random (offline, default) or pretrained (from_pretrained)")
+    g.add_argument("--tiny", action="store_true",
+                   help="build each model from a tiny config of the same architecture (a smoke test; not comparable)")
+
+
+def _compile(run) -> None:
+    g = run.add_argument_group("how to compile")
+    g.add_argument("--backend", default="inductor", help="torch.compile backend (default: inductor)")
+    g.add_argument("--fullgraph", action="store_true", help="compile with fullgraph=True: a graph break is an error")
+    g.add_argument("--dynamic", action=argparse.BooleanOptionalAction, default=None,
+                   help="compile with dynamic=True/False (default: torch's automatic dynamic shapes)")
+    g.add_argument("--inductor-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="an inductor config option for the compiled variants, e.g. freezing=True (repeatable)")
+    g.add_argument("--freezing", action="store_true", help="shorthand for --inductor-option freezing=True")
+    g.add_argument("--compile-cache", default="cold", metavar="MODE",
+                   help="cold (default: a private, empty compiler state per case; its later repeats start from what "
+                        "the first left, recorded as warm), warm (compiled once first, then timed from the on-disk "
+                        "cache) or a directory kept across runs")
+
+
+def _settings(run) -> None:
+    g = run.add_argument_group("model settings")
+    g.add_argument("--dtype", default="float32", help=f"model dtype: {', '.join(specmod.DTYPES)} (the model is cast)")
+    g.add_argument("--autocast", action="store_true",
+                   help="keep the model float32 and run it under torch.autocast(--dtype) instead of casting it")
+    g.add_argument("--channels-last", action="store_true", help="model and image inputs in channels-last memory format")
+    g.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=None,
+                   help="allow TF32 matmuls and convolutions, or not (default: torch's setting, recorded)")
+    g.add_argument("--attn", default=None, help=f"attention implementation: {', '.join(specmod.ATTNS)} (default: the model's)")
+
+
+def _timing(run) -> None:
+    g = run.add_argument_group("how to time")
+    g.add_argument("--repeats", type=int, default=specmod.DEFAULT_REPEATS, metavar="R",
+                   help=f"fresh worker processes per case (default: {specmod.DEFAULT_REPEATS}); intervals and verdicts "
+                        "come from the per-process means. A larger R on a stored sweep adds the missing repeats")
+    g.add_argument("--iters", type=int, default=None,
+                   help=f"timed calls per repeat (default: {specmod.DEFAULT_ITERS}, as the guide; generation: "
+                        f"{specmod.DEFAULT_GENERATION_ITERS} generate() calls)")
+    g.add_argument("--warmup", type=int, default=None,
+                   help=f"warm-up calls after the first call (default: {specmod.DEFAULT_WARMUP}; "
+                        f"at least {specmod.MIN_WARMUP_CUDAGRAPHS} for CUDA-graph modes)")
+    g.add_argument("--max-time", type=float, default=None, metavar="S",
+                   help="time budget of one repeat's timed loop, in seconds; the real N is recorded")
+    g.add_argument("--min-iters", type=int, default=None, metavar="N",
+                   help=f"no budget ends a timed loop before N calls (default: {specmod.DEFAULT_MIN_ITERS}, or --iters "
+                        "if fewer)")
+    g.add_argument("--first-calls", type=int, default=specmod.DEFAULT_FIRST_CALLS, metavar="K",
+                   help=f"text generation: generate() calls timed one by one before the steady state (default: "
+                        f"{specmod.DEFAULT_FIRST_CALLS}): where compiling stops costing anything")
+    g.add_argument("--interleave", action="store_true",
+                   help="time the variants of each model and batch in one process per repeat, alternating blocks of "
+                        "10 calls, so drift hits them alike and speed-ups pair up per process")
+    g.add_argument("--min-effect", type=percent, default=stats.DEFAULT_MIN_EFFECT, metavar="P",
+                   help="the smallest speed-up worth acting on: faster/slower need the whole 95%% interval beyond it, "
+                        "same needs it inside (default: 2%%)")
+    g.add_argument("--timeout", type=float, default=specmod.DEFAULT_TIMEOUT_S, metavar="S",
+                   help="kill a case after this many seconds (process isolation; default: 3600)")
+
+
+def _where(run) -> None:
+    g = run.add_argument_group("where to run")
+    g.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available, else cpu)")
+    g.add_argument("--isolation", default="process",
+                   help="process (default: a fresh process and private compiler state per repeat) or inline")
+    g.add_argument("--executor", default="local",
+                   help="local (default: this machine, one case per device at a time) or ray (a Ray cluster)")
+    g.add_argument("--gpus", default=None, metavar="LIST",
+                   help="local GPUs to use at once, one case on each: 0,1,2,3 or all (default: one device)")
+    g.add_argument("--ray-address", default=None, metavar="ADDR",
+                   help="Ray cluster to join (default: RAY_ADDRESS, or a local one started for the sweep)")
+    g.add_argument("--accelerator-type", default=None, metavar="TYPES",
+                   help="Ray GPU types to run the whole matrix on, each: H100,A100 or all (default: any GPU)")
+    g.add_argument("--cpus-per-case", type=int, default=None, metavar="N",
+                   help="CPUs a Ray task reserves, and threads its case runs (default: a node's CPUs per GPU; a "
+                        "whole node for CPU cases)")
+
+
+def _results(run) -> None:
+    g = run.add_argument_group("results")
+    g.add_argument("--db", default=storemod.DEFAULT_PATH, help=f"results file (default: {storemod.DEFAULT_PATH})")
+    g.add_argument("--rerun", action="store_true", help="measure cases again even if the results file has them")
+    g.add_argument("--retry-failed", action="store_true",
+                   help="on resume, measure again the repeats that failed with error or oom too (crashed and timed "
+                        "out ones are always tried again)")
+    g.add_argument("--quiet", action="store_true", help="no progress bar or per-case messages")
+    g.add_argument("--out", default=None, metavar="DIR",
+                   help="where the report of this run goes (default: a report/ folder beside --db)")
+    g.add_argument("--format", default=",".join(reportmod.FORMATS),
+                   help=f"report formats, comma-separated: {','.join(reportmod.FORMATS)} (default: all)")

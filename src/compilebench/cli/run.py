@@ -1,0 +1,214 @@
+"""`compilebench run`: options -> RunSpec, checked whole before anything is measured or written; then the sweep,
+the tables and the report of what it ran."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+
+from compilebench import dispatch, envinfo, executors, locks, probe, spec as specmod, store as storemod, suites, sweep, variants, zoo
+from compilebench import report as reportmod
+from compilebench.cli.reports import default_out, main_file
+from compilebench.errors import UnknownChoice, UserError
+from compilebench.report import markdown, tables
+from compilebench.zoo import hub
+
+EXECUTORS = ("local", "ray")
+EXIT_FAILED = 1  # the environment failed the sweep (a full disk, a locked results file): nothing of it was lost
+
+
+def cmd_run(args) -> int:
+    spec = run_spec(args)
+    formats = reportmod.parse_formats(args.format)
+    storemod.check_path(args.db)
+    out_dir = args.out or default_out(args.db)
+    reportmod.check_out_dir(out_dir)
+    entries = resolve_models(spec)
+    check_variants(spec, entries)
+    prompt_lens = {name: e.default_prompt_len for name, e in entries.items() if isinstance(e, zoo.TextGenerationEntry)}
+    spec, dispatcher, targets = where(args, spec)
+
+    with storemod.Store.open(args.db) as store:  # the last check: nothing is written before it
+        try:
+            outcome = sweep.run(spec, store, dispatcher, targets, prompt_lens=prompt_lens, quiet=args.quiet)
+        except sweep.StoreFailed as exc:
+            print(f"error: {exc.message}. Every result stored before it is kept; to resume: {resume_command()}",
+                  file=sys.stderr)
+            return EXIT_FAILED
+        keys = {c.key() for c in spec.cases(prompt_lens)}
+        ids = {t.resume_id for t in targets}
+        results = [r for r in store.results()
+                   if r["case_key"] in keys and (r["machine_id"] in ids or r.get("placement") in ids)]
+
+    if results:
+        print(markdown.tables([*tables.guide_tables(results, spec.min_effect), *tables.generation_tables(results, spec.min_effect),
+                               tables.details_table(results)]))
+        print("Recommendation\n\n" + markdown.table(tables.recommendation_table(results, spec.min_effect)))
+        written = reportmod.write(results, out_dir, formats, [args.db], min_effect=spec.min_effect)
+        print(f"report: {main_file(written, out_dir)}", file=sys.stderr)
+    print(summary(outcome, args.db), file=sys.stderr)
+    if outcome.interrupted:
+        print(f"interrupted: run the same command again to resume: {resume_command()}", file=sys.stderr)
+        return 128 + outcome.interrupted
+    return 0
+
+
+def summary(outcome: sweep.SweepOutcome, db: str) -> str:
+    parts = [f"{len(outcome.results)} repeat(s) measured into {db}"]
+    if outcome.recovered:
+        parts.append(f"{outcome.recovered} result(s) an earlier run could not store were stored now")
+    if outcome.done_before:
+        parts.append(f"{outcome.done_before} stored earlier were kept (--rerun measures them again)")
+    if outcome.retried:
+        parts.append(f"{outcome.retried} that had crashed or timed out were tried again")
+    if outcome.not_retried:
+        parts.append(f"{outcome.not_retried} that failed earlier (error, oom) were left as they are "
+                     "(--retry-failed tries them again)")
+    if outcome.held_elsewhere:
+        parts.append(f"{outcome.held_elsewhere} were being measured by another run")
+    if outcome.after_failure:
+        parts.append(f"{outcome.after_failure} were not run because an earlier repeat of the case failed")
+    return "; ".join(parts)
+
+
+def resume_command() -> str:
+    """The command line that resumes this run: the same one."""
+    import shlex
+
+    return " ".join(["compilebench", *map(shlex.quote, sys.argv[1:])])
+
+
+def run_spec(args) -> specmod.RunSpec:
+    """Explicit options win over the suite's; no --model and no --suite means the quick suite."""
+    suite = suites.get(args.suite or suites.DEFAULT_SUITE) if args.suite or not args.models else None
+    if args.image is not None:
+        _check_image(args.image)
+    options = [variants.parse_option(o) for o in args.inductor_option] + ([("freezing", True)] if args.freezing else [])
+    if len(dict(options)) != len(options):
+        raise UserError(f"--inductor-option: {[k for k, _ in options]}: an option is given twice")
+    variants.check_options(tuple(options))
+    return specmod.RunSpec(
+        models=tuple(args.models or suite.models),
+        batch_sizes=tuple(args.batch_size or (suite.batch_sizes if suite else (1,))),
+        variants=tuple(args.variant or (suite.variants if suite else ("eager", "default"))),
+        backend=args.backend,
+        fullgraph=args.fullgraph or bool(suite and suite.fullgraph and not args.variant),
+        dynamic=args.dynamic,
+        inductor_options=tuple(options),
+        dtype=args.dtype,
+        autocast=args.autocast,
+        channels_last=args.channels_last,
+        tf32=args.tf32,
+        attn=args.attn,
+        interleave=args.interleave,
+        compile_cache=args.compile_cache if args.compile_cache in specmod.COMPILE_CACHES else os.path.abspath(args.compile_cache),
+        device=args.device,
+        weights=args.weights,
+        model_size="tiny" if args.tiny else "full",
+        task=args.task,
+        image=os.path.abspath(args.image) if args.image else None,
+        prompt_len=args.prompt_len,
+        new_tokens=args.new_tokens,
+        timing=specmod.TimingPolicy(
+            iters=args.iters,
+            warmup=_first(args.warmup, suite and suite.warmup, specmod.DEFAULT_WARMUP),
+            max_time_s=_first(args.max_time, suite and suite.max_time_s),
+            min_iters=_first(args.min_iters, specmod.DEFAULT_MIN_ITERS if args.iters is None else min(specmod.DEFAULT_MIN_ITERS, args.iters)),
+            first_calls=args.first_calls,
+        ),
+        repeats=args.repeats,
+        min_effect=args.min_effect,
+        timeout_s=args.timeout,
+        isolation=args.isolation,
+        rerun=args.rerun,
+        retry_failed=args.retry_failed,
+    )
+
+
+def resolve_models(spec: specmod.RunSpec) -> dict:
+    """Every model named, looked up once here (a checkpoint's config is read once, not per case); pretrained
+    weights that cannot be had (no network, no local copy) are refused before anything runs."""
+    entries = {name: zoo.get(name, spec.task) for name in spec.models}
+    for name, entry in entries.items():
+        if spec.model_size == "tiny" and isinstance(entry, (hub.HubModel, hub.HubCausalLM)):
+            raise UserError(f"--tiny: {name} is a checkpoint, not a zoo model with a tiny config")
+        if spec.weights == "pretrained":
+            hub.check_available(entry.checkpoint)
+    return entries
+
+
+def check_variants(spec: specmod.RunSpec, entries: dict) -> None:
+    """Settings that one kind of model cannot take, refused up front rather than failing in every case."""
+    generation = [n for n, e in entries.items() if isinstance(e, zoo.TextGenerationEntry)]
+    vision = [n for n in entries if n not in generation]
+    if "eager-static-cache" in spec.variants and vision:
+        raise UserError(f"--variant eager-static-cache is for text generation; {vision[0]} is a {entries[vision[0]].task} model")
+    if generation and (spec.image or spec.channels_last):
+        raise UserError(f"{'--image' if spec.image else '--channels-last'} is for vision models; {generation[0]} generates text")
+    if spec.prompt_len is not None and not generation:
+        raise UserError("--prompt-len is for text-generation models (`compilebench models` lists them)")
+    needs_backend = spec.backend != "inductor" and any(v not in ("eager", "eager-static-cache") for v in spec.variants)
+    if needs_backend and spec.backend not in variants.backends():  # listing them imports dynamo: seconds
+        raise UnknownChoice("backend", spec.backend, variants.backends())
+    if spec.inductor_options and spec.backend != "inductor":
+        raise UserError(f"--inductor-option configures inductor; --backend {spec.backend} would ignore it")
+
+
+def where(args, spec: specmod.RunSpec) -> tuple[specmod.RunSpec, dispatch.Dispatcher, list[dispatch.Target]]:
+    """Where the cases run: one device here, every listed local GPU at once, or a Ray cluster; and the spec with
+    the device its cases are keyed by. The devices are learnt without initializing CUDA in this process."""
+    if args.executor not in EXECUTORS:
+        raise UnknownChoice("executor", args.executor, EXECUTORS)
+    ray_only = {"--ray-address": args.ray_address, "--accelerator-type": args.accelerator_type,
+                "--cpus-per-case": args.cpus_per_case}
+    if args.executor == "ray":
+        if args.gpus is not None:
+            raise UserError("--gpus is for --executor local; Ray gives each case one whole GPU of its own")
+        if spec.isolation == "inline":
+            raise UserError("--isolation inline runs cases in this process; --executor ray runs them on the cluster")
+        if args.cpus_per_case is not None and args.cpus_per_case < 1:
+            raise UserError(f"--cpus-per-case must be an integer >= 1, got {args.cpus_per_case}")
+        from compilebench import ray_executor
+
+        dispatcher = ray_executor.RayDispatcher(
+            address=args.ray_address, accelerator_types=args.accelerator_type, device=spec.device,
+            cpus_per_case=args.cpus_per_case, timeout_s=spec.timeout_s)
+        return dataclasses.replace(spec, device=dispatcher.device), dispatcher, dispatcher.targets()
+    given = [name for name, value in ray_only.items() if value is not None]
+    if given:
+        raise UserError(f"{given[0]} is for --executor ray")
+    if args.gpus is None:
+        found = probe.probe(spec.device)
+        device, env = found["device"], found["env"]
+        executor = executors.make(spec.isolation, spec.timeout_s)
+        gpu_id = found["gpu_ids"].get(int(device.split(":")[1])) if device.startswith("cuda") else None
+        slot = dispatch.Slot(device, device, executor.run, getattr(executor, "cancel", lambda: None),
+                             locks.names_for(device, gpu_id))
+        return (dataclasses.replace(spec, device=device), dispatch.LocalPool([slot]),
+                [dispatch.Target(device, envinfo.machine_id(env), env)])
+    if spec.device not in (None, "cuda"):
+        raise UserError(f"--gpus {args.gpus} with --device {spec.device}: give one of them")
+    if spec.isolation == "inline":
+        raise UserError("--gpus runs a worker process per GPU; --isolation inline runs cases in this process")
+    found = probe.probe("cuda", args.gpus)
+    env = found["env"]
+    return (dataclasses.replace(spec, device="cuda:0"),
+            dispatch.LocalPool(dispatch.gpu_slots(found["gpus"], spec.timeout_s, found["gpu_ids"])),
+            [dispatch.Target(f"GPUs {args.gpus}", envinfo.machine_id(env), env)])
+
+
+def _first(*values):
+    return next((v for v in values if v is not None), None)
+
+
+def _check_image(path: str) -> None:
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(path) as im:
+            im.verify()
+    except FileNotFoundError:
+        raise UserError(f"--image {path!r}: no such file") from None
+    except (UnidentifiedImageError, OSError, SyntaxError) as exc:
+        raise UserError(f"--image {path!r} is not an image file Pillow can read ({exc})") from None

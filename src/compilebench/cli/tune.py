@@ -1,0 +1,5 @@
+"""`compilebench tune`: placeholder until the search lands."""
+
+
+def cmd_tune(args) -> int:
+    raise NotImplementedError

@@ -1,0 +1,95 @@
+"""Private on-disk compiler state per case, so a cold compile is cold.
+
+Everything the compiler stack writes or reads between processes goes to one folder per case: inductor's cache
+(FX graphs, AOT autograd, compiled kernels), its precompiled C++ headers (inductor puts those under the system
+temporary folder, not its cache folder: TMPDIR decides), Triton's cache and home, the CUDA JIT cache, C++
+extensions, and every other temporary file. The first repeat of a case starts from an empty folder (cold); later
+repeats start from what earlier ones left (warm, recorded as such); the folder is removed after the case's last
+repeat. `benchmarks/cold.py` lists what a compile writes outside it: nothing.
+
+A folder of the user's (--compile-cache DIR) holds the same state and is kept."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+
+ROOT_PREFIX = "compilebench-state-"
+
+
+def env_for(folder: str) -> dict[str, str]:
+    """The environment that sends the compiler stack's state into `folder`."""
+    sub = {
+        "TORCHINDUCTOR_CACHE_DIR": "inductor",
+        "TRITON_CACHE_DIR": "triton",
+        "TRITON_HOME": "triton-home",
+        "CUDA_CACHE_PATH": "cuda-cache",
+        "TORCH_EXTENSIONS_DIR": "torch-extensions",
+        "TMPDIR": "tmp",
+    }
+    env = {}
+    for var, name in sub.items():
+        path = os.path.join(folder, name)
+        os.makedirs(path, exist_ok=True)
+        env[var] = path
+    return env
+
+
+def is_empty(folder: str) -> bool:
+    """Whether a compile starting from this folder starts cold: no file anywhere in it."""
+    return not any(files for _, _, files in os.walk(folder))
+
+
+class StateFolders:
+    """One root folder per sweep (named after the driver's pid, so a later sweep can clear what a killed one
+    left), one folder per case inside it."""
+
+    def __init__(self, base: str | None = None):
+        base = base or tempfile.gettempdir()
+        _clear_stale(base)
+        self.root = tempfile.mkdtemp(prefix=f"{ROOT_PREFIX}{os.getpid()}-", dir=base)
+
+    def folder(self, name: str) -> str:
+        path = os.path.join(self.root, name)
+        os.makedirs(path, exist_ok=True)
+        return path
+
+    def remove(self, name: str) -> None:
+        shutil.rmtree(os.path.join(self.root, name), ignore_errors=True)
+
+    def close(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _clear_stale(base: str) -> None:
+    for name in os.listdir(base):
+        if not name.startswith(ROOT_PREFIX):
+            continue
+        try:
+            pid = int(name[len(ROOT_PREFIX):].split("-")[0])
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            shutil.rmtree(os.path.join(base, name), ignore_errors=True)
+        except (ValueError, PermissionError):
+            continue
+
+
+@contextlib.contextmanager
+def applied(env: dict[str, str]):
+    """`env` in this process while the block runs (inline isolation), put back afterwards. Python caches the
+    temporary folder and inductor reads its cache folder per call, so both follow; inductor's precompiled-header
+    folder was fixed when it was first imported, which is why process isolation is the default."""
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    tempfile.tempdir = None
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        tempfile.tempdir = None

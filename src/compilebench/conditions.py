@@ -1,0 +1,184 @@
+"""The conditions a timed loop ran in: how much CPU other processes used meanwhile (the operating system's
+counters, this worker's own time taken out), the load average, and on CUDA the GPU's clocks, temperature, power,
+throttle reasons and other processes (NVML, from the optional `nvidia-ml-py`).
+
+Everything is read once before and once after the loop, never during it: nothing of compilebench runs beside a
+timed loop. Counters are read through small reader functions, so tests drive the logic with fake ones."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+# Other processes using more than this share of the machine's CPU time during the loop make it `busy`. An idle
+# machine reads well under 1% (kernel threads); one other busy core on 2 cores reads 50%, on 16 cores 6%.
+BUSY_CPU_SHARE = 0.05
+# Too few clock ticks (10 ms each) between the two readings to tell a share from rounding: no verdict.
+MIN_TICKS = 20
+
+# NVML clock-event (throttle) reasons that slow the clocks below what was asked for.
+THROTTLE_REASONS = {
+    0x4: "power cap",
+    0x8: "hardware slowdown",
+    0x20: "thermal (software)",
+    0x40: "thermal (hardware)",
+    0x80: "power brake",
+}
+
+
+@dataclass
+class CpuReading:
+    total: int  # jiffies over every CPU, idle included
+    busy: int  # jiffies not idle (steal included: time the hypervisor gave to someone else)
+    own: int  # jiffies this process used, every thread
+    loadavg: float | None  # 1-minute load average
+
+
+def read_cpu() -> CpuReading | None:
+    """/proc/stat's machine-wide counters and /proc/self/stat's own (Linux); None elsewhere."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+        with open("/proc/self/stat") as f:
+            own = f.read().rsplit(")", 1)[1].split()
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    total = sum(fields[:8])  # guest time is already inside user time
+    loadavg = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    return CpuReading(total=total, busy=total - idle, own=int(own[11]) + int(own[12]), loadavg=loadavg)
+
+
+def cpu_conditions(before: CpuReading | None, after: CpuReading | None) -> dict:
+    """Other processes' share of the machine's CPU time between two readings."""
+    if before is None or after is None:
+        return {}
+    ticks = after.total - before.total
+    others = (after.busy - before.busy) - (after.own - before.own)
+    out = {"loadavg_1m": after.loadavg, "loadavg_1m_before": before.loadavg, "cpu_ticks": ticks}
+    out["other_cpu_share"] = max(0, others) / ticks if ticks >= MIN_TICKS else None
+    return out
+
+
+@dataclass
+class GpuReading:
+    sm_clock_mhz: int | None = None
+    mem_clock_mhz: int | None = None
+    temperature_c: int | None = None
+    power_w: float | None = None
+    power_limit_w: float | None = None
+    throttle: int = 0  # bitmask of NVML clock-event reasons
+    power_violation_ns: int | None = None  # cumulative time clocks were held down by power
+    thermal_violation_ns: int | None = None
+    other_processes: list[int] = field(default_factory=list)
+
+
+class Nvml:
+    """The few NVML calls compilebench makes, for the GPU the worker uses. Created only in a worker, where the
+    device already has a CUDA context; NVML itself creates none."""
+
+    def __init__(self, pynvml, handle, own_pid: int):
+        self._n, self._h, self._pid = pynvml, handle, own_pid
+
+    @classmethod
+    def open(cls, uuid: str | None, index: int) -> Nvml | None:
+        try:
+            import pynvml
+        except ImportError:
+            return None
+        try:
+            pynvml.nvmlInit()
+            handle = (pynvml.nvmlDeviceGetHandleByUUID(uuid) if uuid else pynvml.nvmlDeviceGetHandleByIndex(index))
+        except Exception:  # no driver, no permission: conditions stay unknown, never a failed case
+            return None
+        return cls(pynvml, handle, os.getpid())
+
+    def read(self) -> GpuReading:
+        n, h = self._n, self._h
+        r = GpuReading()
+        r.sm_clock_mhz = _try(lambda: n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_SM))
+        r.mem_clock_mhz = _try(lambda: n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_MEM))
+        r.temperature_c = _try(lambda: n.nvmlDeviceGetTemperature(h, n.NVML_TEMPERATURE_GPU))
+        r.power_w = _try(lambda: n.nvmlDeviceGetPowerUsage(h) / 1000)
+        r.power_limit_w = _try(lambda: n.nvmlDeviceGetEnforcedPowerLimit(h) / 1000)
+        reasons = getattr(n, "nvmlDeviceGetCurrentClocksEventReasons", None) or n.nvmlDeviceGetCurrentClocksThrottleReasons
+        r.throttle = _try(lambda: int(reasons(h))) or 0
+        r.power_violation_ns = _try(lambda: int(n.nvmlDeviceGetViolationStatus(h, n.NVML_PERF_POLICY_POWER).violationTime))
+        r.thermal_violation_ns = _try(lambda: int(n.nvmlDeviceGetViolationStatus(h, n.NVML_PERF_POLICY_THERMAL).violationTime))
+        pids = set()
+        for call in ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses"):
+            pids |= {p.pid for p in _try(lambda: getattr(n, call)(h)) or []}
+        # In a container NVML reports host pids: this worker may not find its own, and is then one of them.
+        if self._pid in pids:
+            pids.discard(self._pid)
+        elif pids:
+            pids.pop()
+        r.other_processes = sorted(pids)
+        return r
+
+
+def _try(fn):
+    try:
+        return fn()
+    except Exception:  # a query this GPU or driver does not support
+        return None
+
+
+def gpu_conditions(before: GpuReading | None, after: GpuReading | None) -> dict:
+    if before is None or after is None:
+        return {}
+    reasons = sorted({name for bit, name in THROTTLE_REASONS.items() if (before.throttle | after.throttle) & bit})
+    for kind, b, a in (("power", before.power_violation_ns, after.power_violation_ns),
+                       ("thermal", before.thermal_violation_ns, after.thermal_violation_ns)):
+        if a is not None and b is not None and a > b and f"{kind} violation" not in reasons:
+            reasons.append(f"{kind} violation")
+    return {
+        "gpu_sm_clock_mhz": [before.sm_clock_mhz, after.sm_clock_mhz],
+        "gpu_mem_clock_mhz": [before.mem_clock_mhz, after.mem_clock_mhz],
+        "gpu_temperature_c": [before.temperature_c, after.temperature_c],
+        "gpu_power_w": [before.power_w, after.power_w],
+        "gpu_power_limit_w": after.power_limit_w,
+        "gpu_throttle_reasons": reasons,
+        "gpu_other_processes": sorted(set(before.other_processes) | set(after.other_processes)),
+    }
+
+
+def flags(conditions: dict) -> list[str]:
+    """`busy` and `throttled`, from what a Watch recorded."""
+    out = []
+    share = conditions.get("other_cpu_share")
+    if (share is not None and share > BUSY_CPU_SHARE) or conditions.get("gpu_other_processes"):
+        out.append("busy")
+    if conditions.get("gpu_throttle_reasons"):
+        out.append("throttled")
+    return out
+
+
+class Watch:
+    """Read before and after a timed loop: watch.start(); loop; conditions = watch.stop()."""
+
+    def __init__(self, cpu: Callable[[], CpuReading | None] = read_cpu, gpu: Callable[[], GpuReading] | None = None):
+        self._cpu, self._gpu = cpu, gpu
+        self._before: tuple = (None, None, None)
+
+    def start(self) -> None:
+        self._before = (self._cpu(), self._gpu() if self._gpu else None, time.time())
+
+    def stop(self) -> dict:
+        cpu_before, gpu_before, t0 = self._before
+        cpu_after, gpu_after = self._cpu(), (self._gpu() if self._gpu else None)
+        out = {"window_s": time.time() - t0, **cpu_conditions(cpu_before, cpu_after),
+               **gpu_conditions(gpu_before, gpu_after)}
+        return out
+
+
+class NoWatch(Watch):
+    """Records nothing (fake-clock tests)."""
+
+    def __init__(self):
+        super().__init__(cpu=lambda: None)
+
+    def stop(self) -> dict:
+        return {}

@@ -1,0 +1,100 @@
+"""The forward-pass timed unit (the guide's vision models): one call of the model on one batch.
+
+Build the model and its inputs, keep one eager output as the reference, time the first call alone (it holds the
+compilation), warm up, time the loop, then check the compiled output against the reference."""
+
+from __future__ import annotations
+
+import contextlib
+
+from compilebench import correctness, timing, variants
+from compilebench.recording import judge, peak_memory, record, reset_peak_memory
+from compilebench.result import Repeat, Result
+from compilebench.spec import Case, TimingPolicy
+from compilebench.zoo.entry import default_image_path, load_image
+
+
+def prepare(entry, case: Case):
+    """The model and its inputs on the device, in the case's dtype, memory format and attention."""
+    import torch
+
+    dtype = torch.float32 if case.autocast else getattr(torch, case.dtype)  # autocast casts per op instead
+    model = entry.build(case.weights, case.model_size)
+    if case.attn is not None:
+        if not hasattr(model, "set_attn_implementation"):
+            raise ValueError(f"--attn {case.attn}: {case.model} has no attention implementation to choose")
+        model.set_attn_implementation(case.attn)
+    model = model.to(device=case.device, dtype=dtype)
+    if case.channels_last:
+        model = model.to(memory_format=torch.channels_last)
+    image = load_image(case.image or default_image_path())
+    inputs = {}
+    for k, v in entry.inputs(image, case.batch_size, case.weights, case.model_size).items():
+        v = v.to(case.device, dtype=dtype if v.is_floating_point() else v.dtype)
+        inputs[k] = v.contiguous(memory_format=torch.channels_last) if case.channels_last and v.dim() == 4 else v
+    return model, inputs
+
+
+def _flop_counter(count: bool):
+    from torch.utils.flop_counter import FlopCounterMode
+
+    return FlopCounterMode(display=False) if count else contextlib.nullcontext()
+
+
+def run(entry, results: list[Result], policy: TimingPolicy, clock: timing.HostClock, watch, enter, count_flops: bool) -> None:
+    """Measure one case, or (--interleave) the variants of one model and batch in alternating blocks on one
+    model. Fills each result's repeat; raises on a failure of the case (the worker records it)."""
+    cases = [r.case for r in results]
+    first = cases[0]
+    enter("build")
+    model, inputs = prepare(entry, first)
+    compiled = [c for c in cases if c.variant.compiled]
+    reference, flops = None, None
+    if compiled:
+        enter("eager reference")
+        with _flop_counter(count_flops) as counter:  # the reference call is counted, not repeated
+            reference = correctness.snapshot(model(**inputs))
+        flops = counter.get_total_flops() if counter else None
+        if first.compile_cache == "warm":
+            enter("warming the compile cache")
+            for c in compiled:
+                variants.apply(model, c.variant)(**inputs)
+            variants.forget_compiled()  # what stays is on disk, as for a second process
+    reset_peak_memory(first.device)
+    fns = {c.variant.label: variants.apply(model, c.variant) for c in cases}
+    graph_count = variants.graph_count if compiled else None
+    iters, floor = policy.iters_for(False), policy.min_iters_for(False)
+    if len(cases) == 1:
+        fn = fns[first.variant.label]
+        measured = {first.variant.label: timing.measure(
+            lambda: fn(**inputs), iters=iters, warmup=policy.warmup_for(first.variant), min_iters=floor,
+            max_time_s=policy.max_time_s, clock=clock, graph_count=graph_count, watch=watch, on_phase=enter)}
+    else:
+        measured = timing.measure_interleaved(
+            {name: (lambda f=f: f(**inputs)) for name, f in fns.items()}, iters=iters,
+            warmup={c.variant.label: policy.warmup_for(c.variant) for c in cases}, min_iters=floor,
+            max_time_s=policy.max_time_s, clock=clock, graph_count=graph_count, watch=watch, on_phase=enter)
+    peak = peak_memory(first.device)
+    if not compiled and count_flops:
+        enter("counting FLOPs")  # after timing: an extra call before would not leave the first call first
+        with _flop_counter(True) as counter:
+            model(**inputs)
+        flops = counter.get_total_flops()
+    if compiled:
+        enter("check")
+        compile_stats = variants.compile_stats()
+    for r in results:
+        rep: Repeat = r.repeats[0]
+        m = measured[r.case.variant.label]
+        record(rep, m)
+        rep.peak_mem_bytes, rep.peak_mem_kind = peak
+        r.flops = flops
+        if r.case.variant.compiled:
+            # Shared by the compiled variants of an interleaved group: dynamo counts per process.
+            rep.compile_s, rep.graphs, rep.compile_cache_hits = (compile_stats.compile_s, compile_stats.graphs,
+                                                                 compile_stats.cache_hits)
+            rep.graph_breaks, rep.break_reasons = compile_stats.graph_breaks, compile_stats.break_reasons
+            rep.recompiles_in_timed_loop = m.recompiles
+            verdict = correctness.check(reference, correctness.snapshot(fns[r.case.variant.label](**inputs)), r.case.dtype)
+            rep.max_abs_err, rep.max_rel_err, rep.agreement = verdict.max_abs_err, verdict.max_rel_err, verdict.agreement
+            judge(rep, m.recompiles, verdict.problems)

@@ -1,0 +1,176 @@
+"""The text-generation timed unit: one generate() call making exactly --new-tokens tokens (greedy; end-of-sequence
+never ends it early), split into time to first token (prefill) and the latency of each decoded token, taken as
+each token is produced.
+
+Variants as people deploy them: eager with the dynamic cache (the plain baseline), eager with the static cache,
+and torch.compile of the model's forward with the static cache transformers recommends for compiled generation.
+transformers' generate() compiles the forward by itself when the cache can be compiled (on GPUs); every call
+here passes disable_compile=True, so each variant is exactly what its label says."""
+
+from __future__ import annotations
+
+from compilebench import correctness, timing, variants
+from compilebench.recording import judge, peak_memory, reset_peak_memory
+from compilebench.result import Repeat, Result
+from compilebench.spec import Case, TimingPolicy
+
+
+class _Stamps:
+    """A streamer that stamps the clock as each new token arrives. generate() hands it the prompt first (not a
+    token), then each new token; handing over a token copies it to the host, which waits for the device."""
+
+    def __init__(self, stamp):
+        self._stamp, self._prompt_seen = stamp, False
+
+    def put(self, value) -> None:
+        if self._prompt_seen:
+            self._stamp()
+        self._prompt_seen = True
+
+    def end(self) -> None:
+        pass
+
+
+def generation_config(model, new_tokens: int, cache: str | None):
+    """Greedy decoding of exactly new_tokens tokens: no end-of-sequence token can stop it early."""
+    import copy
+
+    config = copy.deepcopy(model.generation_config)
+    config.do_sample, config.num_beams = False, 1
+    config.max_new_tokens, config.min_new_tokens, config.max_length = new_tokens, None, None
+    config.eos_token_id = None
+    config.pad_token_id = config.pad_token_id if config.pad_token_id is not None else 0
+    config.cache_implementation = cache
+    config.disable_compile = True  # transformers' own automatic compile: never behind a variant's back
+    for name in ("temperature", "top_p", "top_k"):  # sampling settings of a checkpoint mean nothing when greedy
+        setattr(config, name, None)
+    return config
+
+
+def prepare(entry, case: Case):
+    import torch
+
+    dtype = torch.float32 if case.autocast else getattr(torch, case.dtype)
+    model = entry.build(case.weights, case.model_size)
+    if case.attn is not None:
+        model.set_attn_implementation(case.attn)
+    model = model.to(device=case.device, dtype=dtype)
+    input_ids = entry.prompt(case.batch_size, case.prompt_len, case.weights, case.model_size).to(case.device)
+    return model, input_ids
+
+
+def _caller(model, input_ids, config, forward):
+    """call(stamp): one generate() with this variant's forward (compiled, or the model's own)."""
+
+    def call(stamp, **extra):
+        if forward is not None:
+            model.forward = forward  # generate() calls the model, and the model calls this
+        try:
+            return model.generate(input_ids, generation_config=config, streamer=_Stamps(stamp), **extra)
+        finally:
+            if forward is not None:
+                del model.forward
+
+    return call
+
+
+def _tokens_and_logits(call, prompt_len: int):
+    out = call(lambda: None, output_logits=True, return_dict_in_generate=True)
+    return out.sequences[:, prompt_len:].clone(), [step.detach().clone() for step in out.logits]
+
+
+def run(entry, results: list[Result], policy: TimingPolicy, clock: timing.HostClock, watch, enter, count_flops: bool) -> None:
+    import torch
+
+    cases = [r.case for r in results]
+    first = cases[0]
+    enter("build")
+    model, input_ids = prepare(entry, first)
+    new_tokens, prompt_len = first.new_tokens, input_ids.shape[1]
+    enter("eager reference")
+    baseline = _caller(model, input_ids, generation_config(model, new_tokens, None), None)
+    ref_tokens, ref_logits = _tokens_and_logits(baseline, prompt_len)
+    variants.reset_dynamo()  # the reference compiled nothing, and nothing it did may count
+    reset_peak_memory(first.device)
+    calls = {}
+    for c in cases:
+        static = c.variant.compiled or c.variant.cache == "static"
+        forward = torch.compile(model.forward, **variants.compile_kwargs(c.variant)) if c.variant.compiled else None
+        calls[c.variant.label] = _caller(model, input_ids, generation_config(model, new_tokens, "static" if static else None),
+                                         forward)
+    compiled = any(c.variant.compiled for c in cases)
+    per_call: dict[str, list[dict]] = {name: [] for name in calls}
+    seen = {"compile_s": 0.0}
+
+    def after_first_call(name: str, i: int) -> None:
+        s = variants.compile_stats()
+        per_call[name].append({"graphs": s.graphs, "compile_s": s.compile_s - seen["compile_s"]})
+        seen["compile_s"] = s.compile_s
+
+    measured = timing.measure_generation(
+        calls, first_calls=policy.first_calls, iters=policy.iters_for(True), min_iters=policy.min_iters_for(True),
+        max_time_s=policy.max_time_s, clock=clock, graph_count=variants.graph_count, watch=watch,
+        after_first_call=after_first_call, on_phase=enter)
+    peak = peak_memory(first.device)
+    stats_after = variants.compile_stats()
+    enter("check")
+    for r in results:
+        rep: Repeat = r.repeats[0]
+        name = r.case.variant.label
+        m = measured[name]
+        _record(rep, m, per_call[name], new_tokens, first.batch_size, prompt_len)
+        rep.peak_mem_bytes, rep.peak_mem_kind = peak
+        rep.graphs = stats_after.graphs if compiled else variants.graph_count()
+        rep.recompiles_in_timed_loop = m.recompiles
+        if r.case.variant.compiled:
+            rep.compile_s, rep.compile_cache_hits = stats_after.compile_s, stats_after.cache_hits
+            rep.graph_breaks, rep.break_reasons = stats_after.graph_breaks, stats_after.break_reasons
+        if r.case.variant.compiled or r.case.variant.cache == "static":
+            tokens, logits = _tokens_and_logits(calls[name], prompt_len)
+            verdict = correctness.check_generation(ref_tokens, ref_logits, tokens, logits, r.case.dtype)
+            rep.max_abs_err, rep.max_rel_err, rep.agreement = verdict.max_abs_err, verdict.max_rel_err, verdict.agreement
+            rep.generation["first_divergence"] = verdict.first_divergence
+            problems = verdict.problems
+        else:
+            problems = []
+        judge(rep, m.recompiles, problems)
+        if not compiled and rep.graphs:  # an eager process compiled something: not what its label says
+            rep.status = "invalid"
+            rep.message = f"{rep.graphs} graph(s) compiled while measuring {r.case.variant.label}: it was not eager"
+
+
+def _record(rep: Repeat, m: timing.GenerationMeasurement, first_calls: list[dict], new_tokens: int, batch_size: int,
+            prompt_len: int) -> None:
+    """Every call's total, its time to first token and its per-token decode latencies, in milliseconds."""
+    from compilebench import conditions
+
+    def split(t: timing.CallTiming) -> dict:
+        tokens = [b - a for a, b in zip(t.token_ns, t.token_ns[1:])]
+        ttft = t.token_ns[0] if t.token_ns else t.total_ns
+        return {"total_ms": t.total_ns / 1e6, "ttft_ms": ttft / 1e6,
+                "per_token_ms": (sum(tokens) / len(tokens) / 1e6) if tokens else None,
+                "token_ms": [x / 1e6 for x in tokens]}
+
+    firsts = [{**split(t), **extra} for t, extra in zip(m.first_calls, first_calls)]
+    for f in firsts:
+        f.pop("token_ms")
+    steady = [split(t) for t in m.calls]
+    made = [len(t.token_ns) for t in [*m.first_calls, *m.calls] if len(t.token_ns) != new_tokens]
+    if made:
+        raise RuntimeError(f"a generate() call made {made[0]} new tokens, not the {new_tokens} asked for")
+    rep.first_call_s = m.first_calls[0].total_ns / 1e9 if m.first_calls else None
+    rep.warmup_iters = max(0, len(m.first_calls) - 1)
+    rep.warmup_s = sum(t.total_ns for t in m.first_calls[1:]) / 1e9
+    rep.iters_requested, rep.min_iters, rep.stopped_early = m.iters_requested, m.min_iters, m.stopped_early
+    rep.loop_wall_s = m.loop_wall_ns / 1e9
+    rep.loop_started_at, rep.loop_ended_at = m.loop_started_at, m.loop_ended_at
+    rep.conditions = m.conditions
+    rep.flags = conditions.flags(m.conditions)
+    rep.set_samples([t.total_ns for t in m.calls])
+    rep.generation = {
+        "new_tokens": new_tokens, "batch_size": batch_size, "prompt_len": prompt_len,
+        "ttft_ms": [c["ttft_ms"] for c in steady],
+        "per_token_ms": [c["per_token_ms"] for c in steady if c["per_token_ms"] is not None],
+        "token_ms": [c["token_ms"] for c in steady],
+        "first_calls": firsts,
+    }

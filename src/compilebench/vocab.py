@@ -1,0 +1,36 @@
+"""The words every part of compilebench shares, each declared once: what happened to a case (status), what may
+be wrong with its conditions (flags, each with its remedy) and how a comparison reads (verdicts). Pure data."""
+
+from __future__ import annotations
+
+# ok: measured. oom: ran out of (device or host) memory, as the guide's "OOM" cells. error: raised.
+# invalid: measured, but something (a recompile in the timed loop) voids the number.
+# mismatch: measured, but the compiled model's output is outside tolerance of eager's: kept, never recommended.
+# timeout: killed after --timeout. crashed: the worker process died (signal or exit without a result).
+STATUSES = ("ok", "oom", "error", "invalid", "mismatch", "timeout", "crashed")
+MEASURED = ("ok", "invalid", "mismatch")  # timed to the end: their samples are real, even where the number is voided
+FAILED = ("oom", "error", "timeout", "crashed")  # no number at all
+RETRIED = ("crashed", "timeout")  # tried again on resume by default: the machine, not the case, may be at fault
+RETRIED_ON_REQUEST = ("error", "oom")  # tried again with --retry-failed
+# When repeats disagree, the case shows the most telling status: a failure before a voided number before ok.
+SEVERITY = ("crashed", "timeout", "error", "oom", "invalid", "mismatch", "ok")
+
+# Conditions a result was measured in that make its number less trustworthy, each with what to do about it.
+FLAGS = {
+    "noisy": "within one process the calls vary by more than 10% (CV): close other programs, pin the clocks "
+             "(GPU: `nvidia-smi -lgc`), raise --iters or --max-time, or use --interleave so drift hits the "
+             "variants alike",
+    "busy": "other processes used the CPU while the timed loop ran: stop them (or run on a quiet machine) and "
+            "measure again with --rerun",
+    "throttled": "the GPU slowed its clocks (power, thermal or hardware slowdown) while the timed loop ran: cool it, "
+                 "check `nvidia-smi -q -d PERFORMANCE`, and measure again with --rerun",
+}
+
+# How a speed-up reads against the smallest effect worth acting on (--min-effect).
+VERDICTS = {
+    "faster": "the whole 95% interval of the speed-up lies above the minimum effect",
+    "slower": "the whole 95% interval of the speed-up lies below the minimum effect",
+    "same": "the whole 95% interval lies inside the minimum effect either way: no difference worth acting on",
+    "inconclusive": "the interval reaches across the minimum effect: add repeats (run the same command with a larger "
+                    "--repeats: the stored ones are kept), use --interleave, or measure on a quieter machine",
+}

@@ -1,0 +1,270 @@
+"""The fault matrix of issue 16: each defect a fault run found, pinned by a test that failed before its fix.
+Real processes, real results files; a test acts when a worker tells it (through a FIFO) that it is running,
+never after a sleep."""
+
+import json
+import os
+import resource
+import signal
+import sqlite3
+import stat
+import subprocess
+import sys
+
+import pytest
+
+import fakeresults as fr
+from conftest import run_cli
+
+QUICK = ["--warmup", "0", "--min-iters", "1", "--device", "cpu", "--quiet"]
+
+
+def stored(db):
+    conn = sqlite3.connect(db)
+    try:
+        return [json.loads(r[0]) for r in conn.execute("SELECT data FROM results ORDER BY created_at, rowid")]
+    finally:
+        conn.close()
+
+
+def start(args, cwd, env=None, preexec=None):
+    """The CLI in the background, with SIGINT at its default as a terminal gives it (a shell's background job
+    starts with it ignored, and Python keeps it so)."""
+
+    def setup():
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        if preexec:
+            preexec()
+
+    return subprocess.Popen([sys.executable, "-m", "compilebench", *args], cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=setup, env={**os.environ, **(env or {})})
+
+
+class Fifo:
+    """The test's end of the handshake: each worker of the `fault-handshake` model writes "pid batch" here when
+    its timed calls begin."""
+
+    def __init__(self, path):
+        self.path = str(path)
+        os.mkfifo(self.path)
+        self._file = None
+
+    def next(self) -> tuple[int, int]:
+        if self._file is None:
+            self._file = open(self.path)  # blocks until the first worker opens it to write
+        line = self._file.readline()
+        if not line:  # that writer closed: wait for the next one
+            self._file.close()
+            self._file = open(self.path)
+            line = self._file.readline()
+        pid, batch = line.split()
+        return int(pid), int(batch)
+
+
+def exited(pid: int, within_s: float = 30) -> bool:
+    """Whether a process has exited (or exits within the time given): a blocking wait on its pidfd, no polling."""
+    import select
+
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        return bool(select.select([fd], [], [], within_s)[0])
+    finally:
+        os.close(fd)
+
+
+def test_1_a_value_given_twice_is_measured_and_stored_once(tmp_path):
+    p = run_cli("run", "--model", "fault-ok", "fault-slow", "--model", "fault-ok", "--batch-size", "1", "1",
+                "--variant", "eager", "eager", "--iters", "3", *QUICK, "--repeats", "1", "--isolation", "inline",
+                "--db", "r.db", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert [(r["case"]["model"], r["case"]["batch_size"]) for r in stored(tmp_path / "r.db")] == [
+        ("fault-ok", 1), ("fault-slow", 1)]
+
+
+def _result_size(tmp_path) -> int:
+    """The bytes one stored result of the full-disk case takes."""
+    p = run_cli("run", "--model", "fault-ok", "--variant", "eager", "--iters", "3000", *QUICK, "--repeats", "1",
+                "--isolation", "inline", "--db", "probe.db", "--format", "csv", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    return len(json.dumps(stored(tmp_path / "probe.db")[0]))
+
+
+def test_2a_a_full_disk_while_storing_keeps_the_result_beside_the_file_and_the_next_run_stores_it(tmp_path):
+    size = _result_size(tmp_path)
+    args = ["run", "--model", "fault-ok", "--variant", "eager", "--iters", "3000", *QUICK, "--repeats", "1",
+            "--isolation", "inline", "--db", "r.db", "--format", "csv"]
+    # Measured with SQLite's WAL: the schema and the claim take about 62 KiB of WAL, storing the result adds its
+    # size and about 20 KiB more. So the claim fits, the result does not, and a saved copy of it (size) does.
+    limit = 64 * 1024 + size // 2
+    full = start(args, tmp_path, preexec=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)))
+    out, err = full.communicate(timeout=300)
+    assert full.returncode == 1, err
+    line = [l for l in err.splitlines() if l.startswith("error:")]
+    assert len(line) == 1 and "cannot write to the results file 'r.db'" in line[0], err
+    assert "the result just measured was saved to " in line[0] and "to resume: compilebench run" in line[0]
+    assert "Traceback" not in err
+    unsaved = list((tmp_path / "r.db.unsaved").iterdir())
+    assert len(unsaved) == 1
+    measured = json.loads(unsaved[0].read_text())
+    again = run_cli(*args, cwd=tmp_path)  # room again: it is stored first, and not measured twice
+    assert again.returncode == 0, again.stderr
+    assert "1 result(s) an earlier run could not store were stored now" in again.stderr
+    assert "0 repeat(s) measured" in again.stderr
+    (r,) = stored(tmp_path / "r.db")
+    assert r["repeats"][0]["samples_ms"] == measured["repeats"][0]["samples_ms"]
+    assert not (tmp_path / "r.db.unsaved").exists()
+
+
+def test_2b_a_results_file_locked_by_another_program_while_storing_loses_nothing(tmp_path):
+    fifo, reply = Fifo(tmp_path / "fifo"), tmp_path / "reply"
+    os.mkfifo(reply)
+    args = ["run", "--model", "fault-handshake", "--variant", "eager", "--iters", "3", *QUICK, "--repeats", "1",
+            "--db", "r.db", "--format", "csv"]
+    run = start(args, tmp_path, env={"COMPILEBENCH_FAULT_FIFO": fifo.path, "COMPILEBENCH_FAULT_REPLY": str(reply),
+                                     "COMPILEBENCH_DB_TIMEOUT": "1"})
+    fifo.next()  # the case is being measured (its claim is committed): now another program locks the file
+    other = sqlite3.connect(tmp_path / "r.db", isolation_level=None)
+    other.execute("BEGIN EXCLUSIVE")
+    with open(reply, "w") as f:
+        f.write("go\n")  # the worker goes on; the driver will find the file locked when it stores
+    out, err = run.communicate(timeout=300)
+    other.execute("ROLLBACK")
+    other.close()
+    assert run.returncode == 1, err
+    assert "database is locked" in err and "was saved to" in err and "Traceback" not in err
+    again = run_cli(*args, cwd=tmp_path)
+    assert again.returncode == 0 and "1 result(s) an earlier run could not store were stored now" in again.stderr
+    assert [r["status"] for r in stored(tmp_path / "r.db")] == ["ok"]
+
+
+def test_3_a_damaged_results_file_is_refused_before_anything_is_measured(tmp_path):
+    fr.fill(tmp_path / "r.db", [fr.result("vit", b, "eager", 9.0) for b in range(1, 40)])
+    fr.damage(tmp_path / "r.db")
+    log = tmp_path / "calls.log"
+    p = run_cli("run", "--model", "fault-slow", "--variant", "eager", "--iters", "3", *QUICK, "--db", "r.db",
+                cwd=tmp_path, env={**os.environ, "COMPILEBENCH_FAULT_LOG": str(log)})
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "is damaged" in p.stderr, p.stderr
+    assert not log.exists()  # nothing was measured
+
+
+def test_4_a_read_only_results_file_is_reported_and_a_run_says_why_it_cannot_add(tmp_path):
+    fr.fill(tmp_path / "r.db", [fr.result("vit", 1, "eager", 9.0)])
+    os.chmod(tmp_path / "r.db", stat.S_IRUSR | stat.S_IRGRP)
+    p = run_cli("report", "r.db", "--out", "out", "--format", "md", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    if os.geteuid() != 0:  # root may write a read-only file
+        p = run_cli("run", "--model", "fault-ok", "--variant", "eager", *QUICK, "--db", "r.db", cwd=tmp_path)
+        assert p.returncode == 2 and "is read-only" in p.stderr
+
+
+def test_5_crashed_repeats_are_retried_on_resume_and_errors_with_retry_failed(tmp_path):
+    args = ["run", "--model", "fault-flaky", "--variant", "eager", "--iters", "3", *QUICK, "--repeats", "1", "--db",
+            "r.db", "--format", "csv"]
+    crash = run_cli(*args, cwd=tmp_path, env={**os.environ, "COMPILEBENCH_FAULT_MODE": "crash"})
+    assert crash.returncode == 0 and [r["status"] for r in stored(tmp_path / "r.db")] == ["crashed"]
+    retried = run_cli(*args, cwd=tmp_path)
+    assert retried.returncode == 0, retried.stderr
+    assert "1 that had crashed or timed out were tried again" in retried.stderr
+    assert [r["status"] for r in stored(tmp_path / "r.db")] == ["ok"]
+
+    args[args.index("r.db")] = "e.db"
+    args.insert(1, "--isolation=inline")  # an error needs no process of its own
+    run_cli(*args, cwd=tmp_path, env={**os.environ, "COMPILEBENCH_FAULT_MODE": "error"})
+    kept = run_cli(*args, cwd=tmp_path)
+    assert "1 that failed earlier (error, oom) were left as they are (--retry-failed tries them again)" in kept.stderr
+    assert [r["status"] for r in stored(tmp_path / "e.db")] == ["error"]
+    again = run_cli(*args, "--retry-failed", cwd=tmp_path)
+    assert again.returncode == 0 and [r["status"] for r in stored(tmp_path / "e.db")] == ["ok"]
+    (r,) = stored(tmp_path / "e.db")
+    assert len(r["repeats"]) == 1  # the retry replaced the failed repeat
+
+
+def test_6_csv_cells_a_spreadsheet_would_run_are_escaped(tmp_path):
+    fr.fill(tmp_path / "r.db", [fr.result("=cmd|'/C calc'!A0", 1, "eager", None, status="error",
+                                          message="@SUM(1+1)*cmd|' /C calc'!A0")])
+    p = run_cli("report", "r.db", "--out", "out", "--format", "csv", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    text = (tmp_path / "out" / "results.csv").read_text()
+    assert "'=cmd|'/C calc'!A0" in text and "'@SUM(1+1)" in text
+    assert ",=" not in text and ",@" not in text
+
+
+def test_7_an_output_folder_that_cannot_be_written_is_one_line_for_run_and_report(tmp_path):
+    fr.fill(tmp_path / "r.db", [fr.result("vit", 1, "eager", 9.0)])
+    (tmp_path / "afile").write_text("x")
+    for args in (["report", "r.db", "--out", "afile/report"], ["report", "r.db", "--out", "/proc/nope"],
+                 ["run", "--model", "fault-ok", *QUICK, "--db", "new.db", "--out", "afile/report"],
+                 ["run", "--model", "fault-ok", *QUICK, "--db", "new.db", "--out", "/proc/nope"]):
+        p = run_cli(*args, cwd=tmp_path)
+        assert p.returncode == 2 and p.stderr.count("\n") == 1 and "cannot write the report" in p.stderr, (args, p.stderr)
+    assert sorted(os.listdir(tmp_path)) == ["afile", "r.db"]
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_8_sigint_and_sigterm_keep_every_finished_repeat_and_a_resume_runs_only_the_rest(tmp_path, sig, code):
+    fifo = Fifo(tmp_path / "fifo")
+    args = ["run", "--model", "fault-handshake", "--batch-size", "1", "2", "--variant", "eager", "--iters", "3",
+            *QUICK, "--repeats", "3", "--db", "r.db", "--format", "csv"]
+    run = start(args, tmp_path, env={"COMPILEBENCH_FAULT_FIFO": fifo.path})
+    seen = [fifo.next() for _ in range(3)]  # batch 1's repeats 1, 2 and 3 are timing in turn
+    assert [b for _, b in seen] == [1, 1, 1]
+    run.send_signal(sig)  # while repeat 3 of batch 1 runs: repeats 1 and 2 are stored
+    out, err = run.communicate(timeout=120)
+    assert run.returncode == code, err
+    assert "interrupted: run the same command again to resume: compilebench run" in err
+    (kept,) = stored(tmp_path / "r.db")
+    assert [rep["index"] for rep in kept["repeats"]] == [1, 2]
+    assert exited(seen[-1][0])  # the interrupted worker is gone
+
+    resumed = run_cli(*args, cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "4 repeat(s) measured" in resumed.stderr and "2 stored earlier were kept" in resumed.stderr
+    final = stored(tmp_path / "r.db")
+    assert [(r["case"]["batch_size"], [rep["index"] for rep in r["repeats"]]) for r in final] == [(1, [1, 2, 3]), (2, [1, 2, 3])]
+    assert final[0]["repeats"][:2] == kept["repeats"]  # kept as they were: nothing measured twice
+
+
+def test_9_every_numeric_option_is_range_checked_before_anything_is_written(tmp_path, main_here):
+    for args, message in ((["--warmup", "-1"], "--warmup must be an integer >= 0, got -1"),
+                          (["--iters", "-5"], "--iters must be an integer >= 1"),
+                          (["--repeats", "-1"], "--repeats must be an integer from 1 to 100"),
+                          (["--max-time", "inf"], "--max-time must be a positive, finite number"),
+                          (["--first-calls", "0"], "--first-calls must be an integer >= 1")):
+        code, out, err = main_here("run", "--model", "fault-ok", "--device", "cpu", *args, "--db", "out/r.db")
+        assert code == 2 and err.count("\n") == 1 and message in err, (args, err)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_10_pretrained_weights_that_cannot_be_had_are_refused_up_front(tmp_path):
+    p = run_cli("run", "--model", "resnet-50", "--weights", "pretrained", "--device", "cpu", "--db", "out/r.db",
+                cwd=tmp_path)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1
+    assert "--weights pretrained: cannot load 'microsoft/resnet-50': no local copy" in p.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_11_a_result_with_fields_this_version_does_not_know_is_reported_and_kept(tmp_path):
+    r = fr.result("vit", 1, "eager", 9.0)
+    r["energy_joules"] = 2.5
+    r["repeats"][0]["gpu_energy_joules"] = 0.8
+    r["case"]["future_setting"] = "on"
+    fr.fill(tmp_path / "r.db", [r])
+    p = run_cli("report", "r.db", "--out", "out", "--format", "md,json", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    (row,) = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert row["energy_joules"] == 2.5
+    # a run that adds a repeat to such a result keeps what it did not understand
+    from compilebench.result import Repeat, Result
+    from compilebench.store import Store
+
+    with Store.open(str(tmp_path / "r.db")) as store:
+        back = Result.from_dict(store.results()[0])
+        more = Result(back.case, [Repeat(index=4, samples_ms=[9.0], stats={"mean": 9.0})], result_id=back.result_id,
+                      machine_id=back.machine_id)
+        store.add_repeat(more)
+        (merged,) = store.results()
+    assert merged["energy_joules"] == 2.5 and merged["case"]["future_setting"] == "on"
+    assert merged["repeats"][0]["gpu_energy_joules"] == 0.8 and len(merged["repeats"]) == 4
