@@ -1,6 +1,7 @@
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,8 @@ os.environ["COMPILEBENCH_PLUGINS"] = "compilebench_faults"
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PLUGINS), str(ROOT / "src"), os.environ.get("PYTHONPATH")]))
 sys.path[:0] = [str(PLUGINS)]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# The tests' own device locks: a benchmark running on this machine neither waits for them nor they for it.
+os.environ.setdefault("COMPILEBENCH_LOCK_DIR", tempfile.mkdtemp(prefix="compilebench-test-locks-"))
 
 
 def run_cli(*args, cwd, timeout=600, **kwargs) -> subprocess.CompletedProcess:

@@ -57,3 +57,80 @@ def test_models_lists_the_causal_lms_with_their_parameters_and_prompt(cli):
     assert p.returncode == 0, p.stderr
     assert "gemma-2b" in p.stdout and "2.51B" in p.stdout and "prompt 128 tokens" in p.stdout
     assert "smollm2-135m" in p.stdout and "134.52M" in p.stdout
+
+
+def stored(db):
+    import json
+    import sqlite3
+
+    conn = sqlite3.connect(db)
+    try:
+        return [json.loads(r[0]) for r in conn.execute("SELECT data FROM results ORDER BY created_at, rowid")]
+    finally:
+        conn.close()
+
+
+GEN_ARGS = ["--model", "smollm2-135m", "--tiny", "--variant", "eager", "default", "--new-tokens", "8", "--prompt-len",
+            "16", "--iters", "3", "--first-calls", "2", "--repeats", "2", "--device", "cpu", "--quiet"]
+
+
+def check_generation_run(p, db):
+    assert p.returncode == 0, p.stderr
+    eager, compiled = stored(db)
+    for r in (eager, compiled):
+        assert r["status"] == "ok" and r["case"]["new_tokens"] == 8 and r["case"]["prompt_len"] == 16
+        assert r["generation"]["ttft"]["repeats"] == 2 and r["generation"]["per_token"]["mean"] > 0
+        for rep in r["repeats"]:
+            assert len(rep["generation"]["ttft_ms"]) == 3 and len(rep["generation"]["first_calls"]) == 2
+    assert eager["graphs"] == 0 and compiled["graphs"] >= 1  # the eager baseline compiles nothing; compiled does
+    assert compiled["agreement"] == {"tokens": 1.0}
+    assert "prompt: 16 tokens, 8 new tokens)" in p.stdout and "| TTFT ms |" in p.stdout and "decode tokens/s" in p.stdout
+
+
+def test_the_issues_generation_command_stores_ttft_per_token_and_tokens_per_second(cli, tmp_path):
+    p = cli("run", *GEN_ARGS, "--backend", "eager", "--db", "r.db", "--format", "csv")
+    check_generation_run(p, tmp_path / "r.db")
+    import pandas as pd
+
+    frame = pd.read_csv(tmp_path / "report" / "results.csv")
+    assert frame.decode_tokens_per_s.notna().all() and frame.e2e_tokens_per_s.notna().all()
+
+
+@pytest.mark.slow
+def test_the_issues_generation_command_with_inductor(cli, tmp_path):
+    check_generation_run(cli("run", *GEN_ARGS, "--db", "r.db", "--format", "md"), tmp_path / "r.db")
+
+
+@pytest.fixture(scope="module")
+def pretrained_lm(tmp_path_factory):
+    """A tiny causal LM with a tokenizer of its own (a word-level one over the shipped text), saved as a hub
+    checkpoint would be."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    from compilebench.zoo.textgen import prompt_text
+
+    words = sorted(set(prompt_text().split()))
+    vocab = {"[UNK]": 0, **{w: i + 1 for i, w in enumerate(words)}}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    path = tmp_path_factory.mktemp("lm") / "word-lm"
+    PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]").save_pretrained(path)
+    torch.manual_seed(0)
+    LlamaForCausalLM(LlamaConfig(vocab_size=len(vocab), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                 num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=1024,
+                                 eos_token_id=0, bos_token_id=0)).save_pretrained(path)
+    return path, len(prompt_text().split())  # the text's length in this tokenizer's tokens
+
+
+def test_pretrained_weights_generate_from_the_shipped_text_through_the_checkpoints_tokenizer(cli, tmp_path, pretrained_lm):
+    path, tokens = pretrained_lm
+    entry = zoo.get(str(path))
+    ids = entry.prompt(2, tokens + 50, "pretrained", "full")  # longer than the text: it repeats
+    assert ids.shape == (2, tokens + 50) and torch.equal(ids[0, :50], ids[0, tokens:tokens + 50])
+    p = cli("run", "--model", path, "--weights", "pretrained", "--variant", "eager", "--new-tokens", "4", "--prompt-len",
+            "24", "--iters", "2", "--first-calls", "1", "--repeats", "1", "--device", "cpu", "--isolation", "inline",
+            "--db", "r.db", "--format", "csv", "--quiet")
+    assert p.returncode == 0, p.stderr
+    (r,) = stored(tmp_path / "r.db")
+    assert r["status"] == "ok" and r["label"] == "Text Generation/word-lm" and r["case"]["weights"] == "pretrained"

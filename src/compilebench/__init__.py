@@ -1,3 +1,13 @@
-"""compilebench: what torch.compile does for Hugging Face vision models, with honest numbers."""
+"""compilebench: what torch.compile does for a Hugging Face model, on this machine, with numbers you can trust.
 
-__version__ = "0.1.0"
+The Python API (benchmark, load, Results) is imported on first use, so the command line starts fast."""
+
+__version__ = "0.2.0"
+
+
+def __getattr__(name: str):
+    if name in ("benchmark", "load", "Results"):
+        from compilebench import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'compilebench' has no attribute {name!r}")

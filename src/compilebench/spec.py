@@ -127,6 +127,7 @@ class Case:
     interleave: bool = False  # timed in alternating blocks with the other variants of its model and batch
     prompt_len: int | None = None  # text generation: prompt tokens per sequence
     new_tokens: int | None = None  # text generation: tokens each timed generate() call makes
+    inputs: str | None = None  # a "module:function" making the inputs of a model your code builds (Python API)
 
     def key(self) -> str:
         return key_of(self.to_dict())
@@ -150,7 +151,7 @@ class Case:
 
 # Settings left out of a key at their defaults, so keys written before a setting existed still match.
 _KEY_DEFAULTS = {"autocast": False, "channels_last": False, "tf32": None, "attn": None, "compile_cache": "cold",
-                 "interleave": False, "prompt_len": None, "new_tokens": None}
+                 "interleave": False, "prompt_len": None, "new_tokens": None, "inputs": None}
 _VARIANT_KEY_DEFAULTS = {"options": [], "cache": None}
 
 
@@ -241,6 +242,7 @@ class RunSpec:
     interleave: bool = False
     prompt_len: int | None = None  # None: each text-generation model's default
     new_tokens: int = DEFAULT_NEW_TOKENS
+    inputs: str | None = None  # the inputs factory of a model given as "module:function" (Python API)
     timing: TimingPolicy = field(default_factory=TimingPolicy)
     repeats: int = DEFAULT_REPEATS
     min_effect: float = 0.02
@@ -281,6 +283,7 @@ class RunSpec:
                 interleave=self.interleave,
                 prompt_len=(self.prompt_len or prompt_lens[m]) if generation else None,
                 new_tokens=self.new_tokens if generation else None,
+                inputs=self.inputs,
             ))
         return list(dict.fromkeys(out))
 

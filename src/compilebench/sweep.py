@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import signal
 import sqlite3
 import sys
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 
 from tqdm import tqdm
 
-from compilebench import compiler_state, envinfo, store as storemod, zoo
+from compilebench import compiler_state, envinfo, store as storemod
 from compilebench.dispatch import Dispatcher, Target, Unit, Work
 from compilebench.result import Result
 from compilebench.spec import Case, Job, RunSpec, Variant
@@ -128,7 +129,7 @@ class _Progress:
 class _Plan:
     units: list[Unit]
     stored: dict[tuple[str, str], dict]  # (case key, resume id) -> the stored result a repeat continues
-    uses: dict[int, int]  # group -> units left that use its compiler-state folder
+    uses: dict[str, int]  # compiler-state folder -> units left that use it
 
 
 def plan(spec: RunSpec, cases: list[Case], store: Store, targets: list[Target], outcome: SweepOutcome) -> _Plan:
@@ -157,23 +158,35 @@ def plan(spec: RunSpec, cases: list[Case], store: Store, targets: list[Target], 
                 for gi in block:
                     todo = needed.get(gi, {}).get(i)
                     if todo:
-                        group = ti * len(groups) + gi
-                        units.append(Unit(target, tuple(todo), i, group))
-                        uses[group] = uses.get(group, 0) + 1
+                        units.append(Unit(target, tuple(todo), i, gi))
+                        folder = state_name(groups[gi], target)
+                        uses[folder] = uses.get(folder, 0) + 1
     return _Plan(units, stored, uses)
 
 
+def state_name(group: list[Case], target: Target) -> str:
+    """The compiler-state folder of the cases measured together: the same across runs of one sweep's cases (tune
+    measures a configuration again in a later rung, warm)."""
+    return hashlib.sha1(f"{target.resume_id}|{'|'.join(c.key() for c in group)}".encode()).hexdigest()[:16]
+
+
 def run(spec: RunSpec, store: Store, dispatcher: Dispatcher, targets: list[Target], *,
-        prompt_lens: dict[str, int] | None = None, quiet: bool = False, state_root: str | None = None) -> SweepOutcome:
-    """Every repeat of every case of the spec on every target, skipping what a target already has; each repeat
-    stored the moment it arrives, by this thread alone."""
+        prompt_lens: dict[str, int] | None = None, labels: dict[str, tuple[str, str]] | None = None,
+        cases: list[Case] | None = None, states: compiler_state.StateFolders | None = None,
+        quiet: bool = False) -> SweepOutcome:
+    """Every repeat of every case of the spec (or of `cases`) on every target, skipping what a target already
+    has; each repeat stored the moment it arrives, by this thread alone. `labels`: each model's row label and
+    task, for results that come back without them (a timeout). `states`: compiler-state folders that outlive
+    this sweep (its caller closes them), so its cases compile warm when measured again."""
     outcome = SweepOutcome()
     outcome.recovered = _recover_unsaved(store)
-    cases = spec.cases(prompt_lens)
+    cases = cases if cases is not None else spec.cases(prompt_lens)
+    groups = _groups(cases, spec.interleave)
     p = plan(spec, cases, store, targets, outcome)
     bar = tqdm(total=sum(len(u.cases) for u in p.units), disable=quiet, unit="repeat", dynamic_ncols=True)
     progress = _Progress(bar, spec.repeats, quiet)
-    states = compiler_state.StateFolders(state_root)
+    own_states = states is None
+    states = states or compiler_state.StateFolders()
     failed_cases: set[tuple[str, str]] = set()
     series: dict[tuple[str, str, int], str] = {}  # (case key, resume id, repeat) -> the result it joins
     holders_told: set[tuple] = set()
@@ -214,13 +227,14 @@ def run(spec: RunSpec, store: Store, dispatcher: Dispatcher, targets: list[Targe
             return None
         stored = [p.stored.get((c.key(), unit.target.resume_id)) or {} for c in todo]
         count_flops = any(s.get("flops") is None for s in stored)
-        env, cache = _compiler_env(spec.compile_cache, states, unit.group)
+        env, cache = _compiler_env(spec.compile_cache, states, state_name(groups[unit.group], unit.target))
         return Work(Job(todo, spec.timing, unit.repeat, cache, count_flops), env)
 
     def _release_state(unit: Unit) -> None:
-        p.uses[unit.group] -= 1
-        if p.uses[unit.group] == 0:
-            states.remove(str(unit.group))
+        folder = state_name(groups[unit.group], unit.target)
+        p.uses[folder] -= 1
+        if p.uses[folder] == 0 and own_states:
+            states.remove(folder)
 
     def deliver(unit: Unit, results: list[Result]) -> None:
         for result in results:
@@ -231,9 +245,8 @@ def run(spec: RunSpec, store: Store, dispatcher: Dispatcher, targets: list[Targe
             result.case = next(c for c in unit.cases if c.key() == key)  # keyed without the slot's device index
             result.placement = unit.target.placement
             result.result_id = series[(key, rid, unit.repeat)]
-            if not result.label:
-                entry = zoo.get(case.model, case.task)
-                result.label, result.task = entry.label, entry.task
+            if not result.label:  # the worker never got as far as its model: the driver's lookup names it
+                result.label, result.task = (labels or {}).get(case.model, (case.model, case.task or ""))
             p.stored[(key, rid)] = _store(store, result)  # the FLOPs it counted are not counted again
             outcome.results.append(result)
             bar.update(1)
@@ -252,22 +265,23 @@ def run(spec: RunSpec, store: Store, dispatcher: Dispatcher, targets: list[Targe
         outcome.interrupted = exc.signum
     finally:
         bar.close()
-        states.close()
+        if own_states:
+            states.close()
         with contextlib.suppress(sqlite3.Error):
             store.release_claims()
     return outcome
 
 
-def _compiler_env(mode: str, states: compiler_state.StateFolders, group: int) -> tuple[dict[str, str], str]:
+def _compiler_env(mode: str, states: compiler_state.StateFolders, name: str) -> tuple[dict[str, str], str]:
     """The private compiler state a job starts from, and what it is: cold (empty), warm (left by an earlier
     repeat of the same case) or dir (the user's --compile-cache DIR). --compile-cache warm warms a fresh folder
     itself."""
     if mode not in ("cold", "warm"):
         return compiler_state.env_for(mode), "dir"
     if mode == "warm":
-        folder = states.folder(f"{group}-warm-{id(object())}")
+        folder = states.folder(f"{name}-warm-{uuid.uuid4().hex[:8]}")
         return compiler_state.env_for(folder), "warm"
-    folder = states.folder(str(group))
+    folder = states.folder(name)
     state = "cold" if compiler_state.is_empty(folder) else "warm"
     return compiler_state.env_for(folder), state
 

@@ -87,13 +87,14 @@ def run_cases(
         on_phase(p)
 
     try:
-        entry = zoo.get(first.model, first.task)
+        entry = zoo.get(first.model, first.task, first.inputs)
         clock = clock or recording.make_clock(first.device)
         with torch.inference_mode(), _tf32(first.tf32), _autocast(first):
             env = envinfo.collect(first.device)  # inside: it records the TF32 setting the cases ran with
             for r in results:
                 r.label, r.task, r.clock, r.env, r.machine_id = entry.label, entry.task, clock.name, env, envinfo.machine_id(env)
                 r.repeats[0].cpus = env.get("cpu_affinity")
+                r.inline_model = entry.in_process_only
             variants.reset_dynamo()
             unit = generation if entry.task == zoo.TEXT_GENERATION else forward
             unit.run(entry, results, job.policy, clock, watch or recording.make_watch(first.device), enter, job.count_flops)

@@ -46,8 +46,10 @@ def parser(commands: dict) -> argparse.ArgumentParser:
     tune.add_argument("--batch-size", type=int, default=1, metavar="N", help="batch size (default: 1)")
     tune.add_argument("--budget", default="20m", metavar="TIME",
                       help="wall time the search may take, e.g. 90s, 20m, 1h (default: 20m)")
-    for flag in ("--task", "--device", "--weights", "--db"):
-        tune.add_argument(flag, default={"--weights": "random", "--db": storemod.DEFAULT_PATH}.get(flag))
+    tune.add_argument("--task", default=None, help="task of a checkpoint whose config does not say")
+    tune.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available, else cpu)")
+    tune.add_argument("--weights", default="random", help="random (offline, default) or pretrained (from_pretrained)")
+    tune.add_argument("--db", default=storemod.DEFAULT_PATH, help=f"results file (default: {storemod.DEFAULT_PATH})")
     tune.add_argument("--tiny", action="store_true", help="a tiny config of the same architecture (a smoke test)")
     tune.add_argument("--min-effect", type=percent, default=stats.DEFAULT_MIN_EFFECT, metavar="P",
                       help="the smallest speed-up worth acting on (default: 2%%)")

@@ -12,7 +12,7 @@ from compilebench import report as reportmod
 from compilebench.cli.reports import default_out, main_file
 from compilebench.errors import UnknownChoice, UserError
 from compilebench.report import markdown, tables
-from compilebench.zoo import hub
+from compilebench.zoo import factory, hub
 
 EXECUTORS = ("local", "ray")
 EXIT_FAILED = 1  # the environment failed the sweep (a full disk, a locked results file): nothing of it was lost
@@ -31,7 +31,8 @@ def cmd_run(args) -> int:
 
     with storemod.Store.open(args.db) as store:  # the last check: nothing is written before it
         try:
-            outcome = sweep.run(spec, store, dispatcher, targets, prompt_lens=prompt_lens, quiet=args.quiet)
+            labels = {name: (e.label, e.task) for name, e in entries.items()}
+            outcome = sweep.run(spec, store, dispatcher, targets, prompt_lens=prompt_lens, labels=labels, quiet=args.quiet)
         except sweep.StoreFailed as exc:
             print(f"error: {exc.message}. Every result stored before it is kept; to resume: {resume_command()}",
                   file=sys.stderr)
@@ -129,12 +130,13 @@ def run_spec(args) -> specmod.RunSpec:
 def resolve_models(spec: specmod.RunSpec) -> dict:
     """Every model named, looked up once here (a checkpoint's config is read once, not per case); pretrained
     weights that cannot be had (no network, no local copy) are refused before anything runs."""
-    entries = {name: zoo.get(name, spec.task) for name in spec.models}
+    entries = {name: zoo.get(name, spec.task, spec.inputs) for name in spec.models}
     for name, entry in entries.items():
-        if spec.model_size == "tiny" and isinstance(entry, (hub.HubModel, hub.HubCausalLM)):
+        if spec.model_size == "tiny" and isinstance(entry, (hub.HubModel, hub.HubCausalLM, factory.FactoryModel,
+                                                            factory.ObjectModel)):
             raise UserError(f"--tiny: {name} is a checkpoint, not a zoo model with a tiny config")
-        if spec.weights == "pretrained":
-            hub.check_available(entry.checkpoint)
+        if spec.weights == "pretrained" and entry.pretrained_from:
+            hub.check_available(entry.pretrained_from)
     return entries
 
 
@@ -179,14 +181,7 @@ def where(args, spec: specmod.RunSpec) -> tuple[specmod.RunSpec, dispatch.Dispat
     if given:
         raise UserError(f"{given[0]} is for --executor ray")
     if args.gpus is None:
-        found = probe.probe(spec.device)
-        device, env = found["device"], found["env"]
-        executor = executors.make(spec.isolation, spec.timeout_s)
-        gpu_id = found["gpu_ids"].get(int(device.split(":")[1])) if device.startswith("cuda") else None
-        slot = dispatch.Slot(device, device, executor.run, getattr(executor, "cancel", lambda: None),
-                             locks.names_for(device, gpu_id))
-        return (dataclasses.replace(spec, device=device), dispatch.LocalPool([slot]),
-                [dispatch.Target(device, envinfo.machine_id(env), env)])
+        return this_device(spec)
     if spec.device not in (None, "cuda"):
         raise UserError(f"--gpus {args.gpus} with --device {spec.device}: give one of them")
     if spec.isolation == "inline":
@@ -196,6 +191,18 @@ def where(args, spec: specmod.RunSpec) -> tuple[specmod.RunSpec, dispatch.Dispat
     return (dataclasses.replace(spec, device="cuda:0"),
             dispatch.LocalPool(dispatch.gpu_slots(found["gpus"], spec.timeout_s, found["gpu_ids"])),
             [dispatch.Target(f"GPUs {args.gpus}", envinfo.machine_id(env), env)])
+
+
+def this_device(spec: specmod.RunSpec) -> tuple[specmod.RunSpec, dispatch.Dispatcher, list[dispatch.Target]]:
+    """One device of this machine, one case at a time, under its lock."""
+    found = probe.probe(spec.device)
+    device, env = found["device"], found["env"]
+    executor = executors.make(spec.isolation, spec.timeout_s)
+    gpu_id = found["gpu_ids"].get(int(device.split(":")[1])) if device.startswith("cuda") else None
+    slot = dispatch.Slot(device, device, executor.run, getattr(executor, "cancel", lambda: None),
+                         locks.names_for(device, gpu_id))
+    return (dataclasses.replace(spec, device=device), dispatch.LocalPool([slot]),
+            [dispatch.Target(device, envinfo.machine_id(env), env)])
 
 
 def _first(*values):

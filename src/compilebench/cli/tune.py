@@ -1,5 +1,102 @@
-"""`compilebench tune`: placeholder until the search lands."""
+"""`compilebench tune --model M [--batch-size B] [--budget 20m]`: search the compile settings that can matter on
+this device for the fastest correct one, and print it as code to paste. Every measurement lands in the results
+file, as any run's does."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+
+from compilebench import compiler_state, spec as specmod, store as storemod, sweep, tune, zoo
+from compilebench.cli.run import EXIT_FAILED, check_variants, resolve_models, resume_command, this_device
+from compilebench.envinfo import hardware_name
+from compilebench.report import markdown, tables
+from compilebench.report.tables import Table, interval
 
 
 def cmd_tune(args) -> int:
-    raise NotImplementedError
+    budget = tune.parse_budget(args.budget)
+    spec = specmod.RunSpec(models=(args.model,), batch_sizes=(args.batch_size,), variants=("eager", "default"),
+                           device=args.device, weights=args.weights, model_size="tiny" if args.tiny else "full",
+                           task=args.task, min_effect=args.min_effect, repeats=1)
+    storemod.check_path(args.db)
+    entries = resolve_models(spec)
+    check_variants(spec, entries)
+    entry = entries[args.model]
+    generation = isinstance(entry, zoo.TextGenerationEntry)
+    prompt_lens = {args.model: entry.default_prompt_len} if generation else None
+    spec, dispatcher, (target,) = this_device(spec)
+    base = spec.cases(prompt_lens)[0]
+    configs = tune.space(spec.device, vision=not generation)
+    print(f"tuning {args.model} (batch {args.batch_size}) on {hardware_name(target.env)}: {len(configs)} configurations, "
+          f"budget {budget:.0f} s", file=sys.stderr)
+
+    states = compiler_state.StateFolders()  # kept across rungs: a configuration measured again compiles warm
+    with storemod.Store.open(args.db) as store:
+        def measure(cases, repeats, policy):
+            rung = dataclasses.replace(spec, repeats=repeats, timing=policy)
+            outcome = sweep.run(rung, store, dispatcher, [target], cases=cases, states=states, quiet=args.quiet,
+                                labels={args.model: (entry.label, entry.task)})
+            if outcome.interrupted:
+                raise KeyboardInterrupt
+            return {c.key(): store.latest(c.key(), target.resume_id) for c in cases}
+
+        try:
+            result = tune.search(base, configs, measure, time.monotonic, budget, args.min_effect,
+                                 on_rung=lambda r, n: print(f"rung {r + 1}: {n} configuration(s)", file=sys.stderr))
+        except KeyboardInterrupt:
+            print(f"interrupted: every measurement so far is in {args.db}; run the same command again to resume: "
+                  f"{resume_command()}", file=sys.stderr)
+            return 130
+        except sweep.StoreFailed as exc:
+            print(f"error: {exc.message}. To resume: {resume_command()}", file=sys.stderr)
+            return EXIT_FAILED
+        finally:
+            states.close()
+    print(render(result, args.min_effect, args.db))
+    return 0
+
+
+def render(result: tune.Outcome, min_effect: float, db: str) -> str:
+    out = []
+    w = result.winner
+    if w is None:
+        out.append("No configuration was measured ok: the table says why each was dropped.")
+    else:
+        s = w.speedup
+        saving = stats_break_even(result.eager, w.result)
+        if s.verdict == "faster":
+            out.append(f"Fastest correct configuration: {w.config.describe()}: {s.value:.2f}x eager "
+                       f"(95% CI {interval(s.low, s.high, '{:.2f}x')}), {s.verdict}.")
+        else:
+            out.append(f"Nothing measured is faster than eager beyond {min_effect:.0%}: keep the model uncompiled. "
+                       f"The best was {w.config.describe()}: {s.value:.2f}x eager "
+                       f"(95% CI {interval(s.low, s.high, '{:.2f}x')}), {s.verdict}.")
+        out += ["", "```python", w.config.code(), "```", ""]
+        cold, warm = w.result.get("cold_compile_s"), w.result.get("warm_compile_s")
+        out.append(f"Compile cost: {cold:.1f} s cold" + (f", {warm:.1f} s from a warm cache" if warm else "")
+                   + (f"; it pays for itself after {saving:,} calls." if saving else "; it saves nothing per call."))
+    rows = []
+    for t in [*result.ranked, *(t for t in result.tried if t.dropped)]:
+        s = t.speedup
+        r = t.result or {}
+        rows.append([t.config.describe(), str(t.rungs), r.get("status", ""),
+                     f"{s.value:.3f}x" if s else "", interval(s.low, s.high, "{:.3f}x") if s else "",
+                     s.verdict if s else "", tables.num(r.get("cold_compile_s"), 1), t.dropped or ""])
+    out += ["", markdown.table(Table("Configurations measured", ["configuration", "rungs", "status", "speed-up",
+                                                                   "95% CI", "verdict", "cold compile s", "dropped"],
+                                     rows, [tables.verdict_note(min_effect)]))]
+    if result.untried:
+        out.append(f"Not tried within the budget ({len(result.untried)}): "
+                   + "; ".join(c.describe() for c in result.untried) + ". A larger --budget tries them.")
+    out.append(f"Searched for {result.elapsed_s:.0f} s; every measurement is in {db} (`compilebench report {db}`).")
+    return "\n".join(out)
+
+
+def stats_break_even(eager: dict | None, compiled: dict | None) -> int | None:
+    from compilebench import stats
+    from compilebench.report import data
+
+    e, c = data.mean(eager), data.mean(compiled)
+    return stats.break_even((compiled or {}).get("cold_compile_s"), e, c) if e and c else None

@@ -12,7 +12,7 @@ import importlib
 import os
 
 from compilebench.errors import UnknownChoice, UserError
-from compilebench.zoo import hub
+from compilebench.zoo import factory, hub
 from compilebench.zoo.entry import ModelEntry
 from compilebench.zoo.models import MODELS
 from compilebench.zoo.textgen import MODELS as TEXT_MODELS
@@ -31,9 +31,12 @@ def models() -> list[ModelEntry]:
     return list(REGISTRY.values())
 
 
-def get(name: str, task: str | None = None) -> ModelEntry:
-    """A zoo entry by short name, or an entry for a hub id / local checkpoint directory."""
+def get(name: str, task: str | None = None, inputs: str | None = None) -> ModelEntry:
+    """A zoo entry by short name, an entry for a hub id / local checkpoint directory, or (the Python API) a
+    "module:function" model factory with its inputs factory."""
     _load_plugins()
+    if factory.is_ref(name) and name not in REGISTRY:
+        return factory.factory_entry(name, inputs)
     if name in REGISTRY:
         entry = REGISTRY[name]
         if task is not None and task != entry.task:

@@ -36,9 +36,27 @@ class ModelEntry:
         """Keyword arguments of one forward, as CPU tensors."""
         raise NotImplementedError
 
+    @property
+    def pretrained_from(self) -> str | None:
+        """The hub id or directory --weights pretrained loads (None: the entry has no such weights)."""
+        return None
+
+    @property
+    def in_process_only(self) -> bool:
+        """An object that cannot be handed to a fresh worker process (the Python API's nn.Module objects)."""
+        return False
+
+
+class Checkpointed:
+    """A mixin for entries whose pretrained weights are their checkpoint's."""
+
+    @property
+    def pretrained_from(self) -> str | None:
+        return self.checkpoint
+
 
 @dataclass(frozen=True)
-class HFModel(ModelEntry):
+class HFModel(Checkpointed, ModelEntry):
     """A transformers model; the offline build mirrors the checkpoint's config.json and preprocessor_config.json."""
 
     model_class: str  # transformers class name

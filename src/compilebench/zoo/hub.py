@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 
 from compilebench.errors import UnknownChoice, UserError
-from compilebench.zoo.entry import GUIDE_QUERIES, ModelEntry
+from compilebench.zoo.entry import GUIDE_QUERIES, Checkpointed, ModelEntry
 from compilebench.zoo.textgen import TEXT_GENERATION, TextGenerationEntry, seeded_prompt, tokenized_prompt
 
 # task -> (transformers auto class, its *_MAPPING_NAMES table, the guide's task word for row labels)
@@ -51,7 +51,7 @@ def detect_task(config) -> str:
 
 
 @dataclass(frozen=True)
-class HubModel(ModelEntry):
+class HubModel(Checkpointed, ModelEntry):
     """A checkpoint named on the command line. --weights random builds its architecture from its config."""
 
     def _auto(self):
@@ -77,7 +77,7 @@ class HubModel(ModelEntry):
 
 
 @dataclass(frozen=True)
-class HubCausalLM(TextGenerationEntry):
+class HubCausalLM(Checkpointed, TextGenerationEntry):
     """A causal LM checkpoint named on the command line, measured by generation."""
 
     def build(self, weights: str, size: str):

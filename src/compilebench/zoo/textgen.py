@@ -11,7 +11,7 @@ import importlib.resources
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from compilebench.zoo.entry import ModelEntry
+from compilebench.zoo.entry import Checkpointed, ModelEntry
 
 TEXT_GENERATION = "text-generation"
 DEFAULT_PROMPT_LEN = 128
@@ -51,7 +51,7 @@ def tokenized_prompt(checkpoint: str, batch_size: int, prompt_len: int):
 
 
 @dataclass(frozen=True)
-class CausalLM(TextGenerationEntry):
+class CausalLM(Checkpointed, TextGenerationEntry):
     model_class: str = ""  # transformers class name
     config: Callable[[], Any] | None = None  # full-size config, mirroring the checkpoint's config.json
     tiny_config: Callable[[], Any] | None = None

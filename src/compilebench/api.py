@@ -1,0 +1,154 @@
+"""The Python API, for notebooks and scripts:
+
+    import compilebench
+    results = compilebench.benchmark("resnet-50", variants=("eager", "default"), batch_sizes=(1, 4))
+    results.to_pandas()          # one row per result: model, batch_size, variant, status, mean_ms, ci95_*, speedup...
+    print(results.table())       # the guide's tables, with intervals and verdicts
+    results.report("report/")    # markdown, HTML, charts, CSV and JSON
+    compilebench.load("compilebench-results/results.db")  # any results file, as Results
+
+`model` is a zoo name, a hub id or a local checkpoint directory, a "module:function" string naming a factory
+that returns an nn.Module (a fresh worker process imports it, as for any case), or an nn.Module object (measured
+in this process: it cannot be handed to another; each result says so). `inputs` makes the keyword arguments of
+one call for a batch size: a "module:function" string, or a callable (which, like an object, runs here).
+Measurement is exactly what `compilebench run` does: the same repeats, intervals, verdicts and results file."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import tempfile
+from typing import Callable
+
+from compilebench import report as reportmod, spec as specmod, stats, store as storemod, sweep, zoo
+from compilebench.errors import UserError
+from compilebench.report import data, flat, markdown, tables
+
+
+class Results:
+    """Results of a benchmark or a results file: rows, tables and reports, with the CLI's numbers."""
+
+    def __init__(self, results: list[dict], path: str | None = None, min_effect: float = stats.DEFAULT_MIN_EFFECT):
+        self.results, self.path, self.min_effect = results, path, min_effect
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+    def __iter__(self):
+        return iter(self.results)
+
+    def __repr__(self) -> str:
+        ok = sum(1 for r in self.results if r["status"] == "ok")
+        return f"<Results: {len(self.results)} result(s), {ok} ok, from {self.path or 'memory'}>"
+
+    def to_pandas(self):
+        """One row per result (pandas.DataFrame): the case, mean_ms and its 95% interval, the speed-up over eager
+        with its interval and verdict, compile times, status and flags, the environment as env_*."""
+        try:
+            import pandas
+        except ImportError:
+            raise UserError("Results.to_pandas needs pandas: pip install pandas") from None
+        return pandas.DataFrame(flat.rows(self.results, self.min_effect))
+
+    def table(self) -> str:
+        """The guide's tables (and text generation's), as markdown."""
+        if not self.results:
+            return "(no results)"
+        return markdown.tables([*tables.guide_tables(self.results, self.min_effect),
+                                *tables.generation_tables(self.results, self.min_effect)])
+
+    def _repr_markdown_(self) -> str:  # a notebook shows the tables
+        return self.table()
+
+    def report(self, out_dir: str, formats: tuple[str, ...] = reportmod.FORMATS) -> list[str]:
+        """Write the report (markdown, HTML, charts, CSV, JSON) into out_dir; returns the files written."""
+        return reportmod.write(self.results, out_dir, tuple(formats), [self.path or "memory"], self.min_effect)
+
+
+def load(path: str, min_effect: float = stats.DEFAULT_MIN_EFFECT) -> Results:
+    """A results file (read-only; it is not changed) as Results."""
+    return Results(data.load([path]), path, min_effect)
+
+
+_SETTINGS = {f.name for f in dataclasses.fields(specmod.RunSpec)} - {"models", "batch_sizes", "variants", "timing",
+                                                                       "device", "inputs", "isolation"}
+_TIMING = {f.name for f in dataclasses.fields(specmod.TimingPolicy)} - {"iters"}
+
+
+def benchmark(model, *, inputs: str | Callable[[int], dict] | None = None, variants=("eager", "default"),
+              batch_sizes=(1,), device: str | None = None, iters: int | None = specmod.DEFAULT_ITERS,
+              db: str | None = None, quiet: bool = True, **settings) -> Results:
+    """Measure `model` as `compilebench run` would, and return its results. `settings` are the run's other
+    options by their names: repeats, min_effect, dtype, autocast, channels_last, tf32, attn, backend,
+    fullgraph, dynamic, inductor_options (a dict), compile_cache, interleave, weights, model_size ("tiny"),
+    task, prompt_len, new_tokens, timeout_s, rerun, retry_failed; and the timing's: warmup, max_time_s,
+    min_iters, first_calls. Results go to `db` (default: a new results file in a temporary folder)."""
+    unknown = set(settings) - _SETTINGS - _TIMING
+    if unknown:
+        raise UserError(f"benchmark() got unknown setting(s) {', '.join(sorted(unknown))} (allowed: "
+                        f"{', '.join(sorted(_SETTINGS | _TIMING))})")
+    floor_given = "min_iters" in settings
+    timing = specmod.TimingPolicy(iters=iters, **{k: settings.pop(k) for k in list(settings) if k in _TIMING})
+    if not floor_given and iters is not None and timing.min_iters > iters:
+        timing = dataclasses.replace(timing, min_iters=iters)
+    if isinstance(settings.get("inductor_options"), dict):
+        settings["inductor_options"] = tuple(settings["inductor_options"].items())
+    name, inputs_ref, inline = _model_name(model, inputs)
+    spec = specmod.RunSpec(models=(name,), batch_sizes=tuple(batch_sizes), variants=tuple(variants), device=device,
+                           inputs=inputs_ref, timing=timing, isolation="inline" if inline else "process", **settings)
+    from compilebench import variants as variantsmod
+    from compilebench.cli.run import check_variants, resolve_models, this_device
+
+    variantsmod.check_options(spec.inductor_options)
+    entries = resolve_models(spec)
+    check_variants(spec, entries)
+    entry = entries[name]
+    prompt_lens = {name: entry.default_prompt_len} if isinstance(entry, zoo.TextGenerationEntry) else None
+    spec, dispatcher, targets = this_device(spec)
+    path = db or os.path.join(tempfile.mkdtemp(prefix="compilebench-"), "results.db")
+    with storemod.Store.open(path) as store:
+        outcome = sweep.run(spec, store, dispatcher, targets, prompt_lens=prompt_lens, quiet=quiet,
+                            labels={name: (entry.label, entry.task)})
+        keys = {c.key() for c in spec.cases(prompt_lens)}
+        ids = {t.resume_id for t in targets}
+        results = [r for r in data.latest(store.results()) if r["case_key"] in keys and r["machine_id"] in ids]
+    if outcome.interrupted:
+        raise KeyboardInterrupt
+    return Results(results, path, spec.min_effect)
+
+
+def _model_name(model, inputs) -> tuple[str, str | None, bool]:
+    """The name a model goes by, its inputs reference, and whether it must run in this process."""
+    from compilebench.zoo import factory
+
+    if isinstance(model, str):
+        if factory.is_ref(model) and not isinstance(inputs, str):
+            if inputs is None:
+                raise UserError(f"model {model!r} is built by your code: say how to make its inputs (inputs=...)")
+            factory.resolve(model, "model")
+            entry = factory.ObjectModel(name=model, label=f"Custom/{model.rpartition(':')[2]}", task=factory.CUSTOM,
+                                        checkpoint=model, module=factory.resolve(model, "model")(),
+                                        make_inputs=inputs)
+            zoo.register(entry)  # an inputs callable cannot travel to a worker: this process measures it
+            return model, None, True
+        if inputs is not None and not factory.is_ref(model):
+            raise UserError(f"inputs=... is for models your code builds; {model!r} makes its own inputs")
+        return model, inputs if isinstance(inputs, str) else None, False
+    import torch
+
+    if not isinstance(model, torch.nn.Module):
+        raise UserError(f"model must be a name, a 'module:function' string or an nn.Module, got {type(model).__name__}")
+    if inputs is None:
+        raise UserError("an nn.Module needs inputs=...: a callable taking a batch size and returning the keyword "
+                        "arguments of one call, or a 'module:function' string naming one")
+    make = factory.resolve(inputs, "inputs") if isinstance(inputs, str) else inputs
+    name = f"{type(model).__name__}@{id(model):x}"
+    zoo.register(factory.ObjectModel(name=name, label=f"Custom/{type(model).__name__}", task=factory.CUSTOM,
+                                     checkpoint="(object)", module=model, make_inputs=make))
+    print(f"compilebench: {name} is an object: it is measured in this process, not in fresh worker processes "
+          "(give a 'module:function' factory for those)", file=sys.stderr)
+    return name, None, True
+
+
+__all__ = ["Results", "benchmark", "load"]

@@ -1,0 +1,221 @@
+"""`compilebench tune`: the fastest correct way to compile one model on this machine, found within a time budget.
+
+The space: the compile settings that can change a number on this device (modes, freezing, dtype, channels-last,
+fullgraph, dynamic shapes, CUDA-graph modes and coordinate-descent tuning on a GPU). The search is successive
+halving: every configuration gets one short repeat (one fresh process) in the first rung, the best third a
+second, longer repeat in the next, the best two a third; each rung measures eager again beside them. A
+configuration's compiler state is kept between rungs, so its later repeats compile warm. Configurations that
+fail, disagree with eager or recompile while timed are dropped, with the reason. The budget is wall time: a
+rung stops taking configurations when the next would not fit, and the final rung always runs.
+
+The measuring is injected (`Measure`): the sweep in a real run, a fake with a fake clock in tests."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Protocol
+
+from compilebench import stats
+from compilebench.errors import UserError
+from compilebench.report import data
+from compilebench.spec import Case, TimingPolicy, Variant
+
+# (share of the budget a rung may use up to, repeats a configuration has after it, how many go on, timing)
+RUNGS = (
+    (0.55, 1, 1 / 3, TimingPolicy(iters=40, warmup=3, max_time_s=1.5, min_iters=5)),
+    (0.85, 2, 2, TimingPolicy(iters=100, warmup=5, max_time_s=3.0, min_iters=10)),
+    (1.00, 3, 0, TimingPolicy(iters=200, warmup=5, max_time_s=5.0, min_iters=10)),
+)
+
+
+@dataclass(frozen=True, order=True)
+class Config:
+    """One way to compile (and prepare) the model."""
+
+    mode: str = "default"
+    options: tuple[tuple[str, object], ...] = ()
+    dtype: str = "float32"
+    channels_last: bool = False
+    fullgraph: bool = False
+    dynamic: bool | None = None
+
+    def case(self, base: Case) -> Case:
+        return dataclasses.replace(base, variant=Variant(self.mode, fullgraph=self.fullgraph, dynamic=self.dynamic,
+                                                         options=self.options),
+                                   dtype=self.dtype, channels_last=self.channels_last)
+
+    def describe(self) -> str:
+        words = [self.mode] + [f"{k}={v}" for k, v in self.options]
+        words += [self.dtype] if self.dtype != "float32" else []
+        words += ["channels-last"] if self.channels_last else []
+        words += ["fullgraph"] if self.fullgraph else []
+        words += [f"dynamic={self.dynamic}"] if self.dynamic is not None else []
+        return ", ".join(words)
+
+    def code(self) -> str:
+        """The ready-to-paste lines that prepare and compile a model this way."""
+        lines = []
+        if self.dtype != "float32":
+            lines.append(f"model = model.to(torch.{self.dtype})  # and its floating-point inputs")
+        if self.channels_last:
+            lines.append("model = model.to(memory_format=torch.channels_last)  # and 4-D inputs")
+        args = ["model"]
+        if self.options:
+            from compilebench.variants import compile_kwargs
+
+            merged = compile_kwargs(Variant(self.mode, options=self.options))["options"]
+            args.append(f"options={merged!r}")
+        elif self.mode != "default":
+            args.append(f"mode={self.mode!r}")
+        if self.fullgraph:
+            args.append("fullgraph=True")
+        if self.dynamic is not None:
+            args.append(f"dynamic={self.dynamic}")
+        lines.append(f"compiled = torch.compile({', '.join(args)})")
+        return "\n".join(lines)
+
+
+def space(device: str, vision: bool) -> list[Config]:
+    """The configurations that can matter here, the likeliest first (a small budget tries those)."""
+    gpu = device.startswith("cuda")
+    modes = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs") if gpu else (
+        "default", "max-autotune-no-cudagraphs")
+    dtypes = ("float32", "bfloat16", "float16") if gpu else ("float32", "bfloat16")
+    option_sets: list[tuple] = [(), (("freezing", True),)]
+    if gpu:
+        option_sets.append((("coordinate_descent_tuning", True),))
+    out = []
+    for mode, options, dtype, channels_last in itertools.product(modes, option_sets, dtypes, (False, True) if vision else (False,)):
+        out.append(Config(mode, options, dtype, channels_last))
+    # fullgraph and static shapes change nothing for a model that has no graph break and one shape; tried once,
+    # on the plainest configuration, they say whether they can matter
+    out += [Config(fullgraph=True), Config(dynamic=False)]
+    return sorted(set(out), key=_prior)
+
+
+def _prior(c: Config) -> tuple:
+    """Fewer changes from plain torch.compile first; among as many, the changes likeliest to pay first: freezing
+    (weights folded as constants: about 2x for ResNet-50 on a CPU here), then another mode, the memory format,
+    a lower precision, then the rest."""
+    ranks = []
+    if ("freezing", True) in c.options:
+        ranks.append(1)
+    if c.mode != "default":
+        ranks.append(2)
+    if c.channels_last:
+        ranks.append(3)
+    if c.dtype != "float32":
+        ranks.append(4)
+    if ("coordinate_descent_tuning", True) in c.options:
+        ranks.append(5)
+    if c.fullgraph:
+        ranks.append(6)
+    if c.dynamic is not None:
+        ranks.append(7)
+    return len(ranks), sorted(ranks), c
+
+
+class Measure(Protocol):
+    def __call__(self, cases: list[Case], repeats: int, policy: TimingPolicy) -> dict[str, dict]:
+        """Bring every case (eager first) to `repeats` stored repeats; return each one's stored result by case key."""
+        ...
+
+
+@dataclass
+class Tried:
+    config: Config
+    result: dict | None = None
+    speedup: data.Speedup | None = None
+    dropped: str | None = None  # why it left the search (a failure, a wrong output, a recompile)
+    rungs: int = 0
+
+    @property
+    def value(self) -> float:
+        return self.speedup.value if self.speedup else 0.0
+
+
+@dataclass
+class Outcome:
+    eager: dict | None
+    tried: list[Tried] = field(default_factory=list)
+    untried: list[Config] = field(default_factory=list)  # the budget ran out before these
+    elapsed_s: float = 0.0
+
+    @property
+    def ranked(self) -> list[Tried]:
+        alive = [t for t in self.tried if not t.dropped and t.speedup]
+        return sorted(alive, key=lambda t: (-t.rungs, -t.value))
+
+    @property
+    def winner(self) -> Tried | None:
+        return self.ranked[0] if self.ranked else None
+
+
+def _why_dropped(r: dict | None) -> str | None:
+    if r is None:
+        return "not measured"
+    if r["status"] == "ok":
+        return None
+    what = {"mismatch": "output differs from eager", "invalid": "recompiled while timed", "oom": "out of memory"}
+    return f"{what.get(r['status'], r['status'])}: {r.get('message') or ''}".rstrip(": ")
+
+
+def search(base: Case, configs: list[Config], measure: Measure, now: Callable[[], float], budget_s: float,
+           min_effect: float = stats.DEFAULT_MIN_EFFECT, on_rung: Callable[[int, int], None] = lambda rung, n: None) -> Outcome:
+    start = now()
+    eager_case = base
+    tried = {c: Tried(c) for c in configs}
+    alive = list(configs)
+    untried: list[Config] = []
+    eager = None
+    costs: list[float] = []  # seconds one configuration took in the first rung
+    for rung, (share, repeats, keep, policy) in enumerate(RUNGS):
+        on_rung(rung, len(alive))
+        measured = []
+        for config in alive:
+            last = rung == len(RUNGS) - 1
+            spent = now() - start
+            guess = (sorted(costs)[len(costs) // 2] if costs else 0.0) * (1 if rung == 0 else 0.5)  # warm later
+            if measured and not last and spent + guess > share * budget_s:
+                untried += [c for c in alive if c not in measured] if rung == 0 else []
+                break
+            t0 = now()
+            got = measure([eager_case, config.case(base)], repeats, policy)
+            if rung == 0:
+                costs.append(now() - t0)
+            eager = got.get(eager_case.key(), eager)
+            t = tried[config]
+            t.result, t.rungs = got.get(config.case(base).key()), rung + 1
+            t.dropped = _why_dropped(t.result)
+            measured.append(config)
+        for config in measured:  # eager gained repeats along the rung: every speed-up against the same eager
+            t = tried[config]
+            if not t.dropped:
+                t.speedup = data.speedup(eager, t.result, min_effect)
+        ok = sorted((c for c in measured if not tried[c].dropped and tried[c].speedup),
+                    key=lambda c: -tried[c].value)
+        n = max(1, math.ceil(len(ok) * keep)) if keep < 1 else int(keep)
+        alive = ok[:n] if keep else []
+        if not alive:
+            break
+    return Outcome(eager, [tried[c] for c in configs if tried[c].rungs], untried, now() - start)
+
+
+def parse_budget(text: str) -> float:
+    """'90s', '20m', '1h', '1h30m' or a number of seconds."""
+    text = text.strip().lower()
+    try:
+        seconds = float(text)
+    except ValueError:
+        parts = re.fullmatch(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s)?", text)
+        if not parts or not any(parts.groups()):
+            raise UserError(f"--budget {text!r}: expected a time such as 90s, 20m, 1h or 1h30m") from None
+        h, m, s = (float(g) if g else 0.0 for g in parts.groups())
+        seconds = h * 3600 + m * 60 + s
+    if not seconds > 0 or not math.isfinite(seconds):
+        raise UserError(f"--budget {text!r}: must be a positive time")
+    return seconds

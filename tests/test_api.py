@@ -1,0 +1,50 @@
+"""The Python API: the same measurement as `compilebench run`, as Results a notebook can use."""
+
+import pytest
+
+import compilebench
+from compilebench.errors import UserError
+from tiny_factories import make_inputs, make_model
+
+FAST = dict(iters=5, warmup=1, backend="eager", repeats=2)
+
+
+def test_a_factory_model_is_measured_in_fresh_processes_and_comes_back_as_a_dataframe(tmp_path):
+    results = compilebench.benchmark("tiny_factories:make_model", inputs="tiny_factories:make_inputs",
+                                     batch_sizes=(1, 2), db=str(tmp_path / "r.db"), **FAST)
+    frame = results.to_pandas()
+    assert len(frame) == 4 and set(frame.columns) >= {"model", "batch_size", "variant", "status", "mean_ms",
+                                                      "ci95_low_ms", "ci95_high_ms", "speedup", "speedup_ci95_low",
+                                                      "speedup_ci95_high", "verdict"}
+    assert set(frame.status) == {"ok"} and set(frame.batch_size) == {1, 2} and set(frame.repeats) == {2}
+    compiled = frame[frame.variant == "default"]
+    assert compiled.speedup.notna().all() and compiled.verdict.notna().all()
+    assert not frame.inline_model.any()  # rebuilt from its factory by each worker
+    assert "| Custom/make_model |" in results.table()
+    assert "(batch size: 2)" in results.table()
+    again = compilebench.load(str(tmp_path / "r.db"))
+    assert len(again) == 4 and again.to_pandas().mean_ms.tolist() == pytest.approx(frame.mean_ms.tolist())
+    written = results.report(str(tmp_path / "report"))
+    assert any(w.endswith("report.html") for w in written)
+
+
+def test_an_nn_module_object_is_measured_in_this_process_and_says_so(tmp_path, capsys):
+    results = compilebench.benchmark(make_model(), inputs=make_inputs, variants=("eager",), db=str(tmp_path / "r.db"),
+                                     iters=5, warmup=1, repeats=1)
+    (row,) = results.to_pandas().itertuples()
+    assert row.status == "ok" and row.inline_model and row.isolation == "inline"
+    assert "measured in this process" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(model="tiny_factories:make_model"), "say how to make its inputs"),
+    (dict(model="__main__:make", inputs="__main__:inputs"), "cannot be imported by a worker process"),
+    (dict(model="no_such_module:f", inputs="tiny_factories:make_inputs"), "cannot be imported"),
+    (dict(model="resnet-50", turbo=True), "unknown setting(s) turbo"),
+    (dict(model=3), "model must be a name"),
+    (dict(model="resnet-50", variants=("fast",)), "unknown variant 'fast'"),
+])
+def test_bad_arguments_are_user_errors_before_anything_runs(tmp_path, kwargs, message):
+    with pytest.raises(UserError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        compilebench.benchmark(db=str(tmp_path / "r.db"), **kwargs)
+    assert not (tmp_path / "r.db").exists()

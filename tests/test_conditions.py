@@ -1,0 +1,127 @@
+"""What else used the machine while a timed loop ran: the logic on fake counters and a fake NVML (the test
+machines have no GPU), and one real busy machine."""
+
+import subprocess
+import sys
+import types
+
+import pytest
+
+from compilebench import conditions
+from compilebench.conditions import CpuReading, GpuReading, Nvml, Watch
+
+
+def test_other_processes_share_of_the_cpu_is_counted_without_the_workers_own_time():
+    before = CpuReading(total=1000, busy=100, own=50, loadavg=0.2)
+    after = CpuReading(total=1200, busy=250, own=100, loadavg=1.1)  # 150 busy ticks, 50 of them the worker's
+    c = conditions.cpu_conditions(before, after)
+    assert c["other_cpu_share"] == pytest.approx(100 / 200) and c["loadavg_1m"] == 1.1
+    assert conditions.flags(c) == ["busy"]
+    quiet = conditions.cpu_conditions(before, CpuReading(total=1200, busy=153, own=100, loadavg=0.2))
+    assert quiet["other_cpu_share"] == pytest.approx(3 / 200) and conditions.flags(quiet) == []
+
+
+def test_a_loop_too_short_to_judge_gets_no_share_and_no_flag():
+    c = conditions.cpu_conditions(CpuReading(1000, 0, 0, None), CpuReading(1010, 10, 0, None))
+    assert c["other_cpu_share"] is None and conditions.flags(c) == []
+
+
+class FakePynvml(types.SimpleNamespace):
+    """The few pynvml calls compilebench makes, answering from a script of readings."""
+
+    NVML_CLOCK_SM, NVML_CLOCK_MEM, NVML_TEMPERATURE_GPU = 0, 1, 0
+    NVML_PERF_POLICY_POWER, NVML_PERF_POLICY_THERMAL = 0, 1
+
+    def __init__(self, readings):
+        super().__init__()
+        self.readings, self.i = readings, -1
+
+    def next(self):
+        self.i += 1
+
+    def r(self):
+        return self.readings[self.i]
+
+    def nvmlDeviceGetClockInfo(self, h, which):
+        return self.r()["clocks"][which]
+
+    def nvmlDeviceGetTemperature(self, h, which):
+        return self.r()["temp"]
+
+    def nvmlDeviceGetPowerUsage(self, h):
+        return self.r()["power_mw"]
+
+    def nvmlDeviceGetEnforcedPowerLimit(self, h):
+        return 700_000
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, h):
+        return self.r()["reasons"]
+
+    def nvmlDeviceGetViolationStatus(self, h, policy):
+        return types.SimpleNamespace(violationTime=self.r()["violation"][policy])
+
+    def nvmlDeviceGetComputeRunningProcesses(self, h):
+        return [types.SimpleNamespace(pid=p) for p in self.r()["pids"]]
+
+    def nvmlDeviceGetGraphicsRunningProcesses(self, h):
+        raise RuntimeError("not supported")  # a query this GPU does not answer: skipped
+
+
+def reading(reasons=0, pids=(4242,), violation=(0, 0), sm=1980):
+    return {"clocks": {0: sm, 1: 2619}, "temp": 61, "power_mw": 350_000, "reasons": reasons, "pids": list(pids),
+            "violation": dict(enumerate(violation))}
+
+
+def watch_over(readings, own_pid=4242):
+    fake = FakePynvml(readings)
+    nvml = Nvml(fake, handle="gpu0", own_pid=own_pid)
+
+    def gpu():
+        fake.next()
+        return nvml.read()
+
+    w = Watch(cpu=lambda: None, gpu=gpu)
+    w.start()
+    return w.stop()
+
+
+def test_a_quiet_gpu_is_recorded_and_not_flagged():
+    c = watch_over([reading(), reading(reasons=0x1)])  # 0x1: idle, not a slowdown
+    assert c["gpu_sm_clock_mhz"] == [1980, 1980] and c["gpu_temperature_c"] == [61, 61]
+    assert c["gpu_power_w"] == [350.0, 350.0] and c["gpu_power_limit_w"] == 700.0
+    assert c["gpu_throttle_reasons"] == [] and c["gpu_other_processes"] == []  # only this worker is on it
+    assert conditions.flags(c) == []
+
+
+def test_a_power_capped_or_thermally_slowed_gpu_is_throttled():
+    c = watch_over([reading(), reading(reasons=0x4, sm=1410)])
+    assert c["gpu_throttle_reasons"] == ["power cap"] and conditions.flags(c) == ["throttled"]
+    # a slowdown between the two readings leaves its trace in the violation counters
+    c = watch_over([reading(violation=(0, 10)), reading(violation=(0, 5_000_000))])
+    assert c["gpu_throttle_reasons"] == ["thermal violation"] and "throttled" in conditions.flags(c)
+
+
+def test_another_process_on_the_gpu_makes_the_result_busy():
+    c = watch_over([reading(pids=(4242, 777)), reading(pids=(4242, 777))])
+    assert c["gpu_other_processes"] == [777] and conditions.flags(c) == ["busy"]
+    # in a container NVML reports host pids: this worker is then one of those it cannot recognise
+    c = watch_over([reading(pids=(98765,)), reading(pids=(98765,))], own_pid=12)
+    assert c["gpu_other_processes"] == []
+
+
+def test_a_machine_burning_a_core_flags_the_result_busy():
+    from compilebench.spec import Case, TimingPolicy, Variant
+    from compilebench.worker import run_case
+
+    burner = subprocess.Popen([sys.executable, "-c", "import os\nos.write(1, b'burning\\n')\nwhile True: pass"],
+                              stdout=subprocess.PIPE)
+    try:
+        assert burner.stdout.readline() == b"burning\n"  # the handshake: it is spinning now
+        r = run_case(Case("fault-slow", 1, Variant("eager"), device="cpu"), TimingPolicy(iters=5, warmup=0, min_iters=1),
+                     isolation="inline")
+    finally:
+        burner.kill()
+        burner.wait()
+    rep = r.repeats[0]
+    assert rep.conditions["other_cpu_share"] > 0.3, rep.conditions  # one of this machine's cores, or more
+    assert r.flags == ["busy"] and rep.flags == ["busy"]

@@ -1,0 +1,130 @@
+"""One benchmark per device per machine: device locks between real processes, and two runs on one results
+file. Every wait is a handshake."""
+
+import json
+import os
+import queue
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from compilebench import locks
+from conftest import run_cli
+
+HOLDER = """
+import sys
+from compilebench import locks
+names = [(n, e == "x") for n, e in (part.split("=") for part in sys.argv[1].split(","))]
+with locks.hold(names, "a test holder", on_wait=lambda m: None):
+    print("held", flush=True)
+    sys.stdin.readline()  # hold until told
+"""
+
+
+def holder(spec: str) -> subprocess.Popen:
+    p = subprocess.Popen([sys.executable, "-c", HOLDER, spec], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline() == "held\n"  # the handshake
+    return p
+
+
+def take_in_thread(names):
+    """Take the locks in a thread: (messages, acquired event, release event)."""
+    messages, acquired, release = queue.Queue(), threading.Event(), threading.Event()
+
+    def run():
+        with locks.hold(names, "the second run", on_wait=messages.put):
+            acquired.set()
+            release.wait(60)
+
+    threading.Thread(target=run, daemon=True).start()
+    return messages, acquired, release
+
+
+def test_a_second_run_waits_for_the_device_says_for_whom_once_and_goes_on_when_it_is_free():
+    first = holder("cpu=x")
+    messages, acquired, release = take_in_thread([("cpu", True)])
+    try:
+        message = messages.get(timeout=60)  # it found the lock taken
+        assert message.startswith(f"waiting for cpu: run by pid {first.pid} since ") and "(a test holder)" in message
+        assert not acquired.is_set()
+        first.stdin.write("done\n")
+        first.stdin.flush()
+        assert acquired.wait(60)
+        assert messages.empty()  # said once
+    finally:
+        release.set()
+        first.kill()
+        first.wait()
+
+
+def test_a_lock_held_by_a_dead_process_is_taken_over():
+    first = holder("cpu=x")
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    messages, acquired, release = take_in_thread([("cpu", True)])
+    try:
+        assert acquired.wait(60) and messages.empty()
+    finally:
+        release.set()
+
+
+def test_gpu_cases_share_the_cpu_with_each_other_but_not_with_a_cpu_case():
+    gpu0 = holder(",".join(f"{n}={'x' if e else 's'}" for n, e in locks.names_for("cuda:0", "GPU-aaa")))
+    gpu1 = holder(",".join(f"{n}={'x' if e else 's'}" for n, e in locks.names_for("cuda:1", "GPU-bbb")))  # no wait
+    messages, acquired, release = take_in_thread(locks.names_for("cpu"))
+    try:
+        assert messages.get(timeout=60).startswith("waiting for cpu: ")
+        for p in (gpu0, gpu1):
+            p.stdin.write("done\n")
+            p.stdin.flush()
+        assert acquired.wait(60)
+    finally:
+        release.set()
+        for p in (gpu0, gpu1):
+            p.kill()
+            p.wait()
+
+
+def test_two_runs_on_one_results_file_measure_each_repeat_once_and_never_time_at_once(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    args = ["run", "--model", "fault-handshake", "fault-slow", "--variant", "eager", "--iters", "3", "--warmup", "0",
+            "--min-iters", "1", "--repeats", "2", "--device", "cpu", "--db", "r.db", "--format", "csv", "--quiet"]
+    first = subprocess.Popen([sys.executable, "-m", "compilebench", *args], cwd=tmp_path, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env={**os.environ, "COMPILEBENCH_FAULT_FIFO": str(fifo)})
+    with open(fifo) as f:  # the handshake: the first run's first worker is timing, holding the CPU
+        first_worker = int(f.readline().split()[0])
+        second = run_cli(*args, cwd=tmp_path)  # the FIFO stays open for the first run's later workers
+        out, err = first.communicate(timeout=300)
+    assert first.returncode == 0 and second.returncode == 0, (err, second.stderr)
+    assert "waiting for cpu: run by pid" in second.stderr  # it said why it waited
+    conn = sqlite3.connect(tmp_path / "r.db")
+    results = [json.loads(r[0]) for r in conn.execute("SELECT data FROM results")]
+    assert sorted(r["case"]["model"] for r in results) == ["fault-handshake", "fault-slow"]  # each case once
+    repeats = [rep for r in results for rep in r["repeats"]]
+    assert sorted(rep["index"] for rep in repeats) == [1, 1, 2, 2]  # each repeat once
+    loops = sorted((rep["loop_started_at"], rep["loop_ended_at"]) for rep in repeats)
+    assert all(a_end <= b_start for (_, a_end), (b_start, _) in zip(loops, loops[1:])), loops  # never at once
+    assert first_worker
+    measured = [int(line.split()[0]) for line in (err + second.stderr).splitlines() if "repeat(s) measured" in line]
+    assert sum(measured) == 4  # shared between the two runs
+
+
+def test_the_driver_never_touches_cuda(main_here, monkeypatch):
+    """Device discovery runs in a child: the driver holds no CUDA context and never counts as a GPU process."""
+    import torch
+
+    def forbidden(*a, **k):
+        raise AssertionError("the driver called into torch.cuda")
+
+    for name in ("is_available", "device_count", "get_device_name", "get_device_properties", "init", "_lazy_init",
+                 "current_device", "set_device"):
+        monkeypatch.setattr(torch.cuda, name, forbidden)
+    code, out, err = main_here("run", "--model", "fault-ok", "--variant", "eager", "--iters", "3", "--warmup", "0",
+                               "--min-iters", "1", "--repeats", "1", "--db", "r.db", "--format", "csv", "--quiet")
+    assert code == 0, err
+    assert "1 repeat(s) measured" in err

@@ -1,0 +1,107 @@
+"""The search behind `compilebench tune`, on a fake clock with planted results: it finds the planted winner,
+drops what fails or disagrees with eager, and keeps to its budget."""
+
+import pytest
+
+import fakeresults as fr
+from compilebench import tune
+from compilebench.errors import UserError
+from compilebench.spec import Case, Variant
+
+BASE = Case("resnet-50", 1, Variant("eager"), device="cpu", model_size="tiny")
+
+
+class Planted:
+    """Measurements whose speed-ups are planted: each configuration's per-process means, and the fake seconds a
+    measurement takes (a cold compile the first time, less when measured again)."""
+
+    def __init__(self, clock, speedups, failures=(), compile_s=30.0):
+        self.clock, self.speedups, self.failures, self.compile_s = clock, speedups, dict(failures), compile_s
+        self.calls = []
+
+    def __call__(self, cases, repeats, policy):
+        self.calls.append(([c.key() for c in cases], repeats))
+        out = {}
+        for c in cases:
+            config = None if not c.variant.compiled else next(
+                k for k in [*self.speedups, *self.failures] if k.case(BASE) == c)
+            if config in self.failures:
+                status, message = self.failures[config]
+                out[c.key()] = fr.result(c.model, 1, c.variant.name, None, env=fr.CPU, status=status, message=message)
+                continue
+            ms = 10.0 if config is None else 10.0 / self.speedups[config]
+            processes = [ms * f for f in (1 / 1.01, 1.0, 1.01)][:repeats]
+            r = fr.result(c.model, 1, "eager", ms, env=fr.CPU, processes=processes)
+            r["case"], r["case_key"] = c.to_dict(), c.key()
+            r["cold_compile_s"] = None if config is None else self.compile_s
+            out[c.key()] = r
+        self.clock[0] += self.compile_s if repeats == 1 else 5.0
+        return out
+
+
+def configs():
+    return tune.space("cpu", vision=True)
+
+
+def test_the_search_finds_the_planted_winner_and_drops_what_fails():
+    space = configs()
+    winner = tune.Config("max-autotune-no-cudagraphs", (("freezing", True),))
+    wrong = tune.Config(dtype="bfloat16")
+    broken = tune.Config(fullgraph=True)
+    speedups = {c: 1.1 + 0.01 * i for i, c in enumerate(space) if c not in (wrong, broken)}
+    speedups[winner] = 2.0
+    clock = [0.0]
+    planted = Planted(clock, speedups, {wrong: ("mismatch", "compiled output differs from eager"),
+                                        broken: ("error", "fullgraph=True could not capture the model")})
+    out = tune.search(BASE, space, planted, lambda: clock[0], budget_s=10_000)
+    assert out.winner.config == winner and out.winner.speedup.verdict == "faster"
+    assert out.winner.rungs == 3 and out.winner.speedup.value == pytest.approx(2.0)
+    dropped = {t.config: t.dropped for t in out.tried if t.dropped}
+    assert dropped[wrong].startswith("output differs from eager") and dropped[broken].startswith("error")
+    assert not out.untried  # a large budget tries everything
+    # successive halving: every configuration once, a third of them twice, two of them three times
+    assert sum(1 for t in out.tried if t.rungs >= 2) == -(-(len(space) - 2) // 3)
+    assert sum(1 for t in out.tried if t.rungs == 3) == 2
+    code = winner.code()
+    assert "torch.compile(model, options={" in code and "'freezing': True" in code and "'max_autotune': True" in code
+
+
+def test_a_small_budget_tries_the_likeliest_configurations_and_says_which_it_left():
+    space = configs()
+    clock = [0.0]
+    speedups = {c: 1.5 if c == tune.Config(options=(("freezing", True),)) else 1.2 for c in space}
+    out = tune.search(BASE, space, Planted(clock, speedups), lambda: clock[0], budget_s=200)
+    assert out.untried and len(out.tried) < len(space)
+    assert out.tried[0].config == tune.Config()  # plain torch.compile first, then one change at a time
+    assert out.winner.config == tune.Config(options=(("freezing", True),))
+    assert clock[0] <= 200 + 2 * 5.0  # the final rung always runs: at most its own cost past the budget
+
+
+def test_nothing_faster_than_eager_is_said_plainly():
+    space = configs()[:4]
+    clock = [0.0]
+    out = tune.search(BASE, space, Planted(clock, {c: 1.0 for c in space}), lambda: clock[0], budget_s=10_000)
+    assert out.winner.speedup.verdict in ("same", "inconclusive")
+    from compilebench.cli.tune import render
+
+    assert "keep the model uncompiled" in render(out, 0.02, "r.db")
+
+
+def test_the_space_depends_on_the_device_and_the_model():
+    cpu, gpu, text = tune.space("cpu", True), tune.space("cuda:0", True), tune.space("cpu", False)
+    assert {c.mode for c in cpu} == {"default", "max-autotune-no-cudagraphs"}
+    assert {"reduce-overhead", "max-autotune"} <= {c.mode for c in gpu}
+    assert any(c.options == (("coordinate_descent_tuning", True),) for c in gpu)
+    assert not any(c.channels_last for c in text) and any(c.channels_last for c in cpu)
+    assert {c.dtype for c in gpu} == {"float32", "bfloat16", "float16"}
+
+
+@pytest.mark.parametrize("text, seconds", [("90s", 90), ("20m", 1200), ("1h", 3600), ("1h30m", 5400), ("45", 45)])
+def test_budgets_read_as_times(text, seconds):
+    assert tune.parse_budget(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["soon", "0", "-5m", "10x"])
+def test_a_bad_budget_is_a_user_error(text):
+    with pytest.raises(UserError, match="--budget"):
+        tune.parse_budget(text)
