@@ -5,8 +5,9 @@
 2. ResNet-50 eager (full size, random weights, batch 1, CPU), in one process: compilebench's reported mean
    (worker.run_case, inline) over torch.utils.benchmark.Timer's mean, alternated to share drift.
    Target: within 2%.
-3. The same case in a fresh worker process (the default isolation) over the in-process mean: isolation
-   must not perturb the number (the driver blocks in waitpid). Target: within a few %.
+3. The same case in a fresh worker process forked by the launcher (the default), in a new interpreter
+   (COMPILEBENCH_LAUNCH=exec) and in this process, in turns: isolation, and how the worker starts, must not
+   perturb the number (the driver blocks while the worker runs). Target: within a few %.
 4. A whole sweep (default: the quick suite, `compilebench run`) as a user runs it: per worker process, the wall
    time spent outside compile, warm-up and the timed loop, and the sweep's efficiency, (compile + warm-up +
    timed loop) / wall. Goals (issue 17): <= 3 s per process and >= 90%.
@@ -47,11 +48,12 @@ def resnet_ratios(iters: int, rounds: int, parts: set[str]) -> None:
 
     from compilebench import zoo
     from compilebench.executors import ProcessExecutor
-    from compilebench.spec import Case, TimingPolicy, Variant
-    from compilebench.worker import default_image_path, load_image, run_case
+    from compilebench.spec import Case, Job, TimingPolicy, Variant
+    from compilebench.worker import run_case
+    from compilebench.zoo.entry import default_image_path, load_image
 
     case = Case("resnet-50", 1, Variant("eager"), device="cpu")
-    policy = TimingPolicy(iters=iters, warmup=5)
+    policy = TimingPolicy(iters=iters, warmup=5, min_iters=1)
     entry = zoo.get("resnet-50")
     with torch.inference_mode():  # built as the worker builds it
         model = entry.build("random", "full")
@@ -59,7 +61,7 @@ def resnet_ratios(iters: int, rounds: int, parts: set[str]) -> None:
     # Timer runs on one thread unless told otherwise; compilebench leaves torch's default thread count.
     timer = Timer(stmt="model(**inputs)", globals={"model": model, "inputs": inputs}, num_threads=torch.get_num_threads())
 
-    ours, theirs, isolated = [], [], []
+    ours, theirs = [], []
     rounds_timer = rounds if "timer" in parts else 0
     with torch.inference_mode():
         for _ in range(5):
@@ -77,22 +79,23 @@ def resnet_ratios(iters: int, rounds: int, parts: set[str]) -> None:
     if "isolation" not in parts:
         return
 
-    inline = []
-    for r in range(rounds):  # order alternated here too
-        first, second = ("process", "inline") if r % 2 == 0 else ("inline", "process")
-        got = {}
-        for how in (first, second):
-            result = (ProcessExecutor(timeout_s=1800).run(case, policy, lambda p: None) if how == "process"
-                      else run_case(case, policy, isolation="inline"))
-            got[how] = result.stats.get("mean") if result.status == "ok" else None
+    # A forked worker (the default), a new interpreter (COMPILEBENCH_LAUNCH=exec) and this process, in turns.
+    forked, execd = ProcessExecutor(timeout_s=1800), ProcessExecutor(timeout_s=1800, fork=False)
+    got = {"forked": [], "exec": [], "inline": []}
+    for r in range(rounds):
+        order = ["forked", "exec", "inline"][r % 3:] + ["forked", "exec", "inline"][:r % 3]
+        for how in order:
+            if how == "inline":
+                result = run_case(case, policy, isolation="inline")
+            else:
+                (result,) = (forked if how == "forked" else execd).run(Job([case], policy), {}, lambda p: None)
             if result.status != "ok":
-                print(f"  round {r + 1}: {how} {result.status}: {result.message}\n{result.traceback or ''}")
-        if None in got.values():
-            continue
-        isolated.append(got["process"])
-        inline.append(got["inline"])
-        print(f"  round {r + 1}: fresh process {isolated[-1]:.2f} ms, in-process {inline[-1]:.2f} ms ({first} first)")
-    _report("3. ResNet-50 eager, process isolation / in-process", isolated, inline, "(target within a few %)")
+                print(f"  round {r + 1}: {how} {result.status}: {result.message}")
+            got[how].append(result.stats.get("mean"))
+        print(f"  round {r + 1}: forked worker {got['forked'][-1]:.2f} ms, new interpreter {got['exec'][-1]:.2f} ms, "
+              f"in-process {got['inline'][-1]:.2f} ms ({order[0]} first)")
+    _report("3. ResNet-50 eager, forked worker / in-process", got["forked"], got["inline"], "(target within a few %)")
+    _report("   ResNet-50 eager, forked worker / new interpreter", got["forked"], got["exec"], "(target within a few %)")
 
 
 def sweep(args: list[str], tree: str) -> None:

@@ -25,9 +25,9 @@ import sys
 import tempfile
 import time
 
-from compilebench import stats
+from compilebench import compiler_state
 from compilebench.executors import ProcessExecutor
-from compilebench.spec import Case, TimingPolicy, Variant
+from compilebench.spec import Case, Job, TimingPolicy, Variant
 
 # The independent stopwatch: nothing of compilebench's timing, only its model and input preparation.
 STOPWATCH = """
@@ -35,7 +35,7 @@ import json, sys, time
 import torch
 from compilebench import zoo
 from compilebench.spec import Case
-from compilebench.worker import _prepare
+from compilebench.forward import prepare as _prepare
 
 case = Case.from_dict(json.loads(sys.argv[1]))
 sync = torch.cuda.synchronize if case.device.startswith("cuda") else (lambda: None)
@@ -56,7 +56,7 @@ WATCHED = """
 import json, sys, time
 import torch
 from compilebench import variants, worker
-from compilebench.spec import Case, TimingPolicy
+from compilebench.spec import Case, Job, TimingPolicy
 
 case = Case.from_dict(json.loads(sys.argv[1]))
 sync = torch.cuda.synchronize if case.device.startswith("cuda") else (lambda: None)
@@ -76,8 +76,8 @@ def watched_apply(model, variant):
     return call
 
 variants.apply = watched_apply
-(r,) = worker.run_cases([case], TimingPolicy(iters=5, warmup=2), isolation="inline")
-assert r.status == "ok", (r.status, r.message, r.traceback)
+(r,) = worker.run_cases(Job([case], TimingPolicy(iters=5, warmup=2, min_iters=1)), isolation="inline")
+assert r.status == "ok", (r.status, r.message)
 print(json.dumps({"compile_s": r.compile_s, "first_call_s": r.first_call_s, "stopwatch_s": watch[0]}))
 """
 
@@ -96,10 +96,12 @@ def stopwatch_first_call_s(case: Case) -> float:
 
 
 def compilebench_result(cases: list[Case], policy: TimingPolicy):
-    results = ProcessExecutor(timeout_s=3600).run_group(cases, policy, lambda phase: None)
+    """One repeat (one fresh worker process) of the cases, each with its own cold compiler state."""
+    with tempfile.TemporaryDirectory(prefix="truth-state-") as state:
+        results = ProcessExecutor(timeout_s=3600).run(Job(cases, policy), compiler_state.env_for(state), lambda p: None)
     for r in results:
         if r.status != "ok":
-            sys.exit(f"{r.case.describe()}: {r.status}: {r.message}\n{r.traceback or ''}")
+            sys.exit(f"{r.case.describe()}: {r.status}: {r.message}")
     return results
 
 
@@ -138,11 +140,11 @@ def speedup_truth(model: str, device: str, runs: int, iters: int) -> None:
                 eager, compiled = compilebench_result(cases, policy)
             else:
                 (eager,), (compiled,) = (compilebench_result([c], policy) for c in cases)
-            s, low, high = stats.speedup_ci(eager.stats, compiled.stats)
+            s = eager.stats["mean"] / compiled.stats["mean"]  # one process each: a speed-up, and no interval
             speedups.append(s)
-            print(f"  {method} run {i + 1}: eager {eager.stats['mean']:.2f} ms (CV {eager.stats['cv'] * 100:.1f}%), "
-                  f"compiled {compiled.stats['mean']:.2f} ms (CV {compiled.stats['cv'] * 100:.1f}%): speed-up "
-                  f"{s:.3f} (95% CI {low:.3f}-{high:.3f}) [{time.monotonic() - t0:.0f} s]", flush=True)
+            print(f"  {method} run {i + 1}: eager {eager.stats['mean']:.2f} ms (CV within {eager.stats['within_cv'] * 100:.1f}%), "
+                  f"compiled {compiled.stats['mean']:.2f} ms (CV within {compiled.stats['within_cv'] * 100:.1f}%): "
+                  f"speed-up {s:.3f} [{time.monotonic() - t0:.0f} s]", flush=True)
         spread = statistics.stdev(speedups) / statistics.mean(speedups) if len(speedups) > 1 else float("nan")
         print(f"2. {model} {device} {method}: speed-up over {runs} runs: mean {statistics.mean(speedups):.3f}, "
               f"range {min(speedups):.3f}-{max(speedups):.3f}, run-to-run CV {spread * 100:.1f}%", flush=True)

@@ -135,12 +135,13 @@ def test_an_image_file_that_is_not_an_image_is_refused(tmp_path):
     assert p.returncode == 2 and "no such file" in p.stderr
 
 
-def test_another_image_can_be_given(tmp_path):
+def test_another_image_can_be_given(tmp_path, main_here):
     from PIL import Image
 
     Image.new("RGB", (300, 200), (200, 30, 60)).save(tmp_path / "red.png")
-    p = run_cli("run", "--model", "detr", "--tiny", "--image", "red.png", "--variant", "eager", "--iters", "2",
-                "--warmup", "0", "--device", "cpu", "--db", "r.db", "--isolation", "inline", "--quiet", cwd=tmp_path)
-    assert p.returncode == 0, p.stderr
+    code, out, err = main_here("run", "--model", "detr", "--tiny", "--image", "red.png", "--variant", "eager", "--iters",
+                               "2", "--warmup", "0", "--repeats", "1", "--device", "cpu", "--db", "r.db", "--isolation",
+                               "inline", "--quiet", "--format", "csv")
+    assert code == 0, err
     (result,) = rows(tmp_path / "r.db")
     assert result["status"] == "ok" and result["case"]["image"] == str(tmp_path / "red.png")

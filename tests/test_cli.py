@@ -70,29 +70,29 @@ def test_each_status_lands_in_the_store_and_the_table_and_the_sweep_goes_on(tmp_
     assert "2 were not run because an earlier repeat of the case failed" in p.stderr
 
 
-def test_finished_repeats_are_kept_more_repeats_are_added_and_rerun_measures_again(tmp_path):
+def test_finished_repeats_are_kept_more_repeats_are_added_and_rerun_measures_again(tmp_path, main_here):
     args = ["run", "--model", "fault-ok", "--variant", "eager", *QUICK, "--db", "r.db", "--isolation", "inline"]
-    assert run_cli(*args, "--repeats", "2", cwd=tmp_path).returncode == 0
-    again = run_cli(*args, "--repeats", "2", cwd=tmp_path)
-    assert again.returncode == 0 and "0 repeat(s) measured" in again.stderr and "2 stored earlier were kept" in again.stderr
-    more = run_cli(*args, "--repeats", "3", cwd=tmp_path)  # an inconclusive verdict's remedy: more repeats
-    assert more.returncode == 0 and "1 repeat(s) measured" in more.stderr
+    assert main_here(*args, "--repeats", "2")[0] == 0
+    code, _, err = main_here(*args, "--repeats", "2")
+    assert code == 0 and "0 repeat(s) measured" in err and "2 stored earlier were kept" in err
+    code, _, err = main_here(*args, "--repeats", "3")  # an inconclusive verdict's remedy: more repeats
+    assert code == 0 and "1 repeat(s) measured" in err
     (r,) = stored(tmp_path / "r.db")
     assert [rep["index"] for rep in r["repeats"]] == [1, 2, 3] and r["stats"]["repeats"] == 3
-    assert run_cli(*args, "--rerun", "--repeats", "1", cwd=tmp_path).returncode == 0
+    assert main_here(*args, "--rerun", "--repeats", "1")[0] == 0
     assert len(rows(tmp_path / "r.db")) == 2
 
 
-def test_a_budget_never_ends_a_repeat_before_min_iters(tmp_path):
+def test_a_budget_never_ends_a_repeat_before_min_iters(tmp_path, main_here):
     # issue 13: --max-time once ended a timed loop after 2 samples
-    p = run_cli("run", "--model", "fault-slow", "--variant", "eager", "--max-time", "0.001", "--warmup", "0",
-                "--repeats", "2", "--device", "cpu", "--isolation", "inline", "--db", "r.db", "--quiet", "--format", "csv",
-                cwd=tmp_path)
-    assert p.returncode == 0, p.stderr
+    code, out, err = main_here("run", "--model", "fault-slow", "--variant", "eager", "--max-time", "0.001", "--warmup",
+                               "0", "--repeats", "2", "--device", "cpu", "--isolation", "inline", "--db", "r.db",
+                               "--quiet", "--format", "csv")
+    assert code == 0, err
     (r,) = stored(tmp_path / "r.db")
     assert [len(rep["samples_ms"]) for rep in r["repeats"]] == [10, 10]
     assert all(rep["min_iters"] == 10 and rep["stopped_early"] for rep in r["repeats"])
-    assert "| 2 | 10/10 |" in p.stdout  # R and N in the details table
+    assert "| 2 | 10/10 |" in out  # R and N in the details table
 
 
 BAD_INPUTS = [
@@ -180,6 +180,9 @@ def test_env_prints_the_fingerprint(tmp_path):
 def test_models_lists_the_zoo(tmp_path):
     p = run_cli("models", cwd=tmp_path)
     assert p.returncode == 0
+    # the causal LMs, with their parameters and default prompt
+    assert "gemma-2b" in p.stdout and "2.51B" in p.stdout and "prompt 128 tokens" in p.stdout
+    assert "smollm2-135m" in p.stdout and "134.52M" in p.stdout
     assert re.search(r"resnet-50 +Image Classification/ResNet +image-classification +microsoft/resnet-50 +25\.56M +pixel_values 1x3x224x224", p.stdout)
     assert re.search(r"detr +Object Detection/DETR .* 41\.52M +pixel_mask 1x800x1066, pixel_values 1x3x800x1066", p.stdout)
     assert re.search(r"owlvit .* 153\.23M +pixel_values 1x3x768x768, input_ids 2x16, attention_mask 2x16", p.stdout)

@@ -84,16 +84,11 @@ def test_1_a_value_given_twice_is_measured_and_stored_once(tmp_path):
         ("fault-ok", 1), ("fault-slow", 1)]
 
 
-def _result_size(tmp_path) -> int:
-    """The bytes one stored result of the full-disk case takes."""
-    p = run_cli("run", "--model", "fault-ok", "--variant", "eager", "--iters", "3000", *QUICK, "--repeats", "1",
-                "--isolation", "inline", "--db", "probe.db", "--format", "csv", cwd=tmp_path)
-    assert p.returncode == 0, p.stderr
-    return len(json.dumps(stored(tmp_path / "probe.db")[0]))
-
-
-def test_2a_a_full_disk_while_storing_keeps_the_result_beside_the_file_and_the_next_run_stores_it(tmp_path):
-    size = _result_size(tmp_path)
+def test_2a_a_full_disk_while_storing_keeps_the_result_beside_the_file_and_the_next_run_stores_it(tmp_path, main_here):
+    code, _, err = main_here("run", "--model", "fault-ok", "--variant", "eager", "--iters", "3000", *QUICK, "--repeats",
+                             "1", "--isolation", "inline", "--db", "probe.db", "--format", "csv")
+    assert code == 0, err
+    size = len(json.dumps(stored(tmp_path / "probe.db")[0]))  # the bytes one stored result takes
     args = ["run", "--model", "fault-ok", "--variant", "eager", "--iters", "3000", *QUICK, "--repeats", "1",
             "--isolation", "inline", "--db", "r.db", "--format", "csv"]
     # Measured with SQLite's WAL: the schema and the claim take about 62 KiB of WAL, storing the result adds its
@@ -109,10 +104,9 @@ def test_2a_a_full_disk_while_storing_keeps_the_result_beside_the_file_and_the_n
     unsaved = list((tmp_path / "r.db.unsaved").iterdir())
     assert len(unsaved) == 1
     measured = json.loads(unsaved[0].read_text())
-    again = run_cli(*args, cwd=tmp_path)  # room again: it is stored first, and not measured twice
-    assert again.returncode == 0, again.stderr
-    assert "1 result(s) an earlier run could not store were stored now" in again.stderr
-    assert "0 repeat(s) measured" in again.stderr
+    code, _, err = main_here(*args)  # room again: it is stored first, and not measured twice
+    assert code == 0, err
+    assert "1 result(s) an earlier run could not store were stored now" in err and "0 repeat(s) measured" in err
     (r,) = stored(tmp_path / "r.db")
     assert r["repeats"][0]["samples_ms"] == measured["repeats"][0]["samples_ms"]
     assert not (tmp_path / "r.db.unsaved").exists()
@@ -160,7 +154,7 @@ def test_4_a_read_only_results_file_is_reported_and_a_run_says_why_it_cannot_add
         assert p.returncode == 2 and "is read-only" in p.stderr
 
 
-def test_5_crashed_repeats_are_retried_on_resume_and_errors_with_retry_failed(tmp_path):
+def test_5_crashed_repeats_are_retried_on_resume_and_errors_with_retry_failed(tmp_path, main_here, monkeypatch):
     args = ["run", "--model", "fault-flaky", "--variant", "eager", "--iters", "3", *QUICK, "--repeats", "1", "--db",
             "r.db", "--format", "csv"]
     crash = run_cli(*args, cwd=tmp_path, env={**os.environ, "COMPILEBENCH_FAULT_MODE": "crash"})
@@ -171,13 +165,15 @@ def test_5_crashed_repeats_are_retried_on_resume_and_errors_with_retry_failed(tm
     assert [r["status"] for r in stored(tmp_path / "r.db")] == ["ok"]
 
     args[args.index("r.db")] = "e.db"
-    args.insert(1, "--isolation=inline")  # an error needs no process of its own
-    run_cli(*args, cwd=tmp_path, env={**os.environ, "COMPILEBENCH_FAULT_MODE": "error"})
-    kept = run_cli(*args, cwd=tmp_path)
-    assert "1 that failed earlier (error, oom) were left as they are (--retry-failed tries them again)" in kept.stderr
+    args.insert(1, "--isolation=inline")  # an error needs no process of its own: this one runs here
+    monkeypatch.setenv("COMPILEBENCH_FAULT_MODE", "error")
+    main_here(*args)
+    monkeypatch.delenv("COMPILEBENCH_FAULT_MODE")
+    code, out, err = main_here(*args)
+    assert "1 that failed earlier (error, oom) were left as they are (--retry-failed tries them again)" in err
     assert [r["status"] for r in stored(tmp_path / "e.db")] == ["error"]
-    again = run_cli(*args, "--retry-failed", cwd=tmp_path)
-    assert again.returncode == 0 and [r["status"] for r in stored(tmp_path / "e.db")] == ["ok"]
+    code, out, err = main_here(*args, "--retry-failed")
+    assert code == 0 and [r["status"] for r in stored(tmp_path / "e.db")] == ["ok"]
     (r,) = stored(tmp_path / "e.db")
     assert len(r["repeats"]) == 1  # the retry replaced the failed repeat
 
@@ -203,17 +199,15 @@ def test_7_an_output_folder_that_cannot_be_written_is_one_line_for_run_and_repor
     assert sorted(os.listdir(tmp_path)) == ["afile", "r.db"]
 
 
-@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_8_sigint_and_sigterm_keep_every_finished_repeat_and_a_resume_runs_only_the_rest(tmp_path, sig, code):
+def test_8_sigterm_keeps_every_finished_repeat_and_a_resume_runs_only_the_rest(tmp_path):
     fifo = Fifo(tmp_path / "fifo")
-    args = ["run", "--model", "fault-handshake", "--batch-size", "1", "2", "--variant", "eager", "--iters", "3",
+    args = ["run", "--model", "fault-handshake", "--variant", "eager", "--iters", "3",
             *QUICK, "--repeats", "3", "--db", "r.db", "--format", "csv"]
     run = start(args, tmp_path, env={"COMPILEBENCH_FAULT_FIFO": fifo.path})
-    seen = [fifo.next() for _ in range(3)]  # batch 1's repeats 1, 2 and 3 are timing in turn
-    assert [b for _, b in seen] == [1, 1, 1]
-    run.send_signal(sig)  # while repeat 3 of batch 1 runs: repeats 1 and 2 are stored
+    seen = [fifo.next() for _ in range(3)]  # repeats 1, 2 and 3 are timing in turn
+    run.send_signal(signal.SIGTERM)  # while repeat 3 runs: repeats 1 and 2 are stored
     out, err = run.communicate(timeout=120)
-    assert run.returncode == code, err
+    assert run.returncode == 143, err
     assert "interrupted: run the same command again to resume: compilebench run" in err
     (kept,) = stored(tmp_path / "r.db")
     assert [rep["index"] for rep in kept["repeats"]] == [1, 2]
@@ -221,10 +215,34 @@ def test_8_sigint_and_sigterm_keep_every_finished_repeat_and_a_resume_runs_only_
 
     resumed = run_cli(*args, cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
-    assert "4 repeat(s) measured" in resumed.stderr and "2 stored earlier were kept" in resumed.stderr
-    final = stored(tmp_path / "r.db")
-    assert [(r["case"]["batch_size"], [rep["index"] for rep in r["repeats"]]) for r in final] == [(1, [1, 2, 3]), (2, [1, 2, 3])]
-    assert final[0]["repeats"][:2] == kept["repeats"]  # kept as they were: nothing measured twice
+    assert "1 repeat(s) measured" in resumed.stderr and "2 stored earlier were kept" in resumed.stderr
+    (final,) = stored(tmp_path / "r.db")
+    assert [rep["index"] for rep in final["repeats"]] == [1, 2, 3]
+    assert final["repeats"][:2] == kept["repeats"]  # kept as they were: nothing measured twice
+
+
+def test_8_sigint_stops_a_run_as_sigterm_does(tmp_path, main_here, monkeypatch):
+    """Ctrl-C, here to a run in this process (the worker inline): the same path, exit 130."""
+    import threading
+
+    fifo = Fifo(tmp_path / "fifo")
+    monkeypatch.setenv("COMPILEBENCH_FAULT_FIFO", fifo.path)
+
+    def interrupt_at_repeat_2():
+        fifo.next()
+        fifo.next()  # repeat 2 is timing: repeat 1 is stored
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt_at_repeat_2, daemon=True).start()
+    args = ["run", "--model", "fault-handshake", "--variant", "eager", "--iters", "3", *QUICK, "--repeats", "2",
+            "--isolation", "inline", "--db", "r.db", "--format", "csv"]
+    code, out, err = main_here(*args)
+    assert code == 130 and "interrupted: run the same command again to resume" in err, err
+    assert [[rep["index"] for rep in r["repeats"]] for r in stored(tmp_path / "r.db")] == [[1]]
+    monkeypatch.delenv("COMPILEBENCH_FAULT_FIFO")
+    code, out, err = main_here(*args)
+    assert code == 0 and "1 repeat(s) measured" in err
+    assert [[rep["index"] for rep in r["repeats"]] for r in stored(tmp_path / "r.db")] == [[1, 2]]
 
 
 def test_9_every_numeric_option_is_range_checked_before_anything_is_written(tmp_path, main_here):

@@ -90,18 +90,30 @@ def test_gpu_cases_share_the_cpu_with_each_other_but_not_with_a_cpu_case():
 
 
 def test_two_runs_on_one_results_file_measure_each_repeat_once_and_never_time_at_once(tmp_path):
-    fifo = tmp_path / "fifo"
+    fifo, reply = tmp_path / "fifo", tmp_path / "reply"
     os.mkfifo(fifo)
+    os.mkfifo(reply)
     args = ["run", "--model", "fault-handshake", "fault-slow", "--variant", "eager", "--iters", "3", "--warmup", "0",
             "--min-iters", "1", "--repeats", "2", "--device", "cpu", "--db", "r.db", "--format", "csv", "--quiet"]
     first = subprocess.Popen([sys.executable, "-m", "compilebench", *args], cwd=tmp_path, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, env={**os.environ, "COMPILEBENCH_FAULT_FIFO": str(fifo)})
-    with open(fifo) as f:  # the handshake: the first run's first worker is timing, holding the CPU
-        first_worker = int(f.readline().split()[0])
-        second = run_cli(*args, cwd=tmp_path)  # the FIFO stays open for the first run's later workers
+                             stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "COMPILEBENCH_FAULT_FIFO": str(fifo), "COMPILEBENCH_FAULT_REPLY": str(reply)})
+    with open(fifo) as told, open(reply, "w") as go:  # the first run's worker holds the CPU, paused
+        told.readline()
+        second = subprocess.Popen([sys.executable, "-m", "compilebench", *args], cwd=tmp_path, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        said = []
+        for line in second.stderr:  # it leaves the first run's claim alone, claims the next repeat, finds the CPU taken
+            said.append(line)
+            if line.startswith("waiting for cpu"):
+                break
+        assert said[0].startswith("fault-handshake b1 eager repeat 1 is being measured by another run"), said
+        assert said[-1].startswith(f"waiting for cpu: run by pid {first.pid} since "), said
+        go.write("go\n" * 4)  # the first run's worker (and any later one of it) goes on
+        go.flush()
         out, err = first.communicate(timeout=300)
-    assert first.returncode == 0 and second.returncode == 0, (err, second.stderr)
-    assert "waiting for cpu: run by pid" in second.stderr  # it said why it waited
+        out2, err2 = second.communicate(timeout=300)
+    assert first.returncode == 0 and second.returncode == 0, (err, err2)
     conn = sqlite3.connect(tmp_path / "r.db")
     results = [json.loads(r[0]) for r in conn.execute("SELECT data FROM results")]
     assert sorted(r["case"]["model"] for r in results) == ["fault-handshake", "fault-slow"]  # each case once
@@ -109,9 +121,8 @@ def test_two_runs_on_one_results_file_measure_each_repeat_once_and_never_time_at
     assert sorted(rep["index"] for rep in repeats) == [1, 1, 2, 2]  # each repeat once
     loops = sorted((rep["loop_started_at"], rep["loop_ended_at"]) for rep in repeats)
     assert all(a_end <= b_start for (_, a_end), (b_start, _) in zip(loops, loops[1:])), loops  # never at once
-    assert first_worker
-    measured = [int(line.split()[0]) for line in (err + second.stderr).splitlines() if "repeat(s) measured" in line]
-    assert sum(measured) == 4  # shared between the two runs
+    measured = [int(line.split()[0]) for line in (err + err2).splitlines() if "repeat(s) measured" in line]
+    assert sum(measured) == 4 and all(measured)  # both runs measured: the work was shared
 
 
 def test_the_driver_never_touches_cuda(main_here, monkeypatch):

@@ -95,6 +95,14 @@ def benchmark(model, *, inputs: str | Callable[[int], dict] | None = None, varia
     if isinstance(settings.get("inductor_options"), dict):
         settings["inductor_options"] = tuple(settings["inductor_options"].items())
     name, inputs_ref, inline = _model_name(model, inputs)
+    try:
+        return _benchmark(name, inputs_ref, inline, variants, batch_sizes, device, timing, db, quiet, settings)
+    finally:
+        if inline:
+            zoo.REGISTRY.pop(name, None)  # registered for this call only
+
+
+def _benchmark(name, inputs_ref, inline, variants, batch_sizes, device, timing, db, quiet, settings) -> Results:
     spec = specmod.RunSpec(models=(name,), batch_sizes=tuple(batch_sizes), variants=tuple(variants), device=device,
                            inputs=inputs_ref, timing=timing, isolation="inline" if inline else "process", **settings)
     from compilebench import variants as variantsmod

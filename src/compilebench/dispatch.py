@@ -81,6 +81,7 @@ class Slot:
     run: Run
     cancel: Callable[[], None] = lambda: None
     locks: list[tuple[str, bool]] = field(default_factory=list)
+    prepare: Callable[[list[int]], None] = lambda repeats: None  # start what these repeats will need, up front
 
     def execute(self, unit: Unit, work: Work, progress: Progress) -> list[Result]:
         job = dataclasses.replace(work.job, cases=[dataclasses.replace(c, device=self.device) for c in work.job.cases])
@@ -100,6 +101,8 @@ class LocalPool:
         self.slots = slots
 
     def run(self, units: list[Unit], open_unit: OpenUnit, progress: Progress, deliver: Deliver) -> None:
+        for slot in self.slots:
+            slot.prepare([u.repeat for u in units])
         if len(self.slots) == 1:
             slot = self.slots[0]
             for unit in units:
@@ -187,5 +190,5 @@ def gpu_slots(gpus: list[int], timeout_s: float | None, gpu_ids: dict[int, str] 
                        TORCHINDUCTOR_COMPILE_THREADS=threads)
         executor = ProcessExecutor(timeout_s, env=env)
         slots.append(Slot(f"cuda:{gpu}", "cuda:0", executor.run, executor.cancel,
-                          locks.names_for(f"cuda:{gpu}", gpu_ids.get(gpu))))
+                          locks.names_for(f"cuda:{gpu}", gpu_ids.get(gpu)), executor.start_launchers))
     return slots

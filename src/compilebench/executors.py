@@ -61,7 +61,7 @@ class ProcessExecutor:
         self.fork = fork and launcher.enabled()  # forked by a launcher (many jobs), or a new interpreter per job
         self._live: set[int] = set()  # process groups of running workers, for cancel()
         self._cancelled: set[int] = set()
-        self._launcher: launcher.Launcher | None = None
+        self._launchers: dict[int, launcher.Launcher] = {}  # one per repeat index
 
     def cancel(self) -> None:
         """Kill every worker this executor is running (from another thread: a sweep being interrupted)."""
@@ -78,17 +78,34 @@ class ProcessExecutor:
                 json.dump(job.to_dict(), f)
             return self._run_worker(job, job_path, result_path, os.path.join(tmp, "worker.log"), env, on_phase)
 
-    def _spawn(self, job_path: str, result_path: str, env: dict, write_fd: int, log) -> tuple[int, Callable[[], int]]:
-        """Start the worker; returns its pid and a blocking wait for its exit code."""
-        if self.fork:
-            if self._launcher is None:
-                self._launcher = launcher.Launcher(self.env)
-                weakref.finalize(self, self._launcher.close)
+    def start_launchers(self, repeats: list[int]) -> None:
+        """Start the launchers these repeats will use, all at once, before anything is measured: their imports
+        overlap each other instead of following one another."""
+        if not self.fork:
+            return
+        for repeat in sorted(set(repeats)):
+            if repeat <= launcher.MAX_LAUNCHERS and repeat not in self._launchers:
+                started = self._launchers[repeat] = launcher.Launcher(self.env)
+                weakref.finalize(self, started.close)
+        for started in self._launchers.values():
+            started.wait_ready()
+
+    def _spawn(self, job: Job, job_path: str, result_path: str, env: dict, write_fd: int, log) -> tuple[int, Callable[[], int]]:
+        """Start the worker; returns its pid and a blocking wait for its exit code. Repeat i of every case is forked
+        by launcher i: processes forked from one launcher share its memory layout and measured closer to each other
+        than separate processes do (an A/A test called them different), so the repeats of a case come from
+        different launchers, as independent as new interpreters. Beyond launcher.MAX_LAUNCHERS repeats, new
+        interpreters."""
+        if self.fork and job.repeat <= launcher.MAX_LAUNCHERS:
+            if job.repeat not in self._launchers:
+                started = self._launchers[job.repeat] = launcher.Launcher(self.env)
+                weakref.finalize(self, started.close)
+            chosen = self._launchers[job.repeat]
             try:
-                pid = self._launcher.start([job_path, result_path], env, write_fd, log.fileno())
-                return pid, lambda: self._launcher.wait(pid)
+                pid = chosen.start([job_path, result_path], env, write_fd, log.fileno())
+                return pid, lambda: chosen.wait(pid)
             except launcher.LauncherDied:
-                self._forget_launcher()
+                self._forget_launcher(job.repeat)
                 raise
         proc = subprocess.Popen(
             [sys.executable, "-m", "compilebench.worker", job_path, result_path, str(write_fd)],
@@ -101,17 +118,17 @@ class ProcessExecutor:
         )
         return proc.pid, proc.wait
 
-    def _forget_launcher(self) -> None:
-        """After an interruption or a failure the launcher may be out of step: the next job starts another."""
-        if self._launcher is not None:
-            self._launcher.close()
-            self._launcher = None
+    def _forget_launcher(self, repeat: int) -> None:
+        """After an interruption or a failure a launcher may be out of step: the next job starts another."""
+        gone = self._launchers.pop(repeat, None)
+        if gone is not None:
+            gone.close()
 
     def _run_worker(self, job, job_path, result_path, log_path, env, on_phase) -> list[Result]:
         read_fd, write_fd = os.pipe()
         with open(log_path, "wb") as log:
             try:
-                pid, wait = self._spawn(job_path, result_path, env, write_fd, log)
+                pid, wait = self._spawn(job, job_path, result_path, env, write_fd, log)
             except launcher.LauncherDied as exc:
                 os.close(write_fd)
                 os.close(read_fd)
@@ -135,11 +152,11 @@ class ProcessExecutor:
         try:
             returncode = wait()  # blocks: the driver takes no CPU while the case runs
         except launcher.LauncherDied:  # the launcher was killed, and its worker with it
-            self._forget_launcher()
+            self._forget_launcher(job.repeat)
             returncode = -signal.SIGKILL
         except BaseException:  # Ctrl-C: take the worker and its compile workers down, keep nothing half-done
             _kill_group(pid)
-            self._forget_launcher()
+            self._forget_launcher(job.repeat)
             raise
         finally:
             if timer:

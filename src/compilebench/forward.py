@@ -10,7 +10,7 @@ import contextlib
 from compilebench import correctness, timing, variants
 from compilebench.recording import judge, peak_memory, record, reset_peak_memory
 from compilebench.result import Repeat, Result
-from compilebench.spec import Case, TimingPolicy
+from compilebench.spec import Case, Job
 from compilebench.zoo.entry import default_image_path, load_image
 
 
@@ -41,16 +41,17 @@ def _flop_counter(count: bool):
     return FlopCounterMode(display=False) if count else contextlib.nullcontext()
 
 
-def run(entry, results: list[Result], policy: TimingPolicy, clock: timing.HostClock, watch, enter, count_flops: bool) -> None:
+def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, enter) -> None:
     """Measure one case, or (--interleave) the variants of one model and batch in alternating blocks on one
     model. Fills each result's repeat; raises on a failure of the case (the worker records it)."""
+    policy, count_flops = job.policy, job.count_flops
     cases = [r.case for r in results]
     first = cases[0]
     enter("build")
     model, inputs = prepare(entry, first)
     compiled = [c for c in cases if c.variant.compiled]
     reference, flops = None, None
-    if compiled:
+    if compiled and (job.check or count_flops):
         enter("eager reference")
         with _flop_counter(count_flops) as counter:  # the reference call is counted, not repeated
             reference = correctness.snapshot(model(**inputs))
@@ -95,6 +96,10 @@ def run(entry, results: list[Result], policy: TimingPolicy, clock: timing.HostCl
                                                                  compile_stats.cache_hits)
             rep.graph_breaks, rep.break_reasons = compile_stats.graph_breaks, compile_stats.break_reasons
             rep.recompiles_in_timed_loop = m.recompiles
-            verdict = correctness.check(reference, correctness.snapshot(fns[r.case.variant.label](**inputs)), r.case.dtype)
-            rep.max_abs_err, rep.max_rel_err, rep.agreement = verdict.max_abs_err, verdict.max_rel_err, verdict.agreement
-            judge(rep, m.recompiles, verdict.problems)
+            problems = []
+            if job.check:
+                verdict = correctness.check(reference, correctness.snapshot(fns[r.case.variant.label](**inputs)),
+                                            r.case.dtype)
+                rep.max_abs_err, rep.max_rel_err, rep.agreement = verdict.max_abs_err, verdict.max_rel_err, verdict.agreement
+                problems = verdict.problems
+            judge(rep, m.recompiles, problems)

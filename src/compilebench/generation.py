@@ -12,7 +12,7 @@ from __future__ import annotations
 from compilebench import correctness, timing, variants
 from compilebench.recording import judge, peak_memory, reset_peak_memory
 from compilebench.result import Repeat, Result
-from compilebench.spec import Case, TimingPolicy
+from compilebench.spec import Case, Job
 
 
 class _Stamps:
@@ -79,18 +79,21 @@ def _tokens_and_logits(call, prompt_len: int):
     return out.sequences[:, prompt_len:].clone(), [step.detach().clone() for step in out.logits]
 
 
-def run(entry, results: list[Result], policy: TimingPolicy, clock: timing.HostClock, watch, enter, count_flops: bool) -> None:
+def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, enter) -> None:
     import torch
 
+    policy = job.policy
     cases = [r.case for r in results]
     first = cases[0]
     enter("build")
     model, input_ids = prepare(entry, first)
     new_tokens, prompt_len = first.new_tokens, input_ids.shape[1]
-    enter("eager reference")
-    baseline = _caller(model, input_ids, generation_config(model, new_tokens, None), None)
-    ref_tokens, ref_logits = _tokens_and_logits(baseline, prompt_len)
-    variants.reset_dynamo()  # the reference compiled nothing, and nothing it did may count
+    check = job.check and any(c.variant.compiled or c.variant.cache == "static" for c in cases)
+    if check:
+        enter("eager reference")
+        baseline = _caller(model, input_ids, generation_config(model, new_tokens, None), None)
+        ref_tokens, ref_logits = _tokens_and_logits(baseline, prompt_len)
+        variants.reset_dynamo()  # the reference compiled nothing, and nothing it did may count
     reset_peak_memory(first.device)
     calls = {}
     for c in cases:
@@ -125,7 +128,7 @@ def run(entry, results: list[Result], policy: TimingPolicy, clock: timing.HostCl
         if r.case.variant.compiled:
             rep.compile_s, rep.compile_cache_hits = stats_after.compile_s, stats_after.cache_hits
             rep.graph_breaks, rep.break_reasons = stats_after.graph_breaks, stats_after.break_reasons
-        if r.case.variant.compiled or r.case.variant.cache == "static":
+        if check and (r.case.variant.compiled or r.case.variant.cache == "static"):
             tokens, logits = _tokens_and_logits(calls[name], prompt_len)
             verdict = correctness.check_generation(ref_tokens, ref_logits, tokens, logits, r.case.dtype)
             rep.max_abs_err, rep.max_rel_err, rep.agreement = verdict.max_abs_err, verdict.max_rel_err, verdict.agreement

@@ -58,6 +58,7 @@ class Repeat:
     flags: list[str] = field(default_factory=list)  # busy, throttled, noisy
     generation: dict = field(default_factory=dict)  # text generation: per-call prefill / decode samples, first calls
     cpus: int | None = None  # CPU cores the worker could run on
+    phases: dict = field(default_factory=dict)  # seconds the worker spent in each phase, from its start
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self):

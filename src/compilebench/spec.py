@@ -197,24 +197,27 @@ class TimingPolicy:
 @dataclass
 class Job:
     """What one worker process measures: the cases (one, or an interleaved group), which repeat, the on-disk
-    compiler state it starts from, and whether to count FLOPs (once per case is enough)."""
+    compiler state it starts from, and whether to count FLOPs and check outputs (once per case is enough for
+    FLOPs; once per case and compiler state for outputs: a repeat compiled from the same warm cache runs the
+    same code)."""
 
     cases: list[Case]
     policy: TimingPolicy
     repeat: int = 1
     compile_cache: str | None = None  # cold, warm or dir: the state of the compiler folders it was given
     count_flops: bool = True
+    check: bool = True  # compare compiled outputs with eager's (once per case and compiler state is enough)
 
     def to_dict(self) -> dict:
         return {"cases": [c.to_dict() for c in self.cases], "policy": dataclasses.asdict(self.policy), "repeat": self.repeat,
-                "compile_cache": self.compile_cache, "count_flops": self.count_flops}
+                "compile_cache": self.compile_cache, "count_flops": self.count_flops, "check": self.check}
 
     @classmethod
     def from_dict(cls, d: dict) -> Job:
         known = {f.name for f in dataclasses.fields(TimingPolicy)}
         policy = TimingPolicy(**{k: v for k, v in d["policy"].items() if k in known})
         return cls([Case.from_dict(c) for c in d["cases"]], policy, d.get("repeat", 1), d.get("compile_cache"),
-                   d.get("count_flops", True))
+                   d.get("count_flops", True), d.get("check", True))
 
 
 @dataclass(frozen=True)

@@ -228,7 +228,8 @@ def run(spec: RunSpec, store: Store, dispatcher: Dispatcher, targets: list[Targe
         stored = [p.stored.get((c.key(), unit.target.resume_id)) or {} for c in todo]
         count_flops = any(s.get("flops") is None for s in stored)
         env, cache = _compiler_env(spec.compile_cache, states, state_name(groups[unit.group], unit.target))
-        return Work(Job(todo, spec.timing, unit.repeat, cache, count_flops), env)
+        check = cache == "cold" or not all(_checked(s, cache) for s in stored)
+        return Work(Job(todo, spec.timing, unit.repeat, cache, count_flops, check), env)
 
     def _release_state(unit: Unit) -> None:
         folder = state_name(groups[unit.group], unit.target)
@@ -270,6 +271,12 @@ def run(spec: RunSpec, store: Store, dispatcher: Dispatcher, targets: list[Targe
         with contextlib.suppress(sqlite3.Error):
             store.release_claims()
     return outcome
+
+
+def _checked(stored: dict, cache: str) -> bool:
+    """Whether a stored result already compared a compiled output with eager's from this compiler state."""
+    return any(r.get("compile_cache") == cache and (r.get("max_abs_err") is not None or r.get("status") == "mismatch")
+               for r in stored.get("repeats", []))
 
 
 def _compiler_env(mode: str, states: compiler_state.StateFolders, name: str) -> tuple[dict[str, str], str]:

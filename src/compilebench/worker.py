@@ -14,6 +14,7 @@ import json
 import os
 import signal
 import sys
+import time
 import traceback
 import uuid
 from dataclasses import asdict
@@ -79,11 +80,13 @@ def run_cases(
     process = uuid.uuid4().hex  # the variants of an interleaved process share it: their repeats pair up
     results = [Result(c, [Repeat(index=job.repeat, process=process, compile_cache=job.compile_cache or c.compile_cache)],
                       isolation=isolation, timing_policy=asdict(job.policy)) for c in cases]
-    phase = "setup"
+    phase, since, spent = "setup", time.perf_counter(), {}
 
     def enter(p: str) -> None:
-        nonlocal phase
-        phase = p
+        nonlocal phase, since
+        now = time.perf_counter()
+        spent[phase] = spent.get(phase, 0.0) + now - since
+        phase, since = p, now
         on_phase(p)
 
     try:
@@ -97,11 +100,13 @@ def run_cases(
                 r.inline_model = entry.in_process_only
             variants.reset_dynamo()
             unit = generation if entry.task == zoo.TEXT_GENERATION else forward
-            unit.run(entry, results, job.policy, clock, watch or recording.make_watch(first.device), enter, job.count_flops)
+            unit.run(entry, results, job, clock, watch or recording.make_watch(first.device), enter)
     except Exception as exc:  # a failing case is a result, never the end of the sweep
         for r in results:
             failed(r.repeats[0], exc, phase, r.case)
+    spent[phase] = spent.get(phase, 0.0) + time.perf_counter() - since
     for r in results:
+        r.repeats[0].phases = {k: round(v, 4) for k, v in spent.items()}
         r.derive()
     return results
 

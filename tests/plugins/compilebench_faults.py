@@ -53,7 +53,7 @@ class Small(nn.Module):
                 reply = os.environ.get("COMPILEBENCH_FAULT_REPLY")
                 if reply:
                     with open(reply) as f:
-                        f.read()
+                        f.readline()  # a line from the test: go on
         if self.behaviour == "flaky":  # fails the way COMPILEBENCH_FAULT_MODE says, this run only
             mode = os.environ.get("COMPILEBENCH_FAULT_MODE")
             if mode == "crash":

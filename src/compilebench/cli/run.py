@@ -200,7 +200,7 @@ def this_device(spec: specmod.RunSpec) -> tuple[specmod.RunSpec, dispatch.Dispat
     executor = executors.make(spec.isolation, spec.timeout_s)
     gpu_id = found["gpu_ids"].get(int(device.split(":")[1])) if device.startswith("cuda") else None
     slot = dispatch.Slot(device, device, executor.run, getattr(executor, "cancel", lambda: None),
-                         locks.names_for(device, gpu_id))
+                         locks.names_for(device, gpu_id), getattr(executor, "start_launchers", lambda repeats: None))
     return (dataclasses.replace(spec, device=device), dispatch.LocalPool([slot]),
             [dispatch.Target(device, envinfo.machine_id(env), env)])
 

@@ -1,0 +1,57 @@
+"""Does a verdict survive an A/A test? Prints figures; asserts nothing.
+
+The same case is measured as A and as B in K independent invocations each (`compilebench run`, alternating A,
+B, A, B, ... so drift hits both alike), each into its own results file. Each pair (A_i, B_i) is compared as
+`compilebench compare` does: B's time over A's from both sides' per-process means, its 95% interval and the
+verdict at --min-effect. A and B are the same thing, so the goal (issue 13) is 0 `faster` and 0 `slower`.
+
+Usage: python benchmarks/aa.py [--k 5] [--model resnet-50] [--variant eager] [--iters 100] [--extra "--repeats 3"]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import tempfile
+from collections import Counter
+
+from _runs import TREE, cli, results
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--k", type=int, default=5)
+    ap.add_argument("--model", default="resnet-50")
+    ap.add_argument("--variant", default="eager")
+    ap.add_argument("--iters", type=int, default=100)
+    ap.add_argument("--min-effect", type=float, default=0.02)
+    ap.add_argument("--extra", default="", help="more options for every run")
+    ap.add_argument("--tree", default=TREE)
+    args = ap.parse_args()
+
+    from compilebench.report import data
+
+    got = {"A": [], "B": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(args.k):
+            for side in ("A", "B"):
+                db = f"{tmp}/{side}{i}.db"
+                cli("run", "--model", args.model, "--variant", args.variant, "--iters", args.iters, "--device", "cpu",
+                    "--db", db, "--quiet", "--format", "csv", *shlex.split(args.extra), tree=args.tree, cwd=tmp)
+                (r,) = results(db)
+                got[side].append(r)
+    verdicts = Counter()
+    for i, (a, b) in enumerate(zip(got["A"], got["B"])):
+        s = data.speedup(a, b, args.min_effect)  # A's time over B's: how B reads against A
+        verdicts[s.verdict] += 1
+        low = f"{1 / s.high:.3f}" if s.high else "-"
+        high = f"{1 / s.low:.3f}" if s.low else "-"
+        print(f"pair {i + 1}: A {a['stats']['mean']:.2f} ms, B {b['stats']['mean']:.2f} ms; B/A {1 / s.value:.3f} "
+              f"(95% CI {low} to {high}): {s.verdict}")
+    wrong = verdicts["faster"] + verdicts["slower"]
+    print(f"A/A: {wrong} faster/slower verdict(s) in {args.k} pairs (goal 0); "
+          + ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items())))
+
+
+if __name__ == "__main__":
+    main()

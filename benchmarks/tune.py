@@ -1,0 +1,75 @@
+"""Does `compilebench tune` find the fastest configuration without measuring them all? Prints figures; asserts
+nothing.
+
+1. The grid: every configuration of tune's space for the model on this device, each measured as deeply as tune's
+   final rung measures its finalists (three repeats, the final timing), beside eager. The best is the truth.
+2. `compilebench tune` with a quarter of the grid's wall time as its budget, into another results file.
+3. Where tune's pick stands in the grid: its grid speed-up over the grid's best. Goal (issue 17): within 5%.
+
+Usage: python benchmarks/tune.py [--model resnet-50] [--batch-size 1] [--tiny]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import tempfile
+import time
+
+from _runs import TREE, cli, results
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default="resnet-50")
+    ap.add_argument("--batch-size", type=int, default=1)
+    ap.add_argument("--tiny", action="store_true")
+    args = ap.parse_args()
+
+    from compilebench import compiler_state, spec as specmod, store as storemod, sweep, tune, zoo
+    from compilebench.cli.run import this_device
+    from compilebench.report import data
+
+    entry = zoo.get(args.model)
+    spec = specmod.RunSpec(models=(args.model,), batch_sizes=(args.batch_size,), device="cpu",
+                           model_size="tiny" if args.tiny else "full")
+    spec, dispatcher, (target,) = this_device(spec)
+    base = spec.cases()[0]
+    configs = tune.space("cpu", vision=not isinstance(entry, zoo.TextGenerationEntry))
+    _, repeats, _, policy = tune.RUNGS[-1]
+    grid = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        states = compiler_state.StateFolders()
+        t0 = time.monotonic()
+        with storemod.Store.open(f"{tmp}/grid.db") as store:
+            for config in configs:
+                cases = [base, config.case(base)]
+                sweep.run(dataclasses.replace(spec, repeats=repeats, timing=policy), store, dispatcher, [target],
+                          cases=cases, states=states, quiet=True)
+                eager = store.latest(base.key(), target.resume_id)
+                r = store.latest(cases[1].key(), target.resume_id)
+                s = data.speedup(eager, r)
+                grid[config] = (r, s)
+                print(f"grid: {config.describe():60s} {r['status']:8s} "
+                      + (f"{s.value:.3f}x ({s.low:.3f}-{s.high:.3f}) {s.verdict}" if s else r.get("message") or ""))
+        grid_s = time.monotonic() - t0
+        states.close()
+        ok = {c: s for c, (r, s) in grid.items() if s is not None}
+        best = max(ok, key=lambda c: ok[c].value)
+        print(f"1. grid: {len(configs)} configurations in {grid_s:.0f} s; best {best.describe()} at {ok[best].value:.3f}x")
+
+        budget = grid_s / 4
+        wall, p = cli("tune", "--model", args.model, "--batch-size", args.batch_size, "--device", "cpu",
+                      "--budget", f"{budget:.0f}s", "--db", f"{tmp}/tune.db", "--quiet",
+                      *(["--tiny"] if args.tiny else []), cwd=tmp)
+        print(p.stdout)
+        pick_line = next(line for line in p.stdout.splitlines() if line.startswith(("Fastest", "Nothing")))
+        print(f"2. tune with a budget of {budget:.0f} s took {wall:.0f} s: {pick_line}")
+        picked = next(c for c in configs if f": {c.describe()}:" in pick_line or f"was {c.describe()}:" in pick_line)
+        ratio = ok[picked].value / ok[best].value if picked in ok else 0.0
+        print(f"3. tune's pick {picked.describe()} is at {ok.get(picked).value if picked in ok else 0:.3f}x in the grid: "
+              f"{ratio:.3f} of the grid's best (goal >= 0.95)")
+
+
+if __name__ == "__main__":
+    main()
