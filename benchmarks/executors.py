@@ -14,6 +14,7 @@ Usage: python benchmarks/executors.py [--rounds 2] [--device cpu] [--ray-cpus-pe
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sqlite3
 import statistics
@@ -24,7 +25,8 @@ import time
 
 # 4 tiny models of the guide's architectures x eager/default = 8 cases, short timed loops.
 SWEEP = ["--model", "resnet-50", "--model", "vit", "--model", "convnext", "--model", "segformer",
-         "--variant", "eager", "default", "--tiny", "--iters", "20", "--warmup", "2", "--quiet", "--format", "md"]
+         "--variant", "eager", "default", "--tiny", "--iters", "20", "--warmup", "2", "--repeats", "1", "--quiet",
+         "--format", "md"]
 
 
 def sweep(extra: list[str], device: str) -> tuple[float, float, int]:
@@ -38,11 +40,13 @@ def sweep(extra: list[str], device: str) -> tuple[float, float, int]:
         if proc.returncode != 0:
             raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
         with sqlite3.connect(db) as con:
-            rows = con.execute("SELECT json_extract(data, '$.first_call_s') + json_extract(data, '$.loop_wall_s'), status FROM results").fetchall()
-        bad = [s for _, s in rows if s != "ok"]
+            stored = [json.loads(r[0]) for r in con.execute("SELECT data FROM results")]
+        bad = [r["status"] for r in stored if r["status"] != "ok"]
         if bad:
             raise SystemExit(f"{' '.join(cmd)}: results not ok: {bad}")
-        return wall, sum(w or 0.0 for w, _ in rows), len(rows)
+        measured = sum((rep.get("first_call_s") or 0.0) + (rep.get("loop_wall_s") or 0.0)
+                       for r in stored for rep in r["repeats"])
+        return wall, measured, len(stored)
 
 
 def ray_start_s() -> float:

@@ -80,9 +80,12 @@ def resnet_ratios(iters: int, rounds: int, parts: set[str]) -> None:
         return
 
     # A forked worker (the default), a new interpreter (COMPILEBENCH_LAUNCH=exec) and this process, in turns.
-    forked, execd = ProcessExecutor(timeout_s=1800), ProcessExecutor(timeout_s=1800, fork=False)
+    # A new launcher each round: every child of one launcher shares its memory layout, and with it an offset of
+    # its own (one launcher read 9% slower than new interpreters in every round), so one launcher is one draw.
+    execd = ProcessExecutor(timeout_s=1800, fork=False)
     got = {"forked": [], "exec": [], "inline": []}
     for r in range(rounds):
+        forked = ProcessExecutor(timeout_s=1800)
         order = ["forked", "exec", "inline"][r % 3:] + ["forked", "exec", "inline"][:r % 3]
         for how in order:
             if how == "inline":

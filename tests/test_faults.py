@@ -200,11 +200,16 @@ def test_7_an_output_folder_that_cannot_be_written_is_one_line_for_run_and_repor
 
 
 def test_8_sigterm_keeps_every_finished_repeat_and_a_resume_runs_only_the_rest(tmp_path):
-    fifo = Fifo(tmp_path / "fifo")
+    fifo, reply = Fifo(tmp_path / "fifo"), tmp_path / "reply"
+    os.mkfifo(reply)
     args = ["run", "--model", "fault-handshake", "--variant", "eager", "--iters", "3",
             *QUICK, "--repeats", "3", "--db", "r.db", "--format", "csv"]
-    run = start(args, tmp_path, env={"COMPILEBENCH_FAULT_FIFO": fifo.path})
-    seen = [fifo.next() for _ in range(3)]  # repeats 1, 2 and 3 are timing in turn
+    run = start(args, tmp_path, env={"COMPILEBENCH_FAULT_FIFO": fifo.path, "COMPILEBENCH_FAULT_REPLY": str(reply)})
+    seen = []
+    for _ in range(3):  # repeats 1 and 2 go on when told; repeat 3 waits for a reply that never comes
+        seen.append(fifo.next())
+        if len(seen) < 3:
+            reply.write_text("go\n")
     run.send_signal(signal.SIGTERM)  # while repeat 3 runs: repeats 1 and 2 are stored
     out, err = run.communicate(timeout=120)
     assert run.returncode == 143, err
@@ -225,13 +230,17 @@ def test_8_sigint_stops_a_run_as_sigterm_does(tmp_path, main_here, monkeypatch):
     """Ctrl-C, here to a run in this process (the worker inline): the same path, exit 130."""
     import threading
 
-    fifo = Fifo(tmp_path / "fifo")
+    fifo, reply = Fifo(tmp_path / "fifo"), tmp_path / "reply"
+    os.mkfifo(reply)
     monkeypatch.setenv("COMPILEBENCH_FAULT_FIFO", fifo.path)
+    monkeypatch.setenv("COMPILEBENCH_FAULT_REPLY", str(reply))
 
     def interrupt_at_repeat_2():
         fifo.next()
-        fifo.next()  # repeat 2 is timing: repeat 1 is stored
-        os.kill(os.getpid(), signal.SIGINT)
+        reply.write_text("go\n")
+        fifo.next()  # repeat 2 is timing, and waits for a reply that never comes: repeat 1 is stored
+        # to the main thread, which is blocked in that wait (a signal to the process may land on this thread)
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
 
     threading.Thread(target=interrupt_at_repeat_2, daemon=True).start()
     args = ["run", "--model", "fault-handshake", "--variant", "eager", "--iters", "3", *QUICK, "--repeats", "2",
@@ -240,6 +249,7 @@ def test_8_sigint_stops_a_run_as_sigterm_does(tmp_path, main_here, monkeypatch):
     assert code == 130 and "interrupted: run the same command again to resume" in err, err
     assert [[rep["index"] for rep in r["repeats"]] for r in stored(tmp_path / "r.db")] == [[1]]
     monkeypatch.delenv("COMPILEBENCH_FAULT_FIFO")
+    monkeypatch.delenv("COMPILEBENCH_FAULT_REPLY")
     code, out, err = main_here(*args)
     assert code == 0 and "1 repeat(s) measured" in err
     assert [[rep["index"] for rep in r["repeats"]] for r in stored(tmp_path / "r.db")] == [[1, 2]]

@@ -185,6 +185,24 @@ def test_a_warm_compile_cache_is_read_from_disk_and_a_cold_one_is_not(tmp_path):
     assert cold.compile_cache_hits == 0 and again.compile_cache_hits >= 1 and warm.compile_cache_hits >= 1
 
 
+def test_inductor_options_go_to_torch_compile_with_only_their_own_modes_table():
+    from compilebench.variants import compile_kwargs
+
+    frozen = compile_kwargs(Variant("default", options=(("freezing", True),)))
+    assert frozen == {"backend": "inductor", "fullgraph": False, "dynamic": None, "options": {"freezing": True}}
+    tuned = compile_kwargs(Variant("max-autotune-no-cudagraphs", options=(("freezing", True),)))["options"]
+    assert tuned["freezing"] is True and tuned["max_autotune"] is True and "triton.cudagraphs" not in tuned
+    assert compile_kwargs(Variant("reduce-overhead"))["mode"] == "reduce-overhead"
+
+
+@pytest.mark.slow
+def test_a_frozen_resnet_compiles_with_inductor_and_matches_eager():
+    c = Case("resnet-50", 1, Variant("default", options=(("freezing", True),)), device="cpu", model_size="tiny")
+    r = run_in_process(c)
+    assert r.status == "ok", (r.message, r.traceback)
+    assert r.graphs >= 1 and r.recompiles_in_timed_loop == 0 and r.agreement == {"top1": 1.0}
+
+
 def test_interleave_measures_the_variants_of_a_model_together_in_one_worker():
     cases = [Case("fault-ok", 1, Variant(m, backend="eager"), device="cpu", model_size="tiny", interleave=True)
              for m in ("eager", "default")]

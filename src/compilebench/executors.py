@@ -84,11 +84,16 @@ class ProcessExecutor:
         if not self.fork:
             return
         for repeat in sorted(set(repeats)):
-            if repeat <= launcher.MAX_LAUNCHERS and repeat not in self._launchers:
-                started = self._launchers[repeat] = launcher.Launcher(self.env)
-                weakref.finalize(self, started.close)
+            if repeat <= launcher.MAX_LAUNCHERS:
+                self._launcher(repeat)
         for started in self._launchers.values():
             started.wait_ready()
+
+    def _launcher(self, repeat: int) -> launcher.Launcher:
+        if repeat not in self._launchers:
+            started = self._launchers[repeat] = launcher.Launcher(self.env)
+            weakref.finalize(self, started.close)
+        return self._launchers[repeat]
 
     def _spawn(self, job: Job, job_path: str, result_path: str, env: dict, write_fd: int, log) -> tuple[int, Callable[[], int]]:
         """Start the worker; returns its pid and a blocking wait for its exit code. Repeat i of every case is forked
@@ -97,10 +102,7 @@ class ProcessExecutor:
         different launchers, as independent as new interpreters. Beyond launcher.MAX_LAUNCHERS repeats, new
         interpreters."""
         if self.fork and job.repeat <= launcher.MAX_LAUNCHERS:
-            if job.repeat not in self._launchers:
-                started = self._launchers[job.repeat] = launcher.Launcher(self.env)
-                weakref.finalize(self, started.close)
-            chosen = self._launchers[job.repeat]
+            chosen = self._launcher(job.repeat)
             try:
                 pid = chosen.start([job_path, result_path], env, write_fd, log.fileno())
                 return pid, lambda: chosen.wait(pid)

@@ -10,11 +10,13 @@ precompiled-header folder, is not imported by the launcher). The launcher dies w
 die with it.
 
 Processes forked from one launcher share its memory layout (address-space randomisation happens once, at its
-start), and measured here they agree with each other more closely than separate processes do: an A/A test with
-every repeat forked from one launcher called the same case `faster` than itself in 3 of 5 pairs, with new
-interpreters in 0 of 5. So the executor keeps one launcher per repeat index: the repeats of a case come from
-different launchers. Exec (a new interpreter per job) is the fallback where fork is not available, and the
-choice with COMPILEBENCH_LAUNCH=exec."""
+start), and with it an offset of their own: measured here, one launcher's children ran ResNet-50 9% slower than
+new interpreters in every one of 6 rounds, while over 8 launchers started afresh, forked / new interpreter was
+0.98 (0.90-1.08) with the same spread (CV 10.1% and 10.5%). An A/A test with every repeat forked from one
+launcher called the same case `faster` than itself in 3 of 5 pairs. So the executor keeps one launcher per
+repeat index: the repeats of a case come from different launchers, each a draw of its own, and the spread
+between them is in the interval. Exec (a new interpreter per job) is the fallback where fork is not available,
+and the choice with COMPILEBENCH_LAUNCH=exec."""
 
 from __future__ import annotations
 

@@ -181,96 +181,114 @@ def run(spec: RunSpec, store: Store, dispatcher: Dispatcher, targets: list[Targe
     outcome = SweepOutcome()
     outcome.recovered = _recover_unsaved(store)
     cases = cases if cases is not None else spec.cases(prompt_lens)
-    groups = _groups(cases, spec.interleave)
-    p = plan(spec, cases, store, targets, outcome)
-    bar = tqdm(total=sum(len(u.cases) for u in p.units), disable=quiet, unit="repeat", dynamic_ncols=True)
-    progress = _Progress(bar, spec.repeats, quiet)
-    own_states = states is None
-    states = states or compiler_state.StateFolders()
-    failed_cases: set[tuple[str, str]] = set()
-    series: dict[tuple[str, str, int], str] = {}  # (case key, resume id, repeat) -> the result it joins
-    holders_told: set[tuple] = set()
+    sweep = _Sweep(spec, store, cases, targets, outcome, labels or {}, states, quiet)
+    try:
+        with _stop_signals():
+            dispatcher.run(sweep.plan.units, sweep.open_unit, sweep.progress, sweep.deliver)
+    except Interrupted as exc:
+        outcome.interrupted = exc.signum
+    finally:
+        sweep.close()
+    return outcome
 
-    def done_here(i: int):
-        return lambda stored: any(r["index"] == i and not retryable(r["status"], spec.retry_failed)
-                                  for r in stored.get("repeats", []))
 
-    def open_unit(unit: Unit) -> Work | None:
-        todo = []
-        for case in unit.cases:
-            key, rid = case.key(), unit.target.resume_id
-            if (key, rid) in failed_cases:
-                outcome.after_failure += 1
-                bar.update(1)
-                continue
-            given = series.setdefault((key, rid, 0), uuid.uuid4().hex) if spec.rerun else None  # a new result
-            try:
-                result_id, holder = store.claim(key, rid, unit.repeat, given, done_here(unit.repeat))
-            except (sqlite3.Error, OSError) as exc:
-                raise StoreFailed(f"cannot write to the results file {store.path!r} ({exc}) before measuring "
-                                  f"{unit.describe(spec.repeats)}") from exc
-            if result_id is None:
-                bar.update(1)
-                if holder is None:
-                    outcome.done_before += 1
-                else:
-                    outcome.held_elsewhere += 1
-                    if holder.pid not in holders_told:
-                        holders_told.add(holder.pid)
-                        progress.note(f"{case.describe()} repeat {unit.repeat} is being measured by another run "
-                                      f"(pid {holder.pid} on {holder.host}): left to it")
-                continue
-            series[(key, rid, unit.repeat)] = result_id
-            todo.append(case)
+class _Sweep:
+    """One sweep's state, between the dispatcher's calls: which result each repeat joins, which cases failed,
+    and which compiler-state folders are still in use."""
+
+    def __init__(self, spec: RunSpec, store: Store, cases: list[Case], targets: list[Target], outcome: SweepOutcome,
+                 labels: dict[str, tuple[str, str]], states: compiler_state.StateFolders | None, quiet: bool):
+        self.spec, self.store, self.outcome, self.labels, self.quiet = spec, store, outcome, labels, quiet
+        self.groups = _groups(cases, spec.interleave)
+        self.plan = plan(spec, cases, store, targets, outcome)
+        self.bar = tqdm(total=sum(len(u.cases) for u in self.plan.units), disable=quiet, unit="repeat", dynamic_ncols=True)
+        self.progress = _Progress(self.bar, spec.repeats, quiet)
+        self.own_states = states is None
+        self.states = states or compiler_state.StateFolders()
+        self.failed: set[tuple[str, str]] = set()  # (case key, resume id) of cases a repeat failed in this run
+        self.series: dict[tuple[str, str, int], str] = {}  # (case key, resume id, repeat) -> the result it joins
+        self.told: set[int] = set()  # pids of other runs already named as holding a claim
+
+    def open_unit(self, unit: Unit) -> Work | None:
+        """Claim the unit's repeats; the work to do for those this run got, or None."""
+        todo = [case for case in unit.cases if self._claim(case, unit)]
         if not todo:
-            _release_state(unit)
+            self._release_state(unit)
             return None
-        stored = [p.stored.get((c.key(), unit.target.resume_id)) or {} for c in todo]
+        stored = [self.plan.stored.get((c.key(), unit.target.resume_id)) or {} for c in todo]
         count_flops = any(s.get("flops") is None for s in stored)
-        env, cache = _compiler_env(spec.compile_cache, states, state_name(groups[unit.group], unit.target))
+        env, cache = _compiler_env(self.spec.compile_cache, self.states, self._state(unit))
         check = cache == "cold" or not all(_checked(s, cache) for s in stored)
-        return Work(Job(todo, spec.timing, unit.repeat, cache, count_flops, check), env)
+        return Work(Job(todo, self.spec.timing, unit.repeat, cache, count_flops, check), env)
 
-    def _release_state(unit: Unit) -> None:
-        folder = state_name(groups[unit.group], unit.target)
-        p.uses[folder] -= 1
-        if p.uses[folder] == 0 and own_states:
-            states.remove(folder)
+    def _claim(self, case: Case, unit: Unit) -> bool:
+        key, rid = case.key(), unit.target.resume_id
+        if (key, rid) in self.failed:
+            self.outcome.after_failure += 1
+            self.bar.update(1)
+            return False
+        given = self.series.setdefault((key, rid, 0), uuid.uuid4().hex) if self.spec.rerun else None  # a new result
+        try:
+            result_id, holder = self.store.claim(key, rid, unit.repeat, given, _done(unit.repeat, self.spec.retry_failed))
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreFailed(f"cannot write to the results file {self.store.path!r} ({exc}) before measuring "
+                              f"{unit.describe(self.spec.repeats)}") from exc
+        if result_id is not None:
+            self.series[(key, rid, unit.repeat)] = result_id
+            return True
+        self.bar.update(1)
+        if holder is None:
+            self.outcome.done_before += 1  # stored meanwhile, by another run
+        else:
+            self.outcome.held_elsewhere += 1
+            if holder.pid not in self.told:
+                self.told.add(holder.pid)
+                self.progress.note(f"{case.describe()} repeat {unit.repeat} is being measured by another run "
+                                   f"(pid {holder.pid} on {holder.host}): left to it")
+        return False
 
-    def deliver(unit: Unit, results: list[Result]) -> None:
+    def deliver(self, unit: Unit, results: list[Result]) -> None:
         for result in results:
-            case = result.case
-            key, rid = case.key(), unit.target.resume_id
+            key, rid = result.case.key(), unit.target.resume_id
             if not result.machine_id:  # made by the driver (timeout, crash) or failed before reading its env
                 result.env, result.machine_id = dict(unit.target.env), envinfo.machine_id(unit.target.env)
             result.case = next(c for c in unit.cases if c.key() == key)  # keyed without the slot's device index
             result.placement = unit.target.placement
-            result.result_id = series[(key, rid, unit.repeat)]
+            result.result_id = self.series[(key, rid, unit.repeat)]
             if not result.label:  # the worker never got as far as its model: the driver's lookup names it
-                result.label, result.task = (labels or {}).get(case.model, (case.model, case.task or ""))
-            p.stored[(key, rid)] = _store(store, result)  # the FLOPs it counted are not counted again
-            outcome.results.append(result)
-            bar.update(1)
+                result.label, result.task = self.labels.get(result.case.model, (result.case.model, result.case.task or ""))
+            self.plan.stored[(key, rid)] = _store(self.store, result)  # the FLOPs it counted are not counted again
+            self.outcome.results.append(result)
+            self.bar.update(1)
             rep = result.repeats[0]
             if rep.status in FAILED:
-                failed_cases.add((key, rid))
-            if rep.status != "ok" and not quiet:
+                self.failed.add((key, rid))
+            if rep.status != "ok" and not self.quiet:
                 where = f" on {unit.target.name}" if unit.target.placement else ""  # which GPU type of a cluster
-                bar.write(f"{unit.describe(spec.repeats)}{where}: {rep.status}: {rep.message}", file=sys.stderr)
-        _release_state(unit)
+                self.bar.write(f"{unit.describe(self.spec.repeats)}{where}: {rep.status}: {rep.message}", file=sys.stderr)
+        self._release_state(unit)
 
-    try:
-        with _stop_signals():
-            dispatcher.run(p.units, open_unit, progress, deliver)
-    except Interrupted as exc:
-        outcome.interrupted = exc.signum
-    finally:
-        bar.close()
-        if own_states:
-            states.close()
+    def _state(self, unit: Unit) -> str:
+        return state_name(self.groups[unit.group], unit.target)
+
+    def _release_state(self, unit: Unit) -> None:
+        folder = self._state(unit)
+        self.plan.uses[folder] -= 1
+        if self.plan.uses[folder] == 0 and self.own_states:
+            self.states.remove(folder)
+
+    def close(self) -> None:
+        self.bar.close()
+        if self.own_states:
+            self.states.close()
         with contextlib.suppress(sqlite3.Error):
-            store.release_claims()
-    return outcome
+            self.store.release_claims()
+
+
+def _done(index: int, retry_failed: bool):
+    """Whether a stored result has repeat `index` and it needs no retry."""
+    return lambda stored: any(r["index"] == index and not retryable(r["status"], retry_failed)
+                              for r in stored.get("repeats", []))
 
 
 def _checked(stored: dict, cache: str) -> bool:

@@ -21,7 +21,8 @@ def compile_kwargs(variant: Variant) -> dict:
     if variant.options:
         from torch._inductor import list_mode_options
 
-        kwargs["options"] = {**list_mode_options(mode), **dict(variant.options)}
+        own = list_mode_options(mode) if mode else {}  # list_mode_options(None) lists every mode's table
+        kwargs["options"] = {**own, **dict(variant.options)}
     else:
         kwargs["mode"] = mode
     return kwargs
