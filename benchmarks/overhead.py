@@ -13,7 +13,7 @@
    timed loop) / wall. Goals (issue 17): <= 3 s per process and >= 90%.
 
 Usage: python benchmarks/overhead.py [--iters 30] [--rounds 10] [--parts loop,timer,isolation,sweep]
-                                     [--sweep-args "..."] [--tree PATH]
+                                     [--sweep-args "..."] [--tree PATH] [--keep PATH]
 """
 
 from __future__ import annotations
@@ -101,13 +101,17 @@ def resnet_ratios(iters: int, rounds: int, parts: set[str]) -> None:
     _report("   ResNet-50 eager, forked worker / new interpreter", got["forked"], got["exec"], "(target within a few %)")
 
 
-def sweep(args: list[str], tree: str) -> None:
+def sweep(args: list[str], tree: str, keep: str | None) -> None:
+    import shutil
+
     from _runs import cli, processes, results
 
     with tempfile.TemporaryDirectory() as tmp:
         db = f"{tmp}/sweep.db"
         wall, p = cli("run", *args, "--db", db, "--quiet", tree=tree, cwd=tmp)
         done = results(db)
+        if keep:
+            shutil.copyfile(db, keep)
     measured, n = 0.0, 0
     for r in done:
         for rep in processes(r):
@@ -137,6 +141,7 @@ def main() -> None:
     ap.add_argument("--parts", default="loop,timer,isolation,sweep", help="which of loop, timer, isolation, sweep to run")
     ap.add_argument("--sweep-args", default="", help="options of the swept `compilebench run` (default: the quick suite)")
     ap.add_argument("--tree", default=None, help="the compilebench checkout whose sweep to time (default: this one)")
+    ap.add_argument("--keep", default=None, help="copy the sweep's results file here (for a report)")
     args = ap.parse_args()
     parts = set(args.parts.split(","))
     if "loop" in parts:
@@ -147,7 +152,7 @@ def main() -> None:
     if "sweep" in parts:
         from _runs import TREE
 
-        sweep(shlex.split(args.sweep_args), args.tree or TREE)
+        sweep(shlex.split(args.sweep_args), args.tree or TREE, args.keep)
 
 
 if __name__ == "__main__":

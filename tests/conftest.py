@@ -18,6 +18,18 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("COMPILEBENCH_LOCK_DIR", tempfile.mkdtemp(prefix="compilebench-test-locks-"))
 
 
+def stored(db) -> list[dict]:
+    """Every result a results file holds, as stored (raw JSON, oldest first): what the tests check."""
+    import json
+    import sqlite3
+
+    conn = sqlite3.connect(db)
+    try:
+        return [json.loads(r[0]) for r in conn.execute("SELECT data FROM results ORDER BY created_at, rowid")]
+    finally:
+        conn.close()
+
+
 def run_cli(*args, cwd, timeout=600, **kwargs) -> subprocess.CompletedProcess:
     """compilebench as a user runs it: a separate process."""
     return subprocess.run(

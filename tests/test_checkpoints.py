@@ -1,7 +1,5 @@
 """Checkpoints given by path (the from_pretrained path), offline operation, and bad model/task/image input."""
 
-import json
-import sqlite3
 import sys
 import textwrap
 
@@ -11,7 +9,7 @@ import torch
 from compilebench import zoo
 from compilebench.errors import UserError
 from compilebench.zoo.hub import HubModel
-from conftest import run_cli
+from conftest import run_cli, stored
 
 GUARD = textwrap.dedent(
     """
@@ -55,14 +53,6 @@ def checkpoint(tmp_path_factory):
     return path, model.state_dict()
 
 
-def rows(db):
-    conn = sqlite3.connect(db)
-    try:
-        return [json.loads(r[0]) for r in conn.execute("SELECT data FROM results ORDER BY rowid")]
-    finally:
-        conn.close()
-
-
 def test_the_guard_really_blocks_the_network(tmp_path, offline):
     import subprocess
 
@@ -77,7 +67,7 @@ def test_random_weights_make_no_network_call(tmp_path, offline):
                 "--backend", "eager", "--iters", "2", "--warmup", "0", "--repeats", "1", "--device", "cpu", "--db",
                 "r.db", "--quiet", "--format", "csv", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    assert [r["status"] for r in rows(tmp_path / "r.db")] == ["ok"] * 4
+    assert [r["status"] for r in stored(tmp_path / "r.db")] == ["ok"] * 4
     assert not offline.exists(), offline.read_text()
 
 
@@ -97,7 +87,7 @@ def test_run_with_pretrained_weights_from_a_local_directory(tmp_path, checkpoint
                 "--iters", "3", "--warmup", "0", "--repeats", "1", "--device", "cpu", "--db", "r.db", "--format", "csv",
                 cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    results = rows(tmp_path / "r.db")
+    results = stored(tmp_path / "r.db")
     assert [r["status"] for r in results] == ["ok", "ok"], [r.get("message") for r in results]
     assert all(r["case"]["weights"] == "pretrained" and r["label"] == "Image Classification/my-resnet" for r in results)
     assert "| Image Classification/my-resnet |" in p.stdout
@@ -143,5 +133,5 @@ def test_another_image_can_be_given(tmp_path, main_here):
                                "2", "--warmup", "0", "--repeats", "1", "--device", "cpu", "--db", "r.db", "--isolation",
                                "inline", "--quiet", "--format", "csv")
     assert code == 0, err
-    (result,) = rows(tmp_path / "r.db")
+    (result,) = stored(tmp_path / "r.db")
     assert result["status"] == "ok" and result["case"]["image"] == str(tmp_path / "red.png")

@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from conftest import run_cli
+from conftest import run_cli, stored
 
 
 def rows(db):
@@ -15,10 +15,6 @@ def rows(db):
         return conn.execute("SELECT model, batch_size, variant, status, mean_ms, data FROM results ORDER BY created_at, rowid").fetchall()
     finally:
         conn.close()
-
-
-def stored(db):
-    return [json.loads(r[5]) for r in rows(db)]
 
 
 QUICK = ["--iters", "3", "--warmup", "0", "--min-iters", "1", "--device", "cpu", "--quiet", "--format", "csv"]

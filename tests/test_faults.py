@@ -14,17 +14,9 @@ import sys
 import pytest
 
 import fakeresults as fr
-from conftest import run_cli
+from conftest import run_cli, stored
 
 QUICK = ["--warmup", "0", "--min-iters", "1", "--device", "cpu", "--quiet"]
-
-
-def stored(db):
-    conn = sqlite3.connect(db)
-    try:
-        return [json.loads(r[0]) for r in conn.execute("SELECT data FROM results ORDER BY created_at, rowid")]
-    finally:
-        conn.close()
 
 
 def start(args, cwd, env=None, preexec=None):

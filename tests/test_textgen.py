@@ -6,6 +6,7 @@ import torch
 
 from compilebench import zoo
 from compilebench.zoo import hub
+from conftest import stored
 
 # Published parameter counts (each model card; the checkpoints' safetensors metadata).
 PUBLISHED_PARAMS = {
@@ -50,17 +51,6 @@ def test_a_causal_lm_checkpoint_directory_is_measured_by_generation(checkpoint):
     assert entry.label == "Text Generation/my-lm"
     ids = entry.prompt(2, 12, "random", "full")
     assert ids.shape == (2, 12)
-
-
-def stored(db):
-    import json
-    import sqlite3
-
-    conn = sqlite3.connect(db)
-    try:
-        return [json.loads(r[0]) for r in conn.execute("SELECT data FROM results ORDER BY created_at, rowid")]
-    finally:
-        conn.close()
 
 
 GEN_ARGS = ["--model", "smollm2-135m", "--tiny", "--variant", "eager", "default", "--new-tokens", "8", "--prompt-len",

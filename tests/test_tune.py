@@ -105,3 +105,36 @@ def test_budgets_read_as_times(text, seconds):
 def test_a_bad_budget_is_a_user_error(text):
     with pytest.raises(UserError, match="--budget"):
         tune.parse_budget(text)
+
+
+@pytest.mark.slow
+def test_tune_on_a_tiny_model_prints_a_pick_and_stores_every_measurement(tmp_path):
+    from conftest import run_cli, stored
+
+    p = run_cli("tune", "--model", "resnet-50", "--tiny", "--device", "cpu", "--budget", "1s", "--db", "r.db",
+                "--quiet", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "tuning resnet-50 (batch 1)" in p.stderr and "18 configurations" in p.stderr
+    # a budget this small measures the likeliest configuration alone, at every rung, and says what it left
+    assert p.stdout.startswith(("Fastest correct configuration: ", "Nothing measured is faster than eager")), p.stdout
+    assert "torch.compile(model" in p.stdout and "Not tried within the budget (17)" in p.stdout, p.stdout
+    results = stored(tmp_path / "r.db")
+    assert {r["case"]["variant"]["mode"] for r in results} == {"eager", "default"}
+    assert all(r["status"] == "ok" for r in results) and max(len(r["repeats"]) for r in results) == 3
+
+
+def test_sigterm_stops_tune_as_it_stops_run(tmp_path):
+    import os
+    import signal
+
+    from test_faults import Fifo, start
+
+    fifo, reply = Fifo(tmp_path / "fifo"), tmp_path / "reply"
+    os.mkfifo(reply)
+    run = start(["tune", "--model", "fault-handshake", "--device", "cpu", "--budget", "1m", "--db", "r.db", "--quiet"],
+                tmp_path, env={"COMPILEBENCH_FAULT_FIFO": fifo.path, "COMPILEBENCH_FAULT_REPLY": str(reply)})
+    fifo.next()  # the first measurement is running, and waits for a reply that never comes
+    run.send_signal(signal.SIGTERM)
+    out, err = run.communicate(timeout=120)
+    assert run.returncode == 143, err
+    assert "interrupted: every measurement so far is in r.db; run the same command again to resume: compilebench tune" in err

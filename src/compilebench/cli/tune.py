@@ -5,6 +5,7 @@ file, as any run's does."""
 from __future__ import annotations
 
 import dataclasses
+import signal
 import sys
 import time
 
@@ -39,16 +40,16 @@ def cmd_tune(args) -> int:
             outcome = sweep.run(rung, store, dispatcher, [target], cases=cases, states=states, quiet=args.quiet,
                                 labels={args.model: (entry.label, entry.task)})
             if outcome.interrupted:
-                raise KeyboardInterrupt
+                raise sweep.Interrupted(outcome.interrupted)
             return {c.key(): store.latest(c.key(), target.resume_id) for c in cases}
 
         try:
             result = tune.search(base, configs, measure, time.monotonic, budget, args.min_effect,
                                  on_rung=lambda r, n: print(f"rung {r + 1}: {n} configuration(s)", file=sys.stderr))
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM, as `run` treats them: exit 130 or 143
             print(f"interrupted: every measurement so far is in {args.db}; run the same command again to resume: "
                   f"{resume_command()}", file=sys.stderr)
-            return 130
+            return 128 + getattr(exc, "signum", signal.SIGINT)
         except sweep.StoreFailed as exc:
             print(f"error: {exc.message}. To resume: {resume_command()}", file=sys.stderr)
             return EXIT_FAILED
