@@ -6,7 +6,9 @@ nothing.
 2. `compilebench tune` with a quarter of the grid's wall time as its budget, into another results file.
 3. Where tune's pick stands in the grid: its grid speed-up over the grid's best. Goal (issue 17): within 5%.
 
-Usage: python benchmarks/tune.py [--model resnet-50] [--batch-size 1] [--tiny]
+Usage: python benchmarks/tune.py [--model resnet-50] [--batch-size 1] [--tiny] [--grid-db PATH]
+
+--grid-db keeps the grid's results file there, and where it already holds the grid, measures only the tune.
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ import argparse
 import dataclasses
 import tempfile
 import time
+from pathlib import Path
 
-from _runs import TREE, cli, results
+from _runs import cli
 
 
 def main() -> None:
@@ -24,10 +27,11 @@ def main() -> None:
     ap.add_argument("--model", default="resnet-50")
     ap.add_argument("--batch-size", type=int, default=1)
     ap.add_argument("--tiny", action="store_true")
+    ap.add_argument("--grid-db", default=None, help="keep the grid here; reuse it where it is already there")
     args = ap.parse_args()
 
     from compilebench import compiler_state, spec as specmod, store as storemod, sweep, tune, zoo
-    from compilebench.cli.run import this_device
+    from compilebench.preflight import this_device
     from compilebench.report import data
 
     entry = zoo.get(args.model)
@@ -41,11 +45,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         states = compiler_state.StateFolders()
         t0 = time.monotonic()
-        with storemod.Store.open(f"{tmp}/grid.db") as store:
+        with storemod.Store.open(args.grid_db or f"{tmp}/grid.db") as store:
             for config in configs:
                 cases = [base, config.case(base)]
                 sweep.run(dataclasses.replace(spec, repeats=repeats, timing=policy), store, dispatcher, [target],
-                          cases=cases, states=states, quiet=True)
+                          cases=cases, states=states, quiet=True)  # what the file holds already is kept
                 eager = store.latest(base.key(), target.resume_id)
                 r = store.latest(cases[1].key(), target.resume_id)
                 s = data.speedup(eager, r)
@@ -53,6 +57,11 @@ def main() -> None:
                 print(f"grid: {config.describe():60s} {r['status']:8s} "
                       + (f"{s.value:.3f}x ({s.low:.3f}-{s.high:.3f}) {s.verdict}" if s else r.get("message") or ""))
         grid_s = time.monotonic() - t0
+        if args.grid_db:  # the time the grid took when it was measured, kept beside it
+            seconds = Path(args.grid_db + ".seconds")
+            if not seconds.exists():
+                seconds.write_text(f"{grid_s:.1f}\n")
+            grid_s = float(seconds.read_text())
         states.close()
         ok = {c: s for c, (r, s) in grid.items() if s is not None}
         best = max(ok, key=lambda c: ok[c].value)

@@ -8,7 +8,7 @@ import types
 import pytest
 
 from compilebench import conditions
-from compilebench.conditions import CpuReading, GpuReading, Nvml, Watch
+from compilebench.conditions import CpuReading, Nvml, Watch
 
 
 def test_other_processes_share_of_the_cpu_is_counted_without_the_workers_own_time():

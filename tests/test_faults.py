@@ -11,8 +11,6 @@ import stat
 import subprocess
 import sys
 
-import pytest
-
 import fakeresults as fr
 from conftest import run_cli, stored
 

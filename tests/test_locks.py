@@ -10,10 +10,7 @@ import subprocess
 import sys
 import threading
 
-import pytest
-
 from compilebench import locks
-from conftest import run_cli
 
 HOLDER = """
 import sys

@@ -69,12 +69,36 @@ def test_the_search_finds_the_planted_winner_and_drops_what_fails():
 def test_a_small_budget_tries_the_likeliest_configurations_and_says_which_it_left():
     space = configs()
     clock = [0.0]
-    speedups = {c: 1.5 if c == tune.Config(options=(("freezing", True),)) else 1.2 for c in space}
+    speedups = {c: 1.5 if c == tune.Config(dtype="bfloat16") else 1.2 for c in space}
     out = tune.search(BASE, space, Planted(clock, speedups), lambda: clock[0], budget_s=200)
     assert out.untried and len(out.tried) < len(space)
-    assert out.tried[0].config == tune.Config()  # plain torch.compile first, then one change at a time
-    assert out.winner.config == tune.Config(options=(("freezing", True),))
+    # plain torch.compile first, then one change at a time, a lower precision first
+    assert [t.config for t in out.tried][:2] == [tune.Config(), tune.Config(dtype="bfloat16")]
+    assert out.winner.config == tune.Config(dtype="bfloat16")
     assert clock[0] <= 200 + 2 * 5.0  # the final rung always runs: at most its own cost past the budget
+
+
+def test_the_changes_that_helped_are_measured_together_when_the_budget_left_their_sum_untried():
+    space = configs()
+    plain, bf16, cl, frozen = (tune.Config(), tune.Config(dtype="bfloat16"), tune.Config(channels_last=True),
+                               tune.Config(options=(("freezing", True),)))
+    together = tune.Config(options=(("freezing", True),), dtype="bfloat16", channels_last=True)
+    speedups = {c: 0.9 for c in space}
+    speedups.update({plain: 1.0, bf16: 1.5, cl: 1.2, frozen: 1.1, together: 2.5})
+    clock = [0.0]
+    out = tune.search(BASE, space, Planted(clock, speedups), lambda: clock[0], budget_s=220)
+    first_rung = [t.config for t in out.tried if t.rungs >= 1 and t.config != together]
+    assert first_rung == [plain, bf16, cl, frozen]  # one change at a time, the likeliest first
+    assert together in [t.config for t in out.tried] and together not in out.untried
+    assert out.winner.config == together and out.winner.rungs == 3
+
+
+def test_only_changes_that_beat_plain_compile_are_combined():
+    plain, bf16, cl = tune.Config(), tune.Config(dtype="bfloat16"), tune.Config(channels_last=True)
+    slow_mode = tune.Config("max-autotune-no-cudagraphs")
+    assert tune._combined({plain: 1.0, bf16: 1.5, cl: 1.2, slow_mode: 0.8}) == tune.Config(dtype="bfloat16", channels_last=True)
+    assert tune._combined({plain: 1.0, bf16: 1.5, cl: 0.9}) is None  # one change helped: nothing to combine
+    assert tune._combined({bf16: 1.5, cl: 1.2}) is None  # no plain compile to compare with
 
 
 def test_nothing_faster_than_eager_is_said_plainly():

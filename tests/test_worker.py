@@ -272,7 +272,7 @@ def test_eager_with_a_static_cache_compiles_nothing_even_where_transformers_woul
     from transformers import GenerationConfig
     from transformers.generation.configuration_utils import CompileConfig
 
-    from compilebench import generation, variants, zoo
+    from compilebench import variants, zoo
 
     entry = zoo.get("smollm2-135m")
     model = entry.build("random", "tiny")

@@ -106,7 +106,7 @@ def _benchmark(name, inputs_ref, inline, variants, batch_sizes, device, timing, 
     spec = specmod.RunSpec(models=(name,), batch_sizes=tuple(batch_sizes), variants=tuple(variants), device=device,
                            inputs=inputs_ref, timing=timing, isolation="inline" if inline else "process", **settings)
     from compilebench import variants as variantsmod
-    from compilebench.cli.run import check_variants, resolve_models, this_device
+    from compilebench.preflight import check_variants, resolve_models, this_device
 
     variantsmod.check_options(spec.inductor_options)
     entries = resolve_models(spec)

@@ -122,8 +122,6 @@ def check_generation(ref_tokens, ref_logits: list, tokens, logits: list, compute
     else; after a flip the sequences differ for good. So: a divergence counts against the variant only where
     eager's best token beat its second by more than the dtype's tolerance lets a logit move (a decisive step);
     the first step's logits must agree within that tolerance; the fraction of identical tokens is recorded."""
-    import torch
-
     tolerance = REL_TOLERANCE[compute_dtype]
     same = tokens == ref_tokens  # [batch, new tokens]
     agreement = float(same.double().mean())

@@ -7,12 +7,12 @@ import dataclasses
 import os
 import sys
 
-from compilebench import dispatch, envinfo, executors, locks, probe, spec as specmod, store as storemod, suites, sweep, variants, zoo
+from compilebench import dispatch, envinfo, probe, spec as specmod, store as storemod, suites, sweep, variants, zoo
 from compilebench import report as reportmod
 from compilebench.cli.reports import default_out, main_file
+from compilebench.preflight import check_variants, resolve_models, this_device
 from compilebench.errors import UnknownChoice, UserError
 from compilebench.report import markdown, tables
-from compilebench.zoo import factory, hub
 
 EXECUTORS = ("local", "ray")
 EXIT_FAILED = 1  # the environment failed the sweep (a full disk, a locked results file): nothing of it was lost
@@ -127,36 +127,6 @@ def run_spec(args) -> specmod.RunSpec:
     )
 
 
-def resolve_models(spec: specmod.RunSpec) -> dict:
-    """Every model named, looked up once here (a checkpoint's config is read once, not per case); pretrained
-    weights that cannot be had (no network, no local copy) are refused before anything runs."""
-    entries = {name: zoo.get(name, spec.task, spec.inputs) for name in spec.models}
-    for name, entry in entries.items():
-        if spec.model_size == "tiny" and isinstance(entry, (hub.HubModel, hub.HubCausalLM, factory.FactoryModel,
-                                                            factory.ObjectModel)):
-            raise UserError(f"--tiny: {name} is a checkpoint, not a zoo model with a tiny config")
-        if spec.weights == "pretrained" and entry.pretrained_from:
-            hub.check_available(entry.pretrained_from)
-    return entries
-
-
-def check_variants(spec: specmod.RunSpec, entries: dict) -> None:
-    """Settings that one kind of model cannot take, refused up front rather than failing in every case."""
-    generation = [n for n, e in entries.items() if isinstance(e, zoo.TextGenerationEntry)]
-    vision = [n for n in entries if n not in generation]
-    if "eager-static-cache" in spec.variants and vision:
-        raise UserError(f"--variant eager-static-cache is for text generation; {vision[0]} is a {entries[vision[0]].task} model")
-    if generation and (spec.image or spec.channels_last):
-        raise UserError(f"{'--image' if spec.image else '--channels-last'} is for vision models; {generation[0]} generates text")
-    if spec.prompt_len is not None and not generation:
-        raise UserError("--prompt-len is for text-generation models (`compilebench models` lists them)")
-    needs_backend = spec.backend != "inductor" and any(v not in ("eager", "eager-static-cache") for v in spec.variants)
-    if needs_backend and spec.backend not in variants.backends():  # listing them imports dynamo: seconds
-        raise UnknownChoice("backend", spec.backend, variants.backends())
-    if spec.inductor_options and spec.backend != "inductor":
-        raise UserError(f"--inductor-option configures inductor; --backend {spec.backend} would ignore it")
-
-
 def where(args, spec: specmod.RunSpec) -> tuple[specmod.RunSpec, dispatch.Dispatcher, list[dispatch.Target]]:
     """Where the cases run: one device here, every listed local GPU at once, or a Ray cluster; and the spec with
     the device its cases are keyed by. The devices are learnt without initializing CUDA in this process."""
@@ -191,18 +161,6 @@ def where(args, spec: specmod.RunSpec) -> tuple[specmod.RunSpec, dispatch.Dispat
     return (dataclasses.replace(spec, device="cuda:0"),
             dispatch.LocalPool(dispatch.gpu_slots(found["gpus"], spec.timeout_s, found["gpu_ids"])),
             [dispatch.Target(f"GPUs {args.gpus}", envinfo.machine_id(env), env)])
-
-
-def this_device(spec: specmod.RunSpec) -> tuple[specmod.RunSpec, dispatch.Dispatcher, list[dispatch.Target]]:
-    """One device of this machine, one case at a time, under its lock."""
-    found = probe.probe(spec.device)
-    device, env = found["device"], found["env"]
-    executor = executors.make(spec.isolation, spec.timeout_s)
-    gpu_id = found["gpu_ids"].get(int(device.split(":")[1])) if device.startswith("cuda") else None
-    slot = dispatch.Slot(device, device, executor.run, getattr(executor, "cancel", lambda: None),
-                         locks.names_for(device, gpu_id), getattr(executor, "start_launchers", lambda repeats: None))
-    return (dataclasses.replace(spec, device=device), dispatch.LocalPool([slot]),
-            [dispatch.Target(device, envinfo.machine_id(env), env)])
 
 
 def _first(*values):

@@ -10,7 +10,8 @@ import sys
 import time
 
 from compilebench import compiler_state, spec as specmod, store as storemod, sweep, tune, zoo
-from compilebench.cli.run import EXIT_FAILED, check_variants, resolve_models, resume_command, this_device
+from compilebench.cli.run import EXIT_FAILED, resume_command
+from compilebench.preflight import check_variants, resolve_models, this_device
 from compilebench.envinfo import hardware_name
 from compilebench.report import markdown, tables
 from compilebench.report.tables import Table, interval

@@ -18,6 +18,8 @@ from compilebench.zoo.models import MODELS
 from compilebench.zoo.textgen import MODELS as TEXT_MODELS
 from compilebench.zoo.textgen import TEXT_GENERATION, TextGenerationEntry
 
+__all__ = ["REGISTRY", "ModelEntry", "TEXT_GENERATION", "TextGenerationEntry", "factory", "get", "hub", "models", "register"]
+
 REGISTRY: dict[str, ModelEntry] = {m.name: m for m in [*MODELS, *TEXT_MODELS]}
 
 

@@ -4,7 +4,7 @@ repeat stored once, and did any two timed loops overlap? Prints figures; asserts
 Each repeat records the wall clock at both ends of its timed loop (loop_started_at, loop_ended_at): any two
 loops of the file whose spans intersect ran beside each other on the device.
 
-Usage: python benchmarks/concurrent.py [--iters 50] [--repeats 2]
+Usage: python benchmarks/two_runs.py [--iters 50] [--repeats 2]
 """
 
 from __future__ import annotations
