@@ -78,27 +78,28 @@ def test_a_small_budget_tries_the_likeliest_configurations_and_says_which_it_lef
     assert clock[0] <= 200 + 2 * 5.0  # the final rung always runs: at most its own cost past the budget
 
 
-def test_the_changes_that_helped_are_measured_together_when_the_budget_left_their_sum_untried():
+def test_the_first_rung_climbs_from_the_best_so_far_one_change_at_a_time():
     space = configs()
-    plain, bf16, cl, frozen = (tune.Config(), tune.Config(dtype="bfloat16"), tune.Config(channels_last=True),
-                               tune.Config(options=(("freezing", True),)))
-    together = tune.Config(options=(("freezing", True),), dtype="bfloat16", channels_last=True)
-    speedups = {c: 0.9 for c in space}
-    speedups.update({plain: 1.0, bf16: 1.5, cl: 1.2, frozen: 1.1, together: 2.5})
+    plain, bf16, cl, autotune = (tune.Config(), tune.Config(dtype="bfloat16"), tune.Config(channels_last=True),
+                                 tune.Config("max-autotune-no-cudagraphs"))
+    both = tune.Config(dtype="bfloat16", channels_last=True)
+    best = tune.Config("max-autotune-no-cudagraphs", dtype="bfloat16", channels_last=True)
+    speedups = {c: 0.9 for c in space}  # max-autotune alone is slower: only on top of the others does it pay
+    speedups.update({plain: 1.0, bf16: 1.5, cl: 1.2, autotune: 0.8, both: 1.8, best: 2.5})
     clock = [0.0]
     out = tune.search(BASE, space, Planted(clock, speedups), lambda: clock[0], budget_s=220)
-    first_rung = [t.config for t in out.tried if t.rungs >= 1 and t.config != together]
-    assert first_rung == [plain, bf16, cl, frozen]  # one change at a time, the likeliest first
-    assert together in [t.config for t in out.tried] and together not in out.untried
-    assert out.winner.config == together and out.winner.rungs == 3
+    assert [t.config for t in out.tried] == [plain, bf16, both, best]  # four cold compiles fit in the first rung
+    assert out.winner.config == best and out.winner.rungs == 3
+    assert cl in out.untried and autotune in out.untried
 
 
-def test_only_changes_that_beat_plain_compile_are_combined():
+def test_where_nothing_adds_to_the_best_the_climb_takes_the_likeliest_left():
     plain, bf16, cl = tune.Config(), tune.Config(dtype="bfloat16"), tune.Config(channels_last=True)
-    slow_mode = tune.Config("max-autotune-no-cudagraphs")
-    assert tune._combined({plain: 1.0, bf16: 1.5, cl: 1.2, slow_mode: 0.8}) == tune.Config(dtype="bfloat16", channels_last=True)
-    assert tune._combined({plain: 1.0, bf16: 1.5, cl: 0.9}) is None  # one change helped: nothing to combine
-    assert tune._combined({bf16: 1.5, cl: 1.2}) is None  # no plain compile to compare with
+    both = tune.Config(dtype="bfloat16", channels_last=True)
+    assert tune._climb([cl, both], bf16) == both
+    assert tune._climb([cl, both], None) == cl
+    assert tune._climb([cl], bf16) == cl  # cl does not add to bf16: it changes something else
+    assert tune._climb([bf16, cl], plain) == bf16
 
 
 def test_nothing_faster_than_eager_is_said_plainly():
