@@ -466,6 +466,26 @@ def test_charts_draw_intervals_mark_inconclusive_bars_and_keep_durations_above_z
     assert f"{resnet[3]} faster" in svg
 
 
+def test_a_bar_label_past_a_long_whisker_stays_inside_the_axes():
+    """The quick suite's ResNet (-11.1%, interval down to -62.9%) put its label over the model names."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(9, 2), layout="constrained")
+    ax = fig.subplots()
+    ax.barh(0, -11.1, xerr=[[51.8], [35.4]])
+    ax.barh(1, 52.6, xerr=[[7.5], [6.5]])
+    texts = [ax.text(-62.9 - 1, 0, "-11.1% inconclusive", ha="right", va="center", fontsize=7),
+             ax.text(59.1 + 1, 1, "52.6% faster", ha="left", va="center", fontsize=7)]
+    ax.set_yticks([0, 1], ["Image Classification/ResNet", "Object Detection/DETR"])
+    ax.margins(x=0.15)
+    charts._fit_labels(fig, ax, texts)
+    fig.draw_without_rendering()
+    box = ax.get_window_extent()
+    for t in texts:
+        extent = t.get_window_extent()
+        assert box.x0 <= extent.x0 and extent.x1 <= box.x1, (t.get_text(), extent, box)
+
+
 def test_the_html_page_holds_the_same_numbers_as_the_markdown(tmp_path):
     results = guide_results()
     report.write(results, str(tmp_path), ("md", "html"), ["r.db"])

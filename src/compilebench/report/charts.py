@@ -153,6 +153,23 @@ def render(results: list[dict], out_dir: str, min_effect: float = stats.DEFAULT_
     return charts
 
 
+def _fit_labels(fig, ax, texts) -> None:
+    """Widen the x axis until every bar's label lies inside it: a label past a long whisker would otherwise run
+    over the model names (or off the figure)."""
+    for _ in range(3):  # widening changes the scale, and with it each label's width in data units
+        fig.draw_without_rendering()
+        lo, hi = ax.get_xlim()
+        inverse = ax.transData.inverted()
+        left, right = lo, hi
+        for t in texts:
+            (x0, _), (x1, _) = inverse.transform(t.get_window_extent())
+            left, right = min(left, x0), max(right, x1)
+        if (left, right) == (lo, hi):
+            return
+        pad = (right - left) * 0.01
+        ax.set_xlim(left - pad if left < lo else lo, right + pad if right > hi else hi)
+
+
 def _draw(title: str, labels: list[str], series: list[_Series], xlabel: str, png: str, svg: str):
     """Horizontal grouped bars: one row per model (first at the top), one bar per series."""
     import matplotlib
@@ -163,7 +180,7 @@ def _draw(title: str, labels: list[str], series: list[_Series], xlabel: str, png
     fig = Figure(figsize=(9, 1.5 + n * (0.2 + 0.17 * k)), layout="constrained")
     ax = fig.subplots()
     colors = matplotlib.colormaps["tab10"]
-    drawn, hatched = [], []
+    drawn, hatched, texts = [], [], []
     span = max((abs(v) for s in series for v in s.values if v is not None), default=1.0) or 1.0
     for j, s in enumerate(series):
         for i, value in enumerate(s.values):
@@ -188,8 +205,8 @@ def _draw(title: str, labels: list[str], series: list[_Series], xlabel: str, png
                 text += f" {s.verdicts[i]}"
             reach = (err[1] if value >= 0 else err[0]) if err else 0
             pad = span * 0.01 + reach
-            ax.text(value + (pad if value >= 0 else -pad), y, text, va="center",
-                    ha="left" if value >= 0 else "right", fontsize=7)
+            texts.append(ax.text(value + (pad if value >= 0 else -pad), y, text, va="center",
+                                 ha="left" if value >= 0 else "right", fontsize=7))
     ax.set_yticks(range(n), labels)
     ax.set_ylim(n - 0.5, -0.5)  # the first model at the top, as in the tables
     ax.axvline(0, color="black", linewidth=0.8)
@@ -202,6 +219,7 @@ def _draw(title: str, labels: list[str], series: list[_Series], xlabel: str, png
     ax.grid(axis="x", alpha=0.3)
     if drawn:
         fig.legend(fontsize=8, loc="outside lower center", ncols=min(k, 3))
+    _fit_labels(fig, ax, texts)
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "compilebench"}):
         fig.savefig(png, dpi=110)
         fig.savefig(svg, metadata={"Date": None})
