@@ -182,3 +182,23 @@ def test_models_lists_the_zoo(tmp_path):
     assert re.search(r"resnet-50 +Image Classification/ResNet +image-classification +microsoft/resnet-50 +25\.56M +pixel_values 1x3x224x224", p.stdout)
     assert re.search(r"detr +Object Detection/DETR .* 41\.52M +pixel_mask 1x800x1066, pixel_values 1x3x800x1066", p.stdout)
     assert re.search(r"owlvit .* 153\.23M +pixel_values 1x3x768x768, input_ids 2x16, attention_mask 2x16", p.stdout)
+
+
+def test_flops_are_counted_once_per_model_and_settings_whichever_variants_follow(main_here, monkeypatch, tmp_path):
+    """Counting FLOPs runs the eager model under a slow dispatch mode (8 s for DETR on 2 cores): once is enough."""
+    from compilebench.executors import InlineExecutor
+
+    jobs = []
+    run = InlineExecutor.run
+
+    def recording(self, job, env, on_phase):
+        jobs.append((job.cases[0].variant.mode, job.repeat, job.count_flops))
+        return run(self, job, env, on_phase)
+
+    monkeypatch.setattr(InlineExecutor, "run", recording)
+    code, out, err = main_here("run", "--model", "fault-ok", "--variant", "eager", "default", "--backend", "eager",
+                               *QUICK, "--repeats", "2", "--isolation", "inline", "--db", "r.db")
+    assert code == 0, err
+    assert [j for j in jobs if j[2]] == [("eager", 1, True)], jobs  # the first measurement counts, no other
+    flops = [r["flops"] for r in stored(tmp_path / "r.db")]
+    assert len(flops) == 2 and flops[0] == flops[1] and flops[0] > 0

@@ -23,7 +23,7 @@ from tqdm import tqdm
 from compilebench import compiler_state, envinfo, store as storemod
 from compilebench.dispatch import Dispatcher, Target, Unit, Work
 from compilebench.result import Result
-from compilebench.spec import Case, Job, RunSpec, Variant
+from compilebench.spec import Case, Job, RunSpec, Variant, eager_key_of
 from compilebench.store import Store
 from compilebench.vocab import FAILED, RETRIED, RETRIED_ON_REQUEST
 
@@ -216,7 +216,8 @@ class _Sweep:
             self._release_state(unit)
             return None
         stored = [self.plan.stored.get((c.key(), unit.target.resume_id)) or {} for c in todo]
-        count_flops = any(s.get("flops") is None for s in stored)
+        # FLOPs are the eager model's: counted once per model and settings, by whichever variant comes first
+        count_flops = any(s.get("flops") is None and self._eager_flops(c, unit) is None for c, s in zip(todo, stored))
         env, cache = _compiler_env(self.spec.compile_cache, self.states, self._state(unit))
         check = cache == "cold" or not all(_checked(s, cache) for s in stored)
         return Work(Job(todo, self.spec.timing, unit.repeat, cache, count_flops, check), env)
@@ -254,6 +255,8 @@ class _Sweep:
                 result.env, result.machine_id = dict(unit.target.env), envinfo.machine_id(unit.target.env)
             result.case = next(c for c in unit.cases if c.key() == key)  # keyed without the slot's device index
             result.placement = unit.target.placement
+            if result.flops is None:
+                result.flops = self._eager_flops(result.case, unit)
             result.result_id = self.series[(key, rid, unit.repeat)]
             if not result.label:  # the worker never got as far as its model: the driver's lookup names it
                 result.label, result.task = self.labels.get(result.case.model, (result.case.model, result.case.task or ""))
@@ -267,6 +270,12 @@ class _Sweep:
                 where = f" on {unit.target.name}" if unit.target.placement else ""  # which GPU type of a cluster
                 self.bar.write(f"{unit.describe(self.spec.repeats)}{where}: {rep.status}: {rep.message}", file=sys.stderr)
         self._release_state(unit)
+
+    def _eager_flops(self, case: Case, unit: Unit) -> int | None:
+        """The FLOPs its eager twin (same model and settings, uncompiled) has stored: compiling does not change the
+        math of one eager forward."""
+        twin = self.plan.stored.get((eager_key_of(case.to_dict()), unit.target.resume_id)) or {}
+        return twin.get("flops")
 
     def _state(self, unit: Unit) -> str:
         return state_name(self.groups[unit.group], unit.target)
