@@ -165,9 +165,18 @@ class Outcome:
 
 def _changes(c: Config) -> frozenset:
     """What a configuration changes from plain torch.compile, one item per change."""
-    return frozenset([*(("mode", c.mode),) * (c.mode != "default"), *(("dtype", c.dtype),) * (c.dtype != "float32"),
-                      *(("channels_last",),) * c.channels_last, *(("option", *o) for o in c.options),
-                      *(("fullgraph",),) * c.fullgraph, *(("dynamic", c.dynamic),) * (c.dynamic is not None)])
+    changes = {("option", *o) for o in c.options}
+    if c.mode != "default":
+        changes.add(("mode", c.mode))
+    if c.dtype != "float32":
+        changes.add(("dtype", c.dtype))
+    if c.channels_last:
+        changes.add(("channels_last",))
+    if c.fullgraph:
+        changes.add(("fullgraph",))
+    if c.dynamic is not None:
+        changes.add(("dynamic", c.dynamic))
+    return frozenset(changes)
 
 
 def _climb(pending: list[Config], best: Config | None) -> Config:
