@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import sys
 import tempfile
 
 ROOT_PREFIX = "compilebench-state-"
@@ -76,14 +77,38 @@ def _clear_stale(base: str) -> None:
             continue
 
 
+def follow_environment() -> None:
+    """Point the folders the compiler stack fixed when it was imported where this process's environment says
+    now. Inductor reads its cache folder per call, but its precompiled-header folder (under the temporary folder)
+    and dynamo's package folder are set when their modules are imported: a worker forked from a launcher that
+    imported them, or a case run inline after another, would otherwise share them with every other case, and a
+    cold compile would find the headers an earlier case made. Modules not imported yet read the environment
+    themselves when they are."""
+    tempfile.tempdir = None  # Python's cached temporary folder: TMPDIR decides again
+    codecache = sys.modules.get("torch._inductor.codecache")
+    if codecache is None and "torch._dynamo.package" not in sys.modules:
+        return
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+    if codecache is not None:
+        codecache._HEADER_DIR = os.path.join(default_cache_dir(), "precompiled_headers")
+        codecache._HEADER_LOCK_DIR = os.path.join(codecache._HEADER_DIR, "locks")
+        made = getattr(codecache, "_precompile_header", None)
+        if hasattr(made, "cache_clear"):  # it remembers the header files it made, by path
+            made.cache_clear()
+    package = sys.modules.get("torch._dynamo.package")
+    if package is not None and hasattr(getattr(package, "DynamoCache", None), "_path_prefix"):
+        inductor = os.path.abspath(os.environ.get("TORCHINDUCTOR_CACHE_DIR") or default_cache_dir())
+        package.DynamoCache._path_prefix = os.path.join(inductor, "dynamo")  # as it is made on import
+
+
 @contextlib.contextmanager
 def applied(env: dict[str, str]):
-    """`env` in this process while the block runs (inline isolation), put back afterwards. Python caches the
-    temporary folder and inductor reads its cache folder per call, so both follow; inductor's precompiled-header
-    folder was fixed when it was first imported, which is why process isolation is the default."""
+    """`env` in this process while the block runs (inline isolation), put back afterwards, with the compiler's
+    folders following it both ways."""
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
-    tempfile.tempdir = None
+    follow_environment()
     try:
         yield
     finally:
@@ -92,4 +117,4 @@ def applied(env: dict[str, str]):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-        tempfile.tempdir = None
+        follow_environment()

@@ -174,7 +174,8 @@ def share_cpus(cpus: list[int], parts: int) -> list[list[int]]:
     return shares
 
 
-def gpu_slots(gpus: list[int], timeout_s: float | None, gpu_ids: dict[int, str] | None = None) -> list[Slot]:
+def gpu_slots(gpus: list[int], timeout_s: float | None, gpu_ids: dict[int, str] | None = None,
+              models: tuple[str, ...] = (), inductor: bool = False) -> list[Slot]:
     """A slot per listed GPU. Each worker sees only its GPU (as cuda:0), keeps to its share of the CPU cores,
     and runs that many threads, compile workers included. Each slot locks its physical GPU (by UUID where known)."""
     from compilebench.executors import ProcessExecutor
@@ -188,7 +189,7 @@ def gpu_slots(gpus: list[int], timeout_s: float | None, gpu_ids: dict[int, str] 
             threads = str(len(cpus))
             env.update(COMPILEBENCH_CPUS=",".join(map(str, cpus)), OMP_NUM_THREADS=threads,
                        TORCHINDUCTOR_COMPILE_THREADS=threads)
-        executor = ProcessExecutor(timeout_s, env=env)
+        executor = ProcessExecutor(timeout_s, env=env, models=models, inductor=inductor)
         slots.append(Slot(f"cuda:{gpu}", "cuda:0", executor.run, executor.cancel,
                           locks.names_for(f"cuda:{gpu}", gpu_ids.get(gpu)), executor.start_launchers))
     return slots

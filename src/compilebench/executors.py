@@ -55,10 +55,13 @@ class InlineExecutor:
 class ProcessExecutor:
     name = "process"
 
-    def __init__(self, timeout_s: float | None = None, env: dict[str, str] | None = None, fork: bool = True):
+    def __init__(self, timeout_s: float | None = None, env: dict[str, str] | None = None, fork: bool = True,
+                 models: tuple[str, ...] = (), inductor: bool = False):
         self.timeout_s = timeout_s
         self.env = env or {}  # added to every worker's environment: CUDA_VISIBLE_DEVICES, thread counts, CPUs
         self.fork = fork and launcher.enabled()  # forked by a launcher (many jobs), or a new interpreter per job
+        # What the launchers import while they start: the run's model classes, and inductor if the run compiles with it.
+        self.models, self.inductor = tuple(models), inductor
         self._live: set[int] = set()  # process groups of running workers, for cancel()
         self._cancelled: set[int] = set()
         self._launchers: dict[int, launcher.Launcher] = {}  # one per repeat index
@@ -78,22 +81,37 @@ class ProcessExecutor:
                 json.dump(job.to_dict(), f)
             return self._run_worker(job, job_path, result_path, os.path.join(tmp, "worker.log"), env, on_phase)
 
-    def start_launchers(self, repeats: list[int]) -> None:
-        """Start the launchers these repeats will use, all at once, before anything is measured: their imports
-        overlap each other instead of following one another."""
+    def start_launchers(self, repeats, wait: bool = True) -> None:
+        """Start the launchers these repeats will use, all at once: their imports overlap each other (and, with
+        wait=False, whatever the driver does next) instead of following one another. Waiting waits for every
+        launcher started so far, so none is still importing beside a timed loop."""
         if not self.fork:
             return
         for repeat in sorted(set(repeats)):
             if repeat <= launcher.MAX_LAUNCHERS:
                 self._launcher(repeat)
-        for started in self._launchers.values():
-            started.wait_ready()
+        if wait:
+            for repeat, started in list(self._launchers.items()):
+                try:
+                    started.wait_ready()
+                except launcher.LauncherUnfit as exc:
+                    self._stop_forking(exc)
+                    return
+                except launcher.LauncherDied:
+                    self._forget_launcher(repeat)  # its repeat's first job starts another, or says why not
 
     def _launcher(self, repeat: int) -> launcher.Launcher:
         if repeat not in self._launchers:
-            started = self._launchers[repeat] = launcher.Launcher(self.env)
+            started = self._launchers[repeat] = launcher.Launcher(self.env, self.models, self.inductor)
             weakref.finalize(self, started.close)
         return self._launchers[repeat]
+
+    def _stop_forking(self, why: Exception) -> None:
+        """Workers start as new interpreters from now on (slower to start, as fresh)."""
+        print(f"compilebench: workers start as new interpreters: a launcher cannot fork them ({why})", file=sys.stderr)
+        self.fork = False
+        for repeat in list(self._launchers):
+            self._forget_launcher(repeat)
 
     def _spawn(self, job: Job, job_path: str, result_path: str, env: dict, write_fd: int, log) -> tuple[int, Callable[[], int]]:
         """Start the worker; returns its pid and a blocking wait for its exit code. Repeat i of every case is forked
@@ -106,6 +124,8 @@ class ProcessExecutor:
             try:
                 pid = chosen.start([job_path, result_path], env, write_fd, log.fileno())
                 return pid, lambda: chosen.wait(pid)
+            except launcher.LauncherUnfit as exc:
+                self._stop_forking(exc)
             except launcher.LauncherDied:
                 self._forget_launcher(job.repeat)
                 raise
@@ -205,5 +225,5 @@ def _tail(path: str) -> str:
         return f.read().decode(errors="replace")
 
 
-def make(isolation: str, timeout_s: float | None):
-    return InlineExecutor() if isolation == "inline" else ProcessExecutor(timeout_s)
+def make(isolation: str, timeout_s: float | None, models: tuple[str, ...] = (), inductor: bool = False):
+    return InlineExecutor() if isolation == "inline" else ProcessExecutor(timeout_s, models=models, inductor=inductor)

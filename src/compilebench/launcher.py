@@ -5,9 +5,9 @@ The launcher is a process of its own, started with the slot's environment. It wa
 takes no CPU while a case runs), and for each job forks a child that takes the job's environment (its private
 compiler-state folders), starts a session of its own, and runs the worker. The child is as fresh as a new
 interpreter where it matters: it holds no model, no compiled graph, no CUDA context (the launcher never touches
-CUDA), and inductor's on-disk locations are decided in the child (its code cache module, which fixes the
-precompiled-header folder, is not imported by the launcher). The launcher dies with the driver; its children
-die with it.
+CUDA, and checks that nothing it imported did: if something did, the executor starts new interpreters instead),
+and inductor's on-disk folders are the job's (the few that inductor fixes on import are pointed there in the
+child: compiler_state.follow_environment). The launcher dies with the driver; its children die with it.
 
 Processes forked from one launcher share its memory layout (address-space randomisation happens once, at its
 start), and with it an offset of their own: measured here, one launcher's children ran ResNet-50 9% slower than
@@ -31,6 +31,10 @@ import sys
 MAX_LAUNCHERS = 8
 PRELOAD = ("torch", "transformers", "PIL.Image", "numpy", "compilebench.worker", "compilebench.forward",
            "compilebench.generation", "compilebench.zoo")
+# What torch.compile with inductor imports on its first call (0.9 s here, in every compiled case's worker until it
+# was preloaded), for runs that compile with inductor; the folders it fixes on import follow each job's environment
+# in the child.
+INDUCTOR = "torch._inductor.compile_fx"
 
 
 def enabled() -> bool:
@@ -41,14 +45,21 @@ class LauncherDied(Exception):
     """The launcher went away (killed with the job it ran, or never started): start another."""
 
 
+class LauncherUnfit(LauncherDied):
+    """What the launcher imported touched the GPU driver: its children could not use CUDA. Start new interpreters."""
+
+
 class Launcher:
     """The driver's end: start jobs in forked workers and wait for them, one at a time."""
 
-    def __init__(self, env: dict[str, str]):
+    def __init__(self, env: dict[str, str], models: tuple[str, ...] = (), inductor: bool = False):
+        """Starts it and returns at once: it imports while the driver goes on (wait_ready waits for it). It imports
+        the classes of `models` (the zoo models the run measures) too, and inductor where the run compiles with it."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock = ours
+        preload = json.dumps({"models": list(models), "inductor": inductor})
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "compilebench.launcher", str(theirs.fileno())], pass_fds=(theirs.fileno(),),
+            [sys.executable, "-m", "compilebench.launcher", str(theirs.fileno()), preload], pass_fds=(theirs.fileno(),),
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True,
             env={**os.environ, **env, "COMPILEBENCH_PARENT_PID": str(os.getpid())})
         theirs.close()
@@ -58,7 +69,10 @@ class Launcher:
     def wait_ready(self) -> None:
         """Block until it has imported what it preloads (launchers started together import at once)."""
         if not self._ready:
-            if self._readline() != "ready":
+            answer = self._readline()
+            if answer.startswith("unfit "):
+                raise LauncherUnfit(answer[len("unfit "):])
+            if answer != "ready":
                 raise LauncherDied("the launcher did not start")
             self._ready = True
 
@@ -107,36 +121,39 @@ def _recv_job(sock: socket.socket) -> tuple[dict, list[int]] | None:
 
 def _child(job: dict, phase_fd: int, log_fd: int) -> None:
     """In the forked worker: become a fresh worker process with the job's environment, run it, exit."""
-    import tempfile
-
-    from compilebench import worker
+    from compilebench import compiler_state, worker
 
     os.setsid()  # its own process group: a timeout kills it with every compile worker it starts
     os.dup2(log_fd, 1)
     os.dup2(log_fd, 2)
     os.environ.update(job["env"])
     os.environ["COMPILEBENCH_PARENT_PID"] = str(os.getppid())  # dies with the launcher, which dies with the driver
-    tempfile.tempdir = None  # the launcher's cached temporary folder: the job's TMPDIR decides now
+    compiler_state.follow_environment()  # the job's folders, not the launcher's
     sys.argv = ["compilebench.worker", *job["argv"]]
     worker.main([*job["argv"][:2], str(phase_fd)])
 
 
-def main(fd: int) -> None:
+def main(fd: int, preload: dict) -> None:
     import importlib
 
     from compilebench import worker
 
     worker.confine()  # die with the driver
     sock = socket.socket(fileno=fd)
-    for module in PRELOAD:
+    for module in PRELOAD + ((INDUCTOR,) if preload.get("inductor") else ()):
         importlib.import_module(module)
-    sock.sendall(b"ready\n")
+    for model in preload.get("models", ()):
+        _preload_model(model)
+    touched = cuda_touched()
+    sock.sendall(f"unfit {touched}\n".encode() if touched else b"ready\n")
+    if touched:
+        return
     while True:
         got = _recv_job(sock)
         if got is None:
             return  # the driver closed its end
         job, (phase_fd, log_fd) = got
-        _preload_model(job)
+        _preload_model(_model_of(job))
         pid = os.fork()
         if pid == 0:
             code = 1
@@ -153,23 +170,46 @@ def main(fd: int) -> None:
         sock.sendall((json.dumps({"pid": pid, "returncode": os.waitstatus_to_exitcode(status)}) + "\n").encode())
 
 
-def _preload_model(job: dict) -> None:
-    """Import the job's model class here, once for every later repeat and variant: importing it is part of no
-    measurement, and it is what a user's script imports before it builds the model anyway."""
+def cuda_touched(maps_path: str = "/proc/self/maps") -> str | None:
+    """Why this process's children could not use CUDA, or None: CUDA is initialized in torch, or the driver library
+    is loaded (something asked it a question, which initializes it in this process only)."""
+    import torch
+
+    if torch.cuda.is_initialized():
+        return "torch initialized CUDA in it"
+    try:
+        with open(maps_path) as f:
+            if any("libcuda.so" in line for line in f):
+                return "it loaded the CUDA driver (libcuda)"
+    except OSError:
+        pass
+    return None
+
+
+def _model_of(job: dict) -> str | None:
     try:
         with open(job["argv"][0]) as f:
-            case = json.load(f)["cases"][0]
+            return json.load(f)["cases"][0]["model"]
+    except Exception:  # anything wrong with the job is the worker's to report
+        return None
+
+
+def _preload_model(name: str | None):
+    """Import a zoo model's class here, once for every later repeat and variant (1.6 s for the first one: most of
+    transformers' modeling code): importing it is part of no measurement, and it is what a user's script imports
+    before it builds the model anyway. Returns the class, or None (not a zoo model, or it cannot be imported)."""
+    try:
         from compilebench import zoo
 
-        entry = zoo.REGISTRY.get(case["model"])
-        name = getattr(entry, "model_class", None)
-        if name:
+        class_name = getattr(zoo.REGISTRY.get(name), "model_class", None)
+        if class_name:
             import transformers
 
-            getattr(transformers, name)
-    except Exception:  # anything wrong with the job is the worker's to report
+            return getattr(transformers, class_name)
+    except Exception:  # a model that cannot be imported is the worker's to report
         pass
+    return None
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]))
+    main(int(sys.argv[1]), json.loads(sys.argv[2]) if len(sys.argv) > 2 else {})

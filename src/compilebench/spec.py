@@ -260,6 +260,11 @@ class RunSpec:
             object.__setattr__(self, name, tuple(dict.fromkeys(getattr(self, name))))
         validate(self)
 
+    @property
+    def uses_inductor(self) -> bool:
+        """Whether some case of the run compiles with inductor."""
+        return self.backend == "inductor" and any(Variant.named(v).compiled for v in self.variants)
+
     def cases(self, prompt_lens: dict[str, int] | None = None) -> list[Case]:
         """The grid, model-major so one model's cases run together (and eager before its compiled runs).
         `prompt_lens` names the text-generation models, with each one's default prompt length."""

@@ -159,7 +159,8 @@ def where(args, spec: specmod.RunSpec) -> tuple[specmod.RunSpec, dispatch.Dispat
     found = probe.probe("cuda", args.gpus)
     env = found["env"]
     return (dataclasses.replace(spec, device="cuda:0"),
-            dispatch.LocalPool(dispatch.gpu_slots(found["gpus"], spec.timeout_s, found["gpu_ids"])),
+            dispatch.LocalPool(dispatch.gpu_slots(found["gpus"], spec.timeout_s, found["gpu_ids"], spec.models,
+                                                   spec.uses_inductor)),
             [dispatch.Target(f"GPUs {args.gpus}", envinfo.machine_id(env), env)])
 
 

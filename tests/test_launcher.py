@@ -1,0 +1,98 @@
+"""How workers start: forked from launchers that imported torch.compile's machinery and the run's model classes,
+yet as fresh as new interpreters where it matters (the compiler's folders are the job's; no CUDA in the parent)."""
+
+import os
+import time
+
+import pytest
+
+from compilebench import compiler_state, executors, launcher
+from compilebench.spec import Case, Job, TimingPolicy, Variant
+
+FAST = TimingPolicy(iters=3, warmup=1, min_iters=1)
+
+
+def test_folders_inductor_fixes_on_import_follow_the_environment_and_come_back(tmp_path):
+    import torch._dynamo.package as package
+    import torch._inductor.codecache as codecache
+
+    before = (codecache._HEADER_DIR, codecache._HEADER_LOCK_DIR, package.DynamoCache.path_prefix())
+    env = compiler_state.env_for(str(tmp_path / "case"))
+    with compiler_state.applied(env):
+        assert codecache._HEADER_DIR.startswith(env["TMPDIR"] + os.sep)
+        assert codecache._HEADER_LOCK_DIR.startswith(codecache._HEADER_DIR)
+        assert package.DynamoCache.path_prefix() == os.path.join(env["TORCHINDUCTOR_CACHE_DIR"], "dynamo")
+    assert (codecache._HEADER_DIR, codecache._HEADER_LOCK_DIR, package.DynamoCache.path_prefix()) == before
+
+
+def test_a_launcher_imports_the_classes_of_the_zoo_models_it_is_given():
+    import transformers
+
+    assert launcher._preload_model("resnet-50") is transformers.ResNetForImageClassification
+    assert launcher._preload_model("not-a-model") is None
+
+
+def test_cuda_touched_by_a_launchers_imports_is_seen(tmp_path):
+    clean = tmp_path / "clean"
+    clean.write_text("7f00-7f01 r-xp 00000000 08:01 1 /usr/lib/libtorch_cpu.so\n")
+    touched = tmp_path / "touched"
+    touched.write_text(clean.read_text() + "7f02-7f03 r-xp 00000000 08:01 2 /usr/lib/x86_64-linux-gnu/libcuda.so.550.54\n")
+    assert launcher.cuda_touched(str(clean)) is None
+    assert launcher.cuda_touched(str(touched)) == "it loaded the CUDA driver (libcuda)"
+    assert launcher.cuda_touched() is None  # this CPU test process, with torch imported
+
+
+class UnfitLauncher:
+    """A launcher whose imports touched CUDA, as the real one reports it."""
+
+    started = 0
+
+    def __init__(self, env, models=(), inductor=False):
+        UnfitLauncher.started += 1
+
+    def wait_ready(self):
+        raise launcher.LauncherUnfit("it loaded the CUDA driver (libcuda)")
+
+    def start(self, *args):
+        self.wait_ready()
+
+    def close(self):
+        pass
+
+
+def test_a_launcher_that_could_not_fork_cuda_workers_gives_way_to_new_interpreters(monkeypatch, capfd):
+    monkeypatch.setattr(launcher, "Launcher", UnfitLauncher)
+    message = "workers start as new interpreters: a launcher cannot fork them (it loaded the CUDA driver (libcuda))"
+    UnfitLauncher.started = 0
+    found_at_start = executors.ProcessExecutor(timeout_s=120)
+    found_at_start.start_launchers([1, 2])  # while the launchers start, before anything runs
+    assert not found_at_start.fork and UnfitLauncher.started == 2
+    assert capfd.readouterr().err.count(message) == 1
+
+    UnfitLauncher.started = 0
+    ex = executors.ProcessExecutor(timeout_s=120)  # found when the first job is sent
+    case = Case("fault-ok", 1, Variant("eager"), device="cpu", model_size="tiny")
+    (result,) = ex.run(Job([case], FAST, repeat=1), {}, lambda p: None)
+    assert result.status == "ok", result.message
+    assert not ex.fork and UnfitLauncher.started == 1  # later jobs start new interpreters without asking again
+    assert capfd.readouterr().err.count(message) == 1
+
+
+@pytest.mark.slow
+def test_a_compile_in_a_forked_worker_writes_its_headers_into_its_own_folder_only(tmp_path):
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+    shared = os.path.join(default_cache_dir(), "precompiled_headers")  # where the launcher's import pointed
+    seen = set(os.listdir(shared)) if os.path.isdir(shared) else set()
+    ex = executors.ProcessExecutor(timeout_s=600, models=("resnet-50",))
+    ex.start_launchers([1])
+    env = compiler_state.env_for(str(tmp_path / "state"))
+    since = time.time()
+    case = Case("resnet-50", 1, Variant("default"), device="cpu", model_size="tiny")
+    (r,) = ex.run(Job([case], FAST, compile_cache="cold"), env, lambda p: None)
+    assert r.status == "ok", (r.message, r.traceback)
+    headers = [f for _, _, files in os.walk(env["TMPDIR"]) for f in files if f.endswith(".gch")]
+    assert headers, "the compile made no precompiled header in its own folder"
+    if os.path.isdir(shared):
+        new = [f for f in os.listdir(shared) if f not in seen or os.path.getmtime(os.path.join(shared, f)) >= since]
+        assert new == []
