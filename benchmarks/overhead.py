@@ -85,7 +85,7 @@ def resnet_ratios(iters: int, rounds: int, parts: set[str]) -> None:
     execd = ProcessExecutor(timeout_s=1800, fork=False)
     got = {"forked": [], "exec": [], "inline": []}
     for r in range(rounds):
-        forked = ProcessExecutor(timeout_s=1800)
+        forked = ProcessExecutor(timeout_s=1800, models=("resnet-50",), inductor=True)  # preloading as a run does
         order = ["forked", "exec", "inline"][r % 3:] + ["forked", "exec", "inline"][:r % 3]
         for how in order:
             if how == "inline":
