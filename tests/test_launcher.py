@@ -78,6 +78,35 @@ def test_a_launcher_that_could_not_fork_cuda_workers_gives_way_to_new_interprete
     assert capfd.readouterr().err.count(message) == 1
 
 
+class RecordingLauncher:
+    """A launcher that only says what was asked of it."""
+
+    log: list = []
+
+    def __init__(self, env, models=(), inductor=False):
+        self.n = len([e for e in RecordingLauncher.log if e[0] == "start"]) + 1
+        RecordingLauncher.log.append(("start", self.n, models, inductor))
+
+    def wait_ready(self):
+        RecordingLauncher.log.append(("ready", self.n))
+
+    def close(self):
+        RecordingLauncher.log.append(("close", self.n))
+
+
+def test_launchers_start_early_without_waiting_and_the_sweep_waits_only_for_those_it_needs(monkeypatch):
+    monkeypatch.setattr(launcher, "Launcher", RecordingLauncher)
+    RecordingLauncher.log = []
+    ex = executors.ProcessExecutor(timeout_s=120, models=("resnet-50",), inductor=True)
+    ex.start_launchers(range(1, 101), wait=False)  # as the driver does before it probes the device
+    assert RecordingLauncher.log == [("start", n, ("resnet-50",), True) for n in range(1, launcher.MAX_LAUNCHERS + 1)]
+    RecordingLauncher.log = []
+    ex.start_launchers([2, 3])  # a resumed sweep needs only repeats 2 and 3: the others stop, these are waited for
+    assert sorted(e for e in RecordingLauncher.log if e[0] == "close") == [("close", n) for n in (1, 4, 5, 6, 7, 8)]
+    assert sorted(e for e in RecordingLauncher.log if e[0] == "ready") == [("ready", 2), ("ready", 3)]
+    assert sorted(ex._launchers) == [2, 3]
+
+
 @pytest.mark.slow
 def test_a_compile_in_a_forked_worker_writes_its_headers_into_its_own_folder_only(tmp_path):
     from torch._inductor.runtime.cache_dir_utils import default_cache_dir

@@ -83,14 +83,17 @@ class ProcessExecutor:
 
     def start_launchers(self, repeats, wait: bool = True) -> None:
         """Start the launchers these repeats will use, all at once: their imports overlap each other (and, with
-        wait=False, whatever the driver does next) instead of following one another. Waiting waits for every
-        launcher started so far, so none is still importing beside a timed loop."""
+        wait=False, whatever the driver does next) instead of following one another. With wait=True (the sweep
+        is about to run these repeats), launchers started earlier for other repeats are stopped and these are
+        waited for, so none is still importing beside a timed loop."""
         if not self.fork:
             return
-        for repeat in sorted(set(repeats)):
-            if repeat <= launcher.MAX_LAUNCHERS:
-                self._launcher(repeat)
+        needed = {r for r in repeats if r <= launcher.MAX_LAUNCHERS}
+        for repeat in sorted(needed):
+            self._launcher(repeat)
         if wait:
+            for repeat in set(self._launchers) - needed:
+                self._forget_launcher(repeat)
             for repeat, started in list(self._launchers.items()):
                 try:
                     started.wait_ready()
