@@ -125,3 +125,29 @@ def test_a_compile_in_a_forked_worker_writes_its_headers_into_its_own_folder_onl
     if os.path.isdir(shared):
         new = [f for f in os.listdir(shared) if f not in seen or os.path.getmtime(os.path.join(shared, f)) >= since]
         assert new == []
+
+
+def test_launchers_start_beside_the_probe_only_where_the_probe_cannot_refuse_the_device(monkeypatch):
+    from compilebench import preflight, probe
+    from compilebench.errors import UserError
+    from compilebench.spec import RunSpec
+
+    events = []
+    monkeypatch.setattr(executors.ProcessExecutor, "start_launchers",
+                        lambda self, repeats, wait=True: events.append(("launchers", list(repeats), wait)))
+
+    def probed(device, gpus=None):
+        events.append(("probe", device))
+        if device == "cuda":
+            raise UserError("--device cuda: CUDA is not available on this machine (allowed here: cpu)")
+        env = {"hostname": "here", "device_name": "cpu", "torch": "2", "transformers": "5"}
+        return {"device": "cpu", "env": env, "gpus": [], "gpu_ids": {}}
+
+    monkeypatch.setattr(probe, "probe", probed)
+    spec = RunSpec(models=("resnet-50",), repeats=3)
+    preflight.this_device(spec)
+    assert events == [("launchers", [1, 2, 3], False), ("probe", None)]
+    events.clear()
+    with pytest.raises(UserError):
+        preflight.this_device(RunSpec(models=("resnet-50",), device="cuda"))
+    assert events == [("probe", "cuda")]  # refused before anything started

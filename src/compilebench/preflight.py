@@ -41,14 +41,17 @@ def check_variants(spec: specmod.RunSpec, entries: dict) -> None:
 
 
 def this_device(spec: specmod.RunSpec) -> tuple[specmod.RunSpec, dispatch.Dispatcher, list[dispatch.Target]]:
-    """One device of this machine, one case at a time, under its lock. The workers' launchers start first and
-    import while the device is probed (a second or two of the driver's start that nothing else needs)."""
+    """One device of this machine, one case at a time, under its lock. Where the device is not named (the probe
+    cannot refuse it), the workers' launchers start first and import while it is probed (half a second of the
+    driver's start here); a named device is checked before anything starts."""
     executor = executors.make(spec.isolation, spec.timeout_s, spec.models, spec.uses_inductor)
-    getattr(executor, "start_launchers", lambda repeats, wait: None)(range(1, spec.repeats + 1), wait=False)
+    start = getattr(executor, "start_launchers", lambda repeats, wait=True: None)  # inline: nothing to start
+    if spec.device is None:
+        start(range(1, spec.repeats + 1), wait=False)
     found = probe.probe(spec.device)
     device, env = found["device"], found["env"]
     gpu_id = found["gpu_ids"].get(int(device.split(":")[1])) if device.startswith("cuda") else None
     slot = dispatch.Slot(device, device, executor.run, getattr(executor, "cancel", lambda: None),
-                         locks.names_for(device, gpu_id), getattr(executor, "start_launchers", lambda repeats: None))
+                         locks.names_for(device, gpu_id), start)
     return (dataclasses.replace(spec, device=device), dispatch.LocalPool([slot]),
             [dispatch.Target(device, envinfo.machine_id(env), env)])
