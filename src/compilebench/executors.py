@@ -39,6 +39,12 @@ def failure(job: Job, status: str, message: str, phase: str | None = None, trace
 class InlineExecutor:
     name = "inline"
 
+    def cancel(self) -> None:
+        """Nothing to kill: the case runs in the caller's thread, which the interruption reaches itself."""
+
+    def start_launchers(self, repeats, wait: bool = True) -> None:
+        """Nothing to start: no worker process."""
+
     def run(self, job: Job, env: dict[str, str], on_phase: Callable[[str], None]) -> list[Result]:
         from torch._inductor.utils import clear_caches
 

@@ -153,7 +153,6 @@ def main(fd: int, preload: dict) -> None:
         if got is None:
             return  # the driver closed its end
         job, (phase_fd, log_fd) = got
-        _preload_model(_model_of(job))
         pid = os.fork()
         if pid == 0:
             code = 1
@@ -186,18 +185,11 @@ def cuda_touched(maps_path: str = "/proc/self/maps") -> str | None:
     return None
 
 
-def _model_of(job: dict) -> str | None:
-    try:
-        with open(job["argv"][0]) as f:
-            return json.load(f)["cases"][0]["model"]
-    except Exception:  # anything wrong with the job is the worker's to report
-        return None
-
-
-def _preload_model(name: str | None):
-    """Import a zoo model's class here, once for every later repeat and variant (1.6 s for the first one: most of
-    transformers' modeling code): importing it is part of no measurement, and it is what a user's script imports
-    before it builds the model anyway. Returns the class, or None (not a zoo model, or it cannot be imported)."""
+def _preload_model(name: str):
+    """Import a zoo model's class here, once for every repeat and variant its children run (1.6 s for the first
+    one: most of transformers' modeling code): importing it is part of no measurement, and it is what a user's
+    script imports before it builds the model anyway. Returns the class, or None (not a zoo model, or it cannot be
+    imported)."""
     try:
         from compilebench import zoo
 

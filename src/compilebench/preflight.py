@@ -45,13 +45,12 @@ def this_device(spec: specmod.RunSpec) -> tuple[specmod.RunSpec, dispatch.Dispat
     cannot refuse it), the workers' launchers start first and import while it is probed (half a second of the
     driver's start here); a named device is checked before anything starts."""
     executor = executors.make(spec.isolation, spec.timeout_s, spec.models, spec.uses_inductor)
-    start = getattr(executor, "start_launchers", lambda repeats, wait=True: None)  # inline: nothing to start
     if spec.device is None:
-        start(range(1, spec.repeats + 1), wait=False)
+        executor.start_launchers(range(1, spec.repeats + 1), wait=False)
     found = probe.probe(spec.device)
     device, env = found["device"], found["env"]
     gpu_id = found["gpu_ids"].get(int(device.split(":")[1])) if device.startswith("cuda") else None
-    slot = dispatch.Slot(device, device, executor.run, getattr(executor, "cancel", lambda: None),
-                         locks.names_for(device, gpu_id), start)
+    slot = dispatch.Slot(device, device, executor.run, executor.cancel, locks.names_for(device, gpu_id),
+                         executor.start_launchers)
     return (dataclasses.replace(spec, device=device), dispatch.LocalPool([slot]),
             [dispatch.Target(device, envinfo.machine_id(env), env)])
