@@ -66,6 +66,26 @@ class FakePynvml(types.SimpleNamespace):
     def nvmlDeviceGetGraphicsRunningProcesses(self, h):
         raise RuntimeError("not supported")  # a query this GPU does not answer: skipped
 
+    def nvmlDeviceGetTotalEnergyConsumption(self, h):
+        if "energy_mj" not in self.r():
+            raise RuntimeError("not supported")
+        return self.r()["energy_mj"]
+
+    def nvmlDeviceGetPersistenceMode(self, h):
+        return 1
+
+    def nvmlDeviceGetApplicationsClock(self, h, which):
+        return {0: 1755, 1: 2619}[which]
+
+    def nvmlDeviceGetMaxClockInfo(self, h, which):
+        return {0: 1980, 1: 2619}[which]
+
+    def nvmlDeviceGetEccMode(self, h):
+        return (1, 1)
+
+    def nvmlDeviceGetMigMode(self, h):
+        raise RuntimeError("not supported")  # a board without MIG
+
 
 def reading(reasons=0, pids=(4242,), violation=(0, 0), sm=1980):
     return {"clocks": {0: sm, 1: 2619}, "temp": 61, "power_mw": 350_000, "reasons": reasons, "pids": list(pids),
@@ -93,12 +113,48 @@ def test_a_quiet_gpu_is_recorded_and_not_flagged():
     assert conditions.flags(c) == []
 
 
-def test_a_power_capped_or_thermally_slowed_gpu_is_throttled():
+def test_a_power_cap_is_recorded_but_only_heat_and_hardware_slowdowns_throttle():
+    # An H100 at full power sits at its software power cap: recorded, not a reason to distrust the number.
     c = watch_over([reading(), reading(reasons=0x4, sm=1410)])
-    assert c["gpu_throttle_reasons"] == ["power cap"] and conditions.flags(c) == ["throttled"]
+    assert c["gpu_throttle_reasons"] == ["power cap"] and conditions.flags(c) == []
+    c = watch_over([reading(violation=(0, 10)), reading(violation=(5_000_000, 10))])
+    assert c["gpu_throttle_reasons"] == ["power violation"] and conditions.flags(c) == []
+    for bit, name in ((0x8, "hardware slowdown"), (0x20, "thermal (software)"), (0x40, "thermal (hardware)"),
+                      (0x80, "power brake")):
+        c = watch_over([reading(), reading(reasons=bit | 0x4)])
+        assert name in c["gpu_throttle_reasons"] and conditions.flags(c) == ["throttled"], name
     # a slowdown between the two readings leaves its trace in the violation counters
     c = watch_over([reading(violation=(0, 10)), reading(violation=(0, 5_000_000))])
-    assert c["gpu_throttle_reasons"] == ["thermal violation"] and "throttled" in conditions.flags(c)
+    assert c["gpu_throttle_reasons"] == ["thermal violation"] and conditions.flags(c) == ["throttled"]
+
+
+def test_energy_comes_from_the_total_energy_counter_around_the_loop():
+    first, second = reading(), reading()
+    first["energy_mj"], second["energy_mj"] = 1_000_000, 1_090_500
+    assert watch_over([first, second])["gpu_energy_j"] == pytest.approx(90.5)
+    assert watch_over([reading(), reading()])["gpu_energy_j"] is None  # a GPU without the counter: unknown
+
+
+def test_board_settings_are_read_for_the_environment():
+    fake = FakePynvml([reading()])
+    facts = Nvml(fake, handle="gpu0", own_pid=1).facts()
+    assert facts == {"gpu_persistence_mode": True, "gpu_application_clocks_mhz": [1755, 2619],
+                     "gpu_max_clocks_mhz": [1980, 2619], "gpu_ecc": 1, "gpu_mig": None}
+
+
+STAT = """cpu  400 0 200 1400 0 0 0 0 0 0
+cpu0 100 0 50 350 0 0 0 0 0 0
+cpu1 100 0 50 350 0 0 0 0 0 0
+cpu2 200 0 100 700 0 0 0 0 0 0
+intr 12345
+"""
+
+
+def test_busy_counts_only_the_cpus_the_worker_may_use():
+    # Under --gpus each slot keeps to its own cores: the other slots' compile threads on cpu2 are not its neighbours.
+    assert conditions.cpu_ticks(STAT, {0, 1}) == (1000, 300)
+    assert conditions.cpu_ticks(STAT, {2}) == (1000, 300)
+    assert conditions.cpu_ticks(STAT, {0, 1, 2}) == (2000, 600)
 
 
 def test_another_process_on_the_gpu_makes_the_result_busy():

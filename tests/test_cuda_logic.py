@@ -1,10 +1,15 @@
 """CUDA-only code paths, checked on a CPU machine with fakes: CI never has a GPU."""
 
+import time
+
 import pytest
 import torch
 
-from compilebench import envinfo, timing
+from compilebench import envinfo, recording, selfcheck, timing
 from compilebench.errors import UserError
+from compilebench.result import Repeat
+from compilebench.spec import Case, TimingPolicy, Variant
+from fakecuda import FakeCuda
 
 
 class SyncCountingClock(timing.FakeClock):
@@ -25,31 +30,197 @@ def test_no_synchronize_inside_the_timed_loop(iters):
     assert clock.syncs[-1] == 1 + 3 + iters
 
 
-class FakeEvent:
-    log = []
-
-    def __init__(self, enable_timing=False):
-        assert enable_timing
-        self.t = None
-
-    def record(self):
-        self.t = len(FakeEvent.log)
-        FakeEvent.log.append(self)
-
-    def elapsed_time(self, end):  # milliseconds, as CUDA events report
-        return (end.t - self.t) * 1.5
-
-
-def test_cuda_clock_times_each_iteration_with_its_own_event_pair(monkeypatch):
-    FakeEvent.log = []
-    syncs = []
-    monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: syncs.append(device))
-    clock = timing.CudaClock("cuda:0")
-    m = timing.measure(lambda: None, iters=4, warmup=1, clock=clock)
-    assert m.samples_ns == [1_500_000] * 4  # each end event recorded right after its start: 1 tick = 1.5 ms
-    assert len(FakeEvent.log) == 8 and len(syncs) == 4 and set(syncs) == {"cuda:0"}
+def test_events_are_recorded_on_the_stream_of_the_device_the_model_runs_on(monkeypatch):
+    # --device cuda:1 inline: the current device is still GPU 0. Events recorded on its stream would time an idle
+    # GPU (0 ms per call); recorded on GPU 1's stream they time the model.
+    cuda = FakeCuda(devices=2, current=0).install(monkeypatch)
+    clock = timing.CudaClock("cuda:1")
+    m = timing.measure(lambda: cuda.work(device=1, ms=2.5), iters=4, warmup=1, clock=clock)
+    assert m.samples_ns == [2_500_000] * 4
+    assert set(cuda.syncs) == {1} and len(cuda.syncs) == 4  # first call (2), warm-up, loop: never GPU 0
     assert clock.name == "cuda_events"
+
+
+def test_the_fake_event_is_as_strict_as_a_real_one(monkeypatch):
+    cuda = FakeCuda(devices=2).install(monkeypatch)
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record(cuda.current_stream(0))
+    b.record(cuda.current_stream(1))
+    with pytest.raises(RuntimeError, match="different devices"):
+        a.elapsed_time(b)
+    with pytest.raises(RuntimeError, match="never recorded"):
+        torch.cuda.Event(enable_timing=True).elapsed_time(a)
+
+
+def test_events_on_the_wrong_stream_are_caught_by_the_clock_check(monkeypatch):
+    # The bug this guards against: events on GPU 0 while the model runs on GPU 1. The samples then hold nothing of
+    # the loop's wall time, and the result says so instead of printing a number.
+    cuda = FakeCuda(devices=2).install(monkeypatch)
+    clock = timing.CudaClock("cuda:0")
+    m = timing.measure(lambda: (cuda.work(device=1, ms=2.0), time.sleep(0)), iters=20, warmup=0, clock=clock)
+    rep = Repeat()
+    recording.record(rep, m, clock, sync_each_call=False, alone=True)
+    assert rep.samples_over_wall == 0 and "clock" in rep.flags
+
+
+@pytest.mark.parametrize("samples, wall, flagged", [([1_000] * 10, 10_500, False), ([1_000] * 10, 20_000, True),
+                                                    ([1_000] * 10, 9_000, True), ([1_000] * 10, 0, False)])
+def test_the_clock_flag_holds_the_samples_against_the_wall(samples, wall, flagged):
+    m = timing.Measurement(0, 0, 0, 10, 1, samples, wall, False, None)
+    rep = Repeat()
+    recording.record(rep, m, timing.CudaClock("cuda:0"), sync_each_call=False, alone=True)
+    assert ("clock" in rep.flags) == flagged
+    host = Repeat()  # a host clock times each call itself: nothing to hold against
+    recording.record(host, m, timing.HostClock(), sync_each_call=False, alone=True)
+    assert "clock" not in host.flags and host.samples_over_wall is None
+
+
+def test_sync_each_call_times_each_call_to_completion():
+    clock = SyncCountingClock()
+    queued = []
+
+    def call():  # the host queues 1 unit; the device needs 5 more before the call is done
+        clock.advance(1)
+        queued.append(5)
+
+    def sync():
+        clock.syncs.append(clock.t)
+        while queued:
+            clock.advance(queued.pop())
+
+    clock.sync = sync
+    m = timing.measure(call, iters=3, warmup=0, clock=clock, sync_each_call=True)
+    assert m.samples_ns == [6, 6, 6]  # launch and completion, not the launch alone
+    piped = timing.measure(call, iters=3, warmup=0, clock=clock)
+    assert piped.samples_ns == [1, 1, 1]  # the host clock of a pipelined loop sees only the launches
+
+
+def test_warm_up_runs_until_its_minimum_time_has_passed():
+    clock = timing.FakeClock()
+    made, ns = timing.warm_up(lambda: clock.advance(3_000_000), 2, clock, min_s=0.1)  # 3 ms calls, 0.1 s floor
+    assert made == 34 and ns == 102_000_000
+    assert timing.warm_up(lambda: clock.advance(3_000_000), 50, clock, min_s=0.1)[0] == 50  # the count, when longer
+    m = timing.measure(lambda: clock.advance(3_000_000), iters=5, warmup=2, clock=clock, warmup_s=0.1)
+    assert m.warmup_iters == 34
+    assert TimingPolicy().warmup_s_for("cuda:0") == 1.0 and TimingPolicy().warmup_s_for("cpu") == 0.0
+    assert TimingPolicy(warmup_s=0).warmup_s_for("cuda:0") == 0
+
+
+class FakeAllocator:
+    """torch.cuda's peak-memory counters: a peak since the last reset, of allocated and of reserved bytes."""
+
+    def __init__(self):
+        self.now = self.peak = self.reserved_peak = 0
+
+    def use(self, n):
+        self.now = n
+        self.peak, self.reserved_peak = max(self.peak, n), max(self.reserved_peak, n + 512)
+
+    def install(self, monkeypatch):
+        def reset(device=None):
+            self.peak, self.reserved_peak = self.now, self.now + 512
+
+        monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", reset)
+        monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda device=None: self.peak)
+        monkeypatch.setattr(torch.cuda, "max_memory_reserved", lambda device=None: self.reserved_peak)
+        return self
+
+
+def test_peak_memory_is_the_steady_states_with_the_compiles_apart(monkeypatch):
+    alloc = FakeAllocator().install(monkeypatch)
+    memory = recording.Memory("cuda:0")
+    memory.start()
+    calls = []
+
+    def call():  # the first call compiles and autotunes with 5000 bytes of workspace; serving needs 1000
+        alloc.use(5000 if not calls else 1000)
+        calls.append(1)
+
+    timing.measure(call, iters=3, warmup=2, clock=timing.FakeClock(), before_timing=memory.steady)
+    rep = Repeat()
+    memory.record(rep)
+    assert (rep.peak_mem_bytes, rep.compile_peak_mem_bytes, rep.peak_mem_reserved_bytes) == (1000, 5000, 1512)
+    assert rep.peak_mem_kind == "cuda_max_allocated"
+
+
+def test_energy_per_call_comes_from_the_loops_energy_over_its_calls():
+    m = timing.Measurement(0, 0, 0, 4, 1, [10] * 4, 40, False, None, conditions={"gpu_energy_j": 2.0})
+    rep = Repeat()
+    recording.record(rep, m, timing.HostClock(), sync_each_call=False, alone=True)
+    assert rep.energy_per_call_j == 0.5 and rep.timing == "throughput"
+    shared = Repeat()  # interleaved: the counter covers every variant's calls, so no figure is given
+    recording.record(shared, m, timing.HostClock(), sync_each_call=True, alone=False)
+    assert shared.energy_per_call_j is None and shared.timing == "latency"
+
+
+def test_skipped_cuda_graphs_flag_a_cuda_graph_variant_with_inductors_reason():
+    import logging
+
+    from torch._dynamo.utils import counters
+
+    with selfcheck.watch_cudagraphs(None) as seen:
+        counters["inductor"]["cudagraph_skips"] += 2  # as inductor's log_cudagraph_skip_and_bump_counter does
+        logging.getLogger("torch._inductor.cudagraph_utils.__cudagraphs").warning(
+            "skipping cudagraphs due to mutated inputs (2 instances). Found from : \n File model.py")
+    assert seen.skips == 2 and seen.reasons == ["skipping cudagraphs due to mutated inputs (2 instances)."]
+    rep = Repeat()
+    recording.record_cudagraphs(rep, seen, Variant("reduce-overhead"))
+    assert "cudagraphs-skipped" in rep.flags and rep.cudagraph_skip_reasons == seen.reasons
+    plain = Repeat()  # default never records graphs: nothing to flag
+    recording.record_cudagraphs(plain, seen, Variant("default"))
+    assert plain.flags == [] and plain.cudagraph_skips == 2
+    engaged = Repeat()
+    recording.record_cudagraphs(engaged, selfcheck.CudaGraphs(skips=0, recorded=3), Variant("reduce-overhead"))
+    assert engaged.flags == [] and engaged.cudagraphs_recorded == 3
+    none_recorded = Repeat()
+    recording.record_cudagraphs(none_recorded, selfcheck.CudaGraphs(skips=0, recorded=0), Variant("max-autotune"))
+    assert none_recorded.cudagraph_skip_reasons == ["inductor recorded no CUDA graph"]
+
+
+def test_a_flag_reaches_the_result_and_the_tables():
+    from compilebench.report import compare, tables
+    from compilebench.result import Result
+
+    rep = Repeat(flags=["cudagraphs-skipped"], cudagraph_skip_reasons=["skipping cudagraphs due to mutated inputs"])
+    rep.set_samples([1_000_000] * 3)
+    r = Result(Case("resnet-50", 1, Variant("reduce-overhead"), device="cuda:0"), [rep]).to_dict()
+    assert r["flags"] == ["cudagraphs-skipped"] and r["cudagraph_skip_reasons"] == rep.cudagraph_skip_reasons
+    assert tables.cell(r) == "1.000 (cudagraphs-skipped)"
+    details = tables.details_table([{**r, "machine_id": "m", "env": {"device": "cuda:0", "torch": "2.13"}}])
+    assert any("skipping cudagraphs due to mutated inputs" in n for n in details.notes)
+
+
+def test_the_worker_refuses_a_gpu_other_than_the_one_locked_for_it(monkeypatch):
+    from compilebench import envinfo, worker
+
+    monkeypatch.setattr(torch.cuda, "set_device", lambda device: None)
+    monkeypatch.setattr(envinfo, "collect", lambda device: {"device": device, "gpu_uuid": "GPU-2222", "hostname": "h",
+                                                            "device_name": "H100", "torch": "2", "transformers": "5"})
+    monkeypatch.setenv(selfcheck.EXPECTED_GPU, "GPU-3333")
+    r = worker.run_case(Case("fault-ok", 1, Variant("eager"), device="cuda:0"), TimingPolicy(iters=2, warmup=0, min_iters=1),
+                        isolation="inline", clock=timing.FakeClock())
+    assert r.status == "error"
+    assert "GPU GPU-2222" in r.message and "locked GPU-3333" in r.message
+    monkeypatch.setenv(selfcheck.EXPECTED_GPU, "GPU-2222")
+    with pytest.raises(selfcheck.WrongDevice):
+        selfcheck.check_device("cuda:0", "GPU-3333", "GPU-2222")
+    selfcheck.check_device("cuda:0", "GPU-2222", "GPU-2222")
+    selfcheck.check_device("cuda:0", None, "GPU-2222")  # nothing locked by UUID: nothing to hold it against
+
+
+def test_tf32_selects_the_looser_tolerance_only_where_tf32_ran():
+    from compilebench import correctness, envinfo
+
+    gpu = {"device": "cuda:0", "compute_capability": "8.0", "tf32_matmul": False, "tf32_cudnn": True}
+    assert envinfo.uses_tf32(gpu, "float32")
+    assert not envinfo.uses_tf32({**gpu, "compute_capability": "7.0"}, "float32")  # V100: no TF32 math
+    assert not envinfo.uses_tf32({**gpu, "tf32_cudnn": False}, "float32")
+    assert not envinfo.uses_tf32(gpu, "bfloat16") and not envinfo.uses_tf32({**gpu, "device": "cpu"}, "float32")
+    reference = {"logits": torch.tensor([[4.0, 1.0, 0.0]])}
+    compiled = {"logits": torch.tensor([[4.02, 1.0, 0.0]])}  # 5e-3 of the largest magnitude, as TF32 fusions give
+    assert correctness.check(reference, compiled, correctness.math_of("float32", False)).problems
+    assert correctness.check(reference, compiled, correctness.math_of("float32", True)).ok
+    assert correctness.math_of("float16", True) == "float16"
 
 
 def test_default_device_is_cuda_when_available(monkeypatch):

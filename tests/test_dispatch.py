@@ -11,11 +11,11 @@ import time
 
 import pytest
 
-from compilebench import dispatch, envinfo
+from compilebench import dispatch, envinfo, locks, preflight, probe, selfcheck
 from compilebench.errors import UserError
 from compilebench.executors import Cancelled, ProcessExecutor
 from compilebench.result import Repeat, Result
-from compilebench.spec import Case, Job, TimingPolicy, Variant
+from compilebench.spec import Case, Job, RunSpec, TimingPolicy, Variant
 
 POLICY = TimingPolicy(iters=5, warmup=2, min_iters=1)
 TARGET = dispatch.Target("here", "machine", {})
@@ -170,16 +170,101 @@ def test_cpu_shares_are_disjoint_and_cover_every_core():
 
 def test_gpu_slots_give_each_worker_its_gpu_and_its_share_of_the_cores(monkeypatch):
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     slots = dispatch.gpu_slots([0, 3], timeout_s=10)
     assert [(s.name, s.device) for s in slots] == [("cuda:0", "cuda:0"), ("cuda:3", "cuda:0")]
     assert [s.locks for s in slots] == [[("cpu", False), ("cuda-0", True)], [("cpu", False), ("cuda-3", True)]]
+    assert [s.env for s in slots] == [{"CUDA_VISIBLE_DEVICES": "0"}, {"CUDA_VISIBLE_DEVICES": "3"}]
     envs = [s.run.__self__.env for s in slots]
-    assert [e["CUDA_VISIBLE_DEVICES"] for e in envs] == ["0", "3"]
     assert [e["COMPILEBENCH_CPUS"] for e in envs] == ["0,1,2,3,4,5,6,7", "8,9,10,11,12,13,14,15"]
     assert all(e["OMP_NUM_THREADS"] == e["TORCHINDUCTOR_COMPILE_THREADS"] == "8" for e in envs)
     (one,) = dispatch.gpu_slots([2], timeout_s=10, gpu_ids={2: "GPU-1234-abcd"})  # one GPU keeps every core
-    assert one.run.__self__.env == {"CUDA_VISIBLE_DEVICES": "2"}
+    assert one.run.__self__.env == {}
+    assert one.env == {"CUDA_VISIBLE_DEVICES": "GPU-1234-abcd", selfcheck.EXPECTED_GPU: "GPU-1234-abcd"}
     assert one.locks == [("cpu", False), ("GPU-1234-abcd", True)]  # the physical GPU, whatever it is numbered
+
+
+# Physical GPUs 0-3 of a fake machine; the run inherits CUDA_VISIBLE_DEVICES=2,3, so it calls them 0 and 1.
+UUIDS = ["GPU-0000", "GPU-1111", "GPU-2222", "GPU-3333"]
+
+
+class FakeProps:
+    def __init__(self, physical):
+        self.uuid, self.name = UUIDS[physical][len("GPU-"):], "NVIDIA H100 80GB HBM3"
+        self.pci_domain_id, self.pci_bus_id, self.pci_device_id = 0, 0x10 + physical, 0
+
+
+def fake_two_of_four_gpus(monkeypatch):
+    import torch
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    visible = [2, 3]
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: len(visible))
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda i=0: "NVIDIA H100 80GB HBM3")
+    monkeypatch.setattr(torch.cuda, "get_device_properties",
+                        lambda d: FakeProps(visible[torch.device(d).index if isinstance(d, str) else d]))
+    monkeypatch.setattr(probe.envinfo, "collect", lambda device: {"device": device, "hostname": "h", "device_name": "H100",
+                                                                  "torch": "2.13", "transformers": "5"})
+
+
+def test_gpus_all_under_an_inherited_cuda_visible_devices_runs_on_the_gpus_it_names(monkeypatch, tmp_path):
+    fake_two_of_four_gpus(monkeypatch)
+    found = probe._answer("cuda", "all")
+    assert found["gpus"] == [0, 1] and found["gpu_ids"] == {0: "GPU-2222", 1: "GPU-3333"}
+    slots = dispatch.gpu_slots(found["gpus"], 10, found["gpu_ids"], gpu_cpus=found["gpu_cpus"])
+    seen, lock_dir = [], locks.lock_dir()
+
+    def run_here(slot):
+        def run(job, env, on_phase):
+            held = sorted(n for n in os.listdir(lock_dir) if n.endswith(".lock.d") and os.listdir(os.path.join(lock_dir, n)))
+            seen.append((slot.name, job.cases[0].device, env["CUDA_VISIBLE_DEVICES"], env[selfcheck.EXPECTED_GPU], held))
+            return ok(job.cases)
+        return run
+
+    for slot in slots:
+        slot.run = run_here(slot)
+    for slot, unit in zip(slots, units(2)):  # one at a time: each sees only its own lock held
+        slot.execute(unit, open_unit(unit), Recorder())
+    assert seen == [("cuda:0", "cuda:0", "GPU-2222", "GPU-2222", ["GPU-2222.lock.d", "cpu.lock.d"]),
+                    ("cuda:1", "cuda:0", "GPU-3333", "GPU-3333", ["GPU-3333.lock.d", "cpu.lock.d"])]
+
+
+def test_without_uuids_the_inherited_list_still_names_the_physical_gpu(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    slots = dispatch.gpu_slots([0, 1], 10)
+    assert [s.env["CUDA_VISIBLE_DEVICES"] for s in slots] == ["2", "3"]
+    assert [s.locks[1][0] for s in slots] == ["cuda-2", "cuda-3"]
+    assert all(selfcheck.EXPECTED_GPU not in s.env for s in slots)
+
+
+def test_a_single_gpu_run_shows_its_worker_that_gpu_alone(monkeypatch):
+    fake_two_of_four_gpus(monkeypatch)
+    monkeypatch.setattr(preflight.probe, "probe", lambda device, gpus=None: {**probe._answer(device, gpus)})
+    spec = RunSpec(models=("fault-ok",), variants=("eager",), device="cuda:1")
+    spec, pool, targets = preflight.this_device(spec)
+    (slot,) = pool.slots
+    assert spec.device == "cuda:1" and slot.device == "cuda:0"  # keyed as asked, seen as its only GPU
+    assert slot.env == {"CUDA_VISIBLE_DEVICES": "GPU-3333", selfcheck.EXPECTED_GPU: "GPU-3333"}
+    assert slot.locks == [("cpu", False), ("GPU-3333", True)]
+
+
+def topology(cpu):
+    """Two sockets of 4 cores with 2 hyperthreads each: cpu N and N+16 are siblings; 0-7 socket 0, 8-15 socket 1."""
+    cpu %= 16
+    return cpu // 8, cpu % 8
+
+
+def test_each_gpu_gets_cores_local_to_it_one_logical_cpu_per_core():
+    allowed = set(range(32))
+    socket0, socket1 = [*range(0, 8), *range(16, 24)], [*range(8, 16), *range(24, 32)]
+    shares = dispatch.place_cpus([0, 1, 2, 3], allowed, {0: socket0, 1: socket0, 2: socket1, 3: socket1}, topology)
+    assert shares == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11], [12, 13, 14, 15]]  # no sibling 16-31, no far socket
+    # locality unknown: every physical core, shared out; siblings still left out
+    assert dispatch.place_cpus([0, 1], allowed, {}, topology) == [list(range(0, 8)), list(range(8, 16))]
+    # a GPU with known locality keeps its socket; one without shares what no GPU is local to
+    assert dispatch.place_cpus([0, 1], allowed, {0: socket1}, topology) == [list(range(8, 16)), list(range(0, 8))]
 
 
 def test_a_worker_keeps_to_the_cpus_and_threads_it_is_given():
@@ -200,7 +285,7 @@ def test_a_worker_dies_with_the_process_that_started_it(tmp_path):
     os.mkfifo(fifo)
     os.mkfifo(never)  # the worker waits on it for a reply that never comes
     script = ("from compilebench.executors import ProcessExecutor\n"
-              "from compilebench.spec import Case, Job, TimingPolicy, Variant\n"
+              "from compilebench.spec import Case, Job, RunSpec, TimingPolicy, Variant\n"
               "ProcessExecutor(600).run(Job([Case('fault-handshake', 1, Variant('eager'))], TimingPolicy(5, 0, min_iters=1)),"
               " {}, print)\n")
     parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.DEVNULL,

@@ -557,7 +557,7 @@ def test_the_report_counts_the_results_carrying_each_flag(tmp_path):
                fr.result("resnet-50", 1, "default", 5.0, flags=("busy", "noisy")), fr.result("vit", 1, "eager", 9.0)]
     report.write(results, str(tmp_path), ("md",), ["r.db"])
     text = (tmp_path / "report.md").read_text()
-    assert "Flags: 1 noisy, 2 busy, 0 throttled." in text
+    assert "Flags: 1 noisy, 2 busy, 0 throttled, 0 clock, 0 cudagraphs-skipped." in text
     assert "busy: 2 result(s). Other processes used the CPU while the timed loop ran" in text
     details = tables.details_table(results)
     assert [r[6] for r in details.rows] == ["", "busy", "noisy, busy"]  # the guide's order: ViT first

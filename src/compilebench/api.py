@@ -81,8 +81,8 @@ def benchmark(model, *, inputs: str | Callable[[int], dict] | None = None, varia
               db: str | None = None, quiet: bool = True, **settings) -> Results:
     """Measure `model` as `compilebench run` would, and return its results. `settings` are the run's other
     options by their names: repeats, min_effect, dtype, autocast, channels_last, tf32, attn, backend,
-    fullgraph, dynamic, inductor_options (a dict), compile_cache, interleave, weights, model_size ("tiny"),
-    task, prompt_len, new_tokens, timeout_s, rerun, retry_failed; and the timing's: warmup, max_time_s,
+    fullgraph, dynamic, inductor_options (a dict), compile_cache, interleave, sync_each_call, weights, model_size ("tiny"),
+    task, prompt_len, new_tokens, timeout_s, rerun, retry_failed; and the timing's: warmup, warmup_s, max_time_s,
     min_iters, first_calls. Results go to `db` (default: a new results file in a temporary folder)."""
     unknown = set(settings) - _SETTINGS - _TIMING
     if unknown:

@@ -26,6 +26,9 @@ THROTTLE_REASONS = {
     0x40: "thermal (hardware)",
     0x80: "power brake",
 }
+# The reasons that make a result `throttled`. The software power cap is left out (recorded, not flagged): an H100
+# sets it in normal full-power running, so it says the GPU was busy, not that the number is off.
+THROTTLING = ("hardware slowdown", "thermal (software)", "thermal (hardware)", "power brake", "thermal violation")
 
 
 @dataclass
@@ -36,19 +39,32 @@ class CpuReading:
     loadavg: float | None  # 1-minute load average
 
 
+def cpu_ticks(stat: str, cpus: set[int]) -> tuple[int, int]:
+    """(total, busy) jiffies of these CPUs, from /proc/stat's per-CPU lines."""
+    total = busy = 0
+    for line in stat.splitlines():
+        name, _, rest = line.partition(" ")
+        if name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in cpus:
+            fields = [int(x) for x in rest.split()]
+            idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+            t = sum(fields[:8])  # guest time is already inside user time
+            total, busy = total + t, busy + t - idle
+    return total, busy
+
+
 def read_cpu() -> CpuReading | None:
-    """/proc/stat's machine-wide counters and /proc/self/stat's own (Linux); None elsewhere."""
+    """/proc/stat's counters of the CPUs this process may run on (under --gpus, its slot's own: the other slots'
+    compile threads are theirs) and /proc/self/stat's own (Linux); None elsewhere."""
     try:
         with open("/proc/stat") as f:
-            fields = [int(x) for x in f.readline().split()[1:]]
+            stat = f.read()
         with open("/proc/self/stat") as f:
             own = f.read().rsplit(")", 1)[1].split()
-    except (OSError, ValueError):
+        total, busy = cpu_ticks(stat, os.sched_getaffinity(0))
+    except (OSError, ValueError, AttributeError):
         return None
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
-    total = sum(fields[:8])  # guest time is already inside user time
     loadavg = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-    return CpuReading(total=total, busy=total - idle, own=int(own[11]) + int(own[12]), loadavg=loadavg)
+    return CpuReading(total=total, busy=busy, own=int(own[11]) + int(own[12]), loadavg=loadavg)
 
 
 def cpu_conditions(before: CpuReading | None, after: CpuReading | None) -> dict:
@@ -72,6 +88,7 @@ class GpuReading:
     throttle: int = 0  # bitmask of NVML clock-event reasons
     power_violation_ns: int | None = None  # cumulative time clocks were held down by power
     thermal_violation_ns: int | None = None
+    energy_mj: int | None = None  # the GPU's total energy counter since the driver loaded, millijoules
     other_processes: list[int] = field(default_factory=list)
 
 
@@ -107,6 +124,7 @@ class Nvml:
         r.throttle = _try(lambda: int(reasons(h))) or 0
         r.power_violation_ns = _try(lambda: int(n.nvmlDeviceGetViolationStatus(h, n.NVML_PERF_POLICY_POWER).violationTime))
         r.thermal_violation_ns = _try(lambda: int(n.nvmlDeviceGetViolationStatus(h, n.NVML_PERF_POLICY_THERMAL).violationTime))
+        r.energy_mj = _try(lambda: int(n.nvmlDeviceGetTotalEnergyConsumption(h)))
         pids = set()
         for call in ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses"):
             pids |= {p.pid for p in _try(lambda: getattr(n, call)(h)) or []}
@@ -117,6 +135,24 @@ class Nvml:
             pids.pop()
         r.other_processes = sorted(pids)
         return r
+
+    def facts(self) -> dict:
+        """What the board is set to, for the environment: what a number depends on beside the code."""
+        n, h = self._n, self._h
+
+        def pair(call):  # NVML answers (current, pending)
+            got = _try(call)
+            return got[0] if isinstance(got, (tuple, list)) else got
+
+        return {
+            "gpu_persistence_mode": _try(lambda: bool(n.nvmlDeviceGetPersistenceMode(h))),
+            "gpu_application_clocks_mhz": [_try(lambda: n.nvmlDeviceGetApplicationsClock(h, n.NVML_CLOCK_SM)),
+                                           _try(lambda: n.nvmlDeviceGetApplicationsClock(h, n.NVML_CLOCK_MEM))],
+            "gpu_max_clocks_mhz": [_try(lambda: n.nvmlDeviceGetMaxClockInfo(h, n.NVML_CLOCK_SM)),
+                                   _try(lambda: n.nvmlDeviceGetMaxClockInfo(h, n.NVML_CLOCK_MEM))],
+            "gpu_ecc": pair(lambda: n.nvmlDeviceGetEccMode(h)),
+            "gpu_mig": pair(lambda: n.nvmlDeviceGetMigMode(h)),
+        }
 
 
 def _try(fn):
@@ -134,7 +170,9 @@ def gpu_conditions(before: GpuReading | None, after: GpuReading | None) -> dict:
                        ("thermal", before.thermal_violation_ns, after.thermal_violation_ns)):
         if a is not None and b is not None and a > b and f"{kind} violation" not in reasons:
             reasons.append(f"{kind} violation")
+    energy = (after.energy_mj - before.energy_mj) / 1000 if None not in (before.energy_mj, after.energy_mj) else None
     return {
+        "gpu_energy_j": energy,
         "gpu_sm_clock_mhz": [before.sm_clock_mhz, after.sm_clock_mhz],
         "gpu_mem_clock_mhz": [before.mem_clock_mhz, after.mem_clock_mhz],
         "gpu_temperature_c": [before.temperature_c, after.temperature_c],
@@ -151,7 +189,7 @@ def flags(conditions: dict) -> list[str]:
     share = conditions.get("other_cpu_share")
     if (share is not None and share > BUSY_CPU_SHARE) or conditions.get("gpu_other_processes"):
         out.append("busy")
-    if conditions.get("gpu_throttle_reasons"):
+    if set(conditions.get("gpu_throttle_reasons") or ()) & set(THROTTLING):
         out.append("throttled")
     return out
 

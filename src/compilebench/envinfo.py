@@ -96,6 +96,20 @@ def _nvidia_driver() -> str | None:
         return None
 
 
+def physical_gpu_uuid(gpu_id) -> str | None:
+    """The UUID of a GPU as the machine numbers it (nvidia-smi's index, which CUDA_VISIBLE_DEVICES does not change,
+    as Ray's GPU ids are), asked of nvidia-smi so that this process opens no CUDA context; None where unknown."""
+    text = str(gpu_id).strip()
+    if text.startswith(("GPU-", "MIG-")):
+        return text
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=uuid", "--format=csv,noheader", "-i", text],
+                             capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.splitlines()[0].strip() if out.startswith(("GPU-", "MIG-")) else None
+
+
 def collect(device: str) -> dict:
     """Everything that can change a number: hardware, software versions, threads, matmul precision."""
     import torch
@@ -122,14 +136,42 @@ def collect(device: str) -> dict:
         "tf32_cudnn": None,
     }
     if device.startswith("cuda"):
+        major, minor = torch.cuda.get_device_capability(device)
         env.update(
             device_name=torch.cuda.get_device_name(device),
+            gpu_uuid=gpu_uuid(device),
+            compute_capability=f"{major}.{minor}",
             cuda=torch.version.cuda,
+            cudnn=torch.backends.cudnn.version(),
             driver=_nvidia_driver(),
             tf32_matmul=torch.backends.cuda.matmul.allow_tf32,
             tf32_cudnn=torch.backends.cudnn.allow_tf32,
         )
+        from compilebench.conditions import Nvml
+
+        nvml = Nvml.open(env["gpu_uuid"], torch.cuda.current_device())
+        if nvml:
+            env.update(nvml.facts())
     return env
+
+
+def gpu_uuid(device: str) -> str | None:
+    """The UUID of the GPU this process sees as `device`, as nvidia-smi and CUDA_VISIBLE_DEVICES write it."""
+    import torch
+
+    uuid = getattr(torch.cuda.get_device_properties(device), "uuid", None)
+    return f"GPU-{uuid}" if uuid else None
+
+
+def uses_tf32(env: dict, dtype: str) -> bool:
+    """Whether float32 math ran on TF32 tensor cores: a CUDA device of compute capability 8.0 or later with TF32
+    allowed for matmuls or convolutions (cuDNN allows it for convolutions by default)."""
+    if dtype != "float32" or not str(env.get("device", "")).startswith("cuda"):
+        return False
+    capability = env.get("compute_capability")
+    if capability is not None and int(str(capability).split(".")[0]) < 8:
+        return False  # no TF32 before Ampere, whatever the flags say
+    return bool(env.get("tf32_matmul") or env.get("tf32_cudnn"))
 
 
 def hardware_name(env: dict) -> str:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import contextlib
 
-from compilebench import correctness, timing, variants
-from compilebench.recording import judge, peak_memory, record, reset_peak_memory
+from compilebench import correctness, envinfo, selfcheck, timing, variants
+from compilebench.recording import Memory, cuda_index, judge, record, record_cudagraphs
 from compilebench.result import Repeat, Result
 from compilebench.spec import Case, Job
 from compilebench.zoo.entry import default_image_path, load_image
@@ -61,21 +61,23 @@ def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, 
             for c in compiled:
                 variants.apply(model, c.variant)(**inputs)
             variants.forget_compiled()  # what stays is on disk, as for a second process
-    reset_peak_memory(first.device)
+    memory = Memory(first.device)
+    memory.start()
     fns = {c.variant.label: variants.apply(model, c.variant) for c in cases}
     graph_count = variants.graph_count if compiled else None
     iters, floor = policy.iters_for(False), policy.min_iters_for(False)
-    if len(cases) == 1:
-        fn = fns[first.variant.label]
-        measured = {first.variant.label: timing.measure(
-            lambda: fn(**inputs), iters=iters, warmup=policy.warmup_for(first.variant), min_iters=floor,
-            max_time_s=policy.max_time_s, clock=clock, graph_count=graph_count, watch=watch, on_phase=enter)}
-    else:
-        measured = timing.measure_interleaved(
-            {name: (lambda f=f: f(**inputs)) for name, f in fns.items()}, iters=iters,
-            warmup={c.variant.label: policy.warmup_for(c.variant) for c in cases}, min_iters=floor,
-            max_time_s=policy.max_time_s, clock=clock, graph_count=graph_count, watch=watch, on_phase=enter)
-    peak = peak_memory(first.device)
+    timed = dict(iters=iters, min_iters=floor, max_time_s=policy.max_time_s, warmup_s=policy.warmup_s_for(first.device),
+                 sync_each_call=first.sync_each_call, clock=clock, graph_count=graph_count, watch=watch,
+                 before_timing=memory.steady, on_phase=enter)
+    with selfcheck.watch_cudagraphs(cuda_index(first.device)) as cudagraphs:
+        if len(cases) == 1:
+            fn = fns[first.variant.label]
+            measured = {first.variant.label: timing.measure(lambda: fn(**inputs), warmup=policy.warmup_for(first.variant),
+                                                            **timed)}
+        else:
+            measured = timing.measure_interleaved(
+                {name: (lambda f=f: f(**inputs)) for name, f in fns.items()},
+                warmup={c.variant.label: policy.warmup_for(c.variant) for c in cases}, **timed)
     if not compiled and count_flops:
         enter("counting FLOPs")  # after timing: an extra call before would not leave the first call first
         with _flop_counter(True) as counter:
@@ -84,11 +86,12 @@ def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, 
     if compiled:
         enter("check")
         compile_stats = variants.compile_stats()
+    math = correctness.math_of(first.dtype, envinfo.uses_tf32(results[0].env, first.dtype))
     for r in results:
         rep: Repeat = r.repeats[0]
         m = measured[r.case.variant.label]
-        record(rep, m)
-        rep.peak_mem_bytes, rep.peak_mem_kind = peak
+        record(rep, m, clock, first.sync_each_call, alone=len(cases) == 1)
+        memory.record(rep)
         r.flops = flops
         if r.case.variant.compiled:
             # Shared by the compiled variants of an interleaved group: dynamo counts per process.
@@ -96,10 +99,12 @@ def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, 
                                                                  compile_stats.cache_hits)
             rep.graph_breaks, rep.break_reasons = compile_stats.graph_breaks, compile_stats.break_reasons
             rep.recompiles_in_timed_loop = m.recompiles
+            if first.device.startswith("cuda"):
+                record_cudagraphs(rep, cudagraphs, r.case.variant)
             problems = []
             if job.check:
-                verdict = correctness.check(reference, correctness.snapshot(fns[r.case.variant.label](**inputs)),
-                                            r.case.dtype)
+                verdict = correctness.check(reference, correctness.snapshot(fns[r.case.variant.label](**inputs)), math)
                 rep.max_abs_err, rep.max_rel_err, rep.agreement = verdict.max_abs_err, verdict.max_rel_err, verdict.agreement
+                rep.math, rep.rel_tolerance = math, correctness.REL_TOLERANCE[math]
                 problems = verdict.problems
             judge(rep, m.recompiles, problems)

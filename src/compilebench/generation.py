@@ -4,13 +4,17 @@ each token is produced.
 
 Variants as people deploy them: eager with the dynamic cache (the plain baseline), eager with the static cache,
 and torch.compile of the model's forward with the static cache transformers recommends for compiled generation.
+The static cache is allocated once per variant before anything is compiled, its tensors marked as static
+addresses, and reset (in place) before every call: allocated lazily inside a compiled prefill, transformers
+leaves them unmarked, and CUDA-graph trees then skip every graph that mutates them (reduce-overhead would silently
+run as default).
 transformers' generate() compiles the forward by itself when the cache can be compiled (on GPUs); every call
 here passes disable_compile=True, so each variant is exactly what its label says."""
 
 from __future__ import annotations
 
-from compilebench import correctness, timing, variants
-from compilebench.recording import judge, peak_memory, reset_peak_memory
+from compilebench import correctness, envinfo, selfcheck, timing, variants
+from compilebench.recording import Memory, cuda_index, judge, record_cudagraphs
 from compilebench.result import Repeat, Result
 from compilebench.spec import Case, Job
 
@@ -59,12 +63,33 @@ def prepare(entry, case: Case):
     return model, input_ids
 
 
-def _caller(model, input_ids, config, forward):
-    """call(stamp): one generate() with this variant's forward (compiled, or the model's own)."""
+def static_cache(model, batch_size: int, max_len: int, dtype):
+    """A static KV cache with every layer allocated now, outside any compiled region, so transformers marks its
+    tensors as static addresses (it does so only outside one) and they keep their addresses from call to call."""
+    import torch
+    from transformers import StaticCache
+
+    cache = StaticCache(config=model.config, max_cache_len=max_len)
+    text = model.config.get_text_config(decoder=True)
+    heads = getattr(text, "num_key_value_heads", None) or text.num_attention_heads
+    head_dim = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
+    empty = torch.zeros((batch_size, heads, 0, head_dim), dtype=dtype, device=model.device)  # shapes only, no data
+    for layer in cache.layers:
+        if getattr(layer, "supports_early_init", True) and not getattr(layer, "is_initialized", False):
+            layer.lazy_initialization(empty, empty)
+    return cache
+
+
+def _caller(model, input_ids, config, forward, cache=None):
+    """call(stamp): one generate() with this variant's forward (compiled, or the model's own), on `cache` (reset
+    first) when the variant uses the static cache."""
 
     def call(stamp, **extra):
         if forward is not None:
             model.forward = forward  # generate() calls the model, and the model calls this
+        if cache is not None:
+            cache.reset()  # in place: the same tensors, at the same addresses, for every call
+            extra = {**extra, "past_key_values": cache}
         try:
             return model.generate(input_ids, generation_config=config, streamer=_Stamps(stamp), **extra)
         finally:
@@ -94,13 +119,14 @@ def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, 
         baseline = _caller(model, input_ids, generation_config(model, new_tokens, None), None)
         ref_tokens, ref_logits = _tokens_and_logits(baseline, prompt_len)
         variants.reset_dynamo()  # the reference compiled nothing, and nothing it did may count
-    reset_peak_memory(first.device)
+    memory = Memory(first.device)
+    memory.start()
     calls = {}
     for c in cases:
         static = c.variant.compiled or c.variant.cache == "static"
         forward = torch.compile(model.forward, **variants.compile_kwargs(c.variant)) if c.variant.compiled else None
-        calls[c.variant.label] = _caller(model, input_ids, generation_config(model, new_tokens, "static" if static else None),
-                                         forward)
+        cache = static_cache(model, first.batch_size, prompt_len + new_tokens, getattr(torch, first.dtype)) if static else None
+        calls[c.variant.label] = _caller(model, input_ids, generation_config(model, new_tokens, None), forward, cache)
     compiled = any(c.variant.compiled for c in cases)
     per_call: dict[str, list[dict]] = {name: [] for name in calls}
     seen = {"compile_s": 0.0}
@@ -110,28 +136,32 @@ def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, 
         per_call[name].append({"graphs": s.graphs, "compile_s": s.compile_s - seen["compile_s"]})
         seen["compile_s"] = s.compile_s
 
-    measured = timing.measure_generation(
-        calls, first_calls=policy.first_calls, iters=policy.iters_for(True), min_iters=policy.min_iters_for(True),
-        max_time_s=policy.max_time_s, clock=clock, graph_count=variants.graph_count, watch=watch,
-        after_first_call=after_first_call, on_phase=enter)
-    peak = peak_memory(first.device)
+    with selfcheck.watch_cudagraphs(cuda_index(first.device)) as cudagraphs:
+        measured = timing.measure_generation(
+            calls, first_calls=policy.first_calls, iters=policy.iters_for(True), min_iters=policy.min_iters_for(True),
+            max_time_s=policy.max_time_s, clock=clock, graph_count=variants.graph_count, watch=watch,
+            after_first_call=after_first_call, before_timing=memory.steady, on_phase=enter)
     stats_after = variants.compile_stats()
+    math = correctness.math_of(first.dtype, envinfo.uses_tf32(results[0].env, first.dtype))
     enter("check")
     for r in results:
         rep: Repeat = r.repeats[0]
         name = r.case.variant.label
         m = measured[name]
-        _record(rep, m, per_call[name], new_tokens, first.batch_size, prompt_len)
-        rep.peak_mem_bytes, rep.peak_mem_kind = peak
+        _record(rep, m, per_call[name], new_tokens, first.batch_size, prompt_len, alone=len(cases) == 1)
+        memory.record(rep)
         rep.graphs = stats_after.graphs if compiled else variants.graph_count()
         rep.recompiles_in_timed_loop = m.recompiles
         if r.case.variant.compiled:
             rep.compile_s, rep.compile_cache_hits = stats_after.compile_s, stats_after.cache_hits
             rep.graph_breaks, rep.break_reasons = stats_after.graph_breaks, stats_after.break_reasons
+            if first.device.startswith("cuda"):
+                record_cudagraphs(rep, cudagraphs, r.case.variant)
         if check and (r.case.variant.compiled or r.case.variant.cache == "static"):
             tokens, logits = _tokens_and_logits(calls[name], prompt_len)
-            verdict = correctness.check_generation(ref_tokens, ref_logits, tokens, logits, r.case.dtype)
+            verdict = correctness.check_generation(ref_tokens, ref_logits, tokens, logits, math)
             rep.max_abs_err, rep.max_rel_err, rep.agreement = verdict.max_abs_err, verdict.max_rel_err, verdict.agreement
+            rep.math, rep.rel_tolerance = math, correctness.REL_TOLERANCE[math]
             rep.generation["first_divergence"] = verdict.first_divergence
             problems = verdict.problems
         else:
@@ -143,7 +173,7 @@ def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, 
 
 
 def _record(rep: Repeat, m: timing.GenerationMeasurement, first_calls: list[dict], new_tokens: int, batch_size: int,
-            prompt_len: int) -> None:
+            prompt_len: int, alone: bool = True) -> None:
     """Every call's total, its time to first token and its per-token decode latencies, in milliseconds."""
     from compilebench import conditions
 
@@ -170,6 +200,9 @@ def _record(rep: Repeat, m: timing.GenerationMeasurement, first_calls: list[dict
     rep.conditions = m.conditions
     rep.flags = conditions.flags(m.conditions)
     rep.set_samples([t.total_ns for t in m.calls])
+    rep.timing = "latency"  # every generate() call ends with its tokens on the host
+    energy = m.conditions.get("gpu_energy_j")
+    rep.energy_per_call_j = energy / len(m.calls) if energy is not None and m.calls and alone else None
     rep.generation = {
         "new_tokens": new_tokens, "batch_size": batch_size, "prompt_len": prompt_len,
         "ttft_ms": [c["ttft_ms"] for c in steady],

@@ -49,8 +49,13 @@ def this_device(spec: specmod.RunSpec) -> tuple[specmod.RunSpec, dispatch.Dispat
         executor.start_launchers(range(1, spec.repeats + 1), wait=False)
     found = probe.probe(spec.device)
     device, env = found["device"], found["env"]
-    gpu_id = found["gpu_ids"].get(int(device.split(":")[1])) if device.startswith("cuda") else None
-    slot = dispatch.Slot(device, device, executor.run, executor.cancel, locks.names_for(device, gpu_id),
-                         executor.start_launchers)
+    if device.startswith("cuda") and spec.isolation == "process":
+        # As a --gpus slot: the worker sees its GPU alone, as cuda:0, and holds that GPU's lock, by UUID.
+        index = int(device.split(":")[1])
+        slot = dispatch.gpu_slot(index, executor, found["gpu_ids"].get(index))
+    else:  # the CPU, or a GPU in this very process (inline), which can see every GPU
+        gpu_id = found["gpu_ids"].get(int(device.split(":")[1])) if device.startswith("cuda") else None
+        slot = dispatch.Slot(device, device, executor.run, executor.cancel, locks.names_for(device, gpu_id),
+                             executor.start_launchers)
     return (dataclasses.replace(spec, device=device), dispatch.LocalPool([slot]),
             [dispatch.Target(device, envinfo.machine_id(env), env)])

@@ -18,7 +18,7 @@ from compilebench.errors import UserError
 def probe(device: str | None, gpus: str | None = None) -> dict:
     """{"device": ..., "env": ..., "gpus": [int], "gpu_ids": {index: uuid}}; a UserError for bad input."""
     if device == "cpu" and gpus is None:  # nothing to ask CUDA: no child needed
-        return {"device": "cpu", "env": envinfo.collect("cpu"), "gpus": [], "gpu_ids": {}}
+        return {"device": "cpu", "env": envinfo.collect("cpu"), "gpus": [], "gpu_ids": {}, "gpu_cpus": {}}
     p = subprocess.run([sys.executable, "-m", "compilebench.probe", json.dumps({"device": device, "gpus": gpus})],
                        capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
     try:
@@ -28,6 +28,7 @@ def probe(device: str | None, gpus: str | None = None) -> dict:
     if answer.get("error"):
         raise UserError(answer["error"])
     answer["gpu_ids"] = {int(k): v for k, v in answer.get("gpu_ids", {}).items()}
+    answer["gpu_cpus"] = {int(k): v for k, v in answer.get("gpu_cpus", {}).items()}
     return answer
 
 
@@ -40,12 +41,32 @@ def _answer(device: str | None, gpus: str | None) -> dict:
     else:
         listed = []
         resolved = envinfo.resolve_device(device)
-    ids = {}
+    ids, cpus = {}, {}
     if resolved.startswith("cuda"):
         for i in listed or [int(resolved.split(":")[1])]:
-            uuid = getattr(torch.cuda.get_device_properties(i), "uuid", None)
-            ids[i] = f"GPU-{uuid}" if uuid else None
-    return {"device": resolved, "env": envinfo.collect(resolved), "gpus": listed, "gpu_ids": ids}
+            ids[i] = envinfo.gpu_uuid(f"cuda:{i}")
+            cpus[i] = local_cpus(torch.cuda.get_device_properties(i))
+    return {"device": resolved, "env": envinfo.collect(resolved), "gpus": listed, "gpu_ids": ids, "gpu_cpus": cpus}
+
+
+def parse_cpulist(text: str) -> list[int]:
+    """sysfs's '0-3,8-11' as [0, 1, 2, 3, 8, 9, 10, 11]."""
+    out = []
+    for part in text.strip().split(","):
+        if part:
+            low, _, high = part.partition("-")
+            out.extend(range(int(low), int(high or low) + 1))
+    return out
+
+
+def local_cpus(props, root: str = "/sys/bus/pci/devices") -> list[int]:
+    """The CPUs close to a GPU (its socket or NUMA node), from sysfs's local_cpulist of its PCI device; [] unknown."""
+    try:
+        address = f"{props.pci_domain_id:04x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}.0"
+        with open(f"{root}/{address}/local_cpulist") as f:
+            return parse_cpulist(f.read())
+    except (AttributeError, OSError, ValueError):
+        return []
 
 
 def main() -> None:

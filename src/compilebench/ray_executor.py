@@ -15,7 +15,7 @@ import threading
 import traceback
 
 from compilebench import compiler_state, envinfo, locks
-from compilebench.dispatch import Progress, Target, Unit
+from compilebench.dispatch import Progress, Target, Unit, gpu_env, gpu_lock
 from compilebench.errors import UserError
 from compilebench.executors import ProcessExecutor, failure
 from compilebench.result import Result
@@ -51,7 +51,11 @@ def run_unit(job: dict, timeout_s: float | None, threads: int, unit_id: int, eve
     tell("start")
     work = Job.from_dict(job)
     device = work.cases[0].device
-    gpu = f"gpu-index-{gpus[0]}" if gpus else None  # the node's own index: CUDA_VISIBLE_DEVICES renumbers it
+    # Locked by UUID as local runs lock it (Ray's id is the node's index of the GPU, which it put in
+    # CUDA_VISIBLE_DEVICES); the worker sees that GPU alone, and checks it is the one locked.
+    uuid = envinfo.physical_gpu_uuid(gpus[0]) if gpus else None
+    held = gpu_lock(0, uuid) if gpus else locks.names_for(device)
+    device_env = gpu_env(0, uuid) if gpus else {}
     states = compiler_state.StateFolders()
     try:
         if work.compile_cache == "dir":
@@ -59,9 +63,9 @@ def run_unit(job: dict, timeout_s: float | None, threads: int, unit_id: int, eve
         else:
             env = compiler_state.env_for(states.folder("case"))
             work.compile_cache = "warm" if work.compile_cache == "warm" else "cold"
-        with locks.hold(locks.names_for(device, gpu), work.cases[0].describe(), on_wait=lambda m: tell(m)):
+        with locks.hold(held, work.cases[0].describe(), on_wait=lambda m: tell(m)):
             # One job per task: a new interpreter, as a launcher would only add its own start-up.
-            results = ProcessExecutor(timeout_s, env=_threads_env(threads), fork=False).run(work, env, tell)
+            results = ProcessExecutor(timeout_s, env=_threads_env(threads), fork=False).run(work, {**env, **device_env}, tell)
     finally:
         states.close()
     for r in results:

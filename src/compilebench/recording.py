@@ -5,27 +5,49 @@ from __future__ import annotations
 
 import resource
 
-from compilebench import conditions, timing
+from compilebench import conditions, envinfo, selfcheck, timing
 from compilebench.result import Repeat
 
 
-def reset_peak_memory(device: str) -> None:
-    if device.startswith("cuda"):
-        import torch
+class Memory:
+    """Peak memory of the steady state, apart from the compile's: on CUDA the allocator's peaks are reset after
+    warm-up (steady) and read before the reset (compile and autotuning workspaces, CUDA-graph recording); on the
+    host, the process's peak resident set (it cannot be reset: it holds the compile too)."""
 
-        torch.cuda.reset_peak_memory_stats(device)
+    def __init__(self, device: str):
+        self.cuda = device.startswith("cuda")
+        self.device = device
+        self.compile_peak: int | None = None
+
+    def start(self) -> None:
+        if self.cuda:
+            import torch
+
+            torch.cuda.reset_peak_memory_stats(self.device)
+
+    def steady(self) -> None:
+        """Right before the timed loop: what was needed so far is the compile's."""
+        if self.cuda:
+            import torch
+
+            self.compile_peak = torch.cuda.max_memory_allocated(self.device)
+            torch.cuda.reset_peak_memory_stats(self.device)
+
+    def record(self, rep: Repeat) -> None:
+        if self.cuda:
+            import torch
+
+            rep.peak_mem_bytes, rep.peak_mem_kind = torch.cuda.max_memory_allocated(self.device), "cuda_max_allocated"
+            rep.peak_mem_reserved_bytes = torch.cuda.max_memory_reserved(self.device)
+            rep.compile_peak_mem_bytes = self.compile_peak
+        else:
+            rep.peak_mem_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux reports KiB
+            rep.peak_mem_kind = "host_max_rss"
 
 
-def peak_memory(device: str) -> tuple[int, str]:
-    if device.startswith("cuda"):
-        import torch
-
-        return torch.cuda.max_memory_allocated(device), "cuda_max_allocated"
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, "host_max_rss"  # Linux reports KiB
-
-
-def record(rep: Repeat, m: timing.Measurement) -> None:
-    """What a timed loop measured, into the repeat."""
+def record(rep: Repeat, m: timing.Measurement, clock: timing.HostClock, sync_each_call: bool, alone: bool) -> None:
+    """What a timed loop measured, into the repeat, with the clock's self-check (pipelined CUDA events against the
+    loop's wall time) and the energy per call where the loop measured this variant alone."""
     rep.first_call_s = m.first_call_ns / 1e9
     rep.warmup_iters, rep.warmup_s = m.warmup_iters, m.warmup_ns / 1e9
     rep.iters_requested, rep.min_iters, rep.stopped_early = m.iters_requested, m.min_iters, m.stopped_early
@@ -34,6 +56,31 @@ def record(rep: Repeat, m: timing.Measurement) -> None:
     rep.conditions = m.conditions
     rep.flags = conditions.flags(m.conditions)
     rep.set_samples(m.samples_ns)
+    rep.timing = "latency" if sync_each_call else "throughput"
+    energy = m.conditions.get("gpu_energy_j")
+    rep.energy_per_call_j = energy / len(m.samples_ns) if energy is not None and m.samples_ns and alone else None
+    if clock.name == timing.CudaClock.name and not sync_each_call:
+        rep.samples_over_wall = selfcheck.clock_ratio(m.samples_ns, m.loop_wall_ns)
+        if selfcheck.clock_suspect(rep.samples_over_wall):
+            rep.flags.append("clock")
+
+
+def record_cudagraphs(rep: Repeat, seen: selfcheck.CudaGraphs, variant) -> None:
+    """A CUDA-graph variant on a GPU that recorded no graph ran as plain compile: flagged, with inductor's reason."""
+    rep.cudagraph_skips, rep.cudagraphs_recorded = seen.skips, seen.recorded
+    rep.cudagraph_skip_reasons = seen.reasons
+    if variant.uses_cudagraphs and not seen.engaged:
+        rep.flags.append("cudagraphs-skipped")
+        rep.cudagraph_skip_reasons = [seen.why_not()]
+
+
+def cuda_index(device: str) -> int | None:
+    """The index of a CUDA device as this process sees it; None for the CPU."""
+    if not device.startswith("cuda"):
+        return None
+    import torch
+
+    return torch.device(device).index or 0
 
 
 def make_clock(device: str) -> timing.HostClock:
@@ -46,9 +93,7 @@ def make_watch(device: str) -> conditions.Watch:
         return conditions.Watch()
     import torch
 
-    props = torch.cuda.get_device_properties(device)
-    uuid_ = getattr(props, "uuid", None)
-    nvml = conditions.Nvml.open(f"GPU-{uuid_}" if uuid_ else None, torch.cuda.current_device())
+    nvml = conditions.Nvml.open(envinfo.gpu_uuid(device), cuda_index(device))
     return conditions.Watch(gpu=nvml.read if nvml else None)
 
 

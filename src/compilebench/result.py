@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from compilebench import stats
 from compilebench.spec import Case, key_of
-from compilebench.vocab import MEASURED, SEVERITY, STATUSES
+from compilebench.vocab import FLAGS, MEASURED, SEVERITY, STATUSES
 
 
 def _now() -> str:
@@ -45,8 +45,18 @@ class Repeat:
     loop_wall_s: float | None = None
     loop_started_at: float | None = None  # wall clock (epoch seconds) around the timed loop: when it held the device
     loop_ended_at: float | None = None
-    peak_mem_bytes: int | None = None
+    peak_mem_bytes: int | None = None  # CUDA: the steady state's (reset after warm-up); host: the process's peak RSS
     peak_mem_kind: str | None = None  # "cuda_max_allocated" or "host_max_rss"
+    peak_mem_reserved_bytes: int | None = None  # CUDA: what the caching allocator held at the steady state's peak
+    compile_peak_mem_bytes: int | None = None  # CUDA: the peak of the first call and warm-up (compile, autotuning)
+    timing: str | None = None  # "throughput" (pipelined calls, one synchronize) or "latency" (each call to completion)
+    samples_over_wall: float | None = None  # CUDA events: the samples' sum over the loop's wall time (the clock check)
+    energy_per_call_j: float | None = None  # NVML's energy counter over the loop, per timed call
+    cudagraph_skips: int | None = None  # graphs inductor did not record as CUDA graphs (a GPU compiled variant)
+    cudagraphs_recorded: int | None = None
+    cudagraph_skip_reasons: list[str] = field(default_factory=list)
+    math: str | None = None  # what the correctness tolerance was chosen for: float32, tf32, float16, bfloat16
+    rel_tolerance: float | None = None
     graphs: int | None = None
     graph_breaks: int | None = None
     break_reasons: list[str] = field(default_factory=list)
@@ -124,6 +134,12 @@ class Result:
     agreement: dict = field(default_factory=dict)
     peak_mem_bytes: int | None = None
     peak_mem_kind: str | None = None
+    peak_mem_reserved_bytes: int | None = None
+    compile_peak_mem_bytes: int | None = None
+    energy_per_call_j: float | None = None  # median over the repeats
+    cudagraph_skip_reasons: list[str] = field(default_factory=list)
+    math: str | None = None
+    rel_tolerance: float | None = None
     flags: list[str] = field(default_factory=list)
     stopped_early: bool = False
     generation: dict = field(default_factory=dict)
@@ -163,7 +179,14 @@ class Result:
                           for k in dict.fromkeys(k for r in reps for k in r.agreement)}
         self.peak_mem_bytes = _max(r.peak_mem_bytes for r in reps)
         self.peak_mem_kind = next((r.peak_mem_kind for r in reps if r.peak_mem_kind), None)
-        self.flags = [f for f in ("noisy", "busy", "throttled") if any(f in r.flags for r in measured)]
+        self.peak_mem_reserved_bytes = _max(r.peak_mem_reserved_bytes for r in reps)
+        self.compile_peak_mem_bytes = _max(r.compile_peak_mem_bytes for r in reps)
+        energy = [r.energy_per_call_j for r in measured if r.energy_per_call_j is not None]
+        self.energy_per_call_j = pystats.median(energy) if energy else None
+        self.cudagraph_skip_reasons = list(dict.fromkeys(x for r in reps for x in r.cudagraph_skip_reasons))
+        self.math = next((r.math for r in reps if r.math), None)
+        self.rel_tolerance = _max(r.rel_tolerance for r in reps)
+        self.flags = [f for f in FLAGS if any(f in r.flags for r in measured)]
         self.stopped_early = any(r.stopped_early for r in reps)
         self.generation = _generation_summary(measured)
 

@@ -32,6 +32,8 @@ DEFAULT_FIRST_CALLS = 5  # generate() calls timed one by one before the steady s
 DEFAULT_NEW_TOKENS = 32
 # CUDA graphs (reduce-overhead, max-autotune) record on the 2nd-3rd call: never time those.
 MIN_WARMUP_CUDAGRAPHS = 3
+# A GPU needs time, not just calls, to reach steady clocks: ten calls of a 3 ms model are 30 ms of a ramp.
+DEFAULT_GPU_WARMUP_S = 1.0
 DEFAULT_TIMEOUT_S = 3600.0
 MAX_REPEATS = 100
 
@@ -125,6 +127,7 @@ class Case:
     attn: str | None = None  # attention implementation (sdpa, eager); None: the model's default
     compile_cache: str = "cold"  # cold, warm, or a directory holding inductor's cache
     interleave: bool = False  # timed in alternating blocks with the other variants of its model and batch
+    sync_each_call: bool = False  # each call timed to completion (a request's latency), not pipelined (throughput)
     prompt_len: int | None = None  # text generation: prompt tokens per sequence
     new_tokens: int | None = None  # text generation: tokens each timed generate() call makes
     inputs: str | None = None  # a "module:function" making the inputs of a model your code builds (Python API)
@@ -151,7 +154,7 @@ class Case:
 
 # Settings left out of a key at their defaults, so keys written before a setting existed still match.
 _KEY_DEFAULTS = {"autocast": False, "channels_last": False, "tf32": None, "attn": None, "compile_cache": "cold",
-                 "interleave": False, "prompt_len": None, "new_tokens": None, "inputs": None}
+                 "interleave": False, "sync_each_call": False, "prompt_len": None, "new_tokens": None, "inputs": None}
 _VARIANT_KEY_DEFAULTS = {"options": [], "cache": None}
 
 
@@ -181,9 +184,15 @@ class TimingPolicy:
     max_time_s: float | None = None  # budget for one repeat's timed loop; the real N is recorded
     min_iters: int = DEFAULT_MIN_ITERS  # no budget ends a timed loop before this many samples
     first_calls: int = DEFAULT_FIRST_CALLS  # generation: calls timed one by one before the steady state
+    warmup_s: float | None = None  # warm-up goes on until this long has passed too; None: 1 s on a GPU, 0 on a CPU
 
     def warmup_for(self, variant: Variant) -> int:
         return max(self.warmup, MIN_WARMUP_CUDAGRAPHS) if variant.uses_cudagraphs else self.warmup
+
+    def warmup_s_for(self, device: str) -> float:
+        if self.warmup_s is not None:
+            return self.warmup_s
+        return DEFAULT_GPU_WARMUP_S if device.startswith("cuda") else 0.0
 
     def iters_for(self, generation: bool) -> int:
         if self.iters is not None:
@@ -243,6 +252,7 @@ class RunSpec:
     attn: str | None = None
     compile_cache: str = "cold"
     interleave: bool = False
+    sync_each_call: bool = False
     prompt_len: int | None = None  # None: each text-generation model's default
     new_tokens: int = DEFAULT_NEW_TOKENS
     inputs: str | None = None  # the inputs factory of a model given as "module:function" (Python API)
@@ -289,6 +299,7 @@ class RunSpec:
                 attn=self.attn,
                 compile_cache=self.compile_cache,
                 interleave=self.interleave,
+                sync_each_call=self.sync_each_call,
                 prompt_len=(self.prompt_len or prompt_lens[m]) if generation else None,
                 new_tokens=self.new_tokens if generation else None,
                 inputs=self.inputs,
@@ -350,6 +361,8 @@ def validate(spec: RunSpec) -> None:
         raise UserError(f"--min-iters {t.min_iters} is more than --iters {t.iters}: a timed loop cannot end before it starts")
     _integer("--first-calls", t.first_calls, 1)
     _seconds("--max-time", t.max_time_s)
+    if t.warmup_s is not None and not (isinstance(t.warmup_s, (int, float)) and math.isfinite(t.warmup_s) and t.warmup_s >= 0):
+        raise UserError(f"--warmup-time must be a finite number of seconds >= 0, got {t.warmup_s!r}")
     _seconds("--timeout", spec.timeout_s)
     _integer("--repeats", spec.repeats, 1, MAX_REPEATS)
     if not (isinstance(spec.min_effect, (int, float)) and 0 <= spec.min_effect < 1):

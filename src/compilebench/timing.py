@@ -21,15 +21,18 @@ class HostClock:
     def sync(self) -> None:
         """Wait until queued device work is done. Nothing is queued on the host."""
 
-    def recorder(self, iters: int) -> _HostRecorder:
-        return _HostRecorder(self.now_ns, iters)
+    def recorder(self, iters: int, sync_each_call: bool = False) -> _HostRecorder:
+        return _HostRecorder(self.now_ns, iters, self.sync if sync_each_call else None)
 
 
 class _HostRecorder:
-    __slots__ = ("_now", "_starts", "_ends")
+    """The host clock around each call; with `sync`, each call is waited for before its end is read (a request's
+    latency, launch overhead and all)."""
 
-    def __init__(self, now: Callable[[], int], iters: int):
-        self._now = now
+    __slots__ = ("_now", "_sync", "_starts", "_ends")
+
+    def __init__(self, now: Callable[[], int], iters: int, sync: Callable[[], None] | None = None):
+        self._now, self._sync = now, sync
         self._starts = [0] * iters
         self._ends = [0] * iters
 
@@ -37,6 +40,8 @@ class _HostRecorder:
         self._starts[i] = self._now()
 
     def stop(self, i: int) -> None:
+        if self._sync is not None:
+            self._sync()
         self._ends[i] = self._now()
 
     def samples_ns(self, n: int) -> list[int]:
@@ -44,34 +49,40 @@ class _HostRecorder:
 
 
 class CudaClock(HostClock):
-    """A CUDA event pair per iteration (device time, no sync inside the loop); the host clock still gives
-    the first call and the wall time of the whole loop, after a synchronize."""
+    """A CUDA event pair per iteration on the stream the model runs on (device time, no sync inside the loop: the
+    pipelined, throughput-style loop); the host clock still gives the first call and the wall time of the whole
+    loop, after a synchronize. With sync_each_call, the host clock times each call to completion instead."""
 
     name = "cuda_events"
 
-    def __init__(self, device):
+    def __init__(self, device: str):
         import torch
 
         self._torch = torch
-        self._device = device
+        self._device = torch.device(device)
 
     def sync(self) -> None:
         self._torch.cuda.synchronize(self._device)
 
-    def recorder(self, iters: int) -> _CudaRecorder:
-        return _CudaRecorder(self._torch, iters)
+    def recorder(self, iters: int, sync_each_call: bool = False):
+        if sync_each_call:
+            return super().recorder(iters, sync_each_call)
+        # The model's kernels go to its device's current stream (the device guard of its tensors), not to the
+        # current stream of the current device: an event recorded there would time an idle stream.
+        return _CudaRecorder(self._torch, iters, self._torch.cuda.current_stream(self._device))
 
 
 class _CudaRecorder:
-    def __init__(self, torch, iters: int):
+    def __init__(self, torch, iters: int, stream):
+        self._stream = stream
         self._starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
         self._ends = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
 
     def start(self, i: int) -> None:
-        self._starts[i].record()
+        self._starts[i].record(self._stream)
 
     def stop(self, i: int) -> None:
-        self._ends[i].record()
+        self._ends[i].record(self._stream)
 
     def samples_ns(self, n: int) -> list[int]:
         # Called after a synchronize; elapsed_time is in milliseconds.
@@ -118,13 +129,19 @@ def first_call(fn: Callable[[], object], clock: HostClock) -> int:
     return clock.now_ns() - t0
 
 
-def warm_up(fn: Callable[[], object], calls: int, clock: HostClock) -> int:
-    """`calls` untimed calls; returns how long they took."""
+def warm_up(fn: Callable[[], object], calls: int, clock: HostClock, min_s: float = 0.0) -> tuple[int, int]:
+    """At least `calls` untimed calls, and more until `min_s` seconds have passed (a 3 ms model needs far more than
+    ten calls before a GPU's clocks settle); returns how many calls were made and how long they took."""
     t0 = clock.now_ns()
     for _ in range(calls):
         fn()
     clock.sync()
-    return clock.now_ns() - t0
+    made, min_ns = calls, int(min_s * 1e9)
+    while clock.now_ns() - t0 < min_ns:
+        fn()
+        clock.sync()  # the device's time, not the host's queueing, is what must pass
+        made += 1
+    return made, clock.now_ns() - t0
 
 
 def measure(
@@ -135,24 +152,29 @@ def measure(
     clock: HostClock,
     min_iters: int = 1,
     max_time_s: float | None = None,
+    warmup_s: float = 0.0,
+    sync_each_call: bool = False,
     graph_count: Callable[[], int] | None = None,
     watch: Watch | None = None,
+    before_timing: Callable[[], None] = lambda: None,
     on_phase: Callable[[str], None] = lambda phase: None,
 ) -> Measurement:
     """Time fn. The first call is timed alone and never joins the steady-state samples. The budget max_time_s
     ends the timed loop only once it has min_iters samples. graph_count, when given, is read around the timed
-    loop: any growth is a recompile inside it, which the caller must treat as voiding the numbers."""
+    loop: any growth is a recompile inside it, which the caller must treat as voiding the numbers.
+    before_timing runs after warm-up, right before the loop (the steady state's memory peak starts there)."""
     on_phase("first call")
     first_ns = first_call(fn, clock)
     on_phase("warm-up")
-    warmup_ns = warm_up(fn, warmup, clock)
+    warmup, warmup_ns = warm_up(fn, warmup, clock, warmup_s)
+    before_timing()
 
     on_phase("timing")
     watch = watch or NoWatch()
     graphs_before = graph_count() if graph_count else None
     budget_ns = None if max_time_s is None else int(max_time_s * 1e9)
     floor = min(min_iters, iters)
-    rec = clock.recorder(iters)
+    rec = clock.recorder(iters, sync_each_call)
     n = 0
     watch.start()
     started_at = time.time()
@@ -182,28 +204,32 @@ def measure_interleaved(
     block: int = 10,
     min_iters: int = 1,
     max_time_s: float | None = None,
+    warmup_s: float = 0.0,
+    sync_each_call: bool = False,
     graph_count: Callable[[], int] | None = None,
     watch: Watch | None = None,
+    before_timing: Callable[[], None] = lambda: None,
     on_phase: Callable[[str], None] = lambda phase: None,
 ) -> dict[str, Measurement]:
     """Time several callables in one process, alternating blocks of `block` calls, so that drift (clocks,
     temperature, other load) falls on all of them alike. Each first call is timed alone and each is warmed up
     before any timing; the budget max_time_s is per callable and ends the loop only once every callable has
     min_iters samples. Recompiles are counted over the whole loop."""
-    first, warm = {}, {}
+    first, warm, made = {}, {}, {}
     for name, fn in fns.items():
         on_phase(f"first call ({name})")
         first[name] = first_call(fn, clock)
     for name, fn in fns.items():
         on_phase(f"warm-up ({name})")
-        warm[name] = warm_up(fn, warmup[name], clock)
+        made[name], warm[name] = warm_up(fn, warmup[name], clock, warmup_s)
+    before_timing()
 
     on_phase("timing (interleaved)")
     watch = watch or NoWatch()
     graphs_before = graph_count() if graph_count else None
     budget_ns = None if max_time_s is None else int(max_time_s * 1e9) * len(fns)
     floor = min(min_iters, iters)
-    recorders = {name: clock.recorder(iters) for name in fns}
+    recorders = {name: clock.recorder(iters, sync_each_call) for name in fns}
     done = dict.fromkeys(fns, 0)
     wall = dict.fromkeys(fns, 0)
     watch.start()
@@ -227,7 +253,7 @@ def measure_interleaved(
     conditions = watch.stop()
     recompiles = graph_count() - graphs_before if graph_count else None
     return {
-        name: Measurement(first[name], warmup[name], warm[name], iters, floor, recorders[name].samples_ns(done[name]),
+        name: Measurement(first[name], made[name], warm[name], iters, floor, recorders[name].samples_ns(done[name]),
                           wall[name], done[name] < iters, recompiles, started_at, ended_at, conditions)
         for name in fns
     }
@@ -269,6 +295,7 @@ def measure_generation(
     graph_count: Callable[[], int] | None = None,
     watch: Watch | None = None,
     after_first_call: Callable[[str, int], None] = lambda name, i: None,
+    before_timing: Callable[[], None] = lambda: None,
     on_phase: Callable[[str], None] = lambda phase: None,
 ) -> dict[str, GenerationMeasurement]:
     """Time generate() calls. Each variant's first `first_calls` calls are timed one by one (the first holds the
@@ -291,6 +318,7 @@ def measure_generation(
             on_phase(("first call" if i == 0 else f"call {i + 1} of the first {first_calls}") + suffix)
             firsts[name].append(timed(call))
             after_first_call(name, i)
+    before_timing()
 
     on_phase("timing")
     watch = watch or NoWatch()

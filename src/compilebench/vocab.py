@@ -15,6 +15,10 @@ RETRIED_ON_REQUEST = ("error", "oom")  # tried again with --retry-failed
 # When repeats disagree, the case shows the most telling status: a failure before a voided number before ok.
 SEVERITY = ("crashed", "timeout", "error", "oom", "invalid", "mismatch", "ok")
 
+# The sum of a pipelined loop's CUDA event times over its host wall time, outside which the clock is suspect.
+CLOCK_LOW = 0.8  # lower: a fifth of the loop's time is in no event pair
+CLOCK_HIGH = 1.05  # higher: the events overlap, or measure another device's time
+
 # Conditions a result was measured in that make its number less trustworthy, each with what to do about it.
 FLAGS = {
     "noisy": "within one process the calls vary by more than 10% (CV): close other programs, pin the clocks "
@@ -22,8 +26,15 @@ FLAGS = {
              "variants alike",
     "busy": "other processes used the CPU while the timed loop ran: stop them (or run on a quiet machine) and "
             "measure again with --rerun",
-    "throttled": "the GPU slowed its clocks (power, thermal or hardware slowdown) while the timed loop ran: cool it, "
-                 "check `nvidia-smi -q -d PERFORMANCE`, and measure again with --rerun",
+    "throttled": "the GPU slowed its clocks for heat or a hardware slowdown while the timed loop ran (a power cap "
+                 "is recorded, not flagged: it is how a GPU runs at full power): cool it, check `nvidia-smi -q -d "
+                 "PERFORMANCE`, and measure again with --rerun",
+    "clock": f"the timed loop's CUDA event times add up to less than {CLOCK_LOW:.0%} or more than {CLOCK_HIGH:.0%} of "
+             "its wall time: the events did not time the model's work on its stream, or the host could not keep the GPU busy; measure "
+             "with --sync-each-call (each call timed to completion), and report it if the ratio stays off",
+    "cudagraphs-skipped": "a CUDA-graph mode recorded no CUDA graph (the reason inductor gave is in the details), so "
+                          "it ran as plain compile: fix the reason (often inputs the graph mutates) or compare it as "
+                          "`default`",
 }
 
 # How a speed-up reads against the smallest effect worth acting on (--min-effect).

@@ -20,7 +20,7 @@ import uuid
 from dataclasses import asdict
 from typing import Callable
 
-from compilebench import conditions, envinfo, recording, timing, variants, zoo
+from compilebench import conditions, envinfo, recording, selfcheck, timing, variants, zoo
 from compilebench.result import Repeat, Result
 from compilebench.spec import Case, Job
 
@@ -91,9 +91,13 @@ def run_cases(
 
     try:
         entry = zoo.get(first.model, first.task, first.inputs)
+        if first.device.startswith("cuda"):
+            torch.cuda.set_device(first.device)  # "the current device" is the case's, for any code that asks for it
         clock = clock or recording.make_clock(first.device)
         with torch.inference_mode(), _tf32(first.tf32), _autocast(first):
             env = envinfo.collect(first.device)  # inside: it records the TF32 setting the cases ran with
+            if first.device.startswith("cuda"):
+                selfcheck.check_device(first.device, os.environ.get(selfcheck.EXPECTED_GPU), env.get("gpu_uuid"))
             for r in results:
                 r.label, r.task, r.clock, r.env, r.machine_id = entry.label, entry.task, clock.name, env, envinfo.machine_id(env)
                 r.repeats[0].cpus = env.get("cpu_affinity")

@@ -143,6 +143,13 @@ def _timing(run) -> None:
     g.add_argument("--warmup", type=int, default=None,
                    help=f"warm-up calls after the first call (default: {specmod.DEFAULT_WARMUP}; "
                         f"at least {specmod.MIN_WARMUP_CUDAGRAPHS} for CUDA-graph modes)")
+    g.add_argument("--warmup-time", type=float, default=None, metavar="S",
+                   help=f"warm-up goes on until S seconds have passed too (default: {specmod.DEFAULT_GPU_WARMUP_S:g} on a "
+                        "GPU, so even a 3 ms model reaches steady clocks; 0 on a CPU)")
+    g.add_argument("--sync-each-call", action="store_true",
+                   help="time each call to completion: a request's latency, host launch overhead included (default: "
+                        "the pipelined loop, calls queued back to back and one synchronize at the end: throughput-style). "
+                        "Part of the case; on a CPU both are the same")
     g.add_argument("--max-time", type=float, default=None, metavar="S",
                    help="time budget of one repeat's timed loop, in seconds; the real N is recorded")
     g.add_argument("--min-iters", type=int, default=None, metavar="N",

@@ -103,6 +103,7 @@ def run_spec(args) -> specmod.RunSpec:
         tf32=args.tf32,
         attn=args.attn,
         interleave=args.interleave,
+        sync_each_call=args.sync_each_call,
         compile_cache=args.compile_cache if args.compile_cache in specmod.COMPILE_CACHES else os.path.abspath(args.compile_cache),
         device=args.device,
         weights=args.weights,
@@ -117,6 +118,7 @@ def run_spec(args) -> specmod.RunSpec:
             max_time_s=_first(args.max_time, suite and suite.max_time_s),
             min_iters=_first(args.min_iters, specmod.DEFAULT_MIN_ITERS if args.iters is None else min(specmod.DEFAULT_MIN_ITERS, args.iters)),
             first_calls=args.first_calls,
+            warmup_s=args.warmup_time,
         ),
         repeats=args.repeats,
         min_effect=args.min_effect,
@@ -160,7 +162,7 @@ def where(args, spec: specmod.RunSpec) -> tuple[specmod.RunSpec, dispatch.Dispat
     env = found["env"]
     return (dataclasses.replace(spec, device="cuda:0"),
             dispatch.LocalPool(dispatch.gpu_slots(found["gpus"], spec.timeout_s, found["gpu_ids"], spec.models,
-                                                   spec.uses_inductor)),
+                                                   spec.uses_inductor, found["gpu_cpus"])),
             [dispatch.Target(f"GPUs {args.gpus}", envinfo.machine_id(env), env)])
 
 

@@ -84,6 +84,8 @@ def settings(r: dict) -> tuple[str, ...]:
         words.append(f"attn {c['attn']}")
     if c.get("interleave"):
         words.append("interleaved")
+    if c.get("sync_each_call"):
+        words.append("latency (each call synced)")
     if c.get("compile_cache", "cold") != "cold":
         cache = c["compile_cache"]
         words.append("warm cache" if cache == "warm" else f"cache {cache.rstrip('/').rsplit('/', 1)[-1]}")

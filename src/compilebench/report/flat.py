@@ -24,6 +24,7 @@ STATS = ("repeats", "n", "n_min", "mean_ms", "ci95_low_ms", "ci95_high_ms", "bet
          "p99_ms", "min_ms", "max_ms", "within_cv")
 RESULT = ("first_call_s", "compile_s", "cold_compile_s", "warm_compile_s", "compile_cache_hits", "flops", "graphs",
           "graph_breaks", "recompiles_in_timed_loop", "max_abs_err", "max_rel_err", "peak_mem_bytes", "peak_mem_kind",
+          "peak_mem_reserved_bytes", "compile_peak_mem_bytes", "energy_per_call_j", "math", "rel_tolerance",
           "isolation", "stopped_early", "message", "inline_model")
 KNOWN = {f for f in Result.__dataclass_fields__} | {"case_key"}
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -57,7 +58,7 @@ def rows(results: list[dict], min_effect: float = stats.DEFAULT_MIN_EFFECT) -> l
             "dynamic": v.dynamic,
             "inductor_options": " ".join(f"{k}={val}" for k, val in v.options),
             **{k: c.get(k) for k in ("dtype", "autocast", "channels_last", "tf32", "attn", "device", "weights",
-                                     "model_size", "image", "compile_cache", "interleave", "prompt_len", "new_tokens")},
+                                     "model_size", "image", "compile_cache", "interleave", "sync_each_call", "prompt_len", "new_tokens")},
             **{name: s.get(name.removesuffix("_ms")) for name in STATS},
             **{k: r.get(k) for k in RESULT},
             "iters_per_repeat": "/".join(str(len(rep.get("samples_ms") or [])) for rep in r.get("repeats") or []),

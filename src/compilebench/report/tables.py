@@ -29,12 +29,18 @@ class Table:
     notes: list[str] = field(default_factory=list)  # lines shown under the table ("- " starts a list item)
 
 
+# Flags that change what a number is (another clock's time, a CUDA-graph mode without graphs): named in the cell.
+CELL_FLAGS = ("clock", "cudagraphs-skipped")
+
+
 def cell(r: dict | None) -> str:
-    """A guide cell: the mean, `OOM`, the status word of another failure, or empty where nothing was measured."""
+    """A guide cell: the mean (with a flag that changes what it is), `OOM`, the status word of another failure, or
+    empty where nothing was measured."""
     if r is None:
         return ""
     if r["status"] == "ok":
-        return f"{r['stats']['mean']:.3f}"
+        marks = [f for f in r.get("flags") or () if f in CELL_FLAGS]
+        return f"{r['stats']['mean']:.3f}" + (f" ({', '.join(marks)})" if marks else "")
     return "OOM" if r["status"] == "oom" else r["status"]
 
 
@@ -396,6 +402,9 @@ def details_table(results: list[dict]) -> Table:
             boards.add(f"{p.device} {p.math} {p.tflops:g}")
     notes = [f"- {r['case']['model']} b{r['case']['batch_size']} {data.variant_of(r).label}: {r['status']}: "
              f"{r.get('message') or ''}".rstrip() for r in results if r["status"] != "ok"]
+    skipped = [f"- {r['case']['model']} b{r['case']['batch_size']} {data.variant_of(r).label}: "
+               f"{'; '.join(r['cudagraph_skip_reasons'])}" for r in results if "cudagraphs-skipped" in (r.get("flags") or ())]
+    tolerances = sorted({(r["math"], r["rel_tolerance"]) for r in results if r.get("math") and r.get("rel_tolerance")})
     flags = flags_note(results)
     return Table(
         "",
@@ -410,6 +419,10 @@ def details_table(results: list[dict]) -> Table:
         + (["Flags:"] + flags if flags else [])
         + ([f"of peak: achieved TFLOP/s over the datasheet's dense peak TFLOP/s ({'; '.join(sorted(boards))}); "
             "float32 counts as TF32 when TF32 was allowed for matmuls or convolutions."] if boards else [])
+        + ([f"max rel err allowed: {'; '.join(f'{m} {t:.0e}' for m, t in tolerances)} (tf32: float32 whose "
+            "convolutions or matmuls ran on TF32 tensor cores, as cuDNN allows by default on Ampere and later)"]
+           if tolerances else [])
+        + ((["CUDA graphs skipped (inductor's reason):"] + skipped) if skipped else [])
         + ((["Not ok:"] + notes) if notes else []),
     )
 
