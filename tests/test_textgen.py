@@ -118,3 +118,36 @@ def test_pretrained_weights_generate_from_the_shipped_text_through_the_checkpoin
     assert p.returncode == 0, p.stderr
     (r,) = stored(tmp_path / "r.db")
     assert r["status"] == "ok" and r["label"] == "Text Generation/word-lm" and r["case"]["weights"] == "pretrained"
+
+
+@pytest.mark.parametrize("name", ["smollm2-135m", "gpt2"])
+def test_a_compiled_forward_gets_a_static_cache_made_and_marked_outside_it_and_reset_between_calls(name):
+    # CUDA-graph trees record a graph only when the cache tensors it mutates are static addresses; transformers marks
+    # them only when they are allocated outside a compiled region. So: allocated before the first compiled call,
+    # marked, the same tensors in every call, emptied in place before each generate(). The forward below stands in
+    # for the compiled one and records what it is handed.
+    from compilebench import generation
+
+    entry = zoo.get(name)
+    model = entry.build("random", "tiny").eval()
+    prompt = entry.prompt(2, 8, "random", "tiny")
+    cache = generation.static_cache(model, batch_size=2, max_len=8 + 4, dtype=torch.float32)
+    assert all(getattr(layer.keys, "_dynamo_static_input_type", None) for layer in cache.layers)  # marked, now
+    addresses = [layer.keys.data_ptr() for layer in cache.layers]
+    seen, own = [], model.forward
+
+    def forward(*args, **kwargs):
+        given = kwargs["past_key_values"]
+        seen.append((given is cache, int(given.get_seq_length()), [layer.keys.data_ptr() for layer in given.layers]))
+        return own(*args, **kwargs)
+
+    config = generation.generation_config(model, 4, None)
+    call = generation._caller(model, prompt, config, forward, cache)
+    with torch.inference_mode():
+        first = call(lambda: None)
+        second = call(lambda: None)
+        eager = generation._caller(model, prompt, config, None)(lambda: None)  # the dynamic cache: the reference
+    assert len(seen) == 8 and all(same for same, _, _ in seen)  # 4 forwards a call: prefill and 3 decode steps
+    assert [length for _, length, _ in seen] == [0, 8, 9, 10] * 2  # emptied before each call, never replaced
+    assert all(ptrs == addresses for _, _, ptrs in seen)
+    assert torch.equal(first, second) and torch.equal(first, eager)
