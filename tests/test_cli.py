@@ -91,6 +91,20 @@ def test_a_budget_never_ends_a_repeat_before_min_iters(tmp_path, main_here):
     assert "| 2 | 10/10 |" in out  # R and N in the details table
 
 
+def test_sync_each_call_is_part_of_the_case_and_says_what_it_timed(tmp_path, main_here):
+    args = ["run", "--model", "fault-ok", "--variant", "eager", *QUICK, "--db", "r.db", "--isolation", "inline",
+            "--repeats", "1"]
+    assert main_here(*args)[0] == 0
+    code, out, err = main_here(*args, "--sync-each-call", "--warmup-time", "0.01")
+    assert code == 0, err
+    piped, synced = stored(tmp_path / "r.db")  # a second case, not a resume of the first
+    assert piped["case_key"] != synced["case_key"] and synced["case"]["sync_each_call"]
+    assert '"sync_each_call"' not in piped["case_key"]  # keys written before the setting existed still match
+    assert (piped["repeats"][0]["timing"], synced["repeats"][0]["timing"]) == ("throughput", "latency")
+    assert synced["timing_policy"]["warmup_s"] == 0.01
+    assert "latency (each call synced)" in out
+
+
 BAD_INPUTS = [
     (["--model", "vitt"], "'vitt'; did you mean 'vit'"),
     (["--model", "vit", "--variant", "turbo"], "unknown variant 'turbo'"),
@@ -103,6 +117,7 @@ BAD_INPUTS = [
     (["--model", "vit", "--min-iters", "0"], "--min-iters must be an integer >= 1"),
     (["--model", "vit", "--max-time", "-3"], "--max-time must be a positive, finite number"),
     (["--model", "vit", "--max-time", "nan"], "--max-time must be a positive, finite number"),
+    (["--model", "vit", "--warmup-time", "-1"], "--warmup-time must be a finite number of seconds >= 0, got -1"),
     (["--model", "vit", "--timeout", "0"], "--timeout must be a positive, finite number"),
     (["--model", "vit", "--min-effect", "150%"], "--min-effect must be a fraction from 0 to below 1"),
     (["--model", "vit", "--min-effect", "lots"], "expected a percentage such as 2%"),

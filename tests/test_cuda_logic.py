@@ -177,7 +177,8 @@ def test_skipped_cuda_graphs_flag_a_cuda_graph_variant_with_inductors_reason():
     assert none_recorded.cudagraph_skip_reasons == ["inductor recorded no CUDA graph"]
 
 
-def test_a_flag_reaches_the_result_and_the_tables():
+def test_a_flag_reaches_the_result_the_tables_and_compare():
+    import fakeresults as fr
     from compilebench.report import compare, tables
     from compilebench.result import Result
 
@@ -188,6 +189,15 @@ def test_a_flag_reaches_the_result_and_the_tables():
     assert tables.cell(r) == "1.000 (cudagraphs-skipped)"
     details = tables.details_table([{**r, "machine_id": "m", "env": {"device": "cuda:0", "torch": "2.13"}}])
     assert any("skipping cudagraphs due to mutated inputs" in n for n in details.notes)
+    a = [fr.result("resnet-50", 1, "reduce-overhead", 5.0)]
+    b = [fr.result("resnet-50", 1, "reduce-overhead", 9.0, flags=("cudagraphs-skipped",))]
+    (row,) = compare.compare(a, b, "a.db", "b.db").rows
+    assert row[3] == "5.000" and row[4] == "9.000 (cudagraphs-skipped)"
+
+
+def test_sync_each_call_is_a_setting_of_the_case_and_of_its_key():
+    plain, synced = Case("resnet-50", 1, Variant()), Case("resnet-50", 1, Variant(), sync_each_call=True)
+    assert plain.key() != synced.key() and "sync_each_call" not in plain.key()
 
 
 def test_the_worker_refuses_a_gpu_other_than_the_one_locked_for_it(monkeypatch):

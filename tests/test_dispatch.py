@@ -330,3 +330,18 @@ def test_bad_executor_options_are_one_line_and_exit_2(main_here, tmp_path, args,
     assert code == 2, err
     assert err.startswith("error: ") and message in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "r.db").exists()
+
+
+def test_a_ray_gpu_id_is_locked_by_the_uuid_nvidia_smi_gives_it(tmp_path, monkeypatch):
+    # Ray hands a task the node's index of its GPU; local runs lock GPUs by UUID, so a Ray task must too.
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text('#!/bin/sh\n[ "$3" = "-i" ] && [ "$4" = "3" ] && echo GPU-3333 || exit 6\n')
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    assert envinfo.physical_gpu_uuid(3) == "GPU-3333"
+    assert envinfo.physical_gpu_uuid(9) is None
+    assert envinfo.physical_gpu_uuid("GPU-abcd") == "GPU-abcd"  # Ray given UUIDs in CUDA_VISIBLE_DEVICES
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")  # what Ray sets in the task
+    assert dispatch.gpu_lock(0, "GPU-3333") == [("cpu", False), ("GPU-3333", True)]
+    assert dispatch.gpu_lock(0, None) == [("cpu", False), ("cuda-3", True)]
+    assert dispatch.gpu_env(0, "GPU-3333")["CUDA_VISIBLE_DEVICES"] == "GPU-3333"
