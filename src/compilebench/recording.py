@@ -91,8 +91,6 @@ def make_watch(device: str) -> conditions.Watch:
     """Other processes' CPU share always; the GPU's clocks, power and throttling through NVML where it works."""
     if not device.startswith("cuda"):
         return conditions.Watch()
-    import torch
-
     nvml = conditions.Nvml.open(envinfo.gpu_uuid(device), cuda_index(device))
     return conditions.Watch(gpu=nvml.read if nvml else None)
 
