@@ -164,16 +164,18 @@ def test_skipped_cuda_graphs_flag_a_cuda_graph_variant_with_inductors_reason():
             "skipping cudagraphs due to mutated inputs (2 instances). Found from : \n File model.py")
     assert seen.skips == 2 and seen.reasons == ["skipping cudagraphs due to mutated inputs (2 instances)."]
     rep = Repeat()
-    recording.record_cudagraphs(rep, seen, Variant("reduce-overhead"))
+    recording.record_cudagraphs(rep, seen, Case("m", 1, Variant("reduce-overhead"), device="cuda:0"))
     assert "cudagraphs-skipped" in rep.flags and rep.cudagraph_skip_reasons == seen.reasons
     plain = Repeat()  # default never records graphs: nothing to flag
-    recording.record_cudagraphs(plain, seen, Variant("default"))
+    recording.record_cudagraphs(plain, seen, Case("m", 1, Variant("default"), device="cuda:0"))
     assert plain.flags == [] and plain.cudagraph_skips == 2
     engaged = Repeat()
-    recording.record_cudagraphs(engaged, selfcheck.CudaGraphs(skips=0, recorded=3), Variant("reduce-overhead"))
+    recording.record_cudagraphs(engaged, selfcheck.CudaGraphs(skips=0, recorded=3),
+                               Case("m", 1, Variant("reduce-overhead"), device="cuda:0"))
     assert engaged.flags == [] and engaged.cudagraphs_recorded == 3
     none_recorded = Repeat()
-    recording.record_cudagraphs(none_recorded, selfcheck.CudaGraphs(skips=0, recorded=0), Variant("max-autotune"))
+    recording.record_cudagraphs(none_recorded, selfcheck.CudaGraphs(skips=0, recorded=0),
+                               Case("m", 1, Variant("max-autotune"), device="cuda:0"))
     assert none_recorded.cudagraph_skip_reasons == ["inductor recorded no CUDA graph"]
 
 

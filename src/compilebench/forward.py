@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 
 from compilebench import correctness, envinfo, selfcheck, timing, variants
-from compilebench.recording import Memory, cuda_index, judge, record, record_cudagraphs
+from compilebench.recording import Memory, cuda_index, judge, record, record_check, record_cudagraphs
 from compilebench.result import Repeat, Result
 from compilebench.spec import Case, Job
 from compilebench.zoo.entry import default_image_path, load_image
@@ -99,12 +99,9 @@ def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, 
                                                                  compile_stats.cache_hits)
             rep.graph_breaks, rep.break_reasons = compile_stats.graph_breaks, compile_stats.break_reasons
             rep.recompiles_in_timed_loop = m.recompiles
-            if first.device.startswith("cuda"):
-                record_cudagraphs(rep, cudagraphs, r.case.variant)
+            record_cudagraphs(rep, cudagraphs, r.case)
             problems = []
             if job.check:
-                verdict = correctness.check(reference, correctness.snapshot(fns[r.case.variant.label](**inputs)), math)
-                rep.max_abs_err, rep.max_rel_err, rep.agreement = verdict.max_abs_err, verdict.max_rel_err, verdict.agreement
-                rep.math, rep.rel_tolerance = math, correctness.REL_TOLERANCE[math]
-                problems = verdict.problems
+                problems = record_check(rep, correctness.check(
+                    reference, correctness.snapshot(fns[r.case.variant.label](**inputs)), math), math)
             judge(rep, m.recompiles, problems)

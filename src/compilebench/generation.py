@@ -14,7 +14,7 @@ here passes disable_compile=True, so each variant is exactly what its label says
 from __future__ import annotations
 
 from compilebench import correctness, envinfo, selfcheck, timing, variants
-from compilebench.recording import Memory, cuda_index, judge, record_cudagraphs
+from compilebench.recording import Memory, cuda_index, judge, record_check, record_cudagraphs
 from compilebench.result import Repeat, Result
 from compilebench.spec import Case, Job
 
@@ -155,15 +155,12 @@ def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, 
         if r.case.variant.compiled:
             rep.compile_s, rep.compile_cache_hits = stats_after.compile_s, stats_after.cache_hits
             rep.graph_breaks, rep.break_reasons = stats_after.graph_breaks, stats_after.break_reasons
-            if first.device.startswith("cuda"):
-                record_cudagraphs(rep, cudagraphs, r.case.variant)
+            record_cudagraphs(rep, cudagraphs, r.case)
         if check and (r.case.variant.compiled or r.case.variant.cache == "static"):
             tokens, logits = _tokens_and_logits(calls[name], prompt_len)
             verdict = correctness.check_generation(ref_tokens, ref_logits, tokens, logits, math)
-            rep.max_abs_err, rep.max_rel_err, rep.agreement = verdict.max_abs_err, verdict.max_rel_err, verdict.agreement
-            rep.math, rep.rel_tolerance = math, correctness.REL_TOLERANCE[math]
+            problems = record_check(rep, verdict, math)
             rep.generation["first_divergence"] = verdict.first_divergence
-            problems = verdict.problems
         else:
             problems = []
         judge(rep, m.recompiles, problems)

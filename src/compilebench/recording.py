@@ -65,13 +65,25 @@ def record(rep: Repeat, m: timing.Measurement, clock: timing.HostClock, sync_eac
             rep.flags.append("clock")
 
 
-def record_cudagraphs(rep: Repeat, seen: selfcheck.CudaGraphs, variant) -> None:
-    """A CUDA-graph variant on a GPU that recorded no graph ran as plain compile: flagged, with inductor's reason."""
+def record_cudagraphs(rep: Repeat, seen: selfcheck.CudaGraphs, case) -> None:
+    """What inductor did about CUDA graphs, for a compiled case on a GPU (on a CPU there are none to record). A
+    CUDA-graph variant that recorded no graph ran as plain compile: flagged, with inductor's reason."""
+    if not case.device.startswith("cuda"):
+        return
     rep.cudagraph_skips, rep.cudagraphs_recorded = seen.skips, seen.recorded
     rep.cudagraph_skip_reasons = seen.reasons
-    if variant.uses_cudagraphs and not seen.engaged:
+    if case.variant.uses_cudagraphs and not seen.engaged:
         rep.flags.append("cudagraphs-skipped")
-        rep.cudagraph_skip_reasons = [seen.why_not()]
+        rep.cudagraph_skip_reasons = seen.reasons or [seen.why_not()]
+
+
+def record_check(rep: Repeat, verdict, math: str) -> list[str]:
+    """A correctness verdict into the repeat, with the math whose tolerance judged it; returns its problems."""
+    from compilebench.correctness import REL_TOLERANCE
+
+    rep.max_abs_err, rep.max_rel_err, rep.agreement = verdict.max_abs_err, verdict.max_rel_err, verdict.agreement
+    rep.math, rep.rel_tolerance = math, REL_TOLERANCE[math]
+    return verdict.problems
 
 
 def cuda_index(device: str) -> int | None:
