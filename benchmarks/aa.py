@@ -29,7 +29,8 @@ def main() -> None:
     ap.add_argument("--tree", default=TREE)
     args = ap.parse_args()
 
-    from compilebench.report import data
+    from compilebench import comparison
+
 
     got = {"A": [], "B": []}
     with tempfile.TemporaryDirectory() as tmp:
@@ -42,7 +43,7 @@ def main() -> None:
                 got[side].append(r)
     verdicts = Counter()
     for i, (a, b) in enumerate(zip(got["A"], got["B"])):
-        s = data.speedup(a, b, args.min_effect)  # A's time over B's: how B reads against A
+        s = comparison.speedup(a, b, args.min_effect)  # A's time over B's: how B reads against A
         verdicts[s.verdict] += 1
         low = f"{1 / s.high:.3f}" if s.high else "-"
         high = f"{1 / s.low:.3f}" if s.low else "-"

@@ -125,6 +125,7 @@ def main() -> None:
 
 
 def describe(ours: dict, wall: float) -> None:
+    from compilebench import comparison
     from compilebench.report import data
 
     print(f"1. compilebench run: {wall:.0f} s")
@@ -138,7 +139,7 @@ def describe(ours: dict, wall: float) -> None:
               f"{data.decode_tokens_per_s(r):.1f} tokens/s, end-to-end {data.e2e_tokens_per_s(r):.1f} tokens/s; "
               f"first calls (s) {first}; cold compile {r.get('cold_compile_s') or 0:.1f} s, "
               f"warm {r.get('warm_compile_s') or 0:.1f} s")
-    s = data.speedup(ours["eager"], ours["default"], metric=data.PER_TOKEN)
+    s = comparison.speedup(ours["eager"], ours["default"], metric=data.PER_TOKEN)
     print(f"   per-token speed-up {s.value:.3f}x (95% CI {s.low:.3f}-{s.high:.3f}): {s.verdict}")
 
 

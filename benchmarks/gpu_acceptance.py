@@ -89,7 +89,7 @@ class Checks:
         self.say("cuda:1", ok, f"worker saw {seen} (GPU 1 is {wanted}); samples / wall {ratio}; status {r['status']}")
 
     def reduce_overhead(self) -> None:
-        from compilebench.report import data
+        from compilebench import comparison
 
         found = {r["case"]["variant"]["mode"]: r for r in self.run(
             "reduce-overhead", "--model", "resnet-50", "--variant", "default", "reduce-overhead", "--interleave",
@@ -100,7 +100,7 @@ class Checks:
             return
         skips = [rep.get("cudagraph_skips") for rep in ro["repeats"]]
         recorded = [rep.get("cudagraphs_recorded") for rep in ro["repeats"]]
-        s = data.speedup(default, ro)
+        s = comparison.speedup(default, ro)
         ok = (ro["status"] == "ok" and all(k == 0 for k in skips) and all((n or 0) > 0 for n in recorded)
               and s is not None and s.verdict == "faster")
         figure = (f"skipped {skips}, recorded {recorded}; default {default['stats'].get('mean', math.nan):.3f} ms, "

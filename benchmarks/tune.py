@@ -30,16 +30,14 @@ def main() -> None:
     ap.add_argument("--grid-db", default=None, help="keep the grid here; reuse it where it is already there")
     args = ap.parse_args()
 
-    from compilebench import compiler_state, spec as specmod, store as storemod, sweep, tune, zoo
-    from compilebench.preflight import this_device
-    from compilebench.report import data
+    from compilebench import compiler_state, plan, spec as specmod, store as storemod, tune
+    from compilebench import comparison
 
-    entry = zoo.get(args.model)
-    spec = specmod.RunSpec(models=(args.model,), batch_sizes=(args.batch_size,), device="cpu",
-                           model_size="tiny" if args.tiny else "full")
-    spec, dispatcher, (target,) = this_device(spec)
-    base = spec.cases()[0]
-    configs = tune.space("cpu", vision=not isinstance(entry, zoo.TextGenerationEntry))
+    prepared = plan.prepare(specmod.RunSpec(models=(args.model,), batch_sizes=(args.batch_size,), device="cpu",
+                                            model_size="tiny" if args.tiny else "full"))
+    spec, (target,) = prepared.spec, prepared.targets
+    base = prepared.cases[0]
+    configs = tune.space("cpu", vision=prepared.models[args.model].kind == "vision")
     _, repeats, _, policy = tune.RUNGS[-1]
     grid = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -48,11 +46,11 @@ def main() -> None:
         with storemod.Store.open(args.grid_db or f"{tmp}/grid.db") as store:
             for config in configs:
                 cases = [base, config.case(base)]
-                sweep.run(dataclasses.replace(spec, repeats=repeats, timing=policy), store, dispatcher, [target],
-                          cases=cases, states=states, quiet=True)  # what the file holds already is kept
+                prepared.run(store, cases=cases, spec=dataclasses.replace(spec, repeats=repeats, timing=policy),
+                             states=states, quiet=True)  # what the file holds already is kept
                 eager = store.latest(base.key(), target.resume_id)
                 r = store.latest(cases[1].key(), target.resume_id)
-                s = data.speedup(eager, r)
+                s = comparison.speedup(eager, r)
                 grid[config] = (r, s)
                 print(f"grid: {config.describe():60s} {r['status']:8s} "
                       + (f"{s.value:.3f}x ({s.low:.3f}-{s.high:.3f}) {s.verdict}" if s else r.get("message") or ""))

@@ -48,3 +48,33 @@ def test_bad_arguments_are_user_errors_before_anything_runs(tmp_path, kwargs, me
     with pytest.raises(UserError, match=message.replace("(", r"\(").replace(")", r"\)")):
         compilebench.benchmark(db=str(tmp_path / "r.db"), **kwargs)
     assert not (tmp_path / "r.db").exists()
+
+
+def test_the_api_runs_a_suite_as_the_command_line_does(monkeypatch):
+    """`benchmark(suite=...)` takes the suite's models, batch sizes, variants and timing, as `run --suite` does;
+    what is given explicitly wins. The measuring itself is `compilebench run`'s (tested above); here it is caught."""
+    from compilebench import api, suites
+
+    seen = []
+    monkeypatch.setattr(api, "_benchmark", lambda spec, db, quiet: seen.append(spec))
+    compilebench.benchmark(suite="quick")
+    compilebench.benchmark(suite="seed-generation", variants=("eager", "default"), model_size="tiny", max_time_s=2.0)
+    quick, gen = seen
+    s = suites.SUITES["quick"]
+    assert (quick.models, quick.batch_sizes, quick.variants) == (s.models, s.batch_sizes, s.variants)
+    assert (quick.timing.warmup, quick.timing.max_time_s) == (s.warmup, s.max_time_s)
+    assert gen.models == ("gemma-2b",) and gen.variants == ("eager", "default") and gen.model_size == "tiny"
+    assert gen.timing.max_time_s == 2.0 and not gen.fullgraph  # the suite's fullgraph goes with its own variants
+    with pytest.raises(UserError, match="suite"):
+        compilebench.benchmark(suite="no-such-suite")
+    with pytest.raises(UserError, match="a model, or a suite"):
+        compilebench.benchmark()
+
+
+@pytest.mark.slow
+def test_a_suite_measured_through_the_api_comes_back_whole(tmp_path):
+    results = compilebench.benchmark(suite="quick", model_size="tiny", variants=("eager",), iters=3, warmup=1,
+                                     repeats=1, db=str(tmp_path / "r.db"))
+    frame = results.to_pandas()
+    assert sorted(frame.model) == sorted(("resnet-50", "deeplabv3-mobilenet", "detr"))
+    assert set(frame.status) == {"ok"}

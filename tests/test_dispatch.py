@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from compilebench import dispatch, envinfo, locks, preflight, probe, selfcheck
+from compilebench import dispatch, envinfo, locks, plan, probe, selfcheck
 from compilebench.errors import UserError
 from compilebench.executors import Cancelled, ProcessExecutor
 from compilebench.result import Repeat, Result
@@ -241,9 +241,9 @@ def test_without_uuids_the_inherited_list_still_names_the_physical_gpu(monkeypat
 
 def test_a_single_gpu_run_shows_its_worker_that_gpu_alone(monkeypatch):
     fake_two_of_four_gpus(monkeypatch)
-    monkeypatch.setattr(preflight.probe, "probe", lambda device, gpus=None: {**probe._answer(device, gpus)})
+    monkeypatch.setattr(plan.probe, "probe", lambda device, gpus=None: {**probe._answer(device, gpus)})
     spec = RunSpec(models=("fault-ok",), variants=("eager",), device="cuda:1")
-    spec, pool, targets = preflight.this_device(spec)
+    spec, pool, targets = plan.this_device(spec)
     (slot,) = pool.slots
     assert spec.device == "cuda:1" and slot.device == "cuda:0"  # keyed as asked, seen as its only GPU
     assert slot.env == {"CUDA_VISIBLE_DEVICES": "GPU-3333", selfcheck.EXPECTED_GPU: "GPU-3333"}

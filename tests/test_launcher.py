@@ -128,7 +128,7 @@ def test_a_compile_in_a_forked_worker_writes_its_headers_into_its_own_folder_onl
 
 
 def test_launchers_start_beside_the_probe_only_where_the_probe_cannot_refuse_the_device(monkeypatch):
-    from compilebench import preflight, probe
+    from compilebench import plan, probe
     from compilebench.errors import UserError
     from compilebench.spec import RunSpec
 
@@ -145,9 +145,9 @@ def test_launchers_start_beside_the_probe_only_where_the_probe_cannot_refuse_the
 
     monkeypatch.setattr(probe, "probe", probed)
     spec = RunSpec(models=("resnet-50",), repeats=3)
-    preflight.this_device(spec)
+    plan.this_device(spec)
     assert events == [("launchers", [1, 2, 3], False), ("probe", None)]
     events.clear()
     with pytest.raises(UserError):
-        preflight.this_device(RunSpec(models=("resnet-50",), device="cuda"))
+        plan.this_device(RunSpec(models=("resnet-50",), device="cuda"))
     assert events == [("probe", "cuda")]  # refused before anything started

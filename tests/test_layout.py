@@ -77,6 +77,14 @@ def test_no_module_imports_one_that_imports_it_back():
     ("compilebench.generation", "compilebench.store"),
     ("compilebench.timing", "compilebench.store"),
     ("compilebench.zoo", "compilebench.sweep"),
+    # the report is below everything that runs cases: it reads results files alone
+    *(("compilebench.report", f"compilebench.{m}") for m in ("plan", "dispatch", "launcher", "ray_executor", "probe",
+                                                             "locks", "tune", "api")),
+    ("compilebench.tune", "compilebench.report"),  # tune takes its speed-ups and its best pick from comparison
+    ("compilebench.comparison", "compilebench.report"),
+    ("compilebench.comparison", "compilebench.tune"),
+    ("compilebench.settings", "compilebench.spec"),  # a setting is declared below the case that holds it
+    ("compilebench.vocab", "compilebench.stats"),  # the vocabulary is pure data and its own tests
 ])
 def test_lower_layers_never_import_upper_ones(lower, upper):
     offenders = [(m, dep) for m, deps in GRAPH.items() if _under(m, lower) and not _under(m, upper)

@@ -13,7 +13,7 @@ import pytest
 from PIL import Image
 
 import fakeresults as fr
-from compilebench import peaks, report
+from compilebench import comparison, peaks, report
 from compilebench.result import Result
 from compilebench.report import charts, data, tables
 
@@ -327,7 +327,7 @@ def test_columns_keep_settings_apart_and_name_them_in_the_header():
     full = fr.result("vit", 1, "eager", 9.0)
     (g,) = data.groups([tiny, full])
     assert [c.header for c in g.columns] == ["torch 2.0 - no compile", "torch 2.0 - no compile, tiny config"]
-    assert [data.mean(g.cells[("vit", c)]) for c in g.columns] == pytest.approx([9.0, 1.0])
+    assert [comparison.mean(g.cells[("vit", c)]) for c in g.columns] == pytest.approx([9.0, 1.0])
 
 
 def test_torch_versions_sort_numerically_and_keep_apart_when_short_names_clash():

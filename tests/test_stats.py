@@ -5,6 +5,7 @@ import math
 import pytest
 
 from compilebench import stats
+from compilebench.vocab import Verdict
 
 # Cushny & Peebles' sleep data (Student, 1908), R's `sleep` dataset: extra hours of sleep under two drugs for the
 # same ten patients. R 4.x prints, for t.test(extra ~ group, data = sleep, paired = TRUE): t = -4.0621, df = 9,
@@ -102,7 +103,7 @@ def test_paired_speedup_cancels_drift_the_two_sides_shared():
     (None, None, "inconclusive"),  # no interval (one process)
 ])
 def test_verdicts_need_the_whole_interval_beyond_or_inside_the_minimum_effect(low, high, verdict):
-    assert stats.verdict(low, high, 0.02) == verdict
+    assert Verdict.of(low, high, 0.02) == verdict
 
 
 def test_a_tiny_but_certain_difference_is_the_same_not_faster():
@@ -111,7 +112,7 @@ def test_a_tiny_but_certain_difference_is_the_same_not_faster():
     compiled = [9.95 * (1 + 0.002 * k) for k in (0, 1, -1, 0, 1)]
     s, low, high = stats.speedup(eager, compiled)
     assert 1.0 < low and high < 1.02
-    assert stats.verdict(low, high, 0.02) == "same"
+    assert Verdict.of(low, high, 0.02) == "same"
 
 
 def test_case_summary_separates_between_and_within_process_figures():

@@ -5,6 +5,7 @@
     results.to_pandas()          # one row per result: model, batch_size, variant, status, mean_ms, ci95_*, speedup...
     print(results.table())       # the guide's tables, with intervals and verdicts
     results.report("report/")    # markdown, HTML, charts, CSV and JSON
+    compilebench.benchmark(suite="quick")                 # a suite, as `compilebench run --suite quick`
     compilebench.load("compilebench-results/results.db")  # any results file, as Results
 
 `model` is a zoo name, a hub id or a local checkpoint directory, a "module:function" string naming a factory
@@ -21,7 +22,7 @@ import sys
 import tempfile
 from typing import Callable
 
-from compilebench import report as reportmod, spec as specmod, stats, store as storemod, sweep, zoo
+from compilebench import plan, report as reportmod, spec as specmod, stats, store as storemod, suites as suitesmod, zoo
 from compilebench.errors import UserError
 from compilebench.report import data, flat, markdown, tables
 
@@ -76,54 +77,53 @@ _SETTINGS = {f.name for f in dataclasses.fields(specmod.RunSpec)} - {"models", "
 _TIMING = {f.name for f in dataclasses.fields(specmod.TimingPolicy)} - {"iters"}
 
 
-def benchmark(model, *, inputs: str | Callable[[int], dict] | None = None, variants=("eager", "default"),
-              batch_sizes=(1,), device: str | None = None, iters: int | None = specmod.DEFAULT_ITERS,
+def benchmark(model=None, *, suite: str | None = None, inputs: str | Callable[[int], dict] | None = None,
+              variants=None, batch_sizes=None, device: str | None = None, iters: int | None = specmod.DEFAULT_ITERS,
               db: str | None = None, quiet: bool = True, **settings) -> Results:
-    """Measure `model` as `compilebench run` would, and return its results. `settings` are the run's other
-    options by their names: repeats, min_effect, dtype, autocast, channels_last, tf32, attn, backend,
-    fullgraph, dynamic, inductor_options (a dict), compile_cache, interleave, sync_each_call, weights, model_size ("tiny"),
-    task, prompt_len, new_tokens, timeout_s, rerun, retry_failed; and the timing's: warmup, warmup_s, max_time_s,
-    min_iters, first_calls. Results go to `db` (default: a new results file in a temporary folder)."""
+    """Measure `model` (or a suite's models: suite="quick", "seed", ...; `compilebench run --suite`) as
+    `compilebench run` would, and return its results. Variants and batch sizes: the suite's, else eager and
+    default at batch 1. `settings` are the run's other options by their names: repeats, min_effect, dtype,
+    autocast, channels_last, tf32, attn, backend, fullgraph, dynamic, inductor_options (a dict), compile_cache,
+    interleave, sync_each_call, weights, model_size ("tiny"), task, prompt_len, new_tokens, timeout_s, rerun,
+    retry_failed; and the timing's: warmup, warmup_s, max_time_s, min_iters, first_calls. Results go to `db`
+    (default: a new results file in a temporary folder)."""
     unknown = set(settings) - _SETTINGS - _TIMING
     if unknown:
         raise UserError(f"benchmark() got unknown setting(s) {', '.join(sorted(unknown))} (allowed: "
                         f"{', '.join(sorted(_SETTINGS | _TIMING))})")
+    if model is None and suite is None:
+        raise UserError("benchmark() needs a model, or a suite (" + ", ".join(suitesmod.SUITES) + ")")
+    chosen = suitesmod.choose(suite, model)
+    name, inputs_ref, inline = _model_name(model, inputs) if model is not None else (None, None, False)
+    given = suitesmod.fill(chosen, {
+        "models": (name,) if name else None, "batch_sizes": batch_sizes, "variants": variants,
+        "fullgraph": settings.pop("fullgraph", None), "warmup": settings.pop("warmup", None),
+        "max_time_s": settings.pop("max_time_s", None)})
     floor_given = "min_iters" in settings
-    timing = specmod.TimingPolicy(iters=iters, **{k: settings.pop(k) for k in list(settings) if k in _TIMING})
+    timing = specmod.TimingPolicy(iters=iters, **{k: given.pop(k) for k in ("warmup", "max_time_s") if k in given},
+                                  **{k: settings.pop(k) for k in list(settings) if k in _TIMING})
     if not floor_given and iters is not None and timing.min_iters > iters:
         timing = dataclasses.replace(timing, min_iters=iters)
     if isinstance(settings.get("inductor_options"), dict):
         settings["inductor_options"] = tuple(settings["inductor_options"].items())
-    name, inputs_ref, inline = _model_name(model, inputs)
     try:
-        return _benchmark(name, inputs_ref, inline, variants, batch_sizes, device, timing, db, quiet, settings)
+        spec = specmod.RunSpec(**{"variants": ("eager", "default"), **given}, device=device, inputs=inputs_ref,
+                               timing=timing, isolation="inline" if inline else "process", **settings)
+        return _benchmark(spec, db, quiet)
     finally:
         if inline:
             zoo.REGISTRY.pop(name, None)  # registered for this call only
 
 
-def _benchmark(name, inputs_ref, inline, variants, batch_sizes, device, timing, db, quiet, settings) -> Results:
-    spec = specmod.RunSpec(models=(name,), batch_sizes=tuple(batch_sizes), variants=tuple(variants), device=device,
-                           inputs=inputs_ref, timing=timing, isolation="inline" if inline else "process", **settings)
-    from compilebench import variants as variantsmod
-    from compilebench.preflight import check_variants, resolve_models, this_device
-
-    variantsmod.check_options(spec.inductor_options)
-    entries = resolve_models(spec)
-    check_variants(spec, entries)
-    entry = entries[name]
-    prompt_lens = {name: entry.default_prompt_len} if isinstance(entry, zoo.TextGenerationEntry) else None
-    spec, dispatcher, targets = this_device(spec)
+def _benchmark(spec: specmod.RunSpec, db: str | None, quiet: bool) -> Results:
+    prepared = plan.prepare(spec)
     path = db or os.path.join(tempfile.mkdtemp(prefix="compilebench-"), "results.db")
     with storemod.Store.open(path) as store:
-        outcome = sweep.run(spec, store, dispatcher, targets, prompt_lens=prompt_lens, quiet=quiet,
-                            labels={name: (entry.label, entry.task)})
-        keys = {c.key() for c in spec.cases(prompt_lens)}
-        ids = {t.resume_id for t in targets}
-        results = [r for r in data.latest(store.results()) if r["case_key"] in keys and r["machine_id"] in ids]
+        outcome = prepared.run(store, quiet=quiet)
+        results = prepared.results(store)
     if outcome.interrupted:
         raise KeyboardInterrupt
-    return Results(results, path, spec.min_effect)
+    return Results(results, path, prepared.spec.min_effect)
 
 
 def _model_name(model, inputs) -> tuple[str, str | None, bool]:

@@ -12,9 +12,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-# Other processes using more than this share of the machine's CPU time during the loop make it `busy`. An idle
-# machine reads well under 1% (kernel threads); one other busy core on 2 cores reads 50%, on 16 cores 6%.
-BUSY_CPU_SHARE = 0.05
+from compilebench.vocab import BUSY, THROTTLED
+
 # Too few clock ticks (10 ms each) between the two readings to tell a share from rounding: no verdict.
 MIN_TICKS = 20
 
@@ -187,10 +186,10 @@ def flags(conditions: dict) -> list[str]:
     """`busy` and `throttled`, from what a Watch recorded."""
     out = []
     share = conditions.get("other_cpu_share")
-    if (share is not None and share > BUSY_CPU_SHARE) or conditions.get("gpu_other_processes"):
-        out.append("busy")
+    if BUSY.raised_by(share) or conditions.get("gpu_other_processes"):
+        out.append(BUSY.name)
     if set(conditions.get("gpu_throttle_reasons") or ()) & set(THROTTLING):
-        out.append("throttled")
+        out.append(THROTTLED.name)
     return out
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 
 from compilebench import correctness, envinfo, selfcheck, timing, variants
-from compilebench.recording import Memory, cuda_index, judge, record, record_check, record_cudagraphs
+from compilebench.recording import Memory, cuda_index, judge, record, record_check, record_compile
 from compilebench.result import Repeat, Result
 from compilebench.spec import Case, Job
 from compilebench.zoo.entry import default_image_path, load_image
@@ -94,12 +94,7 @@ def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, 
         memory.record(rep)
         r.flops = flops
         if r.case.variant.compiled:
-            # Shared by the compiled variants of an interleaved group: dynamo counts per process.
-            rep.compile_s, rep.graphs, rep.compile_cache_hits = (compile_stats.compile_s, compile_stats.graphs,
-                                                                 compile_stats.cache_hits)
-            rep.graph_breaks, rep.break_reasons = compile_stats.graph_breaks, compile_stats.break_reasons
-            rep.recompiles_in_timed_loop = m.recompiles
-            record_cudagraphs(rep, cudagraphs, r.case)
+            record_compile(rep, compile_stats, m.recompiles, cudagraphs, r.case)
             problems = []
             if job.check:
                 problems = record_check(rep, correctness.check(

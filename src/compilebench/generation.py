@@ -14,7 +14,7 @@ here passes disable_compile=True, so each variant is exactly what its label says
 from __future__ import annotations
 
 from compilebench import correctness, envinfo, selfcheck, timing, variants
-from compilebench.recording import Memory, cuda_index, judge, record_check, record_cudagraphs
+from compilebench.recording import Memory, cuda_index, judge, record_check, record_compile, record_loop
 from compilebench.result import Repeat, Result
 from compilebench.spec import Case, Job
 
@@ -150,12 +150,9 @@ def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, 
         m = measured[name]
         _record(rep, m, per_call[name], new_tokens, first.batch_size, prompt_len, alone=len(cases) == 1)
         memory.record(rep)
-        rep.graphs = stats_after.graphs if compiled else variants.graph_count()
-        rep.recompiles_in_timed_loop = m.recompiles
+        rep.graphs, rep.recompiles_in_timed_loop = stats_after.graphs if compiled else variants.graph_count(), m.recompiles
         if r.case.variant.compiled:
-            rep.compile_s, rep.compile_cache_hits = stats_after.compile_s, stats_after.cache_hits
-            rep.graph_breaks, rep.break_reasons = stats_after.graph_breaks, stats_after.break_reasons
-            record_cudagraphs(rep, cudagraphs, r.case)
+            record_compile(rep, stats_after, m.recompiles, cudagraphs, r.case)
         if check and (r.case.variant.compiled or r.case.variant.cache == "static"):
             tokens, logits = _tokens_and_logits(calls[name], prompt_len)
             verdict = correctness.check_generation(ref_tokens, ref_logits, tokens, logits, math)
@@ -172,8 +169,6 @@ def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, 
 def _record(rep: Repeat, m: timing.GenerationMeasurement, first_calls: list[dict], new_tokens: int, batch_size: int,
             prompt_len: int, alone: bool = True) -> None:
     """Every call's total, its time to first token and its per-token decode latencies, in milliseconds."""
-    from compilebench import conditions
-
     def split(t: timing.CallTiming) -> dict:
         tokens = [b - a for a, b in zip(t.token_ns, t.token_ns[1:])]
         ttft = t.token_ns[0] if t.token_ns else t.total_ns
@@ -191,15 +186,8 @@ def _record(rep: Repeat, m: timing.GenerationMeasurement, first_calls: list[dict
     rep.first_call_s = m.first_calls[0].total_ns / 1e9 if m.first_calls else None
     rep.warmup_iters = max(0, len(m.first_calls) - 1)
     rep.warmup_s = sum(t.total_ns for t in m.first_calls[1:]) / 1e9
-    rep.iters_requested, rep.min_iters, rep.stopped_early = m.iters_requested, m.min_iters, m.stopped_early
-    rep.loop_wall_s = m.loop_wall_ns / 1e9
-    rep.loop_started_at, rep.loop_ended_at = m.loop_started_at, m.loop_ended_at
-    rep.conditions = m.conditions
-    rep.flags = conditions.flags(m.conditions)
-    rep.set_samples([t.total_ns for t in m.calls])
+    record_loop(rep, m, [t.total_ns for t in m.calls], alone)
     rep.timing = "latency"  # every generate() call ends with its tokens on the host
-    energy = m.conditions.get("gpu_energy_j")
-    rep.energy_per_call_j = energy / len(m.calls) if energy is not None and m.calls and alone else None
     rep.generation = {
         "new_tokens": new_tokens, "batch_size": batch_size, "prompt_len": prompt_len,
         "ttft_ms": [c["ttft_ms"] for c in steady],

@@ -7,6 +7,7 @@ import resource
 
 from compilebench import conditions, envinfo, selfcheck, timing
 from compilebench.result import Repeat
+from compilebench.vocab import CLOCK, CUDAGRAPHS_SKIPPED
 
 
 class Memory:
@@ -45,24 +46,39 @@ class Memory:
             rep.peak_mem_kind = "host_max_rss"
 
 
-def record(rep: Repeat, m: timing.Measurement, clock: timing.HostClock, sync_each_call: bool, alone: bool) -> None:
-    """What a timed loop measured, into the repeat, with the clock's self-check (pipelined CUDA events against the
-    loop's wall time) and the energy per call where the loop measured this variant alone."""
-    rep.first_call_s = m.first_call_ns / 1e9
-    rep.warmup_iters, rep.warmup_s = m.warmup_iters, m.warmup_ns / 1e9
+def record_loop(rep: Repeat, m, samples_ns: list[int], alone: bool) -> None:
+    """What any timed loop (a forward's or generation's measurement) says, into the repeat: its samples, how it
+    ended, the conditions around it, and the energy per call where it measured this variant alone."""
     rep.iters_requested, rep.min_iters, rep.stopped_early = m.iters_requested, m.min_iters, m.stopped_early
     rep.loop_wall_s = m.loop_wall_ns / 1e9
     rep.loop_started_at, rep.loop_ended_at = m.loop_started_at, m.loop_ended_at
     rep.conditions = m.conditions
     rep.flags = conditions.flags(m.conditions)
-    rep.set_samples(m.samples_ns)
-    rep.timing = "latency" if sync_each_call else "throughput"
+    rep.set_samples(samples_ns)
     energy = m.conditions.get("gpu_energy_j")
-    rep.energy_per_call_j = energy / len(m.samples_ns) if energy is not None and m.samples_ns and alone else None
+    rep.energy_per_call_j = energy / len(samples_ns) if energy is not None and samples_ns and alone else None
+
+
+def record(rep: Repeat, m: timing.Measurement, clock: timing.HostClock, sync_each_call: bool, alone: bool) -> None:
+    """A forward pass's timed loop into the repeat, with the clock's self-check (pipelined CUDA events against the
+    loop's wall time)."""
+    rep.first_call_s = m.first_call_ns / 1e9
+    rep.warmup_iters, rep.warmup_s = m.warmup_iters, m.warmup_ns / 1e9
+    record_loop(rep, m, m.samples_ns, alone)
+    rep.timing = "latency" if sync_each_call else "throughput"
     if clock.name == timing.CudaClock.name and not sync_each_call:
         rep.samples_over_wall = selfcheck.clock_ratio(m.samples_ns, m.loop_wall_ns)
         if selfcheck.clock_suspect(rep.samples_over_wall):
-            rep.flags.append("clock")
+            rep.flags.append(CLOCK.name)
+
+
+def record_compile(rep: Repeat, compiled, recompiles: int | None, cudagraphs: selfcheck.CudaGraphs, case) -> None:
+    """What the compiler did for a compiled variant (dynamo counts per process: the compiled variants of an
+    interleaved group share it), and whether it recompiled while timed."""
+    rep.compile_s, rep.graphs, rep.compile_cache_hits = compiled.compile_s, compiled.graphs, compiled.cache_hits
+    rep.graph_breaks, rep.break_reasons = compiled.graph_breaks, compiled.break_reasons
+    rep.recompiles_in_timed_loop = recompiles
+    record_cudagraphs(rep, cudagraphs, case)
 
 
 def record_cudagraphs(rep: Repeat, seen: selfcheck.CudaGraphs, case) -> None:
@@ -73,7 +89,7 @@ def record_cudagraphs(rep: Repeat, seen: selfcheck.CudaGraphs, case) -> None:
     rep.cudagraph_skips, rep.cudagraphs_recorded = seen.skips, seen.recorded
     rep.cudagraph_skip_reasons = seen.reasons
     if case.variant.uses_cudagraphs and not seen.engaged:
-        rep.flags.append("cudagraphs-skipped")
+        rep.flags.append(CUDAGRAPHS_SKIPPED.name)
         rep.cudagraph_skip_reasons = seen.reasons or [seen.why_not()]
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from compilebench import stats
 from compilebench.spec import Case, key_of
-from compilebench.vocab import FLAGS, MEASURED, SEVERITY, STATUSES
+from compilebench.vocab import FLAGS, MEASURED, NOISY, SEVERITY, STATUSES
 
 
 def _now() -> str:
@@ -78,8 +78,8 @@ class Repeat:
     def set_samples(self, samples_ns: list[int]) -> None:
         self.samples_ms = [s / 1e6 for s in samples_ns]
         self.stats = stats.summarize(self.samples_ms)
-        if (self.stats.get("cv") or 0) > stats.NOISY_CV and "noisy" not in self.flags:
-            self.flags.append("noisy")
+        if NOISY.raised_by(self.stats.get("cv")) and "noisy" not in self.flags:
+            self.flags.append(NOISY.name)
 
     @property
     def mean_ms(self) -> float | None:

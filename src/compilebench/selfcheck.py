@@ -15,7 +15,7 @@ import logging
 import re
 from dataclasses import dataclass, field
 
-from compilebench.vocab import CLOCK_HIGH, CLOCK_LOW
+from compilebench.vocab import CLOCK
 
 EXPECTED_GPU = "COMPILEBENCH_GPU_UUID"  # the GPU whose lock the driver holds for a worker (its UUID)
 _CUDAGRAPHS_LOG = "torch._inductor.cudagraph_utils.__cudagraphs"  # where inductor says why it skipped
@@ -27,7 +27,7 @@ def clock_ratio(samples_ns: list[int], wall_ns: int) -> float | None:
 
 
 def clock_suspect(ratio: float | None) -> bool:
-    return ratio is not None and not CLOCK_LOW <= ratio <= CLOCK_HIGH
+    return CLOCK.raised_by(ratio)
 
 
 @dataclass

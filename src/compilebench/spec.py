@@ -5,22 +5,17 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
-import math
-import os
 from dataclasses import dataclass, field
 
+from compilebench import settings as settingsmod
 from compilebench.errors import UnknownChoice, UserError
+from compilebench.settings import Settings, integer as _integer
 
 # "eager" is the uncompiled baseline; the torch.compile modes follow ("default" is mode=None).
 # "eager-static-cache" is eager generation with the static KV cache compiled generation uses: the control that
 # tells what the cache does from what the compiler does (text generation only).
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 VARIANTS = ("eager", "eager-static-cache", *MODES)
-DTYPES = ("float32", "float16", "bfloat16")
-ATTNS = ("sdpa", "eager")  # transformers' attention implementations
-COMPILE_CACHES = ("cold", "warm")  # or a directory path
-WEIGHTS = ("random", "pretrained")
-MODEL_SIZES = ("full", "tiny")
 ISOLATIONS = ("process", "inline")
 
 DEFAULT_ITERS = 300  # the guide: mean of 300 inferences
@@ -109,28 +104,13 @@ class Variant:
 
 
 @dataclass(frozen=True)
-class Case:
-    """One measurement: a model at a batch size under a variant. Hashable; its key() is the resume key."""
+class Case(Settings):
+    """One measurement: a model at a batch size under a variant, with its settings. Hashable; its key() is the
+    resume key."""
 
     model: str
     batch_size: int
     variant: Variant
-    dtype: str = "float32"
-    device: str = "cpu"
-    weights: str = "random"
-    model_size: str = "full"
-    task: str | None = None  # given with --task for a checkpoint whose config does not say
-    image: str | None = None  # absolute path of --image; None: the photo shipped with compilebench
-    autocast: bool = False  # the model stays float32 and runs under torch.autocast(dtype)
-    channels_last: bool = False  # model weights and 4-D inputs in channels-last memory format
-    tf32: bool | None = None  # allow TF32 matmuls/convolutions; None: leave torch's setting (recorded in env)
-    attn: str | None = None  # attention implementation (sdpa, eager); None: the model's default
-    compile_cache: str = "cold"  # cold, warm, or a directory holding inductor's cache
-    interleave: bool = False  # timed in alternating blocks with the other variants of its model and batch
-    sync_each_call: bool = False  # each call timed to completion (a request's latency), not pipelined (throughput)
-    prompt_len: int | None = None  # text generation: prompt tokens per sequence
-    new_tokens: int | None = None  # text generation: tokens each timed generate() call makes
-    inputs: str | None = None  # a "module:function" making the inputs of a model your code builds (Python API)
 
     def key(self) -> str:
         return key_of(self.to_dict())
@@ -146,16 +126,15 @@ class Case:
 
     @property
     def generation(self) -> bool:
+        """Whether generate() is timed (a text-generation model): the one place a case says so."""
         return self.new_tokens is not None
 
     def describe(self) -> str:
         return f"{self.model} b{self.batch_size} {self.variant.name}"
 
 
-# Settings left out of a key at their defaults, so keys written before a setting existed still match.
-_KEY_DEFAULTS = {"autocast": False, "channels_last": False, "tf32": None, "attn": None, "compile_cache": "cold",
-                 "interleave": False, "sync_each_call": False, "prompt_len": None, "new_tokens": None, "inputs": None}
 _VARIANT_KEY_DEFAULTS = {"options": [], "cache": None}
+_KEY_DEFAULTS = settingsmod.key_defaults()
 
 
 def key_of(case: dict) -> str:
@@ -229,9 +208,10 @@ class Job:
                    d.get("count_flops", True), d.get("check", True))
 
 
-@dataclass(frozen=True)
-class RunSpec:
-    """Everything `compilebench run` was asked to do."""
+@dataclass(frozen=True, kw_only=True)
+class RunSpec(Settings):
+    """Everything `compilebench run` was asked to do: the grid (models x batch sizes x variants), how to compile,
+    the settings every case shares, and how to time and repeat them."""
 
     models: tuple[str, ...]
     batch_sizes: tuple[int, ...] = (1,)
@@ -240,22 +220,9 @@ class RunSpec:
     fullgraph: bool = False
     dynamic: bool | None = None
     inductor_options: tuple[tuple[str, object], ...] = ()
-    dtype: str = "float32"
     device: str | None = None  # None: cuda when available, else cpu (resolved by the driver)
-    weights: str = "random"
-    model_size: str = "full"
-    task: str | None = None
-    image: str | None = None
-    autocast: bool = False
-    channels_last: bool = False
-    tf32: bool | None = None
-    attn: str | None = None
-    compile_cache: str = "cold"
-    interleave: bool = False
-    sync_each_call: bool = False
     prompt_len: int | None = None  # None: each text-generation model's default
     new_tokens: int = DEFAULT_NEW_TOKENS
-    inputs: str | None = None  # the inputs factory of a model given as "module:function" (Python API)
     timing: TimingPolicy = field(default_factory=TimingPolicy)
     repeats: int = DEFAULT_REPEATS
     min_effect: float = 0.02
@@ -281,46 +248,18 @@ class RunSpec:
         prompt_lens = prompt_lens or {}
         out = []
         for m, b, v in itertools.product(self.models, self.batch_sizes, self.variants):
-            generation = m in prompt_lens
-            out.append(Case(
-                model=m,
-                batch_size=b,
-                variant=Variant.named(v, backend=self.backend, fullgraph=self.fullgraph, dynamic=self.dynamic,
-                                      options=self.inductor_options),
-                dtype=self.dtype,
-                device=self.device,
-                weights=self.weights,
-                model_size=self.model_size,
-                task=self.task,
-                image=None if generation else self.image,
-                autocast=self.autocast,
-                channels_last=False if generation else self.channels_last,
-                tf32=self.tf32,
-                attn=self.attn,
-                compile_cache=self.compile_cache,
-                interleave=self.interleave,
-                sync_each_call=self.sync_each_call,
-                prompt_len=(self.prompt_len or prompt_lens[m]) if generation else None,
-                new_tokens=self.new_tokens if generation else None,
-                inputs=self.inputs,
-            ))
+            kind = "generation" if m in prompt_lens else "vision"
+            taken = self.for_kind(kind)
+            if kind == "generation":
+                taken["prompt_len"] = self.prompt_len or prompt_lens[m]
+            variant = Variant.named(v, backend=self.backend, fullgraph=self.fullgraph, dynamic=self.dynamic,
+                                    options=self.inductor_options)
+            out.append(Case(m, b, variant, **taken))
         return list(dict.fromkeys(out))
 
 
-def _choice(what: str, value: str, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise UnknownChoice(what, value, list(allowed))
-
-
-def _integer(option: str, value, low: int, high: int | None = None) -> None:
-    ok = not isinstance(value, bool) and isinstance(value, int) and value >= low and (high is None or value <= high)
-    if not ok:
-        allowed = f"an integer >= {low}" if high is None else f"an integer from {low} to {high}"
-        raise UserError(f"{option} must be {allowed}, got {value!r}")
-
-
 def _seconds(option: str, value) -> None:
-    if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+    if value is not None and not (settingsmod.finite_seconds(value) and value > 0):
         raise UserError(f"{option} must be a positive, finite number of seconds, got {value!r}")
 
 
@@ -335,23 +274,15 @@ def validate(spec: RunSpec) -> None:
     if not spec.variants:
         raise UserError(f"no variant given (allowed: {', '.join(VARIANTS)})")
     for v in spec.variants:
-        _choice("variant", v, VARIANTS)
-    _choice("dtype", spec.dtype, DTYPES)
-    _choice("weights", spec.weights, WEIGHTS)
-    _choice("model size", spec.model_size, MODEL_SIZES)
-    _choice("isolation", spec.isolation, ISOLATIONS)
-    if spec.autocast and spec.dtype == "float32":
-        raise UserError("--autocast needs --dtype float16 or bfloat16 (the dtype autocast computes in)")
+        if v not in VARIANTS:
+            raise UnknownChoice("variant", v, list(VARIANTS))
+    if spec.isolation not in ISOLATIONS:
+        raise UnknownChoice("isolation", spec.isolation, list(ISOLATIONS))
+    settingsmod.check(spec)
     if spec.interleave and len(spec.variants) < 2:
         raise UserError("--interleave needs at least two variants to alternate (e.g. --variant eager default)")
-    if spec.attn is not None:
-        _choice("attention implementation", spec.attn, ATTNS)
-    if spec.compile_cache not in COMPILE_CACHES and not os.path.isdir(spec.compile_cache):
-        raise UserError(f"--compile-cache must be cold, warm or an existing directory, got {spec.compile_cache!r}")
     if not spec.backend:
         raise UserError("--backend must name a torch.compile backend, e.g. inductor")
-    if spec.device is not None and not (spec.device in ("cpu", "cuda") or _is_cuda_index(spec.device)):
-        raise UserError(f"--device must be cpu, cuda or cuda:N, got {spec.device!r}")
     t = spec.timing
     if t.iters is not None:
         _integer("--iters", t.iters, 1)
@@ -361,17 +292,11 @@ def validate(spec: RunSpec) -> None:
         raise UserError(f"--min-iters {t.min_iters} is more than --iters {t.iters}: a timed loop cannot end before it starts")
     _integer("--first-calls", t.first_calls, 1)
     _seconds("--max-time", t.max_time_s)
-    if t.warmup_s is not None and not (isinstance(t.warmup_s, (int, float)) and math.isfinite(t.warmup_s) and t.warmup_s >= 0):
+    if t.warmup_s is not None and not (settingsmod.finite_seconds(t.warmup_s) and t.warmup_s >= 0):
         raise UserError(f"--warmup-time must be a finite number of seconds >= 0, got {t.warmup_s!r}")
     _seconds("--timeout", spec.timeout_s)
     _integer("--repeats", spec.repeats, 1, MAX_REPEATS)
     if not (isinstance(spec.min_effect, (int, float)) and 0 <= spec.min_effect < 1):
         raise UserError(f"--min-effect must be a fraction from 0 to below 1 (2% is 0.02), got {spec.min_effect!r}")
-    if spec.prompt_len is not None:
-        _integer("--prompt-len", spec.prompt_len, 1)
-    _integer("--new-tokens", spec.new_tokens, 1)
+    _integer("--new-tokens", spec.new_tokens, 1)  # a run always says how many tokens its generation cases make
 
-
-def _is_cuda_index(device: str) -> bool:
-    prefix, _, index = device.partition(":")
-    return prefix == "cuda" and index.isdigit()

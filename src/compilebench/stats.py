@@ -24,7 +24,6 @@ CASE_FIELDS = ("repeats", "n", "n_min", "mean", "ci95_low", "ci95_high", "betwee
                "max", "within_cv")
 
 # A within-process coefficient of variation above this makes one process's mean hard to pin down.
-NOISY_CV = 0.10
 DEFAULT_MIN_EFFECT = 0.02  # a speed-up within 2% either way is not worth acting on
 
 
@@ -113,23 +112,6 @@ def ratio(a_means, b_means, *, pair: bool = False, confidence: float = 0.95) -> 
 def speedup(eager_means, compiled_means, *, pair: bool = False) -> tuple[float, float | None, float | None]:
     """Eager time over compiled time (2.0: compiled takes half the time), with its 95% interval."""
     return ratio(compiled_means, eager_means, pair=pair)
-
-
-def verdict(low: float | None, high: float | None, min_effect: float = DEFAULT_MIN_EFFECT) -> str:
-    """How a speed-up interval reads against the smallest effect worth acting on: `faster` when the whole interval
-    lies above 1 + min_effect, `slower` when it lies below 1 / (1 + min_effect) (the band is symmetric in log
-    space: 2% faster and 2% slower are the same distance from 1), `same` when it lies inside that band, and
-    `inconclusive` otherwise (or with no interval at all)."""
-    if low is None or high is None:
-        return "inconclusive"
-    top, bottom = 1 + min_effect, 1 / (1 + min_effect)
-    if low > top:
-        return "faster"
-    if high < bottom:
-        return "slower"
-    if low >= bottom and high <= top:
-        return "same"
-    return "inconclusive"
 
 
 def improvement_pct(eager_mean: float, compiled_mean: float) -> float:

@@ -48,3 +48,25 @@ def get(name: str) -> Suite:
         return SUITES[name]
     except KeyError:
         raise UnknownChoice("suite", name, list(SUITES)) from None
+
+
+def choose(name: str | None, models) -> Suite | None:
+    """The suite a run takes: the one named, or the quick suite when no model is named either."""
+    return get(name or DEFAULT_SUITE) if name or not models else None
+
+
+def fill(suite: Suite | None, given: dict) -> dict:
+    """A run's fields (and its timing's warmup and max_time_s): what the user gave (None: not given), and where
+    not, the suite's. The suite's fullgraph goes with its own variants only."""
+    out = {k: v for k, v in given.items() if v is not None}
+    if suite is None:
+        return out
+    out.setdefault("models", suite.models)
+    out.setdefault("batch_sizes", suite.batch_sizes)
+    if "variants" not in out:
+        out["variants"] = suite.variants
+        out["fullgraph"] = bool(out.get("fullgraph") or suite.fullgraph)
+    for name, value in (("warmup", suite.warmup), ("max_time_s", suite.max_time_s)):
+        if value is not None:
+            out.setdefault(name, value)
+    return out

@@ -26,10 +26,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
-from compilebench import stats
+from compilebench import comparison, stats
 from compilebench.errors import UserError
-from compilebench.report import data
+from compilebench.settings import Settings
 from compilebench.spec import Case, TimingPolicy, Variant
+from compilebench.vocab import STATUS_WORDS
 
 # (share of the budget a rung may use up to, repeats a configuration has after it, how many go on, timing)
 RUNGS = (
@@ -39,26 +40,28 @@ RUNGS = (
 )
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class Config:
-    """One way to compile (and prepare) the model."""
+    """One way to compile (and prepare) the model: how torch.compile is called, and the case settings it changes
+    (the same settings a run takes, named in the same words)."""
 
     mode: str = "default"
     options: tuple[tuple[str, object], ...] = ()
-    dtype: str = "float32"
-    channels_last: bool = False
     fullgraph: bool = False
     dynamic: bool | None = None
+    settings: Settings = Settings()
+
+    @classmethod
+    def make(cls, mode: str = "default", options: tuple = (), *, fullgraph: bool = False, dynamic: bool | None = None,
+             **settings) -> Config:
+        return cls(mode, options, fullgraph, dynamic, Settings(**settings))
 
     def case(self, base: Case) -> Case:
         return dataclasses.replace(base, variant=Variant(self.mode, fullgraph=self.fullgraph, dynamic=self.dynamic,
-                                                         options=self.options),
-                                   dtype=self.dtype, channels_last=self.channels_last)
+                                                         options=self.options), **self.settings.changes())
 
     def describe(self) -> str:
-        words = [self.mode] + [f"{k}={v}" for k, v in self.options]
-        words += [self.dtype] if self.dtype != "float32" else []
-        words += ["channels-last"] if self.channels_last else []
+        words = [self.mode] + [f"{k}={v}" for k, v in self.options] + list(self.settings.words())
         words += ["fullgraph"] if self.fullgraph else []
         words += [f"dynamic={self.dynamic}"] if self.dynamic is not None else []
         return ", ".join(words)
@@ -66,9 +69,9 @@ class Config:
     def code(self) -> str:
         """The ready-to-paste lines that prepare and compile a model this way."""
         lines = []
-        if self.dtype != "float32":
-            lines.append(f"model = model.to(torch.{self.dtype})  # and its floating-point inputs")
-        if self.channels_last:
+        if self.settings.dtype != "float32":
+            lines.append(f"model = model.to(torch.{self.settings.dtype})  # and its floating-point inputs")
+        if self.settings.channels_last:
             lines.append("model = model.to(memory_format=torch.channels_last)  # and 4-D inputs")
         args = ["model"]
         if self.options:
@@ -97,7 +100,7 @@ def space(device: str, vision: bool) -> list[Config]:
         option_sets.append((("coordinate_descent_tuning", True),))
     out = []
     for mode, options, dtype, channels_last in itertools.product(modes, option_sets, dtypes, (False, True) if vision else (False,)):
-        out.append(Config(mode, options, dtype, channels_last))
+        out.append(Config.make(mode, options, dtype=dtype, channels_last=channels_last))
     # fullgraph and static shapes change nothing for a model that has no graph break and one shape; tried once,
     # on the plainest configuration, they say whether they can matter
     out += [Config(fullgraph=True), Config(dynamic=False)]
@@ -117,7 +120,7 @@ def _prior(c: Config) -> tuple:
         return _LIKELIEST.index(kind) if kind in _LIKELIEST else len(_LIKELIEST)
 
     ranks = sorted(rank(change) for change in _changes(c))
-    return len(ranks), ranks, c
+    return len(ranks), ranks, c.describe()
 
 
 class Measure(Protocol):
@@ -130,7 +133,7 @@ class Measure(Protocol):
 class Tried:
     config: Config
     result: dict | None = None
-    speedup: data.Speedup | None = None
+    speedup: comparison.Speedup | None = None
     dropped: str | None = None  # why it left the search (a failure, a wrong output, a recompile)
     rungs: int = 0
 
@@ -153,7 +156,11 @@ class Outcome:
 
     @property
     def winner(self) -> Tried | None:
-        return self.ranked[0] if self.ranked else None
+        """The fastest configuration that is `faster` than eager, of those that went furthest (the report's rule for
+        the best variant); None where none is: then keep the model uncompiled."""
+        furthest = [t for t in self.ranked if t.rungs == self.ranked[0].rungs] if self.ranked else []
+        picked = comparison.best((t, t.speedup) for t in furthest)
+        return picked[0] if picked else None
 
 
 def _changes(c: Config) -> frozenset:
@@ -161,10 +168,7 @@ def _changes(c: Config) -> frozenset:
     changes = {("option", *o) for o in c.options}
     if c.mode != "default":
         changes.add(("mode", c.mode))
-    if c.dtype != "float32":
-        changes.add(("dtype", c.dtype))
-    if c.channels_last:
-        changes.add(("channels_last",))
+    changes |= set(c.settings.changes().items())  # (name, value): ranked by the name
     if c.fullgraph:
         changes.add(("fullgraph",))
     if c.dynamic is not None:
@@ -189,8 +193,7 @@ def _why_dropped(r: dict | None) -> str | None:
         return "not measured"
     if r["status"] == "ok":
         return None
-    what = {"mismatch": "output differs from eager", "invalid": "recompiled while timed", "oom": "out of memory"}
-    return f"{what.get(r['status'], r['status'])}: {r.get('message') or ''}".rstrip(": ")
+    return f"{STATUS_WORDS[r['status']]}: {r.get('message') or ''}".rstrip(": ")
 
 
 def search(base: Case, configs: list[Config], measure: Measure, now: Callable[[], float], budget_s: float,
@@ -227,13 +230,13 @@ def search(base: Case, configs: list[Config], measure: Measure, now: Callable[[]
             measured.append(config)
             if config not in order:
                 order.append(config)
-            so_far = data.speedup(eager, t.result, min_effect) if not t.dropped else None
+            so_far = comparison.speedup(eager, t.result, min_effect) if not t.dropped else None
             if so_far and so_far.value > best_value:  # against eager as it stands: where the climb goes next
                 best, best_value = config, so_far.value
         for config in measured:  # eager gained repeats along the rung: every speed-up against the same eager
             t = tried[config]
             if not t.dropped:
-                t.speedup = data.speedup(eager, t.result, min_effect)
+                t.speedup = comparison.speedup(eager, t.result, min_effect)
         ok = sorted((c for c in measured if not tried[c].dropped and tried[c].speedup),
                     key=lambda c: -tried[c].value)
         n = max(1, math.ceil(len(ok) * keep)) if keep < 1 else int(keep)

@@ -3,6 +3,9 @@ be wrong with its conditions (flags, each with its remedy) and how a comparison 
 
 from __future__ import annotations
 
+import enum
+from dataclasses import dataclass
+
 # ok: measured. oom: ran out of (device or host) memory, as the guide's "OOM" cells. error: raised.
 # invalid: measured, but something (a recompile in the timed loop) voids the number.
 # mismatch: measured, but the compiled model's output is outside tolerance of eager's: kept, never recommended.
@@ -15,33 +18,84 @@ RETRIED_ON_REQUEST = ("error", "oom")  # tried again with --retry-failed
 # When repeats disagree, the case shows the most telling status: a failure before a voided number before ok.
 SEVERITY = ("crashed", "timeout", "error", "oom", "invalid", "mismatch", "ok")
 
-# The sum of a pipelined loop's CUDA event times over its host wall time, outside which the clock is suspect.
-CLOCK_LOW = 0.8  # lower: a fifth of the loop's time is in no event pair
-CLOCK_HIGH = 1.05  # higher: the events overlap, or measure another device's time
 
-# Conditions a result was measured in that make its number less trustworthy, each with what to do about it.
-FLAGS = {
-    "noisy": "within one process the calls vary by more than 10% (CV): close other programs, pin the clocks "
-             "(GPU: `nvidia-smi -lgc`), raise --iters or --max-time, or use --interleave so drift hits the "
-             "variants alike",
-    "busy": "other processes used the CPU while the timed loop ran: stop them (or run on a quiet machine) and "
-            "measure again with --rerun",
-    "throttled": "the GPU slowed its clocks for heat or a hardware slowdown while the timed loop ran (a power cap "
-                 "is recorded, not flagged: it is how a GPU runs at full power): cool it, check `nvidia-smi -q -d "
-                 "PERFORMANCE`, and measure again with --rerun",
-    "clock": f"the timed loop's CUDA event times add up to less than {CLOCK_LOW:.0%} or more than {CLOCK_HIGH:.0%} of "
-             "its wall time: the events did not time the model's work on its stream, or the host could not keep the GPU busy; measure "
-             "with --sync-each-call (each call timed to completion), and report it if the ratio stays off",
-    "cudagraphs-skipped": "a CUDA-graph mode recorded no CUDA graph (the reason inductor gave is in the details), so "
-                          "it ran as plain compile: fix the reason (often inputs the graph mutates) or compare it as "
-                          "`default`",
-}
+@dataclass(frozen=True)
+class Flag:
+    """A condition a result was measured in that makes its number less trustworthy: its name (as stored), the
+    bounds of the quantity that raises it, and what to do about it (the text names the bounds it is built from)."""
 
-# How a speed-up reads against the smallest effect worth acting on (--min-effect).
-VERDICTS = {
-    "faster": "the whole 95% interval of the speed-up lies above the minimum effect",
-    "slower": "the whole 95% interval of the speed-up lies below the minimum effect",
-    "same": "the whole 95% interval lies inside the minimum effect either way: no difference worth acting on",
-    "inconclusive": "the interval reaches across the minimum effect: add repeats (run the same command with a larger "
-                    "--repeats: the stored ones are kept), use --interleave, or measure on a quieter machine",
-}
+    name: str
+    remedy_text: str  # may name {low} and {high}
+    low: float | None = None  # raised below this
+    high: float | None = None  # raised above this
+
+    def raised_by(self, value: float | None) -> bool:
+        return value is not None and ((self.low is not None and value < self.low) or
+                                      (self.high is not None and value > self.high))
+
+    @property
+    def remedy(self) -> str:
+        return self.remedy_text.format(low=self.low, high=self.high)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+NOISY = Flag("noisy", "within one process the calls vary by more than {high:.0%} (CV): close other programs, pin the "
+             "clocks (GPU: `nvidia-smi -lgc`), raise --iters or --max-time, or use --interleave so drift hits the "
+             "variants alike", high=0.10)  # of the coefficient of variation of one process's calls
+BUSY = Flag("busy", "other processes used the CPU while the timed loop ran (more than {high:.0%} of its time, or "
+            "another process on the GPU): stop them (or run on a quiet machine) and measure again with --rerun",
+            high=0.05)  # of the machine's CPU time: idle reads under 1%; one other busy core of 16 reads 6%
+THROTTLED = Flag("throttled", "the GPU slowed its clocks for heat or a hardware slowdown while the timed loop ran "
+                 "(a power cap is recorded, not flagged: it is how a GPU runs at full power): cool it, check "
+                 "`nvidia-smi -q -d PERFORMANCE`, and measure again with --rerun")
+# The sum of a pipelined loop's CUDA event times over its host wall time: lower, a fifth of the loop's time is in
+# no event pair; higher, the events overlap or measure another device's time.
+CLOCK = Flag("clock", "the timed loop's CUDA event times add up to less than {low:.0%} or more than {high:.0%} of its "
+             "wall time: the events did not time the model's work on its stream, or the host could not keep the GPU "
+             "busy; measure with --sync-each-call (each call timed to completion), and report it if the ratio stays "
+             "off", low=0.80, high=1.05)
+CUDAGRAPHS_SKIPPED = Flag("cudagraphs-skipped", "a CUDA-graph mode recorded no CUDA graph (the reason inductor gave "
+                          "is in the details), so it ran as plain compile: fix the reason (often inputs the graph "
+                          "mutates) or compare it as `default`")
+FLAGS = {f.name: f for f in (NOISY, BUSY, THROTTLED, CLOCK, CUDAGRAPHS_SKIPPED)}
+
+
+class Verdict(str, enum.Enum):
+    """How a speed-up's 95% interval reads against the smallest effect worth acting on (--min-effect): `faster`
+    when the whole interval lies above 1 + min_effect, `slower` when it lies below 1 / (1 + min_effect) (the band
+    is symmetric in log space: 2% faster and 2% slower are the same distance from 1), `same` when it lies inside
+    that band, `inconclusive` otherwise (or with no interval at all). Stored and compared as its word."""
+
+    faster = "faster"
+    slower = "slower"
+    same = "same"
+    inconclusive = "inconclusive"
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+    __hash__ = str.__hash__
+
+    @classmethod
+    def of(cls, low: float | None, high: float | None, min_effect: float) -> Verdict:
+        if low is None or high is None:
+            return cls.inconclusive
+        top, bottom = 1 + min_effect, 1 / (1 + min_effect)
+        if low > top:
+            return cls.faster
+        if high < bottom:
+            return cls.slower
+        if low >= bottom and high <= top:
+            return cls.same
+        return cls.inconclusive
+
+
+# What to do about an inconclusive verdict.
+INCONCLUSIVE_REMEDY = ("add repeats (run the same command with a larger --repeats: the stored ones are kept), use "
+                       "--interleave, or measure on a quieter machine")
+VERDICTS = tuple(Verdict)
+
+# A failed status in a few words, where a table or `tune` says why a result has no number.
+STATUS_WORDS = {"mismatch": "output differs from eager", "invalid": "recompiled while timed", "oom": "out of memory",
+                "error": "error", "timeout": "timed out", "crashed": "crashed"}

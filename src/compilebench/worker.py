@@ -103,7 +103,7 @@ def run_cases(
                 r.repeats[0].cpus = env.get("cpu_affinity")
                 r.inline_model = entry.in_process_only
             variants.reset_dynamo()
-            unit = generation if entry.task == zoo.TEXT_GENERATION else forward
+            unit = generation if first.generation else forward
             unit.run(entry, results, job, clock, watch or recording.make_watch(first.device), enter)
     except Exception as exc:  # a failing case is a result, never the end of the sweep
         for r in results:

@@ -31,7 +31,7 @@ def cmd_models(args) -> int:
     for m in zoo.models():
         with torch.device("meta"):
             params = sum(p.numel() for p in m.build("random", "full").parameters())
-        if isinstance(m, zoo.TextGenerationEntry):
+        if m.kind == "generation":
             shapes = f"prompt {m.default_prompt_len} tokens"
         else:
             shapes = ", ".join(f"{k} {'x'.join(map(str, v.shape))}" for k, v in m.inputs(image, 1, "random", "full").items())

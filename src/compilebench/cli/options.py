@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from compilebench import __version__, spec as specmod, stats, store as storemod, suites
+from compilebench import __version__, settings, spec as specmod, stats, store as storemod, suites
 from compilebench import report as reportmod
 from compilebench.zoo import hub
 
@@ -123,13 +123,13 @@ def _compile(run) -> None:
 
 def _settings(run) -> None:
     g = run.add_argument_group("model settings")
-    g.add_argument("--dtype", default="float32", help=f"model dtype: {', '.join(specmod.DTYPES)} (the model is cast)")
+    g.add_argument("--dtype", default="float32", help=f"model dtype: {', '.join(settings.DTYPES)} (the model is cast)")
     g.add_argument("--autocast", action="store_true",
                    help="keep the model float32 and run it under torch.autocast(--dtype) instead of casting it")
     g.add_argument("--channels-last", action="store_true", help="model and image inputs in channels-last memory format")
     g.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=None,
                    help="allow TF32 matmuls and convolutions, or not (default: torch's setting, recorded)")
-    g.add_argument("--attn", default=None, help=f"attention implementation: {', '.join(specmod.ATTNS)} (default: the model's)")
+    g.add_argument("--attn", default=None, help=f"attention implementation: {', '.join(settings.ATTNS)} (default: the model's)")
 
 
 def _timing(run) -> None:

@@ -7,10 +7,9 @@ import dataclasses
 import os
 import sys
 
-from compilebench import dispatch, envinfo, probe, spec as specmod, store as storemod, suites, sweep, variants, zoo
+from compilebench import dispatch, envinfo, plan, probe, settings, spec as specmod, store as storemod, suites, sweep, variants
 from compilebench import report as reportmod
 from compilebench.cli.reports import default_out, main_file
-from compilebench.preflight import check_variants, resolve_models, this_device
 from compilebench.errors import UnknownChoice, UserError
 from compilebench.report import markdown, tables
 
@@ -24,29 +23,23 @@ def cmd_run(args) -> int:
     storemod.check_path(args.db)
     out_dir = args.out or default_out(args.db)
     reportmod.check_out_dir(out_dir)
-    entries = resolve_models(spec)
-    check_variants(spec, entries)
-    prompt_lens = {name: e.default_prompt_len for name, e in entries.items() if isinstance(e, zoo.TextGenerationEntry)}
-    spec, dispatcher, targets = where(args, spec)
+    prepared = plan.prepare(spec, lambda s: where(args, s))
 
     with storemod.Store.open(args.db) as store:  # the last check: nothing is written before it
         try:
-            labels = {name: (e.label, e.task) for name, e in entries.items()}
-            outcome = sweep.run(spec, store, dispatcher, targets, prompt_lens=prompt_lens, labels=labels, quiet=args.quiet)
+            outcome = prepared.run(store, quiet=args.quiet)
         except sweep.StoreFailed as exc:
             print(f"error: {exc.message}. Every result stored before it is kept; to resume: {resume_command()}",
                   file=sys.stderr)
             return EXIT_FAILED
-        keys = {c.key() for c in spec.cases(prompt_lens)}
-        ids = {t.resume_id for t in targets}
-        results = [r for r in store.results()
-                   if r["case_key"] in keys and (r["machine_id"] in ids or r.get("placement") in ids)]
+        results = prepared.results(store)
 
     if results:
-        print(markdown.tables([*tables.guide_tables(results, spec.min_effect), *tables.generation_tables(results, spec.min_effect),
+        min_effect = prepared.spec.min_effect
+        print(markdown.tables([*tables.guide_tables(results, min_effect), *tables.generation_tables(results, min_effect),
                                tables.details_table(results)]))
-        print("Recommendation\n\n" + markdown.table(tables.recommendation_table(results, spec.min_effect)))
-        written = reportmod.write(results, out_dir, formats, [args.db], min_effect=spec.min_effect)
+        print("Recommendation\n\n" + markdown.table(tables.recommendation_table(results, min_effect)))
+        written = reportmod.write(results, out_dir, formats, [args.db], min_effect=min_effect)
         print(f"report: {main_file(written, out_dir)}", file=sys.stderr)
     print(summary(outcome, args.db), file=sys.stderr)
     if outcome.interrupted:
@@ -82,19 +75,20 @@ def resume_command() -> str:
 
 def run_spec(args) -> specmod.RunSpec:
     """Explicit options win over the suite's; no --model and no --suite means the quick suite."""
-    suite = suites.get(args.suite or suites.DEFAULT_SUITE) if args.suite or not args.models else None
     if args.image is not None:
         _check_image(args.image)
     options = [variants.parse_option(o) for o in args.inductor_option] + ([("freezing", True)] if args.freezing else [])
     if len(dict(options)) != len(options):
         raise UserError(f"--inductor-option: {[k for k, _ in options]}: an option is given twice")
-    variants.check_options(tuple(options))
+    given = suites.fill(suites.choose(args.suite, args.models), {
+        "models": args.models, "batch_sizes": args.batch_size, "variants": args.variant, "fullgraph": args.fullgraph,
+        "warmup": args.warmup, "max_time_s": args.max_time})
     return specmod.RunSpec(
-        models=tuple(args.models or suite.models),
-        batch_sizes=tuple(args.batch_size or (suite.batch_sizes if suite else (1,))),
-        variants=tuple(args.variant or (suite.variants if suite else ("eager", "default"))),
+        models=tuple(given["models"]),
+        batch_sizes=tuple(given.get("batch_sizes", (1,))),
+        variants=tuple(given.get("variants", ("eager", "default"))),
         backend=args.backend,
-        fullgraph=args.fullgraph or bool(suite and suite.fullgraph and not args.variant),
+        fullgraph=given["fullgraph"],
         dynamic=args.dynamic,
         inductor_options=tuple(options),
         dtype=args.dtype,
@@ -104,7 +98,7 @@ def run_spec(args) -> specmod.RunSpec:
         attn=args.attn,
         interleave=args.interleave,
         sync_each_call=args.sync_each_call,
-        compile_cache=args.compile_cache if args.compile_cache in specmod.COMPILE_CACHES else os.path.abspath(args.compile_cache),
+        compile_cache=args.compile_cache if args.compile_cache in settings.COMPILE_CACHES else os.path.abspath(args.compile_cache),
         device=args.device,
         weights=args.weights,
         model_size="tiny" if args.tiny else "full",
@@ -114,8 +108,8 @@ def run_spec(args) -> specmod.RunSpec:
         new_tokens=args.new_tokens,
         timing=specmod.TimingPolicy(
             iters=args.iters,
-            warmup=_first(args.warmup, suite and suite.warmup, specmod.DEFAULT_WARMUP),
-            max_time_s=_first(args.max_time, suite and suite.max_time_s),
+            warmup=given.get("warmup", specmod.DEFAULT_WARMUP),
+            max_time_s=given.get("max_time_s"),
             min_iters=_first(args.min_iters, specmod.DEFAULT_MIN_ITERS if args.iters is None else min(specmod.DEFAULT_MIN_ITERS, args.iters)),
             first_calls=args.first_calls,
             warmup_s=args.warmup_time,
@@ -153,7 +147,7 @@ def where(args, spec: specmod.RunSpec) -> tuple[specmod.RunSpec, dispatch.Dispat
     if given:
         raise UserError(f"{given[0]} is for --executor ray")
     if args.gpus is None:
-        return this_device(spec)
+        return plan.this_device(spec)
     if spec.device not in (None, "cuda"):
         raise UserError(f"--gpus {args.gpus} with --device {spec.device}: give one of them")
     if spec.isolation == "inline":

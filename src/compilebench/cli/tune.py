@@ -9,9 +9,8 @@ import signal
 import sys
 import time
 
-from compilebench import compiler_state, spec as specmod, store as storemod, sweep, tune, zoo
+from compilebench import compiler_state, plan, spec as specmod, store as storemod, sweep, tune
 from compilebench.cli.run import EXIT_FAILED, resume_command
-from compilebench.preflight import check_variants, resolve_models, this_device
 from compilebench.envinfo import hardware_name
 from compilebench.report import markdown, tables
 from compilebench.report.tables import Table, interval
@@ -23,23 +22,18 @@ def cmd_tune(args) -> int:
                            device=args.device, weights=args.weights, model_size="tiny" if args.tiny else "full",
                            task=args.task, min_effect=args.min_effect, repeats=1)
     storemod.check_path(args.db)
-    entries = resolve_models(spec)
-    check_variants(spec, entries)
-    entry = entries[args.model]
-    generation = isinstance(entry, zoo.TextGenerationEntry)
-    prompt_lens = {args.model: entry.default_prompt_len} if generation else None
-    spec, dispatcher, (target,) = this_device(spec)
-    base = spec.cases(prompt_lens)[0]
-    configs = tune.space(spec.device, vision=not generation)
+    prepared = plan.prepare(spec)
+    (target,) = prepared.targets
+    base = prepared.cases[0]
+    configs = tune.space(prepared.spec.device, vision=prepared.models[args.model].kind == "vision")
     print(f"tuning {args.model} (batch {args.batch_size}) on {hardware_name(target.env)}: {len(configs)} configurations, "
           f"budget {budget:.0f} s", file=sys.stderr)
 
     states = compiler_state.StateFolders()  # kept across rungs: a configuration measured again compiles warm
     with storemod.Store.open(args.db) as store:
         def measure(cases, repeats, policy):
-            rung = dataclasses.replace(spec, repeats=repeats, timing=policy)
-            outcome = sweep.run(rung, store, dispatcher, [target], cases=cases, states=states, quiet=args.quiet,
-                                labels={args.model: (entry.label, entry.task)})
+            rung = dataclasses.replace(prepared.spec, repeats=repeats, timing=policy)
+            outcome = prepared.run(store, cases=cases, spec=rung, states=states, quiet=args.quiet)
             if outcome.interrupted:
                 raise sweep.Interrupted(outcome.interrupted)
             return {c.key(): store.latest(c.key(), target.resume_id) for c in cases}
@@ -62,13 +56,13 @@ def cmd_tune(args) -> int:
 
 def render(result: tune.Outcome, min_effect: float, db: str) -> str:
     out = []
-    w = result.winner
+    w = result.winner or (result.ranked[0] if result.ranked else None)  # the pick, else the best that was not
     if w is None:
         out.append("No configuration was measured ok: the table says why each was dropped.")
     else:
         s = w.speedup
         saving = stats_break_even(result.eager, w.result)
-        if s.verdict == "faster":
+        if w is result.winner:
             out.append(f"Fastest correct configuration: {w.config.describe()}: {s.value:.2f}x eager "
                        f"(95% CI {interval(s.low, s.high, '{:.2f}x')}), {s.verdict}.")
         else:
@@ -98,7 +92,7 @@ def render(result: tune.Outcome, min_effect: float, db: str) -> str:
 
 def stats_break_even(eager: dict | None, compiled: dict | None) -> int | None:
     from compilebench import stats
-    from compilebench.report import data
+    from compilebench import comparison
 
-    e, c = data.mean(eager), data.mean(compiled)
+    e, c = comparison.mean(eager), comparison.mean(compiled)
     return stats.break_even((compiled or {}).get("cold_compile_s"), e, c) if e and c else None

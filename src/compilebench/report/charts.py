@@ -5,7 +5,7 @@ curve).
 
 Every chart says what it shows in its title (hardware, torch version, batch size), labels its axes with units,
 prints the value on each bar (or the status where a model has no number) and has a legend. Every bar carries
-its 95% interval as an error bar, the same interval the tables print (data.speedup); an improvement whose
+its 95% interval as an error bar, the same interval the tables print (comparison.speedup); an improvement whose
 verdict is not faster, slower or same is hatched and says "inconclusive". A duration axis never goes below
 zero. Each bar carries an SVG id `bar-<model index>-<series index>` so a test (or a reader of the SVG) can count
 them."""
@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 
 from compilebench import stats
+from compilebench import comparison
 from compilebench.report import data
 from compilebench.report.data import Column, Group
 from compilebench.report.tables import cell
@@ -52,7 +53,7 @@ def _duration(g: Group) -> tuple[str, list[_Series], str]:
     series = []
     for c in g.columns:
         rs = [g.cells.get((m, c)) for m in g.models]
-        values = [data.mean(r) for r in rs]
+        values = [comparison.mean(r) for r in rs]
         errors = [_around(v, r["stats"].get("ci95_low"), r["stats"].get("ci95_high")) if v is not None else None
                   for v, r in zip(values, rs)]
         series.append(_Series(c.header, values, errors, [cell(r) for r in rs]))
@@ -87,7 +88,7 @@ def _improvement_by(pairs: list[tuple[Group, Column]], series_name, min_effect: 
     series = []
     for g, c in pairs:
         both = [(g.cells.get((m, c.eager)), g.cells.get((m, c))) for m in models]
-        speedups = [data.speedup(e, r, min_effect) for e, r in both]
+        speedups = [comparison.speedup(e, r, min_effect) for e, r in both]
         values = [s.improvement if s else None for s in speedups]
         errors = [_around(s.improvement, *s.improvement_interval) if s else None for s in speedups]
         series.append(_Series(series_name(g, c), values, errors, [_why_missing(e, r) for e, r in both],

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from compilebench import stats
 from compilebench.errors import UserError
+from compilebench import comparison
 from compilebench.report import data
 from compilebench.report.tables import Table, cell, interval, num, verdict_note
 from compilebench.spec import key_of
@@ -61,7 +62,7 @@ def compare(a: list[dict], b: list[dict], a_name: str, b_name: str, min_effect: 
         ra, rb = a_cases.get(k), b_cases.get(k)
         r = ra or rb
         # s: A's time over B's (B's speed-up over A), whose verdict reads as B against A; B/A is its inverse.
-        s = data.speedup(ra, rb, min_effect) if ra and rb else None
+        s = comparison.speedup(ra, rb, min_effect) if ra and rb else None
         ratio = low = high = None
         if s is not None:
             ratio, low, high = 1 / s.value, _inv(s.high), _inv(s.low)

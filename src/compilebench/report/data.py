@@ -9,10 +9,11 @@ from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
-from compilebench import peaks, stats, suites
+from compilebench import peaks, suites
+from compilebench.comparison import mean
 from compilebench.envinfo import hardware_name
 from compilebench.errors import UserError
-from compilebench.spec import Variant
+from compilebench.spec import Case, Variant
 from compilebench.store import Store
 from compilebench.vocab import MEASURED
 
@@ -72,32 +73,7 @@ def variant_of(r: dict) -> Variant:
 
 def settings(r: dict) -> tuple[str, ...]:
     """What else makes this case differ from the guide's setup, as words for a header."""
-    c = r["case"]
-    words = []
-    if c.get("dtype", "float32") != "float32":
-        words.append(f"autocast {c['dtype']}" if c.get("autocast") else c["dtype"])
-    if c.get("channels_last"):
-        words.append("channels-last")
-    if c.get("tf32") is not None:
-        words.append("TF32" if c["tf32"] else "no TF32")
-    if c.get("attn"):
-        words.append(f"attn {c['attn']}")
-    if c.get("interleave"):
-        words.append("interleaved")
-    if c.get("sync_each_call"):
-        words.append("latency (each call synced)")
-    if c.get("compile_cache", "cold") != "cold":
-        cache = c["compile_cache"]
-        words.append("warm cache" if cache == "warm" else f"cache {cache.rstrip('/').rsplit('/', 1)[-1]}")
-    if c.get("weights", "random") != "random":
-        words.append(f"{c['weights']} weights")
-    if c.get("model_size", "full") != "full":
-        words.append(f"{c['model_size']} config")
-    if c.get("image"):
-        words.append(f"image {c['image'].rsplit('/', 1)[-1]}")
-    if r.get("inline_model"):
-        words.append("inline nn.Module")
-    return tuple(words)
+    return Case.from_dict(r["case"]).words() + (("inline nn.Module",) if r.get("inline_model") else ())
 
 
 def with_settings(label: str, settings_: tuple[str, ...]) -> str:
@@ -148,13 +124,6 @@ def model_label(results: list[dict], model: str) -> str:
     return next((r["label"] for r in results if r["case"]["model"] == model and r.get("label")), model)
 
 
-def mean(r: dict | None) -> float | None:
-    """The mean of a result that may be averaged into a table: ok only (invalid and failures have no number)."""
-    if r is None or r["status"] != "ok":
-        return None
-    return (r.get("stats") or {}).get("mean")
-
-
 def measured_mean(r: dict) -> float | None:
     """The mean of any result that was timed, for the details table and FLOP/s; `mean` is what tables average."""
     s = r.get("stats") or {}
@@ -178,61 +147,6 @@ def peak(r: dict) -> peaks.Peak | None:
 def peak_fraction(r: dict) -> float | None:
     achieved, p = achieved_tflops(r), peak(r)
     return achieved / p.tflops if achieved is not None and p else None
-
-
-def process_means(r: dict, metric=None) -> dict[str, float]:
-    """One mean per worker process that timed the case to the end, by process id: the unit of independence.
-    `metric` picks another per-call series from a repeat (generation: its ttft_ms or per_token_ms)."""
-    out = {}
-    for rep in r.get("repeats") or []:
-        if rep.get("status") not in MEASURED:
-            continue
-        values = metric(rep) if metric else rep.get("samples_ms")
-        if values:
-            out[rep.get("process") or str(rep.get("index"))] = sum(values) / len(values)
-    return out
-
-
-@dataclass(frozen=True)
-class Speedup:
-    """Eager time over the other's, from both sides' per-process means, with its 95% interval and verdict."""
-
-    value: float
-    low: float | None
-    high: float | None
-    verdict: str
-    paired: bool  # from per-process ratios: the variants shared each process (--interleave)
-
-    @property
-    def improvement(self) -> float:
-        return stats.speedup_to_improvement(self.value)
-
-    @property
-    def improvement_interval(self) -> tuple[float | None, float | None]:
-        return stats.speedup_to_improvement(self.low), stats.speedup_to_improvement(self.high)
-
-
-def speedup(eager: dict | None, other: dict | None, min_effect: float = stats.DEFAULT_MIN_EFFECT,
-            metric=None) -> Speedup | None:
-    """None unless both were measured ok. Paired where the two were interleaved and share processes."""
-    if mean(eager) is None or mean(other) is None:
-        return None
-    e, o = process_means(eager, metric), process_means(other, metric)
-    if not e or not o:
-        return None
-    shared = [p for p in e if p in o]
-    pair = bool(eager["case"].get("interleave") and other["case"].get("interleave") and len(shared) >= 2)
-    if pair:
-        s, low, high = stats.speedup([e[p] for p in shared], [o[p] for p in shared], pair=True)
-    else:
-        s, low, high = stats.speedup(list(e.values()), list(o.values()))
-    return Speedup(s, low, high, stats.verdict(low, high, min_effect), pair)
-
-
-def improvement(eager: dict | None, compiled: dict | None) -> float | None:
-    """The guide's % improvement of the two estimates: (eager - compiled) / eager * 100."""
-    e, c = mean(eager), mean(compiled)
-    return stats.improvement_pct(e, c) if e and c else None
 
 
 def flag_counts(results: list[dict]) -> dict[str, int]:

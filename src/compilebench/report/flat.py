@@ -15,7 +15,8 @@ import csv
 import io
 import json
 
-from compilebench import stats
+from compilebench import settings, stats
+from compilebench import comparison
 from compilebench.report import data
 from compilebench.result import Result
 from compilebench.spec import eager_key_of
@@ -57,8 +58,7 @@ def rows(results: list[dict], min_effect: float = stats.DEFAULT_MIN_EFFECT) -> l
             "fullgraph": v.fullgraph,
             "dynamic": v.dynamic,
             "inductor_options": " ".join(f"{k}={val}" for k, val in v.options),
-            **{k: c.get(k) for k in ("dtype", "autocast", "channels_last", "tf32", "attn", "device", "weights",
-                                     "model_size", "image", "compile_cache", "interleave", "sync_each_call", "prompt_len", "new_tokens")},
+            **{k: c.get(k) for k in settings.names() if k != "task"},  # the task has its column above
             **{name: s.get(name.removesuffix("_ms")) for name in STATS},
             **{k: r.get(k) for k in RESULT},
             "iters_per_repeat": "/".join(str(len(rep.get("samples_ms") or [])) for rep in r.get("repeats") or []),
@@ -71,10 +71,10 @@ def rows(results: list[dict], min_effect: float = stats.DEFAULT_MIN_EFFECT) -> l
         row["peak_tflops"], row["peak_math"] = (p.tflops, p.math) if p else (None, None)
         row["peak_fraction"] = data.peak_fraction(r)
         eager = newest.get((eager_key_of(c), r["machine_id"])) if v.compiled or v.cache else None
-        sp = data.speedup(eager, r, min_effect) if eager is not None else None
-        row["eager_mean_ms"] = data.mean(eager)
+        sp = comparison.speedup(eager, r, min_effect) if eager is not None else None
+        row["eager_mean_ms"] = comparison.mean(eager)
         row.update(_speedup_columns("", sp))
-        row["break_even_inferences"] = (stats.break_even(r.get("compile_s"), data.mean(eager), data.mean(r))
+        row["break_even_inferences"] = (stats.break_even(r.get("compile_s"), comparison.mean(eager), comparison.mean(r))
                                         if sp is not None else None)
         gen = r.get("generation") or {}
         if c.get("new_tokens"):
@@ -82,7 +82,7 @@ def rows(results: list[dict], min_effect: float = stats.DEFAULT_MIN_EFFECT) -> l
                 est = gen.get(name) or {}
                 row[f"{name}_ms"] = est.get("mean")
                 row[f"{name}_ci95_low_ms"], row[f"{name}_ci95_high_ms"] = est.get("ci95_low"), est.get("ci95_high")
-                row.update(_speedup_columns(f"{name}_", data.speedup(eager, r, min_effect, metric) if eager else None))
+                row.update(_speedup_columns(f"{name}_", comparison.speedup(eager, r, min_effect, metric) if eager else None))
             row["decode_tokens_per_s"] = data.decode_tokens_per_s(r)
             row["e2e_tokens_per_s"] = data.e2e_tokens_per_s(r)
             row["first_divergence"] = min((rep.get("generation", {}).get("first_divergence") for rep in r.get("repeats", [])
@@ -93,7 +93,7 @@ def rows(results: list[dict], min_effect: float = stats.DEFAULT_MIN_EFFECT) -> l
     return out
 
 
-def _speedup_columns(prefix: str, s: data.Speedup | None) -> dict:
+def _speedup_columns(prefix: str, s: comparison.Speedup | None) -> dict:
     return {
         f"{prefix}speedup": s.value if s else None,
         f"{prefix}speedup_ci95_low": s.low if s else None,

@@ -4,7 +4,7 @@ The guide's table: one per (hardware, batch size); rows `Task/Model` in the guid
 version and variant (`torch 2.13 - no compile`, `torch 2.13 - compile`); mean ms to 3 decimals, `OOM` where
 memory ran out and the status word for other failures; beside them the % improvement with its 95% interval and
 verdict, and the compile seconds. The guide's other two tables compare torch versions and compile modes, rows
-`Task/Model` x `Batch Size`. Every speed-up comes from data.speedup, so all tables, charts and files agree."""
+`Task/Model` x `Batch Size`. Every speed-up comes from comparison.speedup, so all tables, charts and files agree."""
 
 from __future__ import annotations
 
@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 
 from compilebench import stats
 from compilebench.envinfo import hardware_name
+from compilebench import comparison
 from compilebench.report import data
-from compilebench.report.data import Column, Group, Speedup
-from compilebench.vocab import FLAGS, VERDICTS
+from compilebench.comparison import Speedup
+from compilebench.report.data import Column, Group
+from compilebench.vocab import CLOCK, CUDAGRAPHS_SKIPPED, FLAGS, INCONCLUSIVE_REMEDY, VERDICTS, Verdict
 
 MIN_EFFECT = stats.DEFAULT_MIN_EFFECT
 
@@ -30,7 +32,7 @@ class Table:
 
 
 # Flags that change what a number is (another clock's time, a CUDA-graph mode without graphs): named in the cell.
-CELL_FLAGS = ("clock", "cudagraphs-skipped")
+CELL_FLAGS = (CLOCK.name, CUDAGRAPHS_SKIPPED.name)
 
 
 def cell(r: dict | None) -> str:
@@ -77,7 +79,7 @@ VERDICT_NOTE = ("verdict: faster or slower when the whole 95% interval of the sp
 
 def verdict_note(min_effect: float) -> str:
     return VERDICT_NOTE.format(effect=f"{min_effect:.0%}" if min_effect * 100 == int(min_effect * 100) else f"{min_effect:.1%}",
-                               remedy=VERDICTS["inconclusive"].split(": ", 1)[1])
+                               remedy=INCONCLUSIVE_REMEDY)
 
 
 def _tag(c: Column, torch: bool = False, default: bool = False) -> str:
@@ -100,7 +102,7 @@ def guide_table(g: Group, versions: int, min_effect: float = MIN_EFFECT) -> Tabl
         row = [g.label(model)] + [cell(g.cells.get((model, c))) for c in g.columns]
         for c in g.compiled_columns:
             comp = g.cells.get((model, c))
-            row += improvement_cells(data.speedup(g.cells.get((model, c.eager)), comp, min_effect))
+            row += improvement_cells(comparison.speedup(g.cells.get((model, c.eager)), comp, min_effect))
             row.append(num(comp.get("compile_s"), 1) if comp else "")
         rows.append(row)
     notes = [verdict_note(min_effect)] if g.compiled_columns else []
@@ -120,7 +122,7 @@ def summary_table(results: list[dict], min_effect: float = MIN_EFFECT) -> Table:
         for c in g.compiled_columns:
             pairs, verdicts = [], defaultdict(int)
             for model in g.models:
-                s = data.speedup(g.cells.get((model, c.eager)), g.cells.get((model, c)), min_effect)
+                s = comparison.speedup(g.cells.get((model, c.eager)), g.cells.get((model, c)), min_effect)
                 if s is not None:
                     pairs.append((s.value, g.label(model)))
                     verdicts[s.verdict] += 1
@@ -146,7 +148,7 @@ def summary_table(results: list[dict], min_effect: float = MIN_EFFECT) -> Table:
 def flags_note(results: list[dict]) -> list[str]:
     """How many results carry each flag, each with its remedy."""
     counts = data.flag_counts(results)
-    return [f"- {flag}: {n} result(s). {FLAGS[flag][0].upper()}{FLAGS[flag][1:]}." for flag, n in counts.items() if n]
+    return [f"- {flag}: {n} result(s). {FLAGS[flag].remedy[0].upper()}{FLAGS[flag].remedy[1:]}." for flag, n in counts.items() if n]
 
 
 def speedup_table(results: list[dict], min_effect: float = MIN_EFFECT) -> Table:
@@ -159,12 +161,12 @@ def speedup_table(results: list[dict], min_effect: float = MIN_EFFECT) -> Table:
                 eager, comp = g.cells.get((model, c.eager)), g.cells.get((model, c))
                 if comp is None:
                     continue
-                s = data.speedup(eager, comp, min_effect)
+                s = comparison.speedup(eager, comp, min_effect)
                 row = [g.hardware, g.label(model), str(g.batch_size), c.header, comp["status"], *speedup_cells(s),
                        "paired" if s and s.paired else ("" if s is None else "unpaired"),
                        num(comp.get("cold_compile_s"), 1), num(comp.get("warm_compile_s"), 1)]
                 if s is not None:
-                    be = stats.break_even(comp.get("compile_s"), data.mean(eager), data.mean(comp))
+                    be = stats.break_even(comp.get("compile_s"), comparison.mean(eager), comparison.mean(comp))
                     row.append("never" if be is None else f"{be:,.0f}")
                 else:
                     row.append("")
@@ -205,19 +207,13 @@ def recommendation_table(results: list[dict], min_effect: float = MIN_EFFECT) ->
             baseline = min(eagers, key=lambda c: (len(c.settings), c.variant.order))  # plain eager where there is one
             for model in g.models:
                 base = g.cells.get((model, baseline))
-                if data.mean(base) is None:
+                if comparison.mean(base) is None:
                     continue
-                best, undecided = None, 0
-                for c in g.columns:
-                    r = g.cells.get((model, c))
-                    if c == baseline or c.torch != torch_label:
-                        continue
-                    s = data.speedup(base, r, min_effect)
-                    if s is None:
-                        continue
-                    undecided += s.verdict == "inconclusive"
-                    if s.verdict == "faster" and (best is None or s.value > best[1].value):
-                        best = (c, s, r)
+                others = [(c, g.cells.get((model, c))) for c in g.columns if c != baseline and c.torch == torch_label]
+                measured = [(cr, comparison.speedup(base, cr[1], min_effect)) for cr in others]
+                undecided = sum(1 for _, s in measured if s is not None and s.verdict == Verdict.inconclusive)
+                picked = comparison.best(measured)
+                best = (picked[0][0], picked[1], picked[0][1]) if picked else None
                 row = [g.hardware, f"torch {torch_label}", str(g.batch_size), g.label(model)]
                 if best is None:
                     why = (f"nothing measured is faster than eager beyond {min_effect:.0%}"
@@ -225,7 +221,7 @@ def recommendation_table(results: list[dict], min_effect: float = MIN_EFFECT) ->
                     row += ["no compile", "", "", "", why]
                 else:
                     c, s, r = best
-                    be = stats.break_even(r.get("compile_s"), data.mean(base), data.mean(r)) if c.variant.compiled else 0
+                    be = stats.break_even(r.get("compile_s"), comparison.mean(base), comparison.mean(r)) if c.variant.compiled else 0
                     row += [c.header.removeprefix(f"torch {torch_label} - "), f"{s.value:.3f}x",
                             interval(s.low, s.high, "{:.3f}x"), "never" if be is None else f"{be:,.0f}", ""]
                 rows.append(row)
@@ -277,7 +273,7 @@ def version_tables(results: list[dict], min_effect: float = MIN_EFFECT) -> list[
         def extra(g, model):
             out = []
             for a, b in pairs:
-                s = data.speedup(g.cells.get((model, a)), g.cells.get((model, b)), min_effect)
+                s = comparison.speedup(g.cells.get((model, a)), g.cells.get((model, b)), min_effect)
                 out.append("" if s is None else f"{pct(s.improvement)} ({s.verdict})")
             return out
 
@@ -303,7 +299,7 @@ def mode_tables(results: list[dict], min_effect: float = MIN_EFFECT) -> list[Tab
                 def extra(g, model, compiled=compiled):
                     out = []
                     for c in compiled:
-                        s = data.speedup(g.cells.get((model, c.eager)), g.cells.get((model, c)), min_effect)
+                        s = comparison.speedup(g.cells.get((model, c.eager)), g.cells.get((model, c)), min_effect)
                         out.append("" if s is None else f"{pct(s.improvement)} ({s.verdict})")
                     return out
 
@@ -336,14 +332,14 @@ def generation_tables(results: list[dict], min_effect: float = MIN_EFFECT) -> li
                 if r is None:
                     continue
                 gen = r.get("generation") or {}
-                ok = data.mean(r) is not None
+                ok = comparison.mean(r) is not None
                 ttft, ttft_ci = _estimate(gen.get("ttft") if ok else None)
                 tok, tok_ci = _estimate(gen.get("per_token") if ok else None)
                 row = [g.label(model), c.header, r["status"], ttft, ttft_ci, tok, tok_ci,
                        num(data.decode_tokens_per_s(r), 1), num(data.e2e_tokens_per_s(r), 1)]
                 base = g.cells.get((model, c.eager)) if c != c.eager else None
                 for metric in (data.TTFT, data.PER_TOKEN):
-                    s = data.speedup(base, r, min_effect, metric) if base is not None else None
+                    s = comparison.speedup(base, r, min_effect, metric) if base is not None else None
                     row.append("" if s is None else f"{pct(s.improvement)} ({interval(*s.improvement_interval)}) {s.verdict}")
                 first = (r.get("repeats") or [{}])[0].get("generation", {}).get("first_calls") or []
                 row.append(" / ".join(f"{f['total_ms'] / 1e3:.2f}" for f in first))
@@ -403,7 +399,7 @@ def details_table(results: list[dict]) -> Table:
     notes = [f"- {r['case']['model']} b{r['case']['batch_size']} {data.variant_of(r).label}: {r['status']}: "
              f"{r.get('message') or ''}".rstrip() for r in results if r["status"] != "ok"]
     skipped = [f"- {r['case']['model']} b{r['case']['batch_size']} {data.variant_of(r).label}: "
-               f"{'; '.join(r['cudagraph_skip_reasons'])}" for r in results if "cudagraphs-skipped" in (r.get("flags") or ())]
+               f"{'; '.join(r['cudagraph_skip_reasons'])}" for r in results if CUDAGRAPHS_SKIPPED.name in (r.get("flags") or ())]
     tolerances = sorted({(r["math"], r["rel_tolerance"]) for r in results if r.get("math") and r.get("rel_tolerance")})
     flags = flags_note(results)
     return Table(

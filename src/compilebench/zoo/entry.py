@@ -27,6 +27,7 @@ class ModelEntry:
     label: str  # the guide's row label: "Image Classification/ResNet"
     task: str  # "image-classification", ...
     checkpoint: str  # where the weights come from (a hub id for the guide's models)
+    kind = "vision"  # what is timed: a forward pass ("vision") or generate() ("generation"); asked of the entry only here
 
     def build(self, weights: str, size: str):
         """The model in eval mode on the CPU in float32; the worker moves and casts it."""

@@ -26,6 +26,7 @@ def prompt_text() -> str:
 class TextGenerationEntry(ModelEntry):
     """What the generation unit needs of a causal LM: the model, and a prompt of token ids."""
 
+    kind = "generation"
     default_prompt_len: int = DEFAULT_PROMPT_LEN
 
     def prompt(self, batch_size: int, prompt_len: int, weights: str, size: str):

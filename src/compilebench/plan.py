@@ -1,11 +1,15 @@
-"""Before a run measures anything: every model looked up once, settings that cannot work refused, and this
-machine's device found (without initializing CUDA in this process). Shared by `run`, `tune` and the Python API."""
+"""A run made ready, the one way into a run for `compilebench run`, `compilebench tune` and the Python API:
+`prepare(spec)` looks every model up once, refuses settings that cannot work, and finds where the cases run
+(this machine's device, found without initializing CUDA in this process, or what the caller's `where` gives:
+local GPUs, a Ray cluster); `plan.run(store)` measures, `plan.results(store)` reads back what it measured."""
 
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
+from typing import Callable
 
-from compilebench import dispatch, envinfo, executors, locks, probe, spec as specmod, variants, zoo
+from compilebench import dispatch, envinfo, executors, locks, probe, spec as specmod, sweep, variants, zoo
 from compilebench.errors import UnknownChoice, UserError
 from compilebench.zoo import factory, hub
 
@@ -25,7 +29,7 @@ def resolve_models(spec: specmod.RunSpec) -> dict:
 
 def check_variants(spec: specmod.RunSpec, entries: dict) -> None:
     """Settings that one kind of model cannot take, refused up front rather than failing in every case."""
-    generation = [n for n, e in entries.items() if isinstance(e, zoo.TextGenerationEntry)]
+    generation = [n for n, e in entries.items() if e.kind == "generation"]
     vision = [n for n in entries if n not in generation]
     if "eager-static-cache" in spec.variants and vision:
         raise UserError(f"--variant eager-static-cache is for text generation; {vision[0]} is a {entries[vision[0]].task} model")
@@ -59,3 +63,47 @@ def this_device(spec: specmod.RunSpec) -> tuple[specmod.RunSpec, dispatch.Dispat
                              executor.start_launchers)
     return (dataclasses.replace(spec, device=device), dispatch.LocalPool([slot]),
             [dispatch.Target(device, envinfo.machine_id(env), env)])
+
+
+Where = Callable[[specmod.RunSpec], "tuple[specmod.RunSpec, dispatch.Dispatcher, list[dispatch.Target]]"]
+
+
+@dataclass
+class Plan:
+    """What a run measures and where: its spec (the device resolved), its models, cases and targets."""
+
+    spec: specmod.RunSpec
+    models: dict  # name -> zoo entry
+    dispatcher: dispatch.Dispatcher
+    targets: list[dispatch.Target]
+
+    @property
+    def cases(self) -> list[specmod.Case]:
+        prompt_lens = {name: e.default_prompt_len for name, e in self.models.items() if e.kind == "generation"}
+        return self.spec.cases(prompt_lens)
+
+    @property
+    def labels(self) -> dict[str, tuple[str, str]]:
+        """Each model's row label and task, for results that come back without them (a timeout)."""
+        return {name: (e.label, e.task) for name, e in self.models.items()}
+
+    def run(self, store, *, cases: list[specmod.Case] | None = None, spec: specmod.RunSpec | None = None,
+            states=None, quiet: bool = False) -> sweep.SweepOutcome:
+        """Measure every repeat of the plan's cases (or of `cases`, under `spec`: tune's rungs) not stored yet."""
+        return sweep.run(spec or self.spec, store, self.dispatcher, self.targets, cases=cases or self.cases,
+                         labels=self.labels, states=states, quiet=quiet)
+
+    def results(self, store, cases: list[specmod.Case] | None = None) -> list:
+        """The newest stored result of each case on each target, whoever measured it (this run or another
+        process on the same file): as `compilebench run` reports them."""
+        found = (store.latest(c.key(), t.resume_id) for c in (cases or self.cases) for t in self.targets)
+        return [r for r in found if r is not None]
+
+
+def prepare(spec: specmod.RunSpec, where: Where | None = None) -> Plan:
+    """Check everything a run needs before anything runs or is written; a UserError names what is wrong."""
+    variants.check_options(spec.inductor_options)
+    models = resolve_models(spec)
+    check_variants(spec, models)
+    spec, dispatcher, targets = (where or this_device)(spec)
+    return Plan(spec, models, dispatcher, targets)

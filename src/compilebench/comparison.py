@@ -1,0 +1,83 @@
+"""Comparing two results: the speed-up of one over another, from both sides' per-process means (the unit of
+independence), with its 95% interval and verdict; and the one rule for the best of several. The report, `tune`,
+`compare` and the Python API all take their speed-ups from here, so every table, chart, file and pick agrees.
+No torch, no report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, TypeVar
+
+from compilebench import stats
+from compilebench.vocab import MEASURED, Verdict
+
+T = TypeVar("T")
+
+
+def mean(r: dict | None) -> float | None:
+    """The mean of a result that may be averaged into a table: ok only (invalid and failures have no number)."""
+    if r is None or r["status"] != "ok":
+        return None
+    return (r.get("stats") or {}).get("mean")
+
+
+def process_means(r: dict, metric=None) -> dict[str, float]:
+    """One mean per worker process that timed the case to the end, by process id: the unit of independence.
+    `metric` picks another per-call series from a repeat (generation: its ttft_ms or per_token_ms)."""
+    out = {}
+    for rep in r.get("repeats") or []:
+        if rep.get("status") not in MEASURED:
+            continue
+        values = metric(rep) if metric else rep.get("samples_ms")
+        if values:
+            out[rep.get("process") or str(rep.get("index"))] = sum(values) / len(values)
+    return out
+
+
+@dataclass(frozen=True)
+class Speedup:
+    """Eager time over the other's, from both sides' per-process means, with its 95% interval and verdict."""
+
+    value: float
+    low: float | None
+    high: float | None
+    verdict: Verdict
+    paired: bool  # from per-process ratios: the variants shared each process (--interleave)
+
+    @property
+    def improvement(self) -> float:
+        return stats.speedup_to_improvement(self.value)
+
+    @property
+    def improvement_interval(self) -> tuple[float | None, float | None]:
+        return stats.speedup_to_improvement(self.low), stats.speedup_to_improvement(self.high)
+
+
+def speedup(eager: dict | None, other: dict | None, min_effect: float = stats.DEFAULT_MIN_EFFECT,
+            metric=None) -> Speedup | None:
+    """None unless both were measured ok. Paired where the two were interleaved and share processes."""
+    if mean(eager) is None or mean(other) is None:
+        return None
+    e, o = process_means(eager, metric), process_means(other, metric)
+    if not e or not o:
+        return None
+    shared = [p for p in e if p in o]
+    pair = bool(eager["case"].get("interleave") and other["case"].get("interleave") and len(shared) >= 2)
+    if pair:
+        s, low, high = stats.speedup([e[p] for p in shared], [o[p] for p in shared], pair=True)
+    else:
+        s, low, high = stats.speedup(list(e.values()), list(o.values()))
+    return Speedup(s, low, high, Verdict.of(low, high, min_effect), pair)
+
+
+def improvement(eager: dict | None, compiled: dict | None) -> float | None:
+    """The guide's % improvement of the two estimates: (eager - compiled) / eager * 100."""
+    e, c = mean(eager), mean(compiled)
+    return stats.improvement_pct(e, c) if e and c else None
+
+
+def best(candidates: Iterable[tuple[T, Speedup | None]]) -> tuple[T, Speedup] | None:
+    """The fastest candidate whose speed-up is `faster` (its whole interval beyond the minimum effect); None where
+    none is: then the answer is not to compile. The recommendation table and `tune` both pick with it."""
+    faster = [(c, s) for c, s in candidates if s is not None and s.verdict == Verdict.faster]
+    return max(faster, key=lambda cs: cs[1].value, default=None)

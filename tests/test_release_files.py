@@ -1,0 +1,71 @@
+"""A results file written by compilebench 0.2.0 (tests/data/release-0.2.0: three real runs of tiny models on this
+project's 2-core machine, before settings, results and the run prelude were each declared once) opens, resumes
+and reports as that release reported it: the same markdown, CSV and JSON to the byte.
+
+The runs that wrote it:
+  compilebench run --model resnet-50 --tiny --variant eager default --batch-size 1 2 --iters 5 --warmup 1 --repeats 2
+  compilebench run --model segformer --tiny --variant eager default --dtype bfloat16 --channels-last --interleave
+      --iters 5 --warmup 1 --repeats 2
+  compilebench run --model smollm2-135m --tiny --variant eager default --iters 3 --new-tokens 4 --prompt-len 8
+      --first-calls 1 --warmup 1 --repeats 2 --sync-each-call"""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from compilebench import report
+from compilebench.report import data
+
+RELEASE = Path(__file__).parent / "data" / "release-0.2.0"
+RUNS = (
+    "--model resnet-50 --tiny --variant eager default --batch-size 1 2 --iters 5 --warmup 1 --repeats 2",
+    "--model segformer --tiny --variant eager default --dtype bfloat16 --channels-last --interleave --iters 5 "
+    "--warmup 1 --repeats 2",
+    "--model smollm2-135m --tiny --variant eager default --iters 3 --new-tokens 4 --prompt-len 8 --first-calls 1 "
+    "--warmup 1 --repeats 2 --sync-each-call",
+)
+
+
+@pytest.fixture
+def release_db(tmp_path) -> str:
+    path = tmp_path / "results.db"
+    shutil.copy(RELEASE / "results.db", path)
+    return str(path)
+
+
+def test_a_release_file_reports_as_that_release_did(release_db, tmp_path):
+    """The markdown to the byte; the CSV and JSON rows with the same values under the same column names (their
+    order follows the settings' declaration now), plus the one setting 0.2.0 left out of them: `inputs`."""
+    out = tmp_path / "report"
+    report.write(data.load([release_db]), str(out), ("md", "csv", "json"), ["results.db"], 0.02)
+    assert (out / "report.md").read_text() == (RELEASE / "report.md").read_text()
+    added = {"inputs"}
+    with open(out / "results.csv") as new, open(RELEASE / "results.csv") as old:
+        new_rows, old_rows = list(csv.DictReader(new)), list(csv.DictReader(old))
+    assert [{k: v for k, v in r.items() if k not in added} for r in new_rows] == old_rows
+    assert all(r["inputs"] == "" for r in new_rows)
+    new_json, old_json = json.loads((out / "results.json").read_text()), json.loads((RELEASE / "results.json").read_text())
+    assert [{k: v for k, v in r.items() if k not in added} for r in new_json] == old_json
+
+
+@pytest.mark.parametrize("command", RUNS)
+def test_a_release_file_resumes_with_every_repeat_done(release_db, command):
+    """The same command again, on the machine that wrote the file, measures nothing: every case's resume key
+    and every repeat are found."""
+    from compilebench import dispatch, plan, sweep
+    from compilebench import cli
+    from compilebench.cli import options, run
+    from compilebench.store import Store
+
+    args = options.parser(cli._commands()).parse_args(["run", *command.split(), "--device", "cpu"])
+    prepared = plan.prepare(run.run_spec(args))
+    (machine,) = {r["machine_id"] for r in data.load([release_db])}
+    outcome = sweep.SweepOutcome()
+    with Store.open(release_db) as store:
+        todo = sweep.plan(prepared.spec, prepared.cases, store, [dispatch.Target("cpu", machine, {})], outcome).units
+    assert todo == [] and outcome.done_before == len(prepared.cases) * prepared.spec.repeats > 0
