@@ -30,6 +30,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from compilebench import comparison
+    from compilebench.result import Result
 
 
     got = {"A": [], "B": []}
@@ -43,7 +44,7 @@ def main() -> None:
                 got[side].append(r)
     verdicts = Counter()
     for i, (a, b) in enumerate(zip(got["A"], got["B"])):
-        s = comparison.speedup(a, b, args.min_effect)  # A's time over B's: how B reads against A
+        s = comparison.speedup(Result.from_dict(a), Result.from_dict(b), args.min_effect)  # A's time over B's: how B reads against A
         verdicts[s.verdict] += 1
         low = f"{1 / s.high:.3f}" if s.high else "-"
         high = f"{1 / s.low:.3f}" if s.low else "-"

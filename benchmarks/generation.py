@@ -109,8 +109,9 @@ def main() -> None:
                         script[variant] = json.loads(p.stdout.strip().splitlines()[-1])["tokens_per_s"]
             for variant in ("eager", "default"):
                 from compilebench.report import data
+                from compilebench.result import Result
 
-                mine = data.e2e_tokens_per_s(ours[variant])
+                mine = data.e2e_tokens_per_s(Result.from_dict(ours[variant]))
                 ratios[variant].append(mine / script[variant])
                 print(f"round {r + 1}, {variant}: compilebench {mine:.1f} tokens/s, hand-written loop "
                       f"{script[variant]:.1f} tokens/s: ratio {mine / script[variant]:.3f}")
@@ -127,6 +128,7 @@ def main() -> None:
 def describe(ours: dict, wall: float) -> None:
     from compilebench import comparison
     from compilebench.report import data
+    from compilebench.result import Result
 
     print(f"1. compilebench run: {wall:.0f} s")
     for variant in ("eager", "default"):
@@ -136,10 +138,11 @@ def describe(ours: dict, wall: float) -> None:
         print(f"   {variant}: {r['status']}; TTFT {gen['ttft']['mean']:.1f} ms "
               f"({gen['ttft']['ci95_low']:.1f}-{gen['ttft']['ci95_high']:.1f}), per token {gen['per_token']['mean']:.2f} ms "
               f"({gen['per_token']['ci95_low']:.2f}-{gen['per_token']['ci95_high']:.2f}), decode "
-              f"{data.decode_tokens_per_s(r):.1f} tokens/s, end-to-end {data.e2e_tokens_per_s(r):.1f} tokens/s; "
+              f"{data.decode_tokens_per_s(Result.from_dict(r)):.1f} tokens/s, "
+              f"end-to-end {data.e2e_tokens_per_s(Result.from_dict(r)):.1f} tokens/s; "
               f"first calls (s) {first}; cold compile {r.get('cold_compile_s') or 0:.1f} s, "
               f"warm {r.get('warm_compile_s') or 0:.1f} s")
-    s = comparison.speedup(ours["eager"], ours["default"], metric=data.PER_TOKEN)
+    s = comparison.speedup(Result.from_dict(ours["eager"]), Result.from_dict(ours["default"]), metric=data.PER_TOKEN)
     print(f"   per-token speed-up {s.value:.3f}x (95% CI {s.low:.3f}-{s.high:.3f}): {s.verdict}")
 
 

@@ -90,6 +90,7 @@ class Checks:
 
     def reduce_overhead(self) -> None:
         from compilebench import comparison
+        from compilebench.result import Result
 
         found = {r["case"]["variant"]["mode"]: r for r in self.run(
             "reduce-overhead", "--model", "resnet-50", "--variant", "default", "reduce-overhead", "--interleave",
@@ -100,7 +101,7 @@ class Checks:
             return
         skips = [rep.get("cudagraph_skips") for rep in ro["repeats"]]
         recorded = [rep.get("cudagraphs_recorded") for rep in ro["repeats"]]
-        s = comparison.speedup(default, ro)
+        s = comparison.speedup(Result.from_dict(default), Result.from_dict(ro))
         ok = (ro["status"] == "ok" and all(k == 0 for k in skips) and all((n or 0) > 0 for n in recorded)
               and s is not None and s.verdict == "faster")
         figure = (f"skipped {skips}, recorded {recorded}; default {default['stats'].get('mean', math.nan):.3f} ms, "

@@ -52,8 +52,8 @@ def main() -> None:
                 r = store.latest(cases[1].key(), target.resume_id)
                 s = comparison.speedup(eager, r)
                 grid[config] = (r, s)
-                print(f"grid: {config.describe():60s} {r['status']:8s} "
-                      + (f"{s.value:.3f}x ({s.low:.3f}-{s.high:.3f}) {s.verdict}" if s else r.get("message") or ""))
+                print(f"grid: {config.describe():60s} {r.status:8s} "
+                      + (f"{s.value:.3f}x ({s.low:.3f}-{s.high:.3f}) {s.verdict}" if s else r.message or ""))
         grid_s = time.monotonic() - t0
         if args.grid_db:  # the time the grid took when it was measured, kept beside it
             seconds = Path(args.grid_db + ".seconds")

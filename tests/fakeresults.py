@@ -29,8 +29,8 @@ def machine(env: dict) -> str:
 def result(model: str, batch: int, mode: str, mean_ms: float | None, *, env: dict = A100, status: str = "ok",
            compile_s: float | None = None, processes: list[float] | None = None, message: str | None = None,
            label: str | None = None, flags: tuple[str, ...] = (), process_ids: list[str] | None = None,
-           **case_fields) -> dict:
-    """One result dict. An ok result has three repeats whose means are mean_ms / 1.01, mean_ms and mean_ms * 1.01
+           **case_fields) -> Result:
+    """One result. An ok result has three repeats whose means are mean_ms / 1.01, mean_ms and mean_ms * 1.01
     (their geometric mean is mean_ms to the last digit), or the given per-process means; each repeat's three
     samples straddle its mean by 1%. A failed result has one repeat with that status."""
     case = Case(model, batch, Variant.named(mode), device=env["device"], **case_fields)
@@ -51,7 +51,7 @@ def result(model: str, batch: int, mode: str, mean_ms: float | None, *, env: dic
                task=entry.task if entry else "")
     # Distinct, increasing times: the order results arrived in.
     r.created_at = (datetime.datetime(2026, 1, 1) + datetime.timedelta(seconds=next(_clock))).isoformat()
-    return r.to_dict()
+    return r
 
 
 def guide_table(path: str) -> tuple[str, list[tuple[str, str, str]]]:
@@ -70,7 +70,7 @@ def label_to_model() -> dict[str, str]:
     return {e.label: name for name, e in REGISTRY.items()}
 
 
-def fill(path: str, results: list[dict]) -> str:
+def fill(path: str, results: list[Result]) -> str:
     with Store.open(path) as store:
         for r in results:
             store.add(r)

@@ -186,10 +186,11 @@ def test_a_flag_reaches_the_result_the_tables_and_compare():
 
     rep = Repeat(flags=["cudagraphs-skipped"], cudagraph_skip_reasons=["skipping cudagraphs due to mutated inputs"])
     rep.set_samples([1_000_000] * 3)
-    r = Result(Case("resnet-50", 1, Variant("reduce-overhead"), device="cuda:0"), [rep]).to_dict()
-    assert r["flags"] == ["cudagraphs-skipped"] and r["cudagraph_skip_reasons"] == rep.cudagraph_skip_reasons
+    r = Result(Case("resnet-50", 1, Variant("reduce-overhead"), device="cuda:0"), [rep], machine_id="m",
+               env={"device": "cuda:0", "torch": "2.13"})
+    assert r.flags == ["cudagraphs-skipped"] and r.cudagraph_skip_reasons == rep.cudagraph_skip_reasons
     assert tables.cell(r) == "1.000 (cudagraphs-skipped)"
-    details = tables.details_table([{**r, "machine_id": "m", "env": {"device": "cuda:0", "torch": "2.13"}}])
+    details = tables.details_table([r])
     assert any("skipping cudagraphs due to mutated inputs" in n for n in details.notes)
     a = [fr.result("resnet-50", 1, "reduce-overhead", 5.0)]
     b = [fr.result("resnet-50", 1, "reduce-overhead", 9.0, flags=("cudagraphs-skipped",))]

@@ -266,9 +266,9 @@ def test_10_pretrained_weights_that_cannot_be_had_are_refused_up_front(tmp_path)
 
 def test_11_a_result_with_fields_this_version_does_not_know_is_reported_and_kept(tmp_path):
     r = fr.result("vit", 1, "eager", 9.0)
-    r["energy_joules"] = 2.5
-    r["repeats"][0]["gpu_energy_joules"] = 0.8
-    r["case"]["future_setting"] = "on"
+    r.extra["energy_joules"] = 2.5  # fields a newer compilebench wrote
+    r.repeats[0].extra["gpu_energy_joules"] = 0.8
+    r.case_extra["future_setting"] = "on"
     fr.fill(tmp_path / "r.db", [r])
     p = run_cli("report", "r.db", "--out", "out", "--format", "md,json", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
@@ -279,10 +279,10 @@ def test_11_a_result_with_fields_this_version_does_not_know_is_reported_and_kept
     from compilebench.store import Store
 
     with Store.open(str(tmp_path / "r.db")) as store:
-        back = Result.from_dict(store.results()[0])
+        (back,) = store.results()
         more = Result(back.case, [Repeat(index=4, samples_ms=[9.0], stats={"mean": 9.0})], result_id=back.result_id,
                       machine_id=back.machine_id)
         store.add_repeat(more)
         (merged,) = store.results()
-    assert merged["energy_joules"] == 2.5 and merged["case"]["future_setting"] == "on"
-    assert merged["repeats"][0]["gpu_energy_joules"] == 0.8 and len(merged["repeats"]) == 4
+    assert merged.extra["energy_joules"] == 2.5 and merged.case_extra["future_setting"] == "on"
+    assert merged.repeats[0].extra["gpu_energy_joules"] == 0.8 and len(merged.repeats) == 4

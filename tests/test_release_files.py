@@ -64,7 +64,7 @@ def test_a_release_file_resumes_with_every_repeat_done(release_db, command):
 
     args = options.parser(cli._commands()).parse_args(["run", *command.split(), "--device", "cpu"])
     prepared = plan.prepare(run.run_spec(args))
-    (machine,) = {r["machine_id"] for r in data.load([release_db])}
+    (machine,) = {r.machine_id for r in data.load([release_db])}
     outcome = sweep.SweepOutcome()
     with Store.open(release_db) as store:
         todo = sweep.plan(prepared.spec, prepared.cases, store, [dispatch.Target("cpu", machine, {})], outcome).units

@@ -14,7 +14,6 @@ from PIL import Image
 
 import fakeresults as fr
 from compilebench import comparison, peaks, report
-from compilebench.result import Result
 from compilebench.report import charts, data, tables
 
 GUIDE = Path(__file__).parent / "data" / "guide_a100_batch1.md"
@@ -153,7 +152,7 @@ def test_csv_and_json_are_flat_rows_that_pandas_loads(tmp_path):
     import pandas as pd  # in the [test] extra
     results = guide_results() + [fr.result("detr", 4, "eager", None, status="oom", message="out of memory")]
     for r in results[:2]:
-        r["flops"] = int(4e12)  # as if counted: 4 TFLOP per forward
+        r.flops = int(4e12)  # as if counted: 4 TFLOP per forward
     report.write(results, str(tmp_path), ("csv", "json"), ["r.db"])
     for frame in (pd.read_csv(tmp_path / "results.csv"), pd.read_json(tmp_path / "results.json")):
         assert len(frame) == 25
@@ -357,7 +356,7 @@ def test_speedup_table_has_the_ci_verdict_and_break_even(tmp_path):
                fr.result("vit", 1, "default", 9.1, processes=[8.0, 9.1, 10.35], compile_s=40.0),
                fr.result("beit", 1, "eager", 9.0), fr.result("beit", 1, "default", 20.0, status="mismatch", compile_s=1.0)]
     for r, mib in zip(results[:2], (100, 150)):
-        r["peak_mem_bytes"], r["peak_mem_kind"] = mib * 2**20, "cuda_max_allocated"
+        r.peak_mem_bytes, r.peak_mem_kind = mib * 2**20, "cuda_max_allocated"
     report.write(results, str(tmp_path), ("md", "csv"), ["r.db"])
     text = (tmp_path / "report.md").read_text()
     rows = {r[1]: r for r in md_table(text.replace("## Speed-ups and compile cost\n", "### speedups\n"), "speedups")[1]}
@@ -436,7 +435,7 @@ def test_details_give_the_fraction_of_peak_on_known_gpus_only():
     results = [fr.result("vit", 1, "eager", 2.0, env=h100), fr.result("vit", 1, "eager", 1.0, env=h100, dtype="bfloat16"),
                fr.result("vit", 1, "eager", 2.0, env=rtx), fr.result("vit", 1, "eager", 100.0, env=fr.CPU)]
     for r in results:
-        r["flops"] = int(98.9e9)
+        r.flops = int(98.9e9)
     table = tables.details_table(results)
     of_peak = {(row[0], row[4]): row[-1] for row in table.rows}
     # 98.9 GFLOP in 2 ms is 49.45 TFLOP/s: 10% of TF32's 494.5 (cuDNN may use TF32); in 1 ms of bf16 also 10%, of 989.5
@@ -499,14 +498,13 @@ def test_the_html_page_holds_the_same_numbers_as_the_markdown(tmp_path):
 
 def generation_result(model, mode, ttft, per_token, *, status="ok", first=(30.0, 2.0, 0.2), **kw):
     r = fr.result(model, 1, mode, ttft + per_token * 7, env=fr.CPU, status=status, prompt_len=16, new_tokens=8, **kw)
-    for rep in r["repeats"]:
-        scale = rep["stats"]["mean"] / (ttft + per_token * 7)
-        rep["generation"] = {"new_tokens": 8, "batch_size": 1, "prompt_len": 16, "ttft_ms": [ttft * scale] * 3,
+    for rep in r.repeats:
+        scale = rep.stats["mean"] / (ttft + per_token * 7)
+        rep.generation = {"new_tokens": 8, "batch_size": 1, "prompt_len": 16, "ttft_ms": [ttft * scale] * 3,
                              "per_token_ms": [per_token * scale] * 3,
                              "first_calls": [{"total_ms": s * 1e3, "ttft_ms": 1.0, "per_token_ms": 1.0} for s in first]}
-    back = Result.from_dict(r)
-    back.derive()
-    return back.to_dict()
+    r.derive()
+    return r
 
 
 def test_generation_results_get_their_table_and_compile_curve(tmp_path):
@@ -584,8 +582,8 @@ def test_a_report_folder_that_cannot_be_written_is_one_line(tmp_path, cli):
 
 def test_fields_a_newer_compilebench_wrote_are_reported_and_re_exported(tmp_path, cli):
     r = fr.result("vit", 1, "eager", 9.0)
-    r["energy_joules"] = 1.5
-    r["case"]["future_setting"] = "x"
+    r.extra["energy_joules"] = 1.5  # as a newer compilebench would have written them
+    r.case_extra["future_setting"] = "x"
     fr.fill(tmp_path / "r.db", [r])
     p = cli("report", "r.db", "--out", "out", "--format", "md,json")
     assert p.returncode == 0, p.stderr

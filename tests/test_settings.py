@@ -56,7 +56,7 @@ def _result(f, **changes) -> dict:
     gen = {"prompt_len": 16, "new_tokens": 8} if _model(f) == TEXT else {}
     r = fr.result(_model(f), 1, "default", 10.0, env=env, **{**gen, **{k: v for k, v in changes.items() if k != "device"}})
     if "task" in changes:  # a run given --task builds the model for that task: the result's task is the one given
-        r["task"] = changes["task"]
+        r.task = changes["task"]
     return r
 
 
@@ -67,7 +67,7 @@ def test_the_report_gives_the_setting_its_own_cell_and_the_csv_its_column(f):
     assert len(set(cells)) == 2, f"{f.name}: two results that differ only in it share a cell of the report"
     if f.metadata["words"]:
         assert data.settings(changed) != data.settings(plain)
-    row = {r["result_id"]: r for r in flat.rows([plain, changed])}[changed["result_id"]]
+    row = {r["result_id"]: r for r in flat.rows([plain, changed])}[changed.result_id]
     assert row[f.name] == f.metadata["example"]
 
 

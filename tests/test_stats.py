@@ -118,11 +118,11 @@ def test_a_tiny_but_certain_difference_is_the_same_not_faster():
 def test_case_summary_separates_between_and_within_process_figures():
     per_process = [[10.0, 10.2, 9.8], [20.0, 20.4, 19.6], [40.0, 40.8, 39.2]]
     s = stats.case_summary(per_process)
-    assert s["repeats"] == 3 and s["n"] == 9 and s["n_min"] == 3
-    assert s["mean"] == pytest.approx(20.0)  # geometric mean of 10, 20, 40
-    assert s["between_cv"] == pytest.approx(math.log(2))
-    assert s["within_cv"] == pytest.approx(0.02)  # each process: sd 0.02 x its mean
-    assert s["min"] == 9.8 and s["max"] == 40.8
+    assert s.repeats == 3 and s.n == 9 and s.n_min == 3
+    assert s.mean == pytest.approx(20.0)  # geometric mean of 10, 20, 40
+    assert s.between_cv == pytest.approx(math.log(2))
+    assert s.within_cv == pytest.approx(0.02)  # each process: sd 0.02 x its mean
+    assert s.min == 9.8 and s.max == 40.8
 
 
 def test_improvement_is_the_guides_formula_and_follows_the_speedup():

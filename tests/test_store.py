@@ -28,7 +28,7 @@ def make_result(model="vit", batch=1, mode="eager", machine="m1", samples=(1_000
 
 
 def done(i):
-    return lambda stored: any(r["index"] == i for r in stored["repeats"])
+    return lambda stored: any(r.index == i for r in stored.repeats)
 
 
 def test_round_trip_keeps_the_whole_result(tmp_path):
@@ -38,10 +38,10 @@ def test_round_trip_keeps_the_whole_result(tmp_path):
         store.add_repeat(r)
     with Store.open(str(path), create=False, write=False) as store:
         (back,) = store.results()
-    assert back == r.to_dict()
-    assert back["repeats"][0]["samples_ms"] == [1.0, 3.0]
-    assert back["stats"]["mean"] == 2.0 and back["stats"]["repeats"] == 1
-    assert Result.from_dict(back).case == Case("vit", 1, Variant("eager"))
+    assert back.to_dict() == r.to_dict()
+    assert back.repeats[0].samples_ms == [1.0, 3.0]
+    assert back.stats.mean == 2.0 and back.stats.repeats == 1
+    assert back.case == Case("vit", 1, Variant("eager"))
 
 
 def test_repeats_join_one_result_and_a_retried_repeat_replaces_its_failed_attempt(tmp_path):
@@ -49,15 +49,15 @@ def test_repeats_join_one_result_and_a_retried_repeat_replaces_its_failed_attemp
         store.add_repeat(make_result(samples=(10_000_000,), result_id="a"))
         store.add_repeat(make_result(index=2, status="crashed", samples=(), result_id="a"))
         mid = store.latest(Case("vit", 1, Variant("eager")).key(), "m1")
-        assert [r["status"] for r in mid["repeats"]] == ["ok", "crashed"] and mid["status"] == "crashed"
+        assert [r.status for r in mid.repeats] == ["ok", "crashed"] and mid.status == "crashed"
         store.add_repeat(make_result(index=2, samples=(40_000_000,), result_id="a"))
         (r,) = store.results()
-    assert [rep["index"] for rep in r["repeats"]] == [1, 2] and r["status"] == "ok"
-    assert r["stats"]["mean"] == pytest.approx(20.0)  # geometric mean of the processes' 10 and 40 ms
+    assert [rep.index for rep in r.repeats] == [1, 2] and r.status == "ok"
+    assert r.stats.mean == pytest.approx(20.0)  # geometric mean of the processes' 10 and 40 ms
 
 
 def test_the_same_result_is_not_stored_twice(tmp_path):
-    r = make_result().to_dict()
+    r = make_result()
     with Store.open(str(tmp_path / "r.db")) as store:
         assert store.add(r)
         assert not store.add(r)
@@ -84,14 +84,14 @@ def test_a_schema_1_file_reads_as_one_repeat_per_result_and_is_migrated_when_a_r
     with Store.open(str(path), create=False, write=False) as store:
         old = store.results()
         assert store.schema == 1
-    assert [len(r["repeats"]) for r in old] == [1, 1]
-    assert old[0]["repeats"][0]["samples_ms"] and old[0]["stats"]["mean"] == pytest.approx(
-        sum(old[0]["repeats"][0]["samples_ms"]) / len(old[0]["repeats"][0]["samples_ms"]))
-    assert old[1]["cold_compile_s"] is not None
+    assert [len(r.repeats) for r in old] == [1, 1]
+    samples = old[0].repeats[0].samples_ms
+    assert samples and old[0].stats.mean == pytest.approx(sum(samples) / len(samples))
+    assert old[1].cold_compile_s is not None
     with Store.open(str(path)) as store:  # a run opens it: migrated in place
         assert store.schema == SCHEMA_VERSION
         migrated = store.results()
-    assert migrated == old
+    assert [r.to_dict() for r in migrated] == [r.to_dict() for r in old]
     assert sqlite3.connect(path).execute("SELECT value FROM meta").fetchone() == (str(SCHEMA_VERSION),)
 
 
@@ -103,8 +103,8 @@ def test_fields_a_newer_version_wrote_are_kept(tmp_path):
     d["case_key"] = json.dumps({**json.loads(d["case_key"]), "future_setting": "x"}, sort_keys=True, separators=(",", ":"))
     path = str(tmp_path / "r.db")
     with Store.open(path) as store:
-        store.add(d)
-        r = Result.from_dict(store.results()[0])
+        store.add(Result.from_dict(d))
+        (r,) = store.results()
         r.add(make_result(index=2).repeats[0])
         back = r.to_dict()
     assert back["energy_joules"] == 12.5 and back["repeats"][0]["gpu_energy"] == 3.0
@@ -220,7 +220,7 @@ def test_a_repeat_stored_meanwhile_is_not_claimed_again(tmp_path):
         store.add_repeat(make_result())
         assert store.claim(key, "m1", 1, None, done(1)) == (None, None)
         series, _ = store.claim(key, "m1", 2, None, done(2))
-        assert series == store.results()[0]["result_id"]
+        assert series == store.results()[0].result_id
         store.release_claims()
         assert store._conn.execute("SELECT COUNT(*) FROM claims").fetchone() == (0,)
 
@@ -244,5 +244,5 @@ def test_two_processes_writing_at_once_lose_nothing(tmp_path):
     with Store.open(path) as store:
         results = store.results()
         assert len(results) == 300
-        assert len({(r["machine_id"], r["case_key"]) for r in results}) == 300
+        assert len({(r.machine_id, r.case_key) for r in results}) == 300
     assert sqlite3.connect(path).execute("PRAGMA integrity_check").fetchone() == ("ok",)

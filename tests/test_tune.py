@@ -32,8 +32,8 @@ class Planted:
             ms = 10.0 if config is None else 10.0 / self.speedups[config]
             processes = [ms * f for f in (1 / 1.01, 1.0, 1.01)][:repeats]
             r = fr.result(c.model, 1, "eager", ms, env=fr.CPU, processes=processes)
-            r["case"], r["case_key"] = c.to_dict(), c.key()
-            r["cold_compile_s"] = None if config is None else self.compile_s
+            r.case = c
+            r.cold_compile_s = None if config is None else self.compile_s
             out[c.key()] = r
         self.clock[0] += self.compile_s if repeats == 1 else 5.0
         return out

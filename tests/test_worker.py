@@ -26,7 +26,7 @@ def test_a_tiny_vit_compiles_and_matches_eager_inline():
     assert r.status == "ok", r.traceback
     assert r.label == "Image Classification/ViT"
     (rep,) = r.repeats
-    assert len(rep.samples_ms) == 5 and r.stats["n"] == 5 and r.stats["mean"] > 0 and r.stats["repeats"] == 1
+    assert len(rep.samples_ms) == 5 and r.stats.n == 5 and r.stats.mean > 0 and r.stats.repeats == 1
     assert r.first_call_s > 0 and r.compile_s > 0
     assert r.graphs == 1 and r.graph_breaks == 0 and r.recompiles_in_timed_loop == 0
     assert r.max_abs_err == 0.0  # the eager backend runs the captured graph op for op
@@ -71,7 +71,7 @@ def test_a_recompile_inside_the_timed_loop_voids_the_result():
 def test_a_compiled_model_that_differs_from_eager_is_kept_and_marked_mismatch():
     r = run_case(case("fault-ok", "default", backend="test_perturb"), FAST, isolation="inline")
     assert r.status == "mismatch", r.traceback
-    assert r.max_abs_err == pytest.approx(1.0) and r.stats["n"] == FAST.iters  # measured and kept
+    assert r.max_abs_err == pytest.approx(1.0) and r.stats.n == FAST.iters  # measured and kept
     assert r.message.startswith("compiled output differs from eager: max relative error")
     assert "allowed for float32" in r.message
 
@@ -208,7 +208,7 @@ def test_interleave_measures_the_variants_of_a_model_together_in_one_worker():
              for m in ("eager", "default")]
     results = ProcessExecutor(timeout_s=120).run(Job(cases, FAST), {}, lambda phase: None)
     assert [r.status for r in results] == ["ok", "ok"], [r.message for r in results]
-    assert [r.case for r in results] == cases and [r.stats["n"] for r in results] == [FAST.iters] * 2
+    assert [r.case for r in results] == cases and [r.stats.n for r in results] == [FAST.iters] * 2
     assert results[1].graphs == 1 and results[1].max_abs_err == 0.0 and results[0].compile_s is None
     assert results[0].repeats[0].process == results[1].repeats[0].process  # one process: their repeats pair up
     crashed = ProcessExecutor(timeout_s=120).run(
@@ -252,7 +252,7 @@ def test_a_generation_case_splits_each_call_into_prefill_and_decoded_tokens():
     for total, ttft, tokens in zip(rep.samples_ms, gen["ttft_ms"], gen["token_ms"]):
         assert 0 < ttft < total and ttft + sum(tokens) <= total
     assert [f["graphs"] for f in gen["first_calls"]] == [0, 0]
-    assert r.generation["ttft"]["repeats"] == 1 and r.generation["per_token"]["mean"] > 0
+    assert r.generation["ttft"].repeats == 1 and r.generation["per_token"].mean > 0
 
 
 def test_a_compiled_generation_compiles_and_matches_eager_greedy_tokens():

@@ -25,12 +25,13 @@ from typing import Callable
 from compilebench import plan, report as reportmod, spec as specmod, stats, store as storemod, suites as suitesmod, zoo
 from compilebench.errors import UserError
 from compilebench.report import data, flat, markdown, tables
+from compilebench.result import Result
 
 
 class Results:
     """Results of a benchmark or a results file: rows, tables and reports, with the CLI's numbers."""
 
-    def __init__(self, results: list[dict], path: str | None = None, min_effect: float = stats.DEFAULT_MIN_EFFECT):
+    def __init__(self, results: list[Result], path: str | None = None, min_effect: float = stats.DEFAULT_MIN_EFFECT):
         self.results, self.path, self.min_effect = results, path, min_effect
 
     def __len__(self) -> int:
@@ -40,7 +41,7 @@ class Results:
         return iter(self.results)
 
     def __repr__(self) -> str:
-        ok = sum(1 for r in self.results if r["status"] == "ok")
+        ok = sum(1 for r in self.results if r.status == "ok")
         return f"<Results: {len(self.results)} result(s), {ok} ok, from {self.path or 'memory'}>"
 
     def to_pandas(self):

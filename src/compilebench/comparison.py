@@ -9,29 +9,15 @@ from dataclasses import dataclass
 from typing import Iterable, TypeVar
 
 from compilebench import stats
-from compilebench.vocab import MEASURED, Verdict
+from compilebench.result import Result
+from compilebench.vocab import Verdict
 
 T = TypeVar("T")
 
 
-def mean(r: dict | None) -> float | None:
+def mean(r: Result | None) -> float | None:
     """The mean of a result that may be averaged into a table: ok only (invalid and failures have no number)."""
-    if r is None or r["status"] != "ok":
-        return None
-    return (r.get("stats") or {}).get("mean")
-
-
-def process_means(r: dict, metric=None) -> dict[str, float]:
-    """One mean per worker process that timed the case to the end, by process id: the unit of independence.
-    `metric` picks another per-call series from a repeat (generation: its ttft_ms or per_token_ms)."""
-    out = {}
-    for rep in r.get("repeats") or []:
-        if rep.get("status") not in MEASURED:
-            continue
-        values = metric(rep) if metric else rep.get("samples_ms")
-        if values:
-            out[rep.get("process") or str(rep.get("index"))] = sum(values) / len(values)
-    return out
+    return None if r is None else r.mean
 
 
 @dataclass(frozen=True)
@@ -53,16 +39,16 @@ class Speedup:
         return stats.speedup_to_improvement(self.low), stats.speedup_to_improvement(self.high)
 
 
-def speedup(eager: dict | None, other: dict | None, min_effect: float = stats.DEFAULT_MIN_EFFECT,
+def speedup(eager: Result | None, other: Result | None, min_effect: float = stats.DEFAULT_MIN_EFFECT,
             metric=None) -> Speedup | None:
     """None unless both were measured ok. Paired where the two were interleaved and share processes."""
     if mean(eager) is None or mean(other) is None:
         return None
-    e, o = process_means(eager, metric), process_means(other, metric)
+    e, o = eager.process_means(metric), other.process_means(metric)
     if not e or not o:
         return None
     shared = [p for p in e if p in o]
-    pair = bool(eager["case"].get("interleave") and other["case"].get("interleave") and len(shared) >= 2)
+    pair = eager.case.interleave and other.case.interleave and len(shared) >= 2
     if pair:
         s, low, high = stats.speedup([e[p] for p in shared], [o[p] for p in shared], pair=True)
     else:
@@ -70,7 +56,7 @@ def speedup(eager: dict | None, other: dict | None, min_effect: float = stats.DE
     return Speedup(s, low, high, Verdict.of(low, high, min_effect), pair)
 
 
-def improvement(eager: dict | None, compiled: dict | None) -> float | None:
+def improvement(eager: Result | None, compiled: Result | None) -> float | None:
     """The guide's % improvement of the two estimates: (eager - compiled) / eager * 100."""
     e, c = mean(eager), mean(compiled)
     return stats.improvement_pct(e, c) if e and c else None

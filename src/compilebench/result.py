@@ -119,7 +119,7 @@ class Result:
     # Derived from the repeats by derive():
     status: str = "ok"
     message: str | None = None
-    stats: dict = field(default_factory=dict)
+    stats: stats.Estimate = field(default_factory=stats.Estimate)
     first_call_s: float | None = None
     compile_s: float | None = None  # the cold compile where a repeat had one, else the warm one
     cold_compile_s: float | None = None
@@ -142,9 +142,12 @@ class Result:
     rel_tolerance: float | None = None
     flags: list[str] = field(default_factory=list)
     stopped_early: bool = False
-    generation: dict = field(default_factory=dict)
+    generation: dict = field(default_factory=dict)  # new_tokens, batch_size; ttft and per_token as Estimates
 
     def __post_init__(self):
+        if isinstance(self.stats, dict):  # as stored
+            self.stats = stats.Estimate.from_dict(self.stats)
+        self.generation = {k: stats.Estimate.from_dict(v) if k in _ESTIMATES else v for k, v in self.generation.items()}
         self.derive()
 
     def add(self, repeat: Repeat) -> None:
@@ -191,16 +194,39 @@ class Result:
         self.generation = _generation_summary(measured)
 
     @property
-    def process_means(self) -> list[float]:
-        return [r.mean_ms for r in sorted(self.repeats, key=lambda r: r.index) if r.mean_ms is not None]
+    def case_key(self) -> str:
+        """The resume key of its case, as stored (with settings a newer compilebench wrote)."""
+        return key_of({**self.case_extra, **self.case.to_dict()})
+
+    @property
+    def mean(self) -> float | None:
+        """The number a table may average: ok results only (invalid and failures have no number)."""
+        return self.stats.mean if self.status == "ok" else None
+
+    @property
+    def measured_mean(self) -> float | None:
+        """The mean of any result that was timed to the end, for the details table and FLOP/s."""
+        return self.stats.mean if self.status in MEASURED and self.stats.n else None
+
+    def process_means(self, metric=None) -> dict[str, float]:
+        """One mean per worker process that timed the case to the end, by process id: the unit of independence.
+        `metric` picks another per-call series from a repeat (generation: its time to first token or per token)."""
+        out = {}
+        for rep in sorted(self.repeats, key=lambda r: r.index):
+            values = (metric(rep) if metric else rep.samples_ms) if rep.status in MEASURED else None
+            if values:
+                out[rep.process or str(rep.index)] = sum(values) / len(values)
+        return out
 
     def to_dict(self) -> dict:
         out = {**self.extra}
         for f in dataclasses.fields(self):
             if f.name not in ("case", "repeats", "extra", "case_extra"):
                 out[f.name] = getattr(self, f.name)
+        out["stats"] = self.stats.to_dict()
+        out["generation"] = {k: v.to_dict() if k in _ESTIMATES else v for k, v in self.generation.items()}
         out["case"] = {**self.case_extra, **self.case.to_dict()}
-        out["case_key"] = key_of(out["case"])
+        out["case_key"] = self.case_key
         out["repeats"] = [r.to_dict() for r in sorted(self.repeats, key=lambda r: r.index)]
         return out
 
@@ -213,6 +239,9 @@ class Result:
         case_extra = {k: v for k, v in d["case"].items() if k not in case_fields}
         return cls(Case.from_dict(d["case"]), [Repeat.from_dict(r) for r in d.get("repeats") or []], **kw, extra=extra,
                    case_extra=case_extra)
+
+
+_ESTIMATES = ("ttft", "per_token")  # the generation summary's estimates
 
 
 def _max(values):

@@ -13,17 +13,14 @@ Two levels, never mixed:
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
 # Fields of summarize(): one process's samples.
 FIELDS = ("n", "mean", "median", "std", "min", "max", "p90", "p99", "cv")
-# Fields of a case's estimate over its repeats (case_summary), in display order.
-CASE_FIELDS = ("repeats", "n", "n_min", "mean", "ci95_low", "ci95_high", "between_cv", "median", "p90", "p99", "min",
-               "max", "within_cv")
-
-# A within-process coefficient of variation above this makes one process's mean hard to pin down.
 DEFAULT_MIN_EFFECT = 0.02  # a speed-up within 2% either way is not worth acting on
 
 
@@ -133,32 +130,60 @@ def break_even(compile_s: float | None, eager_ms: float, compiled_ms: float) -> 
     return math.ceil(round(compile_s / saving_s, 6))  # round first: 1.0 / 1e-6 must not become 1000001
 
 
-def case_summary(per_process: list[list[float]]) -> dict:
+@dataclass(frozen=True)
+class Estimate:
+    """A case's number from the samples of each of its processes (milliseconds): the estimate between processes
+    with its 95% interval, and what the samples say within them. Stored as a dict of these names."""
+
+    repeats: int = 0
+    n: int = 0
+    n_min: int | None = None
+    mean: float | None = None  # the geometric mean of the per-process means
+    ci95_low: float | None = None
+    ci95_high: float | None = None
+    between_cv: float | None = None  # sd of the log means: the relative spread between processes
+    median: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+    min: float | None = None
+    max: float | None = None
+    within_cv: float | None = None  # the median CV within one process
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict | None) -> Estimate:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in (d or {}).items() if k in names})
+
+
+def case_summary(per_process: list[list[float]]) -> Estimate:
     """A case from the samples of each of its processes: the estimate and interval between processes, and what
     the samples say within them (percentiles of all samples, the median within-process CV)."""
     per_process = [p for p in per_process if len(p)]
     if not per_process:
-        return {k: None for k in CASE_FIELDS} | {"repeats": 0, "n": 0}
+        return Estimate()
     means = [float(np.mean(p)) for p in per_process]
     mean, low, high = estimate(means)
     logs = np.log(means)
     pooled = np.concatenate([np.asarray(p, dtype=float) for p in per_process])
     cvs = [c for c in (summarize(p)["cv"] for p in per_process) if c is not None]
-    return {
-        "repeats": len(per_process),
-        "n": int(pooled.size),
-        "n_min": min(len(p) for p in per_process),
-        "mean": mean,
-        "ci95_low": low,
-        "ci95_high": high,
-        "between_cv": float(logs.std(ddof=1)) if logs.size > 1 else None,  # sd of log means ~ relative spread
-        "median": float(np.median(pooled)),
-        "p90": float(np.percentile(pooled, 90)),
-        "p99": float(np.percentile(pooled, 99)),
-        "min": float(pooled.min()),
-        "max": float(pooled.max()),
-        "within_cv": float(np.median(cvs)) if cvs else None,
-    }
+    return Estimate(
+        repeats=len(per_process),
+        n=int(pooled.size),
+        n_min=min(len(p) for p in per_process),
+        mean=mean,
+        ci95_low=low,
+        ci95_high=high,
+        between_cv=float(logs.std(ddof=1)) if logs.size > 1 else None,
+        median=float(np.median(pooled)),
+        p90=float(np.percentile(pooled, 90)),
+        p99=float(np.percentile(pooled, 99)),
+        min=float(pooled.min()),
+        max=float(pooled.max()),
+        within_cv=float(np.median(cvs)) if cvs else None,
+    )
 
 
 def _exp(x: float | None) -> float | None:

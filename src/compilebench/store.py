@@ -123,14 +123,15 @@ class Store:
 
     # -- results ------------------------------------------------------------------------------------------------
 
-    def add(self, result: dict) -> bool:
+    def add(self, result: Result) -> bool:
         """Store a whole result in its own transaction (merging files, tests). One already present with the same
         result_id is not added twice; returns whether it was new."""
         with self._transaction():
-            cur = self._conn.execute("INSERT OR IGNORE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", _row(result))
+            cur = self._conn.execute("INSERT OR IGNORE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                     _row(result))
         return cur.rowcount == 1
 
-    def add_repeat(self, result: Result) -> dict:
+    def add_repeat(self, result: Result) -> Result:
         """A result holding the repeat(s) just measured: merged into the stored result of the same result_id (a
         repeat at the same index replaces a failed earlier attempt), its claims released, in one transaction.
         Returns the stored result as it now stands."""
@@ -144,28 +145,28 @@ class Store:
                     merged.add(rep)
                 merged.env = merged.env or result.env
                 merged.flops = merged.flops if merged.flops is not None else result.flops
-            d = merged.to_dict()
-            self._conn.execute("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", _row(d))
+            self._conn.execute("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", _row(merged))
             resume_id = result.placement or result.machine_id
             for rep in result.repeats:
                 self._conn.execute("DELETE FROM claims WHERE case_key = ? AND resume_id = ? AND repeat = ?",
-                                   (d["case_key"], resume_id, rep.index))
-        return d
+                                   (merged.case_key, resume_id, rep.index))
+        return merged
 
-    def results(self) -> list[dict]:
+    def results(self) -> list[Result]:
+        """Every result, oldest first: the one place a stored result is read back from its JSON."""
         rows = self._conn.execute("SELECT data FROM results ORDER BY created_at, rowid")
-        out = [json.loads(r[0]) for r in rows]
-        return [upgrade_v1(d) for d in out] if self.schema == 1 else out
+        return [self._result(r[0]) for r in rows]
 
-    def latest(self, case_key: str, resume_id: str) -> dict | None:
+    def latest(self, case_key: str, resume_id: str) -> Result | None:
         """The newest result of a case measured here (this machine, or a Ray sweep's target)."""
         row = self._conn.execute(
             "SELECT data FROM results WHERE case_key = ? AND (machine_id = ? OR json_extract(data, '$.placement') = ?) "
             "ORDER BY created_at DESC, rowid DESC LIMIT 1", (case_key, resume_id, resume_id)).fetchone()
-        if row is None:
-            return None
-        d = json.loads(row[0])
-        return upgrade_v1(d) if self.schema == 1 else d
+        return None if row is None else self._result(row[0])
+
+    def _result(self, data: str) -> Result:
+        d = json.loads(data)
+        return Result.from_dict(upgrade_v1(d) if self.schema == 1 else d)
 
     # -- claims -------------------------------------------------------------------------------------------------
 
@@ -186,7 +187,7 @@ class Store:
                     return None, None
                 other = self._conn.execute("SELECT result_id FROM claims WHERE case_key = ? AND resume_id = ? LIMIT 1",
                                            (case_key, resume_id)).fetchone()
-                result_id = latest["result_id"] if latest else other[0] if other else uuid.uuid4().hex
+                result_id = latest.result_id if latest else other[0] if other else uuid.uuid4().hex
             self._conn.execute("INSERT INTO claims VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                                (case_key, resume_id, repeat, result_id, socket.gethostname(), os.getpid(),
                                 _process_started(os.getpid()), time.time()))
@@ -257,11 +258,11 @@ def forget_unsaved(path: str) -> None:
         os.rmdir(os.path.dirname(path))  # the folder goes with its last file
 
 
-def _row(result: dict) -> tuple:
-    case = result["case"]
-    return (result["result_id"], result["case_key"], result["machine_id"], result["status"], result["created_at"],
-            case["model"], case["batch_size"], case["variant"]["mode"], (result.get("stats") or {}).get("mean"),
-            json.dumps(result))
+def _row(result: Result) -> tuple:
+    """The results table's columns: what queries select by, then the whole result as JSON."""
+    c = result.case
+    return (result.result_id, result.case_key, result.machine_id, result.status, result.created_at, c.model,
+            c.batch_size, c.variant.mode, result.stats.mean, json.dumps(result.to_dict()))
 
 
 def _process_started(pid: int) -> str:
@@ -351,9 +352,9 @@ def _migrate(conn: sqlite3.Connection, schema: int) -> None:
     try:
         conn.execute(_CLAIMS)
         for result_id, data in conn.execute("SELECT result_id, data FROM results").fetchall():
-            d = upgrade_v1(json.loads(data))
+            r = Result.from_dict(upgrade_v1(json.loads(data)))
             conn.execute("UPDATE results SET status = ?, mean_ms = ?, data = ? WHERE result_id = ?",
-                         (d["status"], (d.get("stats") or {}).get("mean"), json.dumps(d), result_id))
+                         (r.status, r.stats.mean, json.dumps(r.to_dict()), result_id))
         conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
         conn.execute("COMMIT")
     except BaseException:

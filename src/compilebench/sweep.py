@@ -128,7 +128,7 @@ class _Progress:
 @dataclass
 class _Plan:
     units: list[Unit]
-    stored: dict[tuple[str, str], dict]  # (case key, resume id) -> the stored result a repeat continues
+    stored: dict[tuple[str, str], Result]  # (case key, resume id) -> the stored result a repeat continues
     uses: dict[str, int]  # compiler-state folder -> units left that use it
 
 
@@ -142,7 +142,7 @@ def plan(spec: RunSpec, cases: list[Case], store: Store, targets: list[Target], 
                 latest = None if spec.rerun else store.latest(case.key(), target.resume_id)
                 if latest is not None:
                     stored[(case.key(), target.resume_id)] = latest
-                have = {r["index"]: r["status"] for r in (latest or {}).get("repeats", [])}
+                have = {r.index: r.status for r in (latest.repeats if latest else [])}
                 for i in range(1, spec.repeats + 1):
                     if i not in have:
                         needed.setdefault(gi, {}).setdefault(i, []).append(case)
@@ -215,9 +215,10 @@ class _Sweep:
         if not todo:
             self._release_state(unit)
             return None
-        stored = [self.plan.stored.get((c.key(), unit.target.resume_id)) or {} for c in todo]
+        stored = [self.plan.stored.get((c.key(), unit.target.resume_id)) for c in todo]
         # FLOPs are the eager model's: counted once per model and settings, by whichever variant comes first
-        count_flops = any(s.get("flops") is None and self._eager_flops(c, unit) is None for c, s in zip(todo, stored))
+        count_flops = any((s is None or s.flops is None) and self._eager_flops(c, unit) is None
+                          for c, s in zip(todo, stored))
         env, cache = _compiler_env(self.spec.compile_cache, self.states, self._state(unit))
         check = cache == "cold" or not all(_checked(s, cache) for s in stored)
         return Work(Job(todo, self.spec.timing, unit.repeat, cache, count_flops, check), env)
@@ -274,8 +275,8 @@ class _Sweep:
     def _eager_flops(self, case: Case, unit: Unit) -> int | None:
         """The FLOPs its eager twin (same model and settings, uncompiled) has stored: compiling does not change the
         math of one eager forward."""
-        twin = self.plan.stored.get((eager_key_of(case.to_dict()), unit.target.resume_id)) or {}
-        return twin.get("flops")
+        twin = self.plan.stored.get((eager_key_of(case.to_dict()), unit.target.resume_id))
+        return twin.flops if twin else None
 
     def _state(self, unit: Unit) -> str:
         return state_name(self.groups[unit.group], unit.target)
@@ -296,14 +297,13 @@ class _Sweep:
 
 def _done(index: int, retry_failed: bool):
     """Whether a stored result has repeat `index` and it needs no retry."""
-    return lambda stored: any(r["index"] == index and not retryable(r["status"], retry_failed)
-                              for r in stored.get("repeats", []))
+    return lambda stored: any(r.index == index and not retryable(r.status, retry_failed) for r in stored.repeats)
 
 
-def _checked(stored: dict, cache: str) -> bool:
+def _checked(stored: Result | None, cache: str) -> bool:
     """Whether a stored result already compared a compiled output with eager's from this compiler state."""
-    return any(r.get("compile_cache") == cache and (r.get("max_abs_err") is not None or r.get("status") == "mismatch")
-               for r in stored.get("repeats", []))
+    return stored is not None and any(r.compile_cache == cache and (r.max_abs_err is not None or r.status == "mismatch")
+                                      for r in stored.repeats)
 
 
 def _compiler_env(mode: str, states: compiler_state.StateFolders, name: str) -> tuple[dict[str, str], str]:
@@ -320,7 +320,7 @@ def _compiler_env(mode: str, states: compiler_state.StateFolders, name: str) -> 
     return compiler_state.env_for(folder), state
 
 
-def _store(store: Store, result: Result) -> dict:
+def _store(store: Store, result: Result) -> Result:
     """One repeat into the results file, Ctrl-C held off meanwhile; where the file cannot take it, the result is
     saved beside it (or in the temporary folder) and the sweep stops with one line that says where."""
     with _signals_deferred():

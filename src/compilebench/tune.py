@@ -28,6 +28,7 @@ from typing import Callable, Protocol
 
 from compilebench import comparison, stats
 from compilebench.errors import UserError
+from compilebench.result import Result
 from compilebench.settings import Settings
 from compilebench.spec import Case, TimingPolicy, Variant
 from compilebench.vocab import STATUS_WORDS
@@ -124,7 +125,7 @@ def _prior(c: Config) -> tuple:
 
 
 class Measure(Protocol):
-    def __call__(self, cases: list[Case], repeats: int, policy: TimingPolicy) -> dict[str, dict]:
+    def __call__(self, cases: list[Case], repeats: int, policy: TimingPolicy) -> dict[str, Result | None]:
         """Bring every case (eager first) to `repeats` stored repeats; return each one's stored result by case key."""
         ...
 
@@ -132,7 +133,7 @@ class Measure(Protocol):
 @dataclass
 class Tried:
     config: Config
-    result: dict | None = None
+    result: Result | None = None
     speedup: comparison.Speedup | None = None
     dropped: str | None = None  # why it left the search (a failure, a wrong output, a recompile)
     rungs: int = 0
@@ -144,7 +145,7 @@ class Tried:
 
 @dataclass
 class Outcome:
-    eager: dict | None
+    eager: Result | None
     tried: list[Tried] = field(default_factory=list)
     untried: list[Config] = field(default_factory=list)  # the budget ran out before these
     elapsed_s: float = 0.0
@@ -188,12 +189,12 @@ def _climb(pending: list[Config], best: Config | None) -> Config:
     return pending[0]
 
 
-def _why_dropped(r: dict | None) -> str | None:
+def _why_dropped(r: Result | None) -> str | None:
     if r is None:
         return "not measured"
-    if r["status"] == "ok":
+    if r.status == "ok":
         return None
-    return f"{STATUS_WORDS[r['status']]}: {r.get('message') or ''}".rstrip(": ")
+    return f"{STATUS_WORDS[r.status]}: {r.message or ''}".rstrip(": ")
 
 
 def search(base: Case, configs: list[Config], measure: Measure, now: Callable[[], float], budget_s: float,

@@ -14,6 +14,7 @@ from compilebench.cli.run import EXIT_FAILED, resume_command
 from compilebench.envinfo import hardware_name
 from compilebench.report import markdown, tables
 from compilebench.report.tables import Table, interval
+from compilebench.result import Result
 
 
 def cmd_tune(args) -> int:
@@ -70,16 +71,16 @@ def render(result: tune.Outcome, min_effect: float, db: str) -> str:
                        f"The best was {w.config.describe()}: {s.value:.2f}x eager "
                        f"(95% CI {interval(s.low, s.high, '{:.2f}x')}), {s.verdict}.")
         out += ["", "```python", w.config.code(), "```", ""]
-        cold, warm = w.result.get("cold_compile_s"), w.result.get("warm_compile_s")
+        cold, warm = w.result.cold_compile_s, w.result.warm_compile_s
         out.append(f"Compile cost: {cold:.1f} s cold" + (f", {warm:.1f} s from a warm cache" if warm else "")
                    + (f"; it pays for itself after {saving:,} calls." if saving else "; it saves nothing per call."))
     rows = []
     for t in [*result.ranked, *(t for t in result.tried if t.dropped)]:
         s = t.speedup
-        r = t.result or {}
-        rows.append([t.config.describe(), str(t.rungs), r.get("status", ""),
+        r = t.result
+        rows.append([t.config.describe(), str(t.rungs), r.status if r else "",
                      f"{s.value:.3f}x" if s else "", interval(s.low, s.high, "{:.3f}x") if s else "",
-                     s.verdict if s else "", tables.num(r.get("cold_compile_s"), 1), t.dropped or ""])
+                     s.verdict if s else "", tables.num(r and r.cold_compile_s, 1), t.dropped or ""])
     out += ["", markdown.table(Table("Configurations measured", ["configuration", "rungs", "status", "speed-up",
                                                                    "95% CI", "verdict", "cold compile s", "dropped"],
                                      rows, [tables.verdict_note(min_effect)]))]
@@ -90,9 +91,9 @@ def render(result: tune.Outcome, min_effect: float, db: str) -> str:
     return "\n".join(out)
 
 
-def stats_break_even(eager: dict | None, compiled: dict | None) -> int | None:
+def stats_break_even(eager: Result | None, compiled: Result | None) -> int | None:
     from compilebench import stats
     from compilebench import comparison
 
     e, c = comparison.mean(eager), comparison.mean(compiled)
-    return stats.break_even((compiled or {}).get("cold_compile_s"), e, c) if e and c else None
+    return stats.break_even(compiled.cold_compile_s, e, c) if e and c else None

@@ -13,6 +13,7 @@ from compilebench import stats
 from compilebench.errors import UnknownChoice, UserError
 from compilebench.report import charts as chartsmod
 from compilebench.report import data, flat, html, markdown, tables
+from compilebench.result import Result
 
 FORMATS = ("md", "html", "csv", "json")
 FILES = {"md": "report.md", "html": "report.html", "csv": "results.csv", "json": "results.json"}
@@ -48,12 +49,12 @@ def check_out_dir(out_dir: str) -> None:
         raise UserError(f"cannot write the report to {out_dir!r}: {probe!r} is not writable ({exc.strerror})") from None
 
 
-def sections(results: list[dict], charts: list[chartsmod.Chart], min_effect: float) -> list[tuple[str, list]]:
+def sections(results: list[Result], charts: list[chartsmod.Chart], min_effect: float) -> list[tuple[str, list]]:
     """The report in reading order; an item is a Table, a paragraph or a Chart."""
     by_section: dict[tuple, list] = {}
     for c in charts:
         by_section.setdefault(c.section, []).append(c)
-    ok = sum(1 for r in data.latest(results) if r["status"] == "ok")
+    ok = sum(1 for r in data.latest(results) if r.status == "ok")
     summary: list = [tables.summary_table(results, min_effect)]
     if not ok:
         summary.insert(0, "No case was measured ok: the details below say why each failed.")
@@ -83,10 +84,10 @@ def sections(results: list[dict], charts: list[chartsmod.Chart], min_effect: flo
     ]
 
 
-def intro(results: list[dict], sources: list[str]) -> list[str]:
+def intro(results: list[Result], sources: list[str]) -> list[str]:
     latest = data.latest(results)
-    ok = sum(1 for r in latest if r["status"] == "ok")
-    machines = len({r["machine_id"] for r in results})
+    ok = sum(1 for r in latest if r.status == "ok")
+    machines = len({r.machine_id for r in results})
     counts = data.flag_counts(results)
     flags = ", ".join(f"{n} {f}" for f, n in counts.items())
     return [f"{len(latest)} results ({ok} measured ok) from {machines} machine(s), read from {', '.join(sources)}. "
@@ -96,7 +97,7 @@ def intro(results: list[dict], sources: list[str]) -> list[str]:
             "N and noise."]
 
 
-def write(results: list[dict], out_dir: str, formats: tuple[str, ...], sources: list[str],
+def write(results: list[Result], out_dir: str, formats: tuple[str, ...], sources: list[str],
           min_effect: float = stats.DEFAULT_MIN_EFFECT) -> list[str]:
     """Render every requested format into out_dir; returns the paths written."""
     data.require(results, sources)

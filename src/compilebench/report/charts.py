@@ -16,11 +16,11 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from compilebench import stats
-from compilebench import comparison
+from compilebench import comparison, stats
 from compilebench.report import data
 from compilebench.report.data import Column, Group
 from compilebench.report.tables import cell
+from compilebench.result import Result
 
 IMPROVEMENT_AXIS = "% improvement over no compile: (eager - compiled) / eager x 100, with 95% CI"
 
@@ -54,7 +54,7 @@ def _duration(g: Group) -> tuple[str, list[_Series], str]:
     for c in g.columns:
         rs = [g.cells.get((m, c)) for m in g.models]
         values = [comparison.mean(r) for r in rs]
-        errors = [_around(v, r["stats"].get("ci95_low"), r["stats"].get("ci95_high")) if v is not None else None
+        errors = [_around(v, r.stats.ci95_low, r.stats.ci95_high) if v is not None else None
                   for v, r in zip(values, rs)]
         series.append(_Series(c.header, values, errors, [cell(r) for r in rs]))
     title = f"Inference duration: {g.hardware}, {_torches(g.columns)}, batch size {g.batch_size}"
@@ -72,10 +72,10 @@ def _improvement(g: Group, min_effect: float) -> tuple[str, list[_Series], str]:
     return title, series, IMPROVEMENT_AXIS
 
 
-def _why_missing(eager: dict | None, compiled: dict | None) -> str:
+def _why_missing(eager: Result | None, compiled: Result | None) -> str:
     """What an improvement bar shows instead of a number: the failure that prevented it."""
     for r in (compiled, eager):
-        if r is not None and r["status"] != "ok":
+        if r is not None and r.status != "ok":
             return cell(r)
     return ""  # not measured: nothing to say
 
@@ -96,7 +96,7 @@ def _improvement_by(pairs: list[tuple[Group, Column]], series_name, min_effect: 
     return [data.model_label(results, m) for m in models], series
 
 
-def render(results: list[dict], out_dir: str, min_effect: float = stats.DEFAULT_MIN_EFFECT) -> list[Chart]:
+def render(results: list[Result], out_dir: str, min_effect: float = stats.DEFAULT_MIN_EFFECT) -> list[Chart]:
     """Draw every chart the results allow into out_dir; returns them in reading order."""
     import matplotlib
 
@@ -237,7 +237,7 @@ def _compile_curve(g: Group, stem: str) -> Chart | None:
     for model in g.models:
         for c in g.columns:
             r = g.cells.get((model, c))
-            first = ((r or {}).get("repeats") or [{}])[0].get("generation", {}).get("first_calls") or []
+            first = r.repeats[0].generation.get("first_calls") or [] if r and r.repeats else []
             if first:
                 lines.append((f"{g.label(model)}, {c.header}", [f["total_ms"] / 1e3 for f in first]))
     if not lines:

@@ -6,31 +6,31 @@ Cases match on everything but the device, so a GPU can be compared with another 
 
 from __future__ import annotations
 
-from compilebench import stats
+from compilebench import comparison, stats
 from compilebench.errors import UserError
-from compilebench import comparison
 from compilebench.report import data
 from compilebench.report.tables import Table, cell, interval, num, verdict_note
+from compilebench.result import Result
 from compilebench.spec import key_of
 
 
-def match_key(r: dict) -> str:
-    return key_of({**r["case"], "device": ""})
+def match_key(r: Result) -> str:
+    return key_of({**r.case_extra, **r.case.to_dict(), "device": ""})
 
 
-def select(results: list[dict], machine: str | None) -> list[dict]:
+def select(results: list[Result], machine: str | None) -> list[Result]:
     """Results of the machines whose id or hardware name contains `machine` (all when None)."""
     if machine is None:
         return results
-    return [r for r in results if machine in r["machine_id"] or machine in data.hardware(r)]
+    return [r for r in results if machine in r.machine_id or machine in data.hardware(r)]
 
 
-def _one_per_case(results: list[dict], name: str, option: str) -> dict[str, dict]:
-    out: dict[str, dict] = {}
+def _one_per_case(results: list[Result], name: str, option: str) -> dict[str, Result]:
+    out: dict[str, Result] = {}
     machines: dict[str, set[str]] = {}
-    for r in sorted(data.latest(results), key=lambda r: r["created_at"]):
+    for r in sorted(data.latest(results), key=lambda r: r.created_at):
         out[match_key(r)] = r
-        machines.setdefault(match_key(r), set()).add(r["machine_id"])
+        machines.setdefault(match_key(r), set()).add(r.machine_id)
     several = sorted({m for ms in machines.values() if len(ms) > 1 for m in ms})
     if several:
         raise UserError(f"{name} holds the same cases from {len(several)} machines ({'; '.join(several)}): "
@@ -38,12 +38,12 @@ def _one_per_case(results: list[dict], name: str, option: str) -> dict[str, dict
     return out
 
 
-def _describe(results: list[dict]) -> str:
+def _describe(results: list[Result]) -> str:
     parts = dict.fromkeys(f"{data.hardware(r)}, torch {data.torch_version(r)}" for r in results)
     return "; ".join(parts)
 
 
-def compare(a: list[dict], b: list[dict], a_name: str, b_name: str, min_effect: float = stats.DEFAULT_MIN_EFFECT) -> Table:
+def compare(a: list[Result], b: list[Result], a_name: str, b_name: str, min_effect: float = stats.DEFAULT_MIN_EFFECT) -> Table:
     a_cases = _one_per_case(a, a_name, "--machine-a")
     b_cases = _one_per_case(b, b_name, "--machine-b")
     keys = list(dict.fromkeys([*a_cases, *b_cases]))
@@ -54,8 +54,7 @@ def compare(a: list[dict], b: list[dict], a_name: str, b_name: str, min_effect: 
 
     def sort_key(k):
         r = a_cases.get(k) or b_cases[k]
-        c = r["case"]
-        return (order[c["model"]], c["batch_size"], data.settings(r), data.variant_of(r).order, k)
+        return (order[r.case.model], r.case.batch_size, data.settings(r), r.case.variant.order, k)
 
     rows = []
     for k in sorted(keys, key=sort_key):
@@ -67,16 +66,16 @@ def compare(a: list[dict], b: list[dict], a_name: str, b_name: str, min_effect: 
         if s is not None:
             ratio, low, high = 1 / s.value, _inv(s.high), _inv(s.low)
         rows.append([
-            data.model_label(everything, r["case"]["model"]),
-            str(r["case"]["batch_size"]),
-            data.with_settings(data.variant_of(r).label, data.settings(r)),
+            data.model_label(everything, r.case.model),
+            str(r.case.batch_size),
+            data.with_settings(r.case.variant.label, data.settings(r)),
             cell(ra) if ra else "not measured",
             cell(rb) if rb else "not measured",
             num(ratio, 3),
             interval(low, high, "{:.3f}"),
             s.verdict if s is not None else "",
-            num(ra and ra.get("compile_s"), 1),
-            num(rb and rb.get("compile_s"), 1),
+            num(ra and ra.compile_s, 1),
+            num(rb and rb.compile_s, 1),
         ])
     return Table(
         f"{a_name} vs {b_name}",

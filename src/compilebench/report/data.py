@@ -1,6 +1,6 @@
 """The report's view of results: load and merge stores, and name what a table groups by.
 
-Results stay the plain dicts the store keeps. A report groups them by hardware and batch size, and shows each
+Results are the typed Results the store returns. A report groups them by hardware and batch size, and shows each
 combination of torch version, variant and non-default settings as one column. No torch, no GPU."""
 
 from __future__ import annotations
@@ -10,45 +10,44 @@ from dataclasses import dataclass
 from packaging.version import InvalidVersion, Version
 
 from compilebench import peaks, suites
-from compilebench.comparison import mean
 from compilebench.envinfo import hardware_name
 from compilebench.errors import UserError
-from compilebench.spec import Case, Variant
+from compilebench.result import Repeat, Result
+from compilebench.spec import Variant
 from compilebench.store import Store
-from compilebench.vocab import MEASURED
 
 
-def load(paths: list[str]) -> list[dict]:
+def load(paths: list[str]) -> list[Result]:
     """Every result of every file, opened read-only. The same result in two files (one file copied into another,
     or merged twice) counts once: results are identified by their result_id, and the copy holding more repeats
     (one taken later in a sweep) wins."""
-    seen: dict[str, dict] = {}
+    seen: dict[str, Result] = {}
     for path in paths:
         with Store.open(path, create=False, write=False) as store:
             for r in store.results():
-                known = seen.get(r["result_id"])
-                if known is None or len(r.get("repeats", [])) > len(known.get("repeats", [])):
-                    seen[r["result_id"]] = r
+                known = seen.get(r.result_id)
+                if known is None or len(r.repeats) > len(known.repeats):
+                    seen[r.result_id] = r
     return list(seen.values())
 
 
-def latest(results: list[dict]) -> list[dict]:
+def latest(results: list[Result]) -> list[Result]:
     """The newest result of each case on each machine (a --rerun supersedes, it does not average)."""
-    newest: dict[tuple, dict] = {}
+    newest: dict[tuple, Result] = {}
     for r in results:
-        k = (r["case_key"], r["machine_id"])
-        if k not in newest or r["created_at"] >= newest[k]["created_at"]:
+        k = (r.case_key, r.machine_id)
+        if k not in newest or r.created_at >= newest[k].created_at:
             newest[k] = r
     return list(newest.values())
 
 
-def hardware(r: dict) -> str:
-    return hardware_name(r.get("env") or {"device": r["case"]["device"]})
+def hardware(r: Result) -> str:
+    return hardware_name(r.env or {"device": r.case.device})
 
 
-def torch_version(r: dict) -> str:
+def torch_version(r: Result) -> str:
     """The public version, without the local build tag: '2.13.0', '2.1.0.dev20230601'."""
-    return str((r.get("env") or {}).get("torch") or "?").split("+")[0]
+    return str(r.env.get("torch") or "?").split("+")[0]
 
 
 def _version_key(version: str) -> tuple:
@@ -59,7 +58,7 @@ def _version_key(version: str) -> tuple:
         return (1, version)
 
 
-def torch_labels(results: list[dict]) -> dict[str, str]:
+def torch_labels(results: list[Result]) -> dict[str, str]:
     """Version -> the guide's short label ('2.0'); the full version where two versions share major.minor."""
     versions = {torch_version(r) for r in results}
     short = {v: ".".join(v.split(".")[:2]) for v in versions}
@@ -67,13 +66,9 @@ def torch_labels(results: list[dict]) -> dict[str, str]:
     return {v: (v if short[v] in clash else short[v]) for v in versions}
 
 
-def variant_of(r: dict) -> Variant:
-    return Variant.from_dict(r["case"]["variant"])
-
-
-def settings(r: dict) -> tuple[str, ...]:
+def settings(r: Result) -> tuple[str, ...]:
     """What else makes this case differ from the guide's setup, as words for a header."""
-    return Case.from_dict(r["case"]).words() + (("inline nn.Module",) if r.get("inline_model") else ())
+    return r.case.words() + (("inline nn.Module",) if r.inline_model else ())
 
 
 def with_settings(label: str, settings_: tuple[str, ...]) -> str:
@@ -105,56 +100,50 @@ def _sort_key(version_key: tuple, v: Variant, settings_: tuple[str, ...]) -> tup
     return (version_key, settings_, v.order, v.label)
 
 
-def column(r: dict, labels: dict[str, str]) -> Column:
+def column(r: Result, labels: dict[str, str]) -> Column:
     version = torch_version(r)
-    v = variant_of(r)
+    v = r.case.variant
     s = settings(r)
     return Column(_sort_key(_version_key(version), v, s), labels[version], v, s)
 
 
-def model_order(results: list[dict]) -> list[str]:
+def model_order(results: list[Result]) -> list[str]:
     """The guide's row order, then any other model in the order it first appears."""
     order = {name: i for i, name in enumerate(suites.GUIDE_MODELS)}
-    models = list(dict.fromkeys(r["case"]["model"] for r in results))
+    models = list(dict.fromkeys(r.case.model for r in results))
     return sorted(models, key=lambda m: order.get(m, len(order)))
 
 
-def model_label(results: list[dict], model: str) -> str:
+def model_label(results: list[Result], model: str) -> str:
     """The guide's 'Task/Model' row label where the result has one, else the model's name."""
-    return next((r["label"] for r in results if r["case"]["model"] == model and r.get("label")), model)
+    return next((r.label for r in results if r.case.model == model and r.label), model)
 
 
-def measured_mean(r: dict) -> float | None:
-    """The mean of any result that was timed, for the details table and FLOP/s; `mean` is what tables average."""
-    s = r.get("stats") or {}
-    return s.get("mean") if r["status"] in MEASURED and s.get("n") else None
+def achieved_tflops(r: Result) -> float | None:
+    ms = r.measured_mean
+    return r.flops / (ms / 1e3) / 1e12 if r.flops and ms else None
 
 
-def achieved_tflops(r: dict) -> float | None:
-    ms = measured_mean(r)
-    return r["flops"] / (ms / 1e3) / 1e12 if r.get("flops") and ms else None
-
-
-def peak(r: dict) -> peaks.Peak | None:
+def peak(r: Result) -> peaks.Peak | None:
     """The datasheet peak of the math this result's dtype and TF32 setting allow on its GPU (None on CPU)."""
-    env = r.get("env") or {}
+    env = r.env
     if not str(env.get("device", "")).startswith("cuda"):
         return None
     tf32 = bool(env.get("tf32_matmul") or env.get("tf32_cudnn"))
-    return peaks.peak(str(env.get("device_name") or ""), r["case"].get("dtype") or "float32", tf32)
+    return peaks.peak(str(env.get("device_name") or ""), r.case.dtype, tf32)
 
 
-def peak_fraction(r: dict) -> float | None:
+def peak_fraction(r: Result) -> float | None:
     achieved, p = achieved_tflops(r), peak(r)
     return achieved / p.tflops if achieved is not None and p else None
 
 
-def flag_counts(results: list[dict]) -> dict[str, int]:
+def flag_counts(results: list[Result]) -> dict[str, int]:
     """How many results carry each flag."""
     from compilebench.vocab import FLAGS
 
     latest_ = latest(results)
-    return {f: sum(1 for r in latest_ if f in (r.get("flags") or [])) for f in FLAGS}
+    return {f: sum(1 for r in latest_ if f in r.flags) for f in FLAGS}
 
 
 @dataclass
@@ -166,8 +155,8 @@ class Group:
     batch_size: int
     columns: list[Column]
     models: list[str]
-    cells: dict[tuple[str, Column], dict]  # (model, column) -> result
-    results: list[dict]
+    cells: dict[tuple[str, Column], Result]  # (model, column) -> result
+    results: list[Result]
     tokens: tuple[int, int] | None = None  # text generation: (prompt length, new tokens)
 
     @property
@@ -189,19 +178,19 @@ class Group:
         return model_label(self.results, model)
 
 
-def groups(results: list[dict]) -> list[Group]:
+def groups(results: list[Result]) -> list[Group]:
     """Results split into guide tables. Where two machines of the same hardware measured the same cell, the
     newest result fills it (the details table lists both)."""
     results = latest(results)
     labels = torch_labels(results)
-    split: dict[tuple, list[dict]] = {}
-    for r in sorted(results, key=lambda r: r["created_at"]):
-        c = r["case"]
-        tokens = (c["prompt_len"], c["new_tokens"]) if c.get("new_tokens") else ()
-        split.setdefault((hardware(r), c["batch_size"], tokens), []).append(r)
+    split: dict[tuple, list[Result]] = {}
+    for r in sorted(results, key=lambda r: r.created_at):
+        c = r.case
+        tokens = (c.prompt_len, c.new_tokens) if c.generation else ()
+        split.setdefault((hardware(r), c.batch_size, tokens), []).append(r)
     out = []
     for (hw, batch, tokens), rs in sorted(split.items()):
-        cells = {(r["case"]["model"], column(r, labels)): r for r in rs}
+        cells = {(r.case.model, column(r, labels)): r for r in rs}
         out.append(
             Group(
                 hardware=hw,
@@ -216,29 +205,29 @@ def groups(results: list[dict]) -> list[Group]:
     return out
 
 
-def TTFT(rep: dict) -> list[float]:
+def TTFT(rep: Repeat) -> list[float]:
     """A repeat's time to first token of each steady-state generate() call."""
-    return (rep.get("generation") or {}).get("ttft_ms") or []
+    return rep.generation.get("ttft_ms") or []
 
 
-def PER_TOKEN(rep: dict) -> list[float]:
+def PER_TOKEN(rep: Repeat) -> list[float]:
     """A repeat's mean time per decoded token of each steady-state generate() call."""
-    return (rep.get("generation") or {}).get("per_token_ms") or []
+    return rep.generation.get("per_token_ms") or []
 
 
-def decode_tokens_per_s(r: dict) -> float | None:
+def decode_tokens_per_s(r: Result) -> float | None:
     """Tokens decoded per second after the first, every sequence of the batch counted."""
-    per_token = ((r.get("generation") or {}).get("per_token") or {}).get("mean")
-    return r["case"]["batch_size"] * 1e3 / per_token if mean(r) is not None and per_token else None
+    per_token = r.generation["per_token"].mean if "per_token" in r.generation else None
+    return r.case.batch_size * 1e3 / per_token if r.mean is not None and per_token else None
 
 
-def e2e_tokens_per_s(r: dict) -> float | None:
+def e2e_tokens_per_s(r: Result) -> float | None:
     """New tokens per second of whole generate() calls, prefill included, every sequence counted."""
-    m = mean(r)
-    return r["case"]["batch_size"] * r["case"]["new_tokens"] * 1e3 / m if m and r["case"].get("new_tokens") else None
+    m = r.mean
+    return r.case.batch_size * r.case.new_tokens * 1e3 / m if m and r.case.generation else None
 
 
-def require(results: list[dict], paths: list[str]) -> None:
+def require(results: list[Result], paths: list[str]) -> None:
     """An empty store is bad input for a report: one clear line rather than an empty page."""
     if not results:
         raise UserError(f"no results in {', '.join(paths)}: nothing to report (`compilebench run --db {paths[0]}` fills it)")

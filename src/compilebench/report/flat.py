@@ -15,11 +15,11 @@ import csv
 import io
 import json
 
-from compilebench import settings, stats
-from compilebench import comparison
+from compilebench import comparison, settings, stats
 from compilebench.report import data
 from compilebench.result import Result
 from compilebench.spec import eager_key_of
+from compilebench.stats import Estimate
 
 STATS = ("repeats", "n", "n_min", "mean_ms", "ci95_low_ms", "ci95_high_ms", "between_cv", "median_ms", "p90_ms",
          "p99_ms", "min_ms", "max_ms", "within_cv")
@@ -27,67 +27,65 @@ RESULT = ("first_call_s", "compile_s", "cold_compile_s", "warm_compile_s", "comp
           "graph_breaks", "recompiles_in_timed_loop", "max_abs_err", "max_rel_err", "peak_mem_bytes", "peak_mem_kind",
           "peak_mem_reserved_bytes", "compile_peak_mem_bytes", "energy_per_call_j", "math", "rel_tolerance",
           "isolation", "stopped_early", "message", "inline_model")
-KNOWN = {f for f in Result.__dataclass_fields__} | {"case_key"}
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
-def rows(results: list[dict], min_effect: float = stats.DEFAULT_MIN_EFFECT) -> list[dict]:
+def rows(results: list[Result], min_effect: float = stats.DEFAULT_MIN_EFFECT) -> list[dict]:
     """Every result (superseded reruns included; `created_at` tells them apart), oldest first."""
-    results = sorted(results, key=lambda r: r["created_at"])
-    newest = {(r["case_key"], r["machine_id"]): r for r in data.latest(results)}
-    env_keys = sorted({k for r in results for k in (r.get("env") or {})})
+    results = sorted(results, key=lambda r: r.created_at)
+    newest = {(r.case_key, r.machine_id): r for r in data.latest(results)}
+    env_keys = sorted({k for r in results for k in r.env})
     out = []
     for r in results:
-        c, s, env = r["case"], r.get("stats") or {}, r.get("env") or {}
-        v = data.variant_of(r)
+        c, s, env = r.case, r.stats, r.env
+        v = c.variant
         row = {
-            "result_id": r["result_id"],
-            "created_at": r["created_at"],
-            "machine_id": r["machine_id"],
+            "result_id": r.result_id,
+            "created_at": r.created_at,
+            "machine_id": r.machine_id,
             "hardware": data.hardware(r),
             "torch": data.torch_version(r),
-            "status": r["status"],
-            "flags": " ".join(r.get("flags") or []),
-            "model": c["model"],
-            "label": r.get("label") or c["model"],
-            "task": r.get("task") or c.get("task"),
-            "batch_size": c["batch_size"],
+            "status": r.status,
+            "flags": " ".join(r.flags),
+            "model": c.model,
+            "label": r.label or c.model,
+            "task": r.task or c.task,
+            "batch_size": c.batch_size,
             "variant": v.name,
             "variant_label": v.label,
             "backend": v.backend,
             "fullgraph": v.fullgraph,
             "dynamic": v.dynamic,
             "inductor_options": " ".join(f"{k}={val}" for k, val in v.options),
-            **{k: c.get(k) for k in settings.names() if k != "task"},  # the task has its column above
-            **{name: s.get(name.removesuffix("_ms")) for name in STATS},
-            **{k: r.get(k) for k in RESULT},
-            "iters_per_repeat": "/".join(str(len(rep.get("samples_ms") or [])) for rep in r.get("repeats") or []),
-            "break_reasons": "; ".join(r.get("break_reasons") or []),
-            "agreement": "; ".join(f"{k}={val:.4f}" for k, val in (r.get("agreement") or {}).items()),
+            **{k: getattr(c, k) for k in settings.names() if k != "task"},  # the task has its column above
+            **{name: getattr(s, name.removesuffix("_ms")) for name in STATS},
+            **{k: getattr(r, k) for k in RESULT},
+            "iters_per_repeat": "/".join(str(len(rep.samples_ms)) for rep in r.repeats),
+            "break_reasons": "; ".join(r.break_reasons),
+            "agreement": "; ".join(f"{k}={val:.4f}" for k, val in r.agreement.items()),
             "achieved_tflops": data.achieved_tflops(r),
             "min_effect": min_effect,
         }
         p = data.peak(r)
         row["peak_tflops"], row["peak_math"] = (p.tflops, p.math) if p else (None, None)
         row["peak_fraction"] = data.peak_fraction(r)
-        eager = newest.get((eager_key_of(c), r["machine_id"])) if v.compiled or v.cache else None
+        eager = newest.get((eager_key_of({**r.case_extra, **c.to_dict()}), r.machine_id)) if v.compiled or v.cache else None
         sp = comparison.speedup(eager, r, min_effect) if eager is not None else None
         row["eager_mean_ms"] = comparison.mean(eager)
         row.update(_speedup_columns("", sp))
-        row["break_even_inferences"] = (stats.break_even(r.get("compile_s"), comparison.mean(eager), comparison.mean(r))
+        row["break_even_inferences"] = (stats.break_even(r.compile_s, comparison.mean(eager), r.mean)
                                         if sp is not None else None)
-        gen = r.get("generation") or {}
-        if c.get("new_tokens"):
+        if c.generation:
             for metric, name in ((data.TTFT, "ttft"), (data.PER_TOKEN, "per_token")):
-                est = gen.get(name) or {}
-                row[f"{name}_ms"] = est.get("mean")
-                row[f"{name}_ci95_low_ms"], row[f"{name}_ci95_high_ms"] = est.get("ci95_low"), est.get("ci95_high")
+                est = r.generation.get(name) or Estimate()
+                row[f"{name}_ms"] = est.mean
+                row[f"{name}_ci95_low_ms"], row[f"{name}_ci95_high_ms"] = est.ci95_low, est.ci95_high
                 row.update(_speedup_columns(f"{name}_", comparison.speedup(eager, r, min_effect, metric) if eager else None))
             row["decode_tokens_per_s"] = data.decode_tokens_per_s(r)
             row["e2e_tokens_per_s"] = data.e2e_tokens_per_s(r)
-            row["first_divergence"] = min((rep.get("generation", {}).get("first_divergence") for rep in r.get("repeats", [])
-                                           if rep.get("generation", {}).get("first_divergence") is not None), default=None)
-        row.update({k: _scalar(val) for k, val in r.items() if k not in KNOWN})  # written by a newer compilebench
+            row["first_divergence"] = min((rep.generation["first_divergence"] for rep in r.repeats
+                                           if rep.generation.get("first_divergence") is not None), default=None)
+        row.update({k: _scalar(val) for k, val in r.extra.items()})  # written by a newer compilebench
         row.update({f"env_{k}": env.get(k) for k in env_keys})
         out.append(row)
     return out

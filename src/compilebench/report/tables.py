@@ -12,12 +12,13 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from compilebench import stats
-from compilebench.envinfo import hardware_name
-from compilebench import comparison
-from compilebench.report import data
+from compilebench import comparison, stats
 from compilebench.comparison import Speedup
+from compilebench.envinfo import hardware_name
+from compilebench.report import data
 from compilebench.report.data import Column, Group
+from compilebench.result import Result
+from compilebench.stats import Estimate
 from compilebench.vocab import CLOCK, CUDAGRAPHS_SKIPPED, FLAGS, INCONCLUSIVE_REMEDY, VERDICTS, Verdict
 
 MIN_EFFECT = stats.DEFAULT_MIN_EFFECT
@@ -35,15 +36,15 @@ class Table:
 CELL_FLAGS = (CLOCK.name, CUDAGRAPHS_SKIPPED.name)
 
 
-def cell(r: dict | None) -> str:
+def cell(r: Result | None) -> str:
     """A guide cell: the mean (with a flag that changes what it is), `OOM`, the status word of another failure, or
     empty where nothing was measured."""
     if r is None:
         return ""
-    if r["status"] == "ok":
-        marks = [f for f in r.get("flags") or () if f in CELL_FLAGS]
-        return f"{r['stats']['mean']:.3f}" + (f" ({', '.join(marks)})" if marks else "")
-    return "OOM" if r["status"] == "oom" else r["status"]
+    if r.status == "ok":
+        marks = [f for f in r.flags if f in CELL_FLAGS]
+        return f"{r.stats.mean:.3f}" + (f" ({', '.join(marks)})" if marks else "")
+    return "OOM" if r.status == "oom" else r.status
 
 
 def pct(x: float | None) -> str:
@@ -103,18 +104,18 @@ def guide_table(g: Group, versions: int, min_effect: float = MIN_EFFECT) -> Tabl
         for c in g.compiled_columns:
             comp = g.cells.get((model, c))
             row += improvement_cells(comparison.speedup(g.cells.get((model, c.eager)), comp, min_effect))
-            row.append(num(comp.get("compile_s"), 1) if comp else "")
+            row.append(num(comp.compile_s, 1) if comp else "")
         rows.append(row)
     notes = [verdict_note(min_effect)] if g.compiled_columns else []
     return Table(g.title, header, rows, notes)
 
 
-def guide_tables(results: list[dict], min_effect: float = MIN_EFFECT) -> list[Table]:
+def guide_tables(results: list[Result], min_effect: float = MIN_EFFECT) -> list[Table]:
     versions = len(data.torch_labels(results))
     return [guide_table(g, versions, min_effect) for g in data.groups(results) if not g.generation]
 
 
-def summary_table(results: list[dict], min_effect: float = MIN_EFFECT) -> Table:
+def summary_table(results: list[Result], min_effect: float = MIN_EFFECT) -> Table:
     """Per hardware, batch size and compiled column: the geometric-mean speed-up over the models measured ok both
     ways, how many verdicts of each kind, and the best and worst model."""
     rows = []
@@ -126,7 +127,7 @@ def summary_table(results: list[dict], min_effect: float = MIN_EFFECT) -> Table:
                 if s is not None:
                     pairs.append((s.value, g.label(model)))
                     verdicts[s.verdict] += 1
-            not_ok = sum(1 for m in g.models if (r := g.cells.get((m, c))) is not None and r["status"] != "ok")
+            not_ok = sum(1 for m in g.models if (r := g.cells.get((m, c))) is not None and r.status != "ok")
             counts = ", ".join(f"{verdicts[v]} {v}" for v in VERDICTS if verdicts[v])
             if pairs:
                 geo = math.exp(sum(math.log(s) for s, _ in pairs) / len(pairs))
@@ -145,13 +146,13 @@ def summary_table(results: list[dict], min_effect: float = MIN_EFFECT) -> Table:
     )
 
 
-def flags_note(results: list[dict]) -> list[str]:
+def flags_note(results: list[Result]) -> list[str]:
     """How many results carry each flag, each with its remedy."""
     counts = data.flag_counts(results)
     return [f"- {flag}: {n} result(s). {FLAGS[flag].remedy[0].upper()}{FLAGS[flag].remedy[1:]}." for flag, n in counts.items() if n]
 
 
-def speedup_table(results: list[dict], min_effect: float = MIN_EFFECT) -> Table:
+def speedup_table(results: list[Result], min_effect: float = MIN_EFFECT) -> Table:
     """Every compiled result against its eager baseline: the speed-up with its 95% interval and verdict, and
     what compiling cost: cold and warm compile seconds and the inferences it takes to pay them back."""
     rows = []
@@ -162,11 +163,11 @@ def speedup_table(results: list[dict], min_effect: float = MIN_EFFECT) -> Table:
                 if comp is None:
                     continue
                 s = comparison.speedup(eager, comp, min_effect)
-                row = [g.hardware, g.label(model), str(g.batch_size), c.header, comp["status"], *speedup_cells(s),
+                row = [g.hardware, g.label(model), str(g.batch_size), c.header, comp.status, *speedup_cells(s),
                        "paired" if s and s.paired else ("" if s is None else "unpaired"),
-                       num(comp.get("cold_compile_s"), 1), num(comp.get("warm_compile_s"), 1)]
+                       num(comp.cold_compile_s, 1), num(comp.warm_compile_s, 1)]
                 if s is not None:
-                    be = stats.break_even(comp.get("compile_s"), comparison.mean(eager), comparison.mean(comp))
+                    be = stats.break_even(comp.compile_s, comparison.mean(eager), comp.mean)
                     row.append("never" if be is None else f"{be:,.0f}")
                 else:
                     row.append("")
@@ -188,14 +189,14 @@ def speedup_table(results: list[dict], min_effect: float = MIN_EFFECT) -> Table:
     )
 
 
-def _memory_ratio(eager: dict | None, compiled: dict) -> str:
-    e, c = (eager or {}).get("peak_mem_bytes"), compiled.get("peak_mem_bytes")
-    if not e or not c or (eager or {}).get("peak_mem_kind") != compiled.get("peak_mem_kind"):
+def _memory_ratio(eager: Result | None, compiled: Result) -> str:
+    e, c = eager and eager.peak_mem_bytes, compiled.peak_mem_bytes
+    if not e or not c or eager.peak_mem_kind != compiled.peak_mem_kind:
         return ""
     return f"{c / e:.2f}x ({c / 2**20:,.0f} / {e / 2**20:,.0f} MiB)"
 
 
-def recommendation_table(results: list[dict], min_effect: float = MIN_EFFECT) -> Table:
+def recommendation_table(results: list[Result], min_effect: float = MIN_EFFECT) -> Table:
     """Per hardware, torch version, batch size and model: the fastest variant measured ok (correct, no recompile)
     whose verdict against plain eager is `faster`, with its speed-up, interval and break-even; else no compile."""
     rows = []
@@ -221,7 +222,7 @@ def recommendation_table(results: list[dict], min_effect: float = MIN_EFFECT) ->
                     row += ["no compile", "", "", "", why]
                 else:
                     c, s, r = best
-                    be = stats.break_even(r.get("compile_s"), comparison.mean(base), comparison.mean(r)) if c.variant.compiled else 0
+                    be = stats.break_even(r.compile_s, comparison.mean(base), r.mean) if c.variant.compiled else 0
                     row += [c.header.removeprefix(f"torch {torch_label} - "), f"{s.value:.3f}x",
                             interval(s.low, s.high, "{:.3f}x"), "never" if be is None else f"{be:,.0f}", ""]
                 rows.append(row)
@@ -236,7 +237,7 @@ def recommendation_table(results: list[dict], min_effect: float = MIN_EFFECT) ->
     )
 
 
-def _by_hardware(results: list[dict]) -> dict[str, list[Group]]:
+def _by_hardware(results: list[Result]) -> dict[str, list[Group]]:
     out: dict[str, list[Group]] = defaultdict(list)
     for g in data.groups(results):
         if not g.generation:
@@ -257,7 +258,7 @@ def _batch_rows(groups: list[Group], columns: list[Column], extra) -> list[list[
     return rows
 
 
-def version_tables(results: list[dict], min_effect: float = MIN_EFFECT) -> list[Table]:
+def version_tables(results: list[Result], min_effect: float = MIN_EFFECT) -> list[Table]:
     """The guide's "PyTorch Nightly" section: per hardware holding more than one torch version, every version's
     eager and compiled means side by side, and how much the newest changed each against the oldest, with verdict."""
     tables = []
@@ -283,7 +284,7 @@ def version_tables(results: list[dict], min_effect: float = MIN_EFFECT) -> list[
     return tables
 
 
-def mode_tables(results: list[dict], min_effect: float = MIN_EFFECT) -> list[Table]:
+def mode_tables(results: list[Result], min_effect: float = MIN_EFFECT) -> list[Table]:
     """The guide's "Reduce Overhead" section: per hardware and torch version holding more than one compile mode,
     eager and every mode side by side with each mode's % improvement and verdict."""
     tables = []
@@ -310,14 +311,14 @@ def mode_tables(results: list[dict], min_effect: float = MIN_EFFECT) -> list[Tab
     return tables
 
 
-def _estimate(summary: dict | None, digits: int = 3) -> tuple[str, str]:
+def _estimate(summary: Estimate | None, digits: int = 3) -> tuple[str, str]:
     """An estimate between processes and its interval, as cells."""
-    if not summary or summary.get("mean") is None:
+    if not summary or summary.mean is None:
         return "", ""
-    return f"{summary['mean']:.{digits}f}", interval(summary.get("ci95_low"), summary.get("ci95_high"), f"{{:.{digits}f}}")
+    return f"{summary.mean:.{digits}f}", interval(summary.ci95_low, summary.ci95_high, f"{{:.{digits}f}}")
 
 
-def generation_tables(results: list[dict], min_effect: float = MIN_EFFECT) -> list[Table]:
+def generation_tables(results: list[Result], min_effect: float = MIN_EFFECT) -> list[Table]:
     """Text generation, one table per (hardware, batch size, prompt length, new tokens): per model and variant the
     time to first token, the time per decoded token and tokens per second, each with its interval, and against
     eager the % improvement of each with its interval and verdict."""
@@ -331,17 +332,17 @@ def generation_tables(results: list[dict], min_effect: float = MIN_EFFECT) -> li
                 r = g.cells.get((model, c))
                 if r is None:
                     continue
-                gen = r.get("generation") or {}
+                gen = r.generation
                 ok = comparison.mean(r) is not None
                 ttft, ttft_ci = _estimate(gen.get("ttft") if ok else None)
                 tok, tok_ci = _estimate(gen.get("per_token") if ok else None)
-                row = [g.label(model), c.header, r["status"], ttft, ttft_ci, tok, tok_ci,
+                row = [g.label(model), c.header, r.status, ttft, ttft_ci, tok, tok_ci,
                        num(data.decode_tokens_per_s(r), 1), num(data.e2e_tokens_per_s(r), 1)]
                 base = g.cells.get((model, c.eager)) if c != c.eager else None
                 for metric in (data.TTFT, data.PER_TOKEN):
                     s = comparison.speedup(base, r, min_effect, metric) if base is not None else None
                     row.append("" if s is None else f"{pct(s.improvement)} ({interval(*s.improvement_interval)}) {s.verdict}")
-                first = (r.get("repeats") or [{}])[0].get("generation", {}).get("first_calls") or []
+                first = r.repeats[0].generation.get("first_calls") or [] if r.repeats else []
                 row.append(" / ".join(f"{f['total_ms'] / 1e3:.2f}" for f in first))
                 rows.append(row)
         tables.append(Table(
@@ -359,48 +360,47 @@ def generation_tables(results: list[dict], min_effect: float = MIN_EFFECT) -> li
     return tables
 
 
-def details_table(results: list[dict]) -> Table:
+def details_table(results: list[Result]) -> Table:
     """Every result with its noise: the numbers behind each table cell, and why a cell is not a number."""
     order = {m: i for i, m in enumerate(data.model_order(results))}
     results = sorted(data.latest(results), key=lambda r: (
-        data.hardware(r), data.torch_version(r), r["case"]["batch_size"], order[r["case"]["model"]],
-        data.settings(r), data.variant_of(r).order, r["created_at"]))
+        data.hardware(r), data.torch_version(r), r.case.batch_size, order[r.case.model],
+        data.settings(r), r.case.variant.order, r.created_at))
     rows, boards = [], set()
     for r in results:
-        s = r.get("stats") or {}
-        measured = data.measured_mean(r) is not None
+        s = r.stats
+        measured = r.measured_mean is not None
         fraction, p = data.peak_fraction(r), data.peak(r)
-        reps = r.get("repeats") or []
-        ns = [len(rep.get("samples_ms") or []) for rep in reps]
-        within = s.get("within_cv") if measured else None
+        ns = [len(rep.samples_ms) for rep in r.repeats]
+        within = s.within_cv if measured else None
         rows.append([
             data.hardware(r),
             f"torch {data.torch_version(r)}",
-            r["case"]["model"],
-            str(r["case"]["batch_size"]),
-            data.with_settings(data.variant_of(r).label, data.settings(r)),
-            r["status"] + (" (budget)" if r.get("stopped_early") else ""),
-            ", ".join(r.get("flags") or []),
-            num(s.get("mean"), 3) if measured else "",
-            interval(s.get("ci95_low"), s.get("ci95_high"), "{:.3f}") if measured else "",
-            str(len(reps)),
+            r.case.model,
+            str(r.case.batch_size),
+            data.with_settings(r.case.variant.label, data.settings(r)),
+            r.status + (" (budget)" if r.stopped_early else ""),
+            ", ".join(r.flags),
+            num(s.mean, 3) if measured else "",
+            interval(s.ci95_low, s.ci95_high, "{:.3f}") if measured else "",
+            str(len(r.repeats)),
             "/".join(map(str, ns)),
             "" if within is None else f"{within * 100:.1f}%",
-            "" if not measured or s.get("between_cv") is None else f"{s['between_cv'] * 100:.1f}%",
-            num(r.get("cold_compile_s"), 2),
-            num(r.get("warm_compile_s"), 2),
-            num(r.get("max_rel_err"), None),
-            f"{r['flops'] / 1e9:.3g}" if r.get("flops") else "",  # significant digits: tiny configs are MFLOPs
+            "" if not measured or s.between_cv is None else f"{s.between_cv * 100:.1f}%",
+            num(r.cold_compile_s, 2),
+            num(r.warm_compile_s, 2),
+            num(r.max_rel_err, None),
+            f"{r.flops / 1e9:.3g}" if r.flops else "",  # significant digits: tiny configs are MFLOPs
             f"{data.achieved_tflops(r):.3g}" if data.achieved_tflops(r) is not None else "",
             f"{fraction * 100:.1f}% {p.math}" if fraction is not None else "",
         ])
         if p:
             boards.add(f"{p.device} {p.math} {p.tflops:g}")
-    notes = [f"- {r['case']['model']} b{r['case']['batch_size']} {data.variant_of(r).label}: {r['status']}: "
-             f"{r.get('message') or ''}".rstrip() for r in results if r["status"] != "ok"]
-    skipped = [f"- {r['case']['model']} b{r['case']['batch_size']} {data.variant_of(r).label}: "
-               f"{'; '.join(r['cudagraph_skip_reasons'])}" for r in results if CUDAGRAPHS_SKIPPED.name in (r.get("flags") or ())]
-    tolerances = sorted({(r["math"], r["rel_tolerance"]) for r in results if r.get("math") and r.get("rel_tolerance")})
+    notes = [f"- {r.case.model} b{r.case.batch_size} {r.case.variant.label}: {r.status}: "
+             f"{r.message or ''}".rstrip() for r in results if r.status != "ok"]
+    skipped = [f"- {r.case.model} b{r.case.batch_size} {r.case.variant.label}: "
+               f"{'; '.join(r.cudagraph_skip_reasons)}" for r in results if CUDAGRAPHS_SKIPPED.name in r.flags]
+    tolerances = sorted({(r.math, r.rel_tolerance) for r in results if r.math and r.rel_tolerance})
     flags = flags_note(results)
     return Table(
         "",
@@ -428,11 +428,11 @@ ENV_FIELDS = ("hostname", "device_name", "device", "cuda_visible_devices", "driv
               "compilebench")
 
 
-def environment_tables(results: list[dict]) -> list[Table]:
+def environment_tables(results: list[Result]) -> list[Table]:
     """One table per machine: what was installed and set when its results were measured."""
     machines: dict[str, dict] = {}
-    for r in sorted(results, key=lambda r: r["created_at"]):
-        machines[r["machine_id"]] = r.get("env") or {}
+    for r in sorted(results, key=lambda r: r.created_at):
+        machines[r.machine_id] = r.env
     tables = []
     for machine, env in machines.items():
         keys = [k for k in ENV_FIELDS if k in env] + sorted(k for k in env if k not in ENV_FIELDS)
