@@ -181,7 +181,7 @@ def test_skipped_cuda_graphs_flag_a_cuda_graph_variant_with_inductors_reason():
 
 def test_a_flag_reaches_the_result_the_tables_and_compare():
     import fakeresults as fr
-    from compilebench.report import compare, tables
+    from compilebench.report import compare, details as detailsmod, tables
     from compilebench.result import Result
 
     rep = Repeat(flags=["cudagraphs-skipped"], cudagraph_skip_reasons=["skipping cudagraphs due to mutated inputs"])
@@ -190,7 +190,7 @@ def test_a_flag_reaches_the_result_the_tables_and_compare():
                env={"device": "cuda:0", "torch": "2.13"})
     assert r.flags == ["cudagraphs-skipped"] and r.cudagraph_skip_reasons == rep.cudagraph_skip_reasons
     assert tables.cell(r) == "1.000 (cudagraphs-skipped)"
-    details = tables.details_table([r])
+    details = detailsmod.details_table([r])
     assert any("skipping cudagraphs due to mutated inputs" in n for n in details.notes)
     a = [fr.result("resnet-50", 1, "reduce-overhead", 5.0)]
     b = [fr.result("resnet-50", 1, "reduce-overhead", 9.0, flags=("cudagraphs-skipped",))]

@@ -14,7 +14,7 @@ from PIL import Image
 
 import fakeresults as fr
 from compilebench import comparison, peaks, report
-from compilebench.report import charts, data, tables
+from compilebench.report import charts, data, details, tables
 
 GUIDE = Path(__file__).parent / "data" / "guide_a100_batch1.md"
 EVIL = "<script>document.title='pwned'</script>"
@@ -436,7 +436,7 @@ def test_details_give_the_fraction_of_peak_on_known_gpus_only():
                fr.result("vit", 1, "eager", 2.0, env=rtx), fr.result("vit", 1, "eager", 100.0, env=fr.CPU)]
     for r in results:
         r.flops = int(98.9e9)
-    table = tables.details_table(results)
+    table = details.details_table(results)
     of_peak = {(row[0], row[4]): row[-1] for row in table.rows}
     # 98.9 GFLOP in 2 ms is 49.45 TFLOP/s: 10% of TF32's 494.5 (cuDNN may use TF32); in 1 ms of bf16 also 10%, of 989.5
     assert of_peak == {("H100", "no compile"): "10.0% TF32 tensor", ("H100", "no compile, bfloat16"): "10.0% BF16 tensor",
@@ -557,8 +557,8 @@ def test_the_report_counts_the_results_carrying_each_flag(tmp_path):
     text = (tmp_path / "report.md").read_text()
     assert "Flags: 1 noisy, 2 busy, 0 throttled, 0 clock, 0 cudagraphs-skipped." in text
     assert "busy: 2 result(s). Other processes used the CPU while the timed loop ran" in text
-    details = tables.details_table(results)
-    assert [r[6] for r in details.rows] == ["", "busy", "noisy, busy"]  # the guide's order: ViT first
+    detail = details.details_table(results)
+    assert [r[6] for r in detail.rows] == ["", "busy", "noisy, busy"]  # the guide's order: ViT first
 
 
 def test_a_read_only_results_file_is_reported(tmp_path, cli):

@@ -11,7 +11,7 @@ from compilebench import dispatch, envinfo, plan, probe, settings, spec as specm
 from compilebench import report as reportmod
 from compilebench.cli.reports import default_out, main_file
 from compilebench.errors import UnknownChoice, UserError
-from compilebench.report import markdown, tables
+from compilebench.report import details, markdown, tables
 
 EXECUTORS = ("local", "ray")
 EXIT_FAILED = 1  # the environment failed the sweep (a full disk, a locked results file): nothing of it was lost
@@ -37,7 +37,7 @@ def cmd_run(args) -> int:
     if results:
         min_effect = prepared.spec.min_effect
         print(markdown.tables([*tables.guide_tables(results, min_effect), *tables.generation_tables(results, min_effect),
-                               tables.details_table(results)]))
+                               details.details_table(results)]))
         print("Recommendation\n\n" + markdown.table(tables.recommendation_table(results, min_effect)))
         written = reportmod.write(results, out_dir, formats, [args.db], min_effect=min_effect)
         print(f"report: {main_file(written, out_dir)}", file=sys.stderr)

@@ -12,7 +12,7 @@ import tempfile
 from compilebench import stats
 from compilebench.errors import UnknownChoice, UserError
 from compilebench.report import charts as chartsmod
-from compilebench.report import data, flat, html, markdown, tables
+from compilebench.report import data, details, flat, html, markdown, tables
 from compilebench.result import Result
 
 FORMATS = ("md", "html", "csv", "json")
@@ -79,8 +79,8 @@ def sections(results: list[Result], charts: list[chartsmod.Chart], min_effect: f
         ("Hardware", hardware_items),
         ("Torch versions", tables.version_tables(results, min_effect)),
         ("Compile modes", tables.mode_tables(results, min_effect)),
-        ("Details", [tables.details_table(results)]),
-        ("Environment", tables.environment_tables(results)),
+        ("Details", [details.details_table(results)]),
+        ("Environment", details.environment_tables(results)),
     ]
 
 

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 
 from compilebench import comparison, stats
 from compilebench.comparison import Speedup
-from compilebench.envinfo import hardware_name
 from compilebench.report import data
 from compilebench.report.data import Column, Group
 from compilebench.result import Result
@@ -357,85 +356,4 @@ def generation_tables(results: list[Result], min_effect: float = MIN_EFFECT) -> 
                    "first calls: the first generate() calls of the first repeat, one by one: compiling (prefill and "
                    "decode compile apart; CUDA graphs record on later calls) ends where they level off."],
         ))
-    return tables
-
-
-def details_table(results: list[Result]) -> Table:
-    """Every result with its noise: the numbers behind each table cell, and why a cell is not a number."""
-    order = {m: i for i, m in enumerate(data.model_order(results))}
-    results = sorted(data.latest(results), key=lambda r: (
-        data.hardware(r), data.torch_version(r), r.case.batch_size, order[r.case.model],
-        data.settings(r), r.case.variant.order, r.created_at))
-    rows, boards = [], set()
-    for r in results:
-        s = r.stats
-        measured = r.measured_mean is not None
-        fraction, p = data.peak_fraction(r), data.peak(r)
-        ns = [len(rep.samples_ms) for rep in r.repeats]
-        within = s.within_cv if measured else None
-        rows.append([
-            data.hardware(r),
-            f"torch {data.torch_version(r)}",
-            r.case.model,
-            str(r.case.batch_size),
-            data.with_settings(r.case.variant.label, data.settings(r)),
-            r.status + (" (budget)" if r.stopped_early else ""),
-            ", ".join(r.flags),
-            num(s.mean, 3) if measured else "",
-            interval(s.ci95_low, s.ci95_high, "{:.3f}") if measured else "",
-            str(len(r.repeats)),
-            "/".join(map(str, ns)),
-            "" if within is None else f"{within * 100:.1f}%",
-            "" if not measured or s.between_cv is None else f"{s.between_cv * 100:.1f}%",
-            num(r.cold_compile_s, 2),
-            num(r.warm_compile_s, 2),
-            num(r.max_rel_err, None),
-            f"{r.flops / 1e9:.3g}" if r.flops else "",  # significant digits: tiny configs are MFLOPs
-            f"{data.achieved_tflops(r):.3g}" if data.achieved_tflops(r) is not None else "",
-            f"{fraction * 100:.1f}% {p.math}" if fraction is not None else "",
-        ])
-        if p:
-            boards.add(f"{p.device} {p.math} {p.tflops:g}")
-    notes = [f"- {r.case.model} b{r.case.batch_size} {r.case.variant.label}: {r.status}: "
-             f"{r.message or ''}".rstrip() for r in results if r.status != "ok"]
-    skipped = [f"- {r.case.model} b{r.case.batch_size} {r.case.variant.label}: "
-               f"{'; '.join(r.cudagraph_skip_reasons)}" for r in results if CUDAGRAPHS_SKIPPED.name in r.flags]
-    tolerances = sorted({(r.math, r.rel_tolerance) for r in results if r.math and r.rel_tolerance})
-    flags = flags_note(results)
-    return Table(
-        "",
-        ["hardware", "torch", "model", "batch", "variant", "status", "flags", "mean ms", "95% CI ms", "R", "N per repeat",
-         "CV within a process", "spread between processes", "cold compile s", "warm compile s", "max rel err", "GFLOP",
-         "TFLOP/s", "of peak"],
-        rows,
-        notes=["mean: the geometric mean of the per-process means of the R repeats (fresh worker processes); its 95% "
-               "interval is between processes, so it holds what a rerun would see. N: timed calls in each repeat. CV "
-               "within a process describes one process's noise only; the spread between processes is the standard "
-               "deviation of the log means."]
-        + (["Flags:"] + flags if flags else [])
-        + ([f"of peak: achieved TFLOP/s over the datasheet's dense peak TFLOP/s ({'; '.join(sorted(boards))}); "
-            "float32 counts as TF32 when TF32 was allowed for matmuls or convolutions."] if boards else [])
-        + ([f"max rel err allowed: {'; '.join(f'{m} {t:.0e}' for m, t in tolerances)} (tf32: float32 whose "
-            "convolutions or matmuls ran on TF32 tensor cores, as cuDNN allows by default on Ampere and later)"]
-           if tolerances else [])
-        + ((["CUDA graphs skipped (inductor's reason):"] + skipped) if skipped else [])
-        + ((["Not ok:"] + notes) if notes else []),
-    )
-
-
-ENV_FIELDS = ("hostname", "device_name", "device", "cuda_visible_devices", "driver", "cuda", "torch", "transformers", "triton", "python",
-              "os", "cpu", "cpu_count", "cpu_affinity", "torch_threads", "float32_matmul_precision", "tf32_matmul", "tf32_cudnn",
-              "compilebench")
-
-
-def environment_tables(results: list[Result]) -> list[Table]:
-    """One table per machine: what was installed and set when its results were measured."""
-    machines: dict[str, dict] = {}
-    for r in sorted(results, key=lambda r: r.created_at):
-        machines[r.machine_id] = r.env
-    tables = []
-    for machine, env in machines.items():
-        keys = [k for k in ENV_FIELDS if k in env] + sorted(k for k in env if k not in ENV_FIELDS)
-        rows = [[k, "" if env[k] is None else str(env[k])] for k in keys]
-        tables.append(Table(f"{hardware_name(env)}: {machine}", ["field", "value"], rows))
     return tables
