@@ -11,6 +11,7 @@ from typing import Callable
 
 from compilebench import dispatch, envinfo, executors, locks, probe, spec as specmod, sweep, variants, zoo
 from compilebench.errors import UnknownChoice, UserError
+from compilebench.result import Result
 from compilebench.zoo import factory, hub
 
 
@@ -90,13 +91,14 @@ class Plan:
     def run(self, store, *, cases: list[specmod.Case] | None = None, spec: specmod.RunSpec | None = None,
             states=None, quiet: bool = False) -> sweep.SweepOutcome:
         """Measure every repeat of the plan's cases (or of `cases`, under `spec`: tune's rungs) not stored yet."""
-        return sweep.run(spec or self.spec, store, self.dispatcher, self.targets, cases=cases or self.cases,
+        return sweep.run(spec or self.spec, store, self.dispatcher, self.targets, cases=self.cases if cases is None else cases,
                          labels=self.labels, states=states, quiet=quiet)
 
-    def results(self, store, cases: list[specmod.Case] | None = None) -> list:
+    def results(self, store, cases: list[specmod.Case] | None = None) -> list[Result]:
         """The newest stored result of each case on each target, whoever measured it (this run or another
         process on the same file): as `compilebench run` reports them."""
-        found = (store.latest(c.key(), t.resume_id) for c in (cases or self.cases) for t in self.targets)
+        found = (store.latest(c.key(), t.resume_id) for c in (self.cases if cases is None else cases)
+                 for t in self.targets)
         return [r for r in found if r is not None]
 
 
