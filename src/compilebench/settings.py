@@ -12,7 +12,6 @@ How to add one: README.md, "Adding a setting"."""
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 from dataclasses import dataclass, field
 from typing import Callable
@@ -89,10 +88,6 @@ class Settings:
         """The settings that differ from the defaults, by name."""
         return {f.name: getattr(self, f.name) for f in fields() if getattr(self, f.name) != f.default}
 
-    def settings(self) -> Settings:
-        """Just the settings (of a Case or a RunSpec)."""
-        return Settings(**{f.name: getattr(self, f.name) for f in fields()})
-
     def for_kind(self, kind: str) -> dict[str, object]:
         """The settings as a model of this kind takes them: one that applies to the other kind stays at its default."""
         return {f.name: getattr(self, f.name) if f.metadata["only"] in (None, kind) else f.default for f in fields()}
@@ -145,7 +140,3 @@ def check(s: Settings) -> None:
 def _is_cuda_index(device: str) -> bool:
     prefix, _, index = device.partition(":")
     return prefix == "cuda" and index.isdigit()
-
-
-def finite_seconds(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

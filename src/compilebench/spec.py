@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import math
 from dataclasses import dataclass, field
 
 from compilebench import settings as settingsmod
@@ -258,8 +259,12 @@ class RunSpec(Settings):
         return list(dict.fromkeys(out))
 
 
+def _finite(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def _seconds(option: str, value) -> None:
-    if value is not None and not (settingsmod.finite_seconds(value) and value > 0):
+    if value is not None and not (_finite(value) and value > 0):
         raise UserError(f"{option} must be a positive, finite number of seconds, got {value!r}")
 
 
@@ -292,7 +297,7 @@ def validate(spec: RunSpec) -> None:
         raise UserError(f"--min-iters {t.min_iters} is more than --iters {t.iters}: a timed loop cannot end before it starts")
     _integer("--first-calls", t.first_calls, 1)
     _seconds("--max-time", t.max_time_s)
-    if t.warmup_s is not None and not (settingsmod.finite_seconds(t.warmup_s) and t.warmup_s >= 0):
+    if t.warmup_s is not None and not (_finite(t.warmup_s) and t.warmup_s >= 0):
         raise UserError(f"--warmup-time must be a finite number of seconds >= 0, got {t.warmup_s!r}")
     _seconds("--timeout", spec.timeout_s)
     _integer("--repeats", spec.repeats, 1, MAX_REPEATS)
