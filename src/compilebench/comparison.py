@@ -56,12 +56,6 @@ def speedup(eager: Result | None, other: Result | None, min_effect: float = stat
     return Speedup(s, low, high, Verdict.of(low, high, min_effect), pair)
 
 
-def improvement(eager: Result | None, compiled: Result | None) -> float | None:
-    """The guide's % improvement of the two estimates: (eager - compiled) / eager * 100."""
-    e, c = mean(eager), mean(compiled)
-    return stats.improvement_pct(e, c) if e and c else None
-
-
 def best(candidates: Iterable[tuple[T, Speedup | None]]) -> tuple[T, Speedup] | None:
     """The fastest candidate whose speed-up is `faster` (its whole interval beyond the minimum effect); None where
     none is: then the answer is not to compile. The recommendation table and `tune` both pick with it."""
