@@ -181,7 +181,8 @@ def test_skipped_cuda_graphs_flag_a_cuda_graph_variant_with_inductors_reason():
 
 def test_a_flag_reaches_the_result_the_tables_and_compare():
     import fakeresults as fr
-    from compilebench.report import compare, details as detailsmod, tables
+    from compilebench.report import cells, compare, details as detailsmod
+    from compilebench.report.view import View
     from compilebench.result import Result
 
     rep = Repeat(flags=["cudagraphs-skipped"], cudagraph_skip_reasons=["skipping cudagraphs due to mutated inputs"])
@@ -189,13 +190,13 @@ def test_a_flag_reaches_the_result_the_tables_and_compare():
     r = Result(Case("resnet-50", 1, Variant("reduce-overhead"), device="cuda:0"), [rep], machine_id="m",
                env={"device": "cuda:0", "torch": "2.13"})
     assert r.flags == ["cudagraphs-skipped"] and r.cudagraph_skip_reasons == rep.cudagraph_skip_reasons
-    assert tables.cell(r) == "1.000 (cudagraphs-skipped)"
-    details = detailsmod.details_table([r])
+    assert cells.cell(r) == "1.000 (cudagraphs-skipped)"
+    details = detailsmod.details_table(View([r]))
     assert any("skipping cudagraphs due to mutated inputs" in n for n in details.notes)
     a = [fr.result("resnet-50", 1, "reduce-overhead", 5.0)]
     b = [fr.result("resnet-50", 1, "reduce-overhead", 9.0, flags=("cudagraphs-skipped",))]
-    (row,) = compare.compare(a, b, "a.db", "b.db").rows
-    assert row[3] == "5.000" and row[4] == "9.000 (cudagraphs-skipped)"
+    (row,) = compare.compare(a, b, "a.db", "b.db").records()
+    assert row["A ms"] == "5.000" and row["B ms"] == "9.000 (cudagraphs-skipped)"
 
 
 def test_sync_each_call_is_a_setting_of_the_case_and_of_its_key():

@@ -90,3 +90,10 @@ def test_lower_layers_never_import_upper_ones(lower, upper):
     offenders = [(m, dep) for m, deps in GRAPH.items() if _under(m, lower) and not _under(m, upper)
                  and m not in ("compilebench", "compilebench.__main__") for dep in deps if _under(dep, upper)]
     assert offenders == [], offenders
+
+
+def test_every_speed_up_a_report_shows_comes_from_its_view():
+    """The report's model is built once (report/view.py): no table, chart or CSV row computes a speed-up of its own
+    (compare.py compares two files, which share no view)."""
+    callers = sorted(p.name for p in (PACKAGE / "report").glob("*.py") if "comparison.speedup(" in p.read_text())
+    assert callers == ["compare.py", "view.py"]

@@ -20,6 +20,7 @@ import pytest
 
 from compilebench import report
 from compilebench.report import data
+from compilebench.report.view import View
 
 RELEASE = Path(__file__).parent / "data" / "release-0.2.0"
 RUNS = (
@@ -42,7 +43,7 @@ def test_a_release_file_reports_as_that_release_did(release_db, tmp_path):
     """The markdown to the byte; the CSV and JSON rows with the same values under the same column names (their
     order follows the settings' declaration now), plus the one setting 0.2.0 left out of them: `inputs`."""
     out = tmp_path / "report"
-    report.write(data.load([release_db]), str(out), ("md", "csv", "json"), ["results.db"], 0.02)
+    report.write(View(data.load([release_db]), 0.02), str(out), ("md", "csv", "json"), ["results.db"])
     assert (out / "report.md").read_text() == (RELEASE / "report.md").read_text()
     added = {"inputs"}
     with open(out / "results.csv") as new, open(RELEASE / "results.csv") as old:

@@ -14,7 +14,8 @@ from PIL import Image
 
 import fakeresults as fr
 from compilebench import comparison, peaks, report
-from compilebench.report import charts, data, details, tables
+from compilebench.report import charts, details, tables
+from compilebench.report.view import View
 
 GUIDE = Path(__file__).parent / "data" / "guide_a100_batch1.md"
 EVIL = "<script>document.title='pwned'</script>"
@@ -29,6 +30,12 @@ def md_table(text: str, title: str) -> tuple[list[str], list[list[str]]]:
             break
         table.append([c.strip() for c in line.strip().strip("|").split("|")])
     return table[0], table[2:]
+
+
+def md_records(text: str, title: str) -> list[dict[str, str]]:
+    """The rows of the markdown table under `### title`, each as {column name: cell}."""
+    header, rows = md_table(text, title)
+    return [dict(zip(header, r)) for r in rows]
 
 
 def guide_results() -> list[dict]:
@@ -51,11 +58,12 @@ def test_the_guides_a100_batch_1_table_renders_as_in_the_guide(tmp_path, cli):
     assert header[:3] == ["Task/Model", "torch 2.0 - no compile", "torch 2.0 - compile"]
     assert [tuple(r[:3]) for r in got] == rows  # same rows, same order, same values
     assert header[3:] == ["% improvement", "95% CI", "verdict", "compile s"]
-    for (label, eager, compiled), r in zip(rows, got):
-        assert r[3] == f"{(float(eager) - float(compiled)) / float(eager) * 100:.1f}%" and r[6] == "50.0"
-        low, high = (float(x.rstrip("%")) for x in r[4].split(" to "))
-        assert low < float(r[3].rstrip("%")) < high  # the interval holds the estimate
-        assert r[5] in ("faster", "slower", "same", "inconclusive")
+    for (label, eager, compiled), r in zip(rows, md_records(text, title)):
+        assert r["% improvement"] == f"{(float(eager) - float(compiled)) / float(eager) * 100:.1f}%"
+        assert r["compile s"] == "50.0"
+        low, high = (float(x.rstrip("%")) for x in r["95% CI"].split(" to "))
+        assert low < float(r["% improvement"].rstrip("%")) < high  # the interval holds the estimate
+        assert r["verdict"] in ("faster", "slower", "same", "inconclusive")
     assert f"### {title}" in p.stdout  # printed too
 
 
@@ -135,7 +143,7 @@ def test_bad_report_options_are_one_line_and_write_nothing(tmp_path, cli):
 
 def test_an_interrupted_report_leaves_the_previous_one_whole(tmp_path, monkeypatch):
     results = guide_results()
-    report.write(results, str(tmp_path), ("md",), ["r.db"])
+    report.write(View(results), str(tmp_path), ("md",), ["r.db"])
     before = (tmp_path / "report.md").read_text()
 
     def fail(*a):
@@ -143,7 +151,7 @@ def test_an_interrupted_report_leaves_the_previous_one_whole(tmp_path, monkeypat
 
     monkeypatch.setattr(report.flat, "to_csv", fail)  # rendering dies after the markdown was made
     with pytest.raises(KeyboardInterrupt):
-        report.write(results + [fr.result("vit", 4, "eager", 1.0)], str(tmp_path), ("md", "csv"), ["r.db"])
+        report.write(View(results + [fr.result("vit", 4, "eager", 1.0)]), str(tmp_path), ("md", "csv"), ["r.db"])
     assert (tmp_path / "report.md").read_text() == before
     assert sorted(os.listdir(tmp_path)) == ["charts", "report.md"]  # no scratch folder, no half-written file
 
@@ -153,7 +161,7 @@ def test_csv_and_json_are_flat_rows_that_pandas_loads(tmp_path):
     results = guide_results() + [fr.result("detr", 4, "eager", None, status="oom", message="out of memory")]
     for r in results[:2]:
         r.flops = int(4e12)  # as if counted: 4 TFLOP per forward
-    report.write(results, str(tmp_path), ("csv", "json"), ["r.db"])
+    report.write(View(results), str(tmp_path), ("csv", "json"), ["r.db"])
     for frame in (pd.read_csv(tmp_path / "results.csv"), pd.read_json(tmp_path / "results.json")):
         assert len(frame) == 25
         vit = frame[(frame.model == "vit") & (frame.variant == "default")].iloc[0]
@@ -178,7 +186,7 @@ def test_charts_are_valid_png_and_svg_with_one_bar_per_model_and_variant(tmp_pat
         fr.result("resnet-50", 4, "eager", 6.6), fr.result("resnet-50", 4, "default", None, status="oom"),
         fr.result("vit", 1, "eager", 16.5, env=fr.T4), fr.result("vit", 1, "default", 15.8, env=fr.T4),
     ]
-    made = charts.render(results, str(tmp_path))
+    made = charts.render(View(results), str(tmp_path))
     titles = [c.title for c in made]
     assert titles == [
         "Inference duration: A100, torch 2.0, batch size 1",
@@ -286,7 +294,7 @@ def test_the_html_page_renders_in_chromium_and_shows_a_script_name_as_text(tmp_p
     results = guide_results() + [fr.result("evil", 1, "eager", 3.0, label=EVIL),
                                  fr.result("evil", 1, "default", None, status="error", label=EVIL,
                                            message=f"ValueError: bad {EVIL} & more")]
-    report.write(results, str(tmp_path / "out"), ("html",), [str(tmp_path / f"<b>{EVIL}.db")])
+    report.write(View(results), str(tmp_path / "out"), ("html",), [str(tmp_path / f"<b>{EVIL}.db")])
     page = tmp_path / "out" / "report.html"
     text = page.read_text()
     assert "<script" not in text and "http://" not in text.replace("http://www.w3.org", "")  # nothing remote
@@ -324,16 +332,16 @@ def test_run_writes_the_report_of_what_it_ran(tmp_path, cli):
 def test_columns_keep_settings_apart_and_name_them_in_the_header():
     tiny = fr.result("vit", 1, "eager", 1.0, model_size="tiny")
     full = fr.result("vit", 1, "eager", 9.0)
-    (g,) = data.groups([tiny, full])
+    (g,) = View([tiny, full]).groups
     assert [c.header for c in g.columns] == ["torch 2.0 - no compile", "torch 2.0 - no compile, tiny config"]
-    assert [comparison.mean(g.cells[("vit", c)]) for c in g.columns] == pytest.approx([9.0, 1.0])
+    assert [comparison.mean(g.result("vit", c)) for c in g.columns] == pytest.approx([9.0, 1.0])
 
 
 def test_torch_versions_sort_numerically_and_keep_apart_when_short_names_clash():
     def at(version):
         return fr.result("vit", 1, "eager", 1.0, env={**fr.A100, "torch": version, "hostname": version})
 
-    (g,) = data.groups([at("2.10.0"), at("2.9.1"), at("2.9.0+cu121")])
+    (g,) = View([at("2.10.0"), at("2.9.1"), at("2.9.0+cu121")]).groups
     assert [c.torch for c in g.columns] == ["2.9.0", "2.9.1", "2.10"]
 
 
@@ -342,7 +350,7 @@ def test_the_hardware_chart_keeps_each_torch_version_of_one_hardware_apart(tmp_p
     results = [fr.result("vit", 1, "eager", 10.0), fr.result("vit", 1, "default", 8.0),
                fr.result("vit", 1, "eager", 10.0, env=a100_21), fr.result("vit", 1, "default", 5.0, env=a100_21),
                fr.result("vit", 1, "eager", 20.0, env=fr.T4), fr.result("vit", 1, "default", 19.0, env=fr.T4)]
-    (chart,) = [c for c in charts.render(results, str(tmp_path)) if c.section == ("batch", 1)]
+    (chart,) = [c for c in charts.render(View(results), str(tmp_path)) if c.section == ("batch", 1)]
     assert chart.bars == [("Image Classification/ViT", "A100, torch 2.0"), ("Image Classification/ViT", "A100, torch 2.1"),
                           ("Image Classification/ViT", "T4, torch 2.0")]
     svg = Path(chart.svg).read_text()
@@ -357,15 +365,22 @@ def test_speedup_table_has_the_ci_verdict_and_break_even(tmp_path):
                fr.result("beit", 1, "eager", 9.0), fr.result("beit", 1, "default", 20.0, status="mismatch", compile_s=1.0)]
     for r, mib in zip(results[:2], (100, 150)):
         r.peak_mem_bytes, r.peak_mem_kind = mib * 2**20, "cuda_max_allocated"
-    report.write(results, str(tmp_path), ("md", "csv"), ["r.db"])
+    report.write(View(results), str(tmp_path), ("md", "csv"), ["r.db"])
     text = (tmp_path / "report.md").read_text()
-    rows = {r[1]: r for r in md_table(text.replace("## Speed-ups and compile cost\n", "### speedups\n"), "speedups")[1]}
-    assert rows["Image Classification/ResNet"][4:] == ["ok", "2.500x", rows["Image Classification/ResNet"][6], "faster",
-                                                     "unpaired", "30.0", "30.0", "5,000", "1.50x (150 / 100 MiB)"]
-    assert rows["Image Classification/ViT"][7:] == ["inconclusive", "unpaired", "40.0", "40.0", "never", ""]
-    assert rows["Image Classification/BeiT"][4:6] == ["mismatch", ""]  # a wrong model gets no speed-up
-    _, guide = md_table(text, "A100 (batch size: 1)")
-    assert ["Image Classification/BeiT", "9.000", "mismatch", "", "", "", "1.0"] in guide
+    rows = {r["Task/Model"]: r for r in md_records(text.replace("## Speed-ups and compile cost\n", "### speedups\n"), "speedups")}
+    resnet_cost = {k: rows["Image Classification/ResNet"][k] for k in (
+        "status", "speed-up", "verdict", "interval from", "cold compile s", "warm compile s", "break-even (inferences)",
+        "peak memory compiled / eager")}
+    assert resnet_cost == {"status": "ok", "speed-up": "2.500x", "verdict": "faster", "interval from": "unpaired",
+                           "cold compile s": "30.0", "warm compile s": "30.0", "break-even (inferences)": "5,000",
+                           "peak memory compiled / eager": "1.50x (150 / 100 MiB)"}
+    vit = rows["Image Classification/ViT"]
+    assert (vit["verdict"], vit["interval from"], vit["break-even (inferences)"]) == ("inconclusive", "unpaired", "never")
+    assert (rows["Image Classification/BeiT"]["status"], rows["Image Classification/BeiT"]["speed-up"]) == ("mismatch", "")
+    guide = {r["Task/Model"]: r for r in md_records(text, "A100 (batch size: 1)")}
+    assert guide["Image Classification/BeiT"] == {  # a wrong model gets no speed-up
+        "Task/Model": "Image Classification/BeiT", "torch 2.0 - no compile": "9.000", "torch 2.0 - compile": "mismatch",
+        "% improvement": "", "95% CI": "", "verdict": "", "compile s": "1.0"}
     import pandas as pd
 
     frame = pd.read_csv(tmp_path / "results.csv")
@@ -373,10 +388,10 @@ def test_speedup_table_has_the_ci_verdict_and_break_even(tmp_path):
     assert resnet.break_even_inferences == 5000 and resnet.verdict == "faster"
     assert resnet.speedup_ci95_low < 2.5 < resnet.speedup_ci95_high
     # the same interval in the speed-up table, the CSV and the guide table (as % improvement)
-    low, high = (float(x.rstrip("x")) for x in rows["Image Classification/ResNet"][6].split(" to "))
+    low, high = (float(x.rstrip("x")) for x in rows["Image Classification/ResNet"]["95% CI"].split(" to "))
     assert (low, high) == (pytest.approx(resnet.speedup_ci95_low, abs=6e-4), pytest.approx(resnet.speedup_ci95_high, abs=6e-4))
-    resnet_row = next(r for r in guide if r[0] == "Image Classification/ResNet")
-    assert resnet_row[4] == f"{resnet.improvement_ci95_low_pct:.1f}% to {resnet.improvement_ci95_high_pct:.1f}%"
+    resnet_row = guide["Image Classification/ResNet"]
+    assert resnet_row["95% CI"] == f"{resnet.improvement_ci95_low_pct:.1f}% to {resnet.improvement_ci95_high_pct:.1f}%"
 
 
 def test_the_recommendation_is_the_fastest_correct_variant_whose_verdict_is_faster(tmp_path):
@@ -391,15 +406,18 @@ def test_the_recommendation_is_the_fastest_correct_variant_whose_verdict_is_fast
         fr.result("beit", 1, "eager", 10.0, processes=[10.0 / 1.0005, 10.0, 10.0 * 1.0005]),
         fr.result("beit", 1, "default", 9.95, processes=[9.95 / 1.0005, 9.95, 9.95 * 1.0005], compile_s=40.0),
     ]
-    report.write(results, str(tmp_path), ("md",), ["r.db"])
+    report.write(View(results), str(tmp_path), ("md",), ["r.db"])
     text = (tmp_path / "report.md").read_text().replace("## Recommendation\n", "### rec\n")
-    rows = {r[3]: r[4:] for r in md_table(text, "rec")[1]}
+    rows = {r["Task/Model"]: r for r in md_records(text, "rec")}
     resnet = rows["Image Classification/ResNet"]
-    assert resnet[0] == "compile (reduce-overhead)" and resnet[1] == "2.500x" and resnet[3] == "10,000"
-    assert rows["Image Classification/ViT"] == [
+    assert (resnet["recommended"], resnet["speed-up"], resnet["break-even (inferences)"]) == (
+        "compile (reduce-overhead)", "2.500x", "10,000")
+    picked = ("recommended", "speed-up", "95% CI", "break-even (inferences)", "why")
+    assert [rows["Image Classification/ViT"][k] for k in picked] == [
         "no compile", "", "", "", "nothing measured is faster than eager beyond 2% (1 inconclusive: more repeats or "
                                   "--interleave may decide)"]
-    assert rows["Image Classification/BeiT"] == ["no compile", "", "", "", "nothing measured is faster than eager beyond 2%"]
+    assert [rows["Image Classification/BeiT"][k] for k in picked] == [
+        "no compile", "", "", "", "nothing measured is faster than eager beyond 2%"]
 
 
 @pytest.mark.parametrize("name, dtype, tf32, expected", [
@@ -436,8 +454,8 @@ def test_details_give_the_fraction_of_peak_on_known_gpus_only():
                fr.result("vit", 1, "eager", 2.0, env=rtx), fr.result("vit", 1, "eager", 100.0, env=fr.CPU)]
     for r in results:
         r.flops = int(98.9e9)
-    table = details.details_table(results)
-    of_peak = {(row[0], row[4]): row[-1] for row in table.rows}
+    table = details.details_table(View(results))
+    of_peak = {(row["hardware"], row["variant"]): row["of peak"] for row in table.records()}
     # 98.9 GFLOP in 2 ms is 49.45 TFLOP/s: 10% of TF32's 494.5 (cuDNN may use TF32); in 1 ms of bf16 also 10%, of 989.5
     assert of_peak == {("H100", "no compile"): "10.0% TF32 tensor", ("H100", "no compile, bfloat16"): "10.0% BF16 tensor",
                        ("NVIDIA GeForce RTX 4090", "no compile"): "", ("CPU (AMD EPYC 7B13, 2 threads)", "no compile"): ""}
@@ -451,18 +469,17 @@ def test_charts_draw_intervals_mark_inconclusive_bars_and_keep_durations_above_z
         fr.result("detr", 1, "default", 1500.0, processes=[1400.0, 1600.0]),
         fr.result("resnet-50", 1, "eager", 10.0), fr.result("resnet-50", 1, "default", 5.0),
     ]
-    made = charts.render(results, str(tmp_path))
+    made = charts.render(View(results), str(tmp_path))
     duration, improvement = made[0], made[1]
     assert duration.xlim[0] >= 0
     assert improvement.inconclusive == [("Object Detection/DETR", "torch 2.0 - compile")]
     svg = Path(improvement.svg).read_text()
     assert "inconclusive" in svg and "faster" in svg
-    (group,) = data.groups(results)
-    table = tables.guide_table(group, 1)
-    detr = next(r for r in table.rows if r[0] == "Object Detection/DETR")
-    assert detr[5] == "inconclusive" and f"{detr[3]} inconclusive" in svg  # the same number in table and chart
-    resnet = next(r for r in table.rows if r[0] == "Image Classification/ResNet")
-    assert f"{resnet[3]} faster" in svg
+    (table,) = tables.guide_tables(View(results))
+    rows = {r["Task/Model"]: r for r in table.records()}
+    detr = rows["Object Detection/DETR"]
+    assert detr["verdict"] == "inconclusive" and f"{detr['% improvement']} inconclusive" in svg  # the same number in both
+    assert f"{rows['Image Classification/ResNet']['% improvement']} faster" in svg
 
 
 def test_a_bar_label_past_a_long_whisker_stays_inside_the_axes():
@@ -487,12 +504,11 @@ def test_a_bar_label_past_a_long_whisker_stays_inside_the_axes():
 
 def test_the_html_page_holds_the_same_numbers_as_the_markdown(tmp_path):
     results = guide_results()
-    report.write(results, str(tmp_path), ("md", "html"), ["r.db"])
+    report.write(View(results), str(tmp_path), ("md", "html"), ["r.db"])
     md = (tmp_path / "report.md").read_text()
     page = (tmp_path / "report.html").read_text()
-    _, rows = md_table(md, "A100 (batch size: 1)")
-    for row in rows:
-        for value in row[1:6]:
+    for row in md_records(md, "A100 (batch size: 1)"):
+        for value in (row[k] for k in ("torch 2.0 - no compile", "torch 2.0 - compile", "% improvement", "95% CI", "verdict")):
             assert f"<td>{value}</td>" in page or f'<td class="fail">{value}</td>' in page
 
 
@@ -511,20 +527,22 @@ def test_generation_results_get_their_table_and_compile_curve(tmp_path):
     results = [generation_result("smollm2-135m", "eager", 40.0, 10.0),
                generation_result("smollm2-135m", "eager-static-cache", 42.0, 9.0),
                generation_result("smollm2-135m", "default", 20.0, 5.0)]
-    (table,) = tables.generation_tables(results)
+    (table,) = tables.generation_tables(View(results))
     assert table.title == "CPU (AMD EPYC 7B13, 2 threads) (batch size: 1, prompt: 16 tokens, 8 new tokens)"
-    rows = {r[1]: r for r in table.rows}
+    rows = {r["variant"]: r for r in table.records()}
     eager, compiled = rows["torch 2.13 - no compile"], rows["torch 2.13 - compile"]
-    assert eager[3] == "40.000" and eager[5] == "10.000" and eager[7] == "100.0"  # 1000 / 10 ms per token
-    assert compiled[3] == "20.000" and compiled[5] == "5.000" and compiled[7] == "200.0"
-    assert compiled[10].startswith("50.0% (") and compiled[10].endswith(") faster")  # per token vs eager
-    assert compiled[11] == "30.00 / 2.00 / 0.20"  # the first calls of repeat 1, in seconds
-    assert rows["torch 2.13 - no compile, static cache"][9].endswith("inconclusive") or \
-        rows["torch 2.13 - no compile, static cache"][9].endswith("slower")  # TTFT 42 vs 40 ms
-    made = charts.render(results, str(tmp_path))
+    figures = ("TTFT ms", "ms/token", "decode tokens/s")
+    assert [eager[k] for k in figures] == ["40.000", "10.000", "100.0"]  # 1000 / 10 ms per token
+    assert [compiled[k] for k in figures] == ["20.000", "5.000", "200.0"]
+    per_token = compiled["per token vs no compile"]
+    assert per_token.startswith("50.0% (") and per_token.endswith(") faster")
+    assert compiled["first calls s (repeat 1)"] == "30.00 / 2.00 / 0.20"  # the first calls of repeat 1, in seconds
+    assert rows["torch 2.13 - no compile, static cache"]["TTFT vs no compile"].endswith(("inconclusive", "slower"))  # 42 vs 40 ms
+    assert eager["TTFT vs no compile"] == ""  # the baseline is not compared with itself
+    made = charts.render(View(results), str(tmp_path))
     (curve,) = [c for c in made if c.title.startswith("First generate() calls")]
     assert len(curve.bars) == 3 and "log scale" in Path(curve.svg).read_text()
-    report.write(results, str(tmp_path / "out"), ("md", "csv"), ["r.db"])
+    report.write(View(results), str(tmp_path / "out"), ("md", "csv"), ["r.db"])
     import pandas as pd
 
     frame = pd.read_csv(tmp_path / "out" / "results.csv")
@@ -541,7 +559,7 @@ def test_csv_cells_that_a_spreadsheet_would_run_are_escaped(tmp_path):
                      label="+cmd|' /C calc'!A0")
     fine = fr.result("resnet-50", 1, "eager", 10.0)
     slower = fr.result("resnet-50", 1, "default", 12.0)
-    report.write([evil, fine, slower], str(tmp_path), ("csv", "json"), ["r.db"])
+    report.write(View([evil, fine, slower]), str(tmp_path), ("csv", "json"), ["r.db"])
     frame = pd.read_csv(tmp_path / "results.csv")
     row = frame[frame.status == "error"].iloc[0]
     assert row.model == "'=HYPERLINK(\"http://x\")" and row.message == "'-2+3 @SUM(A1)" and row.label.startswith("'+cmd")
@@ -553,12 +571,12 @@ def test_csv_cells_that_a_spreadsheet_would_run_are_escaped(tmp_path):
 def test_the_report_counts_the_results_carrying_each_flag(tmp_path):
     results = [fr.result("resnet-50", 1, "eager", 10.0, flags=("busy",)),
                fr.result("resnet-50", 1, "default", 5.0, flags=("busy", "noisy")), fr.result("vit", 1, "eager", 9.0)]
-    report.write(results, str(tmp_path), ("md",), ["r.db"])
+    report.write(View(results), str(tmp_path), ("md",), ["r.db"])
     text = (tmp_path / "report.md").read_text()
     assert "Flags: 1 noisy, 2 busy, 0 throttled, 0 clock, 0 cudagraphs-skipped." in text
     assert "busy: 2 result(s). Other processes used the CPU while the timed loop ran" in text
-    detail = details.details_table(results)
-    assert [r[6] for r in detail.rows] == ["", "busy", "noisy, busy"]  # the guide's order: ViT first
+    detail = details.details_table(View(results))
+    assert [r["flags"] for r in detail.records()] == ["", "busy", "noisy, busy"]  # the guide's order: ViT first
 
 
 def test_a_read_only_results_file_is_reported(tmp_path, cli):

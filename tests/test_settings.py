@@ -9,6 +9,7 @@ import pytest
 import fakeresults as fr
 from compilebench import settings
 from compilebench.report import data, flat
+from compilebench.report.view import View
 from compilebench.spec import Case, RunSpec, Variant
 
 VISION, TEXT = "resnet-50", "smollm2-135m"
@@ -63,11 +64,11 @@ def _result(f, **changes) -> dict:
 @pytest.mark.parametrize("f", SETTINGS, ids=lambda f: f.name)
 def test_the_report_gives_the_setting_its_own_cell_and_the_csv_its_column(f):
     plain, changed = _result(f), _result(f, **_changed(f))
-    cells = [(g.title, model, column.header) for g in data.groups([plain, changed]) for (model, column) in g.cells]
+    cells = [(g.title, model, column.header) for g in View([plain, changed]).groups for (model, column) in g.cells]
     assert len(set(cells)) == 2, f"{f.name}: two results that differ only in it share a cell of the report"
     if f.metadata["words"]:
         assert data.settings(changed) != data.settings(plain)
-    row = {r["result_id"]: r for r in flat.rows([plain, changed])}[changed.result_id]
+    row = {r["result_id"]: r for r in flat.rows(View([plain, changed]))}[changed.result_id]
     assert row[f.name] == f.metadata["example"]
 
 

@@ -17,6 +17,7 @@ Measurement is exactly what `compilebench run` does: the same repeats, intervals
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import sys
 import tempfile
@@ -25,6 +26,7 @@ from typing import Callable
 from compilebench import plan, report as reportmod, spec as specmod, stats, store as storemod, suites as suitesmod, zoo
 from compilebench.errors import UserError
 from compilebench.report import data, flat, markdown, tables
+from compilebench.report.view import View
 from compilebench.result import Result
 
 
@@ -33,6 +35,11 @@ class Results:
 
     def __init__(self, results: list[Result], path: str | None = None, min_effect: float = stats.DEFAULT_MIN_EFFECT):
         self.results, self.path, self.min_effect = results, path, min_effect
+
+    @functools.cached_property
+    def view(self) -> View:
+        """The report's model of these results, built on first use: tables, rows and files all read it."""
+        return View(self.results, self.min_effect)
 
     def __len__(self) -> int:
         return len(self.results)
@@ -51,21 +58,20 @@ class Results:
             import pandas
         except ImportError:
             raise UserError("Results.to_pandas needs pandas: pip install pandas") from None
-        return pandas.DataFrame(flat.rows(self.results, self.min_effect))
+        return pandas.DataFrame(flat.rows(self.view))
 
     def table(self) -> str:
         """The guide's tables (and text generation's), as markdown."""
         if not self.results:
             return "(no results)"
-        return markdown.tables([*tables.guide_tables(self.results, self.min_effect),
-                                *tables.generation_tables(self.results, self.min_effect)])
+        return markdown.tables([*tables.guide_tables(self.view), *tables.generation_tables(self.view)])
 
     def _repr_markdown_(self) -> str:  # a notebook shows the tables
         return self.table()
 
     def report(self, out_dir: str, formats: tuple[str, ...] = reportmod.FORMATS) -> list[str]:
         """Write the report (markdown, HTML, charts, CSV, JSON) into out_dir; returns the files written."""
-        return reportmod.write(self.results, out_dir, tuple(formats), [self.path or "memory"], self.min_effect)
+        return reportmod.write(self.view, out_dir, tuple(formats), [self.path or "memory"])
 
 
 def load(path: str, min_effect: float = stats.DEFAULT_MIN_EFFECT) -> Results:

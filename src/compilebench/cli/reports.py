@@ -10,6 +10,7 @@ from compilebench.errors import UserError
 from compilebench.report import compare as comparemod
 from compilebench.report import data as reportdata
 from compilebench.report import markdown, tables
+from compilebench.report.view import View
 
 
 def default_out(db: str) -> str:
@@ -29,9 +30,9 @@ def cmd_report(args) -> int:
     formats = reportmod.parse_formats(args.format)
     out_dir = args.out or default_out(dbs[0])
     reportmod.check_out_dir(out_dir)
-    results = reportdata.load(dbs)
-    written = reportmod.write(results, out_dir, formats, dbs, min_effect=args.min_effect)
-    print(markdown.tables([tables.summary_table(results, args.min_effect), *tables.guide_tables(results, args.min_effect)]))
+    view = View(reportdata.load(dbs), args.min_effect)
+    written = reportmod.write(view, out_dir, formats, dbs)
+    print(markdown.tables([tables.summary_table(view), *tables.guide_tables(view)]))
     print(f"wrote {len(written)} file(s) to {out_dir}; open {main_file(written, out_dir)}", file=sys.stderr)
     return 0
 

@@ -12,6 +12,7 @@ from compilebench import report as reportmod
 from compilebench.cli.reports import default_out, main_file
 from compilebench.errors import UnknownChoice, UserError
 from compilebench.report import details, markdown, tables
+from compilebench.report.view import View
 
 EXECUTORS = ("local", "ray")
 EXIT_FAILED = 1  # the environment failed the sweep (a full disk, a locked results file): nothing of it was lost
@@ -35,11 +36,10 @@ def cmd_run(args) -> int:
         results = prepared.results(store)
 
     if results:
-        min_effect = prepared.spec.min_effect
-        print(markdown.tables([*tables.guide_tables(results, min_effect), *tables.generation_tables(results, min_effect),
-                               details.details_table(results)]))
-        print("Recommendation\n\n" + markdown.table(tables.recommendation_table(results, min_effect)))
-        written = reportmod.write(results, out_dir, formats, [args.db], min_effect=min_effect)
+        view = View(results, prepared.spec.min_effect)
+        print(markdown.tables([*tables.guide_tables(view), *tables.generation_tables(view), details.details_table(view)]))
+        print("Recommendation\n\n" + markdown.table(tables.recommendation_table(view)))
+        written = reportmod.write(view, out_dir, formats, [args.db])
         print(f"report: {main_file(written, out_dir)}", file=sys.stderr)
     print(summary(outcome, args.db), file=sys.stderr)
     if outcome.interrupted:

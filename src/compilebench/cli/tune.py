@@ -12,8 +12,8 @@ import time
 from compilebench import compiler_state, plan, spec as specmod, store as storemod, sweep, tune
 from compilebench.cli.run import EXIT_FAILED, resume_command
 from compilebench.envinfo import hardware_name
-from compilebench.report import markdown, tables
-from compilebench.report.tables import Table, interval
+from compilebench.report import cells, markdown
+from compilebench.report.cells import Table, interval
 from compilebench.result import Result
 
 
@@ -80,10 +80,10 @@ def render(result: tune.Outcome, min_effect: float, db: str) -> str:
         r = t.result
         rows.append([t.config.describe(), str(t.rungs), r.status if r else "",
                      f"{s.value:.3f}x" if s else "", interval(s.low, s.high, "{:.3f}x") if s else "",
-                     s.verdict if s else "", tables.num(r and r.cold_compile_s, 1), t.dropped or ""])
+                     s.verdict if s else "", cells.num(r and r.cold_compile_s, 1), t.dropped or ""])
     out += ["", markdown.table(Table("Configurations measured", ["configuration", "rungs", "status", "speed-up",
                                                                    "95% CI", "verdict", "cold compile s", "dropped"],
-                                     rows, [tables.verdict_note(min_effect)]))]
+                                     rows, [cells.verdict_note(min_effect)]))]
     if result.untried:
         out.append(f"Not tried within the budget ({len(result.untried)}): "
                    + "; ".join(c.describe() for c in result.untried) + ". A larger --budget tries them.")

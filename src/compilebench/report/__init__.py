@@ -9,11 +9,11 @@ import os
 import shutil
 import tempfile
 
-from compilebench import stats
 from compilebench.errors import UnknownChoice, UserError
 from compilebench.report import charts as chartsmod
 from compilebench.report import data, details, flat, html, markdown, tables
-from compilebench.result import Result
+from compilebench.report.cells import Table
+from compilebench.report.view import View
 
 FORMATS = ("md", "html", "csv", "json")
 FILES = {"md": "report.md", "html": "report.html", "csv": "results.csv", "json": "results.json"}
@@ -49,46 +49,43 @@ def check_out_dir(out_dir: str) -> None:
         raise UserError(f"cannot write the report to {out_dir!r}: {probe!r} is not writable ({exc.strerror})") from None
 
 
-def sections(results: list[Result], charts: list[chartsmod.Chart], min_effect: float) -> list[tuple[str, list]]:
+def sections(view: View, charts: list[chartsmod.Chart]) -> list[tuple[str, list]]:
     """The report in reading order; an item is a Table, a paragraph or a Chart."""
     by_section: dict[tuple, list] = {}
     for c in charts:
         by_section.setdefault(c.section, []).append(c)
-    ok = sum(1 for r in data.latest(results) if r.status == "ok")
-    summary: list = [tables.summary_table(results, min_effect)]
+    ok = sum(1 for r in view.latest if r.status == "ok")
+    summary: list = [tables.summary_table(view)]
     if not ok:
         summary.insert(0, "No case was measured ok: the details below say why each failed.")
-    flags = tables.flags_note(results)
+    flags = tables.flags_note(view)
     if flags:
-        summary += ["Flags (see Details):", tables.Table("", ["flag"], [[f[2:]] for f in flags])]
-    vision = {t.title: t for t in tables.guide_tables(results, min_effect)}
-    generation = {t.title: t for t in tables.generation_tables(results, min_effect)}
+        summary += ["Flags (see Details):", Table("", ["flag"], [[f[2:]] for f in flags])]
     results_items: list = []
-    for g in data.groups(results):
-        table = (generation if g.generation else vision).get(g.title)
-        key = ("group", g.hardware, g.batch_size, g.tokens) if g.generation else ("group", g.hardware, g.batch_size)
-        results_items += [table, *by_section.get(key, [])]
+    for g in view.groups:  # each group's table, then its charts
+        table = tables.generation_table(view, g) if g.generation else tables.guide_table(view, g)
+        results_items += [table, *by_section.get(g.key, [])]
     batch_items = [c for key, cs in by_section.items() if key[0] == "hardware" for c in cs]
     hardware_items = [c for key, cs in by_section.items() if key[0] == "batch" for c in cs]
     return [
         ("Summary", summary),
         ("Results", results_items),
-        ("Recommendation", [tables.recommendation_table(results, min_effect)]),
-        ("Speed-ups and compile cost", [tables.speedup_table(results, min_effect)]),
+        ("Recommendation", [tables.recommendation_table(view)]),
+        ("Speed-ups and compile cost", [tables.speedup_table(view)]),
         ("Batch sizes", batch_items),
         ("Hardware", hardware_items),
-        ("Torch versions", tables.version_tables(results, min_effect)),
-        ("Compile modes", tables.mode_tables(results, min_effect)),
-        ("Details", [details.details_table(results)]),
-        ("Environment", details.environment_tables(results)),
+        ("Torch versions", tables.version_tables(view)),
+        ("Compile modes", tables.mode_tables(view)),
+        ("Details", [details.details_table(view)]),
+        ("Environment", details.environment_tables(view.results)),
     ]
 
 
-def intro(results: list[Result], sources: list[str]) -> list[str]:
-    latest = data.latest(results)
+def intro(view: View, sources: list[str]) -> list[str]:
+    latest = view.latest
     ok = sum(1 for r in latest if r.status == "ok")
-    machines = len({r.machine_id for r in results})
-    counts = data.flag_counts(results)
+    machines = len({r.machine_id for r in view.results})
+    counts = data.flag_counts(latest)
     flags = ", ".join(f"{n} {f}" for f, n in counts.items())
     return [f"{len(latest)} results ({ok} measured ok) from {machines} machine(s), read from {', '.join(sources)}. "
             f"Flags: {flags}.",
@@ -97,10 +94,10 @@ def intro(results: list[Result], sources: list[str]) -> list[str]:
             "N and noise."]
 
 
-def write(results: list[Result], out_dir: str, formats: tuple[str, ...], sources: list[str],
-          min_effect: float = stats.DEFAULT_MIN_EFFECT) -> list[str]:
-    """Render every requested format into out_dir; returns the paths written."""
-    data.require(results, sources)
+def write(view: View, out_dir: str, formats: tuple[str, ...], sources: list[str]) -> list[str]:
+    """Render every requested format into out_dir; returns the paths written. The View is built once by the caller,
+    who may print its tables too."""
+    data.require(view.results, sources)
     check_out_dir(out_dir)
     try:
         os.makedirs(out_dir, exist_ok=True)
@@ -111,14 +108,14 @@ def write(results: list[Result], out_dir: str, formats: tuple[str, ...], sources
         files: dict[str, str] = {}  # name inside out_dir -> content
         charts: list[chartsmod.Chart] = []
         if {"md", "html"} & set(formats):
-            charts = chartsmod.render(results, os.path.join(scratch, CHARTS_DIR), min_effect)
-            secs = sections(results, charts, min_effect)
+            charts = chartsmod.render(view, os.path.join(scratch, CHARTS_DIR))
+            secs = sections(view, charts)
             if "md" in formats:
-                files[FILES["md"]] = markdown.report(secs, intro(results, sources), CHARTS_DIR)
+                files[FILES["md"]] = markdown.report(secs, intro(view, sources), CHARTS_DIR)
             if "html" in formats:
-                files[FILES["html"]] = html.page("compilebench report", intro(results, sources), secs)
+                files[FILES["html"]] = html.page("compilebench report", intro(view, sources), secs)
         if {"csv", "json"} & set(formats):
-            rows = flat.rows(results, min_effect)
+            rows = flat.rows(view)
             if "csv" in formats:
                 files[FILES["csv"]] = flat.to_csv(rows)
             if "json" in formats:

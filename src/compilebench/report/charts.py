@@ -5,7 +5,7 @@ curve).
 
 Every chart says what it shows in its title (hardware, torch version, batch size), labels its axes with units,
 prints the value on each bar (or the status where a model has no number) and has a legend. Every bar carries
-its 95% interval as an error bar, the same interval the tables print (comparison.speedup); an improvement whose
+its 95% interval as an error bar, the same interval the tables print (the View's); an improvement whose
 verdict is not faster, slower or same is hatched and says "inconclusive". A duration axis never goes below
 zero. Each bar carries an SVG id `bar-<model index>-<series index>` so a test (or a reader of the SVG) can count
 them."""
@@ -16,10 +16,11 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from compilebench import comparison, stats
+from compilebench import comparison
 from compilebench.report import data
-from compilebench.report.data import Column, Group
-from compilebench.report.tables import cell
+from compilebench.report.cells import cell
+from compilebench.report.data import Column
+from compilebench.report.view import Group, View
 from compilebench.result import Result
 
 IMPROVEMENT_AXIS = "% improvement over no compile: (eager - compiled) / eager x 100, with 95% CI"
@@ -27,7 +28,7 @@ IMPROVEMENT_AXIS = "% improvement over no compile: (eager - compiled) / eager x 
 
 @dataclass
 class Chart:
-    section: tuple  # where it belongs: ("group", hardware, batch), ("hardware", hw) or ("batch", batch)
+    section: tuple  # where it belongs: a group's key, ("hardware", hw) or ("batch", batch)
     title: str
     png: str
     svg: str
@@ -52,7 +53,7 @@ def _torches(columns: list[Column]) -> str:
 def _duration(g: Group) -> tuple[str, list[_Series], str]:
     series = []
     for c in g.columns:
-        rs = [g.cells.get((m, c)) for m in g.models]
+        rs = [g.result(m, c) for m in g.models]
         values = [comparison.mean(r) for r in rs]
         errors = [_around(v, r.stats.ci95_low, r.stats.ci95_high) if v is not None else None
                   for v, r in zip(values, rs)]
@@ -66,8 +67,8 @@ def _around(value: float, low: float | None, high: float | None) -> tuple[float,
     return None if low is None or high is None else (value - low, high - value)
 
 
-def _improvement(g: Group, min_effect: float) -> tuple[str, list[_Series], str]:
-    _, series = _improvement_by([(g, c) for c in g.compiled_columns], lambda g, c: c.header, min_effect)
+def _improvement(g: Group) -> tuple[str, list[_Series], str]:
+    _, series = _improvement_by([(g, c) for c in g.compiled_columns], lambda g, c: c.header)
     title = f"Improvement from torch.compile: {g.hardware}, {_torches(g.columns)}, batch size {g.batch_size}"
     return title, series, IMPROVEMENT_AXIS
 
@@ -80,15 +81,15 @@ def _why_missing(eager: Result | None, compiled: Result | None) -> str:
     return ""  # not measured: nothing to say
 
 
-def _improvement_by(pairs: list[tuple[Group, Column]], series_name, min_effect: float) -> tuple[list[str], list[_Series]]:
+def _improvement_by(pairs: list[tuple[Group, Column]], series_name) -> tuple[list[str], list[_Series]]:
     """Improvement per model with its interval and verdict, one series per (group, compiled column): a batch
     size, or a hardware."""
     results = [r for g, _ in pairs for r in g.results]
     models = data.model_order(results)
     series = []
     for g, c in pairs:
-        both = [(g.cells.get((m, c.eager)), g.cells.get((m, c))) for m in models]
-        speedups = [comparison.speedup(e, r, min_effect) for e, r in both]
+        both = [(g.result(m, c.eager), g.result(m, c)) for m in models]
+        speedups = [g.speedup(m, c) for m in models]
         values = [s.improvement if s else None for s in speedups]
         errors = [_around(s.improvement, *s.improvement_interval) if s else None for s in speedups]
         series.append(_Series(series_name(g, c), values, errors, [_why_missing(e, r) for e, r in both],
@@ -96,7 +97,7 @@ def _improvement_by(pairs: list[tuple[Group, Column]], series_name, min_effect: 
     return [data.model_label(results, m) for m in models], series
 
 
-def render(results: list[Result], out_dir: str, min_effect: float = stats.DEFAULT_MIN_EFFECT) -> list[Chart]:
+def render(view: View, out_dir: str) -> list[Chart]:
     """Draw every chart the results allow into out_dir; returns them in reading order."""
     import matplotlib
 
@@ -104,7 +105,7 @@ def render(results: list[Result], out_dir: str, min_effect: float = stats.DEFAUL
     os.makedirs(out_dir, exist_ok=True)
     charts: list[Chart] = []
     names: set[str] = set()
-    groups = data.groups(results)
+    groups = view.groups
 
     def draw(section, title, labels, series, xlabel, stem):
         if not any(v is not None for s in series for v in s.values):
@@ -122,10 +123,10 @@ def render(results: list[Result], out_dir: str, min_effect: float = stats.DEFAUL
             continue
         labels = [g.label(m) for m in g.models]
         title, series, xlabel = _duration(g)
-        draw(("group", g.hardware, g.batch_size), title, labels, series, xlabel, f"duration-{g.hardware}-b{g.batch_size}")
+        draw(g.key, title, labels, series, xlabel, f"duration-{g.hardware}-b{g.batch_size}")
         if g.compiled_columns:
-            title, series, xlabel = _improvement(g, min_effect)
-            draw(("group", g.hardware, g.batch_size), title, labels, series, xlabel,
+            title, series, xlabel = _improvement(g)
+            draw(g.key, title, labels, series, xlabel,
                  f"improvement-{g.hardware}-b{g.batch_size}")
     groups = [g for g in groups if not g.generation]
 
@@ -136,7 +137,7 @@ def render(results: list[Result], out_dir: str, min_effect: float = stats.DEFAUL
             having = [g for g in mine if c in g.columns]
             if len(having) < 2:
                 continue
-            labels, series = _improvement_by([(g, c) for g in having], lambda g, c: f"batch size {g.batch_size}", min_effect)
+            labels, series = _improvement_by([(g, c) for g in having], lambda g, c: f"batch size {g.batch_size}")
             title = f"Improvement by batch size: {hw}, {c.header}"
             draw(("hardware", hw), title, labels, series, IMPROVEMENT_AXIS, f"batch-sizes-{hw}-{c.header}")
 
@@ -148,7 +149,7 @@ def render(results: list[Result], out_dir: str, min_effect: float = stats.DEFAUL
             having = [(g, c) for g in mine for c in g.compiled_columns if (c.variant, c.settings) == (variant, setting)]
             if len({g.hardware for g, _ in having}) < 2:
                 continue
-            labels, series = _improvement_by(having, lambda g, c: f"{g.hardware}, torch {c.torch}", min_effect)
+            labels, series = _improvement_by(having, lambda g, c: f"{g.hardware}, torch {c.torch}")
             title = data.with_settings(f"Improvement by hardware: batch size {batch}, {variant.label}", setting)
             draw(("batch", batch), title, labels, series, IMPROVEMENT_AXIS, f"hardware-b{batch}-{variant.label}")
     return charts
@@ -236,7 +237,7 @@ def _compile_curve(g: Group, stem: str) -> Chart | None:
     lines = []
     for model in g.models:
         for c in g.columns:
-            r = g.cells.get((model, c))
+            r = g.result(model, c)
             first = r.repeats[0].generation.get("first_calls") or [] if r and r.repeats else []
             if first:
                 lines.append((f"{g.label(model)}, {c.header}", [f["total_ms"] / 1e3 for f in first]))
@@ -258,7 +259,7 @@ def _compile_curve(g: Group, stem: str) -> Chart | None:
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "compilebench"}):
         fig.savefig(png, dpi=110)
         fig.savefig(svg, metadata={"Date": None})
-    return Chart(("group", g.hardware, g.batch_size, g.tokens), title, png, svg, [(name, "line") for name, _ in lines])
+    return Chart(g.key, title, png, svg, [(name, "line") for name, _ in lines])
 
 
 def _slug(text: str) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from compilebench import comparison, stats
 from compilebench.errors import UserError
 from compilebench.report import data
-from compilebench.report.tables import Table, cell, interval, num, verdict_note
+from compilebench.report.cells import Columns, Table, cell, interval, num, table, verdict_note
 from compilebench.result import Result
 from compilebench.spec import key_of
 
@@ -56,32 +56,30 @@ def compare(a: list[Result], b: list[Result], a_name: str, b_name: str, min_effe
         r = a_cases.get(k) or b_cases[k]
         return (order[r.case.model], r.case.batch_size, data.settings(r), r.case.variant.order, k)
 
-    rows = []
-    for k in sorted(keys, key=sort_key):
+    def speedup(k) -> comparison.Speedup | None:
+        """A's time over B's (B's speed-up over A), whose verdict reads as B against A; B/A is its inverse."""
         ra, rb = a_cases.get(k), b_cases.get(k)
-        r = ra or rb
-        # s: A's time over B's (B's speed-up over A), whose verdict reads as B against A; B/A is its inverse.
-        s = comparison.speedup(ra, rb, min_effect) if ra and rb else None
-        ratio = low = high = None
-        if s is not None:
-            ratio, low, high = 1 / s.value, _inv(s.high), _inv(s.low)
-        rows.append([
-            data.model_label(everything, r.case.model),
-            str(r.case.batch_size),
-            data.with_settings(r.case.variant.label, data.settings(r)),
-            cell(ra) if ra else "not measured",
-            cell(rb) if rb else "not measured",
-            num(ratio, 3),
-            interval(low, high, "{:.3f}"),
-            s.verdict if s is not None else "",
-            num(ra and ra.compile_s, 1),
-            num(rb and rb.compile_s, 1),
-        ])
-    return Table(
-        f"{a_name} vs {b_name}",
-        ["Task/Model", "Batch Size", "variant", "A ms", "B ms", "B/A", "95% CI of B/A", "B vs A", "A compile s",
-         "B compile s"],
-        rows,
+        return comparison.speedup(ra, rb, min_effect) if ra and rb else None
+
+    said = {k: speedup(k) for k in keys}
+
+    def case(k) -> Result:
+        return a_cases.get(k) or b_cases[k]
+
+    columns: Columns = [
+        ("Task/Model", lambda k: data.model_label(everything, case(k).case.model)),
+        ("Batch Size", lambda k: str(case(k).case.batch_size)),
+        ("variant", lambda k: data.with_settings(case(k).case.variant.label, data.settings(case(k)))),
+        ("A ms", lambda k: cell(a_cases[k]) if k in a_cases else "not measured"),
+        ("B ms", lambda k: cell(b_cases[k]) if k in b_cases else "not measured"),
+        ("B/A", lambda k: num(1 / said[k].value if said[k] else None, 3)),
+        ("95% CI of B/A", lambda k: interval(_inv(said[k].high), _inv(said[k].low), "{:.3f}") if said[k] else ""),
+        ("B vs A", lambda k: said[k].verdict if said[k] else ""),
+        ("A compile s", lambda k: num((r := a_cases.get(k)) and r.compile_s, 1)),
+        ("B compile s", lambda k: num((r := b_cases.get(k)) and r.compile_s, 1)),
+    ]
+    return table(
+        f"{a_name} vs {b_name}", columns, sorted(keys, key=sort_key),
         notes=[f"A: {a_name} ({_describe(list(a_cases.values()))})",
                f"B: {b_name} ({_describe(list(b_cases.values()))})",
                "B/A below 1: B takes less time; B vs A says how B reads against A: faster means B is faster. The "

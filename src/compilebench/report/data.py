@@ -1,7 +1,8 @@
-"""The report's view of results: load and merge stores, and name what a table groups by.
+"""The report's words for results: load and merge stores, the newest of each case, and the names a table groups
+and sorts by (hardware, torch version, column, model order).
 
-Results are the typed Results the store returns. A report groups them by hardware and batch size, and shows each
-combination of torch version, variant and non-default settings as one column. No torch, no GPU."""
+Results are the typed Results the store returns. A report groups them by hardware and batch size (view.py), and
+shows each combination of torch version, variant and non-default settings as one column. No torch, no GPU."""
 
 from __future__ import annotations
 
@@ -144,65 +145,6 @@ def flag_counts(results: list[Result]) -> dict[str, int]:
 
     latest_ = latest(results)
     return {f: sum(1 for r in latest_ if f in r.flags) for f in FLAGS}
-
-
-@dataclass
-class Group:
-    """The results of one table: one hardware, one batch size (and, for text generation, one prompt length and
-    number of new tokens)."""
-
-    hardware: str
-    batch_size: int
-    columns: list[Column]
-    models: list[str]
-    cells: dict[tuple[str, Column], Result]  # (model, column) -> result
-    results: list[Result]
-    tokens: tuple[int, int] | None = None  # text generation: (prompt length, new tokens)
-
-    @property
-    def generation(self) -> bool:
-        return self.tokens is not None
-
-    @property
-    def title(self) -> str:
-        if self.tokens:
-            return (f"{self.hardware} (batch size: {self.batch_size}, prompt: {self.tokens[0]} tokens, "
-                    f"{self.tokens[1]} new tokens)")
-        return f"{self.hardware} (batch size: {self.batch_size})"
-
-    @property
-    def compiled_columns(self) -> list[Column]:
-        return [c for c in self.columns if c.variant.compiled]
-
-    def label(self, model: str) -> str:
-        return model_label(self.results, model)
-
-
-def groups(results: list[Result]) -> list[Group]:
-    """Results split into guide tables. Where two machines of the same hardware measured the same cell, the
-    newest result fills it (the details table lists both)."""
-    results = latest(results)
-    labels = torch_labels(results)
-    split: dict[tuple, list[Result]] = {}
-    for r in sorted(results, key=lambda r: r.created_at):
-        c = r.case
-        tokens = (c.prompt_len, c.new_tokens) if c.generation else ()
-        split.setdefault((hardware(r), c.batch_size, tokens), []).append(r)
-    out = []
-    for (hw, batch, tokens), rs in sorted(split.items()):
-        cells = {(r.case.model, column(r, labels)): r for r in rs}
-        out.append(
-            Group(
-                hardware=hw,
-                batch_size=batch,
-                columns=sorted({c for _, c in cells}),
-                models=model_order(rs),
-                cells=cells,
-                results=rs,
-                tokens=tokens or None,
-            )
-        )
-    return out
 
 
 def TTFT(rep: Repeat) -> list[float]:

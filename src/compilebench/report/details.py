@@ -5,31 +5,28 @@ from __future__ import annotations
 
 from compilebench.envinfo import hardware_name
 from compilebench.report import data
-from compilebench.report.tables import Table, flags_note, interval, num
+from compilebench.report.cells import Columns, Table, interval, num, table
+from compilebench.report.tables import flags_note
+from compilebench.report.view import View
 from compilebench.result import Result
 from compilebench.vocab import CUDAGRAPHS_SKIPPED
 
 
-def details_table(results: list[Result]) -> Table:
+def details_table(view: View) -> Table:
     """Every result with its noise: the numbers behind each table cell, and why a cell is not a number."""
-    order = {m: i for i, m in enumerate(data.model_order(results))}
-    results = sorted(data.latest(results), key=lambda r: (
+    order = {m: i for i, m in enumerate(data.model_order(view.results))}
+    results = sorted(view.latest, key=lambda r: (
         data.hardware(r), data.torch_version(r), r.case.batch_size, order[r.case.model],
         data.settings(r), r.case.variant.order, r.created_at))
-    rows = [_row(r) for r in results]
     boards = {f"{p.device} {p.math} {p.tflops:g}" for p in map(data.peak, results) if p}
     notes = [f"- {r.case.model} b{r.case.batch_size} {r.case.variant.label}: {r.status}: "
              f"{r.message or ''}".rstrip() for r in results if r.status != "ok"]
     skipped = [f"- {r.case.model} b{r.case.batch_size} {r.case.variant.label}: "
                f"{'; '.join(r.cudagraph_skip_reasons)}" for r in results if CUDAGRAPHS_SKIPPED.name in r.flags]
     tolerances = sorted({(r.math, r.rel_tolerance) for r in results if r.math and r.rel_tolerance})
-    flags = flags_note(results)
-    return Table(
-        "",
-        ["hardware", "torch", "model", "batch", "variant", "status", "flags", "mean ms", "95% CI ms", "R", "N per repeat",
-         "CV within a process", "spread between processes", "cold compile s", "warm compile s", "max rel err", "GFLOP",
-         "TFLOP/s", "of peak"],
-        rows,
+    flags = flags_note(view)
+    return table(
+        "", COLUMNS, results,
         notes=["mean: the geometric mean of the per-process means of the R repeats (fresh worker processes); its 95% "
                "interval is between processes, so it holds what a rerun would see. N: timed calls in each repeat. CV "
                "within a process describes one process's noise only; the spread between processes is the standard "
@@ -45,32 +42,40 @@ def details_table(results: list[Result]) -> Table:
     )
 
 
-def _row(r: Result) -> list[str]:
-    s = r.stats
-    measured = r.measured_mean is not None
+def _measured(r: Result) -> bool:
+    return r.measured_mean is not None
+
+
+def _percent(x: float | None) -> str:
+    return "" if x is None else f"{x * 100:.1f}%"
+
+
+def _of_peak(r: Result) -> str:
     fraction, p = data.peak_fraction(r), data.peak(r)
-    within = s.within_cv if measured else None
-    return [
-        data.hardware(r),
-        f"torch {data.torch_version(r)}",
-        r.case.model,
-        str(r.case.batch_size),
-        data.with_settings(r.case.variant.label, data.settings(r)),
-        r.status + (" (budget)" if r.stopped_early else ""),
-        ", ".join(r.flags),
-        num(s.mean, 3) if measured else "",
-        interval(s.ci95_low, s.ci95_high, "{:.3f}") if measured else "",
-        str(len(r.repeats)),
-        "/".join(str(len(rep.samples_ms)) for rep in r.repeats),
-        "" if within is None else f"{within * 100:.1f}%",
-        "" if not measured or s.between_cv is None else f"{s.between_cv * 100:.1f}%",
-        num(r.cold_compile_s, 2),
-        num(r.warm_compile_s, 2),
-        num(r.max_rel_err, None),
-        f"{r.flops / 1e9:.3g}" if r.flops else "",  # significant digits: tiny configs are MFLOPs
-        f"{data.achieved_tflops(r):.3g}" if data.achieved_tflops(r) is not None else "",
-        f"{fraction * 100:.1f}% {p.math}" if fraction is not None else "",
-    ]
+    return f"{fraction * 100:.1f}% {p.math}" if fraction is not None else ""
+
+
+COLUMNS: Columns = [
+    ("hardware", data.hardware),
+    ("torch", lambda r: f"torch {data.torch_version(r)}"),
+    ("model", lambda r: r.case.model),
+    ("batch", lambda r: str(r.case.batch_size)),
+    ("variant", lambda r: data.with_settings(r.case.variant.label, data.settings(r))),
+    ("status", lambda r: r.status + (" (budget)" if r.stopped_early else "")),
+    ("flags", lambda r: ", ".join(r.flags)),
+    ("mean ms", lambda r: num(r.stats.mean, 3) if _measured(r) else ""),
+    ("95% CI ms", lambda r: interval(r.stats.ci95_low, r.stats.ci95_high, "{:.3f}") if _measured(r) else ""),
+    ("R", lambda r: str(len(r.repeats))),
+    ("N per repeat", lambda r: "/".join(str(len(rep.samples_ms)) for rep in r.repeats)),
+    ("CV within a process", lambda r: _percent(r.stats.within_cv if _measured(r) else None)),
+    ("spread between processes", lambda r: _percent(r.stats.between_cv if _measured(r) else None)),
+    ("cold compile s", lambda r: num(r.cold_compile_s, 2)),
+    ("warm compile s", lambda r: num(r.warm_compile_s, 2)),
+    ("max rel err", lambda r: num(r.max_rel_err, None)),
+    ("GFLOP", lambda r: f"{r.flops / 1e9:.3g}" if r.flops else ""),  # significant digits: tiny configs are MFLOPs
+    ("TFLOP/s", lambda r: "" if (t := data.achieved_tflops(r)) is None else f"{t:.3g}"),
+    ("of peak", _of_peak),
+]
 
 
 ENV_FIELDS = ("hostname", "device_name", "device", "cuda_visible_devices", "driver", "cuda", "torch", "transformers", "triton", "python",

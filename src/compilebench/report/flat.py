@@ -17,8 +17,7 @@ import json
 
 from compilebench import comparison, settings, stats
 from compilebench.report import data
-from compilebench.result import Result
-from compilebench.spec import eager_key_of
+from compilebench.report.view import View
 from compilebench.stats import Estimate
 
 STATS = ("repeats", "n", "n_min", "mean_ms", "ci95_low_ms", "ci95_high_ms", "between_cv", "median_ms", "p90_ms",
@@ -30,10 +29,10 @@ RESULT = ("first_call_s", "compile_s", "cold_compile_s", "warm_compile_s", "comp
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
-def rows(results: list[Result], min_effect: float = stats.DEFAULT_MIN_EFFECT) -> list[dict]:
+def rows(view: View) -> list[dict]:
     """Every result (superseded reruns included; `created_at` tells them apart), oldest first."""
-    results = sorted(results, key=lambda r: r.created_at)
-    newest = {(r.case_key, r.machine_id): r for r in data.latest(results)}
+    results = sorted(view.results, key=lambda r: r.created_at)
+    min_effect = view.min_effect
     env_keys = sorted({k for r in results for k in r.env})
     out = []
     for r in results:
@@ -69,8 +68,8 @@ def rows(results: list[Result], min_effect: float = stats.DEFAULT_MIN_EFFECT) ->
         p = data.peak(r)
         row["peak_tflops"], row["peak_math"] = (p.tflops, p.math) if p else (None, None)
         row["peak_fraction"] = data.peak_fraction(r)
-        eager = newest.get((eager_key_of({**r.case_extra, **c.to_dict()}), r.machine_id)) if v.compiled or v.cache else None
-        sp = comparison.speedup(eager, r, min_effect) if eager is not None else None
+        eager = view.eager_of(r)
+        sp = view.speedup(eager, r) if eager is not None else None
         row["eager_mean_ms"] = comparison.mean(eager)
         row.update(_speedup_columns("", sp))
         row["break_even_inferences"] = (stats.break_even(r.compile_s, comparison.mean(eager), r.mean)
@@ -80,7 +79,7 @@ def rows(results: list[Result], min_effect: float = stats.DEFAULT_MIN_EFFECT) ->
                 est = r.generation.get(name) or Estimate()
                 row[f"{name}_ms"] = est.mean
                 row[f"{name}_ci95_low_ms"], row[f"{name}_ci95_high_ms"] = est.ci95_low, est.ci95_high
-                row.update(_speedup_columns(f"{name}_", comparison.speedup(eager, r, min_effect, metric) if eager else None))
+                row.update(_speedup_columns(f"{name}_", view.speedup(eager, r, metric) if eager else None))
             row["decode_tokens_per_s"] = data.decode_tokens_per_s(r)
             row["e2e_tokens_per_s"] = data.e2e_tokens_per_s(r)
             row["first_divergence"] = min((rep.generation["first_divergence"] for rep in r.repeats

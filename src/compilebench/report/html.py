@@ -7,7 +7,7 @@ import base64
 import html
 
 from compilebench.report.charts import Chart
-from compilebench.report.tables import Table
+from compilebench.report.cells import Table
 from compilebench.vocab import STATUSES
 
 _STYLE = """

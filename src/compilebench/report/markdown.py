@@ -7,7 +7,7 @@ import html
 import os
 
 from compilebench.report.charts import Chart
-from compilebench.report.tables import Table
+from compilebench.report.cells import Table
 
 
 def escape(text: str) -> str:

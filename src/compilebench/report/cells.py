@@ -1,0 +1,95 @@
+"""A report's tables as plain data (title, header, rows of strings), declared as (column name, value) pairs, and
+the words of one cell: a mean, a failure, a percentage, an interval, a verdict. Markdown and HTML render them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, TypeVar
+
+from compilebench.comparison import Speedup
+from compilebench.result import Result
+from compilebench.vocab import CLOCK, CUDAGRAPHS_SKIPPED, INCONCLUSIVE_REMEDY
+
+
+@dataclass
+class Table:
+    title: str
+    header: list[str]
+    rows: list[list[str]]
+    notes: list[str] = field(default_factory=list)  # lines shown under the table ("- " starts a list item)
+
+    def records(self) -> list[dict[str, str]]:
+        """Each row as {column name: cell}: how a reader (or a test) finds a cell."""
+        return [dict(zip(self.header, row)) for row in self.rows]
+
+
+T = TypeVar("T")
+Columns = list[tuple[str, Callable[[T], str]]]  # (column name, the cell of one row's item)
+
+
+def table(title: str, columns: Columns, items: Iterable[T], notes: Iterable[str] = ()) -> Table:
+    """A table declared as (name, value) pairs, one row per item: a column's name and its cells stand together."""
+    return Table(title, [name for name, _ in columns], [[value(x) for _, value in columns] for x in items], list(notes))
+
+
+# Flags that change what a number is (another clock's time, a CUDA-graph mode without graphs): named in the cell.
+CELL_FLAGS = (CLOCK.name, CUDAGRAPHS_SKIPPED.name)
+
+
+def cell(r: Result | None) -> str:
+    """A guide cell: the mean (with a flag that changes what it is), `OOM`, the status word of another failure, or
+    empty where nothing was measured."""
+    if r is None:
+        return ""
+    if r.status == "ok":
+        marks = [f for f in r.flags if f in CELL_FLAGS]
+        return f"{r.stats.mean:.3f}" + (f" ({', '.join(marks)})" if marks else "")
+    return "OOM" if r.status == "oom" else r.status
+
+
+def pct(x: float | None) -> str:
+    return "" if x is None else f"{x:.1f}%"
+
+
+def num(x: float | None, digits: int | None) -> str:
+    if x is None:
+        return ""
+    return f"{x:.{digits}f}" if digits is not None else f"{x:.2e}"
+
+
+def interval(low: float | None, high: float | None, fmt: str = "{:.1f}%") -> str:
+    return "" if low is None or high is None else f"{fmt.format(low)} to {fmt.format(high)}"
+
+
+def ratio(s: Speedup | None) -> str:
+    return "" if s is None else f"{s.value:.3f}x"
+
+
+def ratio_interval(s: Speedup | None) -> str:
+    return "" if s is None else interval(s.low, s.high, "{:.3f}x")
+
+
+def improvement(s: Speedup | None) -> str:
+    return "" if s is None else pct(s.improvement)
+
+
+def improvement_interval(s: Speedup | None) -> str:
+    return "" if s is None else interval(*s.improvement_interval)
+
+
+def verdict(s: Speedup | None) -> str:
+    return "" if s is None else s.verdict
+
+
+def improvement_verdict(s: Speedup | None) -> str:
+    """One cell: '20.0% (faster)'."""
+    return "" if s is None else f"{pct(s.improvement)} ({s.verdict})"
+
+
+VERDICT_NOTE = ("verdict: faster or slower when the whole 95% interval of the speed-up lies beyond the minimum effect "
+                "({effect}) either way; same when it lies inside it; inconclusive otherwise: {remedy}.")
+
+
+def verdict_note(min_effect: float) -> str:
+    return VERDICT_NOTE.format(effect=f"{min_effect:.0%}" if min_effect * 100 == int(min_effect * 100) else f"{min_effect:.1%}",
+                               remedy=INCONCLUSIVE_REMEDY)

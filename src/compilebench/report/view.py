@@ -1,0 +1,124 @@
+"""The report's model of a set of results, built once: the guide's groups (one table each), each cell holding its
+result and its speed-up against its column's eager baseline, and every other speed-up a table or chart asks for,
+each computed once. Every table, chart, CSV row and the recommendation read a View, so they cannot disagree."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from compilebench import comparison, stats
+from compilebench.comparison import Speedup
+from compilebench.report import data
+from compilebench.report.data import Column
+from compilebench.result import Result
+from compilebench.spec import eager_key_of
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One result in its table. Its speed-ups are against its column's eager baseline (the same torch and settings,
+    no compile): None for the baseline itself and wherever either side was not measured ok."""
+
+    result: Result
+    speedup: Speedup | None = None
+    ttft: Speedup | None = None  # text generation: the time to first token
+    per_token: Speedup | None = None  # text generation: each decoded token after the first
+
+
+@dataclass
+class Group:
+    """The results of one table: one hardware, one batch size (and, for text generation, one prompt length and
+    number of new tokens)."""
+
+    hardware: str
+    batch_size: int
+    columns: list[Column]
+    models: list[str]
+    cells: dict[tuple[str, Column], Cell]  # (model, column) -> its cell
+    results: list[Result]
+    tokens: tuple[int, int] | None = None  # text generation: (prompt length, new tokens)
+
+    @property
+    def generation(self) -> bool:
+        return self.tokens is not None
+
+    @property
+    def key(self) -> tuple:
+        """What sets this table apart; a chart drawn for it carries the same key."""
+        return ("group", self.hardware, self.batch_size) + ((self.tokens,) if self.tokens else ())
+
+    @property
+    def title(self) -> str:
+        if self.tokens:
+            return (f"{self.hardware} (batch size: {self.batch_size}, prompt: {self.tokens[0]} tokens, "
+                    f"{self.tokens[1]} new tokens)")
+        return f"{self.hardware} (batch size: {self.batch_size})"
+
+    @property
+    def compiled_columns(self) -> list[Column]:
+        return [c for c in self.columns if c.variant.compiled]
+
+    def label(self, model: str) -> str:
+        return data.model_label(self.results, model)
+
+    def result(self, model: str, column: Column) -> Result | None:
+        cell = self.cells.get((model, column))
+        return cell.result if cell else None
+
+    def speedup(self, model: str, column: Column) -> Speedup | None:
+        cell = self.cells.get((model, column))
+        return cell.speedup if cell else None
+
+
+class View:
+    """A set of results as the report shows them. `results` keeps every result (superseded reruns too, for the CSV);
+    `latest` the newest of each case on each machine; `groups` the guide's tables."""
+
+    def __init__(self, results: list[Result], min_effect: float = stats.DEFAULT_MIN_EFFECT):
+        self.results = results
+        self.min_effect = min_effect
+        self.latest = data.latest(results)
+        self.versions = len(data.torch_labels(results))  # a % improvement names its torch only where there is a choice
+        self._speedups: dict[tuple, Speedup | None] = {}
+        self._newest = {(r.case_key, r.machine_id): r for r in self.latest}
+        self.groups = self._group()
+
+    def speedup(self, base: Result | None, other: Result | None, metric=None) -> Speedup | None:
+        """comparison.speedup at this report's minimum effect, computed once per pair."""
+        key = (base and base.result_id, other and other.result_id, metric)
+        if key not in self._speedups:
+            self._speedups[key] = comparison.speedup(base, other, self.min_effect, metric)
+        return self._speedups[key]
+
+    def eager_of(self, r: Result) -> Result | None:
+        """The newest eager result of r's case on r's machine: what a compiled (or cached) result is measured
+        against in the CSV; None for an eager result."""
+        v = r.case.variant
+        if not (v.compiled or v.cache):
+            return None
+        return self._newest.get((eager_key_of({**r.case_extra, **r.case.to_dict()}), r.machine_id))
+
+    def _group(self) -> list[Group]:
+        """Results split into guide tables. Where two machines of the same hardware measured the same cell, the
+        newest result fills it (the details table lists both)."""
+        labels = data.torch_labels(self.latest)
+        split: dict[tuple, list[Result]] = {}
+        for r in sorted(self.latest, key=lambda r: r.created_at):
+            c = r.case
+            tokens = (c.prompt_len, c.new_tokens) if c.generation else ()
+            split.setdefault((data.hardware(r), c.batch_size, tokens), []).append(r)
+        out = []
+        for (hw, batch, tokens), rs in sorted(split.items()):
+            placed = {(r.case.model, data.column(r, labels)): r for r in rs}
+            cells = {k: self._cell(r, placed.get((k[0], k[1].eager)) if k[1] != k[1].eager else None)
+                     for k, r in placed.items()}
+            out.append(Group(hardware=hw, batch_size=batch, columns=sorted({c for _, c in placed}),
+                             models=data.model_order(rs), cells=cells, results=rs, tokens=tokens or None))
+        return out
+
+    def _cell(self, r: Result, eager: Result | None) -> Cell:
+        if eager is None:
+            return Cell(r)
+        if not r.case.generation:
+            return Cell(r, self.speedup(eager, r))
+        return Cell(r, self.speedup(eager, r), self.speedup(eager, r, data.TTFT), self.speedup(eager, r, data.PER_TOKEN))
