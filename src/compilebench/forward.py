@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import contextlib
 
-from compilebench import correctness, envinfo, selfcheck, timing, variants
-from compilebench.recording import Memory, cuda_index, judge, record, record_check, record_compile
+from compilebench import correctness, timing, variants
+from compilebench.recording import Recorder, record, record_check
 from compilebench.result import Repeat, Result
 from compilebench.spec import Case, Job
 from compilebench.zoo.entry import default_image_path, load_image
@@ -61,15 +61,14 @@ def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, 
             for c in compiled:
                 variants.apply(model, c.variant)(**inputs)
             variants.forget_compiled()  # what stays is on disk, as for a second process
-    memory = Memory(first.device)
-    memory.start()
+    recorder = Recorder(first, results[0].env)
     fns = {c.variant.label: variants.apply(model, c.variant) for c in cases}
     graph_count = variants.graph_count if compiled else None
     iters, floor = policy.iters_for(False), policy.min_iters_for(False)
     timed = dict(iters=iters, min_iters=floor, max_time_s=policy.max_time_s, warmup_s=policy.warmup_s_for(first.device),
                  sync_each_call=first.sync_each_call, clock=clock, graph_count=graph_count, watch=watch,
-                 before_timing=memory.steady, on_phase=enter)
-    with selfcheck.watch_cudagraphs(cuda_index(first.device)) as cudagraphs:
+                 before_timing=recorder.memory.steady, on_phase=enter)
+    with recorder.loops():
         if len(cases) == 1:
             fn = fns[first.variant.label]
             measured = {first.variant.label: timing.measure(lambda: fn(**inputs), warmup=policy.warmup_for(first.variant),
@@ -83,20 +82,18 @@ def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, 
         with _flop_counter(True) as counter:
             model(**inputs)
         flops = counter.get_total_flops()
+    compile_stats = None
     if compiled:
         enter("check")
         compile_stats = variants.compile_stats()
-    math = correctness.math_of(first.dtype, envinfo.uses_tf32(results[0].env, first.dtype))
     for r in results:
         rep: Repeat = r.repeats[0]
         m = measured[r.case.variant.label]
         record(rep, m, clock, first.sync_each_call, alone=len(cases) == 1)
-        memory.record(rep)
         r.flops = flops
-        if r.case.variant.compiled:
-            record_compile(rep, compile_stats, m.recompiles, cudagraphs, r.case)
-            problems = []
-            if job.check:
-                problems = record_check(rep, correctness.check(
-                    reference, correctness.snapshot(fns[r.case.variant.label](**inputs)), math), math)
-            judge(rep, m.recompiles, problems)
+
+        def check(fn=fns[r.case.variant.label], rep=rep) -> list[str]:
+            output = correctness.snapshot(fn(**inputs))
+            return record_check(rep, correctness.check(reference, output, recorder.math), recorder.math)
+
+        recorder.finish(rep, r.case, m, compile_stats, check if r.case.variant.compiled and job.check else list)

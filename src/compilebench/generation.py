@@ -13,8 +13,8 @@ here passes disable_compile=True, so each variant is exactly what its label says
 
 from __future__ import annotations
 
-from compilebench import correctness, envinfo, selfcheck, timing, variants
-from compilebench.recording import Memory, cuda_index, judge, record_check, record_compile, record_loop
+from compilebench import correctness, timing, variants
+from compilebench.recording import Recorder, record_check, record_loop
 from compilebench.result import Repeat, Result
 from compilebench.spec import Case, Job
 
@@ -119,8 +119,7 @@ def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, 
         baseline = _caller(model, input_ids, generation_config(model, new_tokens, None), None)
         ref_tokens, ref_logits = _tokens_and_logits(baseline, prompt_len)
         variants.reset_dynamo()  # the reference compiled nothing, and nothing it did may count
-    memory = Memory(first.device)
-    memory.start()
+    recorder = Recorder(first, results[0].env)
     calls = {}
     for c in cases:
         static = c.variant.compiled or c.variant.cache == "static"
@@ -136,31 +135,28 @@ def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, 
         per_call[name].append({"graphs": s.graphs, "compile_s": s.compile_s - seen["compile_s"]})
         seen["compile_s"] = s.compile_s
 
-    with selfcheck.watch_cudagraphs(cuda_index(first.device)) as cudagraphs:
+    with recorder.loops():
         measured = timing.measure_generation(
             calls, first_calls=policy.first_calls, iters=policy.iters_for(True), min_iters=policy.min_iters_for(True),
             max_time_s=policy.max_time_s, clock=clock, graph_count=variants.graph_count, watch=watch,
-            after_first_call=after_first_call, before_timing=memory.steady, on_phase=enter)
+            after_first_call=after_first_call, before_timing=recorder.memory.steady, on_phase=enter)
     stats_after = variants.compile_stats()
-    math = correctness.math_of(first.dtype, envinfo.uses_tf32(results[0].env, first.dtype))
     enter("check")
     for r in results:
         rep: Repeat = r.repeats[0]
         name = r.case.variant.label
         m = measured[name]
         _record(rep, m, per_call[name], new_tokens, first.batch_size, prompt_len, alone=len(cases) == 1)
-        memory.record(rep)
         rep.graphs, rep.recompiles_in_timed_loop = stats_after.graphs if compiled else variants.graph_count(), m.recompiles
-        if r.case.variant.compiled:
-            record_compile(rep, stats_after, m.recompiles, cudagraphs, r.case)
-        if check and (r.case.variant.compiled or r.case.variant.cache == "static"):
+
+        def check_tokens(name=name, rep=rep) -> list[str]:
             tokens, logits = _tokens_and_logits(calls[name], prompt_len)
-            verdict = correctness.check_generation(ref_tokens, ref_logits, tokens, logits, math)
-            problems = record_check(rep, verdict, math)
+            verdict = correctness.check_generation(ref_tokens, ref_logits, tokens, logits, recorder.math)
             rep.generation["first_divergence"] = verdict.first_divergence
-        else:
-            problems = []
-        judge(rep, m.recompiles, problems)
+            return record_check(rep, verdict, recorder.math)
+
+        checked = check and (r.case.variant.compiled or r.case.variant.cache == "static")
+        recorder.finish(rep, r.case, m, stats_after, check_tokens if checked else list)
         if not compiled and rep.graphs:  # an eager process compiled something: not what its label says
             rep.status = "invalid"
             rep.message = f"{rep.graphs} graph(s) compiled while measuring {r.case.variant.label}: it was not eager"

@@ -3,7 +3,9 @@ with, the conditions watch around the timed loop, and peak memory."""
 
 from __future__ import annotations
 
+import contextlib
 import resource
+from typing import Callable
 
 from compilebench import conditions, envinfo, selfcheck, timing
 from compilebench.result import Repeat
@@ -44,6 +46,37 @@ class Memory:
         else:
             rep.peak_mem_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux reports KiB
             rep.peak_mem_kind = "host_max_rss"
+
+
+class Recorder:
+    """What a timed unit of either kind (a forward pass, a generate() call) does around its loops and after them:
+    peak memory from here on (the steady state's apart from the compile's), the CUDA graphs inductor records while
+    the loops run, the math whose tolerance judges outputs, and what every repeat gets besides its loop's own
+    fields. Start it after the reference call (which is not part of any variant's memory)."""
+
+    def __init__(self, case, env: dict):
+        from compilebench import correctness  # imports torch: only inside a worker
+
+        self.device = case.device
+        self.memory = Memory(case.device)
+        self.memory.start()
+        self.math = correctness.math_of(case.dtype, envinfo.uses_tf32(env, case.dtype))
+        self.cudagraphs: selfcheck.CudaGraphs | None = None
+
+    @contextlib.contextmanager
+    def loops(self):
+        """Around the timed loops (warm-up and first calls included): the CUDA graphs inductor records or skips."""
+        with selfcheck.watch_cudagraphs(cuda_index(self.device)) as seen:
+            self.cudagraphs = seen
+            yield
+
+    def finish(self, rep: Repeat, case, m, compiled, check: Callable[[], list[str]] = list) -> None:
+        """Peak memory, what the compiler did for a compiled variant (`compiled`: variants.compile_stats after the
+        loops), then the verdict: a recompile while timed voids it, `check()`'s problems make it a mismatch."""
+        self.memory.record(rep)
+        if case.variant.compiled:
+            record_compile(rep, compiled, m.recompiles, self.cudagraphs, case)
+        judge(rep, m.recompiles, check())
 
 
 def record_loop(rep: Repeat, m, samples_ns: list[int], alone: bool) -> None:
