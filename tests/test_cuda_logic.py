@@ -9,10 +9,11 @@ from compilebench import envinfo, recording, selfcheck, timing
 from compilebench.errors import UserError
 from compilebench.result import Repeat
 from compilebench.spec import Case, TimingPolicy, Variant
+from fakeclock import FakeClock
 from fakecuda import FakeCuda
 
 
-class SyncCountingClock(timing.FakeClock):
+class SyncCountingClock(FakeClock):
     def __init__(self):
         super().__init__()
         self.syncs = []
@@ -96,7 +97,7 @@ def test_sync_each_call_times_each_call_to_completion():
 
 
 def test_warm_up_runs_until_its_minimum_time_has_passed():
-    clock = timing.FakeClock()
+    clock = FakeClock()
     made, ns = timing.warm_up(lambda: clock.advance(3_000_000), 2, clock, min_s=0.1)  # 3 ms calls, 0.1 s floor
     assert made == 34 and ns == 102_000_000
     assert timing.warm_up(lambda: clock.advance(3_000_000), 50, clock, min_s=0.1)[0] == 50  # the count, when longer
@@ -136,7 +137,7 @@ def test_peak_memory_is_the_steady_states_with_the_compiles_apart(monkeypatch):
         alloc.use(5000 if not calls else 1000)
         calls.append(1)
 
-    timing.measure(call, iters=3, warmup=2, clock=timing.FakeClock(), before_timing=memory.steady)
+    timing.measure(call, iters=3, warmup=2, clock=FakeClock(), before_timing=memory.steady)
     rep = Repeat()
     memory.record(rep)
     assert (rep.peak_mem_bytes, rep.compile_peak_mem_bytes, rep.peak_mem_reserved_bytes) == (1000, 5000, 1512)
@@ -212,7 +213,7 @@ def test_the_worker_refuses_a_gpu_other_than_the_one_locked_for_it(monkeypatch):
                                                             "device_name": "H100", "torch": "2", "transformers": "5"})
     monkeypatch.setenv(selfcheck.EXPECTED_GPU, "GPU-3333")
     r = worker.run_case(Case("fault-ok", 1, Variant("eager"), device="cuda:0"), TimingPolicy(iters=2, warmup=0, min_iters=1),
-                        isolation="inline", clock=timing.FakeClock())
+                        isolation="inline", clock=FakeClock())
     assert r.status == "error"
     assert "GPU GPU-2222" in r.message and "locked GPU-3333" in r.message
     monkeypatch.setenv(selfcheck.EXPECTED_GPU, "GPU-2222")

@@ -3,7 +3,8 @@
 import pytest
 
 from compilebench import timing
-from compilebench.timing import FakeClock, measure
+from compilebench.timing import measure
+from fakeclock import FakeClock
 
 
 class Scripted:
@@ -125,7 +126,7 @@ def test_a_raising_function_propagates():
 
 
 def test_interleaved_blocks_alternate_and_each_variant_gets_its_own_samples():
-    clock = timing.FakeClock()
+    clock = FakeClock()
     calls = []
 
     def make(name, ns):
@@ -146,7 +147,7 @@ def test_interleaved_blocks_alternate_and_each_variant_gets_its_own_samples():
 
 
 def test_interleaved_budget_is_per_variant_and_recompiles_are_counted():
-    clock = timing.FakeClock()
+    clock = FakeClock()
     graphs = [1]
 
     def eager():
@@ -165,7 +166,7 @@ def test_interleaved_budget_is_per_variant_and_recompiles_are_counted():
 
 
 def test_an_interleaved_budget_still_gives_every_variant_min_iters():
-    clock = timing.FakeClock()
+    clock = FakeClock()
 
     def slow():
         clock.advance(1_000_000_000)
@@ -194,7 +195,7 @@ class Generate:
 
 
 def test_generation_times_the_first_calls_one_by_one_then_the_steady_state():
-    clock = timing.FakeClock()
+    clock = FakeClock()
     gen = Generate(clock, prefill=[30_000_000_000, 2_000_000_000, 5_000_000], per_token=1_000_000, tokens=4)
     compiled_so_far = []
     got = timing.measure_generation({"compile": gen}, first_calls=3, iters=4, clock=clock,
@@ -207,7 +208,7 @@ def test_generation_times_the_first_calls_one_by_one_then_the_steady_state():
 
 
 def test_generation_budget_keeps_min_iters_and_counts_steady_state_recompiles():
-    clock = timing.FakeClock()
+    clock = FakeClock()
     graphs = [2]
     gen = Generate(clock, prefill=[1_000_000_000], per_token=0, tokens=1, graphs=graphs)
     got = timing.measure_generation({"g": gen}, first_calls=2, iters=50, clock=clock, max_time_s=0.001, min_iters=10,
@@ -216,7 +217,7 @@ def test_generation_budget_keeps_min_iters_and_counts_steady_state_recompiles():
 
 
 def test_generation_variants_alternate_call_by_call_after_their_first_calls():
-    clock = timing.FakeClock()
+    clock = FakeClock()
     order = []
 
     def named(name):

@@ -1,5 +1,5 @@
 """The only code that touches a clock. measure() times a callable: the first call on its own, then warm-up,
-then the timed loop. Clocks are injectable so the logic is tested with FakeClock, without sleeping."""
+then the timed loop. Clocks are injectable, so the logic is tested with a fake clock (tests/fakeclock.py), without sleeping."""
 
 from __future__ import annotations
 
@@ -87,21 +87,6 @@ class _CudaRecorder:
     def samples_ns(self, n: int) -> list[int]:
         # Called after a synchronize; elapsed_time is in milliseconds.
         return [round(s.elapsed_time(e) * 1e6) for s, e in zip(self._starts[:n], self._ends[:n])]
-
-
-class FakeClock(HostClock):
-    """A clock that only moves when told to: the function under test calls advance(ns)."""
-
-    name = "fake"
-
-    def __init__(self, start_ns: int = 0):
-        self.t = start_ns
-
-    def now_ns(self) -> int:
-        return self.t
-
-    def advance(self, ns: int) -> None:
-        self.t += ns
 
 
 @dataclass
@@ -215,13 +200,14 @@ def measure_interleaved(
     temperature, other load) falls on all of them alike. Each first call is timed alone and each is warmed up
     before any timing; the budget max_time_s is per callable and ends the loop only once every callable has
     min_iters samples. Recompiles are counted over the whole loop."""
-    first, warm, made = {}, {}, {}
+    first = {}
     for name, fn in fns.items():
         on_phase(f"first call ({name})")
         first[name] = first_call(fn, clock)
+    warmed = {}  # name -> (calls made, ns they took)
     for name, fn in fns.items():
         on_phase(f"warm-up ({name})")
-        made[name], warm[name] = warm_up(fn, warmup[name], clock, warmup_s)
+        warmed[name] = warm_up(fn, warmup[name], clock, warmup_s)
     before_timing()
 
     on_phase("timing (interleaved)")
@@ -239,24 +225,30 @@ def measure_interleaved(
         if budget_ns is not None and min(done.values()) >= floor and clock.now_ns() - loop_start >= budget_ns:
             break
         for name, fn in fns.items():
-            rec, n = recorders[name], done[name]
-            clock.sync()
-            t0 = clock.now_ns()
-            for i in range(n, min(iters, n + block)):
-                rec.start(i)
-                fn()
-                rec.stop(i)
-            clock.sync()
-            wall[name] += clock.now_ns() - t0
+            n = done[name]
             done[name] = min(iters, n + block)
+            wall[name] += _timed_block(fn, recorders[name], range(n, done[name]), clock)
     ended_at = time.time()
     conditions = watch.stop()
     recompiles = graph_count() - graphs_before if graph_count else None
     return {
-        name: Measurement(first[name], made[name], warm[name], iters, floor, recorders[name].samples_ns(done[name]),
-                          wall[name], done[name] < iters, recompiles, started_at, ended_at, conditions)
+        name: Measurement(first[name], *warmed[name], iters, floor, recorders[name].samples_ns(done[name]), wall[name],
+                          done[name] < iters, recompiles, started_at, ended_at, conditions)
         for name in fns
     }
+
+
+def _timed_block(fn: Callable[[], object], rec, calls: range, clock: HostClock) -> int:
+    """One block of an interleaved loop: each call recorded, the block synchronized at both ends; returns its wall
+    time (the block's own, so that each callable's wall clock holds its own calls only)."""
+    clock.sync()
+    t0 = clock.now_ns()
+    for i in calls:
+        rec.start(i)
+        fn()
+        rec.stop(i)
+    clock.sync()
+    return clock.now_ns() - t0
 
 
 @dataclass
