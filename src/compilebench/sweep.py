@@ -18,17 +18,13 @@ import threading
 import uuid
 from dataclasses import dataclass, field
 
-from tqdm import tqdm
-
-from compilebench import compiler_state, envinfo, store as storemod
+from compilebench import compiler_state, envinfo, unsaved
 from compilebench.dispatch import Dispatcher, Target, Unit, Work
+from compilebench.progress import Bar
 from compilebench.result import Result
 from compilebench.spec import Case, Job, RunSpec, Variant, eager_key_of
 from compilebench.store import Store
 from compilebench.vocab import FAILED, RETRIED, RETRIED_ON_REQUEST
-
-# tqdm's monitor thread wakes every few seconds; nothing of ours may run beside a timed loop.
-tqdm.monitor_interval = 0
 
 
 class Interrupted(KeyboardInterrupt):
@@ -80,49 +76,6 @@ def _blocks(groups: list[list[Case]]) -> list[list[int]]:
     for i, g in enumerate(groups):
         blocks.setdefault(dataclasses.replace(g[0], variant=Variant("eager")).key(), []).append(i)
     return list(blocks.values())
-
-
-class _Progress:
-    """One bar over every repeat of the sweep (tqdm's rate gives the ETA) and, per slot, the case it runs and its
-    phase. Updated only when something changes: nothing of ours runs beside a timed loop on a timer."""
-
-    def __init__(self, bar: tqdm, repeats: int, quiet: bool):
-        self.bar, self.repeats, self.quiet = bar, repeats, quiet
-        self.running: dict[str, tuple[str, str]] = {}
-        self.lock = threading.Lock()
-
-    def started(self, slot: str, unit: Unit) -> None:
-        self._set(slot, (unit.describe(self.repeats), "start"))
-
-    def phase(self, slot: str, phase: str) -> None:
-        with self.lock:
-            what = self.running.get(slot, ("", ""))[0]
-        self._set(slot, (what, phase))
-
-    def finished(self, slot: str) -> None:
-        self._set(slot, None)
-
-    def note(self, message: str) -> None:
-        """A line that must be seen even with --quiet (waiting for a device another run holds)."""
-        with self.lock:
-            if self.quiet:
-                print(message, file=sys.stderr, flush=True)
-            else:
-                self.bar.write(message, file=sys.stderr)
-
-    def _set(self, slot: str, value: tuple[str, str] | None) -> None:
-        with self.lock:
-            if value is None:
-                self.running.pop(slot, None)
-            else:
-                self.running[slot] = value
-            if len(self.running) == 1:  # one at a time (the default): the case, then its phase
-                ((what, phase),) = self.running.values()
-                self.bar.set_description(what, refresh=False)
-                self.bar.set_postfix_str(phase)
-            elif self.running:
-                self.bar.set_description(f"{len(self.running)} running", refresh=False)
-                self.bar.set_postfix_str(" | ".join(f"{s}: {w} ({p})" for s, (w, p) in sorted(self.running.items())))
 
 
 @dataclass
@@ -201,8 +154,8 @@ class _Sweep:
         self.spec, self.store, self.outcome, self.labels, self.quiet = spec, store, outcome, labels, quiet
         self.groups = _groups(cases, spec.interleave)
         self.plan = plan(spec, cases, store, targets, outcome)
-        self.bar = tqdm(total=sum(len(u.cases) for u in self.plan.units), disable=quiet, unit="repeat", dynamic_ncols=True)
-        self.progress = _Progress(self.bar, spec.repeats, quiet)
+        self.progress = Bar(sum(len(u.cases) for u in self.plan.units), spec.repeats, quiet)
+        self.bar = self.progress.bar
         self.own_states = states is None
         self.states = states or compiler_state.StateFolders()
         self.failed: set[tuple[str, str]] = set()  # (case key, resume id) of cases a repeat failed in this run
@@ -327,7 +280,7 @@ def _store(store: Store, result: Result) -> Result:
         try:
             return store.add_repeat(result)
         except (sqlite3.Error, OSError) as exc:
-            saved = storemod.save_unsaved(store.path, result.to_dict())
+            saved = unsaved.save(store.path, result.to_dict())
             where = f"saved to {saved}; the next run stores it" if saved else "it could not be saved anywhere: " \
                                                                               "its numbers are in the lines above"
             if not saved:
@@ -339,9 +292,9 @@ def _store(store: Store, result: Result) -> Result:
 def _recover_unsaved(store: Store) -> int:
     """Results an earlier run measured but could not store: stored now, then their files removed."""
     n = 0
-    for path, d in storemod.load_unsaved(store.path):
+    for path, d in unsaved.load(store.path):
         store.add_repeat(Result.from_dict(d))
-        storemod.forget_unsaved(path)
+        unsaved.forget(path)
         n += 1
     return n
 
