@@ -73,6 +73,15 @@ def resume_command() -> str:
     return " ".join(["compilebench", *map(shlex.quote, sys.argv[1:])])
 
 
+def _settings(args) -> dict:
+    """Every setting whose option has its name (settings.py declares them), then those the command line spells
+    otherwise or whose paths must outlive the working folder."""
+    given = {name: getattr(args, name) for name in settings.names() if name in vars(args)}
+    return {**given, "model_size": "tiny" if args.tiny else "full",
+            "compile_cache": args.compile_cache if args.compile_cache in settings.COMPILE_CACHES else os.path.abspath(args.compile_cache),
+            "image": os.path.abspath(args.image) if args.image else None}
+
+
 def run_spec(args) -> specmod.RunSpec:
     """Explicit options win over the suite's; no --model and no --suite means the quick suite."""
     if args.image is not None:
@@ -91,21 +100,7 @@ def run_spec(args) -> specmod.RunSpec:
         fullgraph=given["fullgraph"],
         dynamic=args.dynamic,
         inductor_options=tuple(options),
-        dtype=args.dtype,
-        autocast=args.autocast,
-        channels_last=args.channels_last,
-        tf32=args.tf32,
-        attn=args.attn,
-        interleave=args.interleave,
-        sync_each_call=args.sync_each_call,
-        compile_cache=args.compile_cache if args.compile_cache in settings.COMPILE_CACHES else os.path.abspath(args.compile_cache),
-        device=args.device,
-        weights=args.weights,
-        model_size="tiny" if args.tiny else "full",
-        task=args.task,
-        image=os.path.abspath(args.image) if args.image else None,
-        prompt_len=args.prompt_len,
-        new_tokens=args.new_tokens,
+        **_settings(args),
         timing=specmod.TimingPolicy(
             iters=args.iters,
             warmup=given.get("warmup", specmod.DEFAULT_WARMUP),
