@@ -1,8 +1,9 @@
-"""The guide's models. Each offline config mirrors its checkpoint's config.json (tests/test_zoo.py checks the
-parameter counts and input shapes). Tiny configs keep the architecture and shrink widths and depths."""
+"""The guide's models: checkpoint, model class, offline config (configs.py) and image processor of each, in the
+guide's order."""
 
 from __future__ import annotations
 
+from compilebench.zoo import configs as c
 from compilebench.zoo.entry import HFModel, OwlViTModel
 
 IMAGENET_MEAN = [0.485, 0.456, 0.406]
@@ -11,250 +12,9 @@ HALF = [0.5, 0.5, 0.5]
 CLIP_MEAN = [0.48145466, 0.4578275, 0.40821073]
 CLIP_STD = [0.26862954, 0.26130258, 0.27577711]
 BICUBIC, BILINEAR = 3, 2  # PIL resample codes, as stored in preprocessor_config.json
-TINY_IMAGE = 32  # tiny configs take 32x32 images: enough for every stride, cheap to compile
-
-
-def _resnet_50():
-    from transformers import ResNetConfig
-
-    return ResNetConfig(
-        embedding_size=64,
-        hidden_sizes=[256, 512, 1024, 2048],
-        depths=[3, 4, 6, 3],
-        layer_type="bottleneck",
-        hidden_act="relu",
-        downsample_in_first_stage=False,
-        num_labels=1000,
-    )
-
-
-def _resnet_tiny():
-    from transformers import ResNetConfig
-
-    return ResNetConfig(
-        embedding_size=8, hidden_sizes=[8, 16, 16, 32], depths=[1, 1, 1, 1], layer_type="bottleneck", num_labels=10
-    )
-
-
-def _vit_base():
-    from transformers import ViTConfig
-
-    return ViTConfig(
-        hidden_size=768,
-        num_hidden_layers=12,
-        num_attention_heads=12,
-        intermediate_size=3072,
-        hidden_act="gelu",
-        layer_norm_eps=1e-12,
-        image_size=224,
-        patch_size=16,
-        qkv_bias=True,
-        num_labels=1000,
-    )
-
-
-def _vit_tiny():
-    from transformers import ViTConfig
-
-    return ViTConfig(
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        image_size=TINY_IMAGE,
-        patch_size=8,
-        num_labels=10,
-    )
-
-
-
-def _beit_base():
-    from transformers import BeitConfig
-
-    return BeitConfig(
-        hidden_size=768,
-        num_hidden_layers=12,
-        num_attention_heads=12,
-        intermediate_size=3072,
-        image_size=224,
-        patch_size=16,
-        use_absolute_position_embeddings=False,
-        use_relative_position_bias=True,
-        use_shared_relative_position_bias=False,
-        use_mask_token=False,
-        layer_scale_init_value=0.1,
-        use_mean_pooling=True,
-        layer_norm_eps=1e-12,
-        num_labels=21841,
-    )
-
-
-def _beit_tiny():
-    from transformers import BeitConfig
-
-    return BeitConfig(
-        hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, image_size=TINY_IMAGE,
-        patch_size=8, use_absolute_position_embeddings=False, use_relative_position_bias=True,
-        layer_scale_init_value=0.1, use_mean_pooling=True, num_labels=10,
-    )
-
-
-def _convnext_large():
-    from transformers import ConvNextConfig
-
-    return ConvNextConfig(hidden_sizes=[192, 384, 768, 1536], depths=[3, 3, 27, 3], layer_scale_init_value=1e-6, num_labels=1000)
-
-
-def _convnext_tiny():
-    from transformers import ConvNextConfig
-
-    return ConvNextConfig(hidden_sizes=[8, 16, 16, 32], depths=[1, 1, 2, 1], num_labels=10)
-
-
-def _segformer_b0():
-    from transformers import SegformerConfig
-
-    return SegformerConfig(
-        num_encoder_blocks=4,
-        depths=[2, 2, 2, 2],
-        sr_ratios=[8, 4, 2, 1],
-        hidden_sizes=[32, 64, 160, 256],
-        patch_sizes=[7, 3, 3, 3],
-        strides=[4, 2, 2, 2],
-        num_attention_heads=[1, 2, 5, 8],
-        mlp_ratios=[4, 4, 4, 4],
-        decoder_hidden_size=256,
-        num_labels=150,
-    )
-
-
-def _segformer_tiny():
-    from transformers import SegformerConfig
-
-    return SegformerConfig(
-        depths=[1, 1, 1, 1], hidden_sizes=[8, 16, 16, 32], num_attention_heads=[1, 1, 1, 2], decoder_hidden_size=16, num_labels=5,
-    )
-
-
-def _swin(embed_dim, depths, heads, window, image_size):
-    from transformers import SwinConfig
-
-    return SwinConfig(
-        image_size=image_size, embed_dim=embed_dim, depths=depths, num_heads=heads, window_size=window,
-        drop_path_rate=0.3, out_features=["stage1", "stage2", "stage3", "stage4"],
-    )
-
-
-def _mask2former(backbone, **overrides):
-    from transformers import Mask2FormerConfig
-
-    return Mask2FormerConfig(backbone_config=backbone, **overrides)
-
-
-def _mask2former_swin_tiny():
-    return _mask2former(_swin(96, [2, 2, 6, 2], [3, 6, 12, 24], 7, 224), num_labels=133, num_queries=100,
-                        encoder_layers=6, decoder_layers=10)
-
-
-def _mask2former_tiny():
-    # 32 channels: the pixel decoder's GroupNorm has 32 groups
-    return _mask2former(_swin(8, [1, 1, 1, 1], [1, 1, 1, 1], 2, TINY_IMAGE), num_labels=5, num_queries=4,
-                        feature_size=32, mask_feature_size=32, hidden_dim=32, encoder_feedforward_dim=32,
-                        dim_feedforward=32, encoder_layers=1, decoder_layers=2, num_attention_heads=2)
-
-
-def _maskformer(backbone, decoder: dict, **overrides):
-    from transformers import DetrConfig, MaskFormerConfig, MaskFormerSwinConfig
-
-    swin = MaskFormerSwinConfig(**{k: v for k, v in backbone.to_dict().items() if k in MaskFormerSwinConfig().to_dict()})
-    # Only DETR's transformer decoder is used; its backbone fields are never built.
-    decoder = DetrConfig(use_timm_backbone=False, backbone_config=_resnet_tiny(), **decoder)
-    return MaskFormerConfig(backbone_config=swin, decoder_config=decoder, **overrides)
-
-
-def _maskformer_swin_base():
-    return _maskformer(_swin(128, [2, 2, 18, 2], [4, 8, 16, 32], 12, 384), dict(decoder_layers=6),
-                       num_labels=150, num_queries=100)
-
-
-def _maskformer_tiny():
-    decoder = dict(decoder_layers=1, d_model=32, decoder_attention_heads=2, decoder_ffn_dim=32)
-    return _maskformer(_swin(8, [1, 1, 1, 1], [1, 1, 1, 1], 2, TINY_IMAGE), decoder, num_labels=5, num_queries=4,
-                       fpn_feature_size=32, mask_feature_size=32)
-
-
-def _deeplabv3_mobilenet_v2():
-    from transformers import MobileNetV2Config
-
-    return MobileNetV2Config(
-        depth_multiplier=1.0, image_size=513, output_stride=8, tf_padding=True, hidden_act="relu6",
-        first_layer_is_expansion=True, finegrained_output=True, classifier_dropout_prob=0.1, num_labels=21,
-    )
-
-
-def _deeplabv3_tiny():
-    from transformers import MobileNetV2Config
-
-    return MobileNetV2Config(depth_multiplier=0.25, image_size=TINY_IMAGE, output_stride=8, num_labels=5)
-
-
-def _owlvit_base_patch32():
-    from transformers import OwlViTConfig
-
-    return OwlViTConfig(
-        text_config=dict(vocab_size=49408, hidden_size=512, intermediate_size=2048, num_hidden_layers=12,
-                         num_attention_heads=8, max_position_embeddings=16),
-        vision_config=dict(hidden_size=768, intermediate_size=3072, num_hidden_layers=12, num_attention_heads=12,
-                           image_size=768, patch_size=32),
-        projection_dim=512,
-    )
-
-
-def _owlvit_tiny():
-    from transformers import OwlViTConfig
-
-    return OwlViTConfig(
-        text_config=dict(vocab_size=49408, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                         num_attention_heads=2, max_position_embeddings=16),
-        vision_config=dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
-                           image_size=TINY_IMAGE, patch_size=8),
-        projection_dim=16,
-    )
-
-
-def _resnet_backbone(depths):
-    from transformers import ResNetConfig
-
-    # transformers 5 builds DETR with a timm backbone by default; this is the same ResNet in transformers' own
-    # implementation (MODELS.md), built offline.
-    return ResNetConfig(depths=depths, layer_type="bottleneck", out_features=["stage4"])
-
-
-def _detr(depths, cls="DetrConfig", **overrides):
-    import transformers
-
-    return getattr(transformers, cls)(
-        use_timm_backbone=False, use_pretrained_backbone=False, backbone_config=_resnet_backbone(depths),
-        num_labels=91, **overrides  # COCO's 91 category ids, as the checkpoints' id2label
-    )
-
-
-def _detr_tiny(cls="DetrConfig"):
-    import transformers
-    from transformers import ResNetConfig
-
-    backbone = ResNetConfig(embedding_size=8, hidden_sizes=[8, 16, 16, 32], depths=[1, 1, 1, 1], layer_type="bottleneck",
-                            out_features=["stage4"])
-    return getattr(transformers, cls)(
-        use_timm_backbone=False, use_pretrained_backbone=False, backbone_config=backbone, d_model=16,
-        encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2,
-        encoder_ffn_dim=32, decoder_ffn_dim=32, num_queries=4, num_labels=5,
-    )
-
-
 DETR_PROCESSOR = dict(size={"shortest_edge": 800, "longest_edge": 1333}, image_mean=IMAGENET_MEAN, image_std=IMAGENET_STD,
                       resample=BILINEAR)
-TINY_SHORTEST_EDGE = dict(size={"shortest_edge": TINY_IMAGE, "longest_edge": 2 * TINY_IMAGE})
+TINY_SHORTEST_EDGE = dict(size={"shortest_edge": c.TINY_IMAGE, "longest_edge": 2 * c.TINY_IMAGE})
 
 MODELS = [
     HFModel(
@@ -263,11 +23,11 @@ MODELS = [
         task="image-classification",
         checkpoint="google/vit-base-patch16-224",
         model_class="ViTForImageClassification",
-        config=_vit_base,
-        tiny_config=_vit_tiny,
+        config=c.vit_base,
+        tiny_config=c.vit_tiny,
         processor_class="ViTImageProcessorPil",
         processor_kwargs=dict(size={"height": 224, "width": 224}, resample=BILINEAR, image_mean=HALF, image_std=HALF),
-        tiny_processor_kwargs=dict(size={"height": TINY_IMAGE, "width": TINY_IMAGE}),
+        tiny_processor_kwargs=dict(size={"height": c.TINY_IMAGE, "width": c.TINY_IMAGE}),
     ),
     HFModel(
         name="segformer",
@@ -275,12 +35,12 @@ MODELS = [
         task="semantic-segmentation",
         checkpoint="nvidia/segformer-b0-finetuned-ade-512-512",
         model_class="SegformerForSemanticSegmentation",
-        config=_segformer_b0,
-        tiny_config=_segformer_tiny,
+        config=c.segformer_b0,
+        tiny_config=c.segformer_tiny,
         processor_class="SegformerImageProcessorPil",
         processor_kwargs=dict(size={"height": 512, "width": 512}, resample=BILINEAR, image_mean=IMAGENET_MEAN,
                               image_std=IMAGENET_STD),
-        tiny_processor_kwargs=dict(size={"height": TINY_IMAGE, "width": TINY_IMAGE}),
+        tiny_processor_kwargs=dict(size={"height": c.TINY_IMAGE, "width": c.TINY_IMAGE}),
     ),
     OwlViTModel(
         name="owlvit",
@@ -288,13 +48,13 @@ MODELS = [
         task="zero-shot-object-detection",
         checkpoint="google/owlvit-base-patch32",
         model_class="OwlViTForObjectDetection",
-        config=_owlvit_base_patch32,
-        tiny_config=_owlvit_tiny,
+        config=c.owlvit_base_patch32,
+        tiny_config=c.owlvit_tiny,
         processor_class="OwlViTImageProcessorPil",
         processor_kwargs=dict(size={"height": 768, "width": 768}, crop_size={"height": 768, "width": 768},
                               resample=BICUBIC, image_mean=CLIP_MEAN, image_std=CLIP_STD),
-        tiny_processor_kwargs=dict(size={"height": TINY_IMAGE, "width": TINY_IMAGE},
-                                   crop_size={"height": TINY_IMAGE, "width": TINY_IMAGE}),
+        tiny_processor_kwargs=dict(size={"height": c.TINY_IMAGE, "width": c.TINY_IMAGE},
+                                   crop_size={"height": c.TINY_IMAGE, "width": c.TINY_IMAGE}),
     ),
     HFModel(
         name="beit",
@@ -302,12 +62,12 @@ MODELS = [
         task="image-classification",
         checkpoint="microsoft/beit-base-patch16-224-pt22k-ft22k",
         model_class="BeitForImageClassification",
-        config=_beit_base,
-        tiny_config=_beit_tiny,
+        config=c.beit_base,
+        tiny_config=c.beit_tiny,
         processor_class="BeitImageProcessorPil",
         processor_kwargs=dict(size={"height": 224, "width": 224}, do_center_crop=False, resample=BILINEAR,
                               image_mean=HALF, image_std=HALF),
-        tiny_processor_kwargs=dict(size={"height": TINY_IMAGE, "width": TINY_IMAGE}),
+        tiny_processor_kwargs=dict(size={"height": c.TINY_IMAGE, "width": c.TINY_IMAGE}),
     ),
     HFModel(
         name="detr",
@@ -315,8 +75,8 @@ MODELS = [
         task="object-detection",
         checkpoint="facebook/detr-resnet-50",
         model_class="DetrForObjectDetection",
-        config=lambda: _detr([3, 4, 6, 3]),
-        tiny_config=_detr_tiny,
+        config=lambda: c.detr([3, 4, 6, 3]),
+        tiny_config=c.detr_tiny,
         processor_class="DetrImageProcessorPil",
         processor_kwargs=DETR_PROCESSOR,
         tiny_processor_kwargs=TINY_SHORTEST_EDGE,
@@ -327,12 +87,12 @@ MODELS = [
         task="image-classification",
         checkpoint="facebook/convnext-large-224",
         model_class="ConvNextForImageClassification",
-        config=_convnext_large,
-        tiny_config=_convnext_tiny,
+        config=c.convnext_large,
+        tiny_config=c.convnext_tiny,
         processor_class="ConvNextImageProcessorPil",
         processor_kwargs=dict(size={"shortest_edge": 224}, crop_pct=0.875, resample=BICUBIC, image_mean=IMAGENET_MEAN,
                               image_std=IMAGENET_STD),
-        tiny_processor_kwargs=dict(size={"shortest_edge": TINY_IMAGE}),
+        tiny_processor_kwargs=dict(size={"shortest_edge": c.TINY_IMAGE}),
     ),
     HFModel(
         name="resnet-50",
@@ -340,12 +100,12 @@ MODELS = [
         task="image-classification",
         checkpoint="microsoft/resnet-50",
         model_class="ResNetForImageClassification",
-        config=_resnet_50,
-        tiny_config=_resnet_tiny,
+        config=c.resnet_50,
+        tiny_config=c.resnet_tiny,
         processor_class="ConvNextImageProcessorPil",
         processor_kwargs=dict(size={"shortest_edge": 224}, crop_pct=0.875, resample=BICUBIC, image_mean=IMAGENET_MEAN,
                               image_std=IMAGENET_STD),
-        tiny_processor_kwargs=dict(size={"shortest_edge": TINY_IMAGE}),
+        tiny_processor_kwargs=dict(size={"shortest_edge": c.TINY_IMAGE}),
     ),
     HFModel(
         name="mask2former",
@@ -353,12 +113,12 @@ MODELS = [
         task="universal-segmentation",
         checkpoint="facebook/mask2former-swin-tiny-coco-panoptic",
         model_class="Mask2FormerForUniversalSegmentation",
-        config=_mask2former_swin_tiny,
-        tiny_config=_mask2former_tiny,
+        config=c.mask2former_swin_tiny,
+        tiny_config=c.mask2former_tiny,
         processor_class="Mask2FormerImageProcessorPil",
         processor_kwargs=dict(size={"height": 384, "width": 384}, size_divisor=32, resample=BILINEAR,
                               image_mean=IMAGENET_MEAN, image_std=IMAGENET_STD, num_labels=133),
-        tiny_processor_kwargs=dict(size={"height": TINY_IMAGE, "width": TINY_IMAGE}, num_labels=5),
+        tiny_processor_kwargs=dict(size={"height": c.TINY_IMAGE, "width": c.TINY_IMAGE}, num_labels=5),
     ),
     HFModel(
         name="maskformer",
@@ -366,8 +126,8 @@ MODELS = [
         task="universal-segmentation",
         checkpoint="facebook/maskformer-swin-base-ade",
         model_class="MaskFormerForInstanceSegmentation",
-        config=_maskformer_swin_base,
-        tiny_config=_maskformer_tiny,
+        config=c.maskformer_swin_base,
+        tiny_config=c.maskformer_tiny,
         processor_class="MaskFormerImageProcessorPil",
         processor_kwargs=dict(size={"shortest_edge": 640, "longest_edge": 2560}, size_divisor=32, resample=BILINEAR,
                               image_mean=IMAGENET_MEAN, image_std=IMAGENET_STD),
@@ -379,12 +139,12 @@ MODELS = [
         task="semantic-segmentation",
         checkpoint="google/deeplabv3_mobilenet_v2_1.0_513",
         model_class="MobileNetV2ForSemanticSegmentation",
-        config=_deeplabv3_mobilenet_v2,
-        tiny_config=_deeplabv3_tiny,
+        config=c.deeplabv3_mobilenet_v2,
+        tiny_config=c.deeplabv3_tiny,
         processor_class="MobileNetV2ImageProcessorPil",
         processor_kwargs=dict(size={"shortest_edge": 545}, crop_size={"height": 513, "width": 513}, resample=BILINEAR,
                               image_mean=HALF, image_std=HALF),
-        tiny_processor_kwargs=dict(size={"shortest_edge": TINY_IMAGE + 2}, crop_size={"height": TINY_IMAGE, "width": TINY_IMAGE}),
+        tiny_processor_kwargs=dict(size={"shortest_edge": c.TINY_IMAGE + 2}, crop_size={"height": c.TINY_IMAGE, "width": c.TINY_IMAGE}),
     ),
     HFModel(
         name="detr-resnet-101",
@@ -392,8 +152,8 @@ MODELS = [
         task="object-detection",
         checkpoint="facebook/detr-resnet-101",
         model_class="DetrForObjectDetection",
-        config=lambda: _detr([3, 4, 23, 3]),
-        tiny_config=_detr_tiny,
+        config=lambda: c.detr([3, 4, 23, 3]),
+        tiny_config=c.detr_tiny,
         processor_class="DetrImageProcessorPil",
         processor_kwargs=DETR_PROCESSOR,
         tiny_processor_kwargs=TINY_SHORTEST_EDGE,
@@ -404,8 +164,8 @@ MODELS = [
         task="object-detection",
         checkpoint="microsoft/conditional-detr-resnet-50",
         model_class="ConditionalDetrForObjectDetection",
-        config=lambda: _detr([3, 4, 6, 3], "ConditionalDetrConfig", num_queries=300),
-        tiny_config=lambda: _detr_tiny("ConditionalDetrConfig"),
+        config=lambda: c.detr([3, 4, 6, 3], "ConditionalDetrConfig", num_queries=300),
+        tiny_config=lambda: c.detr_tiny("ConditionalDetrConfig"),
         processor_class="ConditionalDetrImageProcessorPil",
         processor_kwargs=DETR_PROCESSOR,
         tiny_processor_kwargs=TINY_SHORTEST_EDGE,
