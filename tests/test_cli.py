@@ -119,7 +119,7 @@ BAD_INPUTS = [
     (["--model", "vit", "--max-time", "nan"], "--max-time must be a positive, finite number"),
     (["--model", "vit", "--warmup-time", "-1"], "--warmup-time must be a finite number of seconds >= 0, got -1"),
     (["--model", "vit", "--timeout", "0"], "--timeout must be a positive, finite number"),
-    (["--model", "vit", "--min-effect", "150%"], "--min-effect must be a fraction from 0 to below 1"),
+    (["--model", "vit", "--min-effect", "150%"], "--min-effect must be from 0% to below 100%"),
     (["--model", "vit", "--min-effect", "lots"], "expected a percentage such as 2%"),
     (["--model", "gpt2", "--new-tokens", "0"], "--new-tokens must be an integer >= 1"),
     (["--model", "gpt2", "--prompt-len", "-5"], "--prompt-len must be an integer >= 1"),
@@ -217,3 +217,23 @@ def test_flops_are_counted_once_per_model_and_settings_whichever_variants_follow
     assert [j for j in jobs if j[2]] == [("eager", 1, True)], jobs  # the first measurement counts, no other
     flops = [r["flops"] for r in stored(tmp_path / "r.db")]
     assert len(flops) == 2 and flops[0] == flops[1] and flops[0] > 0
+
+
+def test_a_failure_of_the_machine_is_one_line_and_exit_1(tmp_path, monkeypatch, capsys):
+    """Issue 27.4: a full disk before the run is the environment's failure (exit 1, as mid-run), not bad input."""
+    from compilebench import cli as climod
+    from compilebench import store as storemod
+
+    Store = storemod.Store
+    Store.open(str(tmp_path / "r.db")).close()
+
+    def full(*a, **kw):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    real = sqlite3.connect
+    monkeypatch.setattr(storemod.sqlite3, "connect", lambda *a, **kw: full() if kw.get("timeout") else real(*a, **kw))
+    code = climod.main(["run", "--model", "fault-ok", "--variant", "eager", "--device", "cpu", "--isolation", "inline",
+                        "--db", str(tmp_path / "r.db"), "--out", str(tmp_path / "out"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("\n") == 1 and "the disk is full" in err, err
+    assert "not a compilebench results file" not in err

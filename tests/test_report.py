@@ -131,14 +131,20 @@ def test_a_store_of_failures_reports_them_without_charts(tmp_path, cli):
 def test_bad_report_options_are_one_line_and_write_nothing(tmp_path, cli):
     fr.fill(tmp_path / "r.db", guide_results()[:2])
     (tmp_path / "afile").write_text("x")
+    (tmp_path / "empty.db").write_bytes(b"")
     for args, message in [
-        (["r.db", "--format", "md,pdf"], "unknown report format 'pdf' (allowed: md, html, csv, json)"),
-        (["r.db", "--out", "afile"], "--out 'afile' is a file"),
-        (["missing.db"], "results file 'missing.db' does not exist"),
+        (["report", "r.db", "--format", "md,pdf"], "unknown report format 'pdf' (allowed: md, html, csv, json)"),
+        (["report", "r.db", "--out", "afile"], "--out 'afile' is a file"),
+        (["report", "missing.db"], "results file 'missing.db' does not exist"),
+        (["report", "empty.db"], "results file 'empty.db' is empty"),  # issue 27.5
+        # issue 27.8: the same check as run and tune
+        (["report", "r.db", "--min-effect", "200"], "--min-effect must be from 0% to below 100%"),
+        (["report", "r.db", "--min-effect", "-5"], "--min-effect must be from 0% to below 100%"),
+        (["compare", "r.db", "r.db", "--min-effect", "-5"], "--min-effect must be from 0% to below 100%"),
     ]:
-        p = cli("report", *args)
+        p = cli(*args)
         assert p.returncode == 2 and p.stderr.count("\n") == 1 and message in p.stderr, p.stderr
-    assert sorted(os.listdir(tmp_path)) == ["afile", "r.db"]
+    assert sorted(os.listdir(tmp_path)) == ["afile", "empty.db", "r.db"]  # no report, no -wal or -shm beside a file read
 
 
 def test_an_interrupted_report_leaves_the_previous_one_whole(tmp_path, monkeypatch):

@@ -246,3 +246,86 @@ def test_two_processes_writing_at_once_lose_nothing(tmp_path):
         assert len(results) == 300
         assert len({(r.machine_id, r.case_key) for r in results}) == 300
     assert sqlite3.connect(path).execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def _opener(path: str, start, answers) -> None:
+    """Wait for the others, then open a results file that may not exist yet; say what happened."""
+    start.wait()
+    try:
+        with Store.open(path) as store:
+            answers.put(("ok", store.schema))
+    except Exception as exc:  # the answer the test checks
+        answers.put(("error", str(exc)))
+
+
+def test_runs_starting_together_on_a_new_results_file_all_open_it(tmp_path):
+    """Issue 27.1: creating the schema is one transaction a second opener waits for; nobody is told the file being
+    created is foreign."""
+    ctx = multiprocessing.get_context("fork")
+    for trial in range(6):
+        path = str(tmp_path / f"new-{trial}" / "r.db")
+        start, answers = ctx.Barrier(4), ctx.Queue()
+        procs = [ctx.Process(target=_opener, args=(path, start, answers)) for _ in range(4)]
+        for p in procs:
+            p.start()
+        got = [answers.get(timeout=60) for _ in procs]
+        for p in procs:
+            p.join(60)
+        assert got == [("ok", SCHEMA_VERSION)] * 4, got
+    assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+def test_an_empty_results_file_is_called_empty_by_a_report(tmp_path):
+    """Issue 27.5: a 0-byte file exists; it holds no results."""
+    path = tmp_path / "r.db"
+    path.write_bytes(b"")
+    with pytest.raises(UserError, match="is empty") as caught:
+        Store.open(str(path), create=False, write=False)
+    assert "does not exist" not in str(caught.value)
+    assert path.read_bytes() == b""  # left as it was
+
+
+def test_a_damaged_file_is_named_in_one_line():
+    """Issue 27.6: SQLite's integrity text can hold newlines; the message is one line."""
+    import compilebench.store as storemod
+
+    message = storemod._damaged("r.db", "*** in database main ***\nrow 1 missing from index x\nrow 2 missing")
+    assert "\n" not in message and "row 1 missing from index x; row 2 missing" in message
+
+
+def test_reading_a_results_file_leaves_no_side_files(tmp_path):
+    """Issue 27.10: a report opens its files read-only and leaves no -wal or -shm beside them."""
+    path = tmp_path / "r.db"
+    with Store.open(str(path)) as store:
+        store.add_repeat(make_result())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.db"]  # a run's side files go when it closes
+    with Store.open(str(path), create=False, write=False) as store:
+        assert len(store.results()) == 1
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["r.db"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.db"]
+
+
+def test_a_full_disk_before_a_run_is_said_so_not_called_a_foreign_file(tmp_path, monkeypatch):
+    """Issue 27.4: SQLite's 'disk is full' while opening a healthy file is the environment's failure (exit 1), not
+    bad input."""
+    import compilebench.store as storemod
+    from compilebench.errors import EnvironmentFailure
+
+    path = tmp_path / "r.db"
+    Store.open(str(path)).close()
+    real = sqlite3.connect
+
+    class Full:
+        def __init__(self, conn):
+            self.conn = conn
+
+        def execute(self, sql, *a):
+            raise sqlite3.OperationalError("database or disk is full")
+
+        def __getattr__(self, name):
+            return getattr(self.conn, name)
+
+    monkeypatch.setattr(storemod.sqlite3, "connect", lambda *a, **kw: Full(real(*a, **kw)))
+    with pytest.raises(EnvironmentFailure, match="disk is full") as caught:
+        Store.open(str(path))
+    assert "not a compilebench results file" not in str(caught.value)

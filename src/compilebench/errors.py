@@ -1,4 +1,5 @@
-"""A person's mistake, as opposed to a bug: the CLI prints these as one line and exits 2."""
+"""A person's mistake (UserError: one line, exit 2) or the machine's (EnvironmentFailure: one line, exit 1), as
+opposed to a bug, which keeps its traceback."""
 
 import difflib
 
@@ -16,3 +17,8 @@ class UnknownChoice(UserError):
 
 class SchemaError(UserError):
     """A results file this version cannot read."""
+
+
+class EnvironmentFailure(Exception):
+    """The machine failed the command, not its input (a full disk, a file locked past the timeout): one line that
+    says what to do, exit 1."""

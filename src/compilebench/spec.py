@@ -8,7 +8,7 @@ import json
 import math
 from dataclasses import dataclass, field
 
-from compilebench import settings as settingsmod
+from compilebench import settings as settingsmod, stats
 from compilebench.errors import UnknownChoice, UserError
 from compilebench.settings import Settings, integer as _integer
 
@@ -301,7 +301,6 @@ def validate(spec: RunSpec) -> None:
         raise UserError(f"--warmup-time must be a finite number of seconds >= 0, got {t.warmup_s!r}")
     _seconds("--timeout", spec.timeout_s)
     _integer("--repeats", spec.repeats, 1, MAX_REPEATS)
-    if not (isinstance(spec.min_effect, (int, float)) and 0 <= spec.min_effect < 1):
-        raise UserError(f"--min-effect must be a fraction from 0 to below 1 (2% is 0.02), got {spec.min_effect!r}")
+    stats.check_min_effect(spec.min_effect)
     _integer("--new-tokens", spec.new_tokens, 1)  # a run always says how many tokens its generation cases make
 

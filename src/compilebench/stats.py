@@ -24,6 +24,17 @@ FIELDS = ("n", "mean", "median", "std", "min", "max", "p90", "p99", "cv")
 DEFAULT_MIN_EFFECT = 0.02  # a speed-up within 2% either way is not worth acting on
 
 
+def check_min_effect(value) -> float:
+    """The one check of a minimum effect, for every command and the API that take one: a fraction in [0, 1)."""
+    from compilebench.errors import UserError
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+        shown = f"{value * 100:g}%" if isinstance(value, (int, float)) and not isinstance(value, bool) else repr(value)
+        raise UserError(f"--min-effect must be from 0% to below 100% (min_effect from 0 to below 1 in Python: 2% is "
+                        f"0.02), got {shown}")
+    return value
+
+
 def t_critical(df: float, confidence: float = 0.95) -> float:
     """Two-sided Student-t critical value (e.g. 2.262 for df=9 at 95%)."""
     from scipy.stats import t

@@ -21,7 +21,7 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from compilebench.errors import SchemaError, UserError
+from compilebench.errors import EnvironmentFailure, SchemaError, UserError
 from compilebench.result import Result, upgrade_v1
 
 SCHEMA_VERSION = 2
@@ -83,31 +83,19 @@ class Store:
         read-only file works). Every problem with the path or the file is a UserError."""
         exists = check_path(path, write=write)
         if not exists and not create:
-            raise UserError(f"results file {path!r} does not exist")
+            raise UserError(f"results file {path!r} is empty: it holds no results" if os.path.exists(path)
+                            else f"results file {path!r} does not exist")
         if not exists:
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         try:
             if write:
                 conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+                schema = _open_for_run(conn, path, new=not exists)
             else:
                 conn = _open_read_only(path)
-            if exists:
                 schema = _check_schema(conn, path)
-                if write:
-                    _check_whole(conn, path)
-                    if schema < SCHEMA_VERSION:
-                        _migrate(conn, schema)
-                        schema = SCHEMA_VERSION
-            else:
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.executescript(_SCHEMA)
-                conn.execute(_CLAIMS)
-                conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-                schema = SCHEMA_VERSION
         except sqlite3.DatabaseError as exc:
-            if "malformed" in str(exc) or "corrupt" in str(exc):
-                raise UserError(_damaged(path, str(exc))) from None
-            raise UserError(f"{path!r} is not a compilebench results file ({exc})") from None
+            raise _refusal(path, exc) from None
         return cls(conn, path, schema, write)
 
     def close(self) -> None:
@@ -239,11 +227,73 @@ def _process_started(pid: int) -> str:
             return "alive"
 
 
+def _open_for_run(conn: sqlite3.Connection, path: str, new: bool) -> int:
+    """Make the schema where the file has none, else check the one it has, in one transaction that a second opener
+    waits for (BEGIN IMMEDIATE under the busy timeout): runs starting together on a new file all find it whole.
+    Returns the schema version, after checking an existing file whole and migrating an older one."""
+    if new:
+        _wal(conn)
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        empty = conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone() is None
+        if empty:  # made by this opener: the statements one by one (executescript would commit midway)
+            for statement in (*_SCHEMA.split(";"), _CLAIMS):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        schema = _check_schema(conn, path)
+        conn.execute("COMMIT")
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        raise
+    if not empty:
+        _check_whole(conn, path)
+        if schema < SCHEMA_VERSION:
+            _migrate(conn, schema)
+            schema = SCHEMA_VERSION
+    return schema
+
+
+def _wal(conn: sqlite3.Connection) -> None:
+    """WAL mode for a new file (several processes write one file at once). Switching takes the whole file, which
+    SQLite does not wait for: another opener of the same new file may hold it for a moment, so try until the
+    busy timeout."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL").fetchall()
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)  # SQLite's own busy handler sleeps the same way
+
+
+def _refusal(path: str, exc: sqlite3.DatabaseError) -> Exception:
+    """What SQLite's refusal to open a file means for the user, in one line."""
+    text = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+    if "disk is full" in text or "disk full" in text:
+        return EnvironmentFailure(f"cannot open the results file {path!r}: the disk is full ({text}); free some space "
+                                  "and run the same command again")
+    if "locked" in text or "busy" in text:
+        return EnvironmentFailure(f"the results file {path!r} stayed locked by another program for over "
+                                  f"{BUSY_TIMEOUT_S:g} s ({text}); run the same command again when it is free")
+    if "malformed" in text or "corrupt" in text:
+        return UserError(_damaged(path, text))
+    return UserError(f"{path!r} is not a compilebench results file ({text})")
+
+
 def _open_read_only(path: str) -> sqlite3.Connection:
-    """Read without writing anything: a read-only file (or folder) still opens. WAL needs its shared-memory file;
-    where that cannot be made, the file is read as immutable (nobody may write it meanwhile, which a read-only
-    file guarantees)."""
+    """Read without writing anything, beside the file either: a read-only file (or folder) still opens. A file no
+    run has open (no -wal or -shm beside it: the last writer to close checkpointed everything into the file) is
+    read as immutable, which makes no side files; a run writes a new repeat into its -wal, not into the file, so a
+    run starting meanwhile changes nothing a report reads. Where a run has it open, SQLite's read-only mode reads
+    the run's -wal too; WAL needs the shared-memory file, and where that cannot be made the file is read as
+    immutable (nobody may write it meanwhile, which a read-only file guarantees)."""
     uri = "file:" + os.path.abspath(path).replace("?", "%3f").replace("#", "%23")
+    if not any(os.path.exists(path + side) for side in ("-wal", "-shm")):
+        return sqlite3.connect(f"{uri}?immutable=1", uri=True, check_same_thread=False)
     try:
         conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, check_same_thread=False)
         conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
@@ -280,7 +330,9 @@ def _check_creatable(path: str) -> None:
 def _check_schema(conn: sqlite3.Connection, path: str) -> int:
     try:
         row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    except sqlite3.OperationalError:
+    except sqlite3.OperationalError as exc:
+        if "no such table" not in str(exc):
+            raise  # the disk or a lock, not the file: _refusal says which
         row = None
     if row is None:
         raise UserError(f"{path!r} is not a compilebench results file (no schema version)")
@@ -301,6 +353,7 @@ def _check_whole(conn: sqlite3.Connection, path: str) -> None:
 
 
 def _damaged(path: str, problem: str) -> str:
+    problem = "; ".join(line.strip() for line in problem.splitlines() if line.strip() and not line.startswith("***"))
     return (f"results file {path!r} is damaged ({problem}): a run cannot store results in it; give another --db, "
             f"or restore a copy (`compilebench report {path}` may still read what is intact)")
 

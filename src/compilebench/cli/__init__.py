@@ -7,9 +7,10 @@ from __future__ import annotations
 import sys
 
 from compilebench.cli import options
-from compilebench.errors import UserError
+from compilebench.errors import EnvironmentFailure, UserError
 
 EXIT_BAD_INPUT = options.EXIT_BAD_INPUT
+EXIT_FAILED = 1  # the machine failed the command (a full disk, a lock held too long), not its input
 
 
 def _commands() -> dict:
@@ -26,3 +27,6 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except EnvironmentFailure as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILED

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-from compilebench import report as reportmod, store as storemod
+from compilebench import report as reportmod, stats, store as storemod
 from compilebench.errors import UserError
 from compilebench.report import compare as comparemod
 from compilebench.report import data as reportdata
@@ -26,6 +26,7 @@ def main_file(written: list[str], out_dir: str) -> str:
 
 
 def cmd_report(args) -> int:
+    stats.check_min_effect(args.min_effect)  # before any file is read
     dbs = args.dbs or [storemod.DEFAULT_PATH]
     formats = reportmod.parse_formats(args.format)
     out_dir = args.out or default_out(dbs[0])
@@ -38,6 +39,7 @@ def cmd_report(args) -> int:
 
 
 def cmd_compare(args) -> int:
+    stats.check_min_effect(args.min_effect)  # before any file is read
     a = comparemod.select(reportdata.load([args.a]), args.machine_a)
     b = comparemod.select(reportdata.load([args.b]), args.machine_b)
     for results, path, option, text in ((a, args.a, "--machine-a", args.machine_a), (b, args.b, "--machine-b", args.machine_b)):

@@ -44,6 +44,7 @@ def _describe(results: list[Result]) -> str:
 
 
 def compare(a: list[Result], b: list[Result], a_name: str, b_name: str, min_effect: float = stats.DEFAULT_MIN_EFFECT) -> Table:
+    stats.check_min_effect(min_effect)
     a_cases = _one_per_case(a, a_name, "--machine-a")
     b_cases = _one_per_case(b, b_name, "--machine-b")
     keys = list(dict.fromkeys([*a_cases, *b_cases]))

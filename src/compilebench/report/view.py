@@ -76,7 +76,7 @@ class View:
 
     def __init__(self, results: list[Result], min_effect: float = stats.DEFAULT_MIN_EFFECT):
         self.results = results
-        self.min_effect = min_effect
+        self.min_effect = stats.check_min_effect(min_effect)
         self.latest = data.latest(results)
         self.versions = len(data.torch_labels(results))  # a % improvement names its torch only where there is a choice
         self._speedups: dict[tuple, Speedup | None] = {}
