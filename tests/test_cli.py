@@ -237,3 +237,20 @@ def test_a_failure_of_the_machine_is_one_line_and_exit_1(tmp_path, monkeypatch, 
     err = capsys.readouterr().err
     assert code == 1 and err.count("\n") == 1 and "the disk is full" in err, err
     assert "not a compilebench results file" not in err
+
+
+def test_list_options_given_twice_add_up_and_single_options_are_refused():
+    """Issue 27.7: a value the user typed is never dropped silently."""
+    from compilebench.cli import _commands, options
+
+    p = options.parser(_commands())
+    args = p.parse_args(["run", "--model", "vit", "--batch-size", "1", "--batch-size", "2", "--variant", "eager",
+                         "--variant", "default", "--model", "beit"])
+    assert (args.models, args.batch_size, args.variant) == (["vit", "beit"], [1, 2], ["eager", "default"])
+    for argv in (["run", "--model", "vit", "--iters", "20", "--iters", "30"],
+                 ["run", "--model", "vit", "--dtype", "float32", "--dtype", "bfloat16"],
+                 ["tune", "--model", "vit", "--model", "beit"],
+                 ["report", "--out", "a", "--out", "b"]):
+        with pytest.raises(SystemExit) as exit_:
+            p.parse_args(argv)
+        assert exit_.value.code == 2

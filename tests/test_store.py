@@ -329,3 +329,32 @@ def test_a_full_disk_before_a_run_is_said_so_not_called_a_foreign_file(tmp_path,
     with pytest.raises(EnvironmentFailure, match="disk is full") as caught:
         Store.open(str(path))
     assert "not a compilebench results file" not in str(caught.value)
+
+
+def test_a_result_that_cannot_be_kept_anywhere_leaves_no_empty_folder(tmp_path, monkeypatch):
+    """Issue 27.11: a full disk: the result is saved elsewhere (or nowhere), and no empty .unsaved folder stays."""
+    import builtins
+
+    from compilebench import unsaved
+
+    real_open = builtins.open
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(unsaved.tempfile, "gettempdir", lambda: str(scratch))
+
+    def full(path, *a, **kw):
+        if str(path).startswith(str(tmp_path / "r.db.unsaved")):
+            raise OSError(28, "No space left on device")
+        return real_open(path, *a, **kw)
+
+    monkeypatch.setattr(builtins, "open", full)
+    where = unsaved.save(str(tmp_path / "r.db"), {"result_id": "abc"})
+    assert where is not None and where.startswith(str(scratch))  # kept in the temporary folder instead
+    assert not (tmp_path / "r.db.unsaved").exists()
+
+
+def test_a_results_file_where_no_file_can_be_made_is_named_before_the_report_folder(tmp_path, main_here):
+    """Issue 27.11: /proc takes no file, whatever its permission bits say to root."""
+    code, _, err = main_here("run", "--model", "fault-ok", "--variant", "eager", "--device", "cpu",
+                             "--db", "/proc/compilebench-test/r.db")
+    assert code == 2 and "cannot write results file '/proc/compilebench-test/r.db'" in err and "report" not in err, err

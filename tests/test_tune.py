@@ -163,3 +163,25 @@ def test_sigterm_stops_tune_as_it_stops_run(tmp_path):
     out, err = run.communicate(timeout=120)
     assert run.returncode == 143, err
     assert "interrupted: every measurement so far is in r.db; run the same command again to resume: compilebench tune" in err
+
+
+@pytest.mark.parametrize("argv", [
+    ["tune", "--model", "resnet-50", "--tiny"],  # issue 27.9: no 'tuning ...' line, no compiler-state folder
+    ["run", "--model", "resnet-50", "--tiny", "--inductor-option", "max_autotune=True"],  # 27.11: checked, nothing made
+])
+def test_a_results_file_that_cannot_be_used_is_refused_before_anything_is_said_or_made(tmp_path, argv):
+    import os
+    import sqlite3
+
+    from conftest import run_cli
+
+    conn = sqlite3.connect(tmp_path / "other.db")
+    conn.execute("CREATE TABLE t (x)")
+    conn.commit()
+    conn.close()
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch), "COMPILEBENCH_PLUGINS": ""}  # the test plugins import dynamo
+    p = run_cli(*argv, "--device", "cpu", "--db", "other.db", "--quiet", cwd=tmp_path, env=env)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "not a compilebench results file" in p.stderr, p.stderr
+    assert os.listdir(scratch) == []

@@ -22,6 +22,7 @@ def save(db_path: str, result: dict) -> str | None:
     name = f"{result['result_id']}-{time.time_ns()}.json"
     for folder in _folders(db_path):
         path = os.path.join(folder, name)
+        made = not os.path.isdir(folder)
         try:
             os.makedirs(folder, exist_ok=True)
             with open(path + ".tmp", "w") as f:
@@ -31,6 +32,9 @@ def save(db_path: str, result: dict) -> str | None:
         except OSError:
             with contextlib.suppress(OSError):
                 os.remove(path + ".tmp")
+            if made:  # a folder this made and could not fill goes too: nothing empty is left beside the file
+                with contextlib.suppress(OSError):
+                    os.rmdir(folder)
     return None
 
 

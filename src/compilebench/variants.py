@@ -6,7 +6,10 @@ Both are read here and nowhere else."""
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import os
+import tempfile
 from dataclasses import dataclass, field
 
 from compilebench.errors import UserError
@@ -132,9 +135,10 @@ def check_options(options: tuple[tuple[str, object], ...]) -> None:
     """Each option must name a setting of the installed torch's inductor config, with a value of its type."""
     if not options:
         return
-    from torch._inductor import config
+    with _leaving_no_cache_dir():
+        from torch._inductor import config
 
-    known = config.get_config_copy()
+        known = config.get_config_copy()
     for key, value in options:
         if key not in known:
             near = difflib.get_close_matches(key, list(known), n=3, cutoff=0.6)
@@ -149,6 +153,25 @@ def check_options(options: tuple[tuple[str, object], ...]) -> None:
         if not ok:
             raise UserError(f"--inductor-option {key}={value!r}: inductor's {key} takes a {type(default).__name__} "
                             f"(default {default!r})")
+
+
+@contextlib.contextmanager
+def _leaving_no_cache_dir():
+    """Importing inductor's config makes its cache folder ($TMPDIR/torchinductor_<user>) and sets
+    TORCHINDUCTOR_CACHE_DIR in this process: checking options must change nothing, so both are undone (the folder
+    only where this made it and it is still empty)."""
+    before = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    existed = set(os.listdir(tempfile.gettempdir())) if before is None else None
+    try:
+        yield
+    finally:
+        made = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+        if before is None:
+            os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+            if made and os.path.dirname(made) == os.path.abspath(tempfile.gettempdir()) \
+                    and os.path.basename(made) not in existed:
+                with contextlib.suppress(OSError):
+                    os.rmdir(made)  # only an empty folder goes
 
 
 def _torch_version() -> str:

@@ -12,7 +12,24 @@ from compilebench.zoo import hub
 EXIT_BAD_INPUT = 2
 
 
+class _Once(argparse._StoreAction):
+    """An option of one value, given twice, is refused: which of two typed values the user meant is not ours to
+    guess (list options, --model, --batch-size, --variant, --inductor-option, add up instead)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = namespace.__dict__.setdefault("_given", set())
+        if self.dest in given:
+            parser.error(f"{option_string} given twice ({getattr(namespace, self.dest)!r}, then {values!r}): give it once")
+        given.add(self.dest)
+        setattr(namespace, self.dest, values)
+
+
 class Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.register("action", None, _Once)  # every plain option of this parser and its groups
+        self.register("action", "store", _Once)
+
     def error(self, message: str):  # argparse's default prints the usage too: keep bad input to one line
         self.exit(EXIT_BAD_INPUT, f"error: {message} (see `{self.prog} --help`)\n")
 
@@ -93,8 +110,9 @@ def _what(run) -> None:
                    help=f"a named sweep: {', '.join(f'{k} ({v.description})' for k, v in suites.SUITES.items())}. "
                         f"With no --model and no --suite: {suites.DEFAULT_SUITE}")
     g.add_argument("--task", default=None, help=f"task of a checkpoint whose config does not say: {', '.join(hub.TASKS)}")
-    g.add_argument("--batch-size", nargs="+", type=int, default=None, metavar="N", help="batch sizes (default: 1)")
-    g.add_argument("--variant", nargs="+", default=None, metavar="V",
+    g.add_argument("--batch-size", nargs="+", action="extend", type=int, default=None, metavar="N",
+                   help="batch sizes (default: 1); given twice, both count")
+    g.add_argument("--variant", nargs="+", action="extend", default=None, metavar="V",
                    help=f"eager and/or torch.compile modes: {', '.join(specmod.VARIANTS)} (default: eager default)")
     g.add_argument("--image", default=None, metavar="PATH", help="vision: the photo to preprocess (default: the one shipped)")
     g.add_argument("--prompt-len", type=int, default=None, metavar="L",

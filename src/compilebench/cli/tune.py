@@ -27,11 +27,11 @@ def cmd_tune(args) -> int:
     (target,) = prepared.targets
     base = prepared.cases[0]
     configs = tune.space(prepared.spec.device, vision=prepared.models[args.model].kind == "vision")
-    print(f"tuning {args.model} (batch {args.batch_size}) on {hardware_name(target.env)}: {len(configs)} configurations, "
-          f"budget {budget:.0f} s", file=sys.stderr)
+    with storemod.Store.open(args.db) as store:  # a file it cannot use is refused before anything is said or made
+        print(f"tuning {args.model} (batch {args.batch_size}) on {hardware_name(target.env)}: {len(configs)} "
+              f"configurations, budget {budget:.0f} s", file=sys.stderr)
+        states = compiler_state.StateFolders()  # kept across rungs: a configuration measured again compiles warm
 
-    states = compiler_state.StateFolders()  # kept across rungs: a configuration measured again compiles warm
-    with storemod.Store.open(args.db) as store:
         def measure(cases, repeats, policy):
             rung = dataclasses.replace(prepared.spec, repeats=repeats, timing=policy)
             outcome = prepared.run(store, cases=cases, spec=rung, states=states, quiet=args.quiet)
