@@ -16,12 +16,12 @@ import json
 import os
 import socket
 import sqlite3
-import tempfile
 import threading
 import time
 import uuid
 from dataclasses import dataclass
 
+from compilebench import paths
 from compilebench.errors import EnvironmentFailure, SchemaError, UserError
 from compilebench.result import Result, upgrade_v1
 
@@ -320,21 +320,11 @@ def check_path(path: str, write: bool = True) -> bool:
 
 
 def _check_creatable(path: str) -> None:
-    """The nearest folder that exists on the path must take a file: tried for real, then removed (permission bits
-    say nothing to root, on /proc or on a read-only file system)."""
-    parent = os.path.dirname(os.path.abspath(path))
-    probe = parent
-    while not os.path.exists(probe):  # the nearest existing ancestor decides whether we may create it
-        probe = os.path.dirname(probe)
-    if not os.path.isdir(probe) or not os.access(probe, os.W_OK | os.X_OK):
-        raise UserError(f"cannot write results file {path!r}: {probe!r} is not a writable directory")
-    try:
-        fd, tried = tempfile.mkstemp(prefix=".compilebench-probe-", dir=probe)
-        os.close(fd)
-        os.remove(tried)
-    except OSError as exc:
-        raise UserError(f"cannot write results file {path!r}: {probe!r} is not a writable directory "
-                        f"({exc.strerror})") from None
+    """The nearest folder that exists on the path must take a file (paths.py tries it for real)."""
+    probe = paths.nearest_folder(os.path.dirname(os.path.abspath(path)))
+    why = "not a folder" if not os.path.isdir(probe) else paths.why_not_writable(probe)
+    if why:
+        raise UserError(f"cannot write results file {path!r}: {probe!r} is not a writable directory ({why})")
 
 
 def _check_schema(conn: sqlite3.Connection, path: str) -> int:

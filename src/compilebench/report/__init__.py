@@ -9,6 +9,7 @@ import os
 import shutil
 import tempfile
 
+from compilebench import paths
 from compilebench.errors import UnknownChoice, UserError
 from compilebench.report import charts as chartsmod
 from compilebench.report import data, details, flat, html, markdown, tables
@@ -36,17 +37,12 @@ def check_out_dir(out_dir: str) -> None:
     to root or on a read-only file system)."""
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise UserError(f"--out {out_dir!r} is a file; give a folder for the report")
-    probe = os.path.abspath(out_dir)
-    while not os.path.exists(probe):
-        probe = os.path.dirname(probe)
+    probe = paths.nearest_folder(out_dir)
     if not os.path.isdir(probe):
         raise UserError(f"cannot write the report to {out_dir!r}: {probe!r} is a file, not a folder")
-    try:
-        fd, path = tempfile.mkstemp(prefix=".compilebench-probe-", dir=probe)
-        os.close(fd)
-        os.remove(path)
-    except OSError as exc:
-        raise UserError(f"cannot write the report to {out_dir!r}: {probe!r} is not writable ({exc.strerror})") from None
+    why = paths.why_not_writable(probe)
+    if why:
+        raise UserError(f"cannot write the report to {out_dir!r}: {probe!r} is not writable ({why})")
 
 
 def sections(view: View, charts: list[chartsmod.Chart]) -> list[tuple[str, list]]:
