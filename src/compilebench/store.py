@@ -81,7 +81,8 @@ class Store:
     def open(cls, path: str, *, create: bool = True, write: bool = True) -> Store:
         """Open a results file: for a run (write=True; created where missing, checked whole before anything is
         measured, migrated to this schema) or for a report (write=False: read-only, never changed, so a
-        read-only file works). Every problem with the path or the file is a UserError."""
+        read-only file works). A problem with the path or the file is a UserError (exit 2); a full disk or a lock
+        held past the timeout is an EnvironmentFailure (exit 1)."""
         exists = check_path(path, write=write)
         if not exists and not create:
             raise UserError(f"results file {path!r} is empty: it holds no results" if os.path.exists(path)
@@ -273,7 +274,7 @@ def _wal(conn: sqlite3.Connection) -> None:
 
 def _refusal(path: str, exc: sqlite3.DatabaseError) -> Exception:
     """What SQLite's refusal to open a file means for the user, in one line."""
-    text = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+    text = _one_line(str(exc))
     if "disk is full" in text or "disk full" in text:
         return EnvironmentFailure(f"cannot open the results file {path!r}: the disk is full ({text}); free some space "
                                   "and run the same command again")
@@ -352,8 +353,13 @@ def _check_whole(conn: sqlite3.Connection, path: str) -> None:
         raise UserError(_damaged(path, problems[0]))
 
 
+def _one_line(text: str) -> str:
+    """SQLite's text on one line: its lines joined, its '*** in database main ***' headings left out."""
+    return "; ".join(line.strip() for line in text.splitlines() if line.strip() and not line.startswith("***"))
+
+
 def _damaged(path: str, problem: str) -> str:
-    problem = "; ".join(line.strip() for line in problem.splitlines() if line.strip() and not line.startswith("***"))
+    problem = _one_line(problem)
     return (f"results file {path!r} is damaged ({problem}): a run cannot store results in it; give another --db, "
             f"or restore a copy (`compilebench report {path}` may still read what is intact)")
 
