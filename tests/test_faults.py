@@ -286,3 +286,59 @@ def test_11_a_result_with_fields_this_version_does_not_know_is_reported_and_kept
         (merged,) = store.results()
     assert merged.extra["energy_joules"] == 2.5 and merged.case_extra["future_setting"] == "on"
     assert merged.repeats[0].extra["gpu_energy_joules"] == 0.8 and len(merged.repeats) == 4
+
+
+def _benchmark_beside_another_run(tmp_path, monkeypatch, then):
+    """benchmark() on the results file of another run whose worker holds repeat 1, paused at the handshake;
+    `then(other, reply)` is done when benchmark() says it waits for that run. Returns (results, waits, other)."""
+    import compilebench
+    from compilebench import others
+
+    fifo, reply = Fifo(tmp_path / "fifo"), tmp_path / "reply"
+    os.mkfifo(reply)
+    other = start(["run", "--model", "fault-handshake", "--variant", "eager", "--iters", "3", *QUICK, "--repeats", "1",
+                   "--db", "r.db", "--format", "csv"], tmp_path,
+                  env={"COMPILEBENCH_FAULT_FIFO": fifo.path, "COMPILEBENCH_FAULT_REPLY": str(reply)})
+    try:
+        fifo.next()  # the other run has claimed repeat 1 and is timing it
+        waits = []
+
+        def pause(seconds):
+            waits.append(seconds)
+            if len(waits) == 1:
+                then(other, reply)
+
+        monkeypatch.setattr(others, "pause", pause)
+        got = compilebench.benchmark("fault-handshake", variants=("eager",), iters=3, warmup=0, min_iters=1,
+                                     device="cpu", repeats=1, db=str(tmp_path / "r.db"))
+    finally:
+        other.kill()
+        other.communicate()
+    return got, waits, other
+
+
+def test_the_api_returns_a_repeat_another_run_was_measuring_once_that_run_stores_it(tmp_path, monkeypatch):
+    """Issue 27, 2: benchmark() finds repeat 1 held by another run, waits, and returns it once that run stored it,
+    instead of returning without it."""
+
+    def let_it_finish(other, reply):
+        reply.write_text("go\n")
+        other.wait(300)
+
+    got, waits, other = _benchmark_beside_another_run(tmp_path, monkeypatch, let_it_finish)
+    assert other.returncode == 0 and waits
+    (result,) = got.results
+    assert [rep.index for rep in result.repeats] == [1] and result.repeats[0].status == "ok"
+    assert [r["result_id"] for r in stored(tmp_path / "r.db")] == [result.result_id]  # measured once, by the other
+
+
+def test_a_repeat_another_run_let_go_unmeasured_is_measured_here(tmp_path, monkeypatch):
+    def interrupt_it(other, reply):
+        other.send_signal(signal.SIGINT)  # it stops its worker and releases its claim, storing nothing
+        other.wait(300)
+
+    got, waits, other = _benchmark_beside_another_run(tmp_path, monkeypatch, interrupt_it)
+    assert other.returncode == 130 and waits
+    (result,) = got.results
+    assert [rep.index for rep in result.repeats] == [1] and result.repeats[0].status == "ok"
+    assert len(stored(tmp_path / "r.db")) == 1

@@ -164,11 +164,9 @@ class Store:
         says whether a stored result already has this repeat). `result_id` None: the series this case
         continues, or the one another run has started, or a new one."""
         with self._transaction():
-            self._release_dead(case_key, resume_id)
-            held = self._conn.execute("SELECT host, pid, claimed_at FROM claims WHERE case_key = ? AND resume_id = ? "
-                                      "AND repeat = ?", (case_key, resume_id, repeat)).fetchone()
+            held = self._holder(case_key, resume_id, repeat)
             if held:
-                return None, Holder(*held)
+                return None, held
             if result_id is None:
                 latest = self.latest(case_key, resume_id)
                 if latest is not None and done(latest):
@@ -181,10 +179,21 @@ class Store:
                                 _process_started(os.getpid()), time.time()))
         return result_id, None
 
+    def holder(self, case_key: str, resume_id: str, repeat: int) -> Holder | None:
+        """The live process that holds a repeat's claim, or None (never claimed, stored, or its claimant died)."""
+        with self._transaction():
+            return self._holder(case_key, resume_id, repeat)
+
     def release_claims(self) -> None:
         """Drop every claim of this process (a sweep that ends or is interrupted)."""
         with self._transaction():
             self._conn.execute("DELETE FROM claims WHERE host = ? AND pid = ?", (socket.gethostname(), os.getpid()))
+
+    def _holder(self, case_key: str, resume_id: str, repeat: int) -> Holder | None:
+        self._release_dead(case_key, resume_id)
+        held = self._conn.execute("SELECT host, pid, claimed_at FROM claims WHERE case_key = ? AND resume_id = ? "
+                                  "AND repeat = ?", (case_key, resume_id, repeat)).fetchone()
+        return Holder(*held) if held else None
 
     def _release_dead(self, case_key: str, resume_id: str) -> None:
         host = socket.gethostname()

@@ -18,7 +18,7 @@ import threading
 import uuid
 from dataclasses import dataclass, field
 
-from compilebench import compiler_state, envinfo, unsaved
+from compilebench import compiler_state, envinfo, others, unsaved
 from compilebench.dispatch import Dispatcher, Target, Unit, Work
 from compilebench.progress import Bar
 from compilebench.result import Result
@@ -49,7 +49,7 @@ class SweepOutcome:
     done_before: int = 0  # repeats stored earlier, resumed past
     retried: int = 0  # repeats that had crashed or timed out, measured again
     not_retried: int = 0  # failed repeats (error, oom) left as they are: --retry-failed tries them again
-    held_elsewhere: int = 0  # repeats another run was measuring
+    held_elsewhere: int = 0  # repeats another run was measuring, waited for and stored by it
     after_failure: int = 0  # repeats not run because an earlier repeat of the case failed in this run
     recovered: int = 0  # results an earlier run saved beside the results file, now stored
     interrupted: int = 0  # the signal that stopped the sweep, 0 if none
@@ -137,7 +137,10 @@ def run(spec: RunSpec, store: Store, dispatcher: Dispatcher, targets: list[Targe
     sweep = _Sweep(spec, store, cases, targets, outcome, labels or {}, states, quiet)
     try:
         with _stop_signals():
-            dispatcher.run(sweep.plan.units, sweep.open_unit, sweep.progress, sweep.deliver)
+            units = sweep.plan.units
+            while units:  # then the repeats another run held: waited for, and measured here if it let them go
+                dispatcher.run(units, sweep.open_unit, sweep.progress, sweep.deliver)
+                units = sweep.take_back(others.wait(store, sweep.held_elsewhere(), sweep.done, sweep.progress.note))
     except Interrupted as exc:
         outcome.interrupted = exc.signum
     finally:
@@ -161,6 +164,7 @@ class _Sweep:
         self.failed: set[tuple[str, str]] = set()  # (case key, resume id) of cases a repeat failed in this run
         self.series: dict[tuple[str, str, int], str] = {}  # (case key, resume id, repeat) -> the result it joins
         self.told: set[int] = set()  # pids of other runs already named as holding a claim
+        self.held: list[tuple[Unit, Case]] = []  # repeats another run was measuring when this one came to them
 
     def open_unit(self, unit: Unit) -> Work | None:
         """Claim the unit's repeats; the work to do for those this run got, or None."""
@@ -184,7 +188,7 @@ class _Sweep:
             return False
         given = self.series.setdefault((key, rid, 0), uuid.uuid4().hex) if self.spec.rerun else None  # a new result
         try:
-            result_id, holder = self.store.claim(key, rid, unit.repeat, given, _done(unit.repeat, self.spec.retry_failed))
+            result_id, holder = self.store.claim(key, rid, unit.repeat, given, self.done(unit.repeat))
         except (sqlite3.Error, OSError) as exc:
             raise StoreFailed(f"cannot write to the results file {self.store.path!r} ({exc}) before measuring "
                               f"{unit.describe(self.spec.repeats)}") from exc
@@ -196,11 +200,30 @@ class _Sweep:
             self.outcome.done_before += 1  # stored meanwhile, by another run
         else:
             self.outcome.held_elsewhere += 1
+            self.held.append((unit, case))
             if holder.pid not in self.told:
                 self.told.add(holder.pid)
                 self.progress.note(f"{case.describe()} repeat {unit.repeat} is being measured by another run "
-                                   f"(pid {holder.pid} on {holder.host}): left to it")
+                                   f"(pid {holder.pid} on {holder.host}): left to it, and waited for at the end")
         return False
+
+    def done(self, repeat: int):
+        return _done(repeat, self.spec.retry_failed)
+
+    def held_elsewhere(self) -> list[tuple[Unit, Case]]:
+        held, self.held = self.held, []
+        return held
+
+    def take_back(self, units: list[Unit]) -> list[Unit]:
+        """Repeats another run let go without storing them, to be measured here after all."""
+        for unit in units:
+            self.outcome.held_elsewhere -= len(unit.cases)
+            self.bar.total += len(unit.cases)
+            folder = self._state(unit)
+            self.plan.uses[folder] = self.plan.uses.get(folder, 0) + 1
+        if units:
+            self.bar.refresh()
+        return units
 
     def deliver(self, unit: Unit, results: list[Result]) -> None:
         for result in results:

@@ -60,7 +60,7 @@ def summary(outcome: sweep.SweepOutcome, db: str) -> str:
         parts.append(f"{outcome.not_retried} that failed earlier (error, oom) were left as they are "
                      "(--retry-failed tries them again)")
     if outcome.held_elsewhere:
-        parts.append(f"{outcome.held_elsewhere} were being measured by another run")
+        parts.append(f"{outcome.held_elsewhere} were measured by another run at the same time")
     if outcome.after_failure:
         parts.append(f"{outcome.after_failure} were not run because an earlier repeat of the case failed")
     return "; ".join(parts)
