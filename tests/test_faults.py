@@ -342,3 +342,44 @@ def test_a_repeat_another_run_let_go_unmeasured_is_measured_here(tmp_path, monke
     (result,) = got.results
     assert [rep.index for rep in result.repeats] == [1] and result.repeats[0].status == "ok"
     assert len(stored(tmp_path / "r.db")) == 1
+
+
+def test_ctrl_c_while_the_report_renders_is_one_line_with_the_resume_command(tmp_path, main_here, monkeypatch):
+    """Issue 27, 3: the sweep has stored its result; Ctrl-C lands while the charts render."""
+    from compilebench.report import charts
+
+    render = charts.render
+
+    def interrupted_render(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C, to this process, in the middle of rendering
+        return render(*args, **kwargs)
+
+    monkeypatch.setattr(charts, "render", interrupted_render)
+    code, out, err = main_here("run", "--model", "fault-ok", "--variant", "eager", "--iters", "3", *QUICK,
+                               "--repeats", "1", "--isolation", "inline", "--db", "r.db")
+    assert code == 130, err
+    assert "Traceback" not in err and err.strip().splitlines()[-1].startswith(
+        "interrupted: run the same command again to resume: compilebench run --model fault-ok"), err
+    assert len(stored(tmp_path / "r.db")) == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["r.db"]  # no report half-written, no folder left for it
+
+
+def test_ctrl_c_while_the_device_is_probed_is_one_line_with_the_resume_command(tmp_path, main_here, monkeypatch):
+    """Issue 27, 3: Ctrl-C while the driver waits for the device probe's child; r.db holds an earlier result."""
+    import subprocess as sp
+
+    from compilebench import probe
+
+    fr.fill(tmp_path / "r.db", [fr.result("vit", 1, "eager", 9.0)])
+
+    real_run = sp.run
+
+    def probe_interrupted(command, **kwargs):  # the child the driver waits for: Ctrl-C reaches the driver meanwhile
+        return real_run([sys.executable, "-c", "import os, signal, time; os.kill(os.getppid(), signal.SIGINT); "
+                       "time.sleep(60)"], **kwargs)
+
+    monkeypatch.setattr(probe.subprocess, "run", probe_interrupted)
+    code, out, err = main_here("run", "--model", "fault-ok", "--variant", "eager", "--db", "r.db", "--quiet")
+    assert code == 130, err
+    assert err.strip().splitlines() == [f"interrupted: run the same command again to resume: compilebench run --model "
+                                        f"fault-ok --variant eager --db r.db --quiet (every finished result is in r.db)"]

@@ -145,6 +145,9 @@ class Store:
         rows = self._conn.execute("SELECT data FROM results ORDER BY created_at, rowid")
         return [self._result(r[0]) for r in rows]
 
+    def count(self) -> int:
+        return self._conn.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+
     def latest(self, case_key: str, resume_id: str) -> Result | None:
         """The newest result of a case measured here (this machine, or a Ray sweep's target)."""
         row = self._conn.execute(

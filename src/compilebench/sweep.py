@@ -11,28 +11,18 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
-import signal
 import sqlite3
 import sys
-import threading
 import uuid
 from dataclasses import dataclass, field
 
-from compilebench import compiler_state, envinfo, others, unsaved
+from compilebench import compiler_state, envinfo, interrupts, others, unsaved
 from compilebench.dispatch import Dispatcher, Target, Unit, Work
 from compilebench.progress import Bar
 from compilebench.result import Result
 from compilebench.spec import Case, Job, RunSpec, Variant, eager_key_of
 from compilebench.store import Store
 from compilebench.vocab import FAILED, RETRIED, RETRIED_ON_REQUEST
-
-
-class Interrupted(KeyboardInterrupt):
-    """Ctrl-C or SIGTERM: stop, keep what finished, say how to resume."""
-
-    def __init__(self, signum: int = signal.SIGINT):
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
 
 
 class StoreFailed(Exception):
@@ -136,12 +126,12 @@ def run(spec: RunSpec, store: Store, dispatcher: Dispatcher, targets: list[Targe
     cases = cases if cases is not None else spec.cases(prompt_lens)
     sweep = _Sweep(spec, store, cases, targets, outcome, labels or {}, states, quiet)
     try:
-        with _stop_signals():
+        with interrupts.stop_signals():
             units = sweep.plan.units
             while units:  # then the repeats another run held: waited for, and measured here if it let them go
                 dispatcher.run(units, sweep.open_unit, sweep.progress, sweep.deliver)
                 units = sweep.take_back(others.wait(store, sweep.held_elsewhere(), sweep.done, sweep.progress.note))
-    except Interrupted as exc:
+    except interrupts.Interrupted as exc:
         outcome.interrupted = exc.signum
     finally:
         sweep.close()
@@ -299,7 +289,7 @@ def _compiler_env(mode: str, states: compiler_state.StateFolders, name: str) -> 
 def _store(store: Store, result: Result) -> Result:
     """One repeat into the results file, Ctrl-C held off meanwhile; where the file cannot take it, the result is
     saved beside it (or in the temporary folder) and the sweep stops with one line that says where."""
-    with _signals_deferred():
+    with interrupts.signals_deferred():
         try:
             return store.add_repeat(result)
         except (sqlite3.Error, OSError) as exc:
@@ -320,38 +310,3 @@ def _recover_unsaved(store: Store) -> int:
         unsaved.forget(path)
         n += 1
     return n
-
-
-@contextlib.contextmanager
-def _stop_signals():
-    """SIGTERM ends a sweep as Ctrl-C does: what finished is kept and the way to resume is printed."""
-
-    def raise_(signum, frame):
-        raise Interrupted(signum)
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {s: signal.signal(s, raise_) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-
-
-@contextlib.contextmanager
-def _signals_deferred():
-    """A stop signal that arrives while a result is being committed waits until it is committed."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    received: list[int] = []
-    previous = {s: signal.signal(s, lambda signum, frame: received.append(signum)) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-        if received:
-            raise Interrupted(received[0])

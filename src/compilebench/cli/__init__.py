@@ -1,12 +1,14 @@
 """The command line. `main` reads like the architecture: parse, then hand over to the command, which validates
 its input once, runs, stores and reports. A UserError is one line and exit 2; any other exception is a bug and
-keeps its traceback."""
+keeps its traceback. Ctrl-C or SIGTERM is one line, with the command that resumes where anything is stored."""
 
 from __future__ import annotations
 
+import signal
 import sys
 
-from compilebench.cli import options
+from compilebench import interrupts
+from compilebench.cli import options, resume
 from compilebench.errors import EnvironmentFailure, UserError
 
 EXIT_BAD_INPUT = options.EXIT_BAD_INPUT
@@ -21,9 +23,15 @@ def _commands() -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = options.parser(_commands()).parse_args(argv)
+    args.argv = argv  # the command that resumes this one
     try:
-        return args.func(args)
+        with interrupts.stop_signals():  # SIGTERM as Ctrl-C, wherever the command is
+            return args.func(args)
+    except KeyboardInterrupt as exc:  # outside a sweep, which keeps its own: the device probe, the report
+        print(resume.interrupted(args), file=sys.stderr)
+        return 128 + getattr(exc, "signum", signal.SIGINT)
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -9,6 +9,7 @@ import sys
 
 from compilebench import dispatch, envinfo, plan, probe, settings, spec as specmod, store as storemod, suites, sweep, variants
 from compilebench import report as reportmod
+from compilebench.cli import resume
 from compilebench.cli.reports import default_out, main_file
 from compilebench.errors import UnknownChoice, UserError
 from compilebench.report import details, markdown, tables
@@ -30,7 +31,7 @@ def cmd_run(args) -> int:
         try:
             outcome = prepared.run(store, quiet=args.quiet)
         except sweep.StoreFailed as exc:
-            print(f"error: {exc.message}. Every result stored before it is kept; to resume: {resume_command()}",
+            print(f"error: {exc.message}. Every result stored before it is kept; to resume: {resume.command(args)}",
                   file=sys.stderr)
             return EXIT_FAILED
         results = prepared.results(store)
@@ -43,7 +44,7 @@ def cmd_run(args) -> int:
         print(f"report: {main_file(written, out_dir)}", file=sys.stderr)
     print(summary(outcome, args.db), file=sys.stderr)
     if outcome.interrupted:
-        print(f"interrupted: run the same command again to resume: {resume_command()}", file=sys.stderr)
+        print(resume.interrupted(args), file=sys.stderr)
         return 128 + outcome.interrupted
     return 0
 
@@ -64,13 +65,6 @@ def summary(outcome: sweep.SweepOutcome, db: str) -> str:
     if outcome.after_failure:
         parts.append(f"{outcome.after_failure} were not run because an earlier repeat of the case failed")
     return "; ".join(parts)
-
-
-def resume_command() -> str:
-    """The command line that resumes this run: the same one."""
-    import shlex
-
-    return " ".join(["compilebench", *map(shlex.quote, sys.argv[1:])])
 
 
 def _settings(args) -> dict:

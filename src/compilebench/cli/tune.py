@@ -5,12 +5,12 @@ file, as any run's does."""
 from __future__ import annotations
 
 import dataclasses
-import signal
 import sys
 import time
 
-from compilebench import compiler_state, plan, spec as specmod, store as storemod, sweep, tune
-from compilebench.cli.run import EXIT_FAILED, resume_command
+from compilebench import compiler_state, interrupts, plan, spec as specmod, store as storemod, sweep, tune
+from compilebench.cli import resume
+from compilebench.cli.run import EXIT_FAILED
 from compilebench.envinfo import hardware_name
 from compilebench.report import cells, markdown
 from compilebench.report.cells import Table, interval
@@ -36,18 +36,14 @@ def cmd_tune(args) -> int:
             rung = dataclasses.replace(prepared.spec, repeats=repeats, timing=policy)
             outcome = prepared.run(store, cases=cases, spec=rung, states=states, quiet=args.quiet)
             if outcome.interrupted:
-                raise sweep.Interrupted(outcome.interrupted)
+                raise interrupts.Interrupted(outcome.interrupted)
             return {c.key(): store.latest(c.key(), target.resume_id) for c in cases}
 
         try:
             result = tune.search(base, configs, measure, time.monotonic, budget, args.min_effect,
                                  on_rung=lambda r, n: print(f"rung {r + 1}: {n} configuration(s)", file=sys.stderr))
-        except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM, as `run` treats them: exit 130 or 143
-            print(f"interrupted: every measurement so far is in {args.db}; run the same command again to resume: "
-                  f"{resume_command()}", file=sys.stderr)
-            return 128 + getattr(exc, "signum", signal.SIGINT)
         except sweep.StoreFailed as exc:
-            print(f"error: {exc.message}. To resume: {resume_command()}", file=sys.stderr)
+            print(f"error: {exc.message}. To resume: {resume.command(args)}", file=sys.stderr)
             return EXIT_FAILED
         finally:
             states.close()

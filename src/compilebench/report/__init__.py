@@ -9,7 +9,7 @@ import os
 import shutil
 import tempfile
 
-from compilebench import paths
+from compilebench import interrupts, paths
 from compilebench.errors import UnknownChoice, UserError
 from compilebench.report import charts as chartsmod
 from compilebench.report import data, details, flat, html, markdown, tables
@@ -95,6 +95,7 @@ def write(view: View, out_dir: str, formats: tuple[str, ...], sources: list[str]
     who may print its tables too."""
     data.require(view.results, sources)
     check_out_dir(out_dir)
+    made = not os.path.exists(out_dir)
     try:
         os.makedirs(out_dir, exist_ok=True)
         scratch = tempfile.mkdtemp(prefix=".report-", dir=out_dir)
@@ -119,12 +120,15 @@ def write(view: View, out_dir: str, formats: tuple[str, ...], sources: list[str]
         for name, content in files.items():
             with open(os.path.join(scratch, name), "w", encoding="utf-8") as f:
                 f.write(content)
-        return _move_into_place(scratch, out_dir, list(files), charts)
+        with interrupts.signals_deferred():  # a report is replaced whole, or not at all
+            return _move_into_place(scratch, out_dir, list(files), charts)
     except OSError as exc:  # a full disk while rendering: the previous report stays whole
         raise UserError(f"cannot write the report to {out_dir!r} ({exc.strerror or exc}); the previous report there, "
                         "if any, is unchanged") from None
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+        if made and os.path.isdir(out_dir) and not os.listdir(out_dir):  # stopped before any file: the folder goes too
+            os.rmdir(out_dir)
 
 
 def _move_into_place(scratch: str, out_dir: str, names: list[str], charts: list[chartsmod.Chart]) -> list[str]:

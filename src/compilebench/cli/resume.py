@@ -1,0 +1,28 @@
+"""How a stopped command ends: one line saying what it kept and how to go on (the same command line, again)."""
+
+from __future__ import annotations
+
+import shlex
+
+from compilebench import store as storemod
+from compilebench.errors import EnvironmentFailure, UserError
+
+
+def command(args) -> str:
+    """The command line that resumes this one: the same one."""
+    return " ".join(["compilebench", *map(shlex.quote, args.argv)])
+
+
+def interrupted(args) -> str:
+    """The line for Ctrl-C or SIGTERM: the resume command wherever the command's results file holds anything."""
+    db = getattr(args, "db", None) if args.command in ("run", "tune") else None
+    if db is None:
+        return "interrupted"
+    try:
+        with storemod.Store.open(db, create=False, write=False) as store:
+            stored = store.count()
+    except (UserError, EnvironmentFailure):  # missing, empty, or unreadable now: nothing of it to resume from
+        stored = 0
+    if not stored:
+        return f"interrupted before anything was stored in {db}"
+    return f"interrupted: run the same command again to resume: {command(args)} (every finished result is in {db})"
