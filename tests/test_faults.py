@@ -383,3 +383,31 @@ def test_ctrl_c_while_the_device_is_probed_is_one_line_with_the_resume_command(t
     assert code == 130, err
     assert err.strip().splitlines() == [f"interrupted: run the same command again to resume: compilebench run --model "
                                         f"fault-ok --variant eager --db r.db --quiet (every finished result is in r.db)"]
+
+
+def test_a_result_a_killed_driver_never_stored_is_taken_in_by_the_next_run(tmp_path):
+    """Issue 27, 12: the worker finished and wrote its result, then its driver was SIGKILLed before storing it: the
+    job folder it left holds a whole result that the next run on the same file stores instead of measuring again."""
+    fifo, reply = Fifo(tmp_path / "fifo"), tmp_path / "reply"
+    os.mkfifo(reply)
+    (tmp_path / "tmp").mkdir()
+    args = ["run", "--model", "fault-handshake", "--variant", "eager", "--iters", "3", *QUICK, "--repeats", "1",
+            "--db", "r.db", "--format", "csv"]
+    temp = {"TMPDIR": str(tmp_path / "tmp")}
+    driver = start(args, tmp_path, env={**temp, "COMPILEBENCH_FAULT_FIFO": fifo.path,
+                                        "COMPILEBENCH_FAULT_REPLY": str(reply)})
+    worker, _ = fifo.next()
+    driver.send_signal(signal.SIGSTOP)  # the driver cannot store what comes back
+    reply.write_text("go\n")
+    assert exited(worker, 120)  # the worker wrote its result and ended
+    driver.kill()
+    driver.communicate()
+    (job,) = [p for p in (tmp_path / "tmp").iterdir() if p.name.startswith("compilebench-job-")]
+    assert (job / "result.json").exists() and stored(tmp_path / "r.db") == []
+
+    again = run_cli(*args, cwd=tmp_path, env={**os.environ, **temp})
+    assert again.returncode == 0, again.stderr
+    assert "0 repeat(s) measured" in again.stderr and "1 result(s) an earlier run" in again.stderr, again.stderr
+    (result,) = stored(tmp_path / "r.db")
+    assert [(rep["index"], rep["status"]) for rep in result["repeats"]] == [(1, "ok")]
+    assert not job.exists()

@@ -358,3 +358,37 @@ def test_a_results_file_where_no_file_can_be_made_is_named_before_the_report_fol
     code, _, err = main_here("run", "--model", "fault-ok", "--variant", "eager", "--device", "cpu",
                              "--db", "/proc/compilebench-test/r.db")
     assert code == 2 and "cannot write results file '/proc/compilebench-test/r.db'" in err and "report" not in err, err
+
+
+def _left_job(folder, db, repeat_index, result, pid, started="1"):
+    """A job folder as a driver that died (pid, started) left it, holding a finished result."""
+    folder.mkdir()
+    claim = {"db": os.path.realpath(db), "host": __import__("socket").gethostname(), "pid": pid, "started": started,
+             "resume_id": result.machine_id, "placement": "", "cases": {result.case.key(): ["series-1", result.case.to_dict()]}}
+    (folder / "job.json").write_text(json.dumps({"cases": [result.case.to_dict()], "policy": {}, "repeat": repeat_index,
+                                                 "claim": claim}))
+    (folder / "result.json").write_text(json.dumps([result.to_dict()]))
+
+
+def test_a_dead_drivers_result_is_taken_in_once_and_only_by_a_run_on_its_results_file(tmp_path, monkeypatch):
+    import subprocess
+    import tempfile
+
+    from compilebench import leftovers
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    dead = subprocess.Popen(["true"])  # a driver that has died
+    dead.wait()
+    ours, theirs = tmp_path / "r.db", tmp_path / "other.db"
+    _left_job(tmp_path / "tmp" / "compilebench-job-a", ours, 1, make_result(index=1), dead.pid)
+    _left_job(tmp_path / "tmp" / "compilebench-job-b", ours, 2, make_result(index=2), dead.pid)
+    _left_job(tmp_path / "tmp" / "compilebench-job-c", theirs, 1, make_result(index=1), dead.pid)
+    _left_job(tmp_path / "tmp" / "compilebench-job-d", ours, 3, make_result(index=3), os.getpid(),
+              leftovers.process_started(os.getpid()))  # its driver is alive: still its own
+    with Store.open(str(ours)) as store:
+        store.add_repeat(make_result(index=2, result_id="series-1"))  # repeat 2 was measured again meanwhile
+        assert leftovers.take_in(store, done) == 1
+        (result,) = store.results()
+    assert result.result_id == "series-1" and [r.index for r in result.repeats] == [1, 2]
+    assert sorted(p.name for p in (tmp_path / "tmp").iterdir()) == ["compilebench-job-c", "compilebench-job-d"]

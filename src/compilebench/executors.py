@@ -24,6 +24,8 @@ from compilebench.result import Repeat, Result
 from compilebench.spec import Job
 
 LOG_TAIL_CHARS = 4000
+JOB_FOLDER = "compilebench-job-"  # in the temporary folder: the job, its result, the worker's log (leftovers.py reads them)
+JOB_FILE, RESULT_FILE = "job.json", "result.json"
 
 
 class Cancelled(Exception):
@@ -80,9 +82,9 @@ class ProcessExecutor:
 
     def run(self, job: Job, env: dict[str, str], on_phase: Callable[[str], None]) -> list[Result]:
         """The job in one worker process; a result for each case, whatever happens."""
-        with tempfile.TemporaryDirectory(prefix="compilebench-job-") as tmp:
-            job_path = os.path.join(tmp, "job.json")
-            result_path = os.path.join(tmp, "result.json")
+        with tempfile.TemporaryDirectory(prefix=JOB_FOLDER) as tmp:
+            job_path = os.path.join(tmp, JOB_FILE)
+            result_path = os.path.join(tmp, RESULT_FILE)
             with open(job_path, "w") as f:
                 json.dump(job.to_dict(), f)
             return self._run_worker(job, job_path, result_path, os.path.join(tmp, "worker.log"), env, on_phase)

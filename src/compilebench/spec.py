@@ -196,17 +196,19 @@ class Job:
     compile_cache: str | None = None  # cold, warm or dir: the state of the compiler folders it was given
     count_flops: bool = True
     check: bool = True  # compare compiled outputs with eager's (once per case and compiler state is enough)
+    claim: dict | None = None  # the driver's claim (leftovers.py): lets a later run store what a killed driver did not
 
     def to_dict(self) -> dict:
         return {"cases": [c.to_dict() for c in self.cases], "policy": dataclasses.asdict(self.policy), "repeat": self.repeat,
-                "compile_cache": self.compile_cache, "count_flops": self.count_flops, "check": self.check}
+                "compile_cache": self.compile_cache, "count_flops": self.count_flops, "check": self.check,
+                "claim": self.claim}
 
     @classmethod
     def from_dict(cls, d: dict) -> Job:
         known = {f.name for f in dataclasses.fields(TimingPolicy)}
         policy = TimingPolicy(**{k: v for k, v in d["policy"].items() if k in known})
         return cls([Case.from_dict(c) for c in d["cases"]], policy, d.get("repeat", 1), d.get("compile_cache"),
-                   d.get("count_flops", True), d.get("check", True))
+                   d.get("count_flops", True), d.get("check", True), d.get("claim"))
 
 
 @dataclass(frozen=True, kw_only=True)

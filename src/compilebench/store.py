@@ -179,7 +179,7 @@ class Store:
                 result_id = latest.result_id if latest else other[0] if other else uuid.uuid4().hex
             self._conn.execute("INSERT INTO claims VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                                (case_key, resume_id, repeat, result_id, socket.gethostname(), os.getpid(),
-                                _process_started(os.getpid()), time.time()))
+                                process_started(os.getpid()), time.time()))
         return result_id, None
 
     def holder(self, case_key: str, resume_id: str, repeat: int) -> Holder | None:
@@ -202,7 +202,7 @@ class Store:
         host = socket.gethostname()
         for pid, started in self._conn.execute("SELECT pid, started FROM claims WHERE case_key = ? AND resume_id = ? "
                                                "AND host = ?", (case_key, resume_id, host)).fetchall():
-            if _process_started(pid) != started:  # gone, or its pid reused by another process
+            if process_started(pid) != started:  # gone, or its pid reused by another process
                 self._conn.execute("DELETE FROM claims WHERE host = ? AND pid = ? AND started = ?", (host, pid, started))
 
     @contextlib.contextmanager
@@ -226,7 +226,7 @@ def _row(result: Result) -> tuple:
             c.batch_size, c.variant.mode, result.stats.mean, json.dumps(result.to_dict()))
 
 
-def _process_started(pid: int) -> str:
+def process_started(pid: int) -> str:
     """When a process started (its /proc start time), so a reused pid is not taken for the claimant; '' if gone."""
     try:
         with open(f"/proc/{pid}/stat") as f:

@@ -16,7 +16,7 @@ import sys
 import uuid
 from dataclasses import dataclass, field
 
-from compilebench import compiler_state, envinfo, interrupts, others, unsaved
+from compilebench import compiler_state, envinfo, interrupts, leftovers, others, unsaved
 from compilebench.dispatch import Dispatcher, Target, Unit, Work
 from compilebench.progress import Bar
 from compilebench.result import Result
@@ -122,7 +122,7 @@ def run(spec: RunSpec, store: Store, dispatcher: Dispatcher, targets: list[Targe
     task, for results that come back without them (a timeout). `states`: compiler-state folders that outlive
     this sweep (its caller closes them), so its cases compile warm when measured again."""
     outcome = SweepOutcome()
-    outcome.recovered = _recover_unsaved(store)
+    outcome.recovered = _recover_unsaved(store) + leftovers.take_in(store, lambda i: _done(i, spec.retry_failed))
     cases = cases if cases is not None else spec.cases(prompt_lens)
     sweep = _Sweep(spec, store, cases, targets, outcome, labels or {}, states, quiet)
     try:
@@ -168,7 +168,9 @@ class _Sweep:
                           for c, s in zip(todo, stored))
         env, cache = _compiler_env(self.spec.compile_cache, self.states, self._state(unit))
         check = cache == "cold" or not all(_checked(s, cache) for s in stored)
-        return Work(Job(todo, self.spec.timing, unit.repeat, cache, count_flops, check), env)
+        mine = leftovers.claim(self.store, unit, {c.key(): self.series[(c.key(), unit.target.resume_id, unit.repeat)]
+                                                  for c in todo})
+        return Work(Job(todo, self.spec.timing, unit.repeat, cache, count_flops, check, mine), env)
 
     def _claim(self, case: Case, unit: Unit) -> bool:
         key, rid = case.key(), unit.target.resume_id
