@@ -15,6 +15,7 @@ Usage: python benchmarks/faults.py [--only WORD]   (about 15 minutes on 2 cores)
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import resource
@@ -155,9 +156,11 @@ def together(n):
         outs = [r.communicate(timeout=900) for r in runs]
         problems = [f"run {i} exited {r.returncode}: {e.strip().splitlines()[-1:]}"
                     for i, (r, (_, e)) in enumerate(zip(runs, outs)) if r.returncode != 0]
-        for i, (out, _) in enumerate(outs):  # each run's tables hold both batch sizes, whoever measured them
-            if out.count("ResNet-50") < 2:
-                problems.append(f"run {i}'s tables lack a result")
+        for i in range(n):  # each run's report holds both batch sizes with every repeat, whoever measured them
+            with open(os.path.join(tmp, f"report{i}", "results.csv")) as f:
+                rows = list(csv.DictReader(f))
+            if sorted((r["batch_size"], r["status"], r["repeats"]) for r in rows) != [("1", "ok", "2"), ("2", "ok", "2")]:
+                problems.append(f"run {i}'s report holds {[(r['batch_size'], r['status'], r['repeats']) for r in rows]}")
         return problems + whole(os.path.join(tmp, "r.db"), {}, tally)
     return scenario
 
