@@ -29,10 +29,11 @@ def machine(env: dict) -> str:
 def result(model: str, batch: int, mode: str, mean_ms: float | None, *, env: dict = A100, status: str = "ok",
            compile_s: float | None = None, processes: list[float] | None = None, message: str | None = None,
            label: str | None = None, flags: tuple[str, ...] = (), process_ids: list[str] | None = None,
-           **case_fields) -> Result:
+           run: str | None = None, **case_fields) -> Result:
     """One result. An ok result has three repeats whose means are mean_ms / 1.01, mean_ms and mean_ms * 1.01
     (their geometric mean is mean_ms to the last digit), or the given per-process means; each repeat's three
-    samples straddle its mean by 1%. A failed result has one repeat with that status."""
+    samples straddle its mean by 1%. A failed result has one repeat with that status. `run`: the run that measured
+    every repeat (None: a result from before runs were recorded)."""
     case = Case(model, batch, Variant.named(mode), device=env["device"], **case_fields)
     entry = REGISTRY.get(model)
     repeats = []
@@ -41,7 +42,7 @@ def result(model: str, batch: int, mode: str, mean_ms: float | None, *, env: dic
         for i, m in enumerate(means):
             rep = Repeat(index=i + 1, status=status, message=message, compile_s=compile_s if mode != "eager" else None,
                          compile_cache="cold" if i == 0 else "warm", flags=list(flags),
-                         process=(process_ids[i] if process_ids else uuid.uuid4().hex))
+                         process=(process_ids[i] if process_ids else uuid.uuid4().hex), run=run)
             rep.samples_ms = [m * f for f in (0.99, 1.0, 1.01)]
             rep.stats = stats.summarize(rep.samples_ms)
             repeats.append(rep)

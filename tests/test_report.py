@@ -237,8 +237,11 @@ def test_compare_two_stores_side_by_side_with_the_ratio(tmp_path, cli):
     _, rows = md_table(p.stdout, "a.db vs b.db")
     by = {(r[0], r[2]): r for r in rows}
     assert by[("Image Classification/ResNet", "compile")][3:6] == ["4.000", "2.000", "0.500"]
-    assert by[("Image Classification/ResNet", "compile")][7:] == ["faster", "30.0", "5.0"]
-    assert by[("Image Classification/ResNet", "no compile")][5:8][::2] == ["1.000", "same"]
+    # two files that do not record their runs: different runs, the interval widened by the default drift
+    assert by[("Image Classification/ResNet", "compile")][7:] == ["faster (across runs)", "30.0", "5.0"]
+    assert by[("Image Classification/ResNet", "no compile")][5:8][::2] == ["1.000", "inconclusive (across runs)"]
+    assert "across runs: the two sides of such a verdict were measured in different runs" in p.stdout
+    assert "±25% (the default: these results hold 0 pair(s) of runs" in p.stdout
     assert by[("Image Classification/ViT", "no compile")][3:6] == ["9.000", "not measured", ""]
     assert by[("Object Detection/DETR", "no compile")][3:5] == ["not measured", "crashed"]
     assert "A: a.db (A100, torch 2.0.1)" in p.stdout and "B: b.db (CPU (AMD EPYC 7B13, 2 threads), torch 2.13.0)" in p.stdout

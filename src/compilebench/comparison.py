@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Iterable, TypeVar
 
 from compilebench import stats
+from compilebench.drift import Drift
 from compilebench.result import Result
 from compilebench.vocab import Verdict
 
@@ -29,6 +30,7 @@ class Speedup:
     high: float | None
     verdict: Verdict
     paired: bool  # from per-process ratios: the variants shared each process (--interleave)
+    drift: float | None = None  # measured in different runs: the interval is widened by this drift either way
 
     @property
     def improvement(self) -> float:
@@ -40,8 +42,10 @@ class Speedup:
 
 
 def speedup(eager: Result | None, other: Result | None, min_effect: float = stats.DEFAULT_MIN_EFFECT,
-            metric=None) -> Speedup | None:
-    """None unless both were measured ok. Paired where the two were interleaved and share processes."""
+            metric=None, drift: Drift | None = None) -> Speedup | None:
+    """None unless both were measured ok. Paired where the two were interleaved and share processes. `drift`: the
+    two come from different runs (the caller knows: drift.across_runs), so the interval is widened by it either way:
+    a verdict then needs the effect beyond the drift as well, and `same` is out of reach within it."""
     if mean(eager) is None or mean(other) is None:
         return None
     e, o = eager.process_means(metric), other.process_means(metric)
@@ -53,7 +57,9 @@ def speedup(eager: Result | None, other: Result | None, min_effect: float = stat
         s, low, high = stats.speedup([e[p] for p in shared], [o[p] for p in shared], pair=True)
     else:
         s, low, high = stats.speedup(list(e.values()), list(o.values()))
-    return Speedup(s, low, high, Verdict.of(low, high, min_effect), pair)
+    if drift is not None and low is not None and high is not None:  # what a rerun of either side may move, too
+        low, high = low / (1 + drift.value), high * (1 + drift.value)
+    return Speedup(s, low, high, Verdict.of(low, high, min_effect), pair, drift.value if drift else None)
 
 
 def best(candidates: Iterable[tuple[T, Speedup | None]]) -> tuple[T, Speedup] | None:

@@ -19,12 +19,13 @@ from compilebench.spec import Case, eager_key_of
 from compilebench.store import Store, process_started
 
 
-def claim(store: Store, unit: Unit, result_ids: dict[str, str]) -> dict:
+def claim(store: Store, unit: Unit, result_ids: dict[str, str], run_id: str) -> dict:
     """What a job folder must say for a later run to store its result as this driver would: written with the job.
     result_ids: each case's key -> the result its repeat joins."""
     pid = os.getpid()
     return {"db": os.path.realpath(store.path), "host": socket.gethostname(), "pid": pid,
             "started": process_started(pid), "resume_id": unit.target.resume_id, "placement": unit.target.placement,
+            "run": run_id,
             "cases": {c.key(): [result_ids[c.key()], c.to_dict()] for c in unit.cases if c.key() in result_ids}}
 
 
@@ -75,6 +76,8 @@ def _store(store: Store, result: Result, mine: dict, repeat: int, done) -> int:
         return 0  # measured again since, by a run that found the claim dead
     result_id, case = mine["cases"][key]
     result.result_id, result.case, result.placement = result_id, Case.from_dict(case), mine["placement"]
+    for rep in result.repeats:
+        rep.run = mine.get("run")
     if result.flops is None:  # as the driver would: its eager twin's count
         twin = store.latest(eager_key_of(result.case.to_dict()), rid)
         result.flops = twin.flops if twin else None

@@ -6,6 +6,7 @@ local GPUs, a Ray cluster); `plan.run(store)` measures, `plan.results(store)` re
 from __future__ import annotations
 
 import dataclasses
+import uuid
 from dataclasses import dataclass
 from typing import Callable
 
@@ -77,6 +78,7 @@ class Plan:
     models: dict  # name -> zoo entry
     dispatcher: dispatch.Dispatcher
     targets: list[dispatch.Target]
+    run_id: str = dataclasses.field(default_factory=lambda: uuid.uuid4().hex)  # on every repeat it measures (drift.py)
 
     @property
     def cases(self) -> list[specmod.Case]:
@@ -92,7 +94,7 @@ class Plan:
             states=None, quiet: bool = False) -> sweep.SweepOutcome:
         """Measure every repeat of the plan's cases (or of `cases`, under `spec`: tune's rungs) not stored yet."""
         return sweep.run(spec or self.spec, store, self.dispatcher, self.targets, cases=self.cases if cases is None else cases,
-                         labels=self.labels, states=states, quiet=quiet)
+                         labels=self.labels, states=states, quiet=quiet, run_id=self.run_id)
 
     def results(self, store, cases: list[specmod.Case] | None = None) -> list[Result]:
         """The newest stored result of each case on each target, whoever measured it (this run or another

@@ -27,6 +27,7 @@ class Repeat:
     index: int = 1  # 1..R: which repeat of the case
     status: str = "ok"
     process: str = field(default_factory=lambda: uuid.uuid4().hex)  # shared by the variants of an interleaved process
+    run: str | None = None  # the run (one command's plan) that measured it: drift.py tells runs apart by it
     message: str | None = None  # one line: why it is not ok
     traceback: str | None = None
     phase: str | None = None  # the phase it was in when it failed

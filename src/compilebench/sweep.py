@@ -116,15 +116,16 @@ def state_name(group: list[Case], target: Target) -> str:
 def run(spec: RunSpec, store: Store, dispatcher: Dispatcher, targets: list[Target], *,
         prompt_lens: dict[str, int] | None = None, labels: dict[str, tuple[str, str]] | None = None,
         cases: list[Case] | None = None, states: compiler_state.StateFolders | None = None,
-        quiet: bool = False) -> SweepOutcome:
+        quiet: bool = False, run_id: str | None = None) -> SweepOutcome:
     """Every repeat of every case of the spec (or of `cases`) on every target, skipping what a target already
     has; each repeat stored the moment it arrives, by this thread alone. `labels`: each model's row label and
     task, for results that come back without them (a timeout). `states`: compiler-state folders that outlive
-    this sweep (its caller closes them), so its cases compile warm when measured again."""
+    this sweep (its caller closes them), so its cases compile warm when measured again. `run_id`: the run each
+    repeat is recorded as measured by (a plan's: tune's rungs are one run); a new one where not given."""
     outcome = SweepOutcome()
     outcome.recovered = _recover_unsaved(store) + leftovers.take_in(store, lambda i: _done(i, spec.retry_failed))
     cases = cases if cases is not None else spec.cases(prompt_lens)
-    sweep = _Sweep(spec, store, cases, targets, outcome, labels or {}, states, quiet)
+    sweep = _Sweep(spec, store, cases, targets, outcome, labels or {}, states, quiet, run_id or uuid.uuid4().hex)
     try:
         with interrupts.stop_signals():
             units = sweep.plan.units
@@ -143,8 +144,10 @@ class _Sweep:
     and which compiler-state folders are still in use."""
 
     def __init__(self, spec: RunSpec, store: Store, cases: list[Case], targets: list[Target], outcome: SweepOutcome,
-                 labels: dict[str, tuple[str, str]], states: compiler_state.StateFolders | None, quiet: bool):
+                 labels: dict[str, tuple[str, str]], states: compiler_state.StateFolders | None, quiet: bool,
+                 run_id: str):
         self.spec, self.store, self.outcome, self.labels, self.quiet = spec, store, outcome, labels, quiet
+        self.run_id = run_id
         self.groups = _groups(cases, spec.interleave)
         self.plan = plan(spec, cases, store, targets, outcome)
         self.progress = Bar(sum(len(u.cases) for u in self.plan.units), spec.repeats, quiet)
@@ -169,7 +172,7 @@ class _Sweep:
         env, cache = _compiler_env(self.spec.compile_cache, self.states, self._state(unit))
         check = cache == "cold" or not all(_checked(s, cache) for s in stored)
         mine = leftovers.claim(self.store, unit, {c.key(): self.series[(c.key(), unit.target.resume_id, unit.repeat)]
-                                                  for c in todo})
+                                                  for c in todo}, self.run_id)
         return Work(Job(todo, self.spec.timing, unit.repeat, cache, count_flops, check, mine), env)
 
     def _claim(self, case: Case, unit: Unit) -> bool:
@@ -224,6 +227,8 @@ class _Sweep:
                 result.env, result.machine_id = dict(unit.target.env), envinfo.machine_id(unit.target.env)
             result.case = next(c for c in unit.cases if c.key() == key)  # keyed without the slot's device index
             result.placement = unit.target.placement
+            for rep in result.repeats:
+                rep.run = self.run_id
             if result.flops is None:
                 result.flops = self._eager_flops(result.case, unit)
             result.result_id = self.series[(key, rid, unit.repeat)]

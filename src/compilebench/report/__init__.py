@@ -13,6 +13,7 @@ from compilebench import interrupts, paths
 from compilebench.errors import UnknownChoice, UserError
 from compilebench.report import charts as chartsmod
 from compilebench.report import data, details, flat, html, markdown, tables
+from compilebench.report import cells
 from compilebench.report.cells import Table
 from compilebench.report.view import View
 
@@ -63,6 +64,8 @@ def sections(view: View, charts: list[chartsmod.Chart]) -> list[tuple[str, list]
         results_items += [table, *by_section.get(g.key, [])]
     batch_items = [c for key, cs in by_section.items() if key[0] == "hardware" for c in cs]
     hardware_items = [c for key, cs in by_section.items() if key[0] == "batch" for c in cs]
+    if view.across_runs:  # asked while the tables above were built
+        summary.append(cells.drift_note(view.drift))
     return [
         ("Summary", summary),
         ("Results", results_items),

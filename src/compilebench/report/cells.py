@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, TypeVar
 
 from compilebench.comparison import Speedup
+from compilebench.drift import Drift
 from compilebench.result import Result
 from compilebench.vocab import CLOCK, CUDAGRAPHS_SKIPPED, INCONCLUSIVE_REMEDY
 
@@ -78,12 +79,19 @@ def improvement_interval(s: Speedup | None) -> str:
 
 
 def verdict(s: Speedup | None) -> str:
-    return "" if s is None else s.verdict
+    """'faster'; 'inconclusive (across runs)' where the two sides come from different runs (drift_note says why)."""
+    return "" if s is None else s.verdict if s.drift is None else f"{s.verdict} (across runs)"
 
 
 def improvement_verdict(s: Speedup | None) -> str:
     """One cell: '20.0% (faster)'."""
-    return "" if s is None else f"{pct(s.improvement)} ({s.verdict})"
+    return "" if s is None else f"{pct(s.improvement)} ({verdict(s)})".replace(" (across runs))", ", across runs)")
+
+
+def drift_note(d: Drift) -> str:
+    return (f"across runs: the two sides of such a verdict were measured in different runs, so its interval also "
+            f"holds this machine's run-to-run drift, {d.describe()}, and a verdict needs the effect beyond it. For a "
+            f"decisive answer, measure both in one run: it alternates them, so drift falls on both alike.")
 
 
 VERDICT_NOTE = ("verdict: faster or slower when the whole 95% interval of the speed-up lies beyond the minimum effect "

@@ -6,10 +6,10 @@ Cases match on everything but the device, so a GPU can be compared with another 
 
 from __future__ import annotations
 
-from compilebench import comparison, stats
+from compilebench import comparison, drift, stats
 from compilebench.errors import UserError
 from compilebench.report import data
-from compilebench.report.cells import Columns, Table, cell, interval, num, table, verdict_note
+from compilebench.report.cells import Columns, Table, cell, drift_note, interval, num, table, verdict, verdict_note
 from compilebench.result import Result
 from compilebench.spec import key_of
 
@@ -57,10 +57,15 @@ def compare(a: list[Result], b: list[Result], a_name: str, b_name: str, min_effe
         r = a_cases.get(k) or b_cases[k]
         return (order[r.case.model], r.case.batch_size, data.settings(r), r.case.variant.order, k)
 
+    moved = drift.estimate([*a, *b])
+
     def speedup(k) -> comparison.Speedup | None:
-        """A's time over B's (B's speed-up over A), whose verdict reads as B against A; B/A is its inverse."""
+        """A's time over B's (B's speed-up over A), whose verdict reads as B against A; B/A is its inverse. Results of
+        two files that do not record their runs are taken to come from different runs."""
         ra, rb = a_cases.get(k), b_cases.get(k)
-        return comparison.speedup(ra, rb, min_effect) if ra and rb else None
+        if not (ra and rb):
+            return None
+        return comparison.speedup(ra, rb, min_effect, drift=moved if drift.across_runs(ra, rb, unknown=True) else None)
 
     said = {k: speedup(k) for k in keys}
 
@@ -75,7 +80,7 @@ def compare(a: list[Result], b: list[Result], a_name: str, b_name: str, min_effe
         ("B ms", lambda k: cell(b_cases[k]) if k in b_cases else "not measured"),
         ("B/A", lambda k: num(1 / said[k].value if said[k] else None, 3)),
         ("95% CI of B/A", lambda k: interval(_inv(said[k].high), _inv(said[k].low), "{:.3f}") if said[k] else ""),
-        ("B vs A", lambda k: said[k].verdict if said[k] else ""),
+        ("B vs A", lambda k: verdict(said[k])),
         ("A compile s", lambda k: num((r := a_cases.get(k)) and r.compile_s, 1)),
         ("B compile s", lambda k: num((r := b_cases.get(k)) and r.compile_s, 1)),
     ]
@@ -84,7 +89,8 @@ def compare(a: list[Result], b: list[Result], a_name: str, b_name: str, min_effe
         notes=[f"A: {a_name} ({_describe(list(a_cases.values()))})",
                f"B: {b_name} ({_describe(list(b_cases.values()))})",
                "B/A below 1: B takes less time; B vs A says how B reads against A: faster means B is faster. The "
-               "interval comes from both files' per-process means.", verdict_note(min_effect)],
+               "interval comes from both files' per-process means.", verdict_note(min_effect),
+               *([drift_note(moved)] if any(s and s.drift is not None for s in said.values()) else [])],
     )
 
 

@@ -4,10 +4,12 @@ each computed once. Every table, chart, CSV row and the recommendation read a Vi
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
-from compilebench import comparison, stats
+from compilebench import comparison, drift, stats
 from compilebench.comparison import Speedup
+from compilebench.drift import Drift
 from compilebench.report import data
 from compilebench.report.data import Column
 from compilebench.result import Result
@@ -84,11 +86,23 @@ class View:
         self.groups = self._group()
 
     def speedup(self, base: Result | None, other: Result | None, metric=None) -> Speedup | None:
-        """comparison.speedup at this report's minimum effect, computed once per pair."""
+        """comparison.speedup at this report's minimum effect, computed once per pair; widened by the machine's
+        drift where the two were measured in different runs (results that do not record their run: one run)."""
         key = (base and base.result_id, other and other.result_id, metric)
         if key not in self._speedups:
-            self._speedups[key] = comparison.speedup(base, other, self.min_effect, metric)
+            across = base is not None and other is not None and drift.across_runs(base, other, unknown=False)
+            self._speedups[key] = comparison.speedup(base, other, self.min_effect, metric, self.drift if across else None)
         return self._speedups[key]
+
+    @functools.cached_property
+    def drift(self) -> Drift:
+        """The run-to-run drift these results show (or the default), for speed-ups across runs."""
+        return drift.estimate(self.results)
+
+    @property
+    def across_runs(self) -> bool:
+        """Whether any speed-up asked for so far compared results of different runs (a table's note says so)."""
+        return any(s is not None and s.drift is not None for s in self._speedups.values())
 
     def eager_of(self, r: Result) -> Result | None:
         """The newest eager result of r's case on r's machine: what a compiled (or cached) result is measured
