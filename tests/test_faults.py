@@ -381,8 +381,8 @@ def test_ctrl_c_while_the_device_is_probed_is_one_line_with_the_resume_command(t
     monkeypatch.setattr(probe.subprocess, "run", probe_interrupted)
     code, out, err = main_here("run", "--model", "fault-ok", "--variant", "eager", "--db", "r.db", "--quiet")
     assert code == 130, err
-    assert err.strip().splitlines() == [f"interrupted: run the same command again to resume: compilebench run --model "
-                                        f"fault-ok --variant eager --db r.db --quiet (every finished result is in r.db)"]
+    assert err.strip().splitlines() == ["interrupted: run the same command again to resume: compilebench run --model "
+                                        "fault-ok --variant eager --db r.db --quiet (every finished result is in r.db)"]
 
 
 def test_a_result_a_killed_driver_never_stored_is_taken_in_by_the_next_run(tmp_path):

@@ -42,6 +42,8 @@ class Small(nn.Module):
             if os.environ.get("COMPILEBENCH_FAULT_LOG"):  # when each call ran: tests check cases never overlap
                 with open(os.environ["COMPILEBENCH_FAULT_LOG"], "a") as f:
                     f.write(f"{os.getpid()} {start} {time.time()}\n")
+        if self.behaviour == "paced":  # each call takes what the environment says: a model made slower on demand
+            time.sleep(float(os.environ.get("COMPILEBENCH_FAULT_CALL_MS", "5")) / 1000)
         if self.behaviour == "handshake":
             # Tells the test it is running (a line on a FIFO: "pid batch_size"), then waits for the test's reply
             # where one is asked for: the test acts at a known point, never after a sleep.
@@ -92,7 +94,8 @@ class FaultModel(ModelEntry):
         return {"pixel_values": torch.randn(batch_size, 3, 8, 8, generator=torch.Generator().manual_seed(0))}
 
 
-for behaviour in ("ok", "oom", "host-oom", "crash", "kill-parent", "hang", "slow", "recompile", "break", "handshake", "flaky"):
+for behaviour in ("ok", "oom", "host-oom", "crash", "kill-parent", "hang", "slow", "recompile", "break", "handshake", "flaky",
+                  "paced"):
     zoo.register(FaultModel(f"fault-{behaviour}", f"Test/{behaviour}", "image-classification", "none", behaviour))
 
 

@@ -19,7 +19,7 @@ def _commands() -> dict:
     from compilebench.cli import info, reports, run, tune
 
     return {"run": run.cmd_run, "tune": tune.cmd_tune, "report": reports.cmd_report, "compare": reports.cmd_compare,
-            "env": info.cmd_env, "models": info.cmd_models}
+            "check": reports.cmd_check, "env": info.cmd_env, "models": info.cmd_models}
 
 
 def main(argv: list[str] | None = None) -> int:

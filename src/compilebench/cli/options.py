@@ -92,6 +92,26 @@ def parser(commands: dict) -> argparse.ArgumentParser:
                       help="the smallest difference worth calling faster or slower (default: 2%%)")
     cmp_.set_defaults(func=commands["compare"])
 
+    chk = sub.add_parser("check", help="a regression gate for CI: exit 1 when the candidate is worse than the baseline")
+    chk.add_argument("candidate", metavar="CANDIDATE.db")
+    chk.add_argument("--baseline", required=True, metavar="BASELINE.db", help="the results file to hold it against")
+    chk.add_argument("--max-slowdown", type=percent, default=0.05, metavar="P",
+                     help="latency or speed-up over eager worse beyond this is a regression (default: 5%%)")
+    chk.add_argument("--max-compile-increase", type=percent, default=0.15, metavar="P",
+                     help="compile seconds up beyond this is a regression (default: 15%%)")
+    chk.add_argument("--max-memory-increase", type=percent, default=0.10, metavar="P",
+                     help="peak memory up beyond this is a regression (default: 10%%)")
+    chk.add_argument("--drift", type=percent, default=None, metavar="P",
+                     help="how far a mean moves between runs on the machine(s) measured (default: estimated from "
+                          "the files' history, else 25%%)")
+    chk.add_argument("--machine", default=None, metavar="TEXT",
+                     help="use the results of the machine whose id or hardware name contains TEXT")
+    chk.add_argument("--min-effect", type=percent, default=stats.DEFAULT_MIN_EFFECT, metavar="P",
+                     help="the smallest difference worth calling faster or slower (default: 2%%)")
+    chk.add_argument("--summary", default=None, metavar="FILE", help="also write the table as markdown (a CI job summary)")
+    chk.add_argument("--junit", default=None, metavar="FILE", help="also write JUnit XML, one test case per case and metric")
+    chk.set_defaults(func=commands["check"])
+
     env = sub.add_parser("env", help="print this machine's environment fingerprint")
     env.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
     env.add_argument("--json", action="store_true", help="print JSON")

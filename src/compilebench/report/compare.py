@@ -11,11 +11,12 @@ from compilebench.errors import UserError
 from compilebench.report import data
 from compilebench.report.cells import Columns, Table, cell, drift_note, interval, num, table, verdict, verdict_note
 from compilebench.result import Result
-from compilebench.spec import key_of
+from compilebench.spec import Variant, key_of
 
 
-def match_key(r: Result) -> str:
-    return key_of({**r.case_extra, **r.case.to_dict(), "device": ""})
+def match_key(r: Result, eager: bool = False) -> str:
+    """What a case is matched on between files: everything but the device; `eager`: its eager baseline's."""
+    return key_of({**r.case_extra, **r.case.to_dict(), "device": "", **({"variant": Variant().to_dict()} if eager else {})})
 
 
 def select(results: list[Result], machine: str | None) -> list[Result]:
@@ -25,7 +26,8 @@ def select(results: list[Result], machine: str | None) -> list[Result]:
     return [r for r in results if machine in r.machine_id or machine in data.hardware(r)]
 
 
-def _one_per_case(results: list[Result], name: str, option: str) -> dict[str, Result]:
+def one_per_case(results: list[Result], name: str, option: str) -> dict[str, Result]:
+    """The newest result of each case, by match key; a UserError where a file holds a case from several machines."""
     out: dict[str, Result] = {}
     machines: dict[str, set[str]] = {}
     for r in sorted(data.latest(results), key=lambda r: r.created_at):
@@ -45,8 +47,8 @@ def _describe(results: list[Result]) -> str:
 
 def compare(a: list[Result], b: list[Result], a_name: str, b_name: str, min_effect: float = stats.DEFAULT_MIN_EFFECT) -> Table:
     stats.check_min_effect(min_effect)
-    a_cases = _one_per_case(a, a_name, "--machine-a")
-    b_cases = _one_per_case(b, b_name, "--machine-b")
+    a_cases = one_per_case(a, a_name, "--machine-a")
+    b_cases = one_per_case(b, b_name, "--machine-b")
     keys = list(dict.fromkeys([*a_cases, *b_cases]))
     if not set(a_cases) & set(b_cases):
         raise UserError(f"{a_name} and {b_name} have no case in common (same model, batch size, variant and settings)")

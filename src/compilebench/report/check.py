@@ -1,0 +1,161 @@
+"""`compilebench check CANDIDATE.db --baseline BASELINE.db`: a regression gate for CI. For every case both files
+hold, each metric of the candidate against the baseline, and a regression where the candidate is worse beyond
+that metric's limit: latency and speed-up over eager by their intervals (widened by the run-to-run drift, as two
+files are two runs), compile time and peak memory by value (one cold compile and one peak per result: no
+interval to read), and a case that was ok and no longer is, always. Cases on one side only are listed, never a
+failure. Out: a table, markdown for a CI summary, JUnit XML for CI systems to list."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from xml.etree import ElementTree
+
+from compilebench import comparison, drift as driftmod, stats
+from compilebench.comparison import Speedup
+from compilebench.drift import Drift
+from compilebench.report import compare, data
+from compilebench.report.cells import Table, interval, num
+from compilebench.result import Result
+from compilebench.vocab import Verdict
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How much worse a metric may get before it is a regression (fractions)."""
+
+    slowdown: float = 0.05  # latency, and the speed-up over eager
+    compile_increase: float = 0.15
+    memory_increase: float = 0.10
+
+
+@dataclass(frozen=True)
+class Line:
+    """One case and metric: both sides, the candidate over the baseline, and whether it regressed."""
+
+    label: str  # the case in words
+    metric: str
+    baseline: str
+    candidate: str
+    ratio: float | None  # candidate / baseline: above 1 is worse for times, compile and memory, better for speed-up
+    low: float | None
+    high: float | None
+    verdict: str
+    regression: bool
+    why: str
+
+
+def check(baseline: list[Result], candidate: list[Result], limits: Limits = Limits(),
+          min_effect: float = stats.DEFAULT_MIN_EFFECT, drift: Drift | None = None) -> tuple[list[Line], Drift]:
+    """Every case and metric; `drift` None: estimated from both files' history, else the default."""
+    stats.check_min_effect(min_effect)
+    moved = drift or driftmod.estimate([*baseline, *candidate])
+    base = compare.one_per_case(baseline, "the baseline", "--machine")
+    cand = compare.one_per_case(candidate, "the candidate", "--machine")
+    lines: list[Line] = []
+    for key in dict.fromkeys([*base, *cand]):
+        b, c = base.get(key), cand.get(key)
+        label = _label(b or c)
+        if b is None or c is None:
+            lines.append(Line(label, "case", _status(b), _status(c), None, None, None, "", False,
+                              "only in the " + ("candidate" if b is None else "baseline")))
+            continue
+        if b.status == "ok" and c.status != "ok":
+            lines.append(Line(label, "status", "ok", c.status, None, None, None, "", True,
+                              f"was ok, now {c.status}" + (f": {c.message}" if c.message else "")))
+            continue
+        if b.status != "ok" or c.status != "ok":
+            lines.append(Line(label, "status", b.status, c.status, None, None, None, "", False, "not ok in the baseline"))
+            continue
+        across = moved if driftmod.across_runs(b, c, unknown=True) else None
+        lines.append(_latency(label, b, c, limits, min_effect, across))
+        lines += _speedup(label, b, c, base, cand, limits, min_effect, across)
+        lines += _by_value(label, "compile s", b.compile_s, c.compile_s, limits.compile_increase, 1, 1)
+        lines += _by_value(label, "peak memory MiB", _peak(b), _peak(c), limits.memory_increase, 1, 2 ** 20)
+    return lines, moved
+
+
+def _latency(label, b: Result, c: Result, limits: Limits, min_effect: float, across: Drift | None) -> Line:
+    s = comparison.speedup(b, c, min_effect, drift=across)  # baseline time over the candidate's
+    slower = Verdict.of(s.low, s.high, limits.slowdown) == Verdict.slower
+    return Line(label, "latency ms", f"{b.mean:.3f}", f"{c.mean:.3f}", 1 / s.value, _inv(s.high), _inv(s.low),
+                _verdict(s), slower, f"slower beyond {limits.slowdown:.0%}" if slower else "")
+
+
+def _speedup(label, b: Result, c: Result, base: dict, cand: dict, limits: Limits, min_effect: float,
+             across: Drift | None) -> list[Line]:
+    """A compiled case's speed-up over its own file's eager baseline, the candidate's against the baseline's."""
+    if not (b.case.variant.compiled or b.case.variant.cache):
+        return []
+    eager_key = compare.match_key(b, eager=True)
+    sb, sc = (comparison.speedup(side.get(eager_key), r, min_effect) for side, r in ((base, b), (cand, c)))
+    if sb is None or sc is None:
+        return []
+    ratio, low, high = _ratio_of(sb, sc, across)
+    worse = Verdict.of(low, high, limits.slowdown) == Verdict.slower
+    verdict = Verdict.of(low, high, min_effect)
+    return [Line(label, "speed-up over eager", f"{sb.value:.2f}x", f"{sc.value:.2f}x", ratio, low, high,
+                 f"{verdict} (across runs)" if across else verdict, worse,
+                 f"speed-up fell beyond {limits.slowdown:.0%}" if worse else "")]
+
+
+def _ratio_of(sb: Speedup, sc: Speedup, across: Drift | None) -> tuple[float, float | None, float | None]:
+    """The candidate's speed-up over the baseline's, its interval from both intervals (independent: their log
+    half-widths add in quadrature), widened by the drift where the files are different runs."""
+    ratio = sc.value / sb.value
+    if None in (sb.low, sb.high, sc.low, sc.high):
+        return ratio, None, None
+    half = math.hypot(math.log(sb.high / sb.low) / 2, math.log(sc.high / sc.low) / 2)
+    widen = 1 + across.value if across else 1.0
+    return ratio, ratio * math.exp(-half) / widen, ratio * math.exp(half) * widen
+
+
+def _by_value(label, metric: str, b: float | None, c: float | None, limit: float, digits: int, unit: float) -> list[Line]:
+    if b is None or c is None or b <= 0:
+        return []
+    ratio = c / b
+    worse = ratio > 1 + limit
+    return [Line(label, metric, num(b / unit, digits), num(c / unit, digits), ratio, None, None, "by value", worse,
+                 f"up more than {limit:.0%}" if worse else "")]
+
+
+def _peak(r: Result) -> float | None:
+    peaks = [rep.peak_mem_bytes for rep in r.repeats if rep.status == "ok" and rep.peak_mem_bytes]
+    return sum(peaks) / len(peaks) if peaks else None
+
+
+def _label(r: Result) -> str:
+    return f"{r.label or r.case.model} b{r.case.batch_size} {data.with_settings(r.case.variant.label, data.settings(r))}"
+
+
+def _status(r: Result | None) -> str:
+    return "" if r is None else r.status
+
+
+def _verdict(s: Speedup) -> str:
+    """The candidate against the baseline, in a time's words: slower means the candidate takes longer."""
+    return s.verdict if s.drift is None else f"{s.verdict} (across runs)"
+
+
+def _inv(x: float | None) -> float | None:
+    return None if x is None else 1 / x
+
+
+def table(lines: list[Line], title: str) -> Table:
+    return Table(title, ["case", "metric", "baseline", "candidate", "candidate/baseline", "95% CI", "verdict", "result"],
+                 [[l.label, l.metric, l.baseline, l.candidate, num(l.ratio, 3), interval(l.low, l.high, "{:.3f}"),
+                   l.verdict, ("REGRESSION: " + l.why) if l.regression else l.why or "ok"] for l in lines])
+
+
+def junit(lines: list[Line]) -> str:
+    """JUnit XML: one test case per case and metric, a regression its failure."""
+    suite = ElementTree.Element("testsuite", name="compilebench check", tests=str(len(lines)),
+                                failures=str(sum(l.regression for l in lines)))
+    for l in lines:
+        case = ElementTree.SubElement(suite, "testcase", classname=l.label, name=l.metric)
+        if l.regression:
+            failure = ElementTree.SubElement(case, "failure", message=l.why)
+            failure.text = f"baseline {l.baseline}, candidate {l.candidate}, candidate/baseline {num(l.ratio, 3)}"
+        elif l.metric == "case":
+            ElementTree.SubElement(case, "skipped", message=l.why)
+    return ElementTree.tostring(ElementTree.ElementTree(suite).getroot(), encoding="unicode", xml_declaration=True)

@@ -1,0 +1,97 @@
+"""Issue 23, 3: `compilebench check CANDIDATE.db --baseline BASELINE.db`, a regression gate for CI."""
+
+import os
+from xml.etree import ElementTree
+
+import pytest
+
+import fakeresults as fr
+from compilebench.drift import Drift
+from compilebench.report import check
+from conftest import run_cli
+
+TIGHT = [1 / 1.001, 1.0, 1.001]
+QUIET = Drift(0.02, "given")  # a machine whose runs move 2%
+
+
+def res(model, mode, mean, **kw):
+    return fr.result(model, 1, mode, mean, processes=[mean * x for x in TIGHT], env=fr.CPU, **kw)
+
+
+def base():
+    return [res("vit", "eager", 10.0), res("vit", "default", 5.0, compile_s=20.0)]
+
+
+def by_metric(lines):
+    return {(l.label.split()[0], l.metric): l for l in lines}
+
+
+def test_a_candidate_equal_to_its_baseline_passes():
+    lines, _ = check.check(base(), base(), drift=QUIET)
+    assert lines and not any(l.regression for l in lines)
+    assert {l.metric for l in lines} == {"latency ms", "speed-up over eager", "compile s"}
+
+
+def test_thirty_percent_slower_is_a_regression_beyond_a_known_drift_but_not_beyond_the_default():
+    slower = [res("vit", "eager", 13.0), res("vit", "default", 6.5, compile_s=20.0)]
+    lines, _ = check.check(base(), slower, drift=QUIET)
+    latency = [l for l in lines if l.metric == "latency ms"]
+    assert all(l.regression and abs(l.ratio - 1.3) < 1e-6 and l.verdict == "slower (across runs)" for l in latency)
+    assert not [l for l in lines if l.metric == "speed-up over eager"][0].regression  # both sides slowed alike
+    lines, moved = check.check(base(), slower)  # no history: the 25% default, which 30% beyond 5% does not clear
+    assert moved.value == 0.25 and not any(l.regression for l in lines)
+    assert {l.verdict for l in lines if l.metric == "latency ms"} == {"slower (across runs)"}  # beyond 2%, not 5%
+
+
+def test_a_lost_speedup_a_failure_and_growth_beyond_the_limits_are_regressions():
+    worse = [res("vit", "eager", 10.0), res("vit", "default", 8.0, compile_s=24.0),
+             fr.result("resnet-50", 1, "eager", None, status="error", message="boom", env=fr.CPU)]
+    before = base() + [res("resnet-50", "eager", 7.0)]
+    for r, peak in zip(before[:2] + worse[:2], [100, 200, 100, 230]):
+        for rep in r.repeats:
+            rep.peak_mem_bytes = peak * 2 ** 20
+    lines = by_metric(check.check(before, worse, drift=QUIET)[0])
+    assert lines[("Image", "speed-up over eager")].regression  # 2.0x -> 1.25x
+    assert lines[("Image", "compile s")].regression and lines[("Image", "compile s")].why == "up more than 15%"
+    memory = [l for l in lines.values() if l.metric == "peak memory MiB"]
+    assert memory and memory[0].regression  # 200 -> 230 MiB: 15% > 10%
+    status = [l for l in lines.values() if l.metric == "status"]
+    assert status[0].regression and status[0].why == "was ok, now error: boom"
+
+
+def test_a_case_on_one_side_only_is_listed_and_never_fails():
+    lines, _ = check.check(base(), base() + [res("detr", "eager", 30.0)], drift=QUIET)
+    (only,) = [l for l in lines if l.metric == "case"]
+    assert not only.regression and only.why == "only in the candidate"
+
+
+def test_the_command_exits_0_1_or_2_and_writes_junit_and_a_summary(tmp_path):
+    fr.fill(tmp_path / "base.db", base())
+    fr.fill(tmp_path / "same.db", base())
+    fr.fill(tmp_path / "worse.db", [res("vit", "eager", 13.0), res("vit", "default", 6.5, compile_s=20.0)])
+    p = run_cli("check", "same.db", "--baseline", "base.db", "--drift", "2%", cwd=tmp_path)
+    assert p.returncode == 0 and "no regression in 2 case(s)" in p.stdout, p.stdout + p.stderr
+    p = run_cli("check", "worse.db", "--baseline", "base.db", "--drift", "2%", "--junit", "out/j.xml",
+                "--summary", "out/s.md", cwd=tmp_path)
+    assert p.returncode == 1 and "2 regression(s) in 2 case(s)" in p.stdout, p.stdout + p.stderr
+    suite = ElementTree.parse(tmp_path / "out" / "j.xml").getroot()
+    assert suite.tag == "testsuite" and suite.get("failures") == "2" and len(suite.findall("testcase")) == 4
+    summary = (tmp_path / "out" / "s.md").read_text()
+    assert summary.startswith("**compilebench check: 2 regression(s)") and "| case | metric |" in summary
+    p = run_cli("check", "missing.db", "--baseline", "base.db", cwd=tmp_path)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "does not exist" in p.stderr
+    p = run_cli("check", "same.db", "--baseline", "base.db", "--max-slowdown", "-5", cwd=tmp_path)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "--max-slowdown" in p.stderr
+
+
+@pytest.mark.slow  # three real runs
+def test_a_model_made_thirty_percent_slower_fails_the_gate(tmp_path):
+    args = ["run", "--model", "fault-paced", "--variant", "eager", "--iters", "30", "--warmup", "2", "--repeats", "3",
+            "--device", "cpu", "--format", "csv", "--quiet"]
+    for name, ms in (("base", "10"), ("same", "10"), ("slow", "13")):
+        p = run_cli(*args, "--db", f"{name}.db", "--out", name, cwd=tmp_path,
+                    env={**os.environ, "COMPILEBENCH_FAULT_CALL_MS": ms})
+        assert p.returncode == 0, p.stderr
+    assert run_cli("check", "same.db", "--baseline", "base.db", "--drift", "5%", cwd=tmp_path).returncode == 0
+    p = run_cli("check", "slow.db", "--baseline", "base.db", "--drift", "5%", cwd=tmp_path)
+    assert p.returncode == 1 and "REGRESSION: slower beyond 5%" in p.stdout, p.stdout
