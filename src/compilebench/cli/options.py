@@ -92,6 +92,20 @@ def parser(commands: dict) -> argparse.ArgumentParser:
                       help="the smallest difference worth calling faster or slower (default: 2%%)")
     cmp_.set_defaults(func=commands["compare"])
 
+    _check(sub, commands)
+
+    env = sub.add_parser("env", help="print this machine's environment fingerprint")
+    env.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
+    env.add_argument("--json", action="store_true", help="print JSON")
+    env.set_defaults(func=commands["env"])
+
+    models = sub.add_parser("models", help="list the model zoo")
+    models.set_defaults(func=commands["models"])
+    return p
+
+
+def _check(sub, commands: dict) -> None:
+    """`compilebench check`: its options."""
     chk = sub.add_parser("check", help="a regression gate for CI: exit 1 when the candidate is worse than the baseline")
     chk.add_argument("candidate", metavar="CANDIDATE.db")
     chk.add_argument("--baseline", required=True, metavar="BASELINE.db", help="the results file to hold it against")
@@ -111,16 +125,6 @@ def parser(commands: dict) -> argparse.ArgumentParser:
     chk.add_argument("--summary", default=None, metavar="FILE", help="also write the table as markdown (a CI job summary)")
     chk.add_argument("--junit", default=None, metavar="FILE", help="also write JUnit XML, one test case per case and metric")
     chk.set_defaults(func=commands["check"])
-
-    env = sub.add_parser("env", help="print this machine's environment fingerprint")
-    env.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
-    env.add_argument("--json", action="store_true", help="print JSON")
-    env.set_defaults(func=commands["env"])
-
-    models = sub.add_parser("models", help="list the model zoo")
-    models.set_defaults(func=commands["models"])
-    return p
-
 
 def _what(run) -> None:
     g = run.add_argument_group("what to measure")
