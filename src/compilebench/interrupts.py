@@ -18,8 +18,9 @@ class Interrupted(KeyboardInterrupt):
 
 
 @contextlib.contextmanager
-def stop_signals():
-    """SIGTERM ends a sweep as Ctrl-C does: what finished is kept and the way to resume is printed."""
+def stop_signals(then=None):
+    """SIGTERM ends a sweep as Ctrl-C does: what finished is kept and the way to resume is printed. `then`: the
+    handler left in place on leaving (signal.SIG_IGN once a program's outcome is decided), else the previous."""
 
     def raise_(signum, frame):
         raise Interrupted(signum)
@@ -32,7 +33,7 @@ def stop_signals():
         yield
     finally:
         for s, handler in previous.items():
-            signal.signal(s, handler)
+            signal.signal(s, handler if then is None else then)
 
 
 @contextlib.contextmanager

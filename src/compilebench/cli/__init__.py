@@ -23,11 +23,13 @@ def _commands() -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    program = argv is None  # the process is this command: once its outcome is decided, signals change nothing
     argv = sys.argv[1:] if argv is None else list(argv)
     args = options.parser(_commands()).parse_args(argv)
     args.argv = argv  # the command that resumes this one
     try:
-        with interrupts.stop_signals():  # SIGTERM as Ctrl-C, wherever the command is
+        # SIGTERM as Ctrl-C, wherever the command is; ignored once it has ended (its line said, its workers closing)
+        with interrupts.stop_signals(then=signal.SIG_IGN if program else None):
             return args.func(args)
     except KeyboardInterrupt as exc:  # outside a sweep, which keeps its own: the device probe, the report
         print(resume.interrupted(args), file=sys.stderr)
