@@ -132,8 +132,10 @@ def signal_at(sig, after_s):
         p = subprocess.CompletedProcess(run.args, run.returncode, out, err)
         before = repeats_of(os.path.join(tmp, "r.db"))
         problems = []
-        if run.returncode == 0:
-            problems += [] if "Traceback" not in err else ["a traceback"]  # it finished before the signal
+        if run.returncode == 0:  # it had finished when the signal came
+            if "Traceback" in err:
+                tally.tracebacks += 1
+                problems.append("a traceback")
         elif sig == signal.SIGKILL:
             problems += [] if run.returncode == -9 else [f"exit {run.returncode}"]
         else:
