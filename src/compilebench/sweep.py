@@ -131,7 +131,7 @@ def run(spec: RunSpec, store: Store, dispatcher: Dispatcher, targets: list[Targe
             units = sweep.plan.units
             while units:  # then the repeats another run held: waited for, and measured here if it let them go
                 dispatcher.run(units, sweep.open_unit, sweep.progress, sweep.deliver)
-                units = sweep.take_back(others.wait(store, sweep.held_elsewhere(), sweep.done, sweep.progress.note))
+                units = sweep.take_back(sweep.wait_for_others())
     except interrupts.Interrupted as exc:
         outcome.interrupted = exc.signum
     finally:
@@ -205,9 +205,14 @@ class _Sweep:
     def done(self, repeat: int):
         return _done(repeat, self.spec.retry_failed)
 
-    def held_elsewhere(self) -> list[tuple[Unit, Case]]:
+    def wait_for_others(self) -> list[Unit]:
+        """Wait for the repeats other runs held (others.py); the units they let go unmeasured."""
         held, self.held = self.held, []
-        return held
+        try:
+            return others.wait(self.store, held, self.done, self.progress.note)
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreFailed(f"cannot read the results file {self.store.path!r} ({exc}) while waiting for the repeats "
+                              "another run is measuring") from exc
 
     def take_back(self, units: list[Unit]) -> list[Unit]:
         """Repeats another run let go without storing them, to be measured here after all."""
