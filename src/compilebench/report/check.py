@@ -15,7 +15,7 @@ from compilebench import comparison, drift as driftmod, stats
 from compilebench.comparison import Speedup
 from compilebench.drift import Drift
 from compilebench.report import compare, data
-from compilebench.report.cells import Table, interval, num
+from compilebench.report.cells import Table, interval, num, verdict
 from compilebench.result import Result
 from compilebench.vocab import Verdict
 
@@ -79,7 +79,7 @@ def _latency(label, b: Result, c: Result, limits: Limits, min_effect: float, acr
     s = comparison.speedup(b, c, min_effect, drift=across)  # baseline time over the candidate's
     slower = Verdict.of(s.low, s.high, limits.slowdown) == Verdict.slower
     return Line(label, "latency ms", f"{b.mean:.3f}", f"{c.mean:.3f}", 1 / s.value, _inv(s.high), _inv(s.low),
-                _verdict(s), slower, f"slower beyond {limits.slowdown:.0%}" if slower else "")
+                verdict(s), slower, f"slower beyond {limits.slowdown:.0%}" if slower else "")
 
 
 def _speedup(label, b: Result, c: Result, base: dict, cand: dict, limits: Limits, min_effect: float,
@@ -93,9 +93,9 @@ def _speedup(label, b: Result, c: Result, base: dict, cand: dict, limits: Limits
         return []
     ratio, low, high = _ratio_of(sb, sc, across)
     worse = Verdict.of(low, high, limits.slowdown) == Verdict.slower
-    verdict = Verdict.of(low, high, min_effect)
+    said = Verdict.of(low, high, min_effect)
     return [Line(label, "speed-up over eager", f"{sb.value:.2f}x", f"{sc.value:.2f}x", ratio, low, high,
-                 f"{verdict} (across runs)" if across else verdict, worse,
+                 f"{said} (across runs)" if across else said, worse,
                  f"speed-up fell beyond {limits.slowdown:.0%}" if worse else "")]
 
 
@@ -130,11 +130,6 @@ def _label(r: Result) -> str:
 
 def _status(r: Result | None) -> str:
     return "" if r is None else r.status
-
-
-def _verdict(s: Speedup) -> str:
-    """The candidate against the baseline, in a time's words: slower means the candidate takes longer."""
-    return s.verdict if s.drift is None else f"{s.verdict} (across runs)"
 
 
 def _inv(x: float | None) -> float | None:
