@@ -47,7 +47,7 @@ class UnfitLauncher:
 
     started = 0
 
-    def __init__(self, env, models=(), inductor=False):
+    def __init__(self, env, models=(), inductor=False, environment=None):
         UnfitLauncher.started += 1
 
     def wait_ready(self):
@@ -83,7 +83,7 @@ class RecordingLauncher:
 
     log: list = []
 
-    def __init__(self, env, models=(), inductor=False):
+    def __init__(self, env, models=(), inductor=False, environment=None):
         self.n = len([e for e in RecordingLauncher.log if e[0] == "start"]) + 1
         RecordingLauncher.log.append(("start", self.n, models, inductor))
 
@@ -104,7 +104,7 @@ def test_launchers_start_early_without_waiting_and_the_sweep_waits_only_for_thos
     ex.start_launchers([2, 3])  # a resumed sweep needs only repeats 2 and 3: the others stop, these are waited for
     assert sorted(e for e in RecordingLauncher.log if e[0] == "close") == [("close", n) for n in (1, 4, 5, 6, 7, 8)]
     assert sorted(e for e in RecordingLauncher.log if e[0] == "ready") == [("ready", 2), ("ready", 3)]
-    assert sorted(ex._launchers) == [2, 3]
+    assert sorted(repeat for _, repeat in ex._launchers) == [2, 3]
 
 
 @pytest.mark.slow
@@ -134,7 +134,7 @@ def test_launchers_start_beside_the_probe_only_where_the_probe_cannot_refuse_the
 
     events = []
     monkeypatch.setattr(executors.ProcessExecutor, "start_launchers",
-                        lambda self, repeats, wait=True: events.append(("launchers", list(repeats), wait)))
+                        lambda self, repeats, environments=(None,), wait=True: events.append(("launchers", list(repeats), wait)))
 
     def probed(device, gpus=None):
         events.append(("probe", device))

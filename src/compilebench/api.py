@@ -23,7 +23,7 @@ import sys
 import tempfile
 from typing import Callable
 
-from compilebench import plan, report as reportmod, spec as specmod, stats, store as storemod, suites as suitesmod, zoo
+from compilebench import environments, plan, report as reportmod, spec as specmod, stats, store as storemod, suites as suitesmod, zoo
 from compilebench.errors import UserError
 from compilebench.report import data, flat, markdown, tables
 from compilebench.report.view import View
@@ -92,8 +92,11 @@ def benchmark(model=None, *, suite: str | None = None, inputs: str | Callable[[i
     default at batch 1. `settings` are the run's other options by their names: repeats, min_effect, dtype,
     autocast, channels_last, tf32, attn, backend, fullgraph, dynamic, inductor_options (a dict), compile_cache,
     interleave, sync_each_call, weights, model_size ("tiny"), task, prompt_len, new_tokens, timeout_s, rerun,
-    retry_failed; and the timing's: warmup, warmup_s, max_time_s, min_iters, first_calls. Results go to `db`
-    (default: a new results file in a temporary folder)."""
+    retry_failed; and the timing's: warmup, warmup_s, max_time_s, min_iters, first_calls. `environments` (a dict
+    of name: interpreter or virtual environment folder) measures every case under each, as `--env`, and
+    `environment_vars` ({name: {variable: value}}) is `--env-set`. Results go to `db` (default: a new results file
+    in a temporary folder)."""
+    _declare_environments(settings)
     unknown = set(settings) - _SETTINGS - _TIMING
     if unknown:
         raise UserError(f"benchmark() got unknown setting(s) {', '.join(sorted(unknown))} (allowed: "
@@ -120,6 +123,18 @@ def benchmark(model=None, *, suite: str | None = None, inputs: str | Callable[[i
     finally:
         if inline:
             zoo.REGISTRY.pop(name, None)  # registered for this call only
+
+
+def _declare_environments(settings: dict) -> None:
+    """environments={name: path} and environment_vars={name: {KEY: VALUE}} as --env and --env-set declare them."""
+    given, variables = settings.pop("environments", None) or {}, settings.pop("environment_vars", None) or {}
+    if not isinstance(given, dict) or not isinstance(variables, dict):
+        raise UserError("environments= is a dict of name: interpreter path; environment_vars= a dict of name: "
+                        "{variable: value}")
+    if given or variables:
+        settings["environments"] = environments.declare(
+            [f"{name}={path}" for name, path in given.items()],
+            [[name, f"{k}={v}"] for name, pairs in variables.items() for k, v in dict(pairs).items()])
 
 
 def _benchmark(spec: specmod.RunSpec, db: str | None, quiet: bool) -> Results:

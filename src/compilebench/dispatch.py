@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
 from compilebench import locks
+from compilebench.environments import Environment
 from compilebench.executors import Cancelled
 from compilebench.result import Result
 from compilebench.spec import Case, Job
@@ -28,6 +29,11 @@ class Target:
     resume_id: str  # results whose machine_id or placement is this count as finished here
     env: dict  # the environment given to a result that came back without one (a timeout, a lost node)
     placement: str = ""  # recorded on each result (Ray: "ray|H100|torch ...|transformers ..."); "" on this machine
+    environment: Environment | None = None  # --env: the cases of this environment run here, under its interpreter
+
+    def takes(self, case: Case) -> bool:
+        """Whether the case runs on this target: every case, or (--env) those of its environment."""
+        return case.environment == (self.environment.name if self.environment else None)
 
 
 @dataclass(frozen=True)
@@ -82,7 +88,8 @@ class Slot:
     run: Run
     cancel: Callable[[], None] = lambda: None
     locks: list[tuple[str, bool]] = field(default_factory=list)
-    prepare: Callable[[list[int]], None] = lambda repeats: None  # start what these repeats will need, up front
+    # Start what these repeats will need under these environments (None: this interpreter), up front.
+    prepare: Callable[[list[int], list[Environment | None]], None] = lambda repeats, environments: None
     env: dict[str, str] = field(default_factory=dict)  # added to each job's environment: CUDA_VISIBLE_DEVICES
 
     def execute(self, unit: Unit, work: Work, progress: Progress) -> list[Result]:
@@ -104,7 +111,7 @@ class LocalPool:
 
     def run(self, units: list[Unit], open_unit: OpenUnit, progress: Progress, deliver: Deliver) -> None:
         for slot in self.slots:
-            slot.prepare([u.repeat for u in units])
+            slot.prepare(sorted({u.repeat for u in units}), list(dict.fromkeys(u.target.environment for u in units)))
         if len(self.slots) == 1:
             slot = self.slots[0]
             for unit in units:

@@ -20,6 +20,7 @@ import weakref
 from typing import Callable
 
 from compilebench import launcher
+from compilebench.environments import Environment
 from compilebench.result import Repeat, Result
 from compilebench.spec import Job
 
@@ -44,7 +45,7 @@ class InlineExecutor:
     def cancel(self) -> None:
         """Nothing to kill: the case runs in the caller's thread, which the interruption reaches itself."""
 
-    def start_launchers(self, repeats, wait: bool = True) -> None:
+    def start_launchers(self, repeats, environments=(None,), wait: bool = True) -> None:
         """Nothing to start: no worker process."""
 
     def run(self, job: Job, env: dict[str, str], on_phase: Callable[[str], None]) -> list[Result]:
@@ -72,7 +73,7 @@ class ProcessExecutor:
         self.models, self.inductor = tuple(models), inductor
         self._live: set[int] = set()  # process groups of running workers, for cancel()
         self._cancelled: set[int] = set()
-        self._launchers: dict[int, launcher.Launcher] = {}  # one per repeat index
+        self._launchers: dict[tuple, launcher.Launcher] = {}  # one per environment and repeat index
 
     def cancel(self) -> None:
         """Kill every worker this executor is running (from another thread: a sweep being interrupted)."""
@@ -89,40 +90,42 @@ class ProcessExecutor:
                 json.dump(job.to_dict(), f)
             return self._run_worker(job, job_path, result_path, os.path.join(tmp, "worker.log"), env, on_phase)
 
-    def start_launchers(self, repeats, wait: bool = True) -> None:
-        """Start the launchers these repeats will use, all at once: their imports overlap each other (and, with
-        wait=False, whatever the driver does next) instead of following one another. With wait=True (the sweep
-        is about to run these repeats), launchers started earlier for other repeats are stopped and these are
-        waited for, so none is still importing beside a timed loop."""
+    def start_launchers(self, repeats, environments=(None,), wait: bool = True) -> None:
+        """Start the launchers these repeats will use (under each of these environments: None is this interpreter),
+        all at once: their imports overlap each other (and, with wait=False, whatever the driver does next) instead
+        of following one another. With wait=True (the sweep is about to run these repeats), launchers started
+        earlier for other repeats are stopped and these are waited for, so none is still importing beside a timed
+        loop."""
         if not self.fork:
             return
-        needed = {r for r in repeats if r <= launcher.MAX_LAUNCHERS}
-        for repeat in sorted(needed):
-            self._launcher(repeat)
+        needed = {(e, r) for e in environments for r in repeats if r <= launcher.MAX_LAUNCHERS}
+        for environment, repeat in sorted(needed, key=lambda k: (k[1], k[0].name if k[0] else "")):
+            self._launcher(environment, repeat)
         if wait:
-            for repeat in set(self._launchers) - needed:
-                self._forget_launcher(repeat)
-            for repeat, started in list(self._launchers.items()):
+            for key in set(self._launchers) - needed:
+                self._forget_launcher(*key)
+            for key, started in list(self._launchers.items()):
                 try:
                     started.wait_ready()
                 except launcher.LauncherUnfit as exc:
                     self._stop_forking(exc)
                     return
                 except launcher.LauncherDied:
-                    self._forget_launcher(repeat)  # its repeat's first job starts another, or says why not
+                    self._forget_launcher(*key)  # its repeat's first job starts another, or says why not
 
-    def _launcher(self, repeat: int) -> launcher.Launcher:
-        if repeat not in self._launchers:
-            started = self._launchers[repeat] = launcher.Launcher(self.env, self.models, self.inductor)
+    def _launcher(self, environment: Environment | None, repeat: int) -> launcher.Launcher:
+        if (environment, repeat) not in self._launchers:
+            started = self._launchers[(environment, repeat)] = launcher.Launcher(self.env, self.models, self.inductor,
+                                                                                environment)
             weakref.finalize(self, started.close)
-        return self._launchers[repeat]
+        return self._launchers[(environment, repeat)]
 
     def _stop_forking(self, why: Exception) -> None:
         """Workers start as new interpreters from now on (slower to start, as fresh)."""
         print(f"compilebench: workers start as new interpreters: a launcher cannot fork them ({why})", file=sys.stderr)
         self.fork = False
-        for repeat in list(self._launchers):
-            self._forget_launcher(repeat)
+        for key in list(self._launchers):
+            self._forget_launcher(*key)
 
     def _spawn(self, job: Job, job_path: str, result_path: str, env: dict, write_fd: int, log) -> tuple[int, Callable[[], int]]:
         """Start the worker; returns its pid and a blocking wait for its exit code. Repeat i of every case is forked
@@ -130,30 +133,32 @@ class ProcessExecutor:
         than separate processes do (an A/A test called them different), so the repeats of a case come from
         different launchers, as independent as new interpreters. Beyond launcher.MAX_LAUNCHERS repeats, new
         interpreters."""
+        environment = _environment(job)
         if self.fork and job.repeat <= launcher.MAX_LAUNCHERS:
-            chosen = self._launcher(job.repeat)
+            chosen = self._launcher(environment, job.repeat)
             try:
                 pid = chosen.start([job_path, result_path], env, write_fd, log.fileno())
                 return pid, lambda: chosen.wait(pid)
             except launcher.LauncherUnfit as exc:
                 self._stop_forking(exc)
             except launcher.LauncherDied:
-                self._forget_launcher(job.repeat)
+                self._forget_launcher(environment, job.repeat)
                 raise
+        python, variables = (environment.python, environment.variables()) if environment else (sys.executable, {})
         proc = subprocess.Popen(
-            [sys.executable, "-m", "compilebench.worker", job_path, result_path, str(write_fd)],
+            [python, "-m", "compilebench.worker", job_path, result_path, str(write_fd)],
             pass_fds=(write_fd,),
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            env={**os.environ, **self.env, **env, "COMPILEBENCH_PARENT_PID": str(os.getpid())},
+            env={**os.environ, **self.env, **variables, **env, "COMPILEBENCH_PARENT_PID": str(os.getpid())},
         )
         return proc.pid, proc.wait
 
-    def _forget_launcher(self, repeat: int) -> None:
+    def _forget_launcher(self, environment: Environment | None, repeat: int) -> None:
         """After an interruption or a failure a launcher may be out of step: the next job starts another."""
-        gone = self._launchers.pop(repeat, None)
+        gone = self._launchers.pop((environment, repeat), None)
         if gone is not None:
             gone.close()
 
@@ -185,11 +190,11 @@ class ProcessExecutor:
         try:
             returncode = wait()  # blocks: the driver takes no CPU while the case runs
         except launcher.LauncherDied:  # the launcher was killed, and its worker with it
-            self._forget_launcher(job.repeat)
+            self._forget_launcher(_environment(job), job.repeat)
             returncode = -signal.SIGKILL
         except BaseException:  # Ctrl-C: take the worker and its compile workers down, keep nothing half-done
             _kill_group(pid)
-            self._forget_launcher(job.repeat)
+            self._forget_launcher(_environment(job), job.repeat)
             raise
         finally:
             if timer:
@@ -213,6 +218,10 @@ class ProcessExecutor:
         else:
             message = f"worker exited with code {returncode} without a result, during {phase[0]}"
         return failure(job, "crashed", message, phase[0], tail)
+
+
+def _environment(job: Job) -> Environment | None:
+    return Environment.from_dict(job.environment) if job.environment else None
 
 
 def _relay_phases(read_fd: int, phase: list, on_phase: Callable[[str], None]) -> None:

@@ -26,6 +26,8 @@ import socket
 import subprocess
 import sys
 
+from compilebench.environments import Environment
+
 # A launcher per repeat index up to this many (each holds torch and transformers: a few hundred MB); later repeats
 # start new interpreters.
 MAX_LAUNCHERS = 8
@@ -52,16 +54,20 @@ class LauncherUnfit(LauncherDied):
 class Launcher:
     """The driver's end: start jobs in forked workers and wait for them, one at a time."""
 
-    def __init__(self, env: dict[str, str], models: tuple[str, ...] = (), inductor: bool = False):
+    def __init__(self, env: dict[str, str], models: tuple[str, ...] = (), inductor: bool = False,
+                 environment: Environment | None = None):
         """Starts it and returns at once: it imports while the driver goes on (wait_ready waits for it). It imports
-        the classes of `models` (the zoo models the run measures) too, and inductor where the run compiles with it."""
+        the classes of `models` (the zoo models the run measures) too, and inductor where the run compiles with it.
+        Under an `environment` (--env) it is that environment's interpreter, with its variables from the start
+        (some, thread counts among them, are read when torch is imported)."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock = ours
         preload = json.dumps({"models": list(models), "inductor": inductor})
+        python, variables = (environment.python, environment.variables()) if environment else (sys.executable, {})
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "compilebench.launcher", str(theirs.fileno()), preload], pass_fds=(theirs.fileno(),),
+            [python, "-m", "compilebench.launcher", str(theirs.fileno()), preload], pass_fds=(theirs.fileno(),),
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True,
-            env={**os.environ, **env, "COMPILEBENCH_PARENT_PID": str(os.getpid())})
+            env={**os.environ, **env, **variables, "COMPILEBENCH_PARENT_PID": str(os.getpid())})
         theirs.close()
         self._file = ours.makefile("r")
         self._ready = False

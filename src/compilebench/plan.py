@@ -10,7 +10,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Callable
 
-from compilebench import dispatch, envinfo, executors, locks, probe, spec as specmod, sweep, variants, zoo
+from compilebench import dispatch, environments, envinfo, executors, locks, probe, spec as specmod, sweep, variants, zoo
 from compilebench.errors import UnknownChoice, UserError
 from compilebench.result import Result
 from compilebench.zoo import factory, hub
@@ -52,7 +52,7 @@ def this_device(spec: specmod.RunSpec) -> tuple[specmod.RunSpec, dispatch.Dispat
     driver's start here); a named device is checked before anything starts."""
     executor = executors.make(spec.isolation, spec.timeout_s, spec.models, spec.uses_inductor)
     if spec.device is None:
-        executor.start_launchers(range(1, spec.repeats + 1), wait=False)
+        executor.start_launchers(range(1, spec.repeats + 1), spec.environments or (None,), wait=False)
     found = probe.probe(spec.device)
     device, env = found["device"], found["env"]
     if device.startswith("cuda") and spec.isolation == "process":
@@ -100,7 +100,7 @@ class Plan:
         """The newest stored result of each case on each target, whoever measured it (this run or another
         process on the same file): as `compilebench run` reports them."""
         found = (store.latest(c.key(), t.resume_id) for c in (self.cases if cases is None else cases)
-                 for t in self.targets)
+                 for t in self.targets if t.takes(c))
         return [r for r in found if r is not None]
 
 
@@ -109,5 +109,22 @@ def prepare(spec: specmod.RunSpec, where: Where | None = None) -> Plan:
     variants.check_options(spec.inductor_options)
     models = resolve_models(spec)
     check_variants(spec, models)
+    fingerprints = environments.probe(spec.environments)
     spec, dispatcher, targets = (where or this_device)(spec)
+    if spec.environments:
+        targets = environment_targets(spec.environments, fingerprints, targets)
     return Plan(spec, models, dispatcher, targets)
+
+
+def environment_targets(declared, fingerprints: dict[str, dict], targets: list[dispatch.Target]) -> list[dispatch.Target]:
+    """Each target once per environment (--env): its cases, its fingerprint (torch, transformers, triton: what its
+    results are resumed by), its interpreter."""
+    if any(t.placement for t in targets):
+        raise UserError("--env starts workers from interpreters of this machine; --executor ray runs them on the "
+                        "cluster's (run a sweep per environment there instead)")
+    out = []
+    for t in targets:
+        for e in declared:
+            env = {**t.env, **fingerprints[e.name], **environments.recorded(e.to_dict())}
+            out.append(dispatch.Target(f"{t.name} [{e.name}]", envinfo.machine_id(env), env, environment=e))
+    return out

@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass, field
 
 from compilebench import settings as settingsmod, stats
+from compilebench.environments import Environment
 from compilebench.errors import UnknownChoice, UserError
 from compilebench.settings import Settings, integer as _integer
 
@@ -112,6 +113,7 @@ class Case(Settings):
     model: str
     batch_size: int
     variant: Variant
+    environment: str | None = None  # --env NAME: the interpreter and variables it ran under (environments.py)
 
     def key(self) -> str:
         return key_of(self.to_dict())
@@ -131,11 +133,11 @@ class Case(Settings):
         return self.new_tokens is not None
 
     def describe(self) -> str:
-        return f"{self.model} b{self.batch_size} {self.variant.name}"
+        return f"{self.model} b{self.batch_size} {self.variant.name}" + (f" [{self.environment}]" if self.environment else "")
 
 
 _VARIANT_KEY_DEFAULTS = {"options": [], "cache": None}
-_KEY_DEFAULTS = settingsmod.key_defaults()
+_KEY_DEFAULTS = {**settingsmod.key_defaults(), "environment": None}
 
 
 def key_of(case: dict) -> str:
@@ -197,18 +199,19 @@ class Job:
     count_flops: bool = True
     check: bool = True  # compare compiled outputs with eager's (once per case and compiler state is enough)
     claim: dict | None = None  # the driver's claim (leftovers.py): lets a later run store what a killed driver did not
+    environment: dict | None = None  # the Environment its cases run under, as a dict: the worker records it
 
     def to_dict(self) -> dict:
         return {"cases": [c.to_dict() for c in self.cases], "policy": dataclasses.asdict(self.policy), "repeat": self.repeat,
                 "compile_cache": self.compile_cache, "count_flops": self.count_flops, "check": self.check,
-                "claim": self.claim}
+                "claim": self.claim, "environment": self.environment}
 
     @classmethod
     def from_dict(cls, d: dict) -> Job:
         known = {f.name for f in dataclasses.fields(TimingPolicy)}
         policy = TimingPolicy(**{k: v for k, v in d["policy"].items() if k in known})
         return cls([Case.from_dict(c) for c in d["cases"]], policy, d.get("repeat", 1), d.get("compile_cache"),
-                   d.get("count_flops", True), d.get("check", True), d.get("claim"))
+                   d.get("count_flops", True), d.get("check", True), d.get("claim"), d.get("environment"))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -233,6 +236,7 @@ class RunSpec(Settings):
     isolation: str = "process"
     rerun: bool = False
     retry_failed: bool = False
+    environments: tuple[Environment, ...] = ()  # --env: every case under each; none: the driver's own interpreter
 
     def __post_init__(self):
         # A value given twice (`--batch-size 1 1`) is one case, measured once.
@@ -246,18 +250,20 @@ class RunSpec(Settings):
         return self.backend == "inductor" and any(Variant.named(v).compiled for v in self.variants)
 
     def cases(self, prompt_lens: dict[str, int] | None = None) -> list[Case]:
-        """The grid, model-major so one model's cases run together (and eager before its compiled runs).
-        `prompt_lens` names the text-generation models, with each one's default prompt length."""
+        """The grid, model-major so one model's cases run together (and eager before its compiled runs), each
+        under every environment. `prompt_lens` names the text-generation models, with each one's default prompt
+        length."""
         prompt_lens = prompt_lens or {}
         out = []
-        for m, b, v in itertools.product(self.models, self.batch_sizes, self.variants):
+        names = [e.name for e in self.environments] or [None]
+        for m, b, v, env in itertools.product(self.models, self.batch_sizes, self.variants, names):
             kind = "generation" if m in prompt_lens else "vision"
             taken = self.for_kind(kind)
             if kind == "generation":
                 taken["prompt_len"] = self.prompt_len or prompt_lens[m]
             variant = Variant.named(v, backend=self.backend, fullgraph=self.fullgraph, dynamic=self.dynamic,
                                     options=self.inductor_options)
-            out.append(Case(m, b, variant, **taken))
+            out.append(Case(m, b, variant, env, **taken))
         return list(dict.fromkeys(out))
 
 
@@ -285,6 +291,11 @@ def validate(spec: RunSpec) -> None:
             raise UnknownChoice("variant", v, list(VARIANTS))
     if spec.isolation not in ISOLATIONS:
         raise UnknownChoice("isolation", spec.isolation, list(ISOLATIONS))
+    if spec.environments and spec.isolation != "process":
+        raise UserError("--env starts each case's workers from the environment's interpreter; --isolation inline runs "
+                        "them in this one")
+    if len({e.name for e in spec.environments}) != len(spec.environments):
+        raise UserError("--env: an environment is named twice; give each a name of its own")
     settingsmod.check(spec)
     if spec.interleave and len(spec.variants) < 2:
         raise UserError("--interleave needs at least two variants to alternate (e.g. --variant eager default)")

@@ -1,8 +1,9 @@
 """The driver loop: plan every repeat of every case, skip what is stored, hand the rest to a dispatcher, and store
 each repeat the moment it arrives.
 
-Order: model-major; within a model and batch size, repeat 1 of every variant, then repeat 2, and so on, so eager
-and compiled alternate and drift over the minutes of a sweep hits them alike. A case's repeats share one private
+Order: model-major; within a model and batch size, repeat 1 of every variant (under every environment, --env), then
+repeat 2, and so on, so eager and compiled, and one environment and another, alternate and drift over the minutes
+of a sweep hits them alike. A case's repeats share one private
 compiler-state folder: the first compiles cold, later ones from what it left (recorded as warm); the folder goes
 when the case's last repeat is done."""
 
@@ -61,10 +62,11 @@ def _groups(cases: list[Case], interleave: bool) -> list[list[Case]]:
 
 
 def _blocks(groups: list[list[Case]]) -> list[list[int]]:
-    """Group indexes whose repeats alternate: the variants of one model, batch size and settings."""
+    """Group indexes whose repeats alternate: the variants of one model, batch size and settings, under every
+    environment (--env)."""
     blocks: dict[str, list[int]] = {}
     for i, g in enumerate(groups):
-        blocks.setdefault(dataclasses.replace(g[0], variant=Variant("eager")).key(), []).append(i)
+        blocks.setdefault(dataclasses.replace(g[0], variant=Variant("eager"), environment=None).key(), []).append(i)
     return list(blocks.values())
 
 
@@ -77,34 +79,44 @@ class _Plan:
 
 def plan(spec: RunSpec, cases: list[Case], store: Store, targets: list[Target], outcome: SweepOutcome) -> _Plan:
     groups = _groups(cases, spec.interleave)
-    units, stored, uses = [], {}, {}
-    for ti, target in enumerate(targets):
-        needed: dict[int, dict[int, list[Case]]] = {}  # group -> repeat -> its cases still to measure
-        for gi, group in enumerate(groups):
-            for case in group:
-                latest = None if spec.rerun else store.latest(case.key(), target.resume_id)
-                if latest is not None:
-                    stored[(case.key(), target.resume_id)] = latest
-                have = {r.index: r.status for r in (latest.repeats if latest else [])}
-                for i in range(1, spec.repeats + 1):
-                    if i not in have:
-                        needed.setdefault(gi, {}).setdefault(i, []).append(case)
-                    elif retryable(have[i], spec.retry_failed):
-                        outcome.retried += 1
-                        needed.setdefault(gi, {}).setdefault(i, []).append(case)
-                    elif have[i] in FAILED:
-                        outcome.not_retried += 1
-                    else:
-                        outcome.done_before += 1
-        for block in _blocks(groups):
-            for i in range(1, spec.repeats + 1):
+    stored: dict[tuple[str, str], Result] = {}
+    needed = [_needed(spec, groups, store, t, stored, outcome) for t in targets]
+    units, uses = [], {}
+    for block in _blocks(groups):
+        for i in range(1, spec.repeats + 1):
+            for t, target in enumerate(targets):  # environments (targets of their own) alternate, repeat by repeat
                 for gi in block:
-                    todo = needed.get(gi, {}).get(i)
+                    todo = needed[t].get(gi, {}).get(i)
                     if todo:
                         units.append(Unit(target, tuple(todo), i, gi))
                         folder = state_name(groups[gi], target)
                         uses[folder] = uses.get(folder, 0) + 1
     return _Plan(units, stored, uses)
+
+
+def _needed(spec: RunSpec, groups: list[list[Case]], store: Store, target: Target, stored: dict,
+            outcome: SweepOutcome) -> dict[int, dict[int, list[Case]]]:
+    """Group -> repeat -> the cases of the group still to measure on the target (those it takes)."""
+    needed: dict[int, dict[int, list[Case]]] = {}
+    for gi, group in enumerate(groups):
+        for case in group:
+            if not target.takes(case):
+                continue
+            latest = None if spec.rerun else store.latest(case.key(), target.resume_id)
+            if latest is not None:
+                stored[(case.key(), target.resume_id)] = latest
+            have = {r.index: r.status for r in (latest.repeats if latest else [])}
+            for i in range(1, spec.repeats + 1):
+                if i not in have:
+                    needed.setdefault(gi, {}).setdefault(i, []).append(case)
+                elif retryable(have[i], spec.retry_failed):
+                    outcome.retried += 1
+                    needed.setdefault(gi, {}).setdefault(i, []).append(case)
+                elif have[i] in FAILED:
+                    outcome.not_retried += 1
+                else:
+                    outcome.done_before += 1
+    return needed
 
 
 def state_name(group: list[Case], target: Target) -> str:
@@ -173,7 +185,8 @@ class _Sweep:
         check = cache == "cold" or not all(_checked(s, cache) for s in stored)
         mine = leftovers.claim(self.store, unit, {c.key(): self.series[(c.key(), unit.target.resume_id, unit.repeat)]
                                                   for c in todo}, self.run_id)
-        return Work(Job(todo, self.spec.timing, unit.repeat, cache, count_flops, check, mine), env)
+        environment = unit.target.environment.to_dict() if unit.target.environment else None
+        return Work(Job(todo, self.spec.timing, unit.repeat, cache, count_flops, check, mine, environment), env)
 
     def _claim(self, case: Case, unit: Unit) -> bool:
         key, rid = case.key(), unit.target.resume_id

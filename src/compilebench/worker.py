@@ -20,7 +20,7 @@ import uuid
 from dataclasses import asdict
 from typing import Callable
 
-from compilebench import conditions, envinfo, recording, selfcheck, timing, variants, zoo
+from compilebench import conditions, environments, envinfo, recording, selfcheck, timing, variants, zoo
 from compilebench.result import Repeat, Result
 from compilebench.spec import Case, Job
 
@@ -96,6 +96,8 @@ def run_cases(
         clock = clock or recording.make_clock(first.device)
         with torch.inference_mode(), _tf32(first.tf32), _autocast(first):
             env = envinfo.collect(first.device)  # inside: it records the TF32 setting the cases ran with
+            if job.environment:
+                env.update(environments.recorded(job.environment))
             if first.device.startswith("cuda"):
                 selfcheck.check_device(first.device, os.environ.get(selfcheck.EXPECTED_GPU), env.get("gpu_uuid"))
             for r in results:

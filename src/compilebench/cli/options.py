@@ -84,7 +84,10 @@ def parser(commands: dict) -> argparse.ArgumentParser:
 
     cmp_ = sub.add_parser("compare", help="two results files side by side per case, with the ratio B/A and a verdict")
     cmp_.add_argument("a", metavar="A.db")
-    cmp_.add_argument("b", metavar="B.db")
+    cmp_.add_argument("b", metavar="B.db", nargs="?", default=None,
+                      help="default: A.db again, for two environments of one run (--env-a, --env-b)")
+    cmp_.add_argument("--env-a", default=None, metavar="NAME", help="use A's results measured under --env NAME")
+    cmp_.add_argument("--env-b", default=None, metavar="NAME", help="the same for B")
     cmp_.add_argument("--machine-a", default=None, metavar="TEXT",
                       help="use A's results from the machine whose id or hardware name contains TEXT")
     cmp_.add_argument("--machine-b", default=None, metavar="TEXT", help="the same for B")
@@ -108,7 +111,12 @@ def _check(sub, commands: dict) -> None:
     """`compilebench check`: its options."""
     chk = sub.add_parser("check", help="a regression gate for CI: exit 1 when the candidate is worse than the baseline")
     chk.add_argument("candidate", metavar="CANDIDATE.db")
-    chk.add_argument("--baseline", required=True, metavar="BASELINE.db", help="the results file to hold it against")
+    chk.add_argument("--baseline", default=None, metavar="BASELINE.db",
+                     help="the results file to hold it against (default: CANDIDATE.db itself, with --baseline-env)")
+    chk.add_argument("--baseline-env", default=None, metavar="NAME",
+                     help="the baseline is the environment NAME (--env) of its run: `check RUN.db --baseline-env stable`")
+    chk.add_argument("--candidate-env", default=None, metavar="NAME",
+                     help="the candidate is the environment NAME of its run (default: the one other environment)")
     chk.add_argument("--max-slowdown", type=percent, default=0.05, metavar="P",
                      help="latency or speed-up over eager worse beyond this is a regression (default: 5%%)")
     chk.add_argument("--max-compile-increase", type=percent, default=0.15, metavar="P",
@@ -223,6 +231,11 @@ def _where(run) -> None:
                    help="Ray cluster to join (default: RAY_ADDRESS, or a local one started for the sweep)")
     g.add_argument("--accelerator-type", default=None, metavar="TYPES",
                    help="Ray GPU types to run the whole matrix on, each: H100,A100 or all (default: any GPU)")
+    g.add_argument("--env", action="append", default=[], metavar="NAME=PATH",
+                   help="measure every case under this environment too: PATH a Python interpreter or a virtual "
+                        "environment's folder (another torch, say); repeatable, repeats alternate between them")
+    g.add_argument("--env-set", nargs=2, action="append", default=[], metavar=("NAME", "KEY=VALUE"),
+                   help="an environment variable for one --env environment's workers only (repeatable)")
     g.add_argument("--cpus-per-case", type=int, default=None, metavar="N",
                    help="CPUs a Ray task reserves, and threads its case runs (default: a node's CPUs per GPU; a "
                         "whole node for CPU cases)")

@@ -7,7 +7,7 @@ import dataclasses
 import os
 import sys
 
-from compilebench import dispatch, envinfo, plan, probe, settings, spec as specmod, store as storemod, suites, sweep, variants
+from compilebench import dispatch, environments, envinfo, plan, probe, settings, spec as specmod, store as storemod, suites, sweep, variants
 from compilebench import report as reportmod
 from compilebench.cli import resume
 from compilebench.cli.reports import default_out, main_file
@@ -109,6 +109,7 @@ def run_spec(args) -> specmod.RunSpec:
         isolation=args.isolation,
         rerun=args.rerun,
         retry_failed=args.retry_failed,
+        environments=environments.declare(args.env, args.env_set),
     )
 
 
