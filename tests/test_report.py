@@ -87,12 +87,17 @@ def test_merging_machines_and_torch_versions_gives_the_comparison_tables(tmp_pat
 
     header, rows = md_table(text, "A100: torch versions")
     assert header == ["Task/Model", "Batch Size", "torch 2.0 - no compile", "torch 2.0 - compile", "torch 2.1 - no compile",
-                      "torch 2.1 - compile", "% faster torch 2.1 vs 2.0, no compile", "% faster torch 2.1 vs 2.0, compile"]
-    assert rows == [
+                      "torch 2.1 - compile", "% faster torch 2.1 vs 2.0, no compile", "95% CI torch 2.1 vs 2.0, no compile",
+                      "% faster torch 2.1 vs 2.0, compile", "95% CI torch 2.1 vs 2.0, compile"]
+    assert [[row[i] for i in (0, 1, 2, 3, 4, 5, 6, 8)] for row in rows] == [
         ["Image Classification/BeiT", "1", "12.000", "8.000", "10.000", "6.000", "16.7% (faster)", "25.0% (faster)"],
         ["Image Classification/BeiT", "4", "14.000", "13.000", "14.000", "12.000", "0.0% (inconclusive)",
          "7.7% (faster)"],
     ]
+    for row in rows:  # each improvement's interval holds it
+        for value, ci in ((row[6], row[7]), (row[8], row[9])):
+            low, high = (float(x.rstrip("%")) for x in ci.split(" to "))
+            assert low <= float(value.split("%")[0]) <= high, (value, ci)
     header, rows = md_table(text, "T4: compile modes, torch 2.0")
     assert header == ["Task/Model", "Batch Size", "torch 2.0 - no compile", "torch 2.0 - compile",
                       "torch 2.0 - compile (reduce-overhead)", "% improvement (default)",

@@ -43,13 +43,29 @@ def cmd_report(args) -> int:
 
 def cmd_compare(args) -> int:
     stats.check_min_effect(args.min_effect)  # before any file is read
-    a = comparemod.select(reportdata.load([args.a]), args.machine_a)
-    b = comparemod.select(reportdata.load([args.b]), args.machine_b)
-    for results, path, option, text in ((a, args.a, "--machine-a", args.machine_a), (b, args.b, "--machine-b", args.machine_b)):
-        if not results:
-            raise UserError(f"no results in {path}" + (f" from a machine matching {option} {text!r}" if text else ""))
-    print(markdown.table(comparemod.compare(a, b, args.a, args.b, args.min_effect)))
+    if args.b is None and not (args.env_a and args.env_b):
+        raise UserError("compare needs two results files (A.db B.db), or one with --env-a NAME --env-b NAME: two "
+                        "environments of one run")
+    sides = []
+    for path, machine, env, which in ((args.a, args.machine_a, args.env_a, "a"), (args.b or args.a, args.machine_b, args.env_b, "b")):
+        sides.append((_side(path, machine, "--machine-" + which, env, "--env-" + which),
+                      f"{path} [{env}]" if env else path))
+    (a, a_name), (b, b_name) = sides
+    print(markdown.table(comparemod.compare(a, b, a_name, b_name, args.min_effect)))
     return 0
+
+
+def _side(path: str, machine: str | None, machine_option: str, env: str | None, env_option: str) -> list:
+    """The results of one side of a comparison: a file's, of one machine and environment where asked."""
+    everything = reportdata.load([path])
+    results = comparemod.select(everything, machine, env)
+    if not results:
+        where = [f"from a machine matching {machine_option} {machine!r}"] if machine else []
+        if env:
+            held = comparemod.environments(everything)
+            where.append(f"under {env_option} {env!r} (it holds: {', '.join(held) or 'no environment: a run without --env'})")
+        raise UserError(f"no results in {path}" + (" " + " and ".join(where) if where else ""))
+    return results
 
 
 def cmd_check(args) -> int:
@@ -59,29 +75,45 @@ def cmd_check(args) -> int:
                           ("--max-memory-increase", args.max_memory_increase), ("--drift", args.drift)):
         if value is not None and not 0 <= value < 10:
             raise UserError(f"{option} must be a percentage from 0% to below 1000%, got {value * 100:g}%")
+    if args.baseline is None and args.baseline_env is None:
+        raise UserError("check needs --baseline BASELINE.db, or --baseline-env NAME to hold one run's environments "
+                        "(--env) against one of them")
     for path in (args.summary, args.junit):
         if path:
             reportmod.check_out_dir(os.path.dirname(os.path.abspath(path)))
-    sides = []
-    for path in (args.baseline, args.candidate):
-        results = comparemod.select(reportdata.load([path]), args.machine)
-        if not results:
-            raise UserError(f"no results in {path}" + (f" from a machine matching --machine {args.machine!r}" if args.machine else ""))
-        sides.append(results)
+    baseline_path = args.baseline or args.candidate
+    base = _side(baseline_path, args.machine, "--machine", args.baseline_env, "--baseline-env")
+    cand = _side(args.candidate, args.machine, "--machine", _candidate_env(args), "--candidate-env")
     limits = checkmod.Limits(args.max_slowdown, args.max_compile_increase, args.max_memory_increase)
     given = Drift(args.drift, "given with --drift") if args.drift is not None else None
-    lines, moved = checkmod.check(*sides, limits, args.min_effect, given)
+    lines, moved = checkmod.check(base, cand, limits, args.min_effect, given)
     regressions = [l for l in lines if l.regression]
-    text = markdown.table(checkmod.table(lines, f"{args.candidate} against {args.baseline}"))
+    names = [f"{path} [{env}]" if env else path for path, env in ((args.candidate, _candidate_env(args)),
+                                                                   (baseline_path, args.baseline_env))]
+    text = markdown.table(checkmod.table(lines, f"{names[0]} against {names[1]}"))
     said = (f"{len(regressions)} regression(s) in {len({l.label for l in lines})} case(s)" if regressions else
             f"no regression in {len({l.label for l in lines})} case(s)") + \
-        f". Latency and speed-up verdicts across runs hold the run-to-run drift, {moved.describe()}."
+        (f". Latency and speed-up verdicts across runs hold the run-to-run drift, {moved.describe()}." if moved else
+         ". No verdict compared results of different runs (environments of one run alternate): no run-to-run drift "
+         "to allow for.")
     print(text + "\n" + said)
     if args.summary:
         _write(args.summary, f"**compilebench check: {said}**\n\n{text}\n")
     if args.junit:
         _write(args.junit, checkmod.junit(lines))
     return 1 if regressions else 0
+
+
+def _candidate_env(args) -> str | None:
+    """--candidate-env, or where the baseline is another environment of the candidate's own run, the one other."""
+    if args.candidate_env is not None or args.baseline_env is None or args.baseline not in (None, args.candidate):
+        return args.candidate_env
+    others = [e for e in comparemod.environments(reportdata.load([args.candidate])) if e != args.baseline_env]
+    if len(others) != 1:
+        raise UserError(f"--baseline-env {args.baseline_env}: {args.candidate} holds "
+                        f"{'no other environment' if not others else 'environments ' + ', '.join(others)}: "
+                        "pick the candidate with --candidate-env NAME")
+    return others[0]
 
 
 def _write(path: str, content: str) -> None:

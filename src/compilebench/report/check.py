@@ -46,13 +46,15 @@ class Line:
 
 
 def check(baseline: list[Result], candidate: list[Result], limits: Limits = Limits(),
-          min_effect: float = stats.DEFAULT_MIN_EFFECT, drift: Drift | None = None) -> tuple[list[Line], Drift]:
-    """Every case and metric; `drift` None: estimated from both files' history, else the default."""
+          min_effect: float = stats.DEFAULT_MIN_EFFECT, drift: Drift | None = None) -> tuple[list[Line], Drift | None]:
+    """Every case and metric, and the drift verdicts across runs held (None where every pair came from one run);
+    `drift` None: estimated from both files' history, else the default."""
     stats.check_min_effect(min_effect)
     moved = drift or driftmod.estimate([*baseline, *candidate])
-    base = compare.one_per_case(baseline, "the baseline", "--machine")
-    cand = compare.one_per_case(candidate, "the candidate", "--machine")
+    base = compare.one_per_case(baseline, "the baseline", "--machine", "--baseline-env")
+    cand = compare.one_per_case(candidate, "the candidate", "--machine", "--candidate-env")
     lines: list[Line] = []
+    used: Drift | None = None
     for key in dict.fromkeys([*base, *cand]):
         b, c = base.get(key), cand.get(key)
         label = _label(b or c)
@@ -68,11 +70,12 @@ def check(baseline: list[Result], candidate: list[Result], limits: Limits = Limi
             lines.append(Line(label, "status", b.status, c.status, None, None, None, "", False, "not ok in the baseline"))
             continue
         across = moved if driftmod.across_runs(b, c, unknown=True) else None
+        used = used or across
         lines.append(_latency(label, b, c, limits, min_effect, across))
         lines += _speedup(label, b, c, base, cand, limits, min_effect, across)
         lines += _by_value(label, "compile s", b.compile_s, c.compile_s, limits.compile_increase, 1, 1)
         lines += _by_value(label, "peak memory MiB", _peak(b), _peak(c), limits.memory_increase, 1, 2 ** 20)
-    return lines, moved
+    return lines, used
 
 
 def _latency(label, b: Result, c: Result, limits: Limits, min_effect: float, across: Drift | None) -> Line:

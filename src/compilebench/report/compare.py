@@ -1,8 +1,10 @@
 """`compilebench compare A.db B.db`: the same cases side by side (two GPUs, two torch versions, cold vs warm
 compile cache), with the ratio of B's mean time to A's, its 95% CI from both sides' per-process means and the
-verdict every table uses (faster, slower, same, inconclusive against the minimum effect).
+verdict every table uses (faster, slower, same, inconclusive against the minimum effect). `compare RUN.db --env-a
+stable --env-b nightly`: two environments of one run (--env), whose repeats alternated: no drift between them.
 
-Cases match on everything but the device, so a GPU can be compared with another GPU or with a CPU."""
+Cases match on everything but the device and the environment, so a GPU can be compared with another GPU or with a
+CPU, and one environment with another."""
 
 from __future__ import annotations
 
@@ -15,22 +17,36 @@ from compilebench.spec import Variant, key_of
 
 
 def match_key(r: Result, eager: bool = False) -> str:
-    """What a case is matched on between files: everything but the device; `eager`: its eager baseline's."""
-    return key_of({**r.case_extra, **r.case.to_dict(), "device": "", **({"variant": Variant().to_dict()} if eager else {})})
+    """What a case is matched on between files: everything but the device and the environment (--env) it ran
+    under; `eager`: its eager baseline's."""
+    return key_of({**r.case_extra, **r.case.to_dict(), "device": "", "environment": None,
+                   **({"variant": Variant().to_dict()} if eager else {})})
 
 
-def select(results: list[Result], machine: str | None) -> list[Result]:
-    """Results of the machines whose id or hardware name contains `machine` (all when None)."""
-    if machine is None:
-        return results
-    return [r for r in results if machine in r.machine_id or machine in data.hardware(r)]
+def select(results: list[Result], machine: str | None, environment: str | None = None) -> list[Result]:
+    """Results of the machines whose id or hardware name contains `machine` (all when None), measured under the
+    environment named `environment` (--env; all when None)."""
+    if machine is not None:
+        results = [r for r in results if machine in r.machine_id or machine in data.hardware(r)]
+    if environment is not None:
+        results = [r for r in results if r.case.environment == environment]
+    return results
 
 
-def one_per_case(results: list[Result], name: str, option: str) -> dict[str, Result]:
-    """The newest result of each case, by match key; a UserError where a file holds a case from several machines."""
+def environments(results: list[Result]) -> list[str]:
+    """The environments (--env) results were measured under, by name."""
+    return sorted({r.case.environment for r in results if r.case.environment})
+
+
+def one_per_case(results: list[Result], name: str, option: str, env_option: str) -> dict[str, Result]:
+    """The newest result of each case, by match key; a UserError where a file holds a case from several machines
+    or environments, naming the option that picks one."""
     out: dict[str, Result] = {}
     machines: dict[str, set[str]] = {}
     for r in sorted(data.latest(results), key=lambda r: r.created_at):
+        if match_key(r) in out and out[match_key(r)].case.environment != r.case.environment:
+            raise UserError(f"{name} holds the same cases under {len(environments(results))} environments "
+                            f"({', '.join(environments(results))}): pick one with {env_option} NAME")
         out[match_key(r)] = r
         machines.setdefault(match_key(r), set()).add(r.machine_id)
     several = sorted({m for ms in machines.values() if len(ms) > 1 for m in ms})
@@ -41,14 +57,15 @@ def one_per_case(results: list[Result], name: str, option: str) -> dict[str, Res
 
 
 def _describe(results: list[Result]) -> str:
-    parts = dict.fromkeys(f"{data.hardware(r)}, torch {data.torch_version(r)}" for r in results)
+    parts = dict.fromkeys(f"{data.hardware(r)}, torch {data.torch_version(r)}" +
+                          (f", environment {r.case.environment}" if r.case.environment else "") for r in results)
     return "; ".join(parts)
 
 
 def compare(a: list[Result], b: list[Result], a_name: str, b_name: str, min_effect: float = stats.DEFAULT_MIN_EFFECT) -> Table:
     stats.check_min_effect(min_effect)
-    a_cases = one_per_case(a, a_name, "--machine-a")
-    b_cases = one_per_case(b, b_name, "--machine-b")
+    a_cases = one_per_case(a, a_name, "--machine-a", "--env-a")
+    b_cases = one_per_case(b, b_name, "--machine-b", "--env-b")
     keys = list(dict.fromkeys([*a_cases, *b_cases]))
     if not set(a_cases) & set(b_cases):
         raise UserError(f"{a_name} and {b_name} have no case in common (same model, batch size, variant and settings)")

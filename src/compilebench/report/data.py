@@ -82,7 +82,7 @@ class Column:
     """One column of a guide table: a torch version, a variant and the settings that set it apart."""
 
     sort_key: tuple
-    torch: str  # the label: '2.13'
+    torch: str  # the label: '2.13', or '2.13 [nightly]' under --env
     variant: Variant
     settings: tuple[str, ...]
 
@@ -101,11 +101,17 @@ def _sort_key(version_key: tuple, v: Variant, settings_: tuple[str, ...]) -> tup
     return (version_key, settings_, v.order, v.label)
 
 
+def stack(r: Result, labels: dict[str, str]) -> str:
+    """The software a result ran on, as a column names it: its torch label ('2.13'), and the environment's name where
+    it ran under --env ('2.13 [nightly]')."""
+    label = labels[torch_version(r)]
+    return f"{label} [{r.case.environment}]" if r.case.environment else label
+
+
 def column(r: Result, labels: dict[str, str]) -> Column:
-    version = torch_version(r)
     v = r.case.variant
     s = settings(r)
-    return Column(_sort_key(_version_key(version), v, s), labels[version], v, s)
+    return Column(_sort_key((_version_key(torch_version(r)), r.case.environment or ""), v, s), stack(r, labels), v, s)
 
 
 def model_order(results: list[Result]) -> list[str]:

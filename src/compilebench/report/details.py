@@ -16,12 +16,11 @@ def details_table(view: View) -> Table:
     """Every result with its noise: the numbers behind each table cell, and why a cell is not a number."""
     order = {m: i for i, m in enumerate(data.model_order(view.results))}
     results = sorted(view.latest, key=lambda r: (
-        data.hardware(r), data.torch_version(r), r.case.batch_size, order[r.case.model],
+        data.hardware(r), data.torch_version(r), r.case.environment or "", r.case.batch_size, order[r.case.model],
         data.settings(r), r.case.variant.order, r.created_at))
     boards = {f"{p.device} {p.math} {p.tflops:g}" for p in map(data.peak, results) if p}
-    notes = [f"- {r.case.model} b{r.case.batch_size} {r.case.variant.label}: {r.status}: "
-             f"{r.message or ''}".rstrip() for r in results if r.status != "ok"]
-    skipped = [f"- {r.case.model} b{r.case.batch_size} {r.case.variant.label}: "
+    notes = [f"- {_name(r)}: {r.status}: {r.message or ''}".rstrip() for r in results if r.status != "ok"]
+    skipped = [f"- {_name(r)}: "
                f"{'; '.join(r.cudagraph_skip_reasons)}" for r in results if CUDAGRAPHS_SKIPPED.name in r.flags]
     tolerances = sorted({(r.math, r.rel_tolerance) for r in results if r.math and r.rel_tolerance})
     flags = flags_note(view)
@@ -50,6 +49,10 @@ def _percent(x: float | None) -> str:
     return "" if x is None else f"{x * 100:.1f}%"
 
 
+def _name(r: Result) -> str:
+    return f"{r.case.model} b{r.case.batch_size} {r.case.variant.label}" + (f" [{r.case.environment}]" if r.case.environment else "")
+
+
 def _of_peak(r: Result) -> str:
     fraction, p = data.peak_fraction(r), data.peak(r)
     return f"{fraction * 100:.1f}% {p.math}" if fraction is not None else ""
@@ -57,7 +60,7 @@ def _of_peak(r: Result) -> str:
 
 COLUMNS: Columns = [
     ("hardware", data.hardware),
-    ("torch", lambda r: f"torch {data.torch_version(r)}"),
+    ("torch", lambda r: f"torch {data.torch_version(r)}" + (f" [{r.case.environment}]" if r.case.environment else "")),
     ("model", lambda r: r.case.model),
     ("batch", lambda r: str(r.case.batch_size)),
     ("variant", lambda r: data.with_settings(r.case.variant.label, data.settings(r))),

@@ -56,6 +56,7 @@ def rows(view: View) -> list[dict]:
             "fullgraph": v.fullgraph,
             "dynamic": v.dynamic,
             "inductor_options": " ".join(f"{k}={val}" for k, val in v.options),
+            "environment": c.environment,
             **{k: getattr(c, k) for k in settings.names() if k != "task"},  # the task has its column above
             **{name: getattr(s, name.removesuffix("_ms")) for name in STATS},
             **{k: getattr(r, k) for k in RESULT},

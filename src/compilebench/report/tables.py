@@ -222,23 +222,35 @@ def _batch_table(title: str, groups: list[Group], columns: list[Column], extra: 
 
 
 def version_tables(view: View) -> list[Table]:
-    """The guide's "PyTorch Nightly" section: per hardware holding more than one torch version, every version's
-    eager and compiled means side by side, and how much the newest changed each against the oldest, with verdict."""
+    """The guide's "PyTorch Nightly" section: per hardware holding more than one torch version (or environment,
+    --env), every one's eager and compiled means side by side, and how much each changed them against the first
+    (the oldest torch; environments of one torch by name), with verdict."""
     tables = []
     for hw, groups in _by_hardware(view).items():
         columns = sorted({c for g in groups for c in g.columns})
         versions = list(dict.fromkeys(c.torch for c in columns))
         if len(versions) < 2:
             continue
-        old, new = versions[0], versions[-1]
-        pairs = [(c, n) for c in columns if c.torch == old for n in columns
+        old = versions[0]
+        pairs = [(c, n) for new in versions[1:] for c in columns if c.torch == old for n in columns
                  if n.torch == new and (n.variant, n.settings) == (c.variant, c.settings)]
-        extra: Columns = [
-            (data.with_settings(f"% faster torch {new} vs {old}, {a.variant.label}", a.settings),
-             lambda x, a=a, b=b: improvement_verdict(view.speedup(x[0].result(x[1], a), x[0].result(x[1], b))))
-            for a, b in pairs]
-        tables.append(_batch_table(f"{hw}: torch versions", groups, columns, extra, view.min_effect))
+        extra: Columns = []
+        for a, b in pairs:
+            what = f"torch {b.torch} vs {old}, {a.variant.label}"
+            extra += [(data.with_settings(f"% faster {what}", a.settings),
+                       lambda x, a=a, b=b: improvement_verdict(_between(view, x, a, b))),
+                      (data.with_settings(f"95% CI {what}", a.settings),
+                       lambda x, a=a, b=b: improvement_interval(_between(view, x, a, b)))]
+        envs = any(r.case.environment for g in groups for r in g.results)
+        title = "torch versions and environments" if envs else "torch versions"
+        tables.append(_batch_table(f"{hw}: {title}", groups, columns, extra, view.min_effect))
     return tables
+
+
+def _between(view: View, item: tuple[Group, str], a: Column, b: Column) -> Speedup | None:
+    """The speed-up of one row's model from column a to column b (two torch versions or environments)."""
+    g, model = item
+    return view.speedup(g.result(model, a), g.result(model, b))
 
 
 def mode_tables(view: View) -> list[Table]:

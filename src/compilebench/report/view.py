@@ -80,7 +80,9 @@ class View:
         self.results = results
         self.min_effect = stats.check_min_effect(min_effect)
         self.latest = data.latest(results)
-        self.versions = len(data.torch_labels(results))  # a % improvement names its torch only where there is a choice
+        labels = data.torch_labels(results)
+        # a % improvement names its torch (and environment) only where there is a choice
+        self.versions = len({data.stack(r, labels) for r in results})
         self._speedups: dict[tuple, Speedup | None] = {}
         self._newest = {(r.case_key, r.machine_id): r for r in self.latest}
         self.groups = self._group()
