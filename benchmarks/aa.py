@@ -5,13 +5,19 @@ B, A, B, ... so drift hits both alike), each into its own results file. Each pai
 `compilebench compare` does: B's time over A's from both sides' per-process means, its 95% interval and the
 verdict at --min-effect. A and B are the same thing, so the goal (issue 13) is 0 `faster` and 0 `slower`.
 
+With --env (issue 23), each pair is one invocation instead: `compilebench run --env A=PYTHON --env B=PYTHON`, the
+same interpreter as two environments, whose repeats alternate; A and B are compared as `compare --env-a A --env-b
+B` does. Same goal.
+
 Usage: python benchmarks/aa.py [--k 5] [--model resnet-50] [--variant eager] [--iters 100] [--extra "--repeats 3"]
+       [--env]
 """
 
 from __future__ import annotations
 
 import argparse
 import shlex
+import sys
 import tempfile
 from collections import Counter
 
@@ -27,6 +33,7 @@ def main() -> None:
     ap.add_argument("--min-effect", type=float, default=0.02)
     ap.add_argument("--extra", default="", help="more options for every run")
     ap.add_argument("--tree", default=TREE)
+    ap.add_argument("--env", action="store_true", help="each pair: one run with A and B as two --env environments")
     args = ap.parse_args()
 
     from compilebench import comparison
@@ -36,12 +43,13 @@ def main() -> None:
     got = {"A": [], "B": []}
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.k):
-            for side in ("A", "B"):
+            for side in ("A", "B") if not args.env else ("AB",):
                 db = f"{tmp}/{side}{i}.db"
+                both = ["--env", f"A={sys.executable}", "--env", f"B={sys.executable}"] if args.env else []
                 cli("run", "--model", args.model, "--variant", args.variant, "--iters", args.iters, "--device", "cpu",
-                    "--db", db, "--quiet", "--format", "csv", *shlex.split(args.extra), tree=args.tree, cwd=tmp)
-                (r,) = results(db)
-                got[side].append(r)
+                    "--db", db, "--quiet", "--format", "csv", *both, *shlex.split(args.extra), tree=args.tree, cwd=tmp)
+                for r in results(db):
+                    got[r["case"].get("environment") or side].append(r)
     verdicts = Counter()
     for i, (a, b) in enumerate(zip(got["A"], got["B"])):
         s = comparison.speedup(Result.from_dict(a), Result.from_dict(b), args.min_effect)  # A's time over B's: how B reads against A
@@ -51,7 +59,8 @@ def main() -> None:
         print(f"pair {i + 1}: A {a['stats']['mean']:.2f} ms, B {b['stats']['mean']:.2f} ms; B/A {1 / s.value:.3f} "
               f"(95% CI {low} to {high}): {s.verdict}")
     wrong = verdicts["faster"] + verdicts["slower"]
-    print(f"A/A: {wrong} faster/slower verdict(s) in {args.k} pairs (goal 0); "
+    how = "within one run each (--env)" if args.env else "across two invocations each"
+    print(f"A/A, {how}: {wrong} faster/slower verdict(s) in {args.k} pairs (goal 0); "
           + ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items())))
 
 
