@@ -1,5 +1,6 @@
 """Reports from results files alone: the guide's tables, comparisons, charts, HTML, CSV/JSON and compare."""
 
+import csv
 import json
 import os
 import re
@@ -13,7 +14,7 @@ import pytest
 from PIL import Image
 
 import fakeresults as fr
-from compilebench import comparison, peaks, report
+from compilebench import comparison, peaks, report, suites
 from compilebench.report import charts, details, tables
 from compilebench.report.view import View
 
@@ -621,3 +622,68 @@ def test_fields_a_newer_compilebench_wrote_are_reported_and_re_exported(tmp_path
     assert p.returncode == 0, p.stderr
     (row,) = json.loads((tmp_path / "out" / "results.json").read_text())
     assert row["energy_joules"] == 1.5
+
+
+def _guide_rows(path) -> list[list[str]]:
+    """Every cell of the guide's tables, read from the guide itself (tests/data/perf_torch_compile.md): section,
+    GPU, model label, batch size, no compile, compile."""
+    import re
+
+    rows, section, gpu, batch = [], "main", None, None
+    for line in open(path, encoding="utf-8"):
+        if line.startswith("## "):
+            section = {"PyTorch Nightly": "nightly", "Reduce Overhead": "reduce-overhead"}.get(line[3:].strip(), "main")
+        heading = re.match(r"^###\s+(\w+)(?: \(batch size: (\d+)\))?", line)  # one heading has a no-break space
+        if heading:
+            gpu, batch = heading.groups()
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("|") and "/" in cells[0] and not cells[0].startswith("**"):
+            label, b, eager, compiled = cells if len(cells) == 4 else (cells[0], batch, *cells[1:])
+            rows.append([section, gpu, label, "1" if b == "Unbatched" else b, eager, compiled])
+    return rows
+
+
+def test_the_guides_figures_are_shipped_as_published():
+    from compilebench.report import reference
+
+    figures = reference.load("guide")
+    shipped = [[f.table, f.gpu, f.label, str(f.batch_size), "OOM" if f.eager_ms is None else f"{f.eager_ms:g}",
+                "OOM" if f.compiled_ms is None else f"{f.compiled_ms:g}"] for f in figures]
+    published = [[*r[:4], *(x if x == "OOM" else f"{float(x):g}" for x in r[4:])]
+                 for r in _guide_rows(Path(__file__).parent / "data" / "perf_torch_compile.md")]
+    assert shipped == published and len(shipped) == 136
+    assert {(f.table, f.torch, f.variant) for f in figures} == {("main", "2.0.1", "default"),
+                                                                ("nightly", "2.1.0.dev", "default"),
+                                                                ("reduce-overhead", "2.1.0.dev", "reduce-overhead")}
+    assert {f.model for f in figures} == set(suites.GUIDE_MODELS)
+
+
+def test_report_reference_guide_sets_the_guides_speedups_beside_yours(tmp_path, cli):
+    quick = []
+    for model, eager, compiled in (("resnet-50", 40.0, 44.0), ("deeplabv3-mobilenet", 30.0, 20.0), ("detr", 300.0, 160.0)):
+        quick += [fr.result(model, 1, "eager", eager, env=fr.CPU), fr.result(model, 1, "default", compiled, env=fr.CPU)]
+    fr.fill(tmp_path / "r.db", quick + [fr.result("resnet-50", 4, "reduce-overhead", 9.0, env=fr.CPU),
+                                        fr.result("resnet-50", 4, "eager", 10.0, env=fr.CPU)])
+    done = cli("report", "r.db", "--out", "out", "--reference", "guide", "--format", "md,html,csv")
+    assert done.returncode == 0, done.stderr
+    text = (tmp_path / "out" / "report.md").read_text()
+    header, rows = md_table(text, "Your speed-ups beside the guide's")
+    assert header[:6] == ["Task/Model", "Batch Size", "yours", "speed-up", "95% CI", "verdict"]
+    assert {"guide A100, torch 2.0.1", "guide V100, torch 2.0.1", "guide T4, torch 2.0.1",
+            "guide A100 reduce-overhead, torch 2.1.0.dev"} <= set(header)
+    got = {(r[0], r[1], r[2].split(" - ")[-1]): dict(zip(header, r)) for r in rows}
+    resnet = got[("Image Classification/ResNet", "1", "compile")]
+    assert resnet["guide A100, torch 2.0.1"] == f"{6.531 / 4.124:.3f}x" and resnet["speed-up"] == "0.909x"
+    assert resnet["guide T4, torch 2.0.1"] == f"{6.031 / 4.321:.3f}x"
+    detr = got[("Object Detection/DETR", "1", "compile")]
+    assert detr["guide A100, torch 2.1.0.dev"] == f"{30.484 / 15.221:.3f}x"  # its nightly table holds DETR
+    ro = got[("Image Classification/ResNet", "4", "compile (reduce-overhead)")]
+    assert ro["guide T4 reduce-overhead, torch 2.1.0.dev"] == f"{15.215 / 13.871:.3f}x" and ro["guide A100, torch 2.0.1"] == ""
+    assert "Your hardware is not the guide's" in text and "torch 2.0.1" in text and "no verdict is drawn" in text
+    assert "guide A100, torch 2.0.1" in (tmp_path / "out" / "report.html").read_text()
+    pairs = list(csv.DictReader(open(tmp_path / "out" / "reference.csv")))
+    one = [p for p in pairs if p["model"] == "resnet-50" and p["batch_size"] == "1" and p["reference_gpu"] == "A100"]
+    assert len(one) == 1 and float(one[0]["reference_speedup"]) == pytest.approx(6.531 / 4.124)
+    assert float(one[0]["speedup"]) == pytest.approx(40 / 44, rel=1e-3)
+    bad = cli("report", "r.db", "--out", "out2", "--reference", "paper")
+    assert bad.returncode == 2 and "reference" in bad.stderr and "guide" in bad.stderr and not (tmp_path / "out2").exists()

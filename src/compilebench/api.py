@@ -69,9 +69,10 @@ class Results:
     def _repr_markdown_(self) -> str:  # a notebook shows the tables
         return self.table()
 
-    def report(self, out_dir: str, formats: tuple[str, ...] = reportmod.FORMATS) -> list[str]:
-        """Write the report (markdown, HTML, charts, CSV, JSON) into out_dir; returns the files written."""
-        return reportmod.write(self.view, out_dir, tuple(formats), [self.path or "memory"])
+    def report(self, out_dir: str, formats: tuple[str, ...] = reportmod.FORMATS, reference: str | None = None) -> list[str]:
+        """Write the report (markdown, HTML, charts, CSV, JSON) into out_dir; returns the files written. `reference`:
+        "guide" sets the guide's published speed-ups beside these (`compilebench report --reference guide`)."""
+        return reportmod.write(self.view, out_dir, tuple(formats), [self.path or "memory"], reference)
 
 
 def load(path: str, min_effect: float = stats.DEFAULT_MIN_EFFECT) -> Results:

@@ -3,9 +3,8 @@ each repeat the moment it arrives.
 
 Order: model-major; within a model and batch size, repeat 1 of every variant (under every environment, --env), then
 repeat 2, and so on, so eager and compiled, and one environment and another, alternate and drift over the minutes
-of a sweep hits them alike. A case's repeats share one private
-compiler-state folder: the first compiles cold, later ones from what it left (recorded as warm); the folder goes
-when the case's last repeat is done."""
+of a sweep hits them alike. A case's repeats share one private compiler-state folder: the first compiles cold,
+later ones from what it left (recorded as warm); the folder goes when the case's last repeat is done."""
 
 from __future__ import annotations
 

@@ -80,6 +80,9 @@ def parser(commands: dict) -> argparse.ArgumentParser:
                      help=f"comma-separated: {','.join(reportmod.FORMATS)} (default: all)")
     rep.add_argument("--min-effect", type=percent, default=stats.DEFAULT_MIN_EFFECT, metavar="P",
                      help="the smallest speed-up worth calling faster or slower (default: 2%%)")
+    rep.add_argument("--reference", default=None, metavar="NAME",
+                     help="set published figures beside yours: guide (the transformers guide's A100, V100 and T4 "
+                          "speed-ups)")
     rep.set_defaults(func=commands["report"])
 
     cmp_ = sub.add_parser("compare", help="two results files side by side per case, with the ratio B/A and a verdict")

@@ -12,7 +12,7 @@ from compilebench.drift import Drift
 from compilebench.report import check as checkmod
 from compilebench.report import compare as comparemod
 from compilebench.report import data as reportdata
-from compilebench.report import markdown, tables
+from compilebench.report import markdown, reference as referencemod, tables
 from compilebench.report.view import View
 
 
@@ -34,9 +34,12 @@ def cmd_report(args) -> int:
     formats = reportmod.parse_formats(args.format)
     out_dir = args.out or default_out(dbs[0])
     reportmod.check_out_dir(out_dir)
+    if args.reference is not None:
+        referencemod.load(args.reference)  # an unknown name: before any file is read
     view = View(reportdata.load(dbs), args.min_effect)
-    written = reportmod.write(view, out_dir, formats, dbs)
-    print(markdown.tables([tables.summary_table(view), *tables.guide_tables(view)]))
+    written = reportmod.write(view, out_dir, formats, dbs, args.reference)
+    beside = referencemod.reference_table(view, referencemod.load(args.reference)) if args.reference else None
+    print(markdown.tables([tables.summary_table(view), *tables.guide_tables(view), *([beside] if beside else [])]))
     print(f"wrote {len(written)} file(s) to {out_dir}; open {main_file(written, out_dir)}", file=sys.stderr)
     return 0
 

@@ -12,13 +12,14 @@ import tempfile
 from compilebench import interrupts, paths
 from compilebench.errors import UnknownChoice, UserError
 from compilebench.report import charts as chartsmod
-from compilebench.report import data, details, flat, html, markdown, tables
+from compilebench.report import data, details, flat, html, markdown, reference as referencemod, tables
 from compilebench.report import cells
 from compilebench.report.cells import Table
 from compilebench.report.view import View
 
 FORMATS = ("md", "html", "csv", "json")
 FILES = {"md": "report.md", "html": "report.html", "csv": "results.csv", "json": "results.json"}
+REFERENCE_CSV = "reference.csv"  # with --reference: your speed-ups beside the published ones, one row per pair
 CHARTS_DIR = "charts"
 
 
@@ -46,8 +47,9 @@ def check_out_dir(out_dir: str) -> None:
         raise UserError(f"cannot write the report to {out_dir!r}: {probe!r} is not writable ({why})")
 
 
-def sections(view: View, charts: list[chartsmod.Chart]) -> list[tuple[str, list]]:
-    """The report in reading order; an item is a Table, a paragraph or a Chart."""
+def sections(view: View, charts: list[chartsmod.Chart], reference: tuple[str, list] | None = None) -> list[tuple[str, list]]:
+    """The report in reading order; an item is a Table, a paragraph or a Chart. `reference`: a published
+    reference's name and figures, set beside yours (--reference)."""
     by_section: dict[tuple, list] = {}
     for c in charts:
         by_section.setdefault(c.section, []).append(c)
@@ -75,9 +77,16 @@ def sections(view: View, charts: list[chartsmod.Chart]) -> list[tuple[str, list]
         ("Hardware", hardware_items),
         ("Torch versions", tables.version_tables(view)),
         ("Compile modes", tables.mode_tables(view)),
+        *([("The guide's figures", _reference_items(view, *reference))] if reference else []),
         ("Details", [details.details_table(view)]),
         ("Environment", details.environment_tables(view.results)),
     ]
+
+
+def _reference_items(view: View, name: str, figures: list) -> list:
+    found = referencemod.reference_table(view, figures, name)
+    return [found] if found else [f"None of these results is of a model, batch size and compile mode the {name}'s "
+                                  "tables hold: nothing to set beside them."]
 
 
 def intro(view: View, sources: list[str]) -> list[str]:
@@ -93,10 +102,11 @@ def intro(view: View, sources: list[str]) -> list[str]:
             "N and noise."]
 
 
-def write(view: View, out_dir: str, formats: tuple[str, ...], sources: list[str]) -> list[str]:
+def write(view: View, out_dir: str, formats: tuple[str, ...], sources: list[str], reference: str | None = None) -> list[str]:
     """Render every requested format into out_dir; returns the paths written. The View is built once by the caller,
-    who may print its tables too."""
+    who may print its tables too. `reference`: a published reference (`guide`) to set beside the results."""
     data.require(view.results, sources)
+    published = (reference, referencemod.load(reference)) if reference else None
     check_out_dir(out_dir)
     made = not os.path.exists(out_dir)
     try:
@@ -109,7 +119,7 @@ def write(view: View, out_dir: str, formats: tuple[str, ...], sources: list[str]
         charts: list[chartsmod.Chart] = []
         if {"md", "html"} & set(formats):
             charts = chartsmod.render(view, os.path.join(scratch, CHARTS_DIR))
-            secs = sections(view, charts)
+            secs = sections(view, charts, published)
             if "md" in formats:
                 files[FILES["md"]] = markdown.report(secs, intro(view, sources), CHARTS_DIR)
             if "html" in formats:
@@ -118,6 +128,9 @@ def write(view: View, out_dir: str, formats: tuple[str, ...], sources: list[str]
             rows = flat.rows(view)
             if "csv" in formats:
                 files[FILES["csv"]] = flat.to_csv(rows)
+                pairs = referencemod.rows(view, published[1]) if published else []
+                if pairs:
+                    files[REFERENCE_CSV] = flat.to_csv(pairs)
             if "json" in formats:
                 files[FILES["json"]] = flat.to_json(rows)
         for name, content in files.items():
