@@ -77,4 +77,4 @@ def test_two_runs_of_one_case_into_two_files_are_never_called_faster_or_slower(t
     assert p.returncode == 0, p.stderr
     (row,) = [line for line in p.stdout.splitlines() if line.startswith("| Image Classification/ResNet")]
     assert row.split("|")[8].strip() in ("inconclusive (across runs)",), row  # B vs A
-    assert "measured in different runs" in p.stdout
+    assert "measured in different runs" in p.stdout and "compilebench run --env A=PYTHON --env B=PYTHON" in p.stdout

@@ -91,7 +91,8 @@ def improvement_verdict(s: Speedup | None) -> str:
 def drift_note(d: Drift) -> str:
     return (f"across runs: the two sides of such a verdict were measured in different runs, so its interval also "
             f"holds this machine's run-to-run drift, {d.describe()}, and a verdict needs the effect beyond it. For a "
-            f"decisive answer, measure both in one run: it alternates them, so drift falls on both alike.")
+            f"decisive answer, measure both in one run: it alternates them, so drift falls on both alike (two torch "
+            f"installs or environment settings: `compilebench run --env A=PYTHON --env B=PYTHON`).")
 
 
 VERDICT_NOTE = ("verdict: faster or slower when the whole 95% interval of the speed-up lies beyond the minimum effect "
