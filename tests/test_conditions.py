@@ -181,3 +181,68 @@ def test_a_machine_burning_a_core_flags_the_result_busy():
     rep = r.repeats[0]
     assert rep.conditions["other_cpu_share"] > 0.3, rep.conditions  # one of this machine's cores, or more
     assert r.flags == ["busy"] and rep.flags == ["busy"]
+
+
+def _powercap(root, packages: dict[str, int], subdomain_uj: int = 10**12, max_range_uj: int | None = None):
+    """A sysfs powercap tree: package domains with their counters (microjoules), and a subdomain that must not be
+    counted on top of its package."""
+    for name, uj in packages.items():
+        (root / name).mkdir(parents=True, exist_ok=True)
+        (root / name / "energy_uj").write_text(f"{uj}\n")
+        if max_range_uj is not None:
+            (root / name / "max_energy_range_uj").write_text(f"{max_range_uj}\n")
+    (root / "intel-rapl:0:0").mkdir(exist_ok=True)
+    (root / "intel-rapl:0:0" / "energy_uj").write_text(f"{subdomain_uj}\n")
+    return str(root)
+
+
+def test_cpu_energy_is_the_packages_counters_around_the_loop(tmp_path):
+    root = _powercap(tmp_path, {"intel-rapl:0": 5_000_000, "intel-rapl:1": 7_000_000})
+    before = conditions.read_rapl(root)
+    _powercap(tmp_path, {"intel-rapl:0": 5_600_000, "intel-rapl:1": 7_400_000}, subdomain_uj=3 * 10**12)
+    got = conditions.energy_conditions(before, conditions.read_rapl(root))
+    assert got == {"cpu_energy_j": pytest.approx(1.0), "cpu_energy_domains": ["intel-rapl:0", "intel-rapl:1"]}
+
+
+def test_a_counter_that_wrapped_is_unwrapped_by_its_range_and_refused_without_one(tmp_path):
+    root = _powercap(tmp_path, {"intel-rapl:0": 262_000_000}, max_range_uj=262_143_328)
+    before = conditions.read_rapl(root)
+    _powercap(tmp_path, {"intel-rapl:0": 856_672}, max_range_uj=262_143_328)
+    assert conditions.energy_conditions(before, conditions.read_rapl(root))["cpu_energy_j"] == pytest.approx(1.0)
+    before.ranges.clear()
+    got = conditions.energy_conditions(before, conditions.read_rapl(root))
+    assert got["cpu_energy_j"] is None and "went back" in got["cpu_energy_absent"]
+
+
+def test_missing_or_unreadable_counters_say_why_and_give_no_figure(tmp_path):
+    got = conditions.energy_conditions(*[conditions.read_rapl(str(tmp_path / "none"))] * 2)
+    assert got["cpu_energy_j"] is None and got["cpu_energy_absent"].startswith(f"no {tmp_path / 'none'} on this machine")
+    root = _powercap(tmp_path / "pc", {"intel-rapl:0": 1})
+
+    def root_only(path, *args):  # as Linux 5.10+ has it for a user (the tests run as root: modes would not stop them)
+        raise PermissionError(13, "Permission denied", path)
+
+    reading = conditions.read_rapl(root, opener=root_only)
+    assert reading.joules == {} and "not readable by this user" in reading.why_not
+    assert conditions.energy_conditions(reading, reading)["cpu_energy_j"] is None
+
+
+def test_the_cpu_energy_per_call_reaches_the_repeat_and_the_result():
+    from compilebench import recording
+    from compilebench.result import Repeat, Result
+    from compilebench.spec import Case, Variant
+
+    readings = iter([conditions.EnergyReading({"intel-rapl:0": 100.0}), conditions.EnergyReading({"intel-rapl:0": 103.0})])
+    watch = Watch(cpu=lambda: None, energy=lambda: next(readings))
+    watch.start()
+    measured = types.SimpleNamespace(iters_requested=3, min_iters=1, stopped_early=False, loop_wall_ns=3e6,
+                                     loop_started_at=1.0, loop_ended_at=1.003, conditions=watch.stop())
+    rep = Repeat()
+    recording.record_loop(rep, measured, [1_000_000] * 3, alone=True)
+    assert rep.cpu_energy_per_call_j == pytest.approx(1.0) and rep.energy_per_call_j is None
+    shared = Repeat()
+    recording.record_loop(shared, measured, [1_000_000] * 3, alone=False)  # variants sharing the loop: not theirs alone
+    assert shared.cpu_energy_per_call_j is None
+    result = Result(Case("resnet-50", 1, Variant()), [rep])
+    result.derive()
+    assert result.cpu_energy_per_call_j == pytest.approx(1.0)

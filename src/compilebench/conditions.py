@@ -1,5 +1,6 @@
 """The conditions a timed loop ran in: how much CPU other processes used meanwhile (the operating system's
-counters, this worker's own time taken out), the load average, and on CUDA the GPU's clocks, temperature, power,
+counters, this worker's own time taken out), the load average, the CPU packages' energy where the kernel exposes
+it (RAPL under /sys/class/powercap; why not, where it does not), and on CUDA the GPU's clocks, temperature, power,
 throttle reasons and other processes (NVML, from the optional `nvidia-ml-py`).
 
 Everything is read once before and once after the loop, never during it: nothing of compilebench runs beside a
@@ -8,6 +9,7 @@ timed loop. Counters are read through small reader functions, so tests drive the
 from __future__ import annotations
 
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -193,21 +195,84 @@ def flags(conditions: dict) -> list[str]:
     return out
 
 
+POWERCAP = "/sys/class/powercap"
+PACKAGE = re.compile(r"intel-rapl:\d+")  # a package domain; its subdomains (intel-rapl:0:0, cores, dram) are inside it
+
+
+@dataclass
+class EnergyReading:
+    """The RAPL package counters (joules, by domain) and each one's wrap-around range; or why there are none."""
+
+    joules: dict[str, float] = field(default_factory=dict)
+    ranges: dict[str, float] = field(default_factory=dict)
+    why_not: str | None = None
+
+
+def read_rapl(root: str = POWERCAP, opener=open) -> EnergyReading:
+    """Every CPU package's energy counter (AMD's too: Linux shows them as intel-rapl)."""
+    try:
+        domains = sorted(n for n in os.listdir(root) if PACKAGE.fullmatch(n))
+    except OSError:
+        return EnergyReading(why_not=f"no {root} on this machine (the kernel exposes no RAPL energy counters)")
+    if not domains:
+        return EnergyReading(why_not=f"no RAPL package domain under {root}")
+    reading = EnergyReading()
+    for d in domains:
+        try:
+            with opener(os.path.join(root, d, "energy_uj")) as f:
+                reading.joules[d] = int(f.read()) / 1e6
+        except PermissionError:
+            return EnergyReading(why_not=f"{root}/{d}/energy_uj is not readable by this user (root only since Linux 5.10)")
+        except (OSError, ValueError) as exc:
+            return EnergyReading(why_not=f"{root}/{d}/energy_uj cannot be read ({exc})")
+        try:
+            with opener(os.path.join(root, d, "max_energy_range_uj")) as f:
+                reading.ranges[d] = int(f.read()) / 1e6
+        except (OSError, ValueError):
+            pass  # no range: a counter that wrapped is refused below rather than guessed
+    return reading
+
+
+def energy_conditions(before: EnergyReading | None, after: EnergyReading | None) -> dict:
+    """The CPU packages' joules between two readings (a counter that wrapped once is unwrapped by its range), or
+    why they are absent."""
+    if before is None or after is None:
+        return {}
+    why = before.why_not or after.why_not
+    if why is None and set(before.joules) != set(after.joules):
+        why = "the RAPL domains changed during the loop"
+    total = 0.0
+    for d in before.joules if why is None else ():
+        delta = after.joules[d] - before.joules[d]
+        if delta < 0 and before.ranges.get(d):
+            delta += before.ranges[d]
+        if delta < 0:
+            why = f"{d}'s counter went back with no range to unwrap it by"
+            break
+        total += delta
+    if why:
+        return {"cpu_energy_j": None, "cpu_energy_absent": why}
+    return {"cpu_energy_j": total, "cpu_energy_domains": sorted(before.joules)}
+
+
 class Watch:
     """Read before and after a timed loop: watch.start(); loop; conditions = watch.stop()."""
 
-    def __init__(self, cpu: Callable[[], CpuReading | None] = read_cpu, gpu: Callable[[], GpuReading] | None = None):
-        self._cpu, self._gpu = cpu, gpu
-        self._before: tuple = (None, None, None)
+    def __init__(self, cpu: Callable[[], CpuReading | None] = read_cpu, gpu: Callable[[], GpuReading] | None = None,
+                 energy: Callable[[], EnergyReading] | None = read_rapl):
+        self._cpu, self._gpu, self._energy = cpu, gpu, energy
+        self._before: tuple = (None, None, None, None)
 
     def start(self) -> None:
-        self._before = (self._cpu(), self._gpu() if self._gpu else None, time.time())
+        self._before = (self._cpu(), self._gpu() if self._gpu else None, self._energy() if self._energy else None,
+                        time.time())
 
     def stop(self) -> dict:
-        cpu_before, gpu_before, t0 = self._before
+        cpu_before, gpu_before, energy_before, t0 = self._before
         cpu_after, gpu_after = self._cpu(), (self._gpu() if self._gpu else None)
+        energy_after = self._energy() if self._energy else None
         out = {"window_s": time.time() - t0, **cpu_conditions(cpu_before, cpu_after),
-               **gpu_conditions(gpu_before, gpu_after)}
+               **gpu_conditions(gpu_before, gpu_after), **energy_conditions(energy_before, energy_after)}
         return out
 
 
@@ -215,7 +280,7 @@ class NoWatch(Watch):
     """Records nothing (fake-clock tests)."""
 
     def __init__(self):
-        super().__init__(cpu=lambda: None)
+        super().__init__(cpu=lambda: None, energy=None)
 
     def stop(self) -> dict:
         return {}

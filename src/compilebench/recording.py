@@ -81,15 +81,17 @@ class Recorder:
 
 def record_loop(rep: Repeat, m, samples_ns: list[int], alone: bool) -> None:
     """What any timed loop (a forward's or generation's measurement) says, into the repeat: its samples, how it
-    ended, the conditions around it, and the energy per call where it measured this variant alone."""
+    ended, the conditions around it, and the energy per call (the GPU's, the CPU packages') where it measured this
+    variant alone."""
     rep.iters_requested, rep.min_iters, rep.stopped_early = m.iters_requested, m.min_iters, m.stopped_early
     rep.loop_wall_s = m.loop_wall_ns / 1e9
     rep.loop_started_at, rep.loop_ended_at = m.loop_started_at, m.loop_ended_at
     rep.conditions = m.conditions
     rep.flags = conditions.flags(m.conditions)
     rep.set_samples(samples_ns)
-    energy = m.conditions.get("gpu_energy_j")
+    energy, cpu_energy = m.conditions.get("gpu_energy_j"), m.conditions.get("cpu_energy_j")
     rep.energy_per_call_j = energy / len(samples_ns) if energy is not None and samples_ns and alone else None
+    rep.cpu_energy_per_call_j = cpu_energy / len(samples_ns) if cpu_energy is not None and samples_ns and alone else None
 
 
 def record(rep: Repeat, m: timing.Measurement, clock: timing.HostClock, sync_each_call: bool, alone: bool) -> None:

@@ -53,6 +53,7 @@ class Repeat:
     timing: str | None = None  # "throughput" (pipelined calls, one synchronize) or "latency" (each call to completion)
     samples_over_wall: float | None = None  # CUDA events: the samples' sum over the loop's wall time (the clock check)
     energy_per_call_j: float | None = None  # NVML's energy counter over the loop, per timed call
+    cpu_energy_per_call_j: float | None = None  # the CPU packages' RAPL counters over the loop, per timed call
     cudagraph_skips: int | None = None  # graphs inductor did not record as CUDA graphs (a GPU compiled variant)
     cudagraphs_recorded: int | None = None
     cudagraph_skip_reasons: list[str] = field(default_factory=list)
@@ -138,6 +139,7 @@ class Result:
     peak_mem_reserved_bytes: int | None = None
     compile_peak_mem_bytes: int | None = None
     energy_per_call_j: float | None = None  # median over the repeats
+    cpu_energy_per_call_j: float | None = None  # median over the repeats
     cudagraph_skip_reasons: list[str] = field(default_factory=list)
     math: str | None = None
     rel_tolerance: float | None = None
@@ -185,8 +187,9 @@ class Result:
         self.peak_mem_kind = next((r.peak_mem_kind for r in reps if r.peak_mem_kind), None)
         self.peak_mem_reserved_bytes = _max(r.peak_mem_reserved_bytes for r in reps)
         self.compile_peak_mem_bytes = _max(r.compile_peak_mem_bytes for r in reps)
-        energy = [r.energy_per_call_j for r in measured if r.energy_per_call_j is not None]
-        self.energy_per_call_j = pystats.median(energy) if energy else None
+        for name in ("energy_per_call_j", "cpu_energy_per_call_j"):
+            energy = [getattr(r, name) for r in measured if getattr(r, name) is not None]
+            setattr(self, name, pystats.median(energy) if energy else None)
         self.cudagraph_skip_reasons = list(dict.fromkeys(x for r in reps for x in r.cudagraph_skip_reasons))
         self.math = next((r.math for r in reps if r.math), None)
         self.rel_tolerance = _max(r.rel_tolerance for r in reps)

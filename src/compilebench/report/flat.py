@@ -24,8 +24,8 @@ STATS = ("repeats", "n", "n_min", "mean_ms", "ci95_low_ms", "ci95_high_ms", "bet
          "p99_ms", "min_ms", "max_ms", "within_cv")
 RESULT = ("first_call_s", "compile_s", "cold_compile_s", "warm_compile_s", "compile_cache_hits", "flops", "graphs",
           "graph_breaks", "recompiles_in_timed_loop", "max_abs_err", "max_rel_err", "peak_mem_bytes", "peak_mem_kind",
-          "peak_mem_reserved_bytes", "compile_peak_mem_bytes", "energy_per_call_j", "math", "rel_tolerance",
-          "isolation", "stopped_early", "message", "inline_model")
+          "peak_mem_reserved_bytes", "compile_peak_mem_bytes", "energy_per_call_j", "cpu_energy_per_call_j", "math",
+          "rel_tolerance", "isolation", "stopped_early", "message", "inline_model")
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -81,6 +81,9 @@ def rows(view: View) -> list[dict]:
                 row[f"{name}_ms"] = est.mean
                 row[f"{name}_ci95_low_ms"], row[f"{name}_ci95_high_ms"] = est.ci95_low, est.ci95_high
                 row.update(_speedup_columns(f"{name}_", view.speedup(eager, r, metric) if eager else None))
+            tokens = c.batch_size * c.new_tokens  # every sequence's new tokens: what one generate() call makes
+            row["energy_per_token_j"] = r.energy_per_call_j / tokens if r.energy_per_call_j is not None else None
+            row["cpu_energy_per_token_j"] = r.cpu_energy_per_call_j / tokens if r.cpu_energy_per_call_j is not None else None
             row["decode_tokens_per_s"] = data.decode_tokens_per_s(r)
             row["e2e_tokens_per_s"] = data.e2e_tokens_per_s(r)
             row["first_divergence"] = min((rep.generation["first_divergence"] for rep in r.repeats
