@@ -235,8 +235,9 @@ def _where(run) -> None:
     g.add_argument("--accelerator-type", default=None, metavar="TYPES",
                    help="Ray GPU types to run the whole matrix on, each: H100,A100 or all (default: any GPU)")
     g.add_argument("--env", action="append", default=[], metavar="NAME=PATH",
-                   help="measure every case under this environment too: PATH a Python interpreter or a virtual "
-                        "environment's folder (another torch, say); repeatable, repeats alternate between them")
+                   help="measure every case under this environment: PATH a Python interpreter or a virtual "
+                        "environment's folder (another torch, say). Repeatable: each case is measured under every one "
+                        "named (and no other), repeats alternating between them")
     g.add_argument("--env-set", nargs=2, action="append", default=[], metavar=("NAME", "KEY=VALUE"),
                    help="an environment variable for one --env environment's workers only (repeatable)")
     g.add_argument("--cpus-per-case", type=int, default=None, metavar="N",
