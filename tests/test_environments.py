@@ -230,7 +230,8 @@ def test_a_variable_set_for_one_environment_reaches_its_workers_alone(tmp_path, 
     cases take 30 ms a call and `fast`'s do not; `slow`'s workers start from its own interpreter (a logging
     wrapper), by a launcher or as new interpreters; and `check` holds one against the other."""
     db = tmp_path / "r.db"
-    done = cli("run", "--model", "fault-paced", "--variant", "eager", "--batch-size", "1", "2", "--repeats", "2",
+    # three repeats: with two, one degree of freedom makes an interval too wide to call even 5x slower slower
+    done = cli("run", "--model", "fault-paced", "--variant", "eager", "--batch-size", "1", "2", "--repeats", "3",
                "--iters", "5", "--warmup", "1", "--env", f"fast={PY}", "--env", f"slow={_wrapper(tmp_path)}",
                "--env-set", "slow", "COMPILEBENCH_FAULT_CALL_MS=30", "--db", db, "--format", "md", "--quiet",
                env={**os.environ, "COMPILEBENCH_LAUNCH": launch})
