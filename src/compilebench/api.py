@@ -25,7 +25,7 @@ from typing import Callable
 
 from compilebench import environments, plan, report as reportmod, spec as specmod, stats, store as storemod, suites as suitesmod, zoo
 from compilebench.errors import UserError
-from compilebench.report import data, flat, markdown, tables
+from compilebench.report import data, flat, markdown, reference as referencemod, tables
 from compilebench.report.view import View
 from compilebench.result import Result
 
@@ -72,7 +72,8 @@ class Results:
     def report(self, out_dir: str, formats: tuple[str, ...] = reportmod.FORMATS, reference: str | None = None) -> list[str]:
         """Write the report (markdown, HTML, charts, CSV, JSON) into out_dir; returns the files written. `reference`:
         "guide" sets the guide's published speed-ups beside these (`compilebench report --reference guide`)."""
-        return reportmod.write(self.view, out_dir, tuple(formats), [self.path or "memory"], reference)
+        published = (reference, referencemod.load(reference)) if reference else None
+        return reportmod.write(self.view, out_dir, tuple(formats), [self.path or "memory"], published)
 
 
 def load(path: str, min_effect: float = stats.DEFAULT_MIN_EFFECT) -> Results:

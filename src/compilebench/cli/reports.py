@@ -34,11 +34,11 @@ def cmd_report(args) -> int:
     formats = reportmod.parse_formats(args.format)
     out_dir = args.out or default_out(dbs[0])
     reportmod.check_out_dir(out_dir)
-    if args.reference is not None:
-        referencemod.load(args.reference)  # an unknown name: before any file is read
+    # an unknown name is refused before any file is read
+    published = (args.reference, referencemod.load(args.reference)) if args.reference is not None else None
     view = View(reportdata.load(dbs), args.min_effect)
-    written = reportmod.write(view, out_dir, formats, dbs, args.reference)
-    beside = referencemod.reference_table(view, referencemod.load(args.reference)) if args.reference else None
+    written = reportmod.write(view, out_dir, formats, dbs, published)
+    beside = referencemod.reference_table(view, published[1], published[0]) if published else None
     print(markdown.tables([tables.summary_table(view), *tables.guide_tables(view), *([beside] if beside else [])]))
     print(f"wrote {len(written)} file(s) to {out_dir}; open {main_file(written, out_dir)}", file=sys.stderr)
     return 0

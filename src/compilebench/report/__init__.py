@@ -102,11 +102,12 @@ def intro(view: View, sources: list[str]) -> list[str]:
             "N and noise."]
 
 
-def write(view: View, out_dir: str, formats: tuple[str, ...], sources: list[str], reference: str | None = None) -> list[str]:
+def write(view: View, out_dir: str, formats: tuple[str, ...], sources: list[str],
+          published: tuple[str, list] | None = None) -> list[str]:
     """Render every requested format into out_dir; returns the paths written. The View is built once by the caller,
-    who may print its tables too. `reference`: a published reference (`guide`) to set beside the results."""
+    who may print its tables too. `published`: a reference's name and figures (reference.load) to set beside the
+    results."""
     data.require(view.results, sources)
-    published = (reference, referencemod.load(reference)) if reference else None
     check_out_dir(out_dir)
     made = not os.path.exists(out_dir)
     try:
