@@ -4,10 +4,11 @@ with, the conditions watch around the timed loop, and peak memory."""
 from __future__ import annotations
 
 import contextlib
+import os
 import resource
 from typing import Callable
 
-from compilebench import conditions, envinfo, selfcheck, timing
+from compilebench import conditions, envinfo, profiling, selfcheck, timing, traces
 from compilebench.result import Repeat
 from compilebench.vocab import CLOCK, CUDAGRAPHS_SKIPPED
 
@@ -79,6 +80,19 @@ class Recorder:
         judge(rep, m.recompiles, check())
 
 
+def record_profile(rep: Repeat, case, job, call: Callable[[], object], calls: int, clock: timing.HostClock) -> None:
+    """--profile: a profiled pass of a few calls after everything else is measured (never inside the timed loop),
+    its trace kept in the job's traces folder. A pass that fails says so in the profile; the timing stands."""
+    if not (job.profile and job.traces):
+        return
+    os.makedirs(job.traces, exist_ok=True)
+    path = traces.profile_path(job.traces, case, job.repeat)
+    try:
+        rep.profile = profiling.profile(call, calls, case.device, path, clock.sync)
+    except Exception as exc:  # noqa: BLE001 - a profiler problem must not lose the measurement
+        rep.profile = {"problem": f"the profiled pass failed: {type(exc).__name__}: {exc}"[:300]}
+
+
 def record_loop(rep: Repeat, m, samples_ns: list[int], alone: bool) -> None:
     """What any timed loop (a forward's or generation's measurement) says, into the repeat: its samples, how it
     ended, the conditions around it, and the energy per call (the GPU's, the CPU packages') where it measured this
@@ -112,6 +126,7 @@ def record_compile(rep: Repeat, compiled, recompiles: int | None, cudagraphs: se
     interleaved group share it), and whether it recompiled while timed."""
     rep.compile_s, rep.graphs, rep.compile_cache_hits = compiled.compile_s, compiled.graphs, compiled.cache_hits
     rep.graph_breaks, rep.break_reasons = compiled.graph_breaks, compiled.break_reasons
+    rep.recompile_reasons, rep.compile_phases = compiled.recompile_reasons, compiled.phases
     rep.recompiles_in_timed_loop = recompiles
     record_cudagraphs(rep, cudagraphs, case)
 

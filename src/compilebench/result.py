@@ -62,6 +62,8 @@ class Repeat:
     graphs: int | None = None
     graph_breaks: int | None = None
     break_reasons: list[str] = field(default_factory=list)
+    recompile_reasons: list[str] = field(default_factory=list)  # dynamo's reason for each recompile (a guard failed)
+    compile_phases: dict = field(default_factory=dict)  # compile seconds by phase: dynamo, aot, inductor (codegen)
     recompiles_in_timed_loop: int | None = None
     max_abs_err: float | None = None
     max_rel_err: float | None = None  # max abs error over the reference's largest magnitude
@@ -71,6 +73,8 @@ class Repeat:
     generation: dict = field(default_factory=dict)  # text generation: per-call prefill / decode samples, first calls
     cpus: int | None = None  # CPU cores the worker could run on
     phases: dict = field(default_factory=dict)  # seconds the worker spent in each phase, from its start
+    profile: dict = field(default_factory=dict)  # --profile: where the time goes (profiling.summarize), and its trace
+    compile_trace: dict = field(default_factory=dict)  # --compile-trace: the TORCH_TRACE folder, tlparse's HTML
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -130,6 +134,8 @@ class Result:
     graphs: int | None = None
     graph_breaks: int | None = None
     break_reasons: list[str] = field(default_factory=list)
+    recompile_reasons: list[str] = field(default_factory=list)
+    compile_phases: dict = field(default_factory=dict)  # of the compile compile_s is
     recompiles_in_timed_loop: int | None = None
     max_abs_err: float | None = None
     max_rel_err: float | None = None
@@ -145,6 +151,8 @@ class Result:
     rel_tolerance: float | None = None
     flags: list[str] = field(default_factory=list)
     stopped_early: bool = False
+    profile: dict = field(default_factory=dict)  # --profile: the first repeat's that has one
+    compile_trace: dict = field(default_factory=dict)  # --compile-trace: the first repeat's that kept one
     generation: dict = field(default_factory=dict)  # new_tokens, batch_size; ttft and per_token as Estimates
 
     def __post_init__(self):
@@ -174,10 +182,13 @@ class Result:
         self.cold_compile_s = cold[0] if cold else None
         self.warm_compile_s = pystats.median(warm) if warm else None
         self.compile_s = self.cold_compile_s if cold else self.warm_compile_s
+        phased = [r for r in reps if r.compile_phases]
+        self.compile_phases = next((r.compile_phases for r in phased if r.compile_cache == "cold" or not cold), {})
         self.compile_cache_hits = reps[0].compile_cache_hits
         self.graphs = _max(r.graphs for r in reps)
         self.graph_breaks = _max(r.graph_breaks for r in reps)
         self.break_reasons = sorted({b for r in reps for b in r.break_reasons})
+        self.recompile_reasons = list(dict.fromkeys(x for r in reps for x in r.recompile_reasons))
         self.recompiles_in_timed_loop = _max(r.recompiles_in_timed_loop for r in reps)
         self.max_abs_err = _max(r.max_abs_err for r in reps)
         self.max_rel_err = _max(r.max_rel_err for r in reps)
@@ -195,6 +206,8 @@ class Result:
         self.rel_tolerance = _max(r.rel_tolerance for r in reps)
         self.flags = [f for f in FLAGS if any(f in r.flags for r in measured)]
         self.stopped_early = any(r.stopped_early for r in reps)
+        self.profile = next((r.profile for r in reps if r.profile), {})
+        self.compile_trace = next((r.compile_trace for r in reps if r.compile_trace), {})
         self.generation = _generation_summary(measured)
 
     @property

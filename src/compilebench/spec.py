@@ -200,18 +200,23 @@ class Job:
     check: bool = True  # compare compiled outputs with eager's (once per case and compiler state is enough)
     claim: dict | None = None  # the driver's claim (leftovers.py): lets a later run store what a killed driver did not
     environment: dict | None = None  # the Environment its cases run under, as a dict: the worker records it
+    traces: str | None = None  # the folder its profile and compile trace go to (traces.py); None: neither is kept
+    profile: bool = False  # a profiled pass after the timed loop (--profile; once per case)
+    compile_trace: bool = False  # TORCH_TRACE of its compile (--compile-trace; once per case)
 
     def to_dict(self) -> dict:
         return {"cases": [c.to_dict() for c in self.cases], "policy": dataclasses.asdict(self.policy), "repeat": self.repeat,
                 "compile_cache": self.compile_cache, "count_flops": self.count_flops, "check": self.check,
-                "claim": self.claim, "environment": self.environment}
+                "claim": self.claim, "environment": self.environment, "traces": self.traces, "profile": self.profile,
+                "compile_trace": self.compile_trace}
 
     @classmethod
     def from_dict(cls, d: dict) -> Job:
         known = {f.name for f in dataclasses.fields(TimingPolicy)}
         policy = TimingPolicy(**{k: v for k, v in d["policy"].items() if k in known})
         return cls([Case.from_dict(c) for c in d["cases"]], policy, d.get("repeat", 1), d.get("compile_cache"),
-                   d.get("count_flops", True), d.get("check", True), d.get("claim"), d.get("environment"))
+                   d.get("count_flops", True), d.get("check", True), d.get("claim"), d.get("environment"),
+                   d.get("traces"), d.get("profile", False), d.get("compile_trace", False))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -237,6 +242,8 @@ class RunSpec(Settings):
     rerun: bool = False
     retry_failed: bool = False
     environments: tuple[Environment, ...] = ()  # --env: every case under each; none: the driver's own interpreter
+    profile: bool = False  # --profile: where the time goes, from a profiled pass after each case's timed loop
+    compile_trace: bool = False  # --compile-trace: keep each compiled case's TORCH_TRACE log (and tlparse's HTML)
 
     def __post_init__(self):
         # A value given twice (`--batch-size 1 1`) is one case, measured once.

@@ -16,7 +16,7 @@ import sys
 import uuid
 from dataclasses import dataclass, field
 
-from compilebench import compiler_state, envinfo, interrupts, leftovers, others, unsaved
+from compilebench import compiler_state, envinfo, interrupts, leftovers, others, traces, unsaved
 from compilebench.dispatch import Dispatcher, Target, Unit, Work
 from compilebench.progress import Bar
 from compilebench.result import Result
@@ -143,6 +143,7 @@ def run(spec: RunSpec, store: Store, dispatcher: Dispatcher, targets: list[Targe
             while units:  # then the repeats another run held: waited for, and measured here if it let them go
                 dispatcher.run(units, sweep.open_unit, sweep.progress, sweep.deliver)
                 units = sweep.take_back(sweep.wait_for_others())
+            sweep.render_compile_traces()
     except interrupts.Interrupted as exc:
         outcome.interrupted = exc.signum
     finally:
@@ -185,7 +186,13 @@ class _Sweep:
         mine = leftovers.claim(self.store, unit, {c.key(): self.series[(c.key(), unit.target.resume_id, unit.repeat)]
                                                   for c in todo}, self.run_id)
         environment = unit.target.environment.to_dict() if unit.target.environment else None
-        return Work(Job(todo, self.spec.timing, unit.repeat, cache, count_flops, check, mine, environment), env)
+        # A profile and a compile trace are kept once per case: by the first repeat measured that has none yet.
+        profile = self.spec.profile and any(not _kept(s, "profile") for s in stored)
+        compile_trace = self.spec.compile_trace and any(c.variant.compiled and not _kept(s, "compile_trace")
+                                                        for c, s in zip(todo, stored))
+        where = traces.folder(self.store.path) if profile or compile_trace else None
+        return Work(Job(todo, self.spec.timing, unit.repeat, cache, count_flops, check, mine, environment, where,
+                        profile, compile_trace), env)
 
     def _claim(self, case: Case, unit: Unit) -> bool:
         key, rid = case.key(), unit.target.resume_id
@@ -262,6 +269,19 @@ class _Sweep:
                 self.bar.write(f"{unit.describe(self.spec.repeats)}{where}: {rep.status}: {rep.message}", file=sys.stderr)
         self._release_state(unit)
 
+    def render_compile_traces(self) -> None:
+        """tlparse's HTML of each compile trace this run kept, made once every measurement is done (it would share
+        the machine with a timed loop otherwise), and stored with its repeat."""
+        rendered: dict[str, dict] = {}
+        for result in self.outcome.results:
+            rep = result.repeats[0]
+            where = rep.compile_trace.get("dir")
+            if where and "html" not in rep.compile_trace:
+                if where not in rendered:
+                    rendered[where] = traces.render(where)
+                rep.compile_trace = {**rep.compile_trace, **rendered[where]}
+                _store(self.store, result)
+
     def _eager_flops(self, case: Case, unit: Unit) -> int | None:
         """The FLOPs its eager twin (same model and settings, uncompiled) has stored: compiling does not change the
         math of one eager forward."""
@@ -288,6 +308,11 @@ class _Sweep:
 def _done(index: int, retry_failed: bool):
     """Whether a stored result has repeat `index` and it needs no retry."""
     return lambda stored: any(r.index == index and not retryable(r.status, retry_failed) for r in stored.repeats)
+
+
+def _kept(stored: Result | None, what: str) -> bool:
+    """Whether a stored result already has a repeat that kept this (its profile, its compile trace)."""
+    return stored is not None and any(getattr(r, what) for r in stored.repeats)
 
 
 def _checked(stored: Result | None, cache: str) -> bool:

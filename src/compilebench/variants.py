@@ -90,22 +90,38 @@ class CompileStats:
     cache_hits: int  # graphs inductor loaded from its on-disk FX-graph cache instead of compiling
     graph_breaks: int
     break_reasons: list[str] = field(default_factory=list)
+    recompile_reasons: list[str] = field(default_factory=list)  # dynamo's, one per recompile (a guard that failed)
+    phases: dict = field(default_factory=dict)  # compile_s split: dynamo (tracing), aot (autograd), inductor
+
+
+def phases(records) -> dict:
+    """dynamo's compilation metrics split into its phases, summed over the frames compiled: dynamo's tracing (the
+    frame's time outside the backend), AOT autograd (the backend's outside inductor), inductor (and, within it,
+    code generation). Empty where torch records no backend time."""
+    frame = sum(r.entire_frame_compile_time_s or 0.0 for r in records)
+    backend = sum(r.backend_compile_time_s or 0.0 for r in records)
+    if not records or not backend:
+        return {}
+    inductor = sum(r.inductor_compile_time_s or 0.0 for r in records)
+    return {"dynamo_s": max(0.0, frame - backend), "aot_s": max(0.0, backend - inductor), "inductor_s": inductor,
+            "codegen_s": sum(r.code_gen_time_s or 0.0 for r in records)}
 
 
 def compile_stats() -> CompileStats:
     from torch._dynamo.utils import compilation_time_metrics, counters
 
     metrics = _metrics_api()
+    records = metrics.get_compilation_metrics() if metrics else []
     if metrics:
-        records = metrics.get_compilation_metrics()
         compile_s = sum(m.entire_frame_compile_time_s or 0.0 for m in records)
         hits = sum(m.inductor_fx_local_cache_hit_count or 0 for m in records)
     else:
         compile_s = sum(compilation_time_metrics.get("_compile.compile_inner", []))
         hits = counters["inductor"]["fxgraph_cache_hit"]
     reasons = counters["graph_break"]  # the only record of why a graph broke
+    recompiles = [str(why).strip() for m in records if (why := getattr(m, "recompile_reason", None))]
     return CompileStats(float(compile_s), graph_count(), int(hits), sum(reasons.values()),
-                        sorted(r.strip().splitlines()[0] for r in reasons))
+                        sorted(r.strip().splitlines()[0] for r in reasons), recompiles, phases(records))
 
 
 def backends() -> list[str]:

@@ -20,7 +20,7 @@ import uuid
 from dataclasses import asdict
 from typing import Callable
 
-from compilebench import conditions, environments, envinfo, recording, selfcheck, timing, variants, zoo
+from compilebench import conditions, environments, envinfo, recording, selfcheck, timing, traces, variants, zoo
 from compilebench.result import Repeat, Result
 from compilebench.spec import Case, Job
 
@@ -106,7 +106,8 @@ def run_cases(
                 r.inline_model = entry.in_process_only
             variants.reset_dynamo()
             unit = generation if first.generation else forward
-            unit.run(entry, results, job, clock, watch or recording.make_watch(first.device), enter)
+            with _compile_trace(job, results):
+                unit.run(entry, results, job, clock, watch or recording.make_watch(first.device), enter)
     except Exception as exc:  # a failing case is a result, never the end of the sweep
         for r in results:
             failed(r.repeats[0], exc, phase, r.case)
@@ -115,6 +116,18 @@ def run_cases(
         r.repeats[0].phases = {k: round(v, 4) for k, v in spent.items()}
         r.derive()
     return results
+
+
+def _compile_trace(job: Job, results: list[Result]):
+    """--compile-trace: the job's compile logged to a folder named after its first compiled case (an interleaved
+    job's variants compile in one process, one log)."""
+    compiled = [r for r in results if r.case.variant.compiled]
+    if not (job.compile_trace and job.traces and compiled):
+        return contextlib.nullcontext()
+    trace_dir = traces.compile_trace_dir(job.traces, compiled[0].case, job.repeat)
+    for r in compiled:
+        r.repeats[0].compile_trace = {"dir": trace_dir}
+    return traces.compile_trace(trace_dir)
 
 
 def failed(rep: Repeat, exc: Exception, phase: str, case: Case) -> None:

@@ -54,6 +54,7 @@ def parser(commands: dict) -> argparse.ArgumentParser:
     _compile(run)
     _settings(run)
     _timing(run)
+    _why(run)
     _where(run)
     _results(run)
     run.set_defaults(func=commands["run"])
@@ -219,6 +220,16 @@ def _timing(run) -> None:
                         "same needs it inside (default: 2%%)")
     g.add_argument("--timeout", type=float, default=specmod.DEFAULT_TIMEOUT_S, metavar="S",
                    help="kill a case after this many seconds (process isolation; default: 3600)")
+
+
+def _why(run) -> None:
+    g = run.add_argument_group("why it is (not) faster")
+    g.add_argument("--profile", action="store_true",
+                   help="after each case's timed loop, profile a few more calls with torch.profiler: a Chrome trace "
+                        "beside the results file and, in the report, where the time goes (never inside the timed loop)")
+    g.add_argument("--compile-trace", action="store_true",
+                   help="keep each compiled case's TORCH_TRACE log beside the results file, and the HTML tlparse "
+                        "makes of it when tlparse is installed (pip install tlparse)")
 
 
 def _where(run) -> None:

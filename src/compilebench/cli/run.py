@@ -110,6 +110,8 @@ def run_spec(args) -> specmod.RunSpec:
         rerun=args.rerun,
         retry_failed=args.retry_failed,
         environments=environments.declare(args.env, args.env_set),
+        profile=args.profile,
+        compile_trace=args.compile_trace,
     )
 
 
@@ -121,6 +123,10 @@ def where(args, spec: specmod.RunSpec) -> tuple[specmod.RunSpec, dispatch.Dispat
     ray_only = {"--ray-address": args.ray_address, "--accelerator-type": args.accelerator_type,
                 "--cpus-per-case": args.cpus_per_case}
     if args.executor == "ray":
+        kept = [option for option, on in (("--profile", spec.profile), ("--compile-trace", spec.compile_trace)) if on]
+        if kept:
+            raise UserError(f"{kept[0]} keeps its files beside the results file; --executor ray runs cases on other "
+                            "hosts (use --executor local)")
         if args.gpus is not None:
             raise UserError("--gpus is for --executor local; Ray gives each case one whole GPU of its own")
         if spec.isolation == "inline":

@@ -12,7 +12,7 @@ import tempfile
 from compilebench import interrupts, paths
 from compilebench.errors import UnknownChoice, UserError
 from compilebench.report import charts as chartsmod
-from compilebench.report import data, details, flat, html, markdown, reference as referencemod, tables
+from compilebench.report import data, details, flat, html, markdown, reference as referencemod, tables, why
 from compilebench.report import cells
 from compilebench.report.cells import Table
 from compilebench.report.view import View
@@ -77,6 +77,7 @@ def sections(view: View, charts: list[chartsmod.Chart], reference: tuple[str, li
         ("Hardware", hardware_items),
         ("Torch versions", tables.version_tables(view)),
         ("Compile modes", tables.mode_tables(view)),
+        ("Why it is (not) faster", why.sections(view, charts)),
         *([("The guide's figures", _reference_items(view, *reference))] if reference else []),
         ("Details", [details.details_table(view)]),
         ("Environment", details.environment_tables(view.results)),

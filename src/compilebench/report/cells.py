@@ -18,6 +18,7 @@ class Table:
     header: list[str]
     rows: list[list[str]]
     notes: list[str] = field(default_factory=list)  # lines shown under the table ("- " starts a list item)
+    links: tuple[str, ...] = ()  # columns whose cells are paths of files kept beside the results: shown as links
 
     def records(self) -> list[dict[str, str]]:
         """Each row as {column name: cell}: how a reader (or a test) finds a cell."""

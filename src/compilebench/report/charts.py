@@ -16,8 +16,8 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from compilebench import comparison
-from compilebench.report import data
+from compilebench import comparison, profiling
+from compilebench.report import data, why
 from compilebench.report.cells import cell
 from compilebench.report.data import Column
 from compilebench.report.view import Group, View
@@ -152,6 +152,10 @@ def render(view: View, out_dir: str) -> list[Chart]:
             labels, series = _improvement_by(having, lambda g, c: f"{g.hardware}, torch {c.torch}")
             title = data.with_settings(f"Improvement by hardware: batch size {batch}, {variant.label}", setting)
             draw(("batch", batch), title, labels, series, IMPROVEMENT_AXIS, f"hardware-b{batch}-{variant.label}")
+
+    for hw, label, rows in why.profiled(view):  # --profile: where each call's time goes
+        stem = os.path.join(out_dir, _unique(_slug(f"time-split-{label}-{hw}"), names))
+        charts.append(_time_split(why.title(label, hw), rows, stem))
     return charts
 
 
@@ -260,6 +264,37 @@ def _compile_curve(g: Group, stem: str) -> Chart | None:
         fig.savefig(png, dpi=110)
         fig.savefig(svg, metadata={"Date": None})
     return Chart(g.key, title, png, svg, [(name, "line") for name, _ in lines])
+
+
+def _time_split(title: str, rows: list[Result], stem: str) -> Chart:
+    """Stacked bars, one per profiled case (batch and variant): its call's milliseconds in matmul/conv, in other
+    kernels and outside them."""
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    labels = [f"b{r.case.batch_size} {why.variant_label(r)}" for r in rows]
+    fig = Figure(figsize=(9, 1.5 + 0.45 * len(rows)), layout="constrained")
+    ax = fig.subplots()
+    colors = matplotlib.colormaps["tab10"]
+    left = [0.0] * len(rows)
+    for j, share in enumerate(profiling.SHARES):
+        widths = [r.profile["shares_ms"][share] for r in rows]
+        for i, w in enumerate(widths):
+            (bar,) = ax.barh(i, w, 0.6, left=left[i], color=colors(j), label=share if i == 0 else None)
+            bar.set_gid(f"bar-{i}-{j}")
+        left = [a + w for a, w in zip(left, widths)]
+    ax.set_yticks(range(len(rows)), labels)
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    ax.set_xlim(left=0)
+    ax.set_xlabel("milliseconds per call in the profiled pass (profiling adds its own overhead)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(axis="x", alpha=0.3)
+    fig.legend(fontsize=8, loc="outside lower center", ncols=3)
+    png, svg = stem + ".png", stem + ".svg"
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "compilebench"}):
+        fig.savefig(png, dpi=110)
+        fig.savefig(svg, metadata={"Date": None})
+    return Chart(("why", title), title, png, svg, [(label, share) for label in labels for share in profiling.SHARES])
 
 
 def _slug(text: str) -> str:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import base64
 import html
+import os
+import pathlib
 
 from compilebench.report.charts import Chart
 from compilebench.report.cells import Table
@@ -33,9 +35,12 @@ def table(t: Table) -> str:
     out.append("<table>")
     out.append("<thead><tr>" + "".join(f"<th>{escape(h)}</th>" for h in t.header) + "</tr></thead>")
     out.append("<tbody>")
+    linked = [h in t.links for h in t.header]
     for row in t.rows:
         cells = "".join(
-            f'<td class="fail">{escape(c)}</td>' if c in _FAILURES else f"<td>{escape(c)}</td>" for c in row
+            f'<td class="fail">{escape(c)}</td>' if c in _FAILURES else
+            f'<td><a href="{escape(pathlib.Path(c).as_uri())}">{escape(os.path.basename(c))}</a></td>' if link and c
+            else f"<td>{escape(c)}</td>" for c, link in zip(row, linked)
         )
         out.append(f"<tr>{cells}</tr>")
     out.append("</tbody></table>")

@@ -23,7 +23,9 @@ def table(t: Table, level: int = 3) -> str:
     lines = [heading(t.title, level), ""] if t.title else []
     lines.append("| " + " | ".join(escape(h) for h in t.header) + " |")
     lines.append("|" + ":---:|" * len(t.header))
-    lines += ["| " + " | ".join(escape(c) for c in row) + " |" for row in t.rows]
+    linked = [h in t.links for h in t.header]
+    lines += ["| " + " | ".join(f"[{escape(os.path.basename(c))}](<{c}>)" if link and c else escape(c)
+                                for c, link in zip(row, linked)) + " |" for row in t.rows]
     if t.notes:
         lines += ["", *map(escape, t.notes)]
     return "\n".join(lines) + "\n"

@@ -1,0 +1,152 @@
+"""Why it is (not) faster: where each call's time goes (--profile), what the compiler did (its phases, the graph
+breaks and recompiles of the whole run, --compile-trace's logs)."""
+
+from __future__ import annotations
+
+from compilebench import profiling
+from compilebench.report import data
+from compilebench.report.cells import Table, table
+from compilebench.report.view import View
+from compilebench.result import Result
+
+TOP_SHOWN = 3  # operators named in a row of the where-the-time-goes table (the trace has them all)
+
+
+def _order(r: Result) -> tuple:
+    return r.case.batch_size, r.case.variant.order, r.case.variant.label, r.case.environment or ""
+
+
+def profiled(view: View) -> list[tuple[str, str, list[Result]]]:
+    """(hardware, model label, its profiled results in table order), per model measured with --profile."""
+    results = [r for r in view.latest if r.profile.get("shares_ms")]
+    out = []
+    for hw in dict.fromkeys(data.hardware(r) for r in results):
+        mine = [r for r in results if data.hardware(r) == hw]
+        for model in data.model_order(mine):
+            rows = sorted((r for r in mine if r.case.model == model), key=_order)
+            out.append((hw, data.model_label(mine, model), rows))
+    return out
+
+
+def title(label: str, hw: str) -> str:
+    return f"Where the time goes: {label}, {hw}"
+
+
+def _ms_share(p: dict, share: str) -> str:
+    ms, wall = p["shares_ms"][share], p["wall_ms"]
+    return f"{ms:.3f} ({ms / wall:.0%})" if wall else f"{ms:.3f}"
+
+
+def _top(p: dict) -> str:
+    named = [t for t in p["top"] if t["share"] is not None][:TOP_SHOWN]
+    return "; ".join(f"{t['name']} {t['self_ms']:.3f}" for t in named)
+
+
+def variant_label(r: Result) -> str:
+    return data.with_settings(r.case.variant.label, data.settings(r)) + (
+        f" [{r.case.environment}]" if r.case.environment else "")
+
+
+def time_tables(view: View) -> list[Table]:
+    """Per model: each profiled case's call split into matmul/conv, other kernels and the time outside them, with
+    its operator calls (or kernel launches) and top operators per call, eager and compiled side by side."""
+    out = []
+    for hw, label, rows in profiled(view):
+        gpu = any(r.profile.get("kernels") is not None for r in rows)
+        columns = [
+            ("Batch", lambda r: str(r.case.batch_size)),
+            ("Variant", variant_label),
+            ("ms per call (profiled)", lambda r: f"{r.profile['wall_ms']:.3f}"),
+            *[(f"{share} ms (share)", lambda r, s=share: _ms_share(r.profile, s)) for share in profiling.SHARES],
+            ("operator calls per call", lambda r: f"{r.profile['op_calls']:.0f}"),
+            *([("kernel launches per call", lambda r: f"{r.profile['kernels']:.0f}")] if gpu else []),
+            (f"top {TOP_SHOWN} by own time (ms per call)", lambda r: _top(r.profile)),
+            ("trace", lambda r: r.profile.get("trace") or ""),
+        ]
+        notes = [f"- {r.case.describe()}: {r.profile['problem']}" for r in rows if r.profile.get("problem")]
+        out.append(_linked(table(title(label, hw), columns, rows, notes)))
+    return out
+
+
+PROFILE_NOTE = ("Each profile is a separate pass of a few calls after the timed loop (profiling slows calls down: "
+                "compare shares, not milliseconds, with the tables above). On a GPU the shares are the device's kernel "
+                "time and the rest of the wall (the device waiting for the host); on a CPU, the operators' own time: "
+                "inductor's generated C++ kernels have no event of their own and count as the compiled graph's call. "
+                "Open a trace in chrome://tracing or https://ui.perfetto.dev.")
+
+
+def _linked(t: Table) -> Table:
+    t.links = ("trace", "compile trace")
+    return t
+
+
+def _phase(r: Result, name: str) -> str:
+    value = r.compile_phases.get(name)
+    return "" if value is None else f"{value:.2f}"
+
+
+def _compile_trace(r: Result) -> str:
+    t = r.compile_trace
+    return t.get("html") or t.get("dir") or ""
+
+
+def _explained(view: View) -> list[Result]:
+    """The compiled results that recorded their compile phases (every one measured since they were: an older file
+    reports as it did)."""
+    return [r for r in view.latest if r.case.variant.compiled and (r.compile_phases or r.compile_trace)]
+
+
+def compiler_table(view: View) -> Table | None:
+    """What the compiler did for each compiled case: its compile seconds split into phases, graphs, graph breaks,
+    recompiles, and the compile trace kept with --compile-trace."""
+    rows = sorted(_explained(view), key=lambda r: (data.hardware(r), r.label, *_order(r)))
+    if not rows:
+        return None
+    columns = [
+        ("Task/Model", lambda r: r.label),
+        ("Batch", lambda r: str(r.case.batch_size)),
+        ("Variant", variant_label),
+        ("compile s", lambda r: "" if r.compile_s is None else f"{r.compile_s:.2f}"),
+        ("dynamo s", lambda r: _phase(r, "dynamo_s")),
+        ("AOT autograd s", lambda r: _phase(r, "aot_s")),
+        ("inductor s", lambda r: _phase(r, "inductor_s")),
+        ("of it code generation s", lambda r: _phase(r, "codegen_s")),
+        ("graphs", lambda r: "" if r.graphs is None else str(r.graphs)),
+        ("graph breaks", lambda r: "" if r.graph_breaks is None else str(r.graph_breaks)),
+        ("recompiles", lambda r: str(len(r.recompile_reasons))),
+        ("compile trace", _compile_trace),
+    ]
+    missing = sorted({r.compile_trace["why_not"] for r in rows if r.compile_trace.get("why_not")})
+    notes = ["The phases are dynamo's own compilation metrics, summed over the graphs compiled: dynamo's tracing, "
+             "AOT autograd, inductor (code generation is part of inductor's). A warm compile's inductor phase is "
+             "mostly cache reads. A compile traced with --compile-trace takes longer for the writing.",
+             *[f"- compile trace without HTML: {why}" for why in missing]]
+    return _linked(table("What the compiler did", columns, rows, notes))
+
+
+def reason_tables(view: View) -> list[Table]:
+    """The graph-break and recompile reasons of the whole run, most common first, with the models each hit."""
+    out = []
+    for what, reasons_of in (("Graph breaks", lambda r: r.break_reasons), ("Recompiles", lambda r: r.recompile_reasons)):
+        seen: dict[str, list[Result]] = {}
+        for r in _explained(view):
+            for reason in dict.fromkeys(reasons_of(r)):
+                seen.setdefault(reason, []).append(r)
+        if not seen:
+            continue
+        ranked = sorted(seen.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+        rows = [[reason, str(len(rs)), ", ".join(dict.fromkeys(r.label for r in rs))] for reason, rs in ranked]
+        out.append(Table(f"{what} across the run", ["reason", "cases", "models"], rows))
+    return out
+
+
+def sections(view: View, charts: list) -> list:
+    """The items of the report's "Why it is (not) faster" section, the where-the-time-goes charts after their
+    tables."""
+    times = time_tables(view)
+    items: list = [PROFILE_NOTE] if times else []
+    for t in times:
+        items.append(t)
+        items += [c for c in charts if c.section == ("why", t.title)]
+    compiler = compiler_table(view)
+    return items + ([compiler] if compiler else []) + reason_tables(view)

@@ -1,0 +1,133 @@
+"""Why it is (not) faster (issue 26): --profile's pass and its summary, --compile-trace's log and tlparse's HTML,
+the compile phases, and the report's section."""
+
+import json
+import os
+import shutil
+from types import SimpleNamespace
+
+import pytest
+
+from conftest import stored
+from compilebench import profiling, traces, variants
+from compilebench.profiling import MATMUL_CONV, OTHER, OUTSIDE, Event
+
+QUICK = ["--iters", "5", "--warmup", "0", "--min-iters", "1", "--device", "cpu", "--quiet", "--format", "md,csv"]
+
+
+@pytest.mark.parametrize("name, on_device, share", [
+    ("aten::addmm", False, MATMUL_CONV), ("aten::mkldnn_convolution", False, MATMUL_CONV),
+    ("aten::bmm", False, MATMUL_CONV), ("aten::relu", False, OTHER), ("aten::native_batch_norm", False, OTHER),
+    ("aten::empty", False, OTHER), ("## Call CompiledFxGraph fabc ##", False, OTHER),
+    ("Torch-Compiled Region: 0/0", False, OUTSIDE), ("TorchDynamo Cache Lookup", False, OUTSIDE),
+    (profiling.CALL, False, OUTSIDE), ("cudaLaunchKernel", False, OUTSIDE),
+    ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", True, MATMUL_CONV),
+    ("triton_tem_fused_addmm_0", True, MATMUL_CONV), ("triton_poi_fused_relu_0", True, OTHER),
+    ("void at::native::vectorized_elementwise_kernel<4>", True, OTHER), ("cudnn::winograd_nonfused::fprop", True, MATMUL_CONV),
+])
+def test_each_event_lands_in_one_share(name, on_device, share):
+    assert profiling.kind(Event(name, 1.0, on_device)) == share
+
+
+def test_cpu_summary_splits_the_wall_and_its_rows_add_up_to_the_profiled_time():
+    calls = 2
+    events = [Event(profiling.CALL, 300.0), Event(profiling.CALL, 300.0), Event("aten::addmm", 1000.0),
+              Event("aten::addmm", 1000.0), Event("aten::relu", 200.0), Event("aten::relu", 200.0),
+              Event("TorchDynamo Cache Lookup", 100.0)]
+    events += [Event(f"aten::op{i}", 10.0) for i in range(profiling.TOP + 3)]  # more than the top shows
+    wall_ns = 1_700_000 * calls  # 1.7 ms per call: the events cover 95% of it
+    p = profiling.summarize(events, calls, wall_ns, on_device=False)
+    assert p["shares_ms"][MATMUL_CONV] == pytest.approx(1.0)
+    assert p["shares_ms"][OTHER] == pytest.approx(0.2 + (profiling.TOP + 3) * 0.01 / calls)
+    assert sum(p["shares_ms"].values()) == pytest.approx(p["wall_ms"]) == pytest.approx(1.7)
+    assert p["top"][0] == {"name": "aten::addmm", "self_ms": pytest.approx(1.0), "calls": 1.0, "share": MATMUL_CONV}
+    assert p["top"][-1]["name"].endswith("others") and len(p["top"]) == profiling.TOP + 1
+    assert sum(t["self_ms"] for t in p["top"]) == pytest.approx(p["profiled_ms"])
+    assert p["op_calls"] == (4 + profiling.TOP + 3) / calls
+    assert p["coverage"] == pytest.approx(p["profiled_ms"] / 1.7) and "problem" not in p
+    thin = profiling.summarize(events, calls, wall_ns * 3, on_device=False)  # the events cover a third of the wall
+    assert "accounts for" in thin["problem"]
+
+
+def test_gpu_summary_reads_kernels_and_counts_launches():
+    events = [Event("aten::addmm", 50.0), Event("cudaLaunchKernel", 5.0), Event("aten::relu", 20.0),
+              Event("sm80_xmma_gemm", 400.0, True), Event("triton_poi_fused_relu_0", 100.0, True),
+              Event("sm80_xmma_gemm", 400.0, True), Event("triton_poi_fused_relu_0", 100.0, True)]
+    p = profiling.summarize(events, 2, 2_000_000, on_device=True)  # 1 ms per call
+    assert p["kernels"] == 2 and p["op_calls"] == 1
+    assert p["shares_ms"] == {MATMUL_CONV: pytest.approx(0.4), OTHER: pytest.approx(0.1), OUTSIDE: pytest.approx(0.5)}
+    assert p["basis"] == "device kernels" and "problem" not in p
+    impossible = profiling.summarize(events, 2, 200_000, on_device=True)  # kernels longer than the wall around them
+    assert "not of these calls" in impossible["problem"]
+
+
+def test_compile_phases_split_dynamos_metrics():
+    records = [SimpleNamespace(entire_frame_compile_time_s=3.0, backend_compile_time_s=2.5, inductor_compile_time_s=2.0,
+                               code_gen_time_s=1.5),
+               SimpleNamespace(entire_frame_compile_time_s=1.0, backend_compile_time_s=0.5, inductor_compile_time_s=None,
+                               code_gen_time_s=None)]
+    assert variants.phases(records) == {"dynamo_s": pytest.approx(1.0), "aot_s": pytest.approx(1.0),
+                                        "inductor_s": pytest.approx(2.0), "codegen_s": pytest.approx(1.5)}
+    assert variants.phases([]) == {}
+
+
+def _run(main_here, tmp_path, *extra, repeats=2, db="r.db"):
+    code, out, err = main_here("run", "--model", "resnet-50", "--tiny", "--variant", "eager", "default", "--backend",
+                               "eager", *QUICK, "--repeats", str(repeats), "--isolation", "inline", "--db", db, *extra)
+    assert code == 0, err
+    return stored(tmp_path / db)
+
+
+def test_profile_is_a_pass_after_the_timed_loop_once_per_case(main_here, tmp_path):
+    results = _run(main_here, tmp_path, "--profile")
+    folder = tmp_path / "r.traces"
+    for r in results:
+        first, second = r["repeats"]
+        assert not second["profile"]  # once per case: the first repeat measured
+        p = first["profile"]
+        assert p["trace"].startswith(str(folder)) and os.path.exists(p["trace"])
+        with open(p["trace"]) as f:
+            assert json.load(f)["traceEvents"]  # Chrome trace JSON
+        assert sum(t["self_ms"] for t in p["top"]) == pytest.approx(p["profiled_ms"], rel=1e-9)
+        assert p["coverage"] >= profiling.COVERAGE, p  # the stated margin: the events hold >= 90% of the wall
+        assert p["calls"] == profiling.FORWARD_CALLS and p["op_calls"] > 0
+        assert len(first["samples_ms"]) == len(second["samples_ms"]) == 5  # the timed loop is the same
+    report = (tmp_path / "compilebench-results" / "report" / "report.md")
+    report = report if report.exists() else next(tmp_path.rglob("report.md"))
+    text = report.read_text()
+    assert "### Where the time goes: Image Classification/ResNet" in text
+    assert "time-split-" in text  # its stacked-bar chart
+    unprofiled = _run(main_here, tmp_path, db="plain.db", repeats=1)
+    assert not any(rep["profile"] for r in unprofiled for rep in r["repeats"])
+
+
+def test_compile_trace_keeps_the_log_and_the_compile_phases(main_here, tmp_path, monkeypatch):
+    monkeypatch.setattr(traces.shutil, "which", lambda *a, **k: None)  # as where tlparse is not installed
+    results = _run(main_here, tmp_path, "--compile-trace", repeats=1)
+    compiled = next(r for r in results if r["case"]["variant"]["mode"] == "default")
+    eager = next(r for r in results if r["case"]["variant"]["mode"] == "eager")
+    kept = compiled["repeats"][0]["compile_trace"]
+    assert kept["dir"].startswith(str(tmp_path / "r.traces")) and any(n.endswith(".log") for n in os.listdir(kept["dir"]))
+    assert kept["html"] is None and "pip install tlparse" in kept["why_not"]
+    assert not eager["repeats"][0]["compile_trace"]  # nothing compiled: nothing traced
+    phases = compiled["repeats"][0]["compile_phases"]
+    assert set(phases) == {"dynamo_s", "aot_s", "inductor_s", "codegen_s"} and phases["dynamo_s"] > 0
+
+
+@pytest.mark.skipif(shutil.which("tlparse") is None and not os.path.exists(
+    os.path.join(os.path.dirname(os.sys.executable), "tlparse")), reason="tlparse is not installed")
+def test_tlparse_makes_html_of_a_compile_trace(tmp_path):
+    import torch
+
+    where = str(tmp_path / "trace")
+    with traces.compile_trace(where):
+        torch.compile(lambda x: (x + 1).relu(), backend="eager")(torch.randn(4))
+    assert os.environ.get("TORCH_TRACE") is None  # put back: the next case is not traced
+    done = traces.render(where)
+    assert done["why_not"] is None and os.path.exists(done["html"])
+    assert traces.render(str(tmp_path))["why_not"].startswith("the compile wrote no trace")
+
+
+def test_profile_and_compile_trace_are_refused_with_ray(main_here):
+    code, _, err = main_here("run", "--model", "resnet-50", "--tiny", "--profile", "--executor", "ray")
+    assert code == 2 and "--profile keeps its files beside the results file" in err and len(err.strip().splitlines()) == 1
