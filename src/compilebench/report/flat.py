@@ -15,7 +15,7 @@ import csv
 import io
 import json
 
-from compilebench import comparison, settings, stats
+from compilebench import comparison, profiling, settings, stats
 from compilebench.report import data
 from compilebench.report.view import View
 from compilebench.stats import Estimate
@@ -75,6 +75,7 @@ def rows(view: View) -> list[dict]:
         row.update(_speedup_columns("", sp))
         row["break_even_inferences"] = (stats.break_even(r.compile_s, comparison.mean(eager), r.mean)
                                         if sp is not None else None)
+        row.update(_why_columns(r))
         if c.generation:
             for metric, name in ((data.TTFT, "ttft"), (data.PER_TOKEN, "per_token")):
                 est = r.generation.get(name) or Estimate()
@@ -92,6 +93,29 @@ def rows(view: View) -> list[dict]:
         row.update({f"env_{k}": env.get(k) for k in env_keys})
         out.append(row)
     return out
+
+
+WHY = ("compile_dynamo_s", "compile_aot_s", "compile_inductor_s", "compile_codegen_s", "recompile_reasons",
+       "compile_trace", "profile_trace", "profile_ms", "profile_matmul_conv_ms", "profile_other_kernels_ms",
+       "profile_outside_kernels_ms", "profile_op_calls", "profile_kernel_launches")
+
+
+def _why_columns(r) -> dict:
+    """The compile's phases and recompile reasons, the compile trace kept, and the profile's split of a call."""
+    phases, p = r.compile_phases, r.profile
+    shares = p.get("shares_ms") or {}
+    return {
+        **{f"compile_{k}": phases.get(k) for k in ("dynamo_s", "aot_s", "inductor_s", "codegen_s")},
+        "recompile_reasons": "; ".join(r.recompile_reasons),
+        "compile_trace": r.compile_trace.get("html") or r.compile_trace.get("dir"),
+        "profile_trace": p.get("trace"),
+        "profile_ms": p.get("wall_ms"),
+        "profile_matmul_conv_ms": shares.get(profiling.MATMUL_CONV),
+        "profile_other_kernels_ms": shares.get(profiling.OTHER),
+        "profile_outside_kernels_ms": shares.get(profiling.OUTSIDE),
+        "profile_op_calls": p.get("op_calls"),
+        "profile_kernel_launches": p.get("kernels"),
+    }
 
 
 def _speedup_columns(prefix: str, s: comparison.Speedup | None) -> dict:
