@@ -97,6 +97,10 @@ def test_profile_is_a_pass_after_the_timed_loop_once_per_case(main_here, tmp_pat
     text = report.read_text()
     assert "### Where the time goes: Image Classification/ResNet" in text
     assert "time-split-" in text  # its stacked-bar chart
+    eager = next(r for r in results if r["case"]["variant"]["mode"] == "eager")
+    compiled = next(r for r in results if r["case"]["variant"]["mode"] == "default")
+    assert eager["bytes_moved"] > 0  # its operators' inputs and outputs, counted with its FLOPs
+    assert compiled["bytes_moved"] is None  # backend=eager: no inductor kernels to count
     unprofiled = _run(main_here, tmp_path, db="plain.db", repeats=1)
     assert not any(rep["profile"] for r in unprofiled for rep in r["repeats"])
 
@@ -131,3 +135,25 @@ def test_tlparse_makes_html_of_a_compile_trace(tmp_path):
 def test_profile_and_compile_trace_are_refused_with_ray(main_here):
     code, _, err = main_here("run", "--model", "resnet-50", "--tiny", "--profile", "--executor", "ray")
     assert code == 2 and "--profile keeps its files beside the results file" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_a_profiled_and_traced_inductor_run_in_worker_processes(cli, tmp_path):
+    """The whole path as a user runs it: worker processes, a real inductor compile, tlparse's HTML, the report."""
+    done = cli("run", "--model", "resnet-50", "--tiny", "--variant", "eager", "default", "--repeats", "2", *QUICK,
+               "--profile", "--compile-trace", "--db", "r.db")
+    assert done.returncode == 0, done.stderr
+    results = {r["case"]["variant"]["mode"]: r for r in stored(tmp_path / "r.db")}
+    compiled, eager = results["default"], results["eager"]
+    first = compiled["repeats"][0]
+    names = [t["name"] for t in first["profile"]["top"]]
+    assert any(n.startswith("compiled graph") for n in names), names
+    assert compiled["bytes_moved"] > 0 and eager["bytes_moved"] > 0  # inductor's count; the operators' count
+    assert first["compile_trace"]["html"] and os.path.exists(first["compile_trace"]["html"])
+    assert set(first["compile_phases"]) == {"dynamo_s", "aot_s", "inductor_s", "codegen_s"}
+    assert first["compile_phases"]["inductor_s"] > 0
+    text = next(tmp_path.rglob("report.md")).read_text()
+    for heading in ("### Where the time goes: Image Classification/ResNet", "### What the compiler did",
+                    "### How close to the hardware: forward passes"):
+        assert heading in text
+    assert "host_stream_gbs" in eager["env"]  # the CPU's measured peaks, recorded by the case's first worker

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 
-from compilebench import correctness, profiling, timing, variants
+from compilebench import bandwidth, correctness, profiling, timing, variants
 from compilebench.recording import Recorder, record, record_check, record_profile
 from compilebench.result import Repeat, Result
 from compilebench.spec import Case, Job
@@ -35,10 +35,24 @@ def prepare(entry, case: Case):
     return model, inputs
 
 
-def _flop_counter(count: bool):
+@contextlib.contextmanager
+def _counted(count: bool):
+    """The FLOPs (torch's counter: matmuls and convolutions) and the bytes its operators move (bandwidth.py) of the
+    eager calls inside the block, set on exit when `count`."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    return FlopCounterMode(display=False) if count else contextlib.nullcontext()
+    found = {"flops": None, "bytes": None}
+    if not count:
+        yield found
+        return
+    with FlopCounterMode(display=False) as flops, bandwidth.BytesCounter() as moved:
+        yield found
+    found.update(flops=flops.get_total_flops(), bytes=moved.total)
+
+
+def _inductor_bytes(job: Job, compiled: list[Case]):
+    """Inductor's own count of the bytes its kernels access, where one variant compiles cold in this process."""
+    return bandwidth.inductor_bytes() if len(compiled) == 1 and job.compile_cache == "cold" else contextlib.nullcontext({})
 
 
 def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, enter) -> None:
@@ -50,12 +64,11 @@ def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, 
     enter("build")
     model, inputs = prepare(entry, first)
     compiled = [c for c in cases if c.variant.compiled]
-    reference, flops = None, None
+    reference, counted = None, {}
     if compiled and (job.check or count_flops):
         enter("eager reference")
-        with _flop_counter(count_flops) as counter:  # the reference call is counted, not repeated
+        with _counted(count_flops) as counted:  # the reference call is counted, not repeated
             reference = correctness.snapshot(model(**inputs))
-        flops = counter.get_total_flops() if counter else None
         if first.compile_cache == "warm":
             enter("warming the compile cache")
             for c in compiled:
@@ -68,7 +81,7 @@ def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, 
     timed = dict(iters=iters, min_iters=floor, max_time_s=policy.max_time_s, warmup_s=policy.warmup_s_for(first.device),
                  sync_each_call=first.sync_each_call, clock=clock, graph_count=graph_count, watch=watch,
                  before_timing=recorder.memory.steady, on_phase=enter)
-    with recorder.loops():
+    with recorder.loops(), _inductor_bytes(job, compiled) as compiled_bytes:
         if len(cases) == 1:
             fn = fns[first.variant.label]
             measured = {first.variant.label: timing.measure(lambda: fn(**inputs), warmup=policy.warmup_for(first.variant),
@@ -79,9 +92,8 @@ def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, 
                 warmup={c.variant.label: policy.warmup_for(c.variant) for c in cases}, **timed)
     if not compiled and count_flops:
         enter("counting FLOPs")  # after timing: an extra call before would not leave the first call first
-        with _flop_counter(True) as counter:
+        with _counted(True) as counted:
             model(**inputs)
-        flops = counter.get_total_flops()
     compile_stats = None
     if compiled:
         enter("check")
@@ -90,7 +102,8 @@ def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, 
         rep: Repeat = r.repeats[0]
         m = measured[r.case.variant.label]
         record(rep, m, clock, first.sync_each_call, alone=len(cases) == 1)
-        r.flops = flops
+        r.flops = counted.get("flops")
+        rep.bytes_moved = compiled_bytes.get("bytes") if r.case.variant.compiled else counted.get("bytes")
 
         def check(fn=fns[r.case.variant.label], rep=rep) -> list[str]:
             output = correctness.snapshot(fn(**inputs))

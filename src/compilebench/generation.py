@@ -13,7 +13,7 @@ here passes disable_compile=True, so each variant is exactly what its label says
 
 from __future__ import annotations
 
-from compilebench import correctness, profiling, timing, variants
+from compilebench import bandwidth, correctness, profiling, timing, variants
 from compilebench.recording import Recorder, record_check, record_loop, record_profile
 from compilebench.result import Repeat, Result
 from compilebench.spec import Case, Job
@@ -113,6 +113,7 @@ def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, 
     enter("build")
     model, input_ids = prepare(entry, first)
     new_tokens, prompt_len = first.new_tokens, input_ids.shape[1]
+    moved = bandwidth.decode_bytes(model, first.batch_size, prompt_len, new_tokens)
     check = job.check and any(c.variant.compiled or c.variant.cache == "static" for c in cases)
     if check:
         enter("eager reference")
@@ -147,6 +148,7 @@ def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, 
         name = r.case.variant.label
         m = measured[name]
         _record(rep, m, per_call[name], new_tokens, first.batch_size, prompt_len, alone=len(cases) == 1)
+        rep.generation["decode_bytes"] = moved
         rep.graphs, rep.recompiles_in_timed_loop = stats_after.graphs if compiled else variants.graph_count(), m.recompiles
 
         def check_tokens(name=name, rep=rep) -> list[str]:

@@ -56,3 +56,28 @@ def peak(device_name: str, dtype: str, tf32: bool) -> Peak | None:
                 return None
             return Peak(board, math if math == "FP32" else f"{math} tensor", figures[math])
     return None
+
+
+# (pattern on the device name, board, datasheet memory bandwidth in GB/s); first match wins. The A100's depends on
+# its memory: 40 GB boards 1,555; 80 GB SXM 2,039; 80 GB PCIe 1,935.
+_BANDWIDTH: tuple[tuple[str, str, float], ...] = (
+    (r"H100.*(HBM3|SXM)", "H100 SXM", 3350),
+    (r"H100.*PCIe", "H100 PCIe", 2000),
+    (r"H200$", "H200 SXM", 4800),
+    (r"A100.*80GB.*PCIe", "A100 80GB PCIe", 1935),
+    (r"A100.*80GB", "A100 80GB SXM", 2039),
+    (r"A100", "A100 40GB", 1555),
+    (r"L40S", "L40S", 864),
+    (r"\bL4$", "L4", 300),
+    (r"\bA10$", "A10", 600),
+    (r"\bT4$", "T4", 320),
+    (r"V100", "V100", 900),
+)
+
+
+def bandwidth_gbs(device_name: str) -> tuple[str, float] | None:
+    """The board and its datasheet memory bandwidth (GB/s), or None where the board is not listed."""
+    for pattern, board, gbs in _BANDWIDTH:
+        if re.search(pattern, device_name.strip(), re.IGNORECASE):
+            return board, gbs
+    return None

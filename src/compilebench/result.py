@@ -73,6 +73,7 @@ class Repeat:
     generation: dict = field(default_factory=dict)  # text generation: per-call prefill / decode samples, first calls
     cpus: int | None = None  # CPU cores the worker could run on
     phases: dict = field(default_factory=dict)  # seconds the worker spent in each phase, from its start
+    bytes_moved: int | None = None  # per call: eager, its operators' inputs and outputs; compiled, inductor's count
     profile: dict = field(default_factory=dict)  # --profile: where the time goes (profiling.summarize), and its trace
     compile_trace: dict = field(default_factory=dict)  # --compile-trace: the TORCH_TRACE folder, tlparse's HTML
     extra: dict = field(default_factory=dict)
@@ -151,6 +152,7 @@ class Result:
     rel_tolerance: float | None = None
     flags: list[str] = field(default_factory=list)
     stopped_early: bool = False
+    bytes_moved: int | None = None  # per call (bandwidth.py): the first repeat's that counted them
     profile: dict = field(default_factory=dict)  # --profile: the first repeat's that has one
     compile_trace: dict = field(default_factory=dict)  # --compile-trace: the first repeat's that kept one
     generation: dict = field(default_factory=dict)  # new_tokens, batch_size; ttft and per_token as Estimates
@@ -207,6 +209,7 @@ class Result:
         self.flags = [f for f in FLAGS if any(f in r.flags for r in measured)]
         self.stopped_early = any(r.stopped_early for r in reps)
         self.profile = next((r.profile for r in reps if r.profile), {})
+        self.bytes_moved = next((r.bytes_moved for r in reps if r.bytes_moved), None)
         self.compile_trace = next((r.compile_trace for r in reps if r.compile_trace), {})
         self.generation = _generation_summary(measured)
 
@@ -274,8 +277,9 @@ def _generation_summary(measured: list[Repeat]) -> dict:
         return {}
     ttft = stats.case_summary([g["ttft_ms"] for g in gen])
     per_token = stats.case_summary([g["per_token_ms"] for g in gen])
+    moved = next((g["decode_bytes"] for g in gen if g.get("decode_bytes")), None)
     return {"new_tokens": gen[0].get("new_tokens"), "batch_size": gen[0].get("batch_size"), "ttft": ttft,
-            "per_token": per_token}
+            "per_token": per_token, **({"decode_bytes": moved} if moved else {})}
 
 
 def upgrade_v1(d: dict) -> dict:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import os
+import re
 import tempfile
 from dataclasses import dataclass, field
 
@@ -107,6 +108,12 @@ def phases(records) -> dict:
             "codegen_s": sum(r.code_gen_time_s or 0.0 for r in records)}
 
 
+def _first_line(reason: str) -> str:
+    """A guard failure's first line, without the source comment dynamo pads it with: '0/0: len(kwargs) == 6'."""
+    line = str(reason).strip().splitlines()[0] if str(reason).strip() else ""
+    return " ".join(re.split(r"\s{2,}#", line)[0].split())
+
+
 def compile_stats() -> CompileStats:
     from torch._dynamo.utils import compilation_time_metrics, counters
 
@@ -119,7 +126,7 @@ def compile_stats() -> CompileStats:
         compile_s = sum(compilation_time_metrics.get("_compile.compile_inner", []))
         hits = counters["inductor"]["fxgraph_cache_hit"]
     reasons = counters["graph_break"]  # the only record of why a graph broke
-    recompiles = [str(why).strip() for m in records if (why := getattr(m, "recompile_reason", None))]
+    recompiles = [_first_line(why) for m in records if (why := getattr(m, "recompile_reason", None))]
     return CompileStats(float(compile_s), graph_count(), int(hits), sum(reasons.values()),
                         sorted(r.strip().splitlines()[0] for r in reasons), recompiles, phases(records))
 

@@ -20,7 +20,7 @@ import uuid
 from dataclasses import asdict
 from typing import Callable
 
-from compilebench import conditions, environments, envinfo, recording, selfcheck, timing, traces, variants, zoo
+from compilebench import bandwidth, conditions, environments, envinfo, recording, selfcheck, timing, traces, variants, zoo
 from compilebench.result import Repeat, Result
 from compilebench.spec import Case, Job
 
@@ -108,6 +108,9 @@ def run_cases(
             unit = generation if first.generation else forward
             with _compile_trace(job, results):
                 unit.run(entry, results, job, clock, watch or recording.make_watch(first.device), enter)
+        if job.count_flops and first.device == "cpu":
+            enter("measuring the machine")  # after everything timed: its buffers stay out of the peak memory
+            env.update(bandwidth.host_peaks(first.dtype))
     except Exception as exc:  # a failing case is a result, never the end of the sweep
         for r in results:
             failed(r.repeats[0], exc, phase, r.case)

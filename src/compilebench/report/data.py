@@ -145,6 +145,51 @@ def peak_fraction(r: Result) -> float | None:
     return achieved / p.tflops if achieved is not None and p else None
 
 
+def host_peaks(results: list[Result]) -> dict[str, dict]:
+    """Per machine: the peaks its workers measured (bandwidth.host_peaks: a CPU's streaming copy and matmul rate),
+    from every result's env (each case's first worker measures them)."""
+    out: dict[str, dict] = {}
+    for r in results:
+        out.setdefault(r.machine_id, {}).update({k: v for k, v in r.env.items() if k.startswith("host_")})
+    return out
+
+
+def peak_bandwidth(r: Result, host: dict) -> tuple[float, str] | None:
+    """Bytes per second the result's device can move, and what the figure is: a GPU's datasheet bandwidth, a CPU's
+    measured streaming copy."""
+    if str(r.env.get("device", "")).startswith("cuda"):
+        found = peaks.bandwidth_gbs(str(r.env.get("device_name") or ""))
+        return (found[1] * 1e9, f"{found[0]} datasheet {found[1]:g} GB/s") if found else None
+    gbs = host.get("host_stream_gbs")
+    return (gbs * 1e9, f"streaming copy measured here {gbs:g} GB/s") if gbs else None
+
+
+def peak_flops(r: Result, host: dict) -> tuple[float, str] | None:
+    """FLOP/s the result's device can compute in its math: a GPU's datasheet peak, a CPU's measured matmul rate."""
+    p = peak(r)
+    if p:
+        return p.tflops * 1e12, f"{p.device} {p.math} {p.tflops:g} TFLOP/s"
+    gflops = host.get(f"host_matmul_gflops_{r.case.dtype}")
+    return (gflops * 1e9, f"{r.case.dtype} matmul measured here {gflops:g} GFLOP/s") if gflops else None
+
+
+def achieved_gbs(r: Result) -> float | None:
+    """The bytes a forward call moves over its mean time."""
+    ms = r.measured_mean
+    return r.bytes_moved / (ms / 1e3) / 1e9 if r.bytes_moved and ms else None
+
+
+def decode_gbs(r: Result) -> tuple[float, float | None, float | None] | None:
+    """Text generation: the bytes a decode step must read over the time per token, GB/s with its 95% interval (the
+    slow end of the time's interval is the low end of the bandwidth's)."""
+    moved = (r.generation.get("decode_bytes") or {}).get("per_step")
+    est = r.generation.get("per_token")
+    if not moved or est is None or not est.mean or r.status not in ("ok", "mismatch"):
+        return None
+    rate = lambda ms: moved / (ms / 1e3) / 1e9 if ms else None  # noqa: E731
+    return rate(est.mean), rate(est.ci95_high), rate(est.ci95_low)
+
+
 def flag_counts(results: list[Result]) -> dict[str, int]:
     """How many results carry each flag."""
     from compilebench.vocab import FLAGS

@@ -15,7 +15,7 @@ import csv
 import io
 import json
 
-from compilebench import comparison, profiling, settings, stats
+from compilebench import bandwidth, comparison, profiling, settings, stats
 from compilebench.report import data
 from compilebench.report.view import View
 from compilebench.stats import Estimate
@@ -97,7 +97,8 @@ def rows(view: View) -> list[dict]:
 
 WHY = ("compile_dynamo_s", "compile_aot_s", "compile_inductor_s", "compile_codegen_s", "recompile_reasons",
        "compile_trace", "profile_trace", "profile_ms", "profile_matmul_conv_ms", "profile_other_kernels_ms",
-       "profile_outside_kernels_ms", "profile_op_calls", "profile_kernel_launches")
+       "profile_outside_kernels_ms", "profile_op_calls", "profile_kernel_launches", "bytes_moved", "flop_per_byte",
+       "achieved_gbs", "decode_bytes_per_step", "decode_gbs", "decode_gbs_ci95_low", "decode_gbs_ci95_high")
 
 
 def _why_columns(r) -> dict:
@@ -115,6 +116,11 @@ def _why_columns(r) -> dict:
         "profile_outside_kernels_ms": shares.get(profiling.OUTSIDE),
         "profile_op_calls": p.get("op_calls"),
         "profile_kernel_launches": p.get("kernels"),
+        "bytes_moved": r.bytes_moved,
+        "flop_per_byte": bandwidth.intensity(r.flops, r.bytes_moved),
+        "achieved_gbs": data.achieved_gbs(r),
+        "decode_bytes_per_step": (r.generation.get("decode_bytes") or {}).get("per_step"),
+        **dict(zip(("decode_gbs", "decode_gbs_ci95_low", "decode_gbs_ci95_high"), data.decode_gbs(r) or (None,) * 3)),
     }
 
 

@@ -3,7 +3,7 @@ breaks and recompiles of the whole run, --compile-trace's logs)."""
 
 from __future__ import annotations
 
-from compilebench import profiling
+from compilebench import bandwidth, profiling
 from compilebench.report import data
 from compilebench.report.cells import Table, table
 from compilebench.report.view import View
@@ -140,6 +140,76 @@ def reason_tables(view: View) -> list[Table]:
     return out
 
 
+def _of(value: float | None, peak: tuple[float, str] | None, unit: float) -> str:
+    """A rate, and its share of the peak where the peak is known."""
+    if value is None:
+        return ""
+    return f"{value:.3g} ({value * unit / peak[0]:.0%})" if peak else f"{value:.3g}"
+
+
+def hardware_tables(view: View) -> list[Table]:
+    """How close to the hardware: forward passes by arithmetic intensity against the ridge point (memory- or
+    compute-bound), eager and compiled; text generation by the bandwidth its decode steps reach."""
+    host = data.host_peaks(view.results)
+    peaks_of = lambda r: (data.peak_flops(r, host.get(r.machine_id, {})),  # noqa: E731
+                          data.peak_bandwidth(r, host.get(r.machine_id, {})))
+    order = lambda r: (data.hardware(r), r.label, *_order(r))  # noqa: E731
+    forward = sorted((r for r in view.latest if r.bytes_moved and not r.case.generation), key=order)
+    decode = sorted((r for r in view.latest if data.decode_gbs(r)), key=order)
+    out, used = [], set()
+    if forward:
+        def ridge(r):
+            flops, bw = peaks_of(r)
+            used.update(p[1] for p in (flops, bw) if p)
+            return f"{flops[0] / bw[0]:.3g}" if flops and bw else ""
+
+        columns = [
+            ("Task/Model", lambda r: r.label), ("Batch", lambda r: str(r.case.batch_size)), ("Variant", variant_label),
+            ("GFLOP", lambda r: f"{r.flops / 1e9:.3g}" if r.flops else ""),
+            ("MB moved", lambda r: f"{r.bytes_moved / 1e6:.4g}"),
+            ("FLOP per byte", lambda r: _num(bandwidth.intensity(r.flops, r.bytes_moved))),
+            ("ridge FLOP per byte", ridge),
+            ("bound", lambda r: bandwidth.bound(r.flops, r.bytes_moved, *[p and p[0] for p in peaks_of(r)]) or ""),
+            ("GB/s (of peak)", lambda r: _of(data.achieved_gbs(r), peaks_of(r)[1], 1e9)),
+            ("TFLOP/s (of peak)", lambda r: _of(data.achieved_tflops(r), peaks_of(r)[0], 1e12)),
+        ]
+        out.append(table("How close to the hardware: forward passes", columns, forward, [
+            "MB moved: eager, every operator's inputs and outputs (no fusion); compiled, the bytes inductor's kernels "
+            "access by its own count (a cold compile's; a warm one loads its graphs and counts nothing). Below the "
+            "ridge point (peak FLOP/s over peak bytes/s) a model is memory-bound: fewer bytes, not fewer FLOPs, "
+            "make it faster."]))
+    if decode:
+        def gbs(r):
+            mean, low, high = data.decode_gbs(r)
+            return f"{mean:.3g} ({low:.3g}-{high:.3g})" if low and high else f"{mean:.3g}"
+
+        def of_peak(r):
+            bw = peaks_of(r)[1]
+            used.update([bw[1]] if bw else [])
+            return f"{data.decode_gbs(r)[0] * 1e9 / bw[0]:.0%}" if bw else ""
+
+        moved = lambda r: r.generation["decode_bytes"]  # noqa: E731
+        columns = [
+            ("Task/Model", lambda r: r.label), ("Batch", lambda r: str(r.case.batch_size)), ("Variant", variant_label),
+            ("prompt", lambda r: str(r.case.prompt_len)),
+            ("MB per decode step (weights + KV cache)",
+             lambda r: f"{moved(r)['per_step'] / 1e6:.4g} ({moved(r)['weights'] / 1e6:.4g} + {moved(r)['kv_cache'] / 1e6:.3g})"),
+            ("ms per token", lambda r: f"{r.generation['per_token'].mean:.3f}"),
+            ("decode GB/s (95% CI)", gbs),
+            ("of peak bandwidth", of_peak),
+        ]
+        out.append(table("How close to the hardware: decoding", columns, decode, [
+            "A decode step must read every weight once and the KV cache so far (here at its mean length over the "
+            "call's steps); those bytes over the time per token is the bandwidth it reached, which bounds decoding."]))
+    if out and used:
+        out[-1].notes.append("Peaks: " + "; ".join(sorted(used)) + ".")
+    return out
+
+
+def _num(value: float | None) -> str:
+    return "" if value is None else f"{value:.3g}"
+
+
 def sections(view: View, charts: list) -> list:
     """The items of the report's "Why it is (not) faster" section, the where-the-time-goes charts after their
     tables."""
@@ -149,4 +219,4 @@ def sections(view: View, charts: list) -> list:
         items.append(t)
         items += [c for c in charts if c.section == ("why", t.title)]
     compiler = compiler_table(view)
-    return items + ([compiler] if compiler else []) + reason_tables(view)
+    return items + ([compiler] if compiler else []) + reason_tables(view) + hardware_tables(view)
