@@ -114,10 +114,7 @@ def host_peaks(dtype: str) -> dict:
     bytes written) and its matmul rate in the case's dtype, as stand-ins for the peaks a datasheet would give."""
     import torch
 
-    src = torch.ones(STREAM_BYTES // 4)
-    dst = torch.empty_like(src)
-    best = min(_timed(lambda: dst.copy_(src)) for _ in range(STREAM_TRIES))
-    del src, dst
+    best = _best_copy_s(torch)
     kind, n = getattr(torch, dtype), MATMUL_MIN_N
     while True:  # a size whose product takes long enough to time, and no longer (float16 crawls on most CPUs)
         a = torch.randn(n, n).to(kind)
@@ -128,6 +125,12 @@ def host_peaks(dtype: str) -> dict:
         n *= 2
     return {"host_stream_gbs": round(2 * STREAM_BYTES / best / 1e9, 2),
             f"host_matmul_gflops_{dtype}": round(2 * n ** 3 / mm / 1e9, 1)}
+
+
+def _best_copy_s(torch) -> float:
+    src = torch.ones(STREAM_BYTES // 4)
+    dst = torch.empty_like(src)
+    return min(_timed(lambda: dst.copy_(src)) for _ in range(STREAM_TRIES))
 
 
 def _timed(fn) -> float:

@@ -1,5 +1,6 @@
 """Why it is (not) faster: where each call's time goes (--profile), what the compiler did (its phases, the graph
-breaks and recompiles of the whole run, --compile-trace's logs)."""
+breaks and recompiles of the whole run, --compile-trace's logs), and how close to the hardware each case ran
+(bytes moved against the machine's peaks: memory- or compute-bound, decode GB/s)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from compilebench.report.cells import Table, table
 from compilebench.report.view import View
 from compilebench.result import Result
 
-TOP_SHOWN = 3  # operators named in a row of the where-the-time-goes table (the trace has them all)
+TOP_SHOWN = 5  # operators named in a row of the where-the-time-goes table (the trace has them all)
 
 
 def _order(r: Result) -> tuple:
