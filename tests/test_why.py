@@ -109,6 +109,7 @@ def test_profile_is_a_pass_after_the_timed_loop_once_per_case(main_here, tmp_pat
     assert compiled["bytes_moved"] is None  # backend=eager: no inductor kernels to count
     unprofiled = _run(main_here, tmp_path, db="plain.db", repeats=1)
     assert not any(rep["profile"] for r in unprofiled for rep in r["repeats"])
+    assert [len(rep["samples_ms"]) for r in unprofiled for rep in r["repeats"]] == [5, 5]  # as with the profile
 
 
 def test_compile_trace_keeps_the_log_and_the_compile_phases(main_here, tmp_path, monkeypatch):
@@ -163,3 +164,22 @@ def test_a_profiled_and_traced_inductor_run_in_worker_processes(cli, tmp_path):
                     "### How close to the hardware: forward passes"):
         assert heading in text
     assert "host_stream_gbs" in eager["env"]  # the CPU's measured peaks, recorded by the case's first worker
+
+
+def test_profiler_events_become_records_with_cpu_self_times_and_kernel_durations():
+    """As strict as torch's FunctionEvent: a CPU op has self and total CPU time, a kernel a device time range."""
+    from torch.autograd import DeviceType
+
+    span = lambda us: SimpleNamespace(elapsed_us=lambda: us)  # noqa: E731
+    prof = SimpleNamespace(events=lambda: [
+        SimpleNamespace(name=profiling.CALL, device_type=DeviceType.CPU, self_cpu_time_total=5.0,
+                        cpu_time_total=100.0, time_range=span(100.0)),
+        SimpleNamespace(name="aten::mm", device_type=DeviceType.CPU, self_cpu_time_total=95.0, cpu_time_total=95.0,
+                        time_range=span(95.0)),
+        SimpleNamespace(name="sm90_gemm", device_type=DeviceType.CUDA, self_cpu_time_total=0.0, cpu_time_total=0.0,
+                        time_range=span(40.0)),
+        SimpleNamespace(name="memcpy", device_type=DeviceType.MTIA, self_cpu_time_total=0.0, cpu_time_total=0.0,
+                        time_range=span(1.0)),  # another device: not this profile's
+    ])
+    assert profiling.events_of(prof) == [Event(profiling.CALL, 5.0, total_us=100.0), Event("aten::mm", 95.0, total_us=95.0),
+                                         Event("sm90_gemm", 40.0, on_device=True)]

@@ -94,8 +94,9 @@ def benchmark(model=None, *, suite: str | None = None, inputs: str | Callable[[i
     default at batch 1. `settings` are the run's other options by their names: repeats, min_effect, dtype,
     autocast, channels_last, tf32, attn, backend, fullgraph, dynamic, inductor_options (a dict), compile_cache,
     interleave, sync_each_call, weights, model_size ("tiny"), task, prompt_len, new_tokens, timeout_s, rerun,
-    retry_failed; and the timing's: warmup, warmup_s, max_time_s, min_iters, first_calls. `environments` (a dict
-    of name: interpreter or virtual environment folder) measures every case under each, as `--env`, and
+    retry_failed, profile, compile_trace (their files beside `db`); and the timing's: warmup, warmup_s,
+    max_time_s, min_iters, first_calls. `environments` (a dict of name: interpreter or virtual environment folder)
+    measures every case under each, as `--env`, and
     `environment_vars` ({name: {variable: value}}) is `--env-set`. Results go to `db` (default: a new results file
     in a temporary folder)."""
     _declare_environments(settings)

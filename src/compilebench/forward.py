@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 
 from compilebench import bandwidth, correctness, profiling, timing, variants
-from compilebench.recording import Recorder, record, record_check, record_profile
+from compilebench.recording import Recorder, record, record_check, record_profiles
 from compilebench.result import Repeat, Result
 from compilebench.spec import Case, Job
 from compilebench.zoo.entry import default_image_path, load_image
@@ -110,8 +110,5 @@ def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, 
             return record_check(rep, correctness.check(reference, output, recorder.math), recorder.math)
 
         recorder.finish(rep, r.case, m, compile_stats, check if r.case.variant.compiled and job.check else list)
-    if job.profile:
-        enter("profile")
-        for r in results:
-            fn = fns[r.case.variant.label]
-            record_profile(r.repeats[0], r.case, job, lambda fn=fn: fn(**inputs), profiling.FORWARD_CALLS, clock)
+    record_profiles(results, job, {name: (lambda f=f: f(**inputs)) for name, f in fns.items()}, profiling.FORWARD_CALLS,
+                    clock, enter)

@@ -14,7 +14,7 @@ here passes disable_compile=True, so each variant is exactly what its label says
 from __future__ import annotations
 
 from compilebench import bandwidth, correctness, profiling, timing, variants
-from compilebench.recording import Recorder, record_check, record_loop, record_profile
+from compilebench.recording import Recorder, record_check, record_loop, record_profiles
 from compilebench.result import Repeat, Result
 from compilebench.spec import Case, Job
 
@@ -162,12 +162,8 @@ def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, 
         if not compiled and rep.graphs:  # an eager process compiled something: not what its label says
             rep.status = "invalid"
             rep.message = f"{rep.graphs} graph(s) compiled while measuring {r.case.variant.label}: it was not eager"
-    if job.profile:
-        enter("profile")
-        for r in results:
-            call = calls[r.case.variant.label]
-            record_profile(r.repeats[0], r.case, job, lambda call=call: call(lambda: None), profiling.GENERATE_CALLS,
-                           clock)
+    record_profiles(results, job, {name: (lambda c=c: c(lambda: None)) for name, c in calls.items()},
+                    profiling.GENERATE_CALLS, clock, enter)
 
 
 def _record(rep: Repeat, m: timing.GenerationMeasurement, first_calls: list[dict], new_tokens: int, batch_size: int,

@@ -80,17 +80,22 @@ class Recorder:
         judge(rep, m.recompiles, check())
 
 
-def record_profile(rep: Repeat, case, job, call: Callable[[], object], calls: int, clock: timing.HostClock) -> None:
-    """--profile: a profiled pass of a few calls after everything else is measured (never inside the timed loop),
-    its trace kept in the job's traces folder. A pass that fails says so in the profile; the timing stands."""
+def record_profiles(results, job, calls: dict[str, Callable[[], object]], n: int, clock: timing.HostClock,
+                    enter: Callable[[str], None]) -> None:
+    """--profile: a profiled pass of n calls of each variant (`calls` by label) after everything else is measured
+    (never inside a timed loop), its trace kept in the job's traces folder. A pass that fails says so in the
+    profile; the timing stands."""
     if not (job.profile and job.traces):
         return
+    enter("profile")
     os.makedirs(job.traces, exist_ok=True)
-    path = traces.profile_path(job.traces, case, job.repeat)
-    try:
-        rep.profile = profiling.profile(call, calls, case.device, path, clock.sync)
-    except Exception as exc:  # noqa: BLE001 - a profiler problem must not lose the measurement
-        rep.profile = {"problem": f"the profiled pass failed: {type(exc).__name__}: {exc}"[:300]}
+    for r in results:
+        rep, case = r.repeats[0], r.case
+        try:
+            rep.profile = profiling.profile(calls[case.variant.label], n, case.device,
+                                            traces.profile_path(job.traces, case, job.repeat), clock.sync)
+        except Exception as exc:  # noqa: BLE001 - a profiler problem must not lose the measurement
+            rep.profile = {"problem": f"the profiled pass failed: {type(exc).__name__}: {exc}"[:300]}
 
 
 def record_loop(rep: Repeat, m, samples_ns: list[int], alone: bool) -> None:

@@ -203,7 +203,9 @@ def hardware_tables(view: View) -> list[Table]:
             "A decode step must read every weight once and the KV cache so far (here at its mean length over the "
             "call's steps); those bytes over the time per token is the bandwidth it reached, which bounds decoding."]))
     if out and used:
-        out[-1].notes.append("Peaks: " + "; ".join(sorted(used)) + ".")
+        out[-1].notes.append("Peaks: " + "; ".join(sorted(used)) + ". A CPU's are rates measured on it, reference "
+                             "points rather than ceilings: a convolution (oneDNN's algorithms) can beat a plain "
+                             "matmul's rate, and a share above 100% says so.")
     return out
 
 
