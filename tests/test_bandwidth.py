@@ -112,3 +112,25 @@ def test_the_report_places_each_case_against_its_machines_peaks():
     assert row["decode GB/s (95% CI)"].startswith("335 ")  # 670 MB per step / 2 ms
     assert row["of peak bandwidth"] == f"{335 / 3350:.0%}"
     assert "H100 SXM datasheet 3350 GB/s" in decode.notes[-1] and "streaming copy measured here 40" in decode.notes[-1]
+
+
+def test_a_cpus_peaks_are_measured_once_per_run_and_dtype_after_the_timed_loop(main_here, monkeypatch, tmp_path):
+    from compilebench.executors import InlineExecutor
+    from conftest import stored
+
+    jobs, phases = [], []
+    run = InlineExecutor.run
+
+    def recording(self, job, env, on_phase):
+        jobs.append((job.cases[0].variant.mode, job.cases[0].dtype, job.repeat, job.measure_machine))
+        return run(self, job, env, lambda p: (phases.append(p), on_phase(p)))
+
+    monkeypatch.setattr(InlineExecutor, "run", recording)
+    code, _, err = main_here("run", "--model", "fault-ok", "--variant", "eager", "default", "--backend", "eager",
+                             "--iters", "3", "--warmup", "0", "--min-iters", "1", "--device", "cpu", "--quiet",
+                             "--format", "csv", "--repeats", "2", "--isolation", "inline", "--db", "r.db")
+    assert code == 0, err
+    assert [j for j in jobs if j[3]] == [("eager", "float32", 1, True)] and len(jobs) == 4
+    assert phases.index("measuring the machine") > phases.index("timing")  # never before or during a timed loop
+    envs = [r["env"] for r in stored(tmp_path / "r.db")]
+    assert sum("host_stream_gbs" in e for e in envs) == 1

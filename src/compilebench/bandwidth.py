@@ -8,7 +8,8 @@
   count. FLOPs over bytes is its arithmetic intensity; against the machine's ridge point (peak FLOP/s over peak
   bandwidth) it says whether the model is memory- or compute-bound.
 - A CPU has no datasheet here: a short streaming copy and a matmul measured on the machine stand for its peaks,
-  recorded in the env (after the timed loop: they never share the machine with it)."""
+  recorded in the env of the first worker of a run on it (after its timed loop: they never share the machine
+  with one)."""
 
 from __future__ import annotations
 

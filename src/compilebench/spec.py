@@ -203,12 +203,13 @@ class Job:
     traces: str | None = None  # the folder its profile and compile trace go to (traces.py); None: neither is kept
     profile: bool = False  # a profiled pass after the timed loop (--profile; once per case)
     compile_trace: bool = False  # TORCH_TRACE of its compile (--compile-trace; once per case)
+    measure_machine: bool = False  # a CPU's bandwidth and matmul rate after the timed loop (once per run and dtype)
 
     def to_dict(self) -> dict:
         return {"cases": [c.to_dict() for c in self.cases], "policy": dataclasses.asdict(self.policy), "repeat": self.repeat,
                 "compile_cache": self.compile_cache, "count_flops": self.count_flops, "check": self.check,
                 "claim": self.claim, "environment": self.environment, "traces": self.traces, "profile": self.profile,
-                "compile_trace": self.compile_trace}
+                "compile_trace": self.compile_trace, "measure_machine": self.measure_machine}
 
     @classmethod
     def from_dict(cls, d: dict) -> Job:
@@ -216,7 +217,8 @@ class Job:
         policy = TimingPolicy(**{k: v for k, v in d["policy"].items() if k in known})
         return cls([Case.from_dict(c) for c in d["cases"]], policy, d.get("repeat", 1), d.get("compile_cache"),
                    d.get("count_flops", True), d.get("check", True), d.get("claim"), d.get("environment"),
-                   d.get("traces"), d.get("profile", False), d.get("compile_trace", False))
+                   d.get("traces"), d.get("profile", False), d.get("compile_trace", False),
+                   d.get("measure_machine", False))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -170,6 +170,7 @@ class _Sweep:
         self.series: dict[tuple[str, str, int], str] = {}  # (case key, resume id, repeat) -> the result it joins
         self.told: set[int] = set()  # pids of other runs already named as holding a claim
         self.held: list[tuple[Unit, Case]] = []  # repeats another run was measuring when this one came to them
+        self.machines_measured: set[tuple[str, str]] = set()  # (resume id, dtype) whose peaks a worker was asked for
 
     def open_unit(self, unit: Unit) -> Work | None:
         """Claim the unit's repeats; the work to do for those this run got, or None."""
@@ -191,8 +192,12 @@ class _Sweep:
         compile_trace = self.spec.compile_trace and any(c.variant.compiled and not _kept(s, "compile_trace")
                                                         for c, s in zip(todo, stored))
         where = traces.folder(self.store.path) if profile or compile_trace else None
+        # A CPU's peaks (bandwidth.host_peaks) are the machine's: measured by the first worker of each target and dtype
+        machine = (unit.target.resume_id, todo[0].dtype)
+        measure = machine not in self.machines_measured
+        self.machines_measured.add(machine)
         return Work(Job(todo, self.spec.timing, unit.repeat, cache, count_flops, check, mine, environment, where,
-                        profile, compile_trace), env)
+                        profile, compile_trace, measure), env)
 
     def _claim(self, case: Case, unit: Unit) -> bool:
         key, rid = case.key(), unit.target.resume_id

@@ -108,7 +108,7 @@ def run_cases(
             unit = generation if first.generation else forward
             with _compile_trace(job, results):
                 unit.run(entry, results, job, clock, watch or recording.make_watch(first.device), enter)
-        if job.count_flops and first.device == "cpu":
+        if job.measure_machine and first.device == "cpu":
             enter("measuring the machine")  # after everything timed: its buffers stay out of the peak memory
             env.update(bandwidth.host_peaks(first.dtype))
     except Exception as exc:  # a failing case is a result, never the end of the sweep

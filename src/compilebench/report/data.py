@@ -147,7 +147,7 @@ def peak_fraction(r: Result) -> float | None:
 
 def host_peaks(results: list[Result]) -> dict[str, dict]:
     """Per machine: the peaks its workers measured (bandwidth.host_peaks: a CPU's streaming copy and matmul rate),
-    from every result's env (each case's first worker measures them)."""
+    from every result's env (the first worker of a run on the machine measures them, per dtype)."""
     out: dict[str, dict] = {}
     for r in results:
         out.setdefault(r.machine_id, {}).update({k: v for k, v in r.env.items() if k.startswith("host_")})
