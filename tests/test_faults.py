@@ -11,6 +11,8 @@ import stat
 import subprocess
 import sys
 
+import pytest
+
 import fakeresults as fr
 from conftest import run_cli, stored
 
@@ -189,6 +191,7 @@ def test_7_an_output_folder_that_cannot_be_written_is_one_line_for_run_and_repor
     assert sorted(os.listdir(tmp_path)) == ["afile", "r.db"]
 
 
+@pytest.mark.slow  # a real driver stopped and resumed (13 s): CI's slow step, keeping the default under 4 minutes
 def test_8_sigterm_keeps_every_finished_repeat_and_a_resume_runs_only_the_rest(tmp_path):
     fifo, reply = Fifo(tmp_path / "fifo"), tmp_path / "reply"
     os.mkfifo(reply)

@@ -10,6 +10,8 @@ import subprocess
 import sys
 import threading
 
+import pytest
+
 from compilebench import locks
 
 HOLDER = """
@@ -86,6 +88,7 @@ def test_gpu_cases_share_the_cpu_with_each_other_but_not_with_a_cpu_case():
             p.wait()
 
 
+@pytest.mark.slow  # two real drivers (14 s): CI's slow step, keeping the default selection under 4 minutes
 def test_two_runs_on_one_results_file_measure_each_repeat_once_and_never_time_at_once(tmp_path):
     fifo, reply = tmp_path / "fifo", tmp_path / "reply"
     os.mkfifo(fifo)

@@ -68,7 +68,8 @@ def shown_name(name: str) -> str:
 
 def summarize(events: list[Event], calls: int, wall_ns: int, on_device: bool) -> dict:
     """Per inference: the shares of its wall time, its top operators (or kernels) by own time, how many operator
-    calls (CPU) or kernel launches (GPU) it made, and how much of the wall the events account for."""
+    calls it made and (GPU) the kernels it ran (launched one by one, or replayed by a CUDA graph), and how much of
+    the wall the events account for."""
     timed = [e for e in events if e.on_device == on_device]
     host_ms = wall_ns / 1e6 / calls
     spans = sum(e.total_us for e in events if e.name == CALL and not e.on_device)

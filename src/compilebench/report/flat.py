@@ -97,7 +97,7 @@ def rows(view: View) -> list[dict]:
 
 WHY = ("compile_dynamo_s", "compile_aot_s", "compile_inductor_s", "compile_codegen_s", "recompile_reasons",
        "compile_trace", "profile_trace", "profile_ms", "profile_matmul_conv_ms", "profile_other_kernels_ms",
-       "profile_outside_kernels_ms", "profile_op_calls", "profile_kernel_launches", "bytes_moved", "flop_per_byte",
+       "profile_outside_kernels_ms", "profile_op_calls", "profile_gpu_kernels", "bytes_moved", "flop_per_byte",
        "achieved_gbs", "decode_bytes_per_step", "decode_gbs", "decode_gbs_ci95_low", "decode_gbs_ci95_high")
 
 
@@ -115,7 +115,7 @@ def _why_columns(r) -> dict:
         "profile_other_kernels_ms": shares.get(profiling.OTHER),
         "profile_outside_kernels_ms": shares.get(profiling.OUTSIDE),
         "profile_op_calls": p.get("op_calls"),
-        "profile_kernel_launches": p.get("kernels"),
+        "profile_gpu_kernels": p.get("kernels"),
         "bytes_moved": r.bytes_moved,
         "flop_per_byte": bandwidth.intensity(r.flops, r.bytes_moved),
         "achieved_gbs": data.achieved_gbs(r),

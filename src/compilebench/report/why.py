@@ -50,7 +50,7 @@ def variant_label(r: Result) -> str:
 
 def time_tables(view: View) -> list[Table]:
     """Per model: each profiled case's call split into matmul/conv, other kernels and the time outside them, with
-    its operator calls (or kernel launches) and top operators per call, eager and compiled side by side."""
+    its operator calls (and GPU kernels) and top operators per call, eager and compiled side by side."""
     out = []
     for hw, label, rows in profiled(view):
         gpu = any(r.profile.get("kernels") is not None for r in rows)
@@ -60,7 +60,7 @@ def time_tables(view: View) -> list[Table]:
             ("ms per call (profiled)", lambda r: f"{r.profile['wall_ms']:.3f}"),
             *[(f"{share} ms (share)", lambda r, s=share: _ms_share(r.profile, s)) for share in profiling.SHARES],
             ("operator calls per call", lambda r: f"{r.profile['op_calls']:.0f}"),
-            *([("kernel launches per call", lambda r: f"{r.profile['kernels']:.0f}")] if gpu else []),
+            *([("GPU kernels per call", lambda r: f"{r.profile['kernels']:.0f}")] if gpu else []),
             (f"top {TOP_SHOWN} by own time (ms per call)", lambda r: _top(r.profile)),
             ("trace", lambda r: r.profile.get("trace") or ""),
         ]
