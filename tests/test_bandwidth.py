@@ -134,3 +134,16 @@ def test_a_cpus_peaks_are_measured_once_per_run_and_dtype_after_the_timed_loop(m
     assert phases.index("measuring the machine") > phases.index("timing")  # never before or during a timed loop
     envs = [r["env"] for r in stored(tmp_path / "r.db")]
     assert sum("host_stream_gbs" in e for e in envs) == 1
+
+
+def test_a_machine_that_cannot_be_measured_keeps_its_case_and_says_why(monkeypatch):
+    from compilebench import spec, worker
+
+    def fails(dtype):
+        raise MemoryError("cannot allocate 256 MiB")
+
+    monkeypatch.setattr(bandwidth, "host_peaks", fails)
+    case = spec.Case("resnet-50", 1, spec.Variant(), model_size="tiny")
+    job = spec.Job([case], spec.TimingPolicy(iters=3, warmup=0, min_iters=1), count_flops=False, measure_machine=True)
+    (r,) = worker.run_cases(job, isolation="inline")
+    assert r.status == "ok" and r.env["host_peaks_error"] == "MemoryError: cannot allocate 256 MiB"

@@ -27,9 +27,17 @@ MATMUL_TRIES = 3
 _INDUCTOR_METRICS_LOG = "torch._inductor.compile_fx.__inductor_metrics"
 
 
-def decode_bytes(model, batch_size: int, prompt_len: int, new_tokens: int) -> dict:
+def decode_bytes(model, batch_size: int, prompt_len: int, new_tokens: int) -> dict | None:
     """The bytes one decode step must read, on average over the steps of a generate() call: the weights and the KV
-    cache at its mean length (step i of new_tokens - 1 attends to prompt_len + i positions)."""
+    cache at its mean length (step i of new_tokens - 1 attends to prompt_len + i positions). None where the
+    model's config does not name its layers and heads as transformers' decoders do."""
+    try:
+        return _decode_bytes(model, batch_size, prompt_len, new_tokens)
+    except (AttributeError, TypeError, StopIteration):
+        return None
+
+
+def _decode_bytes(model, batch_size: int, prompt_len: int, new_tokens: int) -> dict:
     params = {p.data_ptr(): p for p in model.parameters()}.values()  # a shared (tied) weight is read once
     weights = sum(p.numel() * p.element_size() for p in params)
     embedding, output = model.get_input_embeddings(), model.get_output_embeddings()

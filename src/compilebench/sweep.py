@@ -269,6 +269,7 @@ class _Sweep:
             rep = result.repeats[0]
             if rep.status in FAILED:
                 self.failed.add((key, rid))
+                self.machines_measured.discard((rid, result.case.dtype))  # it may have been to measure the machine
             if rep.status != "ok" and not self.quiet:
                 where = f" on {unit.target.name}" if unit.target.placement else ""  # which GPU type of a cluster
                 self.bar.write(f"{unit.describe(self.spec.repeats)}{where}: {rep.status}: {rep.message}", file=sys.stderr)

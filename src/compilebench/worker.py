@@ -110,7 +110,7 @@ def run_cases(
                 unit.run(entry, results, job, clock, watch or recording.make_watch(first.device), enter)
         if job.measure_machine and first.device == "cpu":
             enter("measuring the machine")  # after everything timed: its buffers stay out of the peak memory
-            env.update(bandwidth.host_peaks(first.dtype))
+            _measure_machine(env, first.dtype)
     except Exception as exc:  # a failing case is a result, never the end of the sweep
         for r in results:
             failed(r.repeats[0], exc, phase, r.case)
@@ -119,6 +119,14 @@ def run_cases(
         r.repeats[0].phases = {k: round(v, 4) for k, v in spent.items()}
         r.derive()
     return results
+
+
+def _measure_machine(env: dict, dtype: str) -> None:
+    """A CPU's peaks into the env; a failure to measure them is recorded there, never the case's failure."""
+    try:
+        env.update(bandwidth.host_peaks(dtype))
+    except Exception as exc:  # noqa: BLE001 - the case was measured: this is a note beside it
+        env["host_peaks_error"] = one_line(exc)
 
 
 def _compile_trace(job: Job, results: list[Result]):
