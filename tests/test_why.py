@@ -125,6 +125,27 @@ def test_compile_trace_keeps_the_log_and_the_compile_phases(main_here, tmp_path,
     assert set(phases) == {"dynamo_s", "aot_s", "inductor_s", "codegen_s"} and phases["dynamo_s"] > 0
 
 
+def test_a_trace_an_interrupted_run_kept_is_rendered_by_the_next(main_here, tmp_path, monkeypatch):
+    """An interrupt after the compile but before the run's end leaves a trace without HTML: the resume, with
+    nothing left to measure, makes it."""
+    import sqlite3
+
+    _run(main_here, tmp_path, "--compile-trace", repeats=1)
+    db = sqlite3.connect(tmp_path / "r.db")
+    for rid, data in db.execute("SELECT result_id, data FROM results").fetchall():
+        d = json.loads(data)
+        for rep in d["repeats"]:
+            if rep["compile_trace"]:
+                rep["compile_trace"] = {"dir": rep["compile_trace"]["dir"]}  # as an interrupted run stored it
+        db.execute("UPDATE results SET data = ? WHERE result_id = ?", (json.dumps(d), rid))
+    db.commit()
+    db.close()
+    monkeypatch.setattr(traces.shutil, "which", lambda *a, **k: None)
+    (compiled,) = [r for r in _run(main_here, tmp_path, "--compile-trace", repeats=1)
+                   if r["case"]["variant"]["mode"] == "default"]
+    assert "pip install tlparse" in compiled["repeats"][0]["compile_trace"]["why_not"]
+
+
 @pytest.mark.skipif(shutil.which("tlparse") is None and not os.path.exists(
     os.path.join(os.path.dirname(os.sys.executable), "tlparse")), reason="tlparse is not installed")
 def test_tlparse_makes_html_of_a_compile_trace(tmp_path):

@@ -276,17 +276,19 @@ class _Sweep:
         self._release_state(unit)
 
     def render_compile_traces(self) -> None:
-        """tlparse's HTML of each compile trace this run kept, made once every measurement is done (it would share
-        the machine with a timed loop otherwise), and stored with its repeat."""
+        """tlparse's HTML of each compile trace of these cases that has none yet (this run's, or one an interrupted
+        run kept), made once every measurement is done (it would share the machine with a timed loop otherwise),
+        and stored with its repeat."""
         rendered: dict[str, dict] = {}
-        for result in self.outcome.results:
-            rep = result.repeats[0]
-            where = rep.compile_trace.get("dir")
-            if where and "html" not in rep.compile_trace:
+        for key, result in list(self.plan.stored.items()):
+            waiting = [rep for rep in result.repeats if rep.compile_trace.get("dir") and "html" not in rep.compile_trace]
+            for rep in waiting:
+                where = rep.compile_trace["dir"]
                 if where not in rendered:
                     rendered[where] = traces.render(where)
                 rep.compile_trace = {**rep.compile_trace, **rendered[where]}
-                _store(self.store, result)
+            if waiting:
+                self.plan.stored[key] = _store(self.store, result)
 
     def _eager_flops(self, case: Case, unit: Unit) -> int | None:
         """The FLOPs its eager twin (same model and settings, uncompiled) has stored: compiling does not change the
