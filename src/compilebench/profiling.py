@@ -94,8 +94,8 @@ def summarize(events: list[Event], calls: int, wall_ns: int, on_device: bool) ->
     if rest:
         rows.append({"name": f"{len(rest)} others", "self_ms": sum(t for _, (t, _, _) in rest),
                      "calls": sum(c for _, (_, c, _) in rest) / calls, "share": None})
-    out = {"calls": calls, "wall_ms": wall_ms, "host_wall_ms": host_ms, "profiled_ms": profiled_ms, "shares_ms": shares, "top": rows,
-           "basis": "device kernels" if on_device else "CPU self time"}
+    out = {"calls": calls, "wall_ms": wall_ms, "host_wall_ms": host_ms, "profiled_ms": profiled_ms,
+           "shares_ms": shares, "top": rows, "basis": "device kernels" if on_device else "CPU self time"}
     if on_device:
         out["kernels"] = len(timed) / calls
         out["op_calls"] = sum(1 for e in events if not e.on_device and e.name.startswith("aten::")) / calls

@@ -101,11 +101,15 @@ def _sort_key(version_key: tuple, v: Variant, settings_: tuple[str, ...]) -> tup
     return (version_key, settings_, v.order, v.label)
 
 
+def in_environment(label: str, r: Result) -> str:
+    """A label with the --env environment the result ran under, where it ran under one: '2.13 [nightly]'."""
+    return f"{label} [{r.case.environment}]" if r.case.environment else label
+
+
 def stack(r: Result, labels: dict[str, str]) -> str:
     """The software a result ran on, as a column names it: its torch label ('2.13'), and the environment's name where
     it ran under --env ('2.13 [nightly]')."""
-    label = labels[torch_version(r)]
-    return f"{label} [{r.case.environment}]" if r.case.environment else label
+    return in_environment(labels[torch_version(r)], r)
 
 
 def column(r: Result, labels: dict[str, str]) -> Column:

@@ -50,7 +50,7 @@ def _percent(x: float | None) -> str:
 
 
 def _name(r: Result) -> str:
-    return f"{r.case.model} b{r.case.batch_size} {r.case.variant.label}" + (f" [{r.case.environment}]" if r.case.environment else "")
+    return data.in_environment(f"{r.case.model} b{r.case.batch_size} {r.case.variant.label}", r)
 
 
 def _of_peak(r: Result) -> str:
@@ -60,7 +60,7 @@ def _of_peak(r: Result) -> str:
 
 COLUMNS: Columns = [
     ("hardware", data.hardware),
-    ("torch", lambda r: f"torch {data.torch_version(r)}" + (f" [{r.case.environment}]" if r.case.environment else "")),
+    ("torch", lambda r: data.in_environment(f"torch {data.torch_version(r)}", r)),
     ("model", lambda r: r.case.model),
     ("batch", lambda r: str(r.case.batch_size)),
     ("variant", lambda r: data.with_settings(r.case.variant.label, data.settings(r))),

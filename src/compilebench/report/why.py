@@ -44,8 +44,7 @@ def _top(p: dict) -> str:
 
 
 def variant_label(r: Result) -> str:
-    return data.with_settings(r.case.variant.label, data.settings(r)) + (
-        f" [{r.case.environment}]" if r.case.environment else "")
+    return data.in_environment(data.with_settings(r.case.variant.label, data.settings(r)), r)
 
 
 def time_tables(view: View) -> list[Table]:
@@ -157,56 +156,62 @@ def hardware_tables(view: View) -> list[Table]:
     order = lambda r: (data.hardware(r), r.label, *_order(r))  # noqa: E731
     forward = sorted((r for r in view.latest if r.bytes_moved and not r.case.generation), key=order)
     decode = sorted((r for r in view.latest if data.decode_gbs(r)), key=order)
-    out, used = [], set()
-    if forward:
-        def ridge(r):
-            flops, bw = peaks_of(r)
-            used.update(p[1] for p in (flops, bw) if p)
-            return f"{flops[0] / bw[0]:.3g}" if flops and bw else ""
-
-        columns = [
-            ("Task/Model", lambda r: r.label), ("Batch", lambda r: str(r.case.batch_size)), ("Variant", variant_label),
-            ("GFLOP", lambda r: f"{r.flops / 1e9:.3g}" if r.flops else ""),
-            ("MB moved", lambda r: f"{r.bytes_moved / 1e6:.4g}"),
-            ("FLOP per byte", lambda r: _num(bandwidth.intensity(r.flops, r.bytes_moved))),
-            ("ridge FLOP per byte", ridge),
-            ("bound", lambda r: bandwidth.bound(r.flops, r.bytes_moved, *[p and p[0] for p in peaks_of(r)]) or ""),
-            ("GB/s (of peak)", lambda r: _of(data.achieved_gbs(r), peaks_of(r)[1], 1e9)),
-            ("TFLOP/s (of peak)", lambda r: _of(data.achieved_tflops(r), peaks_of(r)[0], 1e12)),
-        ]
-        out.append(table("How close to the hardware: forward passes", columns, forward, [
-            "MB moved: eager, every operator's inputs and outputs (no fusion); compiled, the bytes inductor's kernels "
-            "access by its own count (a cold compile's; a warm one loads its graphs and counts nothing). Below the "
-            "ridge point (peak FLOP/s over peak bytes/s) a model is memory-bound: fewer bytes, not fewer FLOPs, "
-            "make it faster."]))
-    if decode:
-        def gbs(r):
-            mean, low, high = data.decode_gbs(r)
-            return f"{mean:.3g} ({low:.3g}-{high:.3g})" if low and high else f"{mean:.3g}"
-
-        def of_peak(r):
-            bw = peaks_of(r)[1]
-            used.update([bw[1]] if bw else [])
-            return f"{data.decode_gbs(r)[0] * 1e9 / bw[0]:.0%}" if bw else ""
-
-        moved = lambda r: r.generation["decode_bytes"]  # noqa: E731
-        columns = [
-            ("Task/Model", lambda r: r.label), ("Batch", lambda r: str(r.case.batch_size)), ("Variant", variant_label),
-            ("prompt", lambda r: str(r.case.prompt_len)),
-            ("MB per decode step (weights + KV cache)",
-             lambda r: f"{moved(r)['per_step'] / 1e6:.4g} ({moved(r)['weights'] / 1e6:.4g} + {moved(r)['kv_cache'] / 1e6:.3g})"),
-            ("ms per token", lambda r: f"{r.generation['per_token'].mean:.3f}"),
-            ("decode GB/s (95% CI)", gbs),
-            ("of peak bandwidth", of_peak),
-        ]
-        out.append(table("How close to the hardware: decoding", columns, decode, [
-            "A decode step must read every weight once and the KV cache so far (here at its mean length over the "
-            "call's steps); those bytes over the time per token is the bandwidth it reached, which bounds decoding."]))
-    if out and used:
-        out[-1].notes.append("Peaks: " + "; ".join(sorted(used)) + ". A CPU's are rates measured on it, reference "
-                             "points rather than ceilings: a convolution (oneDNN's algorithms) can beat a plain "
-                             "matmul's rate, and a share above 100% says so.")
+    out = ([_forward_table(forward, peaks_of)] if forward else []) + ([_decode_table(decode, peaks_of)] if decode else [])
+    used = {p[1] for r in forward for p in peaks_of(r) if p} | {bw[1] for r in decode if (bw := peaks_of(r)[1])}
+    if used:
+        cpu = any(not str(r.env.get("device", "")).startswith("cuda") for r in forward + decode)
+        out[-1].notes.append("Peaks: " + "; ".join(sorted(used)) + "." + (
+            " A CPU's are rates measured on it, reference points rather than ceilings: a convolution (oneDNN's "
+            "algorithms) can beat a plain matmul's rate, and a share above 100% says so." if cpu else ""))
     return out
+
+
+def _forward_table(rows: list[Result], peaks_of) -> Table:
+    def ridge(r):
+        flops, bw = peaks_of(r)
+        return f"{flops[0] / bw[0]:.3g}" if flops and bw else ""
+
+    columns = [
+        ("Task/Model", lambda r: r.label), ("Batch", lambda r: str(r.case.batch_size)), ("Variant", variant_label),
+        ("GFLOP", lambda r: f"{r.flops / 1e9:.3g}" if r.flops else ""),
+        ("MB moved", lambda r: f"{r.bytes_moved / 1e6:.4g}"),
+        ("FLOP per byte", lambda r: _num(bandwidth.intensity(r.flops, r.bytes_moved))),
+        ("ridge FLOP per byte", ridge),
+        ("bound", lambda r: bandwidth.bound(r.flops, r.bytes_moved, *[p and p[0] for p in peaks_of(r)]) or ""),
+        ("GB/s (of peak)", lambda r: _of(data.achieved_gbs(r), peaks_of(r)[1], 1e9)),
+        ("TFLOP/s (of peak)", lambda r: _of(data.achieved_tflops(r), peaks_of(r)[0], 1e12)),
+    ]
+    return table("How close to the hardware: forward passes", columns, rows, [
+        "MB moved: eager, every operator's inputs and outputs (no fusion); compiled, the bytes inductor's kernels "
+        "access by its own count (a cold compile's; a warm one loads its graphs and counts nothing). Below the "
+        "ridge point (peak FLOP/s over peak bytes/s) a model is memory-bound: fewer bytes, not fewer FLOPs, "
+        "make it faster."])
+
+
+def _decode_table(rows: list[Result], peaks_of) -> Table:
+    def gbs(r):
+        mean, low, high = data.decode_gbs(r)
+        return f"{mean:.3g} ({low:.3g}-{high:.3g})" if low and high else f"{mean:.3g}"
+
+    def of_peak(r):
+        bw = peaks_of(r)[1]
+        return f"{data.decode_gbs(r)[0] * 1e9 / bw[0]:.0%}" if bw else ""
+
+    def moved(r):
+        m = r.generation["decode_bytes"]
+        return f"{m['per_step'] / 1e6:.4g} ({m['weights'] / 1e6:.4g} + {m['kv_cache'] / 1e6:.3g})"
+
+    columns = [
+        ("Task/Model", lambda r: r.label), ("Batch", lambda r: str(r.case.batch_size)), ("Variant", variant_label),
+        ("prompt", lambda r: str(r.case.prompt_len)),
+        ("MB per decode step (weights + KV cache)", moved),
+        ("ms per token", lambda r: f"{r.generation['per_token'].mean:.3f}"),
+        ("decode GB/s (95% CI)", gbs),
+        ("of peak bandwidth", of_peak),
+    ]
+    return table("How close to the hardware: decoding", columns, rows, [
+        "A decode step must read every weight once and the KV cache so far (here at its mean length over the "
+        "call's steps); those bytes over the time per token is the bandwidth it reached, which bounds decoding."])
 
 
 def _num(value: float | None) -> str:
