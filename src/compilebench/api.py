@@ -92,7 +92,8 @@ def benchmark(model=None, *, suite: str | None = None, inputs: str | Callable[[i
     """Measure `model` (or a suite's models: suite="quick", "seed", ...; `compilebench run --suite`) as
     `compilebench run` would, and return its results. Variants and batch sizes: the suite's, else eager and
     default at batch 1. `settings` are the run's other options by their names: repeats, min_effect, dtype,
-    autocast, channels_last, tf32, attn, backend, fullgraph, dynamic, inductor_options (a dict), compile_cache,
+    autocast, channels_last, tf32, attn, backend, fullgraph, dynamic, inductor_options (a dict), compile_scope
+    ("model" or "regions"), regions (block class names), compile_cache,
     interleave, sync_each_call, weights, model_size ("tiny"), task, prompt_len, new_tokens, timeout_s, rerun,
     retry_failed, profile, compile_trace (their files beside `db`); and the timing's: warmup, warmup_s,
     max_time_s, min_iters, first_calls. `environments` (a dict of name: interpreter or virtual environment folder)

@@ -72,10 +72,10 @@ def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, 
         if first.compile_cache == "warm":
             enter("warming the compile cache")
             for c in compiled:
-                variants.apply(model, c.variant)(**inputs)
+                variants.apply(model, c.variant, shared=True)(**inputs)
             variants.forget_compiled()  # what stays is on disk, as for a second process
     recorder = Recorder(first, results[0].env)
-    fns = {c.variant.label: variants.apply(model, c.variant) for c in cases}
+    fns = {c.variant.label: variants.apply(model, c.variant, shared=len(cases) > 1) for c in cases}
     graph_count = variants.graph_count if compiled else None
     iters, floor = policy.iters_for(False), policy.min_iters_for(False)
     timed = dict(iters=iters, min_iters=floor, max_time_s=policy.max_time_s, warmup_s=policy.warmup_s_for(first.device),
@@ -104,6 +104,7 @@ def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, 
         record(rep, m, clock, first.sync_each_call, alone=len(cases) == 1)
         r.flops = counted.get("flops")
         rep.bytes_moved = compiled_bytes.get("bytes") if r.case.variant.compiled else counted.get("bytes")
+        rep.regions = variants.regions_of(fns[r.case.variant.label])
 
         def check(fn=fns[r.case.variant.label], rep=rep) -> list[str]:
             output = correctness.snapshot(fn(**inputs))

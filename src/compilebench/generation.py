@@ -121,10 +121,15 @@ def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, 
         ref_tokens, ref_logits = _tokens_and_logits(baseline, prompt_len)
         variants.reset_dynamo()  # the reference compiled nothing, and nothing it did may count
     recorder = Recorder(first, results[0].env)
-    calls = {}
+    calls, regions = {}, {}
     for c in cases:
         static = c.variant.compiled or c.variant.cache == "static"
-        forward = torch.compile(model.forward, **variants.compile_kwargs(c.variant)) if c.variant.compiled else None
+        forward = None
+        if c.variant.scope == "regions":  # the forward as it is, with the decoder blocks compiled during its calls
+            compiled_blocks = variants.apply(model, c.variant, shared=len(cases) > 1)
+            forward, regions[c.variant.label] = compiled_blocks.around(model.forward), compiled_blocks.classes()
+        elif c.variant.compiled:
+            forward = torch.compile(model.forward, **variants.compile_kwargs(c.variant))
         cache = static_cache(model, first.batch_size, prompt_len + new_tokens, getattr(torch, first.dtype)) if static else None
         calls[c.variant.label] = _caller(model, input_ids, generation_config(model, new_tokens, None), forward, cache)
     compiled = any(c.variant.compiled for c in cases)
@@ -149,6 +154,7 @@ def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, 
         m = measured[name]
         _record(rep, m, per_call[name], new_tokens, first.batch_size, prompt_len, alone=len(cases) == 1)
         rep.generation["decode_bytes"] = moved
+        rep.regions = regions.get(name, {})
         rep.graphs, rep.recompiles_in_timed_loop = stats_after.graphs if compiled else variants.graph_count(), m.recompiles
 
         def check_tokens(name=name, rep=rep) -> list[str]:

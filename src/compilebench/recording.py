@@ -10,7 +10,7 @@ from typing import Callable
 
 from compilebench import conditions, envinfo, profiling, selfcheck, timing, traces
 from compilebench.result import Repeat
-from compilebench.vocab import CLOCK, CUDAGRAPHS_SKIPPED
+from compilebench.vocab import CLOCK, CUDAGRAPHS_SKIPPED, RECOMPILE_LIMIT
 
 
 class Memory:
@@ -133,6 +133,9 @@ def record_compile(rep: Repeat, compiled, recompiles: int | None, cudagraphs: se
     rep.graph_breaks, rep.break_reasons = compiled.graph_breaks, compiled.break_reasons
     rep.recompile_reasons, rep.compile_phases = compiled.recompile_reasons, compiled.phases
     rep.recompiles_in_timed_loop = recompiles
+    rep.recompile_limit_hits = compiled.limit_hits
+    if compiled.limit_hits and RECOMPILE_LIMIT.name not in rep.flags:
+        rep.flags.append(RECOMPILE_LIMIT.name)
     record_cudagraphs(rep, cudagraphs, case)
 
 

@@ -65,6 +65,8 @@ class Repeat:
     recompile_reasons: list[str] = field(default_factory=list)  # dynamo's reason for each recompile (a guard failed)
     compile_phases: dict = field(default_factory=dict)  # compile seconds by phase: dynamo, aot, inductor (codegen)
     recompiles_in_timed_loop: int | None = None
+    recompile_limit_hits: int | None = None  # frames dynamo stopped compiling at its recompile limit (run eagerly)
+    regions: dict = field(default_factory=dict)  # --compile-scope regions: the blocks compiled, by class
     max_abs_err: float | None = None
     max_rel_err: float | None = None  # max abs error over the reference's largest magnitude
     agreement: dict = field(default_factory=dict)  # task-aware checks: {"top1": 1.0}, {"tokens": 1.0}
@@ -138,6 +140,8 @@ class Result:
     recompile_reasons: list[str] = field(default_factory=list)
     compile_phases: dict = field(default_factory=dict)  # of the compile compile_s is
     recompiles_in_timed_loop: int | None = None
+    recompile_limit_hits: int | None = None
+    regions: dict = field(default_factory=dict)
     max_abs_err: float | None = None
     max_rel_err: float | None = None
     agreement: dict = field(default_factory=dict)
@@ -192,6 +196,8 @@ class Result:
         self.break_reasons = sorted({b for r in reps for b in r.break_reasons})
         self.recompile_reasons = list(dict.fromkeys(x for r in reps for x in r.recompile_reasons))
         self.recompiles_in_timed_loop = _max(r.recompiles_in_timed_loop for r in reps)
+        self.recompile_limit_hits = _max(r.recompile_limit_hits for r in reps)
+        self.regions = next((r.regions for r in reps if r.regions), {})
         self.max_abs_err = _max(r.max_abs_err for r in reps)
         self.max_rel_err = _max(r.max_rel_err for r in reps)
         self.agreement = {k: min(r.agreement[k] for r in reps if k in r.agreement)

@@ -19,6 +19,7 @@ from compilebench.settings import Settings, integer as _integer
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 VARIANTS = ("eager", "eager-static-cache", *MODES)
 ISOLATIONS = ("process", "inline")
+SCOPES = ("model", "regions")  # --compile-scope: torch.compile of the whole model, or of each repeated block
 
 DEFAULT_ITERS = 300  # the guide: mean of 300 inferences
 DEFAULT_GENERATION_ITERS = 20  # steady-state generate() calls: each makes --new-tokens tokens
@@ -45,15 +46,20 @@ class Variant:
     dynamic: bool | None = None  # None: torch's own automatic dynamic shapes
     options: tuple[tuple[str, object], ...] = ()  # inductor config options, sorted by name: (("freezing", True),)
     cache: str | None = None  # generation's KV cache: None is the variant's own (eager dynamic, compiled static)
+    scope: str = "model"  # what is compiled: the whole model, or each of its repeated blocks ("regions")
+    regions: tuple[str, ...] = ()  # the block classes "regions" compiles (--region); none: the model's own list
 
     def __post_init__(self):
         object.__setattr__(self, "options", tuple(sorted((str(k), v) for k, v in self.options)))
+        object.__setattr__(self, "regions", tuple(self.regions))
         if self.mode == "eager":
             # Compile settings mean nothing for eager; normalising them keeps one eager baseline per case.
             object.__setattr__(self, "backend", "none")
             object.__setattr__(self, "fullgraph", False)
             object.__setattr__(self, "dynamic", None)
             object.__setattr__(self, "options", ())
+            object.__setattr__(self, "scope", "model")
+            object.__setattr__(self, "regions", ())
 
     @classmethod
     def named(cls, name: str, **compile_settings) -> Variant:
@@ -85,6 +91,8 @@ class Variant:
         if not self.compiled:
             return "no compile, static cache" if self.cache == "static" else "no compile"
         extras = [] if self.mode == "default" else [self.mode]
+        if self.scope != "model":
+            extras.append(f"regions {'+'.join(self.regions)}" if self.regions else "regions")
         if self.backend != "inductor":
             extras.append(f"backend={self.backend}")
         if self.fullgraph:
@@ -95,7 +103,7 @@ class Variant:
         return "compile" + (f" ({', '.join(extras)})" if extras else "")
 
     def to_dict(self) -> dict:
-        return {**dataclasses.asdict(self), "options": [list(kv) for kv in self.options]}
+        return {**dataclasses.asdict(self), "options": [list(kv) for kv in self.options], "regions": list(self.regions)}
 
     @classmethod
     def from_dict(cls, d: dict) -> Variant:
@@ -136,7 +144,7 @@ class Case(Settings):
         return f"{self.model} b{self.batch_size} {self.variant.name}" + (f" [{self.environment}]" if self.environment else "")
 
 
-_VARIANT_KEY_DEFAULTS = {"options": [], "cache": None}
+_VARIANT_KEY_DEFAULTS = {"options": [], "cache": None, "scope": "model", "regions": []}
 _KEY_DEFAULTS = {**settingsmod.key_defaults(), "environment": None}
 
 
@@ -233,6 +241,8 @@ class RunSpec(Settings):
     fullgraph: bool = False
     dynamic: bool | None = None
     inductor_options: tuple[tuple[str, object], ...] = ()
+    compile_scope: str = "model"  # --compile-scope: the whole model, or its repeated blocks ("regions")
+    regions: tuple[str, ...] = ()  # --region CLASS: the blocks "regions" compiles; none: the model's own list
     device: str | None = None  # None: cuda when available, else cpu (resolved by the driver)
     prompt_len: int | None = None  # None: each text-generation model's default
     new_tokens: int = DEFAULT_NEW_TOKENS
@@ -271,7 +281,7 @@ class RunSpec(Settings):
             if kind == "generation":
                 taken["prompt_len"] = self.prompt_len or prompt_lens[m]
             variant = Variant.named(v, backend=self.backend, fullgraph=self.fullgraph, dynamic=self.dynamic,
-                                    options=self.inductor_options)
+                                    options=self.inductor_options, scope=self.compile_scope, regions=self.regions)
             out.append(Case(m, b, variant, env, **taken))
         return list(dict.fromkeys(out))
 
@@ -310,6 +320,11 @@ def validate(spec: RunSpec) -> None:
         raise UserError("--interleave needs at least two variants to alternate (e.g. --variant eager default)")
     if not spec.backend:
         raise UserError("--backend must name a torch.compile backend, e.g. inductor")
+    if spec.compile_scope not in SCOPES:
+        raise UnknownChoice("compile scope", spec.compile_scope, list(SCOPES))
+    if spec.regions and spec.compile_scope != "regions":
+        raise UserError("--region names the blocks --compile-scope regions compiles; with --compile-scope model the "
+                        "whole model is compiled")
     t = spec.timing
     if t.iters is not None:
         _integer("--iters", t.iters, 1)

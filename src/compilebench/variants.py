@@ -6,8 +6,10 @@ Both are read here and nowhere else."""
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import difflib
+import inspect
 import os
 import re
 import tempfile
@@ -32,13 +34,93 @@ def compile_kwargs(variant: Variant) -> dict:
     return kwargs
 
 
-def apply(model, variant: Variant):
-    """The callable to time: the model itself, or torch.compile of it with the variant's settings."""
+def apply(model, variant: Variant, *, shared: bool = False):
+    """The callable to time: the model itself, torch.compile of it with the variant's settings, or (scope
+    "regions") the model with each repeated block compiled. `shared`: other variants call the same model object
+    (--interleave), so compiled blocks are in place only during this variant's calls."""
     if not variant.compiled:
         return model
     import torch
 
+    if variant.scope == "regions":
+        return Regions(model, variant, shared)
     return torch.compile(model, **compile_kwargs(variant))
+
+
+class Regions:
+    """Regional compilation: torch.compile of each block of the classes named (--region) or of the model's own
+    list of repeated layers (transformers' `_no_split_modules`), as nn.Module.compile does it. Blocks of one
+    class run one code object, so identical blocks share its compiled graphs; its recompile limit is raised to
+    the number of blocks (where torch.compile takes one), since blocks of several shapes each need a graph of
+    their own, and a limit hit anyway is recorded (compile_stats) rather than silently run eagerly."""
+
+    def __init__(self, model, variant: Variant, shared: bool):
+        import torch
+
+        self.model, self.shared = model, shared
+        names = variant.regions or tuple(sorted(getattr(model, "_no_split_modules", None) or ()))
+        self.blocks = _outermost(model, set(names))
+        found = {type(m).__name__ for m in self.blocks}
+        if not self.blocks or (variant.regions and found != set(names)):
+            missing = ", ".join(n for n in names if n not in found) or "none named"
+            raise ValueError(f"--compile-scope regions: {type(model).__name__} has no block of class {missing}; "
+                             f"classes it repeats: {repeated_classes(model)} (name one with --region CLASS)")
+        kwargs = compile_kwargs(variant)
+        if "recompile_limit" in inspect.signature(torch.compile).parameters:
+            kwargs["recompile_limit"] = max(8, len(self.blocks))  # 8: dynamo's default
+        self.compiled = [torch.compile(m._call_impl, **kwargs) for m in self.blocks]
+        if not shared:
+            self._install(True)
+
+    def classes(self) -> dict[str, int]:
+        """The blocks compiled, by class: {"LlamaDecoderLayer": 30}."""
+        return dict(collections.Counter(type(m).__name__ for m in self.blocks))
+
+    def _install(self, on: bool) -> None:
+        # The instance's own dict: nn.Module.__setattr__ would cost microseconds per block and call
+        for block, fn in zip(self.blocks, self.compiled):
+            block.__dict__["_compiled_call_impl"] = fn if on else None
+
+    def around(self, fn):
+        """fn, run with the blocks compiled (in place only for the call when the model is shared)."""
+        if not self.shared:
+            return fn
+
+        def call(*args, **kwargs):
+            self._install(True)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self._install(False)
+
+        return call
+
+    def __call__(self, *args, **kwargs):
+        return self.around(self.model)(*args, **kwargs)
+
+
+def _outermost(model, names: set[str]) -> list:
+    """The submodules of these classes that no other of them contains: a block inside a compiled block is traced
+    into its graph (ConvNext's layers inside its stages)."""
+    out, inside = [], []
+    for path, module in model.named_modules():
+        if not path or type(module).__name__ not in names or any(path.startswith(p + ".") for p in inside):
+            continue
+        out.append(module)
+        inside.append(path)
+    return out
+
+
+def regions_of(fn) -> dict[str, int]:
+    """The blocks a timed callable compiled, by class ({} for a whole-model compile or eager)."""
+    return fn.classes() if isinstance(fn, Regions) else {}
+
+
+def repeated_classes(model) -> str:
+    """The classes of the submodules that occur more than once, most frequent first: '13 ResNetConvLayer, ...'."""
+    counts = collections.Counter(type(m).__name__ for m in model.modules()
+                                 if not type(m).__module__.startswith("torch."))  # Conv2d, Linear: not blocks
+    return ", ".join(f"{n} {name}" for name, n in counts.most_common(6) if n > 1) or "none"
 
 
 def reset_dynamo() -> None:
@@ -93,6 +175,7 @@ class CompileStats:
     break_reasons: list[str] = field(default_factory=list)
     recompile_reasons: list[str] = field(default_factory=list)  # dynamo's, one per recompile (a guard that failed)
     phases: dict = field(default_factory=dict)  # compile_s split: dynamo (tracing), aot (autograd), inductor
+    limit_hits: int = 0  # frames dynamo gave up on at its recompile limit: they run uncompiled from then on
 
 
 def phases(records) -> dict:
@@ -128,7 +211,15 @@ def compile_stats() -> CompileStats:
     reasons = counters["graph_break"]  # the only record of why a graph broke
     recompiles = [_first_line(why) for m in records if (why := getattr(m, "recompile_reason", None))]
     return CompileStats(float(compile_s), graph_count(), int(hits), sum(reasons.values()),
-                        sorted(r.strip().splitlines()[0] for r in reasons), recompiles, phases(records))
+                        sorted(r.strip().splitlines()[0] for r in reasons), recompiles, phases(records),
+                        sum(1 for m in records if _hit_limit(getattr(m, "fail_reason", None))))
+
+
+def _hit_limit(fail_reason) -> bool:
+    """Whether a frame's compile failed at dynamo's recompile limit ('Dynamo recompile limit exceeded'; older
+    torch: 'cache_size_limit reached')."""
+    text = str(fail_reason or "").lower()
+    return "recompile limit" in text or "recompile_limit" in text or "cache_size_limit" in text
 
 
 def backends() -> list[str]:

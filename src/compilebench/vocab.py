@@ -28,6 +28,9 @@ class Flag:
     remedy_text: str  # may name {low} and {high}
     low: float | None = None  # raised below this
     high: float | None = None  # raised above this
+    # The flags of the first release are counted in a report's intro even at zero; a later one only when raised,
+    # so an older results file reports as it did.
+    counted_at_zero: bool = False
 
     def raised_by(self, value: float | None) -> bool:
         return value is not None and ((self.low is not None and value < self.low) or
@@ -43,23 +46,26 @@ class Flag:
 
 NOISY = Flag("noisy", "within one process the calls vary by more than {high:.0%} (CV): close other programs, pin the "
              "clocks (GPU: `nvidia-smi -lgc`), raise --iters or --max-time, or use --interleave so drift hits the "
-             "variants alike", high=0.10)  # of the coefficient of variation of one process's calls
+             "variants alike", high=0.10, counted_at_zero=True)  # of the coefficient of variation of one process's calls
 BUSY = Flag("busy", "other processes used the CPU while the timed loop ran (more than {high:.0%} of its time, or "
             "another process on the GPU): stop them (or run on a quiet machine) and measure again with --rerun",
-            high=0.05)  # of the machine's CPU time: idle reads under 1%; one other busy core of 16 reads 6%
+            high=0.05, counted_at_zero=True)  # of the machine's CPU time: idle reads under 1%; one other busy core of 16 reads 6%
 THROTTLED = Flag("throttled", "the GPU slowed its clocks for heat or a hardware slowdown while the timed loop ran "
                  "(a power cap is recorded, not flagged: it is how a GPU runs at full power): cool it, check "
-                 "`nvidia-smi -q -d PERFORMANCE`, and measure again with --rerun")
+                 "`nvidia-smi -q -d PERFORMANCE`, and measure again with --rerun", counted_at_zero=True)
 # The sum of a pipelined loop's CUDA event times over its host wall time: lower, a fifth of the loop's time is in
 # no event pair; higher, the events overlap or measure another device's time.
 CLOCK = Flag("clock", "the timed loop's CUDA event times add up to less than {low:.0%} or more than {high:.0%} of its "
              "wall time: the events did not time the model's work on its stream, or the host could not keep the GPU "
              "busy; measure with --sync-each-call (each call timed to completion), and report it if the ratio stays "
-             "off", low=0.80, high=1.05)
+             "off", low=0.80, high=1.05, counted_at_zero=True)
 CUDAGRAPHS_SKIPPED = Flag("cudagraphs-skipped", "a CUDA-graph mode recorded no CUDA graph (the reason inductor gave "
                           "is in the details), so it ran as plain compile: fix the reason (often inputs the graph "
-                          "mutates) or compare it as `default`")
-FLAGS = {f.name: f for f in (NOISY, BUSY, THROTTLED, CLOCK, CUDAGRAPHS_SKIPPED)}
+                          "mutates) or compare it as `default`", counted_at_zero=True)
+RECOMPILE_LIMIT = Flag("recompile-limit", "dynamo hit its recompile limit, so the frames past it ran uncompiled and the "
+                       "number is of a partly eager model (the recompile reasons are in the details): compile with "
+                       "--dynamic true, fewer input shapes, or torch._dynamo.config.recompile_limit raised")
+FLAGS = {f.name: f for f in (NOISY, BUSY, THROTTLED, CLOCK, CUDAGRAPHS_SKIPPED, RECOMPILE_LIMIT)}
 
 
 class Verdict(str, enum.Enum):

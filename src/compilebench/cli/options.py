@@ -169,6 +169,12 @@ def _compile(run) -> None:
     g.add_argument("--inductor-option", action="append", default=[], metavar="KEY=VALUE",
                    help="an inductor config option for the compiled variants, e.g. freezing=True (repeatable)")
     g.add_argument("--freezing", action="store_true", help="shorthand for --inductor-option freezing=True")
+    g.add_argument("--compile-scope", default=None, metavar="SCOPE",
+                   help="model (default: torch.compile of the whole model) or regions (each repeated block compiled "
+                        "alone, so identical blocks share one graph: the model's own list of repeated layers, or "
+                        "--region)")
+    g.add_argument("--region", nargs="+", action="extend", default=[], metavar="CLASS",
+                   help="the block class(es) --compile-scope regions compiles, e.g. LlamaDecoderLayer (implies it)")
     g.add_argument("--compile-cache", default="cold", metavar="MODE",
                    help="cold (default: a private, empty compiler state per case; its later repeats start from what "
                         "the first left, recorded as warm), warm (compiled once first, then timed from the on-disk "

@@ -94,6 +94,8 @@ def run_spec(args) -> specmod.RunSpec:
         fullgraph=given["fullgraph"],
         dynamic=args.dynamic,
         inductor_options=tuple(options),
+        compile_scope=args.compile_scope or ("regions" if args.region else "model"),
+        regions=tuple(args.region),
         **_settings(args),
         timing=specmod.TimingPolicy(
             iters=args.iters,

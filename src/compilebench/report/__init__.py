@@ -16,6 +16,7 @@ from compilebench.report import data, details, flat, html, markdown, reference a
 from compilebench.report import cells
 from compilebench.report.cells import Table
 from compilebench.report.view import View
+from compilebench.vocab import FLAGS
 
 FORMATS = ("md", "html", "csv", "json")
 FILES = {"md": "report.md", "html": "report.html", "csv": "results.csv", "json": "results.json"}
@@ -95,7 +96,7 @@ def intro(view: View, sources: list[str]) -> list[str]:
     ok = sum(1 for r in latest if r.status == "ok")
     machines = len({r.machine_id for r in view.results})
     counts = data.flag_counts(latest)
-    flags = ", ".join(f"{n} {f}" for f, n in counts.items())
+    flags = ", ".join(f"{n} {f}" for f, n in counts.items() if n or FLAGS[f].counted_at_zero)
     return [f"{len(latest)} results ({ok} measured ok) from {machines} machine(s), read from {', '.join(sources)}. "
             f"Flags: {flags}.",
             "Times are the mean milliseconds of one call of the whole batch (a forward pass, or a generate() call), "

@@ -76,6 +76,7 @@ def rows(view: View) -> list[dict]:
         row["break_even_inferences"] = (stats.break_even(r.compile_s, comparison.mean(eager), r.mean)
                                         if sp is not None else None)
         row.update(_why_columns(r))
+        row.update(_start_columns(r))
         if c.generation:
             for metric, name in ((data.TTFT, "ttft"), (data.PER_TOKEN, "per_token")):
                 est = r.generation.get(name) or Estimate()
@@ -122,6 +123,16 @@ def _why_columns(r) -> dict:
         "decode_bytes_per_step": (r.generation.get("decode_bytes") or {}).get("per_step"),
         **dict(zip(("decode_gbs", "decode_gbs_ci95_low", "decode_gbs_ci95_high"), data.decode_gbs(r) or (None,) * 3)),
     }
+
+
+START = ("regions", "recompile_limit_hits")
+
+
+def _start_columns(r) -> dict:
+    """What was compiled and how it starts: the blocks a regional compile compiled (class=count), the frames
+    dynamo stopped compiling at its recompile limit."""
+    return {"regions": " ".join(f"{k}={n}" for k, n in r.regions.items()),
+            "recompile_limit_hits": r.recompile_limit_hits}
 
 
 def _speedup_columns(prefix: str, s: comparison.Speedup | None) -> dict:
