@@ -162,7 +162,7 @@ def test_tlparse_makes_html_of_a_compile_trace(tmp_path):
 
 def test_profile_and_compile_trace_are_refused_with_ray(main_here):
     code, _, err = main_here("run", "--model", "resnet-50", "--tiny", "--profile", "--executor", "ray")
-    assert code == 2 and "--profile keeps its files beside the results file" in err and len(err.strip().splitlines()) == 1
+    assert code == 2 and "--profile keeps its files on this host" in err and len(err.strip().splitlines()) == 1
 
 
 @pytest.mark.slow

@@ -7,7 +7,10 @@ extensions, and every other temporary file. The first repeat of a case starts fr
 repeats start from what earlier ones left (warm, recorded as such); the folder is removed after the case's last
 repeat. `benchmarks/cold.py` lists what a compile writes outside it: nothing.
 
-A folder of the user's (--compile-cache DIR) holds the same state and is kept."""
+A folder of the user's (--compile-cache DIR) holds the same state and is kept.
+
+--compile-cache mega: torch's portable cache artifacts (`torch.compiler.save_cache_artifacts`, the "mega-cache"),
+saved by a process that compiled cold and loaded by a fresh one with an empty folder, as a new replica would."""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 
 ROOT_PREFIX = "compilebench-state-"
 
@@ -118,3 +122,37 @@ def applied(env: dict[str, str]):
             else:
                 os.environ[k] = v
         follow_environment()
+
+
+def save_artifacts(path: str) -> dict:
+    """The portable artifacts of everything this process compiled, written whole to `path` (a reader never sees
+    half a file): their size, the seconds it took and what they hold; or why there are none."""
+    import torch
+
+    start = time.perf_counter()
+    saved = torch.compiler.save_cache_artifacts()
+    if saved is None:
+        return {"problem": "the compile left no portable artifacts to save (a backend other than inductor keeps none)"}
+    data, info = saved
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+    return {"saved_bytes": len(data), "save_s": time.perf_counter() - start, "artifacts": _held(info)}
+
+
+def load_artifacts(path: str) -> dict:
+    """Portable artifacts loaded into this process's (empty) compiler folders before anything compiles: their
+    size, the seconds it took (part of the start a replica sees) and what they held."""
+    import torch
+
+    start = time.perf_counter()
+    with open(path, "rb") as f:
+        data = f.read()
+    info = torch.compiler.load_cache_artifacts(data)
+    return {"loaded_bytes": len(data), "load_s": time.perf_counter() - start, "artifacts": _held(info)}
+
+
+def _held(info) -> dict[str, int]:
+    """What a CacheInfo holds, by kind: {"inductor": 1, "aot_autograd": 1}."""
+    return {kind: len(keys) for kind, keys in sorted((getattr(info, "artifacts", None) or {}).items()) if keys}

@@ -78,6 +78,7 @@ class Repeat:
     bytes_moved: int | None = None  # per call: eager, its operators' inputs and outputs; compiled, inductor's count
     profile: dict = field(default_factory=dict)  # --profile: where the time goes (profiling.summarize), and its trace
     compile_trace: dict = field(default_factory=dict)  # --compile-trace: the TORCH_TRACE folder, tlparse's HTML
+    mega_cache: dict = field(default_factory=dict)  # --compile-cache mega: the artifacts saved or loaded (compiler_state)
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -133,6 +134,7 @@ class Result:
     compile_s: float | None = None  # the cold compile where a repeat had one, else the warm one
     cold_compile_s: float | None = None
     warm_compile_s: float | None = None  # median over the repeats that compiled from a warm on-disk cache
+    mega_cache: dict = field(default_factory=dict)  # --compile-cache mega: artifacts' size, load and start (medians)
     compile_cache_hits: int | None = None
     graphs: int | None = None
     graph_breaks: int | None = None
@@ -184,10 +186,11 @@ class Result:
         self.stats = stats.case_summary([r.samples_ms for r in measured])
         self.first_call_s = reps[0].first_call_s
         cold = [r.compile_s for r in reps if r.compile_s is not None and r.compile_cache == "cold"]
-        warm = [r.compile_s for r in reps if r.compile_s is not None and r.compile_cache != "cold"]
+        warm = [r.compile_s for r in reps if r.compile_s is not None and r.compile_cache not in ("cold", "mega")]
         self.cold_compile_s = cold[0] if cold else None
         self.warm_compile_s = pystats.median(warm) if warm else None
-        self.compile_s = self.cold_compile_s if cold else self.warm_compile_s
+        self.mega_cache = _mega_summary(reps)
+        self.compile_s = self.cold_compile_s if cold else (self.warm_compile_s if warm else self.mega_cache.get("compile_s"))
         phased = [r for r in reps if r.compile_phases]
         self.compile_phases = next((r.compile_phases for r in phased if r.compile_cache == "cold" or not cold), {})
         self.compile_cache_hits = reps[0].compile_cache_hits
@@ -273,6 +276,24 @@ _ESTIMATES = ("ttft", "per_token")  # the generation summary's estimates
 def _max(values):
     values = [v for v in values if v is not None]
     return max(values) if values else None
+
+
+def _mega_summary(reps: list[Repeat]) -> dict:
+    """--compile-cache mega: the artifacts' size; over the repeats that loaded them, the median load seconds,
+    compile seconds left after loading, first call, and start (load + first call: what a new replica waits)."""
+    saved = next((r.mega_cache for r in reps if "saved_bytes" in r.mega_cache), {})
+    loads = [r for r in reps if "loaded_bytes" in r.mega_cache and r.first_call_s is not None]
+    out = {"bytes": saved["saved_bytes"]} if saved else {}
+    if loads:
+        median = lambda xs: pystats.median(xs) if xs else None  # noqa: E731
+        out.update(bytes=loads[0].mega_cache["loaded_bytes"], repeats=len(loads),
+                   load_s=median([r.mega_cache["load_s"] for r in loads]),
+                   compile_s=median([r.compile_s for r in loads if r.compile_s is not None]),
+                   first_call_s=median([r.first_call_s for r in loads]),
+                   start_s=median([r.mega_cache["load_s"] + r.first_call_s for r in loads]),
+                   missed=max(r.mega_cache.get("missed") or 0 for r in loads))
+    problem = next((r.mega_cache["problem"] for r in reps if "problem" in r.mega_cache), None)
+    return {**out, **({"problem": problem} if problem else {})}
 
 
 def _generation_summary(measured: list[Repeat]) -> dict:

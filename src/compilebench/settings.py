@@ -20,7 +20,8 @@ from compilebench.errors import UnknownChoice, UserError
 
 DTYPES = ("float32", "float16", "bfloat16")
 ATTNS = ("sdpa", "eager")  # transformers' attention implementations
-COMPILE_CACHES = ("cold", "warm")  # or a directory path
+COMPILE_CACHES = ("cold", "warm", "mega")  # or a directory path, or mega:DIR (the portable artifacts kept there)
+MEGA = "mega"
 WEIGHTS = ("random", "pretrained")
 MODEL_SIZES = ("full", "tiny")
 KINDS = ("vision", "generation")  # what a model does with its inputs: a forward pass, or generate()
@@ -43,6 +44,24 @@ def _basename(path: str) -> str:
     return path.rstrip("/").rsplit("/", 1)[-1]
 
 
+def mega_dir(compile_cache: str) -> str | None:
+    """The folder of --compile-cache mega:DIR; None for plain mega (artifacts kept for the run only) and the rest."""
+    prefix = MEGA + ":"
+    return compile_cache[len(prefix):] if compile_cache.startswith(prefix) else None
+
+
+def is_mega(compile_cache: str) -> bool:
+    return compile_cache == MEGA or mega_dir(compile_cache) is not None
+
+
+def _cache_words(cache: str) -> str | None:
+    if cache == "cold":
+        return None
+    if is_mega(cache):
+        return "mega-cache" + (f" {_basename(mega_dir(cache))}" if mega_dir(cache) else "")
+    return "warm cache" if cache == "warm" else f"cache {_basename(cache)}"
+
+
 @dataclass(frozen=True, kw_only=True)
 class Settings:
     """The settings of a case. The order of the fields is the order of their words in a column header."""
@@ -61,9 +80,8 @@ class Settings:
     # Each call timed to completion (a request's latency), not pipelined (throughput).
     sync_each_call: bool = setting(False, example=True,
                                    words=lambda s: "latency (each call synced)" if s.sync_each_call else None)
-    compile_cache: str = setting("cold", example="warm",  # cold, warm, or a directory holding inductor's cache
-                                 words=lambda s: None if s.compile_cache == "cold" else (
-                                     "warm cache" if s.compile_cache == "warm" else f"cache {_basename(s.compile_cache)}"))
+    # cold, warm, a directory holding inductor's cache, or mega[:DIR] (torch's portable cache artifacts)
+    compile_cache: str = setting("cold", example="warm", words=lambda s: _cache_words(s.compile_cache))
     weights: str = setting("random", keyed_at_default=True, example="pretrained",
                            words=lambda s: None if s.weights == "random" else f"{s.weights} weights")
     model_size: str = setting("full", keyed_at_default=True, example="tiny",
@@ -127,8 +145,15 @@ def check(s: Settings) -> None:
         raise UserError("--autocast needs --dtype float16 or bfloat16 (the dtype autocast computes in)")
     if s.attn is not None:
         _choice("attention implementation", s.attn, ATTNS)
-    if s.compile_cache not in COMPILE_CACHES and not os.path.isdir(s.compile_cache):
-        raise UserError(f"--compile-cache must be cold, warm or an existing directory, got {s.compile_cache!r}")
+    kept = mega_dir(s.compile_cache)
+    if kept == "":
+        raise UserError("--compile-cache mega:DIR needs a folder after the colon (plain mega keeps the artifacts for "
+                        "the run only)")
+    if kept is not None and not os.path.isdir(kept) and not os.path.isdir(os.path.dirname(kept.rstrip("/")) or "."):
+        raise UserError(f"--compile-cache mega:DIR: {kept!r} is not a folder and its parent does not exist")
+    if kept is None and s.compile_cache not in COMPILE_CACHES and not os.path.isdir(s.compile_cache):
+        raise UserError(f"--compile-cache must be cold, warm, mega, mega:DIR or an existing directory, got "
+                        f"{s.compile_cache!r}")
     if s.device is not None and not (s.device in ("cpu", "cuda") or _is_cuda_index(s.device)):
         raise UserError(f"--device must be cpu, cuda or cuda:N, got {s.device!r}")
     if s.prompt_len is not None:

@@ -203,7 +203,7 @@ class Job:
     cases: list[Case]
     policy: TimingPolicy
     repeat: int = 1
-    compile_cache: str | None = None  # cold, warm or dir: the state of the compiler folders it was given
+    compile_cache: str | None = None  # cold, warm, dir or mega: the state of the compiler folders it was given
     count_flops: bool = True
     check: bool = True  # compare compiled outputs with eager's (once per case and compiler state is enough)
     claim: dict | None = None  # the driver's claim (leftovers.py): lets a later run store what a killed driver did not
@@ -212,12 +212,13 @@ class Job:
     profile: bool = False  # a profiled pass after the timed loop (--profile; once per case)
     compile_trace: bool = False  # TORCH_TRACE of its compile (--compile-trace; once per case)
     measure_machine: bool = False  # a CPU's bandwidth and matmul rate after the timed loop (once per run and dtype)
+    mega_path: str | None = None  # --compile-cache mega: the artifacts file a cold repeat writes and a mega one loads
 
     def to_dict(self) -> dict:
         return {"cases": [c.to_dict() for c in self.cases], "policy": dataclasses.asdict(self.policy), "repeat": self.repeat,
                 "compile_cache": self.compile_cache, "count_flops": self.count_flops, "check": self.check,
                 "claim": self.claim, "environment": self.environment, "traces": self.traces, "profile": self.profile,
-                "compile_trace": self.compile_trace, "measure_machine": self.measure_machine}
+                "compile_trace": self.compile_trace, "measure_machine": self.measure_machine, "mega_path": self.mega_path}
 
     @classmethod
     def from_dict(cls, d: dict) -> Job:
@@ -226,7 +227,7 @@ class Job:
         return cls([Case.from_dict(c) for c in d["cases"]], policy, d.get("repeat", 1), d.get("compile_cache"),
                    d.get("count_flops", True), d.get("check", True), d.get("claim"), d.get("environment"),
                    d.get("traces"), d.get("profile", False), d.get("compile_trace", False),
-                   d.get("measure_machine", False))
+                   d.get("measure_machine", False), d.get("mega_path"))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -11,12 +11,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import os
 import sqlite3
 import sys
 import uuid
 from dataclasses import dataclass, field
 
-from compilebench import compiler_state, envinfo, interrupts, leftovers, others, traces, unsaved
+from compilebench import compiler_state, envinfo, interrupts, leftovers, others, settings, traces, unsaved
 from compilebench.dispatch import Dispatcher, Target, Unit, Work
 from compilebench.progress import Bar
 from compilebench.result import Result
@@ -182,7 +183,7 @@ class _Sweep:
         # FLOPs are the eager model's: counted once per model and settings, by whichever variant comes first
         count_flops = any((s is None or s.flops is None) and self._eager_flops(c, unit) is None
                           for c, s in zip(todo, stored))
-        env, cache = _compiler_env(self.spec.compile_cache, self.states, self._state(unit))
+        env, cache, mega_path = _compiler_env(self.spec.compile_cache, self.states, self._state(unit))
         check = cache == "cold" or not all(_checked(s, cache) for s in stored)
         mine = leftovers.claim(self.store, unit, {c.key(): self.series[(c.key(), unit.target.resume_id, unit.repeat)]
                                                   for c in todo}, self.run_id)
@@ -197,7 +198,7 @@ class _Sweep:
         measure = machine not in self.machines_measured
         self.machines_measured.add(machine)
         return Work(Job(todo, self.spec.timing, unit.repeat, cache, count_flops, check, mine, environment, where,
-                        profile, compile_trace, measure), env)
+                        profile, compile_trace, measure, mega_path), env)
 
     def _claim(self, case: Case, unit: Unit) -> bool:
         key, rid = case.key(), unit.target.resume_id
@@ -329,18 +330,27 @@ def _checked(stored: Result | None, cache: str) -> bool:
                                       for r in stored.repeats)
 
 
-def _compiler_env(mode: str, states: compiler_state.StateFolders, name: str) -> tuple[dict[str, str], str]:
-    """The private compiler state a job starts from, and what it is: cold (empty), warm (left by an earlier
-    repeat of the same case) or dir (the user's --compile-cache DIR). --compile-cache warm warms a fresh folder
+def _compiler_env(mode: str, states: compiler_state.StateFolders, name: str) -> tuple[dict[str, str], str, str | None]:
+    """The private compiler state a job starts from, what it is, and (--compile-cache mega) its artifacts file:
+    cold (empty), warm (left by an earlier repeat of the same case), dir (the user's --compile-cache DIR) or mega
+    (empty, as a new replica's, with the portable artifacts an earlier repeat or run saved: loaded before the
+    first call; without them the repeat compiles cold and saves them). --compile-cache warm warms a fresh folder
     itself."""
+    if settings.is_mega(mode):
+        kept = settings.mega_dir(mode)
+        if kept:
+            os.makedirs(kept, exist_ok=True)
+        artifacts = os.path.join(kept or states.folder(f"{name}-artifacts"), f"{name}.megacache")
+        folder = states.folder(f"{name}-mega-{uuid.uuid4().hex[:8]}")
+        return compiler_state.env_for(folder), "mega" if os.path.exists(artifacts) else "cold", artifacts
     if mode not in ("cold", "warm"):
-        return compiler_state.env_for(mode), "dir"
+        return compiler_state.env_for(mode), "dir", None
     if mode == "warm":
         folder = states.folder(f"{name}-warm-{uuid.uuid4().hex[:8]}")
-        return compiler_state.env_for(folder), "warm"
+        return compiler_state.env_for(folder), "warm", None
     folder = states.folder(name)
     state = "cold" if compiler_state.is_empty(folder) else "warm"
-    return compiler_state.env_for(folder), state
+    return compiler_state.env_for(folder), state, None
 
 
 def _store(store: Store, result: Result) -> Result:

@@ -20,7 +20,8 @@ import uuid
 from dataclasses import asdict
 from typing import Callable
 
-from compilebench import bandwidth, conditions, environments, envinfo, recording, selfcheck, timing, traces, variants, zoo
+from compilebench import (bandwidth, compiler_state, conditions, environments, envinfo, recording, selfcheck, timing,
+                          traces, variants, zoo)
 from compilebench.result import Repeat, Result
 from compilebench.spec import Case, Job
 
@@ -105,9 +106,18 @@ def run_cases(
                 r.repeats[0].cpus = env.get("cpu_affinity")
                 r.inline_model = entry.in_process_only
             variants.reset_dynamo()
+            loaded = None
+            if job.compile_cache == "mega":
+                enter("loading the mega-cache")  # a new replica's start: before it builds anything
+                loaded = compiler_state.load_artifacts(job.mega_path)
             unit = generation if first.generation else forward
             with _compile_trace(job, results):
                 unit.run(entry, results, job, clock, watch or recording.make_watch(first.device), enter)
+            if loaded is not None:
+                _mega(results, loaded)
+            elif job.mega_path and job.compile_cache == "cold":
+                enter("saving the mega-cache")  # after every timed loop: what a later repeat loads
+                _mega(results, _saved(job.mega_path))
         if job.measure_machine and first.device == "cpu":
             enter("measuring the machine")  # after everything timed: its buffers stay out of the peak memory
             _measure_machine(env, first.dtype)
@@ -119,6 +129,25 @@ def run_cases(
         r.repeats[0].phases = {k: round(v, 4) for k, v in spent.items()}
         r.derive()
     return results
+
+
+def _mega(results: list[Result], what: dict) -> None:
+    """The mega-cache artifacts loaded or saved, into each compiled repeat; a repeat that loaded them and still
+    compiled a graph inductor's cache did not hold says how many it missed (read from the compile counters)."""
+    for r in results:
+        rep = r.repeats[0]
+        if r.case.variant.compiled:
+            rep.mega_cache = dict(what)
+            if "loaded_bytes" in what and rep.graphs is not None:
+                rep.mega_cache["missed"] = max(0, rep.graphs - (rep.compile_cache_hits or 0))
+
+
+def _saved(path: str) -> dict:
+    """Saving is a note beside a measured case, never its failure (a later repeat then compiles cold)."""
+    try:
+        return compiler_state.save_artifacts(path)
+    except Exception as exc:  # noqa: BLE001
+        return {"problem": f"saving the artifacts failed: {one_line(exc)}"}
 
 
 def _measure_machine(env: dict, dtype: str) -> None:

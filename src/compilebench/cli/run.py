@@ -72,8 +72,18 @@ def _settings(args) -> dict:
     otherwise or whose paths must outlive the working folder."""
     given = {name: getattr(args, name) for name in settings.names() if name in vars(args)}
     return {**given, "model_size": "tiny" if args.tiny else "full",
-            "compile_cache": args.compile_cache if args.compile_cache in settings.COMPILE_CACHES else os.path.abspath(args.compile_cache),
+            "compile_cache": _compile_cache(args.compile_cache),
             "image": os.path.abspath(args.image) if args.image else None}
+
+
+def _compile_cache(given: str) -> str:
+    """Its folder as an absolute path (the workers run elsewhere, and a later run must find it again)."""
+    if given in settings.COMPILE_CACHES:
+        return given
+    kept = settings.mega_dir(given)
+    if kept is not None:
+        return f"{settings.MEGA}:{os.path.abspath(kept)}" if kept else given  # mega: with no folder is refused later
+    return os.path.abspath(given)
 
 
 def run_spec(args) -> specmod.RunSpec:
@@ -125,10 +135,11 @@ def where(args, spec: specmod.RunSpec) -> tuple[specmod.RunSpec, dispatch.Dispat
     ray_only = {"--ray-address": args.ray_address, "--accelerator-type": args.accelerator_type,
                 "--cpus-per-case": args.cpus_per_case}
     if args.executor == "ray":
-        kept = [option for option, on in (("--profile", spec.profile), ("--compile-trace", spec.compile_trace)) if on]
+        kept = [option for option, on in (("--profile", spec.profile), ("--compile-trace", spec.compile_trace),
+                                          ("--compile-cache mega", settings.is_mega(spec.compile_cache))) if on]
         if kept:
-            raise UserError(f"{kept[0]} keeps its files beside the results file; --executor ray runs cases on other "
-                            "hosts (use --executor local)")
+            raise UserError(f"{kept[0]} keeps its files on this host (beside the results file, or the artifacts a "
+                            "later repeat loads); --executor ray runs cases on other hosts (use --executor local)")
         if args.gpus is not None:
             raise UserError("--gpus is for --executor local; Ray gives each case one whole GPU of its own")
         if spec.isolation == "inline":
