@@ -134,7 +134,7 @@ def test_new_settings_enter_the_key_only_when_set():
 @pytest.mark.parametrize("kw, message", [
     ({"autocast": True}, "--autocast needs --dtype float16 or bfloat16"),
     ({"attn": "flash"}, "unknown attention implementation 'flash'"),
-    ({"compile_cache": "/no/such/dir"}, "--compile-cache must be cold, warm or an existing directory"),
+    ({"compile_cache": "/no/such/dir"}, "--compile-cache must be cold, warm, mega, mega:DIR or an existing directory"),
     ({"dtype": "float8"}, "unknown dtype 'float8'"),
 ])
 def test_bad_settings_are_refused(kw, message):

@@ -6,9 +6,10 @@ compilation), warm up, time the loop, then check the compiled output against the
 from __future__ import annotations
 
 import contextlib
+import os
 
-from compilebench import bandwidth, correctness, profiling, timing, variants
-from compilebench.recording import Recorder, record, record_check, record_profiles
+from compilebench import aot, bandwidth, correctness, profiling, timing, variants
+from compilebench.recording import Recorder, record, record_aot, record_check, record_profiles
 from compilebench.result import Repeat, Result
 from compilebench.spec import Case, Job
 from compilebench.zoo.entry import default_image_path, load_image
@@ -55,6 +56,18 @@ def _inductor_bytes(job: Job, compiled: list[Case]):
     return bandwidth.inductor_bytes() if len(compiled) == 1 and job.compile_cache == "cold" else contextlib.nullcontext({})
 
 
+def _callables(model, inputs: dict, cases: list[Case], job: Job, enter) -> tuple[dict, dict]:
+    """What each variant times, by label, and what building or loading an aot-inductor package took."""
+    fns, packaged = {}, {}
+    for c in cases:
+        if c.variant.ahead_of_time:
+            enter("exporting and packaging" if not os.path.exists(aot.package_path(job.packages, c)) else "loading the package")
+            fns[c.variant.label], packaged[c.variant.label] = aot.prepare(model, inputs, job.packages, c)
+        else:
+            fns[c.variant.label] = variants.apply(model, c.variant, shared=len(cases) > 1)
+    return fns, packaged
+
+
 def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, enter) -> None:
     """Measure one case, or (--interleave) the variants of one model and batch in alternating blocks on one
     model. Fills each result's repeat; raises on a failure of the case (the worker records it)."""
@@ -72,10 +85,13 @@ def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, 
         if first.compile_cache == "warm":
             enter("warming the compile cache")
             for c in compiled:
-                variants.apply(model, c.variant, shared=True)(**inputs)
+                if not c.variant.ahead_of_time:  # its package is what a later repeat loads: no cache to warm
+                    variants.apply(model, c.variant, shared=True)(**inputs)
             variants.forget_compiled()  # what stays is on disk, as for a second process
     recorder = Recorder(first, results[0].env)
-    fns = {c.variant.label: variants.apply(model, c.variant, shared=len(cases) > 1) for c in cases}
+    fns, packaged = _callables(model, inputs, cases, job, enter)
+    if all(c.variant.ahead_of_time for c in cases):
+        model = None  # a replica holds the package's weights only: the model's leave the peak memory measured
     graph_count = variants.graph_count if compiled else None
     iters, floor = policy.iters_for(False), policy.min_iters_for(False)
     timed = dict(iters=iters, min_iters=floor, max_time_s=policy.max_time_s, warmup_s=policy.warmup_s_for(first.device),
@@ -111,5 +127,7 @@ def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, 
             return record_check(rep, correctness.check(reference, output, recorder.math), recorder.math)
 
         recorder.finish(rep, r.case, m, compile_stats, check if r.case.variant.compiled and job.check else list)
+        if r.case.variant.ahead_of_time:
+            record_aot(rep, packaged[r.case.variant.label])
     record_profiles(results, job, {name: (lambda f=f: f(**inputs)) for name, f in fns.items()}, profiling.FORWARD_CALLS,
                     clock, enter)

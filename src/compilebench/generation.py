@@ -123,6 +123,10 @@ def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, 
     recorder = Recorder(first, results[0].env)
     calls, regions = {}, {}
     for c in cases:
+        if c.variant.ahead_of_time:
+            raise NotImplementedError("aot-inductor does not time text generation yet: generate() drives a KV cache "
+                                      "from Python, and exporting its decode step with a static cache is not built "
+                                      "(time the forward of a vision model, or compile with a torch.compile mode)")
         static = c.variant.compiled or c.variant.cache == "static"
         forward = None
         if c.variant.scope == "regions":  # the forward as it is, with the decoder blocks compiled during its calls

@@ -139,6 +139,15 @@ def record_compile(rep: Repeat, compiled, recompiles: int | None, cudagraphs: se
     record_cudagraphs(rep, cudagraphs, case)
 
 
+def record_aot(rep: Repeat, packaged: dict) -> None:
+    """An aot-inductor variant: dynamo compiled nothing (its counters say nothing of it); its compile cost is the
+    export and package of the repeat that built the package, and its start the load."""
+    rep.aot_inductor = packaged
+    rep.compile_s = packaged["export_s"] + packaged["package_s"] if packaged.get("built") else None
+    rep.graphs = rep.graph_breaks = rep.compile_cache_hits = None
+    rep.compile_phases = {}
+
+
 def record_cudagraphs(rep: Repeat, seen: selfcheck.CudaGraphs, case) -> None:
     """What inductor did about CUDA graphs, for a compiled case on a GPU (on a CPU there are none to record). A
     CUDA-graph variant that recorded no graph ran as plain compile: flagged, with inductor's reason."""

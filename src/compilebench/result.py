@@ -79,6 +79,7 @@ class Repeat:
     profile: dict = field(default_factory=dict)  # --profile: where the time goes (profiling.summarize), and its trace
     compile_trace: dict = field(default_factory=dict)  # --compile-trace: the TORCH_TRACE folder, tlparse's HTML
     mega_cache: dict = field(default_factory=dict)  # --compile-cache mega: the artifacts saved or loaded (compiler_state)
+    aot_inductor: dict = field(default_factory=dict)  # aot-inductor: export, package (the repeat that built it), load
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -135,6 +136,7 @@ class Result:
     cold_compile_s: float | None = None
     warm_compile_s: float | None = None  # median over the repeats that compiled from a warm on-disk cache
     mega_cache: dict = field(default_factory=dict)  # --compile-cache mega: artifacts' size, load and start (medians)
+    aot_inductor: dict = field(default_factory=dict)  # aot-inductor: build seconds, package size, load and start
     compile_cache_hits: int | None = None
     graphs: int | None = None
     graph_breaks: int | None = None
@@ -190,6 +192,7 @@ class Result:
         self.cold_compile_s = cold[0] if cold else None
         self.warm_compile_s = pystats.median(warm) if warm else None
         self.mega_cache = _mega_summary(reps)
+        self.aot_inductor = _aot_summary(reps)
         self.compile_s = self.cold_compile_s if cold else (self.warm_compile_s if warm else self.mega_cache.get("compile_s"))
         phased = [r for r in reps if r.compile_phases]
         self.compile_phases = next((r.compile_phases for r in phased if r.compile_cache == "cold" or not cold), {})
@@ -276,6 +279,25 @@ _ESTIMATES = ("ttft", "per_token")  # the generation summary's estimates
 def _max(values):
     values = [v for v in values if v is not None]
     return max(values) if values else None
+
+
+def _aot_summary(reps: list[Repeat]) -> dict:
+    """aot-inductor: the build (export and package seconds, the package's size) and, over the repeats, the
+    median load seconds and start (load + first call). The start is taken from the repeats that only loaded
+    (fresh processes, as a replica) where there are any; `start_from` says which."""
+    done = [r for r in reps if r.aot_inductor and r.first_call_s is not None]
+    if not done:
+        return {}
+    built = next((r.aot_inductor for r in done if r.aot_inductor.get("built")), {})
+    loaded = [r for r in done if not r.aot_inductor.get("built")] or done
+    median = lambda xs: pystats.median(xs)  # noqa: E731
+    return {**{k: built[k] for k in ("export_s", "package_s") if k in built},
+            "package_bytes": done[0].aot_inductor["package_bytes"],
+            "load_s": median([r.aot_inductor["load_s"] for r in loaded]),
+            "first_call_s": median([r.first_call_s for r in loaded]),
+            "start_s": median([r.aot_inductor["load_s"] + r.first_call_s for r in loaded]),
+            "start_from": "fresh processes that loaded it" if loaded is not done or not built
+            else "the process that built it"}
 
 
 def _mega_summary(reps: list[Repeat]) -> dict:

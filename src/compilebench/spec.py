@@ -17,7 +17,9 @@ from compilebench.settings import Settings, integer as _integer
 # "eager-static-cache" is eager generation with the static KV cache compiled generation uses: the control that
 # tells what the cache does from what the compiler does (text generation only).
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
-VARIANTS = ("eager", "eager-static-cache", *MODES)
+# "aot-inductor" is compiled ahead of time: torch.export, packaged by AOTInductor, loaded by each worker (aot.py).
+AOT_INDUCTOR = "aot-inductor"
+VARIANTS = ("eager", "eager-static-cache", *MODES, AOT_INDUCTOR)
 ISOLATIONS = ("process", "inline")
 SCOPES = ("model", "regions")  # --compile-scope: torch.compile of the whole model, or of each repeated block
 
@@ -60,6 +62,12 @@ class Variant:
             object.__setattr__(self, "options", ())
             object.__setattr__(self, "scope", "model")
             object.__setattr__(self, "regions", ())
+        if self.mode == AOT_INDUCTOR:  # not torch.compile: only inductor's options apply
+            object.__setattr__(self, "backend", "inductor")
+            object.__setattr__(self, "fullgraph", False)
+            object.__setattr__(self, "dynamic", None)
+            object.__setattr__(self, "scope", "model")
+            object.__setattr__(self, "regions", ())
 
     @classmethod
     def named(cls, name: str, **compile_settings) -> Variant:
@@ -77,6 +85,11 @@ class Variant:
         return self.mode != "eager"
 
     @property
+    def ahead_of_time(self) -> bool:
+        """Exported and packaged before the worker runs it (AOTInductor), not compiled by torch.compile."""
+        return self.mode == AOT_INDUCTOR
+
+    @property
     def uses_cudagraphs(self) -> bool:
         return self.mode in ("reduce-overhead", "max-autotune")
 
@@ -90,6 +103,8 @@ class Variant:
         """Short name for column headers: 'no compile', 'compile', 'compile (reduce-overhead, fullgraph)'."""
         if not self.compiled:
             return "no compile, static cache" if self.cache == "static" else "no compile"
+        if self.ahead_of_time:
+            return "AOTInductor" + (f" ({', '.join(f'{k}={v}' for k, v in self.options)})" if self.options else "")
         extras = [] if self.mode == "default" else [self.mode]
         if self.scope != "model":
             extras.append(f"regions {'+'.join(self.regions)}" if self.regions else "regions")
@@ -213,12 +228,14 @@ class Job:
     compile_trace: bool = False  # TORCH_TRACE of its compile (--compile-trace; once per case)
     measure_machine: bool = False  # a CPU's bandwidth and matmul rate after the timed loop (once per run and dtype)
     mega_path: str | None = None  # --compile-cache mega: the artifacts file a cold repeat writes and a mega one loads
+    packages: str | None = None  # aot-inductor: the folder its packages are built into (by the first repeat) and loaded from
 
     def to_dict(self) -> dict:
         return {"cases": [c.to_dict() for c in self.cases], "policy": dataclasses.asdict(self.policy), "repeat": self.repeat,
                 "compile_cache": self.compile_cache, "count_flops": self.count_flops, "check": self.check,
                 "claim": self.claim, "environment": self.environment, "traces": self.traces, "profile": self.profile,
-                "compile_trace": self.compile_trace, "measure_machine": self.measure_machine, "mega_path": self.mega_path}
+                "compile_trace": self.compile_trace, "measure_machine": self.measure_machine, "mega_path": self.mega_path,
+                "packages": self.packages}
 
     @classmethod
     def from_dict(cls, d: dict) -> Job:
@@ -227,7 +244,7 @@ class Job:
         return cls([Case.from_dict(c) for c in d["cases"]], policy, d.get("repeat", 1), d.get("compile_cache"),
                    d.get("count_flops", True), d.get("check", True), d.get("claim"), d.get("environment"),
                    d.get("traces"), d.get("profile", False), d.get("compile_trace", False),
-                   d.get("measure_machine", False), d.get("mega_path"))
+                   d.get("measure_machine", False), d.get("mega_path"), d.get("packages"))
 
 
 @dataclass(frozen=True, kw_only=True)

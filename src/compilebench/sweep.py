@@ -197,8 +197,11 @@ class _Sweep:
         machine = (unit.target.resume_id, todo[0].dtype)
         measure = machine not in self.machines_measured
         self.machines_measured.add(machine)
+        # aot-inductor packages outlive the repeat that built them: every later repeat of the case loads them
+        packages = self.states.folder(f"{self._state(unit)}-packages") if any(
+            c.variant.ahead_of_time for c in todo) else None
         return Work(Job(todo, self.spec.timing, unit.repeat, cache, count_flops, check, mine, environment, where,
-                        profile, compile_trace, measure, mega_path), env)
+                        profile, compile_trace, measure, mega_path, packages), env)
 
     def _claim(self, case: Case, unit: Unit) -> bool:
         key, rid = case.key(), unit.target.resume_id

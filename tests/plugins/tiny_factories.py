@@ -58,3 +58,16 @@ def make_stacked():
 def make_widening():
     torch.manual_seed(0)
     return Stacked([8 + i for i in range(11)])  # ten blocks, ten shapes
+
+
+class Branchy(Net):
+    """Its control flow depends on its data: torch.export cannot capture it in one graph."""
+
+    def forward(self, pixel_values):
+        out = super().forward(pixel_values)
+        return out if out["logits"].sum() > 0 else {"logits": -out["logits"]}
+
+
+def make_branchy():
+    torch.manual_seed(0)
+    return Branchy()

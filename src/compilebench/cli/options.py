@@ -149,7 +149,8 @@ def _what(run) -> None:
     g.add_argument("--batch-size", nargs="+", action="extend", type=int, default=None, metavar="N",
                    help="batch sizes (default: 1); given twice, both count")
     g.add_argument("--variant", nargs="+", action="extend", default=None, metavar="V",
-                   help=f"eager and/or torch.compile modes: {', '.join(specmod.VARIANTS)} (default: eager default)")
+                   help=f"eager, torch.compile modes and/or aot-inductor (exported and packaged ahead of time): "
+                        f"{', '.join(specmod.VARIANTS)} (default: eager default)")
     g.add_argument("--image", default=None, metavar="PATH", help="vision: the photo to preprocess (default: the one shipped)")
     g.add_argument("--prompt-len", type=int, default=None, metavar="L",
                    help="text generation: prompt tokens (default: the model's, `compilebench models`)")

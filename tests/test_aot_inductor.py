@@ -1,0 +1,54 @@
+"""The aot-inductor variant: exported with the case's inputs, packaged by AOTInductor by the first repeat, loaded
+and timed by every repeat; a model that does not export is an error with export's own reason."""
+
+import pytest
+
+import compilebench
+from compilebench.spec import Case, Variant
+from tiny_factories import make_branchy, make_inputs
+
+
+def test_the_variant_is_not_torch_compile_and_keeps_only_inductors_options():
+    v = Variant.named("aot-inductor", backend="eager", fullgraph=True, dynamic=True, scope="regions",
+                      options=(("freezing", True),))
+    assert v.compiled and v.ahead_of_time and not v.uses_cudagraphs
+    assert (v.backend, v.fullgraph, v.dynamic, v.scope, v.options) == ("inductor", False, None, "model",
+                                                                      (("freezing", True),))
+    assert v.label == "AOTInductor (freezing=True)" and Variant.named("aot-inductor").label == "AOTInductor"
+    assert Case("m", 1, v).key() != Case("m", 1, Variant("default")).key()
+
+
+def test_a_model_that_does_not_export_is_an_error_with_exports_reason_in_one_line(tmp_path):
+    results = compilebench.benchmark(make_branchy(), inputs=make_inputs, variants=("eager", "aot-inductor"),
+                                     repeats=1, iters=3, warmup=0, db=str(tmp_path / "r.db"))
+    by = {r.case.variant.name: r for r in results.view.results}
+    assert by["eager"].status == "ok"
+    aot = by["aot-inductor"]
+    assert aot.status == "error" and aot.message.startswith("ExportFailed: torch.export could not export the model: ")
+    assert "\n" not in aot.message and aot.repeats[0].phase == "exporting and packaging"
+    assert "| error |" in results.table()
+
+
+def test_text_generation_says_what_is_not_supported(main_here):
+    main_here("run", "--model", "smollm2-135m", "--tiny", "--variant", "eager", "aot-inductor", "--repeats", "1",
+              "--iters", "2", "--new-tokens", "2", "--isolation", "inline", "--quiet", "--db", "r.db")
+    (aot,) = [r for r in compilebench.load("r.db").view.results if r.case.variant.ahead_of_time]
+    assert aot.status == "error" and "aot-inductor does not time text generation yet" in aot.message
+
+
+@pytest.mark.slow
+def test_the_first_repeat_builds_the_package_and_a_fresh_process_loads_it_and_agrees_with_eager(tmp_path):
+    results = compilebench.benchmark("tiny_factories:make_stacked", inputs="tiny_factories:make_inputs",
+                                     variants=("eager", "aot-inductor"), repeats=2, iters=5, warmup=1,
+                                     db=str(tmp_path / "r.db"))
+    (r,) = [r for r in results.view.results if r.case.variant.ahead_of_time]
+    built, loaded = (rep.aot_inductor for rep in r.repeats)
+    assert r.status == "ok" and r.max_abs_err is not None  # checked against eager, within tolerance
+    assert built["built"] and built["export_s"] > 0 and built["package_s"] > 0 and built["package_bytes"] > 0
+    assert "built" not in loaded and loaded["load_s"] > 0 and loaded["package_bytes"] == built["package_bytes"]
+    assert r.repeats[0].process != r.repeats[1].process  # a fresh process loaded it
+    assert r.compile_s == pytest.approx(built["export_s"] + built["package_s"]) and r.repeats[1].compile_s is None
+    assert r.aot_inductor["start_from"] == "fresh processes that loaded it"
+    assert r.aot_inductor["start_s"] == pytest.approx(loaded["load_s"] + r.repeats[1].first_call_s)
+    row = results.to_pandas().set_index("variant").loc["aot-inductor"]
+    assert row.aot_package_bytes == built["package_bytes"] and row.aot_start_s == pytest.approx(r.aot_inductor["start_s"])
