@@ -148,6 +148,18 @@ def record_aot(rep: Repeat, packaged: dict) -> None:
     rep.compile_phases = {}
 
 
+def record_start(rep: Repeat, case) -> None:
+    """What this process waited for its first answer, once it was running: the model's build (an aot-inductor
+    package holds its weights: a replica builds nothing), loading the mega-cache or the package, and the first
+    call, which holds any compile. The interpreter's start and imports are left out: the worker is forked from a
+    launcher that made them already, and every way of starting pays them alike."""
+    if rep.first_call_s is None:
+        return
+    load = rep.aot_inductor.get("load_s", rep.mega_cache.get("load_s"))
+    rep.start = {**({} if case.variant.ahead_of_time else {"build_s": rep.phases.get("build", 0.0)}),
+                 **({} if load is None else {"load_s": load}), "first_call_s": rep.first_call_s}
+
+
 def record_cudagraphs(rep: Repeat, seen: selfcheck.CudaGraphs, case) -> None:
     """What inductor did about CUDA graphs, for a compiled case on a GPU (on a CPU there are none to record). A
     CUDA-graph variant that recorded no graph ran as plain compile: flagged, with inductor's reason."""

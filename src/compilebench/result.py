@@ -80,6 +80,7 @@ class Repeat:
     compile_trace: dict = field(default_factory=dict)  # --compile-trace: the TORCH_TRACE folder, tlparse's HTML
     mega_cache: dict = field(default_factory=dict)  # --compile-cache mega: the artifacts saved or loaded (compiler_state)
     aot_inductor: dict = field(default_factory=dict)  # aot-inductor: export, package (the repeat that built it), load
+    start: dict = field(default_factory=dict)  # until the first answer: build_s, load_s, first_call_s (recording.py)
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self):

@@ -34,6 +34,9 @@ def compile_kwargs(variant: Variant) -> dict:
     return kwargs
 
 
+DYNAMO_RECOMPILE_LIMIT = 8  # torch._dynamo.config.recompile_limit's default
+
+
 def apply(model, variant: Variant, *, shared: bool = False):
     """The callable to time: the model itself, torch.compile of it with the variant's settings, or (scope
     "regions") the model with each repeated block compiled. `shared`: other variants call the same model object
@@ -67,7 +70,7 @@ class Regions:
                              f"classes it repeats: {repeated_classes(model)} (name one with --region CLASS)")
         kwargs = compile_kwargs(variant)
         if "recompile_limit" in inspect.signature(torch.compile).parameters:
-            kwargs["recompile_limit"] = max(8, len(self.blocks))  # 8: dynamo's default
+            kwargs["recompile_limit"] = DYNAMO_RECOMPILE_LIMIT * len(self.blocks)  # each block: a whole model's
         self.compiled = [torch.compile(m._call_impl, **kwargs) for m in self.blocks]
         if not shared:
             self._install(True)

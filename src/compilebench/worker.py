@@ -127,6 +127,7 @@ def run_cases(
     spent[phase] = spent.get(phase, 0.0) + time.perf_counter() - since
     for r in results:
         r.repeats[0].phases = {k: round(v, 4) for k, v in spent.items()}
+        recording.record_start(r.repeats[0], r.case)
         r.derive()
     return results
 

@@ -7,6 +7,7 @@ import argparse
 
 from compilebench import __version__, settings, spec as specmod, stats, store as storemod, suites
 from compilebench import report as reportmod
+from compilebench.report.view import DEFAULT_REQUESTS
 from compilebench.zoo import hub
 
 EXIT_BAD_INPUT = 2
@@ -84,6 +85,7 @@ def parser(commands: dict) -> argparse.ArgumentParser:
     rep.add_argument("--reference", default=None, metavar="NAME",
                      help="set published figures beside yours: guide (the transformers guide's A100, V100 and T4 "
                           "speed-ups)")
+    _requests(rep)
     rep.set_defaults(func=commands["report"])
 
     cmp_ = sub.add_parser("compare", help="two results files side by side per case, with the ratio B/A and a verdict")
@@ -263,6 +265,12 @@ def _where(run) -> None:
                         "whole node for CPU cases)")
 
 
+def _requests(g) -> None:
+    g.add_argument("--requests", type=int, default=DEFAULT_REQUESTS, metavar="N",
+                   help="the requests one process serves: the start-up view recommends the fastest start that pays "
+                        f"for itself within them (default: {DEFAULT_REQUESTS:,})")
+
+
 def _results(run) -> None:
     g = run.add_argument_group("results")
     g.add_argument("--db", default=storemod.DEFAULT_PATH, help=f"results file (default: {storemod.DEFAULT_PATH})")
@@ -275,3 +283,4 @@ def _results(run) -> None:
                    help="where the report of this run goes (default: a report/ folder beside --db)")
     g.add_argument("--format", default=",".join(reportmod.FORMATS),
                    help=f"report formats, comma-separated: {','.join(reportmod.FORMATS)} (default: all)")
+    _requests(g)

@@ -6,7 +6,7 @@ import contextlib
 import os
 import sys
 
-from compilebench import report as reportmod, stats, store as storemod
+from compilebench import report as reportmod, settings, stats, store as storemod
 from compilebench.errors import UserError
 from compilebench.drift import Drift
 from compilebench.report import check as checkmod
@@ -30,13 +30,14 @@ def main_file(written: list[str], out_dir: str) -> str:
 
 def cmd_report(args) -> int:
     stats.check_min_effect(args.min_effect)  # before any file is read
+    settings.integer("--requests", args.requests, 1)
     dbs = args.dbs or [storemod.DEFAULT_PATH]
     formats = reportmod.parse_formats(args.format)
     out_dir = args.out or default_out(dbs[0])
     reportmod.check_out_dir(out_dir)
     # an unknown name is refused before any file is read
     published = (args.reference, referencemod.load(args.reference)) if args.reference is not None else None
-    view = View(reportdata.load(dbs), args.min_effect)
+    view = View(reportdata.load(dbs), args.min_effect, args.requests)
     written = reportmod.write(view, out_dir, formats, dbs, published)
     beside = referencemod.reference_table(view, published[1], published[0]) if published else None
     print(markdown.tables([tables.summary_table(view), *tables.guide_tables(view), *([beside] if beside else [])]))

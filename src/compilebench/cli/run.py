@@ -20,6 +20,7 @@ EXIT_FAILED = 1  # the environment failed the sweep (a full disk, a locked resul
 
 
 def cmd_run(args) -> int:
+    settings.integer("--requests", args.requests, 1)  # the report's: refused before anything is measured
     spec = run_spec(args)
     formats = reportmod.parse_formats(args.format)
     storemod.check_path(args.db)
@@ -37,7 +38,7 @@ def cmd_run(args) -> int:
         results = prepared.results(store)
 
     if results:
-        view = View(results, prepared.spec.min_effect)
+        view = View(results, prepared.spec.min_effect, args.requests)
         print(markdown.tables([*tables.guide_tables(view), *tables.generation_tables(view), details.details_table(view)]))
         print("Recommendation\n\n" + markdown.table(tables.recommendation_table(view)))
         written = reportmod.write(view, out_dir, formats, [args.db])

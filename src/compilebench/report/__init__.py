@@ -12,7 +12,7 @@ import tempfile
 from compilebench import interrupts, paths
 from compilebench.errors import UnknownChoice, UserError
 from compilebench.report import charts as chartsmod
-from compilebench.report import data, details, flat, html, markdown, reference as referencemod, tables, why
+from compilebench.report import data, details, flat, html, markdown, reference as referencemod, start, tables, why
 from compilebench.report import cells
 from compilebench.report.cells import Table
 from compilebench.report.view import View
@@ -72,8 +72,9 @@ def sections(view: View, charts: list[chartsmod.Chart], reference: tuple[str, li
     return [
         ("Summary", summary),
         ("Results", results_items),
-        ("Recommendation", [tables.recommendation_table(view)]),
+        ("Recommendation", [tables.recommendation_table(view), *filter(None, [start.recommendation_rows(view)])]),
         ("Speed-ups and compile cost", [tables.speedup_table(view)]),
+        ("Start-up", start.sections(view, charts)),
         ("Batch sizes", batch_items),
         ("Hardware", hardware_items),
         ("Torch versions", tables.version_tables(view)),

@@ -9,7 +9,7 @@ from typing import Callable, Iterable, TypeVar
 from compilebench.comparison import Speedup
 from compilebench.drift import Drift
 from compilebench.result import Result
-from compilebench.vocab import CLOCK, CUDAGRAPHS_SKIPPED, INCONCLUSIVE_REMEDY
+from compilebench.vocab import CLOCK, CUDAGRAPHS_SKIPPED, INCONCLUSIVE_REMEDY, RECOMPILE_LIMIT
 
 
 @dataclass
@@ -34,8 +34,9 @@ def table(title: str, columns: Columns, items: Iterable[T], notes: Iterable[str]
     return Table(title, [name for name, _ in columns], [[value(x) for _, value in columns] for x in items], list(notes))
 
 
-# Flags that change what a number is (another clock's time, a CUDA-graph mode without graphs): named in the cell.
-CELL_FLAGS = (CLOCK.name, CUDAGRAPHS_SKIPPED.name)
+# Flags that change what a number is (another clock's time, a CUDA-graph mode without graphs, a model partly run
+# eagerly past the recompile limit): named in the cell.
+CELL_FLAGS = (CLOCK.name, CUDAGRAPHS_SKIPPED.name, RECOMPILE_LIMIT.name)
 
 
 def cell(r: Result | None) -> str:

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 
 from compilebench import comparison, profiling
-from compilebench.report import data, why
+from compilebench.report import data, start, why
 from compilebench.report.cells import cell
 from compilebench.report.data import Column
 from compilebench.report.view import Group, View
@@ -156,6 +156,9 @@ def render(view: View, out_dir: str) -> list[Chart]:
     for hw, label, rows in why.profiled(view):  # --profile: where each call's time goes
         stem = os.path.join(out_dir, _unique(_slug(f"time-split-{label}-{hw}"), names))
         charts.append(_time_split(why.title(label, hw), rows, stem))
+    for m in start.models(view):  # how long each way of starting waits for its first answer
+        stem = os.path.join(out_dir, _unique(_slug(f"start-{m.label}-{m.hardware}-b{m.batch_size}-{m.torch}"), names))
+        charts.append(_starts(m, stem))
     return charts
 
 
@@ -295,6 +298,41 @@ def _time_split(title: str, rows: list[Result], stem: str) -> Chart:
         fig.savefig(png, dpi=110)
         fig.savefig(svg, metadata={"Date": None})
     return Chart(("why", title), title, png, svg, [(label, share) for label in labels for share in profiling.SHARES])
+
+
+def _starts(m, stem: str) -> Chart:
+    """Stacked bars, one per way of starting: the seconds of its build, load and first call (with any compile),
+    each labelled with the steady latency it then gives."""
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    title = start.title_of(m)
+    labels = [s.name for s in m.starts]
+    fig = Figure(figsize=(9, 1.6 + 0.45 * len(labels)), layout="constrained")
+    ax = fig.subplots()
+    colors = matplotlib.colormaps["tab10"]
+    left = [0.0] * len(labels)
+    for j, (part, _) in enumerate(start.PARTS):
+        widths = [s.parts.get(part, 0.0) for s in m.starts]
+        for i, w in enumerate(widths):
+            (bar,) = ax.barh(i, w, 0.6, left=left[i], color=colors(j), label=part if i == 0 else None)
+            bar.set_gid(f"bar-{i}-{j}")
+        left = [a + w for a, w in zip(left, widths)]
+    for i, s in enumerate(m.starts):
+        steady = f"{s.steady_ms:.3f} ms per call after" if s.steady_ms is not None else s.result.status
+        ax.text(left[i], i, f"  {left[i]:.2f} s; {steady}", va="center", ha="left", fontsize=7)
+    ax.set_yticks(range(len(labels)), labels)
+    ax.set_ylim(len(labels) - 0.5, -0.5)
+    ax.set_xlim(0, max(left, default=1.0) * 1.6 or 1.0)
+    ax.set_xlabel("seconds until the first answer in a new process (build, load, first call with any compile)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(axis="x", alpha=0.3)
+    fig.legend(fontsize=8, loc="outside lower center", ncols=3)
+    png, svg = stem + ".png", stem + ".svg"
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "compilebench"}):
+        fig.savefig(png, dpi=110)
+        fig.savefig(svg, metadata={"Date": None})
+    return Chart(("start", title), title, png, svg, [(label, part) for label in labels for part, _ in start.PARTS])
 
 
 def _slug(text: str) -> str:

@@ -7,13 +7,15 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from compilebench import comparison, drift, stats
+from compilebench import comparison, drift, settings as settingsmod, stats
 from compilebench.comparison import Speedup
 from compilebench.drift import Drift
 from compilebench.report import data
 from compilebench.report.data import Column
 from compilebench.result import Result
 from compilebench.spec import eager_key_of
+
+DEFAULT_REQUESTS = 10_000
 
 
 @dataclass(frozen=True)
@@ -76,9 +78,12 @@ class View:
     """A set of results as the report shows them. `results` keeps every result (superseded reruns too, for the CSV);
     `latest` the newest of each case on each machine; `groups` the guide's tables."""
 
-    def __init__(self, results: list[Result], min_effect: float = stats.DEFAULT_MIN_EFFECT):
+    def __init__(self, results: list[Result], min_effect: float = stats.DEFAULT_MIN_EFFECT,
+                 requests: int = DEFAULT_REQUESTS):
         self.results = results
         self.min_effect = stats.check_min_effect(min_effect)
+        settingsmod.integer("--requests", requests, 1)
+        self.requests = requests  # the traffic a start must pay off within (--requests): the start-up view
         self.latest = data.latest(results)
         labels = data.torch_labels(results)
         # a % improvement names its torch (and environment) only where there is a choice

@@ -1,0 +1,229 @@
+"""The start-up view: per model, how long a new process waits for its first answer under each way of starting
+(no compile, a cold compile, a warm local cache, the mega-cache, regional compilation, an AOTInductor package),
+against the steady latency each then gives, with the requests after which each has paid for its start against
+no compile, and the fastest start that pays off within --requests N.
+
+A start is what the worker measured in a fresh process: the model's build (not for an AOTInductor package,
+which holds its weights), loading artifacts or a package, and the first call (which holds any compile); a cold
+start is one process's (the first repeat), the others the median over the repeats that started so."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+from compilebench.report import data
+from compilebench.report.cells import Table, num, table
+from compilebench.report.view import View
+from compilebench.result import Result
+from compilebench.spec import eager_key_of
+
+# A repeat's compiler state, as a start is named by it.
+STARTS = {"cold": "cold start", "warm": "warm cache", "dir": "cache folder", "mega": "mega-cache"}
+PARTS = (("build", "build_s"), ("load", "load_s"), ("first call", "first_call_s"))  # a start's parts, in order
+
+
+@dataclass
+class Start:
+    """One way of starting a model: its name, the result it comes from, the seconds until the first answer
+    (and their parts), and how many processes started so."""
+
+    name: str
+    result: Result
+    parts: dict[str, float]  # build, load, first call (with its compile): seconds, medians over `processes`
+    processes: int
+
+    @property
+    def seconds(self) -> float:
+        return sum(self.parts.values())
+
+    @property
+    def steady_ms(self) -> float | None:
+        return self.result.mean
+
+
+def break_even(start: Start, eager: Start) -> int | None:
+    """Requests after which this start has paid for itself against no compile (0: from the first); None: never
+    (it is no faster per request, and starts later)."""
+    if start.steady_ms is None or eager.steady_ms is None:
+        return None
+    extra_s, saving_s = start.seconds - eager.seconds, (eager.steady_ms - start.steady_ms) / 1e3
+    if extra_s <= 0 and saving_s >= 0:
+        return 0
+    if saving_s <= 0:
+        return None
+    return math.ceil(round(extra_s / saving_s, 6))
+
+
+def serving_s(start: Start, requests: int) -> float | None:
+    """Seconds to start and then serve `requests` one after another."""
+    return None if start.steady_ms is None else start.seconds + requests * start.steady_ms / 1e3
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values) if values else 0.0
+
+
+def _starts_of(r: Result) -> list[Start]:
+    """The starts a result's repeats recorded (recording.record_start): one per compiler state they started from,
+    or the package they loaded (from fresh processes only, where the package was also built by one)."""
+    reps = [p for p in r.repeats if p.start]
+    v = r.case.variant
+    if v.ahead_of_time:
+        reps = [p for p in reps if not p.aot_inductor.get("built")] or reps
+        states = {f"{v.label}, package loaded": reps} if reps else {}
+    elif v.compiled:
+        states = {}
+        for p in reps:
+            states.setdefault(f"{v.label}, {STARTS.get(p.compile_cache or 'cold', p.compile_cache)}", []).append(p)
+    else:
+        states = {v.label: reps} if reps else {}
+    return [Start(name, r, {part: _median([p.start[key] for p in mine if key in p.start])
+                            for part, key in PARTS if any(key in p.start for p in mine)}, len(mine))
+            for name, mine in states.items()]
+
+
+@dataclass
+class Model:
+    """One model's starts on one hardware, torch, batch size and settings (the compile cache aside)."""
+
+    hardware: str
+    label: str
+    batch_size: int
+    torch: str
+    eager: Start | None
+    starts: list[Start]  # eager first, then in variant order; a state measured twice: the newest result's
+
+
+def models(view: View) -> list[Model]:
+    """Every model whose results hold a start other than no compile's."""
+    groups: dict[tuple, list[Result]] = {}
+    for r in sorted(view.latest, key=lambda r: (r.case.variant.order, r.created_at)):
+        base = eager_key_of({**r.case.to_dict(), "compile_cache": "cold"})
+        groups.setdefault((data.hardware(r), data.torch_version(r), base), []).append(r)
+    out = []
+    for (hw, torch, _), rs in groups.items():
+        starts: dict[str, Start] = {}
+        # a start measured by two results (a mega-cache run's first repeat starts cold too): the newest of those
+        # whose setting is that start's own (--compile-cache cold for a cold start) wins
+        for r in sorted(rs, key=lambda r: (r.case.compile_cache == "cold", r.created_at)):
+            for s in _starts_of(r):
+                starts[s.name] = s
+        eager = next((s for s in starts.values() if not s.result.case.variant.compiled), None)
+        if not any(s.result.case.variant.compiled for s in starts.values()):
+            continue  # nothing but no compile (or results that recorded no start: before this view existed)
+        first = rs[0]
+        out.append(Model(hw, data.model_label(rs, first.case.model), first.case.batch_size, torch, eager,
+                         sorted(starts.values(), key=lambda s: (s.result.case.variant.compiled, s.result.case.variant.order))))
+    return out
+
+
+def _break_even_text(s: Start, eager: Start | None) -> str:
+    if eager is None or s is eager:
+        return ""
+    n = break_even(s, eager)
+    return "never" if n is None else f"{n:,}"
+
+
+def recommended(m: Model, view: View) -> tuple[Start | None, str]:
+    """The fastest start among those whose steady speed-up over no compile is `faster` and that pay for their
+    start within --requests; else no compile. With the reason, in a few words."""
+    requests = view.requests
+    if m.eager is None:
+        return None, "no eager result to weigh the starts against"
+    paying = []
+    for s in m.starts:
+        if s is m.eager or s.result.status != "ok":
+            continue
+        speedup = view.speedup(m.eager.result, s.result)
+        n = break_even(s, m.eager)
+        if speedup is not None and speedup.verdict == "faster" and n is not None and n <= requests:
+            paying.append(s)
+    if not paying:
+        return m.eager, f"no start that is faster per request (beyond {view.min_effect:.0%}) pays for itself within " \
+                        f"{requests:,} requests"
+    best = min(paying, key=lambda s: (s.seconds, s.steady_ms))
+    return best, f"the fastest start of the {len(paying)} that pay for themselves within {requests:,} requests"
+
+
+def start_tables(view: View) -> list[Table]:
+    """Per model: each start's seconds until the first answer and their parts, its steady latency with the 95%
+    interval between processes, the requests it takes to pay for its start, and the time to serve --requests."""
+    requests, out = view.requests, []
+    for m in models(view):
+        pick, _ = recommended(m, view)
+        columns = [
+            ("start", lambda s: s.name + (" (recommended)" if s is pick else "")),
+            ("until the first answer s", lambda s: f"{s.seconds:.2f}"),
+            ("of which build / load / first call s", lambda s: " / ".join(
+                f"{s.parts[k]:.2f}" if k in s.parts else "-" for k, _ in PARTS)),
+            ("processes", lambda s: str(s.processes)),
+            ("steady ms", lambda s: _steady(s.result)),
+            ("95% CI ms", lambda s: _interval(s.result)),
+            ("pays off after (requests)", lambda s: _break_even_text(s, m.eager)),
+            (f"{requests:,} requests s", lambda s: num(serving_s(s, requests), 1)),
+        ]
+        builds = [f"- {s.name}: the package was built once, in {s.result.aot_inductor['export_s']:.1f} s of export "
+                  f"and {s.result.aot_inductor['package_s']:.1f} s of packaging ({_mb(s.result.aot_inductor)} MB)"
+                  for s in m.starts if s.result.aot_inductor.get("package_s") is not None]
+        megas = [f"- {s.name}: {s.result.mega_cache['bytes'] / 1e6:.1f} MB of artifacts"
+                 + (f"; {s.result.mega_cache['missed']} graph(s) inductor's cache did not hold were compiled anyway"
+                    if s.result.mega_cache.get("missed") else "")
+                 for s in m.starts if s.name.endswith(STARTS["mega"]) and s.result.mega_cache.get("bytes")]
+        out.append(table(title_of(m), columns, m.starts, [*builds, *megas]))
+    return out
+
+
+def _mb(aot: dict) -> str:
+    return f"{aot['package_bytes'] / 1e6:.1f}"
+
+
+def _steady(r: Result) -> str:
+    if r.status == "ok":
+        return f"{r.stats.mean:.3f}"
+    return r.status + (f": {r.message}" if r.message else "")
+
+
+def _interval(r: Result) -> str:
+    s = r.stats
+    return f"{s.ci95_low:.3f}-{s.ci95_high:.3f}" if r.status == "ok" and s.ci95_low is not None else ""
+
+
+NOTE = ("Until the first answer: what a new process waits, measured in one: the model's build (an AOTInductor "
+        "package holds its weights and skips it), loading the mega-cache's artifacts or the package, and the first "
+        "call, which holds any compile. A cold start is the first repeat's; the others are medians over the "
+        "repeats that started so (processes). Pays off after: the requests, served one after another, after which "
+        "the start plus the steady latency has cost less than no compile's; never: it is no faster per request. "
+        "The recommended start is the fastest of those whose steady speed-up is `faster` and that pay off within "
+        "the requests given (--requests).")
+
+
+def recommendation_rows(view: View) -> Table | None:
+    """The start-up recommendation per model, for the Recommendation section."""
+    requests = view.requests
+    picks = [(m, *recommended(m, view)) for m in models(view)]
+    if not picks:
+        return None
+    columns = [("hardware", lambda x: x[0].hardware), ("torch", lambda x: f"torch {x[0].torch}"),
+               ("batch", lambda x: str(x[0].batch_size)), ("Task/Model", lambda x: x[0].label),
+               ("start recommended", lambda x: x[1].name if x[1] else ""),
+               ("until the first answer s", lambda x: f"{x[1].seconds:.2f}" if x[1] else ""),
+               ("steady ms", lambda x: _steady(x[1].result) if x[1] else ""),
+               (f"{requests:,} requests s", lambda x: num(serving_s(x[1], requests), 1) if x[1] else ""),
+               ("why", lambda x: x[2])]
+    return table(f"Start-up within {requests:,} requests", columns, picks)
+
+
+def sections(view: View, charts: list) -> list:
+    tables = start_tables(view)
+    items: list = [NOTE] if tables else []
+    for t in tables:
+        items.append(t)
+        items += [c for c in charts if c.section == ("start", t.title)]
+    return items
+
+
+def title_of(m: Model) -> str:
+    return f"Start-up: {m.label}, {m.hardware}, batch {m.batch_size}, torch {m.torch}"
+

@@ -1,0 +1,115 @@
+"""The start-up view: each way of starting a model (no compile, cold, warm cache, mega-cache, regions,
+AOTInductor) with its seconds until the first answer, its steady latency, when it pays off against no compile,
+and the fastest start that pays off within --requests."""
+
+import pytest
+
+from compilebench import recording
+from compilebench.report import start
+from compilebench.report.view import View
+from compilebench.result import Repeat
+from compilebench.spec import Case, Variant
+from fakeresults import CPU, result
+
+
+def _started(r, *starts):
+    """Give each repeat the start it recorded: (build, first call) or (build, load, first call) seconds."""
+    for rep, s in zip(r.repeats, starts):
+        rep.start = dict(zip(("build_s", "load_s", "first_call_s") if len(s) == 3 else ("build_s", "first_call_s"), s))
+        rep.first_call_s = s[-1]
+    r.derive()
+    return r
+
+
+def _stacked(compiled_ms=5.0, requests=10_000, **more):
+    eager = _started(result("resnet-50", 1, "eager", 10.0, env=CPU), (1.0, 0.1), (1.0, 0.1), (1.0, 0.1))
+    cold = _started(result("resnet-50", 1, "default", compiled_ms, env=CPU, compile_s=30.0),
+                    (1.0, 31.0), (1.0, 3.0), (1.0, 5.0))
+    return View([eager, cold, *more.values()], 0.02, requests)
+
+
+def test_each_compiler_state_of_the_repeats_is_a_start_and_the_warm_one_is_their_median():
+    (m,) = start.models(_stacked())
+    by = {s.name: s for s in m.starts}
+    assert list(by) == ["no compile", "compile, cold start", "compile, warm cache"]
+    assert by["no compile"].seconds == pytest.approx(1.1) and by["no compile"].processes == 3
+    assert by["compile, cold start"].seconds == pytest.approx(32.0) and by["compile, cold start"].processes == 1
+    assert by["compile, warm cache"].parts == {"build": 1.0, "first call": 4.0}  # the median of 3 and 5
+
+
+def test_break_even_is_the_extra_start_over_the_saving_per_request():
+    (m,) = start.models(_stacked())
+    by = {s.name: s for s in m.starts}
+    # cold: 30.9 s more to start, 5 ms saved per request
+    assert start.break_even(by["compile, cold start"], m.eager) == 6180
+    assert start.break_even(by["compile, warm cache"], m.eager) == 780  # 3.9 s / 5 ms
+    assert start.serving_s(by["compile, warm cache"], 1000) == pytest.approx(5.0 + 5.0)
+    slower = start.Start("x", result("resnet-50", 1, "default", 12.0, env=CPU), {"first call": 0.5}, 1)
+    assert start.break_even(slower, m.eager) is None  # slower per request: never
+    sooner = start.Start("y", result("resnet-50", 1, "default", 8.0, env=CPU), {"load": 0.5}, 1)
+    assert start.break_even(sooner, m.eager) == 0  # starts sooner and serves faster: from the first
+
+
+@pytest.mark.parametrize("requests, expected", [(500, "no compile"), (1000, "compile, warm cache"),
+                                                (100_000, "compile, warm cache")])
+def test_the_recommendation_is_the_fastest_start_that_pays_off_within_the_requests(requests, expected):
+    (m,) = start.models(_stacked(requests=requests))
+    pick, why = start.recommended(m, _stacked(requests=requests))
+    assert pick.name == expected
+    assert f"{requests:,} requests" in why
+
+
+def test_a_mega_cache_run_adds_its_start_and_its_first_repeat_does_not_replace_the_cold_runs():
+    mega = result("resnet-50", 1, "default", 6.0, env=CPU, compile_s=30.0, compile_cache="mega",
+                  processes=[6.0, 6.0])
+    mega.repeats[1].compile_cache = "mega"
+    mega.repeats[1].mega_cache = {"loaded_bytes": 2_000_000, "load_s": 0.5, "missed": 0}
+    _started(mega, (1.0, 40.0), (1.0, 0.5, 2.5))
+    view = _stacked(mega=mega)
+    (m,) = start.models(view)
+    by = {s.name: s for s in m.starts}
+    assert by["compile, cold start"].seconds == pytest.approx(32.0)  # the cold run's own, not the mega run's 41
+    assert by["compile, mega-cache"].parts == {"build": 1.0, "load": 0.5, "first call": 2.5}
+    (table,) = start.start_tables(view)
+    assert any("compile, mega-cache" in row[0] for row in table.rows)
+    assert any("2.0 MB of artifacts" in n for n in table.notes)
+
+
+def test_an_aot_inductor_start_comes_from_the_processes_that_only_loaded_the_package():
+    aot = result("resnet-50", 1, "aot-inductor", 4.0, env=CPU)
+    for rep, info in zip(aot.repeats, ({"built": True, "export_s": 2.0, "package_s": 40.0, "load_s": 0.1,
+                                         "package_bytes": 10**8}, {"load_s": 0.3, "package_bytes": 10**8},
+                                        {"load_s": 0.5, "package_bytes": 10**8})):
+        rep.aot_inductor, rep.first_call_s = info, 0.01
+        recording.record_start(rep, aot.case)
+    aot.derive()
+    (m,) = start.models(_stacked(aot=aot))
+    s = next(s for s in m.starts if s.name == "AOTInductor, package loaded")
+    assert s.processes == 2 and s.parts == {"load": pytest.approx(0.4), "first call": 0.01}  # no build
+    assert aot.aot_inductor["start_from"] == "fresh processes that loaded it"
+
+
+def test_results_that_recorded_no_start_have_no_start_up_view():
+    """A results file of an earlier release reports as it did (tests/test_release_files.py)."""
+    eager = result("resnet-50", 1, "eager", 10.0, env=CPU)
+    cold = result("resnet-50", 1, "default", 5.0, env=CPU, compile_s=30.0)
+    view = View([eager, cold])
+    assert start.models(view) == [] and start.sections(view, []) == [] and start.recommendation_rows(view) is None
+
+
+def test_record_start_leaves_the_build_out_of_a_package_and_adds_a_load():
+    rep = Repeat(first_call_s=0.2, phases={"build": 1.5}, mega_cache={"load_s": 0.3})
+    recording.record_start(rep, Case("m", 1, Variant("default")))
+    assert rep.start == {"build_s": 1.5, "load_s": 0.3, "first_call_s": 0.2}
+    rep = Repeat(first_call_s=0.2, phases={"build": 1.5}, aot_inductor={"load_s": 0.4})
+    recording.record_start(rep, Case("m", 1, Variant("aot-inductor")))
+    assert rep.start == {"load_s": 0.4, "first_call_s": 0.2}
+    failed = Repeat(status="error", phases={"build": 1.5})
+    recording.record_start(failed, Case("m", 1, Variant("default")))
+    assert failed.start == {}
+
+
+@pytest.mark.parametrize("command", [("report", "x.db"), ("run", "--model", "resnet-50")])
+def test_requests_must_be_a_positive_integer(main_here, command):
+    code, _, err = main_here(*command, "--requests", "0")
+    assert code == 2 and "--requests must be an integer >= 1, got 0" in err and len(err.strip().splitlines()) == 1
