@@ -1,9 +1,12 @@
 """The aot-inductor variant: exported with the case's inputs, packaged by AOTInductor by the first repeat, loaded
 and timed by every repeat; a model that does not export is an error with export's own reason."""
 
+import json
+
 import pytest
 
 import compilebench
+from compilebench import aot
 from compilebench.spec import Case, Variant
 from tiny_factories import make_branchy, make_inputs
 
@@ -36,11 +39,23 @@ def test_text_generation_says_what_is_not_supported(main_here):
     assert aot.status == "error" and "aot-inductor does not time text generation yet" in aot.message
 
 
+def test_a_package_built_from_other_weights_is_refused_not_compared(tmp_path):
+    case = Case("m", 1, Variant("aot-inductor"))
+    model = make_branchy()
+    path = aot.package_path(str(tmp_path), case)
+    open(path, "wb").close()  # another repeat's package...
+    with open(path + ".weights.json", "w") as f:
+        json.dump([w + 1.0 for w in aot.weights_fingerprint(model)], f)  # ...of other weights
+    with pytest.raises(ValueError, match="built from other weights than this process's model"):
+        aot.prepare(model, make_inputs(1), str(tmp_path), case)
+
+
 @pytest.mark.slow
 def test_the_first_repeat_builds_the_package_and_a_fresh_process_loads_it_and_agrees_with_eager(tmp_path):
-    results = compilebench.benchmark("tiny_factories:make_stacked", inputs="tiny_factories:make_inputs",
-                                     variants=("eager", "aot-inductor"), repeats=2, iters=5, warmup=1,
-                                     db=str(tmp_path / "r.db"))
+    """A zoo model with random weights: every process builds the same ones, so the package one repeat built
+    agrees with another process's eager output."""
+    results = compilebench.benchmark("resnet-50", model_size="tiny", variants=("eager", "aot-inductor"), repeats=2,
+                                     iters=5, warmup=1, db=str(tmp_path / "r.db"))
     (r,) = [r for r in results.view.results if r.case.variant.ahead_of_time]
     built, loaded = (rep.aot_inductor for rep in r.repeats)
     assert r.status == "ok" and r.max_abs_err is not None  # checked against eager, within tolerance
@@ -52,3 +67,8 @@ def test_the_first_repeat_builds_the_package_and_a_fresh_process_loads_it_and_ag
     assert r.aot_inductor["start_s"] == pytest.approx(loaded["load_s"] + r.repeats[1].first_call_s)
     row = results.to_pandas().set_index("variant").loc["aot-inductor"]
     assert row.aot_package_bytes == built["package_bytes"] and row.aot_start_s == pytest.approx(r.aot_inductor["start_s"])
+
+
+def test_aot_inductor_is_refused_with_ray(main_here):
+    code, _, err = main_here("run", "--model", "resnet-50", "--variant", "aot-inductor", "--executor", "ray")
+    assert code == 2 and "--variant aot-inductor keeps its files on this host" in err

@@ -104,6 +104,7 @@ def test_2a_a_full_disk_while_storing_keeps_the_result_beside_the_file_and_the_n
     assert not (tmp_path / "r.db.unsaved").exists()
 
 
+@pytest.mark.slow  # a real driver and a locking program (9 s): CI's slow step keeps the default selection under 4 min
 def test_2b_a_results_file_locked_by_another_program_while_storing_loses_nothing(tmp_path):
     fifo, reply = Fifo(tmp_path / "fifo"), tmp_path / "reply"
     os.mkfifo(reply)
@@ -146,6 +147,7 @@ def test_4_a_read_only_results_file_is_reported_and_a_run_says_why_it_cannot_add
         assert p.returncode == 2 and "is read-only" in p.stderr
 
 
+@pytest.mark.slow  # three runs of crashing workers (9 s): CI's slow step keeps the default selection under 4 min
 def test_5_crashed_repeats_are_retried_on_resume_and_errors_with_retry_failed(tmp_path, main_here, monkeypatch):
     args = ["run", "--model", "fault-flaky", "--variant", "eager", "--iters", "3", *QUICK, "--repeats", "1", "--db",
             "r.db", "--format", "csv"]

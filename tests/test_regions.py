@@ -6,6 +6,7 @@ import torch
 
 import compilebench
 from compilebench import recording, variants
+from compilebench.report import why
 from compilebench.result import Repeat
 from compilebench.spec import Case, RunSpec, Variant, key_of
 from compilebench.vocab import RECOMPILE_LIMIT
@@ -28,6 +29,8 @@ def test_identical_blocks_share_one_graph_and_the_blocks_are_recorded(tmp_path):
     assert r.max_abs_err is not None  # checked against eager like any compiled variant
     row = results.to_pandas().set_index("variant").loc["default"]
     assert row.regions == "Block=6" and row.recompile_limit_hits == 0
+    (compiled,) = why.compiler_table(results.view).records()
+    assert compiled["blocks compiled (regions)"] == "6 Block" and compiled["graphs"] == "1"
 
 
 def test_blocks_of_as_many_shapes_each_compile_past_dynamos_default_limit(tmp_path):

@@ -64,6 +64,7 @@ def test_a_mega_cache_run_adds_its_start_and_its_first_repeat_does_not_replace_t
                   processes=[6.0, 6.0])
     mega.repeats[1].compile_cache = "mega"
     mega.repeats[1].mega_cache = {"loaded_bytes": 2_000_000, "load_s": 0.5, "missed": 0}
+    mega.repeats[1].compile_s = 29.0
     _started(mega, (1.0, 40.0), (1.0, 0.5, 2.5))
     view = _stacked(mega=mega)
     (m,) = start.models(view)
@@ -72,7 +73,8 @@ def test_a_mega_cache_run_adds_its_start_and_its_first_repeat_does_not_replace_t
     assert by["compile, mega-cache"].parts == {"build": 1.0, "load": 0.5, "first call": 2.5}
     (table,) = start.start_tables(view)
     assert any("compile, mega-cache" in row[0] for row in table.rows)
-    assert any("2.0 MB of artifacts" in n for n in table.notes)
+    assert "- compile, mega-cache: 2.0 MB of artifacts; after loading them the first call still compiled for 29.0 s " \
+           "(the cold compile: 30.0 s)" in table.notes
 
 
 def test_an_aot_inductor_start_comes_from_the_processes_that_only_loaded_the_package():
@@ -113,3 +115,14 @@ def test_record_start_leaves_the_build_out_of_a_package_and_adds_a_load():
 def test_requests_must_be_a_positive_integer(main_here, command):
     code, _, err = main_here(*command, "--requests", "0")
     assert code == 2 and "--requests must be an integer >= 1, got 0" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_way_of_starting_that_failed_is_a_row_that_says_why_and_is_never_recommended():
+    failed = result("resnet-50", 1, "aot-inductor", None, env=CPU, status="error",
+                    message="ExportFailed: torch.export could not export the model: data-dependent branch")
+    view = _stacked(requests=100_000, failed=failed)
+    (m,) = start.models(view)
+    (row,) = [r for r in start.start_tables(view)[0].records() if r["start"] == "AOTInductor"]
+    assert row["until the first answer s"] == "" and row["pays off after (requests)"] == ""
+    assert row["steady ms"].startswith("error: ExportFailed: torch.export could not export the model")
+    assert start.recommended(m, view)[0].name == "compile, warm cache"

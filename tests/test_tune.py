@@ -86,9 +86,11 @@ def test_the_first_rung_climbs_from_the_best_so_far_one_change_at_a_time():
     best = tune.Config.make("max-autotune-no-cudagraphs", dtype="bfloat16", channels_last=True)
     speedups = {c: 0.9 for c in space}  # max-autotune alone is slower: only on top of the others does it pay
     speedups.update({plain: 1.0, bf16: 1.5, cl: 1.2, autotune: 0.8, both: 1.8, best: 2.5})
+    aot_both = tune.Config.make("aot-inductor", dtype="bfloat16", channels_last=True)
     clock = [0.0]
-    out = tune.search(BASE, space, Planted(clock, speedups), lambda: clock[0], budget_s=220)
-    assert [t.config for t in out.tried] == [plain, bf16, both, best]  # four cold compiles fit in the first rung
+    out = tune.search(BASE, space, Planted(clock, speedups), lambda: clock[0], budget_s=280)
+    # five cold compiles fit in the first rung; of the modes added to the best, AOTInductor comes first (by name)
+    assert [t.config for t in out.tried] == [plain, bf16, both, aot_both, best]
     assert out.winner.config == best and out.winner.rungs == 3
     assert cl in out.untried and autotune in out.untried
 
@@ -114,7 +116,9 @@ def test_nothing_faster_than_eager_is_said_plainly():
 
 def test_the_space_depends_on_the_device_and_the_model():
     cpu, gpu, text = tune.space("cpu", True), tune.space("cuda:0", True), tune.space("cpu", False)
-    assert {c.mode for c in cpu} == {"default", "max-autotune-no-cudagraphs"}
+    assert {c.mode for c in cpu} == {"default", "max-autotune-no-cudagraphs", "aot-inductor"}
+    assert "aot-inductor" not in {c.mode for c in text}  # generation does not export
+    assert all(any(c.scope == "regions" for c in space) for space in (cpu, gpu, text))
     assert {"reduce-overhead", "max-autotune"} <= {c.mode for c in gpu}
     assert any(c.options == (("coordinate_descent_tuning", True),) for c in gpu)
     assert not any(c.settings.channels_last for c in text) and any(c.settings.channels_last for c in cpu)
@@ -139,10 +143,10 @@ def test_tune_on_a_tiny_model_prints_a_pick_and_stores_every_measurement(tmp_pat
     p = run_cli("tune", "--model", "resnet-50", "--tiny", "--device", "cpu", "--budget", "1s", "--db", "r.db",
                 "--quiet", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    assert "tuning resnet-50 (batch 1)" in p.stderr and "18 configurations" in p.stderr
+    assert "tuning resnet-50 (batch 1)" in p.stderr and "27 configurations" in p.stderr
     # a budget this small measures the likeliest configuration alone, at every rung, and says what it left
     assert p.stdout.startswith(("Fastest correct configuration: ", "Nothing measured is faster than eager")), p.stdout
-    assert "torch.compile(model" in p.stdout and "Not tried within the budget (17)" in p.stdout, p.stdout
+    assert "torch.compile(model" in p.stdout and "Not tried within the budget (26)" in p.stdout, p.stdout
     results = stored(tmp_path / "r.db")
     assert {r["case"]["variant"]["mode"] for r in results} == {"eager", "default"}
     assert all(r["status"] == "ok" for r in results) and max(len(r["repeats"]) for r in results) == 3
@@ -185,3 +189,34 @@ def test_a_results_file_that_cannot_be_used_is_refused_before_anything_is_said_o
     p = run_cli(*argv, "--device", "cpu", "--db", "other.db", "--quiet", cwd=tmp_path, env=env)
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "not a compilebench results file" in p.stderr, p.stderr
     assert os.listdir(scratch) == []
+
+
+def test_regions_and_aot_inductor_configurations_make_their_own_cases_and_code():
+    regions, aot = tune.Config(scope="regions"), tune.Config.make("aot-inductor", dtype="bfloat16")
+    assert regions.case(BASE).variant == Variant("default", scope="regions")
+    assert aot.case(BASE).variant.ahead_of_time and aot.case(BASE).dtype == "bfloat16"
+    assert regions.describe() == "default, regions" and ("scope", "regions") in tune._changes(regions)
+    assert "block.compile()" in regions.code() and "model._no_split_modules" in regions.code()
+    code = aot.code()
+    assert "torch.export.export(model" in code and "aoti_compile_and_package" in code and "aoti_load_package" in code
+    assert code.startswith("model = model.to(torch.bfloat16)")
+    assert "block.compile(mode='max-autotune-no-cudagraphs')" in tune.Config(
+        "max-autotune-no-cudagraphs", scope="regions").code()
+
+
+def test_the_table_gives_each_configurations_start_beside_its_speed():
+    from compilebench.cli.tune import render
+
+    space = [tune.Config(), tune.Config.make("aot-inductor")]
+    clock = [0.0]
+    planted = Planted(clock, {space[0]: 1.5, space[1]: 2.0})
+    out = tune.search(BASE, space, planted, lambda: clock[0], budget_s=10_000)
+    for t in out.tried:  # what the workers record: a cold compile's start, a package's load
+        for rep in t.result.repeats:
+            rep.start = {"load_s": 0.5, "first_call_s": 0.01} if t.config.mode == "aot-inductor" else {
+                "build_s": 1.0, "first_call_s": 30.0}
+            rep.compile_cache = "cold"
+            rep.aot_inductor = {"built": True, "load_s": 0.5} if t.config.mode == "aot-inductor" else {}
+    text = render(out, 0.02, "r.db")
+    assert "start s (how)" in text
+    assert "| 31.00 (cold start) |" in text and "| 0.51 (package loaded) |" in text

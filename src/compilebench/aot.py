@@ -6,6 +6,9 @@ compile cost); every later repeat is a fresh process that only loads it, as a re
 from __future__ import annotations
 
 import hashlib
+import itertools
+import json
+import math
 import os
 import time
 
@@ -63,10 +66,31 @@ def load(path: str):
     return runner, {"load_s": time.perf_counter() - start, "package_bytes": os.path.getsize(path)}
 
 
+def weights_fingerprint(model) -> list[float]:
+    """The sum of every parameter and buffer, in float64: equal for the same weights in any process."""
+    import torch
+
+    return [float(t.detach().double().sum()) for t in itertools.chain(model.parameters(), model.buffers())
+            if isinstance(t, torch.Tensor) and t.is_floating_point()]
+
+
 def prepare(model, inputs: dict, folder: str, case) -> tuple[object, dict]:
     """The callable to time, and what it took: built here (export, package) where no earlier repeat left a
-    package, then loaded."""
+    package, then loaded. A package holds the weights of the process that built it: one built from other weights
+    than this process's model (whose eager output it is checked against) is refused, never compared."""
     path = package_path(folder, case)
-    built = {} if os.path.exists(path) else {**build(model, inputs, path, dict(case.variant.options)), "built": True}
+    mine = weights_fingerprint(model)
+    if os.path.exists(path):
+        built = {}
+        with open(path + ".weights.json") as f:
+            theirs = json.load(f)
+        if len(theirs) != len(mine) or not all(math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-6) for a, b in zip(theirs, mine)):
+            raise ValueError("the AOTInductor package was built from other weights than this process's model, so "
+                             "its outputs cannot be checked against eager (random weights must be built from the "
+                             "same seed in every process)")
+    else:
+        with open(path + ".weights.json", "w") as f:  # before the package: a loader that finds it finds this
+            json.dump(mine, f)
+        built = {**build(model, inputs, path, dict(case.variant.options)), "built": True}
     runner, loaded = load(path)
     return runner, {**built, **loaded}

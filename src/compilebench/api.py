@@ -26,20 +26,22 @@ from typing import Callable
 from compilebench import environments, plan, report as reportmod, spec as specmod, stats, store as storemod, suites as suitesmod, zoo
 from compilebench.errors import UserError
 from compilebench.report import data, flat, markdown, reference as referencemod, tables
-from compilebench.report.view import View
+from compilebench.report.view import DEFAULT_REQUESTS, View
 from compilebench.result import Result
 
 
 class Results:
     """Results of a benchmark or a results file: rows, tables and reports, with the CLI's numbers."""
 
-    def __init__(self, results: list[Result], path: str | None = None, min_effect: float = stats.DEFAULT_MIN_EFFECT):
-        self.results, self.path, self.min_effect = results, path, min_effect
+    def __init__(self, results: list[Result], path: str | None = None, min_effect: float = stats.DEFAULT_MIN_EFFECT,
+                 requests: int = DEFAULT_REQUESTS):
+        self.results, self.path, self.min_effect, self.requests = results, path, min_effect, requests
 
     @functools.cached_property
     def view(self) -> View:
-        """The report's model of these results, built on first use: tables, rows and files all read it."""
-        return View(self.results, self.min_effect)
+        """The report's model of these results, built on first use: tables, rows and files all read it. `requests`:
+        the traffic the start-up view weighs each start against."""
+        return View(self.results, self.min_effect, self.requests)
 
     def __len__(self) -> int:
         return len(self.results)
@@ -76,9 +78,9 @@ class Results:
         return reportmod.write(self.view, out_dir, tuple(formats), [self.path or "memory"], published)
 
 
-def load(path: str, min_effect: float = stats.DEFAULT_MIN_EFFECT) -> Results:
+def load(path: str, min_effect: float = stats.DEFAULT_MIN_EFFECT, requests: int = DEFAULT_REQUESTS) -> Results:
     """A results file (read-only; it is not changed) as Results."""
-    return Results(data.load([path]), path, min_effect)
+    return Results(data.load([path]), path, min_effect, requests)
 
 
 _SETTINGS = {f.name for f in dataclasses.fields(specmod.RunSpec)} - {"models", "batch_sizes", "variants", "timing",

@@ -1,7 +1,8 @@
 """`compilebench tune`: the fastest correct way to compile one model on this machine, found within a time budget.
 
 The space: the compile settings that can change a number on this device (modes, freezing, dtype, channels-last,
-fullgraph, dynamic shapes, CUDA-graph modes and coordinate-descent tuning on a GPU). The search is successive
+fullgraph, dynamic shapes, regional compilation, an AOTInductor package for a vision model, CUDA-graph modes and
+coordinate-descent tuning on a GPU); each is reported with the start it gives beside its speed. The search is successive
 halving: every configuration gets one short repeat (one fresh process) in the first rung, the best third a
 second, longer repeat in the next, the best two a third; each rung measures eager again beside them. A
 configuration's compiler state is kept between rungs, so its later repeats compile warm. Configurations that
@@ -30,7 +31,7 @@ from compilebench import comparison, stats
 from compilebench.errors import UserError
 from compilebench.result import Result
 from compilebench.settings import Settings
-from compilebench.spec import Case, TimingPolicy, Variant
+from compilebench.spec import AOT_INDUCTOR, Case, TimingPolicy, Variant
 from compilebench.vocab import STATUS_WORDS
 
 # (share of the budget a rung may use up to, repeats a configuration has after it, how many go on, timing)
@@ -51,20 +52,23 @@ class Config:
     fullgraph: bool = False
     dynamic: bool | None = None
     settings: Settings = Settings()
+    scope: str = "model"  # or "regions": each repeated block compiled alone (variants.Regions)
 
     @classmethod
     def make(cls, mode: str = "default", options: tuple = (), *, fullgraph: bool = False, dynamic: bool | None = None,
-             **settings) -> Config:
-        return cls(mode, options, fullgraph, dynamic, Settings(**settings))
+             scope: str = "model", **settings) -> Config:
+        return cls(mode, options, fullgraph, dynamic, Settings(**settings), scope)
 
     def case(self, base: Case) -> Case:
         return dataclasses.replace(base, variant=Variant(self.mode, fullgraph=self.fullgraph, dynamic=self.dynamic,
-                                                         options=self.options), **self.settings.changes())
+                                                         options=self.options, scope=self.scope),
+                                   **self.settings.changes())
 
     def describe(self) -> str:
         words = [self.mode] + [f"{k}={v}" for k, v in self.options] + list(self.settings.words())
         words += ["fullgraph"] if self.fullgraph else []
         words += [f"dynamic={self.dynamic}"] if self.dynamic is not None else []
+        words += ["regions"] if self.scope == "regions" else []
         return ", ".join(words)
 
     def code(self) -> str:
@@ -74,7 +78,23 @@ class Config:
             lines.append(f"model = model.to(torch.{self.settings.dtype})  # and its floating-point inputs")
         if self.settings.channels_last:
             lines.append("model = model.to(memory_format=torch.channels_last)  # and 4-D inputs")
-        args = ["model"]
+        if self.mode == AOT_INDUCTOR:
+            configs = f", inductor_configs={dict(self.options)!r}" if self.options else ""
+            return "\n".join([*lines, "program = torch.export.export(model, args=(), kwargs=inputs)",
+                              f"path = torch._inductor.aoti_compile_and_package(program{configs})  # once, ahead of time",
+                              "compiled = torch._inductor.aoti_load_package(path)  # in each process that serves"])
+        if self.scope == "regions":
+            lines += ["for block in model.modules():  # each repeated layer: identical ones share a graph",
+                      "    if type(block).__name__ in model._no_split_modules:",
+                      f"        block.compile({', '.join(self._args())})",
+                      "compiled = model"]
+            return "\n".join(lines)
+        lines.append(f"compiled = torch.compile({', '.join(['model', *self._args()])})")
+        return "\n".join(lines)
+
+    def _args(self) -> list[str]:
+        """torch.compile's arguments other than the model."""
+        args = []
         if self.options:
             from compilebench.variants import compile_kwargs
 
@@ -86,8 +106,7 @@ class Config:
             args.append("fullgraph=True")
         if self.dynamic is not None:
             args.append(f"dynamic={self.dynamic}")
-        lines.append(f"compiled = torch.compile({', '.join(args)})")
-        return "\n".join(lines)
+        return args
 
 
 def space(device: str, vision: bool) -> list[Config]:
@@ -99,19 +118,22 @@ def space(device: str, vision: bool) -> list[Config]:
     option_sets: list[tuple] = [(), (("freezing", True),)]
     if gpu:
         option_sets.append((("coordinate_descent_tuning", True),))
+    if vision:  # exported ahead of time: no compile in the process that serves (generation does not export)
+        modes += (AOT_INDUCTOR,)
     out = []
     for mode, options, dtype, channels_last in itertools.product(modes, option_sets, dtypes, (False, True) if vision else (False,)):
         out.append(Config.make(mode, options, dtype=dtype, channels_last=channels_last))
-    # fullgraph and static shapes change nothing for a model that has no graph break and one shape; tried once,
-    # on the plainest configuration, they say whether they can matter
-    out += [Config(fullgraph=True), Config(dynamic=False)]
+    # fullgraph, static shapes and regional compilation change nothing (or only the compile) for a model that has
+    # no graph break, one shape and few repeated layers; tried once, on the plainest configuration, they say
+    # whether they can matter
+    out += [Config(fullgraph=True), Config(dynamic=False), Config(scope="regions")]
     return sorted(set(out), key=_prior)
 
 
 # The changes likeliest to pay, first. Measured for ResNet-50 on 2 CPU cores: bfloat16 2.1x plain compile;
 # channels-last 1.4x; max-autotune 0.85x alone but 1.17x on top of both; freezing 0.98-1.01x in every company.
 _LIKELIEST = ("dtype", "channels_last", "mode", ("option", "freezing"), ("option", "coordinate_descent_tuning"),
-              "fullgraph", "dynamic")
+              "fullgraph", "dynamic", "scope")
 
 
 def _prior(c: Config) -> tuple:
@@ -174,6 +196,8 @@ def _changes(c: Config) -> frozenset:
         changes.add(("fullgraph",))
     if c.dynamic is not None:
         changes.add(("dynamic", c.dynamic))
+    if c.scope != "model":
+        changes.add(("scope", c.scope))
     return frozenset(changes)
 
 

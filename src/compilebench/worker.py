@@ -27,6 +27,7 @@ from compilebench.spec import Case, Job
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 TRACEBACK_LINES = 60  # the end of a traceback: where it was raised, and the message
+WEIGHTS_SEED = 0
 
 
 def one_line(exc: BaseException, limit: int = 500) -> str:
@@ -111,7 +112,8 @@ def run_cases(
                 enter("loading the mega-cache")  # a new replica's start: before it builds anything
                 loaded = compiler_state.load_artifacts(job.mega_path)
             unit = generation if first.generation else forward
-            with _compile_trace(job, results):
+            torch.manual_seed(WEIGHTS_SEED)  # random weights: the same in every process (a package built by one
+            with _compile_trace(job, results):  # repeat is checked against the eager output of another's)
                 unit.run(entry, results, job, clock, watch or recording.make_watch(first.device), enter)
             if loaded is not None:
                 _mega(results, loaded)

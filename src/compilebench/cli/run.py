@@ -137,10 +137,12 @@ def where(args, spec: specmod.RunSpec) -> tuple[specmod.RunSpec, dispatch.Dispat
                 "--cpus-per-case": args.cpus_per_case}
     if args.executor == "ray":
         kept = [option for option, on in (("--profile", spec.profile), ("--compile-trace", spec.compile_trace),
-                                          ("--compile-cache mega", settings.is_mega(spec.compile_cache))) if on]
+                                          ("--compile-cache mega", settings.is_mega(spec.compile_cache)),
+                                          ("--variant aot-inductor", specmod.AOT_INDUCTOR in spec.variants)) if on]
         if kept:
-            raise UserError(f"{kept[0]} keeps its files on this host (beside the results file, or the artifacts a "
-                            "later repeat loads); --executor ray runs cases on other hosts (use --executor local)")
+            raise UserError(f"{kept[0]} keeps its files on this host (beside the results file, or the artifacts and "
+                            "packages a later repeat loads); --executor ray runs cases on other hosts (use --executor "
+                            "local)")
         if args.gpus is not None:
             raise UserError("--gpus is for --executor local; Ray gives each case one whole GPU of its own")
         if spec.isolation == "inline":

@@ -12,7 +12,7 @@ from compilebench import compiler_state, interrupts, plan, spec as specmod, stor
 from compilebench.cli import resume
 from compilebench.cli.run import EXIT_FAILED
 from compilebench.envinfo import hardware_name
-from compilebench.report import cells, markdown
+from compilebench.report import cells, markdown, start
 from compilebench.report.cells import Table, interval
 from compilebench.result import Result
 
@@ -74,17 +74,26 @@ def render(result: tune.Outcome, min_effect: float, db: str) -> str:
     for t in [*result.ranked, *(t for t in result.tried if t.dropped)]:
         s = t.speedup
         r = t.result
+        first = start.first_start(r) if r else None
         rows.append([t.config.describe(), str(t.rungs), r.status if r else "",
                      f"{s.value:.3f}x" if s else "", interval(s.low, s.high, "{:.3f}x") if s else "",
-                     s.verdict if s else "", cells.num(r and r.cold_compile_s, 1), t.dropped or ""])
+                     s.verdict if s else "", cells.num(r and r.cold_compile_s, 1),
+                     f"{first.seconds:.2f} ({first.name.rsplit(', ', 1)[-1]})" if first else "", t.dropped or ""])
     out += ["", markdown.table(Table("Configurations measured", ["configuration", "rungs", "status", "speed-up",
-                                                                   "95% CI", "verdict", "cold compile s", "dropped"],
-                                     rows, [cells.verdict_note(min_effect)]))]
+                                                                   "95% CI", "verdict", "cold compile s",
+                                                                   "start s (how)", "dropped"],
+                                     rows, [cells.verdict_note(min_effect), TUNE_START_NOTE]))]
     if result.untried:
         out.append(f"Not tried within the budget ({len(result.untried)}): "
                    + "; ".join(c.describe() for c in result.untried) + ". A larger --budget tries them.")
     out.append(f"Searched for {result.elapsed_s:.0f} s; every measurement is in {db} (`compilebench report {db}`).")
     return "\n".join(out)
+
+
+TUNE_START_NOTE = ("start: the seconds a new process waited for its first answer (build, load, first call with any "
+                   "compile), from the first start each configuration measured: a cold compile, or (AOTInductor) "
+                   "loading the package its export built; cold compile s is then the export and packaging, paid "
+                   "once ahead of time.")
 
 
 def stats_break_even(eager: Result | None, compiled: Result | None) -> int | None:

@@ -320,7 +320,8 @@ def _starts(m, stem: str) -> Chart:
         left = [a + w for a, w in zip(left, widths)]
     for i, s in enumerate(m.starts):
         steady = f"{s.steady_ms:.3f} ms per call after" if s.steady_ms is not None else s.result.status
-        ax.text(left[i], i, f"  {left[i]:.2f} s; {steady}", va="center", ha="left", fontsize=7)
+        ax.text(left[i], i, f"  {left[i]:.2f} s; {steady}" if s.processes else f"  {s.result.status}", va="center",
+                ha="left", fontsize=7, color=None if s.processes else "#b00020")
     ax.set_yticks(range(len(labels)), labels)
     ax.set_ylim(len(labels) - 0.5, -0.5)
     ax.set_xlim(0, max(left, default=1.0) * 1.6 or 1.0)

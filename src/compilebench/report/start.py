@@ -18,6 +18,7 @@ from compilebench.report.cells import Table, num, table
 from compilebench.report.view import View
 from compilebench.result import Result
 from compilebench.spec import eager_key_of
+from compilebench.vocab import FAILED
 
 # A repeat's compiler state, as a start is named by it.
 STARTS = {"cold": "cold start", "warm": "warm cache", "dir": "cache folder", "mega": "mega-cache"}
@@ -45,8 +46,8 @@ class Start:
 
 def break_even(start: Start, eager: Start) -> int | None:
     """Requests after which this start has paid for itself against no compile (0: from the first); None: never
-    (it is no faster per request, and starts later)."""
-    if start.steady_ms is None or eager.steady_ms is None:
+    (it is no faster per request, and starts later, or it never answered)."""
+    if start.steady_ms is None or eager.steady_ms is None or not start.processes:
         return None
     extra_s, saving_s = start.seconds - eager.seconds, (eager.steady_ms - start.steady_ms) / 1e3
     if extra_s <= 0 and saving_s >= 0:
@@ -79,9 +80,17 @@ def _starts_of(r: Result) -> list[Start]:
             states.setdefault(f"{v.label}, {STARTS.get(p.compile_cache or 'cold', p.compile_cache)}", []).append(p)
     else:
         states = {v.label: reps} if reps else {}
+    if not states and r.status in FAILED:  # it never answered: a row that says why
+        return [Start(v.label, r, {}, 0)]
     return [Start(name, r, {part: _median([p.start[key] for p in mine if key in p.start])
                             for part, key in PARTS if any(key in p.start for p in mine)}, len(mine))
             for name, mine in states.items()]
+
+
+def first_start(r: Result) -> Start | None:
+    """The first start a result recorded (a cold compile, or the package loaded), for `tune`'s table."""
+    starts = _starts_of(r)
+    return starts[0] if starts else None
 
 
 @dataclass
@@ -111,7 +120,7 @@ def models(view: View) -> list[Model]:
             for s in _starts_of(r):
                 starts[s.name] = s
         eager = next((s for s in starts.values() if not s.result.case.variant.compiled), None)
-        if not any(s.result.case.variant.compiled for s in starts.values()):
+        if not any(s.result.case.variant.compiled and s.processes for s in starts.values()):
             continue  # nothing but no compile (or results that recorded no start: before this view existed)
         first = rs[0]
         out.append(Model(hw, data.model_label(rs, first.case.model), first.case.batch_size, torch, eager,
@@ -120,7 +129,7 @@ def models(view: View) -> list[Model]:
 
 
 def _break_even_text(s: Start, eager: Start | None) -> str:
-    if eager is None or s is eager:
+    if eager is None or s is eager or not s.processes:
         return ""
     n = break_even(s, eager)
     return "never" if n is None else f"{n:,}"
@@ -155,9 +164,9 @@ def start_tables(view: View) -> list[Table]:
         pick, _ = recommended(m, view)
         columns = [
             ("start", lambda s: s.name + (" (recommended)" if s is pick else "")),
-            ("until the first answer s", lambda s: f"{s.seconds:.2f}"),
+            ("until the first answer s", lambda s: f"{s.seconds:.2f}" if s.processes else ""),
             ("of which build / load / first call s", lambda s: " / ".join(
-                f"{s.parts[k]:.2f}" if k in s.parts else "-" for k, _ in PARTS)),
+                f"{s.parts[k]:.2f}" if k in s.parts else "-" for k, _ in PARTS) if s.processes else ""),
             ("processes", lambda s: str(s.processes)),
             ("steady ms", lambda s: _steady(s.result)),
             ("95% CI ms", lambda s: _interval(s.result)),
@@ -167,12 +176,23 @@ def start_tables(view: View) -> list[Table]:
         builds = [f"- {s.name}: the package was built once, in {s.result.aot_inductor['export_s']:.1f} s of export "
                   f"and {s.result.aot_inductor['package_s']:.1f} s of packaging ({_mb(s.result.aot_inductor)} MB)"
                   for s in m.starts if s.result.aot_inductor.get("package_s") is not None]
-        megas = [f"- {s.name}: {s.result.mega_cache['bytes'] / 1e6:.1f} MB of artifacts"
-                 + (f"; {s.result.mega_cache['missed']} graph(s) inductor's cache did not hold were compiled anyway"
-                    if s.result.mega_cache.get("missed") else "")
-                 for s in m.starts if s.name.endswith(STARTS["mega"]) and s.result.mega_cache.get("bytes")]
+        megas = [_mega_note(s) for s in m.starts if s.name.endswith(STARTS["mega"]) and s.result.mega_cache.get("bytes")]
         out.append(table(title_of(m), columns, m.starts, [*builds, *megas]))
     return out
+
+
+def _mega_note(s: Start) -> str:
+    """The artifacts' size, the graphs they missed, and what the first call still compiled after loading them
+    (dynamo's compile timer: on a CPU inductor builds its C++ kernels again)."""
+    mega = s.result.mega_cache
+    note = f"- {s.name}: {mega['bytes'] / 1e6:.1f} MB of artifacts"
+    if mega.get("missed"):
+        note += f"; {mega['missed']} graph(s) inductor's cache did not hold were compiled anyway"
+    if mega.get("compile_s") is not None:
+        note += f"; after loading them the first call still compiled for {mega['compile_s']:.1f} s"
+        if s.result.cold_compile_s is not None:
+            note += f" (the cold compile: {s.result.cold_compile_s:.1f} s)"
+    return note
 
 
 def _mb(aot: dict) -> str:

@@ -98,7 +98,8 @@ def _explained(view: View) -> list[Result]:
 
 def compiler_table(view: View) -> Table | None:
     """What the compiler did for each compiled case: its compile seconds split into phases, graphs, graph breaks,
-    recompiles, and the compile trace kept with --compile-trace."""
+    recompiles, the blocks a regional compile compiled and the frames past the recompile limit (where any case
+    has them), and the compile trace kept with --compile-trace."""
     rows = sorted(_explained(view), key=lambda r: (data.hardware(r), r.label, *_order(r)))
     if not rows:
         return None
@@ -114,6 +115,10 @@ def compiler_table(view: View) -> Table | None:
         ("graphs", lambda r: "" if r.graphs is None else str(r.graphs)),
         ("graph breaks", lambda r: "" if r.graph_breaks is None else str(r.graph_breaks)),
         ("recompiles", lambda r: str(len(r.recompile_reasons))),
+        *([("blocks compiled (regions)", lambda r: ", ".join(f"{n} {k}" for k, n in r.regions.items()))]
+          if any(r.regions for r in rows) else []),
+        *([("frames past the recompile limit", lambda r: str(r.recompile_limit_hits or 0))]
+          if any(r.recompile_limit_hits for r in rows) else []),
         ("compile trace", _compile_trace),
     ]
     missing = sorted({r.compile_trace["why_not"] for r in rows if r.compile_trace.get("why_not")})
