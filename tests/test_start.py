@@ -70,6 +70,8 @@ def test_a_mega_cache_run_adds_its_start_and_its_first_repeat_does_not_replace_t
     (m,) = start.models(view)
     by = {s.name: s for s in m.starts}
     assert by["compile, cold start"].seconds == pytest.approx(32.0)  # the cold run's own, not the mega run's 41
+    assert [s.name for s in m.starts] == ["no compile", "compile, cold start", "compile, warm cache",
+                                          "compile, mega-cache"]
     assert by["compile, mega-cache"].parts == {"build": 1.0, "load": 0.5, "first call": 2.5}
     (table,) = start.start_tables(view)
     assert any("compile, mega-cache" in row[0] for row in table.rows)

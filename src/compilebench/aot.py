@@ -34,7 +34,8 @@ def build(model, inputs: dict, path: str, options: dict) -> dict:
             program = torch.export.export(model, args=(), kwargs=inputs)
         except Exception as exc:
             text = str(exc).strip()
-            raise ExportFailed(f"torch.export could not export the model: {text.splitlines()[0] if text else type(exc).__name__}") from exc
+            why = text.splitlines()[0] if text else type(exc).__name__
+            raise ExportFailed(f"torch.export could not export the model: {why}") from exc
         exported = time.perf_counter()
         tmp = f"{path[:-len('.pt2')]}.{os.getpid()}.tmp.pt2"
         torch._inductor.aoti_compile_and_package(program, package_path=tmp, inductor_configs=options or None)
@@ -84,7 +85,9 @@ def prepare(model, inputs: dict, folder: str, case) -> tuple[object, dict]:
         built = {}
         with open(path + ".weights.json") as f:
             theirs = json.load(f)
-        if len(theirs) != len(mine) or not all(math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-6) for a, b in zip(theirs, mine)):
+        same = len(theirs) == len(mine) and all(math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-6)
+                                                for a, b in zip(theirs, mine))
+        if not same:
             raise ValueError("the AOTInductor package was built from other weights than this process's model, so "
                              "its outputs cannot be checked against eager (random weights must be built from the "
                              "same seed in every process)")

@@ -56,12 +56,23 @@ def _inductor_bytes(job: Job, compiled: list[Case]):
     return bandwidth.inductor_bytes() if len(compiled) == 1 and job.compile_cache == "cold" else contextlib.nullcontext({})
 
 
+def _warm(model, inputs: dict, compiled: list[Case], enter) -> None:
+    """--compile-cache warm: compile each variant once, then forget it in memory; what stays is on disk, as for a
+    second process."""
+    enter("warming the compile cache")
+    for c in compiled:
+        if not c.variant.ahead_of_time:  # its package is what a later repeat loads: no cache to warm
+            variants.apply(model, c.variant, shared=True)(**inputs)
+    variants.forget_compiled()
+
+
 def _callables(model, inputs: dict, cases: list[Case], job: Job, enter) -> tuple[dict, dict]:
     """What each variant times, by label, and what building or loading an aot-inductor package took."""
     fns, packaged = {}, {}
     for c in cases:
         if c.variant.ahead_of_time:
-            enter("exporting and packaging" if not os.path.exists(aot.package_path(job.packages, c)) else "loading the package")
+            built = os.path.exists(aot.package_path(job.packages, c))
+            enter("loading the package" if built else "exporting and packaging")
             fns[c.variant.label], packaged[c.variant.label] = aot.prepare(model, inputs, job.packages, c)
         else:
             fns[c.variant.label] = variants.apply(model, c.variant, shared=len(cases) > 1)
@@ -83,11 +94,7 @@ def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, 
         with _counted(count_flops) as counted:  # the reference call is counted, not repeated
             reference = correctness.snapshot(model(**inputs))
         if first.compile_cache == "warm":
-            enter("warming the compile cache")
-            for c in compiled:
-                if not c.variant.ahead_of_time:  # its package is what a later repeat loads: no cache to warm
-                    variants.apply(model, c.variant, shared=True)(**inputs)
-            variants.forget_compiled()  # what stays is on disk, as for a second process
+            _warm(model, inputs, compiled, enter)
     recorder = Recorder(first, results[0].env)
     fns, packaged = _callables(model, inputs, cases, job, enter)
     if all(c.variant.ahead_of_time for c in cases):

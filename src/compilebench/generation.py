@@ -99,28 +99,12 @@ def _caller(model, input_ids, config, forward, cache=None):
     return call
 
 
-def _tokens_and_logits(call, prompt_len: int):
-    out = call(lambda: None, output_logits=True, return_dict_in_generate=True)
-    return out.sequences[:, prompt_len:].clone(), [step.detach().clone() for step in out.logits]
-
-
-def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, enter) -> None:
+def _calls(model, input_ids, cases: list[Case], new_tokens: int) -> tuple[dict, dict]:
+    """Each variant's generate() call by label (its forward compiled, or its decoder blocks, on a static cache
+    where it uses one), and the blocks each regional compile compiled."""
     import torch
 
-    policy = job.policy
-    cases = [r.case for r in results]
-    first = cases[0]
-    enter("build")
-    model, input_ids = prepare(entry, first)
-    new_tokens, prompt_len = first.new_tokens, input_ids.shape[1]
-    moved = bandwidth.decode_bytes(model, first.batch_size, prompt_len, new_tokens)
-    check = job.check and any(c.variant.compiled or c.variant.cache == "static" for c in cases)
-    if check:
-        enter("eager reference")
-        baseline = _caller(model, input_ids, generation_config(model, new_tokens, None), None)
-        ref_tokens, ref_logits = _tokens_and_logits(baseline, prompt_len)
-        variants.reset_dynamo()  # the reference compiled nothing, and nothing it did may count
-    recorder = Recorder(first, results[0].env)
+    first, prompt_len = cases[0], input_ids.shape[1]
     calls, regions = {}, {}
     for c in cases:
         if c.variant.ahead_of_time:
@@ -136,6 +120,30 @@ def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, 
             forward = torch.compile(model.forward, **variants.compile_kwargs(c.variant))
         cache = static_cache(model, first.batch_size, prompt_len + new_tokens, getattr(torch, first.dtype)) if static else None
         calls[c.variant.label] = _caller(model, input_ids, generation_config(model, new_tokens, None), forward, cache)
+    return calls, regions
+
+
+def _tokens_and_logits(call, prompt_len: int):
+    out = call(lambda: None, output_logits=True, return_dict_in_generate=True)
+    return out.sequences[:, prompt_len:].clone(), [step.detach().clone() for step in out.logits]
+
+
+def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, enter) -> None:
+    policy = job.policy
+    cases = [r.case for r in results]
+    first = cases[0]
+    enter("build")
+    model, input_ids = prepare(entry, first)
+    new_tokens, prompt_len = first.new_tokens, input_ids.shape[1]
+    moved = bandwidth.decode_bytes(model, first.batch_size, prompt_len, new_tokens)
+    check = job.check and any(c.variant.compiled or c.variant.cache == "static" for c in cases)
+    if check:
+        enter("eager reference")
+        baseline = _caller(model, input_ids, generation_config(model, new_tokens, None), None)
+        ref_tokens, ref_logits = _tokens_and_logits(baseline, prompt_len)
+        variants.reset_dynamo()  # the reference compiled nothing, and nothing it did may count
+    recorder = Recorder(first, results[0].env)
+    calls, regions = _calls(model, input_ids, cases, new_tokens)
     compiled = any(c.variant.compiled for c in cases)
     per_call: dict[str, list[dict]] = {name: [] for name in calls}
     seen = {"compile_s": 0.0}

@@ -76,8 +76,6 @@ def run_cases(
     """Measure one repeat of the job's cases; a result for each, whatever happens."""
     import torch
 
-    from compilebench import forward, generation
-
     cases, first = job.cases, job.cases[0]
     process = uuid.uuid4().hex  # the variants of an interleaved process share it: their repeats pair up
     results = [Result(c, [Repeat(index=job.repeat, process=process, compile_cache=job.compile_cache or c.compile_cache)],
@@ -107,19 +105,7 @@ def run_cases(
                 r.repeats[0].cpus = env.get("cpu_affinity")
                 r.inline_model = entry.in_process_only
             variants.reset_dynamo()
-            loaded = None
-            if job.compile_cache == "mega":
-                enter("loading the mega-cache")  # a new replica's start: before it builds anything
-                loaded = compiler_state.load_artifacts(job.mega_path)
-            unit = generation if first.generation else forward
-            torch.manual_seed(WEIGHTS_SEED)  # random weights: the same in every process (a package built by one
-            with _compile_trace(job, results):  # repeat is checked against the eager output of another's)
-                unit.run(entry, results, job, clock, watch or recording.make_watch(first.device), enter)
-            if loaded is not None:
-                _mega(results, loaded)
-            elif job.mega_path and job.compile_cache == "cold":
-                enter("saving the mega-cache")  # after every timed loop: what a later repeat loads
-                _mega(results, _saved(job.mega_path))
+            _measure(entry, results, job, clock, watch or recording.make_watch(first.device), enter)
         if job.measure_machine and first.device == "cpu":
             enter("measuring the machine")  # after everything timed: its buffers stay out of the peak memory
             _measure_machine(env, first.dtype)
@@ -132,6 +118,29 @@ def run_cases(
         recording.record_start(r.repeats[0], r.case)
         r.derive()
     return results
+
+
+def _measure(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, enter) -> None:
+    """The cases' timed unit (a forward pass or generation), between loading the mega-cache's artifacts (a new
+    replica's start: before anything is built) and saving them (after every timed loop)."""
+    import torch
+
+    from compilebench import forward, generation
+
+    loaded = None
+    if job.compile_cache == "mega":
+        enter("loading the mega-cache")
+        loaded = compiler_state.load_artifacts(job.mega_path)
+    unit = generation if results[0].case.generation else forward
+    # random weights, the same in every process: a package one repeat built is checked against another's eager
+    torch.manual_seed(WEIGHTS_SEED)
+    with _compile_trace(job, results):
+        unit.run(entry, results, job, clock, watch, enter)
+    if loaded is not None:
+        _mega(results, loaded)
+    elif job.mega_path and job.compile_cache == "cold":
+        enter("saving the mega-cache")
+        _mega(results, _saved(job.mega_path))
 
 
 def _mega(results: list[Result], what: dict) -> None:

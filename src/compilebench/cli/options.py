@@ -75,18 +75,7 @@ def parser(commands: dict) -> argparse.ArgumentParser:
     tune.add_argument("--quiet", action="store_true", help="no progress bar")
     tune.set_defaults(func=commands["tune"])
 
-    rep = sub.add_parser("report", help="render tables, charts, HTML, CSV and JSON from one or more results files")
-    rep.add_argument("dbs", nargs="*", metavar="DB", help=f"results files to merge (default: {storemod.DEFAULT_PATH})")
-    rep.add_argument("--out", default=None, metavar="DIR", help="output folder (default: a report/ folder beside the first DB)")
-    rep.add_argument("--format", default=",".join(reportmod.FORMATS),
-                     help=f"comma-separated: {','.join(reportmod.FORMATS)} (default: all)")
-    rep.add_argument("--min-effect", type=percent, default=stats.DEFAULT_MIN_EFFECT, metavar="P",
-                     help="the smallest speed-up worth calling faster or slower (default: 2%%)")
-    rep.add_argument("--reference", default=None, metavar="NAME",
-                     help="set published figures beside yours: guide (the transformers guide's A100, V100 and T4 "
-                          "speed-ups)")
-    _requests(rep)
-    rep.set_defaults(func=commands["report"])
+    _report(sub, commands)
 
     cmp_ = sub.add_parser("compare", help="two results files side by side per case, with the ratio B/A and a verdict")
     cmp_.add_argument("a", metavar="A.db")
@@ -111,6 +100,22 @@ def parser(commands: dict) -> argparse.ArgumentParser:
     models = sub.add_parser("models", help="list the model zoo")
     models.set_defaults(func=commands["models"])
     return p
+
+
+def _report(sub, commands: dict) -> None:
+    """`compilebench report`: its options."""
+    rep = sub.add_parser("report", help="render tables, charts, HTML, CSV and JSON from one or more results files")
+    rep.add_argument("dbs", nargs="*", metavar="DB", help=f"results files to merge (default: {storemod.DEFAULT_PATH})")
+    rep.add_argument("--out", default=None, metavar="DIR", help="output folder (default: a report/ folder beside the first DB)")
+    rep.add_argument("--format", default=",".join(reportmod.FORMATS),
+                     help=f"comma-separated: {','.join(reportmod.FORMATS)} (default: all)")
+    rep.add_argument("--min-effect", type=percent, default=stats.DEFAULT_MIN_EFFECT, metavar="P",
+                     help="the smallest speed-up worth calling faster or slower (default: 2%%)")
+    rep.add_argument("--reference", default=None, metavar="NAME",
+                     help="set published figures beside yours: guide (the transformers guide's A100, V100 and T4 "
+                          "speed-ups)")
+    _requests(rep)
+    rep.set_defaults(func=commands["report"])
 
 
 def _check(sub, commands: dict) -> None:

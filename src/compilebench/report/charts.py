@@ -153,10 +153,17 @@ def render(view: View, out_dir: str) -> list[Chart]:
             title = data.with_settings(f"Improvement by hardware: batch size {batch}, {variant.label}", setting)
             draw(("batch", batch), title, labels, series, IMPROVEMENT_AXIS, f"hardware-b{batch}-{variant.label}")
 
-    for hw, label, rows in why.profiled(view):  # --profile: where each call's time goes
+    return charts + _stacked_charts(view, out_dir, names)
+
+
+def _stacked_charts(view: View, out_dir: str, names: set[str]) -> list[Chart]:
+    """Where each profiled call's time goes (--profile), and how long each way of starting waits for its first
+    answer."""
+    charts = []
+    for hw, label, rows in why.profiled(view):
         stem = os.path.join(out_dir, _unique(_slug(f"time-split-{label}-{hw}"), names))
         charts.append(_time_split(why.title(label, hw), rows, stem))
-    for m in start.models(view):  # how long each way of starting waits for its first answer
+    for m in start.models(view):
         stem = os.path.join(out_dir, _unique(_slug(f"start-{m.label}-{m.hardware}-b{m.batch_size}-{m.torch}"), names))
         charts.append(_starts(m, stem))
     return charts
@@ -272,60 +279,46 @@ def _compile_curve(g: Group, stem: str) -> Chart | None:
 def _time_split(title: str, rows: list[Result], stem: str) -> Chart:
     """Stacked bars, one per profiled case (batch and variant): its call's milliseconds in matmul/conv, in other
     kernels and outside them."""
-    import matplotlib
-    from matplotlib.figure import Figure
-
     labels = [f"b{r.case.batch_size} {why.variant_label(r)}" for r in rows]
-    fig = Figure(figsize=(9, 1.5 + 0.45 * len(rows)), layout="constrained")
-    ax = fig.subplots()
-    colors = matplotlib.colormaps["tab10"]
-    left = [0.0] * len(rows)
-    for j, share in enumerate(profiling.SHARES):
-        widths = [r.profile["shares_ms"][share] for r in rows]
-        for i, w in enumerate(widths):
-            (bar,) = ax.barh(i, w, 0.6, left=left[i], color=colors(j), label=share if i == 0 else None)
-            bar.set_gid(f"bar-{i}-{j}")
-        left = [a + w for a, w in zip(left, widths)]
-    ax.set_yticks(range(len(rows)), labels)
-    ax.set_ylim(len(rows) - 0.5, -0.5)
-    ax.set_xlim(left=0)
-    ax.set_xlabel("milliseconds per call in the profiled pass (profiling adds its own overhead)")
-    ax.set_title(title, fontsize=10)
-    ax.grid(axis="x", alpha=0.3)
-    fig.legend(fontsize=8, loc="outside lower center", ncols=3)
-    png, svg = stem + ".png", stem + ".svg"
-    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "compilebench"}):
-        fig.savefig(png, dpi=110)
-        fig.savefig(svg, metadata={"Date": None})
-    return Chart(("why", title), title, png, svg, [(label, share) for label in labels for share in profiling.SHARES])
+    widths = {share: [r.profile["shares_ms"][share] for r in rows] for share in profiling.SHARES}
+    return _stacked(("why", title), title, labels, widths, stem,
+                    "milliseconds per call in the profiled pass (profiling adds its own overhead)")
 
 
 def _starts(m, stem: str) -> Chart:
     """Stacked bars, one per way of starting: the seconds of its build, load and first call (with any compile),
-    each labelled with the steady latency it then gives."""
+    each labelled with the steady latency it then gives (or why it never answered)."""
+    title = start.title_of(m)
+    widths = {part: [s.parts.get(part, 0.0) for s in m.starts] for part, _ in start.PARTS}
+    ends = [s.seconds for s in m.starts]
+    notes = [(f"  {end:.2f} s; " + (f"{s.steady_ms:.3f} ms per call after" if s.steady_ms is not None else s.result.status)
+              if s.processes else f"  {s.result.status}", not s.processes) for s, end in zip(m.starts, ends)]
+    return _stacked(("start", title), title, [s.name for s in m.starts], widths, stem,
+                    "seconds until the first answer in a new process (build, load, first call with any compile)", notes)
+
+
+def _stacked(section: tuple, title: str, labels: list[str], widths: dict[str, list[float]], stem: str, xlabel: str,
+             notes: list[tuple[str, bool]] | None = None) -> Chart:
+    """Horizontal stacked bars, one per label (first at the top), one segment per part (`widths[part][i]`);
+    `notes`: a text after each bar, and whether to draw it as a problem."""
     import matplotlib
     from matplotlib.figure import Figure
 
-    title = start.title_of(m)
-    labels = [s.name for s in m.starts]
-    fig = Figure(figsize=(9, 1.6 + 0.45 * len(labels)), layout="constrained")
+    fig = Figure(figsize=(9, 1.5 + 0.45 * len(labels)), layout="constrained")
     ax = fig.subplots()
     colors = matplotlib.colormaps["tab10"]
     left = [0.0] * len(labels)
-    for j, (part, _) in enumerate(start.PARTS):
-        widths = [s.parts.get(part, 0.0) for s in m.starts]
-        for i, w in enumerate(widths):
+    for j, (part, ws) in enumerate(widths.items()):
+        for i, w in enumerate(ws):
             (bar,) = ax.barh(i, w, 0.6, left=left[i], color=colors(j), label=part if i == 0 else None)
             bar.set_gid(f"bar-{i}-{j}")
-        left = [a + w for a, w in zip(left, widths)]
-    for i, s in enumerate(m.starts):
-        steady = f"{s.steady_ms:.3f} ms per call after" if s.steady_ms is not None else s.result.status
-        ax.text(left[i], i, f"  {left[i]:.2f} s; {steady}" if s.processes else f"  {s.result.status}", va="center",
-                ha="left", fontsize=7, color=None if s.processes else "#b00020")
+        left = [a + w for a, w in zip(left, ws)]
+    for i, (text, problem) in enumerate(notes or []):
+        ax.text(left[i], i, text, va="center", ha="left", fontsize=7, color="#b00020" if problem else None)
     ax.set_yticks(range(len(labels)), labels)
     ax.set_ylim(len(labels) - 0.5, -0.5)
-    ax.set_xlim(0, max(left, default=1.0) * 1.6 or 1.0)
-    ax.set_xlabel("seconds until the first answer in a new process (build, load, first call with any compile)")
+    ax.set_xlim(0, max(left, default=0.0) * 1.6 or 1.0) if notes else ax.set_xlim(left=0)  # room for the notes
+    ax.set_xlabel(xlabel)
     ax.set_title(title, fontsize=10)
     ax.grid(axis="x", alpha=0.3)
     fig.legend(fontsize=8, loc="outside lower center", ncols=3)
@@ -333,7 +326,7 @@ def _starts(m, stem: str) -> Chart:
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "compilebench"}):
         fig.savefig(png, dpi=110)
         fig.savefig(svg, metadata={"Date": None})
-    return Chart(("start", title), title, png, svg, [(label, part) for label in labels for part, _ in start.PARTS])
+    return Chart(section, title, png, svg, [(label, part) for label in labels for part in widths])
 
 
 def _slug(text: str) -> str:

@@ -75,8 +75,7 @@ def rows(view: View) -> list[dict]:
         row.update(_speedup_columns("", sp))
         row["break_even_inferences"] = (stats.break_even(r.compile_s, comparison.mean(eager), r.mean)
                                         if sp is not None else None)
-        row.update(_why_columns(r))
-        row.update(_start_columns(r))
+        row.update({**_why_columns(r), **_start_columns(r)})
         if c.generation:
             for metric, name in ((data.TTFT, "ttft"), (data.PER_TOKEN, "per_token")):
                 est = r.generation.get(name) or Estimate()

@@ -34,6 +34,13 @@ class Start:
     result: Result
     parts: dict[str, float]  # build, load, first call (with its compile): seconds, medians over `processes`
     processes: int
+    state: str = ""  # the compiler state its processes started from (STARTS), for the order of a table's rows
+
+    @property
+    def order(self) -> tuple:
+        """No compile first, then by variant (whole-model compiles before regions), cold before warm before mega."""
+        v = self.result.case.variant
+        return v.compiled, v.order, v.scope, list(STARTS).index(self.state) if self.state in STARTS else len(STARTS)
 
     @property
     def seconds(self) -> float:
@@ -73,18 +80,19 @@ def _starts_of(r: Result) -> list[Start]:
     v = r.case.variant
     if v.ahead_of_time:
         reps = [p for p in reps if not p.aot_inductor.get("built")] or reps
-        states = {f"{v.label}, package loaded": reps} if reps else {}
+        states = {(f"{v.label}, package loaded", ""): reps} if reps else {}
     elif v.compiled:
         states = {}
         for p in reps:
-            states.setdefault(f"{v.label}, {STARTS.get(p.compile_cache or 'cold', p.compile_cache)}", []).append(p)
+            states.setdefault(p.compile_cache or "cold", []).append(p)
+        states = {(f"{v.label}, {STARTS.get(state, state)}", state): mine for state, mine in states.items()}
     else:
-        states = {v.label: reps} if reps else {}
+        states = {(v.label, ""): reps} if reps else {}
     if not states and r.status in FAILED:  # it never answered: a row that says why
         return [Start(v.label, r, {}, 0)]
     return [Start(name, r, {part: _median([p.start[key] for p in mine if key in p.start])
-                            for part, key in PARTS if any(key in p.start for p in mine)}, len(mine))
-            for name, mine in states.items()]
+                            for part, key in PARTS if any(key in p.start for p in mine)}, len(mine), state)
+            for (name, state), mine in states.items()]
 
 
 def first_start(r: Result) -> Start | None:
@@ -124,7 +132,7 @@ def models(view: View) -> list[Model]:
             continue  # nothing but no compile (or results that recorded no start: before this view existed)
         first = rs[0]
         out.append(Model(hw, data.model_label(rs, first.case.model), first.case.batch_size, torch, eager,
-                         sorted(starts.values(), key=lambda s: (s.result.case.variant.compiled, s.result.case.variant.order))))
+                         sorted(starts.values(), key=lambda s: s.order)))
     return out
 
 
