@@ -72,3 +72,17 @@ def test_the_first_repeat_builds_the_package_and_a_fresh_process_loads_it_and_ag
 def test_aot_inductor_is_refused_with_ray(main_here):
     code, _, err = main_here("run", "--model", "resnet-50", "--variant", "aot-inductor", "--executor", "ray")
     assert code == 2 and "--variant aot-inductor keeps its files on this host" in err
+
+
+@pytest.mark.parametrize("device, index", [("cpu", -1), ("cuda", -1), ("cuda:1", 1)])
+def test_a_package_is_loaded_onto_the_cases_device(tmp_path, monkeypatch, device, index):
+    import torch._inductor
+
+    seen = {}
+    monkeypatch.setattr(torch._inductor, "aoti_load_package",
+                        lambda path, device_index=-1: seen.update(path=path, device_index=device_index) or "runner")
+    path = tmp_path / "m.pt2"
+    path.write_bytes(b"package")
+    runner, loaded = aot.load(str(path), device)
+    assert runner == "runner" and seen == {"path": str(path), "device_index": index}
+    assert loaded["package_bytes"] == 7 and loaded["load_s"] >= 0

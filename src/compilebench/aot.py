@@ -58,12 +58,14 @@ def _as_normal_tensors(model) -> None:
                 module._buffers[name] = b.clone()
 
 
-def load(path: str):
-    """The packaged model, callable with the inputs it was exported with, and the seconds loading took."""
+def load(path: str, device: str = "cpu"):
+    """The packaged model on the case's device (cuda:N: that GPU, not the one the package names), callable with
+    the inputs it was exported with, and the seconds loading took."""
     import torch
 
+    index = torch.device(device).index if device.startswith("cuda") else None
     start = time.perf_counter()
-    runner = torch._inductor.aoti_load_package(path)
+    runner = torch._inductor.aoti_load_package(path, device_index=-1 if index is None else index)
     return runner, {"load_s": time.perf_counter() - start, "package_bytes": os.path.getsize(path)}
 
 
@@ -95,5 +97,5 @@ def prepare(model, inputs: dict, folder: str, case) -> tuple[object, dict]:
         with open(path + ".weights.json", "w") as f:  # before the package: a loader that finds it finds this
             json.dump(mine, f)
         built = {**build(model, inputs, path, dict(case.variant.options)), "built": True}
-    runner, loaded = load(path)
+    runner, loaded = load(path, case.device)
     return runner, {**built, **loaded}
