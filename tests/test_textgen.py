@@ -137,7 +137,7 @@ def test_a_compiled_forward_gets_a_static_cache_made_and_marked_outside_it_and_r
     seen, own = [], model.forward
 
     def forward(*args, **kwargs):
-        given = kwargs["past_key_values"]
+        given = kwargs[generation.cache_argument(model)]  # past_key_values, or cache from transformers 5.24
         seen.append((given is cache, int(given.get_seq_length()), [layer.keys.data_ptr() for layer in given.layers]))
         return own(*args, **kwargs)
 

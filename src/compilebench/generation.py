@@ -80,6 +80,14 @@ def static_cache(model, batch_size: int, max_len: int, dtype):
     return cache
 
 
+def cache_argument(model) -> str:
+    """The name a model's forward (and generate()) takes its KV cache by: `cache` from transformers 5.24,
+    `past_key_values` before (5.24 still maps the old name, with a deprecation)."""
+    import inspect
+
+    return "cache" if "cache" in inspect.signature(type(model).forward).parameters else "past_key_values"
+
+
 def _caller(model, input_ids, config, forward, cache=None):
     """call(stamp): one generate() with this variant's forward (compiled, or the model's own), on `cache` (reset
     first) when the variant uses the static cache."""
@@ -89,7 +97,7 @@ def _caller(model, input_ids, config, forward, cache=None):
             model.forward = forward  # generate() calls the model, and the model calls this
         if cache is not None:
             cache.reset()  # in place: the same tensors, at the same addresses, for every call
-            extra = {**extra, "past_key_values": cache}
+            extra = {**extra, cache_argument(model): cache}
         try:
             return model.generate(input_ids, generation_config=config, streamer=_Stamps(stamp), **extra)
         finally:
