@@ -7,6 +7,8 @@
     results.report("report/")    # markdown, HTML, charts, CSV and JSON
     compilebench.benchmark(suite="quick")                 # a suite, as `compilebench run --suite quick`
     compilebench.load("compilebench-results/results.db")  # any results file, as Results
+    served = compilebench.shapes("resnet-50", batch_sizes=(1, 2, 4, 8), dynamic=("auto", "false", "mark"), pad_to=(8,))
+    served.to_pandas()           # one row per setting and shape: first call, graphs, steady ms, time to serve the mix
 
 `model` is a zoo name, a hub id or a local checkpoint directory, a "module:function" string naming a factory
 that returns an nn.Module (a fresh worker process imports it, as for any case), or an nn.Module object (measured
@@ -23,9 +25,9 @@ import sys
 import tempfile
 from typing import Callable
 
-from compilebench import environments, plan, report as reportmod, spec as specmod, stats, store as storemod, suites as suitesmod, zoo
+from compilebench import environments, plan, report as reportmod, spec as specmod, stats, store as storemod, suites as suitesmod, traffic, zoo
 from compilebench.errors import UserError
-from compilebench.report import data, flat, markdown, reference as referencemod, tables
+from compilebench.report import data, flat, markdown, reference as referencemod, shapes as shapesmod, tables
 from compilebench.report.view import DEFAULT_REQUESTS, View
 from compilebench.result import Result
 
@@ -34,14 +36,14 @@ class Results:
     """Results of a benchmark or a results file: rows, tables and reports, with the CLI's numbers."""
 
     def __init__(self, results: list[Result], path: str | None = None, min_effect: float = stats.DEFAULT_MIN_EFFECT,
-                 requests: int = DEFAULT_REQUESTS):
-        self.results, self.path, self.min_effect, self.requests = results, path, min_effect, requests
+                 requests: int = DEFAULT_REQUESTS, mix: str | None = None):
+        self.results, self.path, self.min_effect, self.requests, self.mix = results, path, min_effect, requests, mix
 
     @functools.cached_property
     def view(self) -> View:
         """The report's model of these results, built on first use: tables, rows and files all read it. `requests`:
-        the traffic the start-up view weighs each start against."""
-        return View(self.results, self.min_effect, self.requests)
+        the traffic the start-up and shapes views weigh each start against; `mix`: the shapes' shares of it."""
+        return View(self.results, self.min_effect, self.requests, self.mix)
 
     def __len__(self) -> int:
         return len(self.results)
@@ -78,13 +80,36 @@ class Results:
         return reportmod.write(self.view, out_dir, tuple(formats), [self.path or "memory"], published)
 
 
-def load(path: str, min_effect: float = stats.DEFAULT_MIN_EFFECT, requests: int = DEFAULT_REQUESTS) -> Results:
+class ShapesResults(Results):
+    """Results of `shapes()`: rows per setting and shape served, and the shapes tables."""
+
+    def to_pandas(self):
+        """One row per setting and shape (pandas.DataFrame): the first call and the graphs it compiled, dynamo's
+        reasons, the steady latency with its 95% interval and speed-up, and the setting's time to serve the mix."""
+        try:
+            import pandas
+        except ImportError:
+            raise UserError("Results.to_pandas needs pandas: pip install pandas") from None
+        return pandas.DataFrame(shapesmod.rows(self.view))
+
+    def table(self) -> str:
+        models = shapesmod.models(self.view)
+        if not models:
+            return "(no results)"
+        return markdown.tables([t for m in models for t in (shapesmod.summary_table(self.view, m),
+                                *[shapesmod.setting_table(self.view, m, s) for s in m.settings if s.result.shapes])])
+
+
+def load(path: str, min_effect: float = stats.DEFAULT_MIN_EFFECT, requests: int = DEFAULT_REQUESTS,
+         mix: str | None = None) -> Results:
     """A results file (read-only; it is not changed) as Results."""
-    return Results(data.load([path]), path, min_effect, requests)
+    return Results(data.load([path]), path, min_effect, requests, mix)
 
 
-_SETTINGS = {f.name for f in dataclasses.fields(specmod.RunSpec)} - {"models", "batch_sizes", "variants", "timing",
-                                                                       "device", "inputs", "isolation"}
+_SETTINGS = {f.name for f in dataclasses.fields(specmod.RunSpec)} - {
+    "models", "batch_sizes", "variants", "timing", "device", "inputs", "isolation",
+    "shapes", "image_sizes", "prompt_lens", "dynamic_settings", "pad_to"}  # shapes() takes these by their own names
+_NOT_SHAPES = {"interleave", "compile_scope", "regions"}  # shapes() serves whole-model compiles, one per process
 _TIMING = {f.name for f in dataclasses.fields(specmod.TimingPolicy)} - {"iters"}
 
 
@@ -143,15 +168,50 @@ def _declare_environments(settings: dict) -> None:
             [[name, f"{k}={v}"] for name, pairs in variables.items() for k, v in dict(pairs).items()])
 
 
-def _benchmark(spec: specmod.RunSpec, db: str | None, quiet: bool) -> Results:
+def shapes(model, *, batch_sizes=None, image_sizes=(), prompt_lens=(), dynamic=traffic.DEFAULT_DYNAMIC, pad_to=(),
+           mix: str | None = None, requests: int = DEFAULT_REQUESTS, inputs=None, device: str | None = None,
+           iters: int | None = None, db: str | None = None, quiet: bool = True, **settings) -> ShapesResults:
+    """`compilebench shapes` from Python: `model` serves each shape (batch_sizes, at each of image_sizes ((W, H)
+    or "WxH") or prompt_lens) under eager and each setting of `dynamic` (auto, true, false, mark) and, with
+    `pad_to`, padded to those buckets. `mix` ("1:50,4:30,16:20") and `requests` weigh the time to serve. Other
+    settings as benchmark()'s (repeats, dtype, backend, warmup, ...)."""
+    allowed = (_SETTINGS | _TIMING) - _NOT_SHAPES
+    unknown = set(settings) - allowed
+    if unknown:
+        raise UserError(f"shapes() got unknown setting(s) {', '.join(sorted(unknown))} (allowed: "
+                        f"{', '.join(sorted(allowed))})")
+    name, inputs_ref, inline = _model_name(model, inputs)
+    timing = specmod.TimingPolicy(iters=iters, warmup=settings.pop("warmup", traffic.DEFAULT_SHAPE_WARMUP),
+                                  **{k: settings.pop(k) for k in list(settings) if k in _TIMING})
+    if iters is not None and "min_iters" not in settings:
+        timing = dataclasses.replace(timing, min_iters=min(timing.min_iters, iters))
+    if isinstance(settings.get("inductor_options"), dict):
+        settings["inductor_options"] = tuple(settings["inductor_options"].items())
+    sizes = tuple(traffic.parse_image_size(s) if isinstance(s, str) else tuple(s) for s in image_sizes)
+    try:
+        spec = specmod.RunSpec(models=(name,), batch_sizes=tuple(batch_sizes or (1,)), device=device, inputs=inputs_ref,
+                               timing=timing, isolation="inline" if inline else "process", shapes=True,
+                               image_sizes=sizes, prompt_lens=tuple(prompt_lens), dynamic_settings=tuple(dynamic),
+                               pad_to=tuple(sorted(set(pad_to))), **settings)
+        return _benchmark(spec, db, quiet, ShapesResults, requests, mix)
+    finally:
+        if inline:
+            zoo.REGISTRY.pop(name, None)
+
+
+def _benchmark(spec: specmod.RunSpec, db: str | None, quiet: bool, kind: type = Results,
+               requests: int = DEFAULT_REQUESTS, mix: str | None = None) -> Results:
     prepared = plan.prepare(spec)
+    View([], requests=requests)  # --requests checked before anything runs
+    for c in prepared.cases:  # so is the mix
+        traffic.parse_mix(mix, tuple(traffic.Shape.parse(t) for t in c.shapes))
     path = db or os.path.join(tempfile.mkdtemp(prefix="compilebench-"), "results.db")
     with storemod.Store.open(path) as store:
         outcome = prepared.run(store, quiet=quiet)
         results = prepared.results(store)
     if outcome.interrupted:
         raise KeyboardInterrupt
-    return Results(results, path, prepared.spec.min_effect)
+    return kind(results, path, prepared.spec.min_effect, requests, mix)
 
 
 def _model_name(model, inputs) -> tuple[str, str | None, bool]:
@@ -187,4 +247,4 @@ def _model_name(model, inputs) -> tuple[str, str | None, bool]:
     return name, None, True
 
 
-__all__ = ["Results", "benchmark", "load"]
+__all__ = ["Results", "ShapesResults", "benchmark", "load", "shapes"]

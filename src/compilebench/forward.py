@@ -17,23 +17,41 @@ from compilebench.zoo.entry import default_image_path, load_image
 
 def prepare(entry, case: Case):
     """The model and its inputs on the device, in the case's dtype, memory format and attention."""
+    return build(entry, case), inputs_for(entry, case, case.batch_size)
+
+
+def _dtype(case: Case):
     import torch
 
-    dtype = torch.float32 if case.autocast else getattr(torch, case.dtype)  # autocast casts per op instead
+    return torch.float32 if case.autocast else getattr(torch, case.dtype)  # autocast casts per op instead
+
+
+def build(entry, case: Case):
+    """The model on the device, in the case's dtype, memory format and attention."""
+    import torch
+
     model = entry.build(case.weights, case.model_size)
     if case.attn is not None:
         if not hasattr(model, "set_attn_implementation"):
             raise ValueError(f"--attn {case.attn}: {case.model} has no attention implementation to choose")
         model.set_attn_implementation(case.attn)
-    model = model.to(device=case.device, dtype=dtype)
-    if case.channels_last:
-        model = model.to(memory_format=torch.channels_last)
+    model = model.to(device=case.device, dtype=_dtype(case))
+    return model.to(memory_format=torch.channels_last) if case.channels_last else model
+
+
+def inputs_for(entry, case: Case, batch_size: int, image_size: tuple[int, int] | None = None) -> dict:
+    """One call's inputs on the device: the photo (resized to image_size first, as a photo of that size would
+    arrive) through the model's processor, batch_size times."""
+    import torch
+
     image = load_image(case.image or default_image_path())
+    if image_size is not None:
+        image = image.resize(image_size)
     inputs = {}
-    for k, v in entry.inputs(image, case.batch_size, case.weights, case.model_size).items():
-        v = v.to(case.device, dtype=dtype if v.is_floating_point() else v.dtype)
+    for k, v in entry.inputs(image, batch_size, case.weights, case.model_size).items():
+        v = v.to(case.device, dtype=_dtype(case) if v.is_floating_point() else v.dtype)
         inputs[k] = v.contiguous(memory_format=torch.channels_last) if case.channels_last and v.dim() == 4 else v
-    return model, inputs
+    return inputs
 
 
 @contextlib.contextmanager

@@ -37,8 +37,10 @@ def check_variants(spec: specmod.RunSpec, entries: dict) -> None:
         raise UserError(f"--variant eager-static-cache is for text generation; {vision[0]} is a {entries[vision[0]].task} model")
     if generation and (spec.image or spec.channels_last):
         raise UserError(f"{'--image' if spec.image else '--channels-last'} is for vision models; {generation[0]} generates text")
-    if spec.prompt_len is not None and not generation:
+    if (spec.prompt_len is not None or spec.prompt_lens) and not generation:
         raise UserError("--prompt-len is for text-generation models (`compilebench models` lists them)")
+    if spec.image_sizes and not vision:
+        raise UserError(f"--image-size resizes the photo of a vision model; {generation[0]} generates text")
     needs_backend = spec.backend != "inductor" and any(v not in ("eager", "eager-static-cache") for v in spec.variants)
     if needs_backend and spec.backend not in variants.backends():  # listing them imports dynamo: seconds
         raise UnknownChoice("backend", spec.backend, variants.backends())
@@ -113,7 +115,9 @@ def prepare(spec: specmod.RunSpec, where: Where | None = None) -> Plan:
     spec, dispatcher, targets = (where or this_device)(spec)
     if spec.environments:
         targets = environment_targets(spec.environments, fingerprints, targets)
-    return Plan(spec, models, dispatcher, targets)
+    made = Plan(spec, models, dispatcher, targets)
+    made.cases  # a case that cannot be made (a model serving one shape) is refused here, before anything is written
+    return made
 
 
 def environment_targets(declared, fingerprints: dict[str, dict], targets: list[dispatch.Target]) -> list[dispatch.Target]:

@@ -81,6 +81,7 @@ class Repeat:
     mega_cache: dict = field(default_factory=dict)  # --compile-cache mega: the artifacts saved or loaded (compiler_state)
     aot_inductor: dict = field(default_factory=dict)  # aot-inductor: export, package (the repeat that built it), load
     start: dict = field(default_factory=dict)  # until the first answer: build_s, load_s, first_call_s (recording.py)
+    shapes: dict = field(default_factory=dict)  # `compilebench shapes`: each shape's first call, compiles, samples
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -165,6 +166,7 @@ class Result:
     profile: dict = field(default_factory=dict)  # --profile: the first repeat's that has one
     compile_trace: dict = field(default_factory=dict)  # --compile-trace: the first repeat's that kept one
     generation: dict = field(default_factory=dict)  # new_tokens, batch_size; ttft and per_token as Estimates
+    shapes: dict = field(default_factory=dict)  # `compilebench shapes`: per shape, over the repeats (_shapes_summary)
 
     def __post_init__(self):
         if isinstance(self.stats, dict):  # as stored
@@ -225,6 +227,9 @@ class Result:
         self.bytes_moved = next((r.bytes_moved for r in reps if r.bytes_moved), None)
         self.compile_trace = next((r.compile_trace for r in reps if r.compile_trace), {})
         self.generation = _generation_summary(measured)
+        self.shapes = _shapes_summary(reps)
+        if self.shapes:  # its loops' conditions are per shape: every repeat that served them to the end
+            self.flags = [f for f in FLAGS if any(f in r.flags for r in reps if r.status in MEASURED)]
 
     @property
     def case_key(self) -> str:
@@ -317,6 +322,37 @@ def _mega_summary(reps: list[Repeat]) -> dict:
                    missed=max(r.mega_cache.get("missed") or 0 for r in loads))
     problem = next((r.mega_cache["problem"] for r in reps if "problem" in r.mega_cache), None)
     return {**out, **({"problem": problem} if problem else {})}
+
+
+def _shapes_summary(reps: list[Repeat]) -> dict:
+    """`compilebench shapes`: per shape, over the repeats that served every shape, the steady latency's estimate
+    between processes (as a case's), the median first call and compile seconds, the most compiles any repeat made
+    (in the first pass and in the second, which must make none) and the worst correctness; and the totals."""
+    served = [r for r in reps if r.shapes and r.status in MEASURED]
+    if not served:
+        return {}
+    out = {}
+    for token in served[0].shapes["served"]:
+        per = [r.shapes["per_shape"][token] for r in served]
+        errs = [p["max_rel_err"] for p in per if p.get("max_rel_err") is not None]
+        agreement = {k: min(p["agreement"][k] for p in per if k in p.get("agreement", {}))
+                     for k in dict.fromkeys(k for p in per for k in p.get("agreement", {}))}
+        out[token] = {"served_as": per[0]["served_as"], "steady": stats.case_summary([p["samples_ms"] for p in per]).to_dict(),
+                      "first_call_s": pystats.median(p["first_call_s"] for p in per),
+                      "compile_s": pystats.median(p["compile_s"] for p in per),
+                      "compiles": max(p["compiles"] for p in per),
+                      "recompiles": max(len(p["recompile_reasons"]) for p in per),
+                      "recompile_reasons": list(dict.fromkeys(x for p in per for x in p["recompile_reasons"])),
+                      "second_compiles": max(p["second_compiles"] for p in per),
+                      "limit_hits": max(p["limit_hits"] for p in per),
+                      "max_rel_err": max(errs) if errs else None, "agreement": agreement,
+                      "problems": list(dict.fromkeys(x for p in per for x in p.get("problems", [])))}
+    return {"per_shape": out, "repeats": len(served),
+            "compiles": sum(p["compiles"] for p in out.values()),
+            "recompiles": sum(p["recompiles"] for p in out.values()),
+            "second_compiles": sum(p["second_compiles"] for p in out.values()),
+            "limit_hits": sum(p["limit_hits"] for p in out.values()),
+            "compile_s": sum(p["compile_s"] for p in out.values())}
 
 
 def _generation_summary(measured: list[Repeat]) -> dict:

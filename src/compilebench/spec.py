@@ -8,7 +8,7 @@ import json
 import math
 from dataclasses import dataclass, field
 
-from compilebench import settings as settingsmod, stats
+from compilebench import settings as settingsmod, stats, traffic
 from compilebench.environments import Environment
 from compilebench.errors import UnknownChoice, UserError
 from compilebench.settings import Settings, integer as _integer
@@ -50,10 +50,15 @@ class Variant:
     cache: str | None = None  # generation's KV cache: None is the variant's own (eager dynamic, compiled static)
     scope: str = "model"  # what is compiled: the whole model, or each of its repeated blocks ("regions")
     regions: tuple[str, ...] = ()  # the block classes "regions" compiles (--region); none: the model's own list
+    # Serving shapes (`compilebench shapes`): the batch (or sequence) dimension of each input marked dynamic before
+    # its first call; or each input padded up to the smallest of these sizes, its outputs sliced back.
+    mark_dynamic: bool = False
+    pad_to: tuple[int, ...] = ()
 
     def __post_init__(self):
         object.__setattr__(self, "options", tuple(sorted((str(k), v) for k, v in self.options)))
         object.__setattr__(self, "regions", tuple(self.regions))
+        object.__setattr__(self, "pad_to", tuple(sorted(self.pad_to)))
         if self.mode == "eager":
             # Compile settings mean nothing for eager; normalising them keeps one eager baseline per case.
             object.__setattr__(self, "backend", "none")
@@ -62,6 +67,8 @@ class Variant:
             object.__setattr__(self, "options", ())
             object.__setattr__(self, "scope", "model")
             object.__setattr__(self, "regions", ())
+            object.__setattr__(self, "mark_dynamic", False)
+            object.__setattr__(self, "pad_to", ())
         if self.mode == AOT_INDUCTOR:  # not torch.compile: only inductor's options apply
             object.__setattr__(self, "backend", "inductor")
             object.__setattr__(self, "fullgraph", False)
@@ -114,11 +121,16 @@ class Variant:
             extras.append("fullgraph")
         if self.dynamic is not None:
             extras.append("dynamic" if self.dynamic else "static")
+        if self.mark_dynamic:
+            extras.append("mark dynamic")
+        if self.pad_to:
+            extras.append(f"pad to {'/'.join(map(str, self.pad_to))}")
         extras += [f"{k}={v}" for k, v in self.options]
         return "compile" + (f" ({', '.join(extras)})" if extras else "")
 
     def to_dict(self) -> dict:
-        return {**dataclasses.asdict(self), "options": [list(kv) for kv in self.options], "regions": list(self.regions)}
+        return {**dataclasses.asdict(self), "options": [list(kv) for kv in self.options], "regions": list(self.regions),
+                "pad_to": list(self.pad_to)}
 
     @classmethod
     def from_dict(cls, d: dict) -> Variant:
@@ -137,12 +149,18 @@ class Case(Settings):
     batch_size: int
     variant: Variant
     environment: str | None = None  # --env NAME: the interpreter and variables it ran under (environments.py)
+    # `compilebench shapes`: the input shapes one process serves in this order (traffic.Shape tokens); none: the
+    # batch size alone, again and again. batch_size is then the largest batch served.
+    shapes: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        object.__setattr__(self, "shapes", tuple(self.shapes))
 
     def key(self) -> str:
         return key_of(self.to_dict())
 
     def to_dict(self) -> dict:
-        return {**dataclasses.asdict(self), "variant": self.variant.to_dict()}
+        return {**dataclasses.asdict(self), "variant": self.variant.to_dict(), "shapes": list(self.shapes)}
 
     @classmethod
     def from_dict(cls, d: dict) -> Case:
@@ -156,11 +174,13 @@ class Case(Settings):
         return self.new_tokens is not None
 
     def describe(self) -> str:
-        return f"{self.model} b{self.batch_size} {self.variant.name}" + (f" [{self.environment}]" if self.environment else "")
+        what = f"{len(self.shapes)} shapes {self.variant.label}" if self.shapes else f"b{self.batch_size} {self.variant.name}"
+        return f"{self.model} {what}" + (f" [{self.environment}]" if self.environment else "")
 
 
-_VARIANT_KEY_DEFAULTS = {"options": [], "cache": None, "scope": "model", "regions": []}
-_KEY_DEFAULTS = {**settingsmod.key_defaults(), "environment": None}
+_VARIANT_KEY_DEFAULTS = {"options": [], "cache": None, "scope": "model", "regions": [], "mark_dynamic": False,
+                         "pad_to": []}
+_KEY_DEFAULTS = {**settingsmod.key_defaults(), "environment": None, "shapes": []}
 
 
 def key_of(case: dict) -> str:
@@ -170,7 +190,7 @@ def key_of(case: dict) -> str:
     d["variant"] = {k: v for k, v in case["variant"].items()
                     if not (k in _VARIANT_KEY_DEFAULTS and v in (_VARIANT_KEY_DEFAULTS[k], None, ()))}
     for name, default in _KEY_DEFAULTS.items():
-        if name in d and d[name] == default:
+        if name in d and (d[name] == default or (default == [] and d[name] == ())):
             del d[name]
     return json.dumps(d, sort_keys=True, separators=(",", ":"))
 
@@ -274,6 +294,13 @@ class RunSpec(Settings):
     environments: tuple[Environment, ...] = ()  # --env: every case under each; none: the driver's own interpreter
     profile: bool = False  # --profile: where the time goes, from a profiled pass after each case's timed loop
     compile_trace: bool = False  # --compile-trace: keep each compiled case's TORCH_TRACE log (and tlparse's HTML)
+    # `compilebench shapes`: each model serves its shapes (the batch sizes at each --image-size, or each
+    # --prompt-len) under eager and each of these compile settings (traffic.DYNAMIC_SETTINGS), and padded to pad_to
+    shapes: bool = False
+    image_sizes: tuple[tuple[int, int], ...] = ()
+    prompt_lens: tuple[int, ...] = ()
+    dynamic_settings: tuple[str, ...] = ()
+    pad_to: tuple[int, ...] = ()
 
     def __post_init__(self):
         # A value given twice (`--batch-size 1 1`) is one case, measured once.
@@ -293,6 +320,8 @@ class RunSpec(Settings):
         prompt_lens = prompt_lens or {}
         out = []
         names = [e.name for e in self.environments] or [None]
+        if self.shapes:
+            return [c for m, env in itertools.product(self.models, names) for c in self._shape_cases(m, env, prompt_lens)]
         for m, b, v, env in itertools.product(self.models, self.batch_sizes, self.variants, names):
             kind = "generation" if m in prompt_lens else "vision"
             taken = self.for_kind(kind)
@@ -302,6 +331,36 @@ class RunSpec(Settings):
                                     options=self.inductor_options, scope=self.compile_scope, regions=self.regions)
             out.append(Case(m, b, variant, env, **taken))
         return list(dict.fromkeys(out))
+
+    def shape_settings(self) -> list[Variant]:
+        """`compilebench shapes`: eager, then one compiled variant per dynamic setting, then the padded one (static
+        shapes: one graph per bucket)."""
+        compiled = dict(backend=self.backend, fullgraph=self.fullgraph, options=self.inductor_options)
+        dynamic = {"auto": {}, "true": {"dynamic": True}, "false": {"dynamic": False}, "mark": {"mark_dynamic": True}}
+        out = [Variant()] + [Variant("default", **compiled, **dynamic[d]) for d in self.dynamic_settings]
+        if self.pad_to:
+            out.append(Variant("default", **compiled, dynamic=False, pad_to=self.pad_to))
+        return out
+
+    def served(self, kind: str, default_prompt_len: int | None = None) -> tuple[traffic.Shape, ...]:
+        """The shapes a model of this kind serves: the batch sizes at each photo size, or at each prompt length."""
+        if kind == "generation":
+            return traffic.shapes_of(self.batch_sizes, prompts=self.prompt_lens or (self.prompt_len or default_prompt_len,))
+        return traffic.shapes_of(self.batch_sizes, images=self.image_sizes)
+
+    def _shape_cases(self, model: str, env: str | None, prompt_lens: dict[str, int]) -> list[Case]:
+        kind = "generation" if model in prompt_lens else "vision"
+        shapes = self.served(kind, prompt_lens.get(model))
+        if len(shapes) < 2:
+            raise UserError(f"compilebench shapes: {model} would serve one shape ({shapes[0].words}); give several "
+                            f"--batch-size{' or --prompt-len' if kind == 'generation' else ' or --image-size'} values "
+                            "(one shape is what `compilebench run` measures)")
+        traffic.check_pad_to(shapes, self.pad_to)
+        taken = self.for_kind(kind)
+        if kind == "generation":
+            taken["prompt_len"] = max(s.prompt for s in shapes)  # the static cache holds the longest prompt
+        return [Case(model, max(s.batch for s in shapes), v, env, shapes=tuple(s.token for s in shapes), **taken)
+                for v in self.shape_settings()]
 
 
 def _finite(value) -> bool:
@@ -358,4 +417,23 @@ def validate(spec: RunSpec) -> None:
     _integer("--repeats", spec.repeats, 1, MAX_REPEATS)
     stats.check_min_effect(spec.min_effect)
     _integer("--new-tokens", spec.new_tokens, 1)  # a run always says how many tokens its generation cases make
+    if spec.shapes:
+        _validate_shapes(spec)
+
+
+def _validate_shapes(spec: RunSpec) -> None:
+    for d in spec.dynamic_settings:
+        if d not in traffic.DYNAMIC_SETTINGS:
+            raise UnknownChoice("--dynamic setting", d, list(traffic.DYNAMIC_SETTINGS))
+    if not spec.dynamic_settings and not spec.pad_to:
+        raise UserError("compilebench shapes needs a compiled setting to compare with eager: --dynamic "
+                        f"{' '.join(traffic.DYNAMIC_SETTINGS)} and/or --pad-to SIZE [SIZE ...]")
+    for p in spec.prompt_lens:
+        _integer("--prompt-len", p, 1)
+    if spec.interleave:
+        raise UserError("--interleave alternates one shape's variants in one process; compilebench shapes serves "
+                        "each setting's shapes in a process of its own")
+    if spec.compile_scope != "model":
+        raise UserError("compilebench shapes compiles the whole model (--compile-scope model); its settings are the "
+                        "--dynamic and --pad-to ones")
 

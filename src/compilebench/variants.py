@@ -169,6 +169,22 @@ def graph_count() -> int:
     return counters["stats"]["unique_graphs"]
 
 
+def compile_records() -> list:
+    """dynamo's compilation metrics so far, one record per frame compiled (empty on a torch without them)."""
+    metrics = _metrics_api()
+    return list(metrics.get_compilation_metrics()) if metrics else []
+
+
+def compiled_since(records: list, graphs_before: int) -> dict:
+    """What the compiler did since `records` were the metrics and `graphs_before` the graph count: graphs compiled,
+    seconds, dynamo's reason for each recompile, frames given up at the recompile limit."""
+    new = compile_records()[len(records):]
+    return {"compiles": graph_count() - graphs_before,
+            "compile_s": sum(m.entire_frame_compile_time_s or 0.0 for m in new),
+            "recompile_reasons": [_first_line(why) for m in new if (why := getattr(m, "recompile_reason", None))],
+            "limit_hits": sum(1 for m in new if _hit_limit(getattr(m, "fail_reason", None)))}
+
+
 @dataclass
 class CompileStats:
     compile_s: float  # dynamo's own timer around each frame compilation (tracing + backend), summed

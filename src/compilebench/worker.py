@@ -125,13 +125,14 @@ def _measure(entry, results: list[Result], job: Job, clock: timing.HostClock, wa
     replica's start: before anything is built) and saving them (after every timed loop)."""
     import torch
 
-    from compilebench import forward, generation
+    from compilebench import forward, generation, serving
 
     loaded = None
     if job.compile_cache == "mega":
         enter("loading the mega-cache")
         loaded = compiler_state.load_artifacts(job.mega_path)
-    unit = generation if results[0].case.generation else forward
+    case = results[0].case
+    unit = serving if case.shapes else generation if case.generation else forward
     # random weights, the same in every process: a package one repeat built is checked against another's eager
     torch.manual_seed(WEIGHTS_SEED)
     with _compile_trace(job, results):

@@ -16,9 +16,9 @@ EXIT_FAILED = 1  # the machine failed the command (a full disk, a lock held too 
 
 
 def _commands() -> dict:
-    from compilebench.cli import info, reports, run, tune
+    from compilebench.cli import info, reports, run, shapes, tune
 
-    return {"run": run.cmd_run, "tune": tune.cmd_tune, "report": reports.cmd_report, "compare": reports.cmd_compare,
+    return {"run": run.cmd_run, "shapes": shapes.cmd_shapes, "tune": tune.cmd_tune, "report": reports.cmd_report, "compare": reports.cmd_compare,
             "check": reports.cmd_check, "env": info.cmd_env, "models": info.cmd_models}
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from compilebench import __version__, settings, spec as specmod, stats, store as storemod, suites
+from compilebench import __version__, settings, spec as specmod, stats, store as storemod, suites, traffic
 from compilebench import report as reportmod
 from compilebench.report.view import DEFAULT_REQUESTS
 from compilebench.zoo import hub
@@ -60,6 +60,8 @@ def parser(commands: dict) -> argparse.ArgumentParser:
     _results(run)
     run.set_defaults(func=commands["run"])
 
+    _shapes(sub, commands)
+
     tune = sub.add_parser("tune", help="search the compile settings that matter here for the fastest correct one")
     tune.add_argument("--model", required=True, metavar="NAME", help="a zoo model, a hub id or a local checkpoint directory")
     tune.add_argument("--batch-size", type=int, default=1, metavar="N", help="batch size (default: 1)")
@@ -102,6 +104,52 @@ def parser(commands: dict) -> argparse.ArgumentParser:
     return p
 
 
+def _shapes(sub, commands: dict) -> None:
+    """`compilebench shapes`: what it serves and the settings it compares; how to time, where and the results as
+    `run` takes them."""
+    from compilebench.cli.shapes import RUN_DEFAULTS
+
+    shp = sub.add_parser("shapes", help="serve a sequence of input shapes: recompiles, dynamic-shape settings and the "
+                                        "time to serve a mix of requests")
+    g = shp.add_argument_group("what it serves")
+    g.add_argument("--model", nargs="+", action="extend", dest="models", required=True, metavar="NAME",
+                   help="zoo short names (`compilebench models`), hub ids or local checkpoint directories")
+    g.add_argument("--batch-size", nargs="+", action="extend", type=int, default=None, metavar="N",
+                   help="batch sizes served, in this order (default: 1)")
+    g.add_argument("--image-size", nargs="+", action="extend", default=[], metavar="WxH",
+                   help="vision: the photo resized to each size before the processor, so models that keep the "
+                        "aspect ratio (DETR's) see other shapes: 800x600 640x640 ...")
+    g.add_argument("--prompt-len", nargs="+", action="extend", type=int, default=[], dest="prompt_lens", metavar="L",
+                   help="text generation: prompt lengths served, in this order (default: the model's)")
+    g.add_argument("--new-tokens", type=int, default=specmod.DEFAULT_NEW_TOKENS, metavar="K",
+                   help=f"text generation: tokens each generate() call makes (default: {specmod.DEFAULT_NEW_TOKENS})")
+    g.add_argument("--task", default=None, help=f"task of a checkpoint whose config does not say: {', '.join(hub.TASKS)}")
+    g.add_argument("--image", default=None, metavar="PATH", help="vision: the photo (default: the one shipped)")
+    g.add_argument("--weights", default="random", help="random (offline, default) or pretrained (from_pretrained)")
+    g.add_argument("--tiny", action="store_true", help="a tiny config of the same architecture (a smoke test)")
+    g = shp.add_argument_group("settings compared (each beside eager)")
+    g.add_argument("--dynamic", nargs="+", action="extend", default=None, dest="dynamic_settings", metavar="SETTING",
+                   help=f"{', '.join(traffic.DYNAMIC_SETTINGS)}: torch's automatic dynamic shapes, dynamic=True, "
+                        "dynamic=False (a graph per shape), mark_dynamic on the batch (text: sequence) dimension "
+                        f"before each first call (default: {' '.join(traffic.DEFAULT_DYNAMIC)})")
+    g.add_argument("--pad-to", nargs="+", action="extend", type=int, default=[], metavar="SIZE",
+                   help="also: each input padded up to the smallest of these bucket sizes (batch, or prompt length), "
+                        "compiled with dynamic=False, its outputs sliced back")
+    g.add_argument("--mix", default=None, metavar="SHAPE:WEIGHT,...",
+                   help="the requests' shares of the shapes, e.g. 1:50,4:30,16:20 (default: uniform); a shape is "
+                        "named by what varies: its batch size, WxH or prompt length")
+    g.add_argument("--backend", default="inductor", help="torch.compile backend (default: inductor)")
+    g.add_argument("--fullgraph", action="store_true", help="compile with fullgraph=True")
+    g.add_argument("--inductor-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="an inductor config option, e.g. freezing=True (repeatable)")
+    g.add_argument("--freezing", action="store_true", help="shorthand for --inductor-option freezing=True")
+    _settings(shp)
+    _timing(shp)
+    _where(shp)
+    _results(shp)
+    shp.set_defaults(func=commands["shapes"], **RUN_DEFAULTS)
+
+
 def _report(sub, commands: dict) -> None:
     """`compilebench report`: its options."""
     rep = sub.add_parser("report", help="render tables, charts, HTML, CSV and JSON from one or more results files")
@@ -115,6 +163,7 @@ def _report(sub, commands: dict) -> None:
                      help="set published figures beside yours: guide (the transformers guide's A100, V100 and T4 "
                           "speed-ups)")
     _requests(rep)
+    _mix(rep)
     rep.set_defaults(func=commands["report"])
 
 
@@ -274,6 +323,12 @@ def _requests(g) -> None:
     g.add_argument("--requests", type=int, default=DEFAULT_REQUESTS, metavar="N",
                    help="the requests one process serves: the start-up view recommends the fastest start that pays "
                         f"for itself within them (default: {DEFAULT_REQUESTS:,})")
+
+
+def _mix(g) -> None:
+    g.add_argument("--mix", default=None, metavar="SHAPE:WEIGHT,...",
+                   help="shapes results: the requests' shares of the shapes served, e.g. 1:50,4:30,16:20 (default: "
+                        "uniform)")
 
 
 def _results(run) -> None:

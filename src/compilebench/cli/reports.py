@@ -37,7 +37,7 @@ def cmd_report(args) -> int:
     reportmod.check_out_dir(out_dir)
     # an unknown name is refused before any file is read
     published = (args.reference, referencemod.load(args.reference)) if args.reference is not None else None
-    view = View(reportdata.load(dbs), args.min_effect, args.requests)
+    view = View(reportdata.load(dbs), args.min_effect, args.requests, args.mix)
     written = reportmod.write(view, out_dir, formats, dbs, published)
     beside = referencemod.reference_table(view, published[1], published[0]) if published else None
     print(markdown.tables([tables.summary_table(view), *tables.guide_tables(view), *([beside] if beside else [])]))

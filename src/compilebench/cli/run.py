@@ -21,12 +21,23 @@ EXIT_FAILED = 1  # the environment failed the sweep (a full disk, a locked resul
 
 def cmd_run(args) -> int:
     settings.integer("--requests", args.requests, 1)  # the report's: refused before anything is measured
-    spec = run_spec(args)
+    return execute(args, run_spec(args), _guide_tables)
+
+
+def _guide_tables(view: View) -> str:
+    return (markdown.tables([*tables.guide_tables(view), *tables.generation_tables(view), details.details_table(view)])
+            + "\n\nRecommendation\n\n" + markdown.table(tables.recommendation_table(view)))
+
+
+def execute(args, spec: specmod.RunSpec, show, check=lambda prepared: None) -> int:
+    """Measure a spec as `run` does (every check first, then the sweep into the results file), print `show(view)`
+    of what it ran and write its report. `check(prepared)`: the command's own checks of the prepared run."""
     formats = reportmod.parse_formats(args.format)
     storemod.check_path(args.db)
     out_dir = args.out or default_out(args.db)
     reportmod.check_out_dir(out_dir)
     prepared = plan.prepare(spec, lambda s: where(args, s))
+    check(prepared)
 
     with storemod.Store.open(args.db) as store:  # the last check: nothing is written before it
         try:
@@ -38,9 +49,8 @@ def cmd_run(args) -> int:
         results = prepared.results(store)
 
     if results:
-        view = View(results, prepared.spec.min_effect, args.requests)
-        print(markdown.tables([*tables.guide_tables(view), *tables.generation_tables(view), details.details_table(view)]))
-        print("Recommendation\n\n" + markdown.table(tables.recommendation_table(view)))
+        view = View(results, prepared.spec.min_effect, args.requests, getattr(args, "mix", None))
+        print(show(view))
         written = reportmod.write(view, out_dir, formats, [args.db])
         print(f"report: {main_file(written, out_dir)}", file=sys.stderr)
     print(summary(outcome, args.db), file=sys.stderr)

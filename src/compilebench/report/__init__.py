@@ -12,7 +12,7 @@ import tempfile
 from compilebench import interrupts, paths
 from compilebench.errors import UnknownChoice, UserError
 from compilebench.report import charts as chartsmod
-from compilebench.report import data, details, flat, html, markdown, reference as referencemod, start, tables, why
+from compilebench.report import data, details, flat, html, markdown, reference as referencemod, shapes, start, tables, why
 from compilebench.report import cells
 from compilebench.report.cells import Table
 from compilebench.report.view import View
@@ -21,6 +21,7 @@ from compilebench.vocab import FLAGS
 FORMATS = ("md", "html", "csv", "json")
 FILES = {"md": "report.md", "html": "report.html", "csv": "results.csv", "json": "results.json"}
 REFERENCE_CSV = "reference.csv"  # with --reference: your speed-ups beside the published ones, one row per pair
+SHAPES = {"csv": "shapes.csv", "json": "shapes.json"}  # `compilebench shapes`: a row per setting and shape served
 CHARTS_DIR = "charts"
 
 
@@ -54,8 +55,9 @@ def sections(view: View, charts: list[chartsmod.Chart], reference: tuple[str, li
     by_section: dict[tuple, list] = {}
     for c in charts:
         by_section.setdefault(c.section, []).append(c)
-    ok = sum(1 for r in view.latest if r.status == "ok")
-    summary: list = [tables.summary_table(view)]
+    ok = sum(1 for r in view.latest + view.served if r.status == "ok")
+    guide = bool(view.latest)  # a file of shapes results alone has no guide table, nor its summary
+    summary: list = [tables.summary_table(view)] if guide else []
     if not ok:
         summary.insert(0, "No case was measured ok: the details below say why each failed.")
     flags = tables.flags_note(view)
@@ -72,16 +74,18 @@ def sections(view: View, charts: list[chartsmod.Chart], reference: tuple[str, li
     return [
         ("Summary", summary),
         ("Results", results_items),
-        ("Recommendation", [tables.recommendation_table(view), *filter(None, [start.recommendation_rows(view)])]),
-        ("Speed-ups and compile cost", [tables.speedup_table(view)]),
+        ("Recommendation", [tables.recommendation_table(view), *filter(None, [start.recommendation_rows(view)])]
+         if guide else []),
+        ("Speed-ups and compile cost", [tables.speedup_table(view)] if guide else []),
         ("Start-up", start.sections(view, charts)),
+        ("Shapes", shapes.sections(view, charts)),
         ("Batch sizes", batch_items),
         ("Hardware", hardware_items),
         ("Torch versions", tables.version_tables(view)),
         ("Compile modes", tables.mode_tables(view)),
         ("Why it is (not) faster", why.sections(view, charts)),
         *([("The guide's figures", _reference_items(view, *reference))] if reference else []),
-        ("Details", [details.details_table(view)]),
+        ("Details", [details.details_table(view)] if guide else []),
         ("Environment", details.environment_tables(view.results)),
     ]
 
@@ -93,7 +97,7 @@ def _reference_items(view: View, name: str, figures: list) -> list:
 
 
 def intro(view: View, sources: list[str]) -> list[str]:
-    latest = view.latest
+    latest = view.latest + view.served
     ok = sum(1 for r in latest if r.status == "ok")
     machines = len({r.machine_id for r in view.results})
     counts = data.flag_counts(latest)
@@ -137,6 +141,10 @@ def write(view: View, out_dir: str, formats: tuple[str, ...], sources: list[str]
                     files[REFERENCE_CSV] = flat.to_csv(pairs)
             if "json" in formats:
                 files[FILES["json"]] = flat.to_json(rows)
+            served = shapes.rows(view)
+            if served:
+                files.update({SHAPES[f]: (flat.to_csv if f == "csv" else flat.to_json)(served)
+                              for f in ("csv", "json") if f in formats})
         for name, content in files.items():
             with open(os.path.join(scratch, name), "w", encoding="utf-8") as f:
                 f.write(content)

@@ -16,8 +16,8 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from compilebench import comparison, profiling
-from compilebench.report import data, start, why
+from compilebench import comparison, profiling, traffic
+from compilebench.report import data, shapes, start, why
 from compilebench.report.cells import cell
 from compilebench.report.data import Column
 from compilebench.report.view import Group, View
@@ -153,7 +153,7 @@ def render(view: View, out_dir: str) -> list[Chart]:
             title = data.with_settings(f"Improvement by hardware: batch size {batch}, {variant.label}", setting)
             draw(("batch", batch), title, labels, series, IMPROVEMENT_AXIS, f"hardware-b{batch}-{variant.label}")
 
-    return charts + _stacked_charts(view, out_dir, names)
+    return charts + _stacked_charts(view, out_dir, names) + _shape_charts(view, out_dir, names)
 
 
 def _stacked_charts(view: View, out_dir: str, names: set[str]) -> list[Chart]:
@@ -167,6 +167,85 @@ def _stacked_charts(view: View, out_dir: str, names: set[str]) -> list[Chart]:
         stem = os.path.join(out_dir, _unique(_slug(f"start-{m.label}-{m.hardware}-b{m.batch_size}-{m.torch}"), names))
         charts.append(_starts(m, stem))
     return charts
+
+
+def _shape_charts(view: View, out_dir: str, names: set[str]) -> list[Chart]:
+    """Per model that served shapes: each setting's steady latency by shape, and its time to serve the mix against
+    the requests served, compiles included."""
+    charts = []
+    for m in shapes.models(view):
+        stem = os.path.join(out_dir, _unique(_slug(f"shapes-latency-{m.label}-{m.hardware}-{m.torch}"), names))
+        charts.append(_shape_latency(m, stem))
+        stem = os.path.join(out_dir, _unique(_slug(f"shapes-serving-{m.label}-{m.hardware}-{m.torch}"), names))
+        charts.append(_serving_curve(m, view.requests, stem))
+    return [c for c in charts if c is not None]
+
+
+def _lines(section: tuple, title: str, stem: str, draw) -> Chart:
+    """A line chart: `draw(ax)` plots it and returns its lines' names."""
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(9, 4.5), layout="constrained")
+    ax = fig.subplots()
+    drawn = draw(ax)
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    png, svg = stem + ".png", stem + ".svg"
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "compilebench"}):
+        fig.savefig(png, dpi=110)
+        fig.savefig(svg, metadata={"Date": None})
+    return Chart(section, title, png, svg, [(name, "line") for name in drawn])
+
+
+def _shape_latency(m, stem: str) -> Chart | None:
+    """Steady milliseconds per call of each shape (in the order served), a line per setting, with the 95% interval
+    between processes as error bars."""
+    usable = [s for s in m.settings if s.usable]
+    if not usable:
+        return None
+    title = f"Steady latency by shape: {m.label}, {m.hardware}, torch {m.torch}"
+
+    def draw(ax):
+        x = list(range(len(m.shapes)))
+        for k, s in enumerate(usable):
+            per = s.result.shapes["per_shape"]
+            est = [per[sh.token]["steady"] for sh in m.shapes]
+            err = [[e["mean"] - (e["ci95_low"] or e["mean"]) for e in est], [(e["ci95_high"] or e["mean"]) - e["mean"] for e in est]]
+            line = ax.errorbar(x, [e["mean"] for e in est], yerr=err, marker="o", capsize=2, label=s.name)
+            line.lines[0].set_gid(f"line-{k}")
+        ax.set_xticks(x, [sh.words for sh in m.shapes], fontsize=7)
+        ax.set_ylim(bottom=0)
+        ax.set_xlabel("shape, in the order served")
+        ax.set_ylabel("steady ms per call (95% CI)")
+        return [s.name for s in usable]
+
+    return _lines(("shapes", m.title), title, stem, draw)
+
+
+def _serving_curve(m, requests: int, stem: str) -> Chart | None:
+    """Cumulative seconds against requests served of the mix, a line per setting (median first calls, steady
+    estimates): each compile is a step where the mix first meets its shape. Log-log: the steps at the start and the
+    slopes at the end both show."""
+    usable = [s for s in m.settings if s.usable]
+    if not usable:
+        return None
+    title = f"Time to serve the mix: {m.label}, {m.hardware}, torch {m.torch}"
+    order = traffic.sequence(m.mix, requests)
+
+    def draw(ax):
+        n = list(range(1, requests + 1))
+        for k, s in enumerate(usable):
+            (line,) = ax.plot(n, s.median().cumulative(order), label=s.name, drawstyle="steps-post")
+            line.set_gid(f"line-{k}")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("requests served (log scale)")
+        ax.set_ylabel("seconds since the first request, compiles included (log scale)")
+        return [s.name for s in usable]
+
+    return _lines(("shapes", m.title), title, stem, draw)
 
 
 def _fit_labels(fig, ax, texts) -> None:

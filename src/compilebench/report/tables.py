@@ -96,7 +96,7 @@ def summary_table(view: View) -> Table:
 
 def flags_note(view: View) -> list[str]:
     """How many results carry each flag, each with its remedy."""
-    counts = data.flag_counts(view.latest)
+    counts = data.flag_counts(view.latest + view.served)
     return [f"- {flag}: {n} result(s). {FLAGS[flag].remedy[0].upper()}{FLAGS[flag].remedy[1:]}." for flag, n in counts.items() if n]
 
 

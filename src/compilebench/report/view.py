@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from compilebench import comparison, drift, settings as settingsmod, stats
+from compilebench import comparison, drift, settings as settingsmod, stats, traffic
 from compilebench.comparison import Speedup
 from compilebench.drift import Drift
 from compilebench.report import data
@@ -76,15 +76,21 @@ class Group:
 
 class View:
     """A set of results as the report shows them. `results` keeps every result (superseded reruns too, for the CSV);
-    `latest` the newest of each case on each machine; `groups` the guide's tables."""
+    `latest` the newest of each case on each machine; `groups` the guide's tables; `served` the newest of each
+    case that served a sequence of shapes (`compilebench shapes`: report/shapes.py), which no guide table holds."""
 
     def __init__(self, results: list[Result], min_effect: float = stats.DEFAULT_MIN_EFFECT,
-                 requests: int = DEFAULT_REQUESTS):
+                 requests: int = DEFAULT_REQUESTS, mix: str | None = None):
         self.results = results
         self.min_effect = stats.check_min_effect(min_effect)
         settingsmod.integer("--requests", requests, 1)
         self.requests = requests  # the traffic a start must pay off within (--requests): the start-up view
-        self.latest = data.latest(results)
+        self.mix = mix  # --mix: the shares of the shapes served (None: uniform)
+        newest = data.latest(results)
+        self.latest = [r for r in newest if not r.case.shapes]
+        self.served = [r for r in newest if r.case.shapes]
+        for r in self.served:
+            self.mix_for(tuple(traffic.Shape.parse(t) for t in r.case.shapes))  # a mix naming no shape: said now
         labels = data.torch_labels(results)
         # a % improvement names its torch (and environment) only where there is a choice
         self.versions = len({data.stack(r, labels) for r in results})
@@ -100,6 +106,10 @@ class View:
             across = base is not None and other is not None and drift.across_runs(base, other, unknown=False)
             self._speedups[key] = comparison.speedup(base, other, self.min_effect, metric, self.drift if across else None)
         return self._speedups[key]
+
+    def mix_for(self, shapes: tuple[traffic.Shape, ...]) -> dict[str, float]:
+        """The share of each shape token in the requests served."""
+        return traffic.parse_mix(self.mix, shapes)
 
     @functools.cached_property
     def drift(self) -> Drift:

@@ -1,0 +1,289 @@
+"""The shapes view (`compilebench shapes`): per model that served a sequence of input shapes, each setting (no
+compile, automatic dynamic shapes, dynamic=True or False, mark_dynamic, padding to buckets) with what it compiled
+on each shape's first call and why, whether it settled (its second pass compiled nothing), its steady latency per
+shape against no compile's, and the time it takes to serve --requests N of the --mix, compiles included, with the
+requests after which it has caught up with no compile. Every interval is between worker processes: a process's
+time for N requests is built from its own first calls and steady means."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from compilebench import drift, stats, traffic
+from compilebench.comparison import Speedup
+from compilebench.report import data
+from compilebench.report.cells import Table, table
+from compilebench.result import Result
+from compilebench.spec import Variant, eager_key_of
+from compilebench.vocab import MEASURED, Verdict
+
+REASON_CHARS = 140
+
+
+def setting_name(v: Variant) -> str:
+    """A setting in the words of torch.compile's docs: 'automatic dynamic', 'dynamic=False', 'mark_dynamic'."""
+    if not v.compiled:
+        return "no compile"
+    if v.pad_to:
+        name = f"pad to {'/'.join(map(str, v.pad_to))} (dynamic=False)"
+    elif v.mark_dynamic:
+        name = "mark_dynamic"
+    else:
+        name = {None: "automatic dynamic", True: "dynamic=True", False: "dynamic=False"}[v.dynamic]
+    extras = ([f"backend={v.backend}"] if v.backend != "inductor" else []) + (["fullgraph"] if v.fullgraph else []) \
+        + [f"{k}={val}" for k, val in v.options]
+    return name + (f", {', '.join(extras)}" if extras else "")
+
+
+@dataclass
+class Setting:
+    """One setting's result, with the costs of each process that served every shape (traffic.Served)."""
+
+    result: Result
+    processes: list[traffic.Served]
+
+    @property
+    def name(self) -> str:
+        return setting_name(self.result.case.variant)
+
+    @property
+    def usable(self) -> bool:
+        return self.result.status == "ok" and bool(self.processes)
+
+    @property
+    def settles(self) -> bool:
+        return not self.result.shapes.get("second_compiles")
+
+    def median(self) -> traffic.Served:
+        """First calls: the median over processes; steady: the estimate between them (as a case's mean)."""
+        per = self.result.shapes["per_shape"]
+        return traffic.Served({t: statistics.median(p.first_s[t] for p in self.processes) for t in per},
+                              {t: per[t]["steady"]["mean"] for t in per})
+
+    def totals(self, mix: dict[str, float], n: int) -> list[float]:
+        return [p.total_s(mix, n) for p in self.processes]
+
+
+def _processes(r: Result) -> list[traffic.Served]:
+    out = []
+    for rep in r.repeats:
+        if rep.status in MEASURED and rep.shapes:
+            per = rep.shapes["per_shape"]
+            out.append(traffic.Served({t: p["first_call_s"] for t, p in per.items()},
+                                      {t: sum(p["samples_ms"]) / len(p["samples_ms"]) for t, p in per.items()}))
+    return out
+
+
+@dataclass
+class Model:
+    """One model's settings over one sequence of shapes, on one hardware, torch and case settings."""
+
+    hardware: str
+    torch: str
+    label: str
+    shapes: list[traffic.Shape]
+    eager: Setting | None
+    settings: list[Setting]  # eager first, then the compiled settings in the order measured
+    mix: dict[str, float]
+
+    @property
+    def title(self) -> str:
+        return f"Shapes: {self.label}, {self.hardware}, torch {self.torch}"
+
+
+def models(view) -> list[Model]:
+    """Every model that served shapes, grouped as a table: results that differ only by their setting."""
+    groups: dict[tuple, list[Result]] = {}
+    for r in sorted(view.served, key=lambda r: r.created_at):
+        groups.setdefault((data.hardware(r), data.torch_version(r), eager_key_of(r.case.to_dict())), []).append(r)
+    out = []
+    for (hw, torch, _), rs in groups.items():
+        settings = {r.case.variant: Setting(r, _processes(r)) for r in rs}  # the newest result of each setting
+        ordered = sorted(settings.values(), key=lambda s: s.result.case.variant.compiled)
+        shapes = [traffic.Shape.parse(t) for t in rs[0].case.shapes]
+        eager = next((s for s in ordered if not s.result.case.variant.compiled), None)
+        out.append(Model(hw, torch, data.model_label(rs, rs[0].case.model), shapes, eager, ordered,
+                         view.mix_for(tuple(shapes))))
+    return out
+
+
+def serve_time(s: Setting, m: Model, n: int) -> tuple[float, float | None, float | None] | None:
+    """Seconds to serve n requests of the mix, first calls included: the estimate between processes."""
+    return stats.estimate(s.totals(m.mix, n)) if s.processes else None
+
+
+def _speedup(eager_means: list[float], means: list[float], min_effect: float, widen: float | None) -> Speedup | None:
+    if not eager_means or not means:
+        return None
+    value, low, high = stats.speedup(eager_means, means)
+    if widen is not None and low is not None:
+        low, high = low / (1 + widen), high * (1 + widen)
+    return Speedup(value, low, high, Verdict.of(low, high, min_effect), False, widen)
+
+
+def _widen(view, a: Result, b: Result) -> float | None:
+    return view.drift.value if drift.across_runs(a, b, unknown=False) else None
+
+
+def versus(view, m: Model, s: Setting, n: int) -> Speedup | None:
+    """No compile's time for n requests over this setting's, with its interval and verdict."""
+    if m.eager is None or s is m.eager or not (s.usable and m.eager.usable):
+        return None
+    return _speedup(m.eager.totals(m.mix, n), s.totals(m.mix, n), view.min_effect, _widen(view, m.eager.result, s.result))
+
+
+def shape_versus(view, m: Model, s: Setting, token: str) -> Speedup | None:
+    """No compile's steady latency over this setting's, on one shape."""
+    if m.eager is None or s is m.eager or not (s.usable and m.eager.usable):
+        return None
+    return _speedup([p.steady_ms[token] for p in m.eager.processes], [p.steady_ms[token] for p in s.processes],
+                    view.min_effect, _widen(view, m.eager.result, s.result))
+
+
+def break_even(m: Model, s: Setting, horizon: int) -> int | None:
+    if m.eager is None or not (s.usable and m.eager.usable):
+        return None
+    return traffic.break_even(s.median(), m.eager.median(), m.mix, horizon)
+
+
+def best(view, m: Model) -> tuple[Setting | None, Speedup | None, str]:
+    """The setting that serves --requests of the mix soonest among those that are `faster` than no compile over
+    them, settle and are correct; else no compile. With the reason."""
+    n = view.requests
+    faster = [(s, sp) for s in m.settings if s is not m.eager and s.settles and s.usable
+              and (sp := versus(view, m, s, n)) is not None and sp.verdict == Verdict.faster]
+    if not faster:
+        why = f"no setting serves {n:,} requests of this mix faster than no compile (beyond {view.min_effect:.0%})"
+        return m.eager, None, why + " and settles"
+    s, sp = min(faster, key=lambda x: statistics.median(x[0].totals(m.mix, n)))
+    return s, sp, f"serves {n:,} requests of this mix soonest, {sp.value:.2f}x no compile's time " \
+                  f"({sp.low:.2f}-{sp.high:.2f}, {sp.verdict})"
+
+
+def _mix_words(m: Model) -> str:
+    if len(set(round(w, 9) for w in m.mix.values())) == 1:
+        return "uniform over " + ", ".join(s.words for s in m.shapes)
+    return ", ".join(f"{s.words} {m.mix[s.token]:.0%}" for s in m.shapes if m.mix[s.token] > 0)
+
+
+def _interval(est) -> str:
+    return "" if est is None or est[1] is None else f"{est[1]:.2f}-{est[2]:.2f}"
+
+
+def _status(s: Setting) -> str:
+    r = s.result
+    return "" if r.status == "ok" else f"{r.status}: {r.message or ''}".strip()
+
+
+def summary_table(view, m: Model) -> Table:
+    n = view.requests
+    summary = m.eager.result.shapes if m.eager else {}
+    columns = [
+        ("setting", lambda s: s.name),
+        ("graphs", lambda s: str(s.result.shapes.get("compiles", "")) if s.result.case.variant.compiled else ""),
+        ("recompiles", lambda s: str(s.result.shapes.get("recompiles", "")) if s.result.case.variant.compiled else ""),
+        ("compile s", lambda s: f"{s.result.shapes['compile_s']:.1f}" if s.result.shapes and
+         s.result.case.variant.compiled else ""),
+        ("settles", lambda s: "" if not s.result.shapes else "yes" if s.settles else
+         f"no: {s.result.shapes['second_compiles']} compile(s) in the second pass"),
+        ("recompile limit", lambda s: ("reached" if s.result.shapes.get("limit_hits") else "not reached")
+         if s.result.shapes and s.result.case.variant.compiled else ""),
+        ("peak memory MB", lambda s: f"{s.result.peak_mem_bytes / 1e6:,.0f}" if s.result.peak_mem_bytes else ""),
+        (f"{n:,} requests s", lambda s: f"{e[0]:.2f}" if (e := serve_time(s, m, n)) else _status(s)),
+        ("95% CI s", lambda s: _interval(serve_time(s, m, n))),
+        ("vs no compile", lambda s: "" if (sp := versus(view, m, s, n)) is None else
+         f"{sp.value:.2f}x ({sp.low:.2f}-{sp.high:.2f}, {sp.verdict})" if sp.low is not None else f"{sp.value:.2f}x (inconclusive)"),
+        ("catches up after (requests)", lambda s: "" if s is m.eager or m.eager is None or not s.usable else
+         (f"{b:,}" if (b := break_even(m, s, n)) is not None else "never")),
+    ]
+    pick, sp, why = best(view, m)
+    notes = [f"Mix: {_mix_words(m)}; {n:,} requests (--mix, --requests). Best for this mix: "
+             f"**{pick.name if pick else 'none'}**: {why}."] if summary or pick else []
+    return table(m.title, columns, m.settings, notes)
+
+
+def setting_table(view, m: Model, s: Setting) -> Table:
+    """One setting, a row per shape in the order served."""
+    per = s.result.shapes.get("per_shape", {})
+
+    def steady(t: str) -> str:
+        e = per[t]["steady"]
+        return f"{e['mean']:.3f}" + (f" ({e['ci95_low']:.3f}-{e['ci95_high']:.3f})" if e.get("ci95_low") else "")
+
+    def vs(t: str) -> str:
+        sp = shape_versus(view, m, s, t)
+        return "" if sp is None else f"{sp.value:.2f}x ({sp.verdict})"
+
+    columns = [
+        ("shape", lambda t: traffic.Shape.parse(t).words),
+        ("served as", lambda t: traffic.Shape.parse(per[t]["served_as"]).words if per[t]["served_as"] else ""),
+        ("first call s", lambda t: f"{per[t]['first_call_s']:.3f}"),
+        ("graphs compiled", lambda t: str(per[t]["compiles"])),
+        ("compile s", lambda t: f"{per[t]['compile_s']:.2f}" if per[t]["compiles"] else ""),
+        ("why it recompiled (dynamo)", lambda t: "; ".join(per[t]["recompile_reasons"])[:REASON_CHARS]),
+        ("steady ms (95% CI)", steady),
+        ("vs no compile", vs),
+        ("second pass", lambda t: f"{per[t]['second_compiles']} compile(s)" if per[t]["second_compiles"] else "nothing compiled"),
+        ("correct", lambda t: _correct(per[t])),
+    ]
+    return table(f"{s.name}: {m.label}, {m.hardware}", columns, [t for t in per] if per else [])
+
+
+def _correct(p: dict) -> str:
+    if p.get("problems"):
+        return "no: " + "; ".join(p["problems"])
+    if p.get("max_rel_err") is None:
+        return ""
+    agreement = ", ".join(f"{k} {v:.0%}" for k, v in p["agreement"].items())
+    return f"yes (max rel err {p['max_rel_err']:.1e}{', ' + agreement if agreement else ''})"
+
+
+NOTE = ("Each setting served the shapes in one process per repeat, in the order listed: each shape's first call "
+        "timed alone (graphs compiled, with dynamo's reason for each recompile), then its steady calls; then a "
+        "second pass, one call of each shape, in which a setting that settled compiles nothing. The time to serve N "
+        "requests of the mix adds each shape's first call (in the order the mix first meets them; a first call "
+        "was measured in the order served) and steady latency, per process; its interval is between processes. "
+        "Catches up after: the requests after which the setting has served everything sooner than no compile, and "
+        "stays ahead. Padding serves each input as the smallest bucket that holds it and slices its outputs back: "
+        "the padded work is in its latency.")
+
+
+def sections(view, charts: list) -> list:
+    items: list = []
+    for m in models(view):
+        summary = summary_table(view, m)
+        items += [summary, *[c for c in charts if c.section == ("shapes", m.title)]]
+        items += [setting_table(view, m, s) for s in m.settings if s.result.shapes]
+    return ([NOTE] + items) if items else []
+
+
+def rows(view) -> list[dict]:
+    """One flat row per setting and shape (shapes.csv, shapes.json, `Results.to_pandas()` of a shapes run)."""
+    out = []
+    for m in models(view):
+        for s in m.settings:
+            total = serve_time(s, m, view.requests)
+            sp = versus(view, m, s, view.requests)
+            for t, p in s.result.shapes.get("per_shape", {}).items():
+                shape, est, ssp = traffic.Shape.parse(t), p["steady"], shape_versus(view, m, s, t)
+                out.append({
+                    "hardware": m.hardware, "torch": m.torch, "model": s.result.case.model, "label": m.label,
+                    "setting": s.name, "variant_label": s.result.case.variant.label, "status": s.result.status,
+                    "result_id": s.result.result_id, "shape": t, "batch_size": shape.batch,
+                    "image_size": f"{shape.image[0]}x{shape.image[1]}" if shape.image else None,
+                    "prompt_len": shape.prompt, "served_as": p["served_as"], "mix_share": m.mix[t],
+                    "first_call_s": p["first_call_s"], "graphs_compiled": p["compiles"], "compile_s": p["compile_s"],
+                    "recompile_reasons": "; ".join(p["recompile_reasons"]), "second_pass_compiles": p["second_compiles"],
+                    "recompile_limit_hits": p["limit_hits"], "steady_ms": est["mean"], "steady_ci95_low_ms":
+                    est["ci95_low"], "steady_ci95_high_ms": est["ci95_high"], "repeats": est["repeats"],
+                    "speedup": ssp.value if ssp else None, "speedup_verdict": str(ssp.verdict) if ssp else None,
+                    "max_rel_err": p["max_rel_err"], "correct": not p["problems"] if p["max_rel_err"] is not None else None,
+                    "peak_mem_bytes": s.result.peak_mem_bytes, "requests": view.requests,
+                    "serve_s": total[0] if total else None, "serve_ci95_low_s": total[1] if total else None,
+                    "serve_ci95_high_s": total[2] if total else None, "serve_speedup": sp.value if sp else None,
+                    "serve_verdict": str(sp.verdict) if sp else None,
+                    "catches_up_after": break_even(m, s, view.requests) if s is not m.eager else None,
+                    "settles": s.settles,
+                })
+    return out
