@@ -14,6 +14,7 @@ from compilebench.report import shapes as shapesmod
 from compilebench.report.view import View
 from compilebench.result import Repeat, Result
 from compilebench.spec import Case, RunSpec, Variant
+from conftest import run_cli, stored
 from fakeresults import CPU, machine
 from tiny_factories import make_inputs, make_model
 
@@ -184,23 +185,25 @@ def test_bad_shapes_input_is_one_line_and_exit_2(main_here):
 
 
 def test_the_command_serves_stores_resumes_and_reports_shapes(main_here, tmp_path):
-    args = ["shapes", "--model", "resnet-50", "--tiny", "--batch-size", "1", "2", "--image-size", "320x240", "640x640",
+    args = ["shapes", "--model", "resnet-50", "--tiny", "--batch-size", "1", "--image-size", "320x240", "640x640",
             "--dynamic", "false", "--backend", "eager", "--repeats", "2", "--iters", "2", "--isolation", "inline",
             "--db", "r.db", "--quiet"]
     code, out, err = main_here(*args)
     assert code == 0, err
     assert "### Shapes: Image Classification/ResNet" in out and "dynamic=False, backend=eager" in out
     rows = json.load(open(tmp_path / "report" / "shapes.json"))
-    assert {r["shape"] for r in rows} == {"b1:320x240", "b1:640x640", "b2:320x240", "b2:640x640"}
+    assert [r["shape"] for r in rows] == ["b1:320x240", "b1:640x640"] * 2
     assert {r["image_size"] for r in rows} == {"320x240", "640x640"}
     report = open(tmp_path / "report" / "report.md").read()
     assert "## Shapes" in report and "Time to serve the mix" in report and "## Summary" not in report
+    held = stored(tmp_path / "r.db")
+    assert {rep["compile_cache"] for r in held for rep in r["repeats"]} == {"cold"}  # every repeat compiles cold
     code, out, err = main_here(*args)
     assert code == 0 and "0 repeat(s) measured" in err and "4 stored earlier were kept" in err
     code, out, err = main_here("report", "r.db", "--mix", "320x240:3,640x640:1", "--requests", "100")
     assert code == 0, err
-    assert "batch 1, 320x240 38%" in open(tmp_path / "report" / "report.md").read()
-    code, out, err = main_here("report", "r.db", "--mix", "3:1")
+    assert "batch 1, 320x240 75%" in open(tmp_path / "report" / "report.md").read()
+    code, out, err = main_here("report", "r.db", "--mix", "2:1")
     assert code == 2 and "--mix" in err
 
 
@@ -228,3 +231,19 @@ def test_shapes_cases_are_keyed_apart_from_run_cases_and_old_keys_do_not_change(
     plain = Case("resnet-50", 1, Variant("default"), device="cpu")
     assert "shapes" not in plain.key() and "mark_dynamic" not in plain.key() and "pad_to" not in plain.key()
     assert Variant("eager", mark_dynamic=True, pad_to=(4,)) == Variant()  # eager has no compile settings
+
+
+@pytest.mark.slow
+def test_inductor_in_worker_processes_compiles_every_repeat_cold_and_pads_batch_3_to_4(tmp_path):
+    p = run_cli("shapes", "--model", "resnet-50", "--tiny", "--batch-size", "1", "3", "--dynamic", "false", "--pad-to",
+                "4", "--repeats", "2", "--iters", "3", "--db", "r.db", "--quiet", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    held = {r["case"]["variant"]["pad_to"] and "pad" or r["case"]["variant"]["mode"]: r for r in stored(tmp_path / "r.db")}
+    static, padded = held["default"], held["pad"]
+    for rep in static["repeats"]:  # a fresh process and an empty compiler state each: the same two cold compiles
+        assert rep["compile_cache"] == "cold" and rep["compile_cache_hits"] == 0
+        assert [s["compiles"] for s in rep["shapes"]["per_shape"].values()] == [1, 1]
+        assert all(s["second_compiles"] == 0 for s in rep["shapes"]["per_shape"].values())
+    per = padded["shapes"]["per_shape"]
+    assert per["b3"]["served_as"] == "b4" and per["b3"]["compiles"] == 0 and per["b3"]["problems"] == []
+    assert padded["status"] == "ok" and "pad to 4 (dynamic=False)" in p.stdout

@@ -4,7 +4,7 @@ drops what fails or disagrees with eager, and keeps to its budget."""
 import pytest
 
 import fakeresults as fr
-from compilebench import tune
+from compilebench import comparison, tune
 from compilebench.errors import UserError
 from compilebench.spec import Case, Variant
 
@@ -220,3 +220,41 @@ def test_the_table_gives_each_configurations_start_beside_its_speed():
     text = render(out, 0.02, "r.db")
     assert "start s (how)" in text
     assert "| 31.00 (cold start) |" in text and "| 0.51 (package loaded) |" in text
+
+
+def test_with_several_batch_sizes_the_pick_serves_them_under_each_dynamic_setting_and_the_best_is_code():
+    """The shapes stage after the search: its spec, what it prints from the shapes view (measured by a fake)."""
+    import argparse
+
+    from compilebench.cli import tune as tunecmd
+    from compilebench.spec import RunSpec
+    from test_shapes import _served_result
+
+    spec = RunSpec(models=("resnet-50",), batch_sizes=(4,), variants=("eager", "default"), device="cpu", repeats=1)
+    pick = tune.Config.make("max-autotune-no-cudagraphs", dtype="bfloat16")
+    served = tunecmd._shapes_spec(spec, pick, (1, 4))
+    cases = served.cases()
+    assert [c.variant.label for c in cases] == [
+        "no compile", "compile (max-autotune-no-cudagraphs)", "compile (max-autotune-no-cudagraphs, dynamic)",
+        "compile (max-autotune-no-cudagraphs, static)", "compile (max-autotune-no-cudagraphs, mark dynamic)",
+        "compile (max-autotune-no-cudagraphs, static, pad to 4)"]
+    assert all(c.dtype == "bfloat16" and c.shapes == ("b1", "b4") for c in cases) and served.repeats == 3
+
+    first, slow = {"b1": 0.01, "b4": 0.01}, {"b1": 10.0, "b4": 40.0}
+    made = {v: _served_result(v, first if not v.compiled else {"b1": 1.0, "b4": 0.5}, slow if not v.compiled else
+                              ({"b1": 4.0, "b4": 16.0} if v.dynamic is False and not v.pad_to else {"b1": 6.0, "b4": 24.0}))
+            for v in (c.variant for c in cases)}
+    outcome = tune.Outcome(None, [tune.Tried(pick, speedup=comparison.Speedup(2.0, 1.9, 2.1, "faster", False))])
+    outcome.tried[0].rungs = 3
+    args = argparse.Namespace(min_effect=0.02, requests=10_000, mix=None, quiet=True)
+    text = tunecmd._serve_shapes(argparse.Namespace(spec=spec), outcome, (1, 4), lambda s: [made[c.variant] for c in
+                                                                                              s.cases()], args)
+    assert "dynamic=False: serves 10,000 requests of this mix soonest" in text
+    assert "torch.compile(model, mode='max-autotune-no-cudagraphs', dynamic=False)" in text
+    assert "| mark_dynamic |" in text and "model = model.to(torch.bfloat16)" in text
+
+
+def test_a_mix_that_names_no_batch_size_is_refused_before_tune_measures_anything(main_here, tmp_path):
+    code, out, err = main_here("tune", "--model", "resnet-50", "--tiny", "--device", "cpu", "--batch-size", "1", "4",
+                               "--mix", "2:1", "--db", "r.db")
+    assert code == 2 and "--mix" in err and not (tmp_path / "r.db").exists()

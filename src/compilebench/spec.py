@@ -336,10 +336,11 @@ class RunSpec(Settings):
         """`compilebench shapes`: eager, then one compiled variant per dynamic setting, then the padded one (static
         shapes: one graph per bucket)."""
         compiled = dict(backend=self.backend, fullgraph=self.fullgraph, options=self.inductor_options)
+        mode = next((v for v in self.variants if v in MODES), "default")  # tune's pick may use another mode
         dynamic = {"auto": {}, "true": {"dynamic": True}, "false": {"dynamic": False}, "mark": {"mark_dynamic": True}}
-        out = [Variant()] + [Variant("default", **compiled, **dynamic[d]) for d in self.dynamic_settings]
+        out = [Variant()] + [Variant(mode, **compiled, **dynamic[d]) for d in self.dynamic_settings]
         if self.pad_to:
-            out.append(Variant("default", **compiled, dynamic=False, pad_to=self.pad_to))
+            out.append(Variant(mode, **compiled, dynamic=False, pad_to=self.pad_to))
         return out
 
     def served(self, kind: str, default_prompt_len: int | None = None) -> tuple[traffic.Shape, ...]:

@@ -183,7 +183,8 @@ class _Sweep:
         # FLOPs are the eager model's: counted once per model and settings, by whichever variant comes first
         count_flops = any((s is None or s.flops is None) and self._eager_flops(c, unit) is None
                           for c, s in zip(todo, stored))
-        env, cache, mega_path = _compiler_env(self.spec.compile_cache, self.states, self._state(unit))
+        env, cache, mega_path = _compiler_env(self.spec.compile_cache, self.states, self._state(unit),
+                                              every_repeat_cold=bool(todo[0].shapes))
         check = cache == "cold" or not all(_checked(s, cache) for s in stored)
         mine = leftovers.claim(self.store, unit, {c.key(): self.series[(c.key(), unit.target.resume_id, unit.repeat)]
                                                   for c in todo}, self.run_id)
@@ -333,12 +334,14 @@ def _checked(stored: Result | None, cache: str) -> bool:
                                       for r in stored.repeats)
 
 
-def _compiler_env(mode: str, states: compiler_state.StateFolders, name: str) -> tuple[dict[str, str], str, str | None]:
+def _compiler_env(mode: str, states: compiler_state.StateFolders, name: str,
+                  every_repeat_cold: bool = False) -> tuple[dict[str, str], str, str | None]:
     """The private compiler state a job starts from, what it is, and (--compile-cache mega) its artifacts file:
     cold (empty), warm (left by an earlier repeat of the same case), dir (the user's --compile-cache DIR) or mega
     (empty, as a new replica's, with the portable artifacts an earlier repeat or run saved: loaded before the
     first call; without them the repeat compiles cold and saves them). --compile-cache warm warms a fresh folder
-    itself."""
+    itself. `every_repeat_cold` (a shapes case, whose compiles are part of the time it serves its requests in):
+    each cold repeat gets an empty folder of its own, so every process measures the compiles a new one makes."""
     if settings.is_mega(mode):
         kept = settings.mega_dir(mode)
         if kept:
@@ -351,7 +354,7 @@ def _compiler_env(mode: str, states: compiler_state.StateFolders, name: str) -> 
     if mode == "warm":
         folder = states.folder(f"{name}-warm-{uuid.uuid4().hex[:8]}")
         return compiler_state.env_for(folder), "warm", None
-    folder = states.folder(name)
+    folder = states.folder(f"{name}-cold-{uuid.uuid4().hex[:8]}" if every_repeat_cold else name)
     state = "cold" if compiler_state.is_empty(folder) else "warm"
     return compiler_state.env_for(folder), state, None
 

@@ -271,6 +271,24 @@ def search(base: Case, configs: list[Config], measure: Measure, now: Callable[[]
     return Outcome(eager, [tried[c] for c in order], untried, now() - start)
 
 
+SHAPES_SHARE = 0.6  # of the budget, the search's where several batch sizes are served: the rest is the shapes'
+SHAPES_TIMING = TimingPolicy(iters=10, warmup=2, min_iters=3)
+SHAPES_REPEATS = 3  # each compiles cold: the compiles vary between processes, and are in the time to serve
+
+
+def shapes_code(config: Config, variant: Variant) -> str:
+    """The code of a configuration served with one dynamic-shape setting (report/shapes.setting_name's)."""
+    if variant.pad_to:
+        buckets = ", ".join(map(str, variant.pad_to))
+        return "\n".join([dataclasses.replace(config, dynamic=False).code(),
+                          f"# pad each batch up to the smallest of ({buckets}) items (repeat its last item), call "
+                          "compiled, then keep each output's first rows"])
+    if variant.mark_dynamic:
+        return "\n".join([dataclasses.replace(config, dynamic=None).code(),
+                          "# before each batch's first call: torch._dynamo.mark_dynamic(tensor, 0) for every input"])
+    return dataclasses.replace(config, dynamic=variant.dynamic).code()
+
+
 def parse_budget(text: str) -> float:
     """'90s', '20m', '1h', '1h30m' or a number of seconds."""
     text = text.strip().lower()

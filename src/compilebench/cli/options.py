@@ -64,7 +64,9 @@ def parser(commands: dict) -> argparse.ArgumentParser:
 
     tune = sub.add_parser("tune", help="search the compile settings that matter here for the fastest correct one")
     tune.add_argument("--model", required=True, metavar="NAME", help="a zoo model, a hub id or a local checkpoint directory")
-    tune.add_argument("--batch-size", type=int, default=1, metavar="N", help="batch size (default: 1)")
+    tune.add_argument("--batch-size", nargs="+", action="extend", type=int, default=None, metavar="N",
+                      help="batch size (default: 1); several: the search runs at the largest, then the dynamic-shape "
+                           "settings of its pick serve them all (as `compilebench shapes`)")
     tune.add_argument("--budget", default="20m", metavar="TIME",
                       help="wall time the search may take, e.g. 90s, 20m, 1h (default: 20m)")
     tune.add_argument("--task", default=None, help="task of a checkpoint whose config does not say")
@@ -75,6 +77,8 @@ def parser(commands: dict) -> argparse.ArgumentParser:
     tune.add_argument("--min-effect", type=percent, default=stats.DEFAULT_MIN_EFFECT, metavar="P",
                       help="the smallest speed-up worth acting on (default: 2%%)")
     tune.add_argument("--quiet", action="store_true", help="no progress bar")
+    _requests(tune)
+    _mix(tune)
     tune.set_defaults(func=commands["tune"])
 
     _report(sub, commands)

@@ -1,6 +1,8 @@
-"""`compilebench tune --model M [--batch-size B] [--budget 20m]`: search the compile settings that can matter on
-this device for the fastest correct one, and print it as code to paste. Every measurement lands in the results
-file, as any run's does."""
+"""`compilebench tune --model M [--batch-size B [B ...]] [--budget 20m]`: search the compile settings that can
+matter on this device for the fastest correct one, and print it as code to paste. With several batch sizes the
+search runs at the largest, then its pick serves them all under each dynamic-shape setting (as `compilebench
+shapes`), and the one that serves --requests of the --mix soonest is printed too. Every measurement lands in the
+results file, as any run's does."""
 
 from __future__ import annotations
 
@@ -8,18 +10,21 @@ import dataclasses
 import sys
 import time
 
-from compilebench import compiler_state, interrupts, plan, spec as specmod, store as storemod, sweep, tune
+from compilebench import compiler_state, interrupts, plan, settings, spec as specmod, store as storemod, sweep, traffic, tune
 from compilebench.cli import resume
 from compilebench.cli.run import EXIT_FAILED
 from compilebench.envinfo import hardware_name
-from compilebench.report import cells, markdown, start
+from compilebench.report import cells, markdown, shapes, start
 from compilebench.report.cells import Table, interval
+from compilebench.report.view import View
 from compilebench.result import Result
 
 
 def cmd_tune(args) -> int:
     budget = tune.parse_budget(args.budget)
-    spec = specmod.RunSpec(models=(args.model,), batch_sizes=(args.batch_size,), variants=("eager", "default"),
+    settings.integer("--requests", args.requests, 1)
+    batches = tuple(dict.fromkeys(args.batch_size or (1,)))
+    spec = specmod.RunSpec(models=(args.model,), batch_sizes=(max(batches),), variants=("eager", "default"),
                            device=args.device, weights=args.weights, model_size="tiny" if args.tiny else "full",
                            task=args.task, min_effect=args.min_effect, repeats=1)
     storemod.check_path(args.db)
@@ -27,9 +32,15 @@ def cmd_tune(args) -> int:
     (target,) = prepared.targets
     base = prepared.cases[0]
     configs = tune.space(prepared.spec.device, vision=prepared.models[args.model].kind == "vision")
+    served = _shapes_spec(prepared.spec, tune.Config(), batches) if len(batches) > 1 else None
+    if served:  # the mix and the shapes refused before anything runs
+        _check_mix(args.mix, plan.Plan(served, prepared.models, prepared.dispatcher, prepared.targets).cases)
+        budget *= tune.SHAPES_SHARE
     with storemod.Store.open(args.db) as store:  # a file it cannot use is refused before anything is said or made
-        print(f"tuning {args.model} (batch {args.batch_size}) on {hardware_name(target.env)}: {len(configs)} "
-              f"configurations, budget {budget:.0f} s", file=sys.stderr)
+        print(f"tuning {args.model} (batch {max(batches)}) on {hardware_name(target.env)}: {len(configs)} "
+              f"configurations, budget {budget:.0f} s" + (f", then its pick over batch sizes "
+                                                             f"{', '.join(map(str, batches))}" if served else ""),
+              file=sys.stderr)
         states = compiler_state.StateFolders()  # kept across rungs: a configuration measured again compiles warm
 
         def measure(cases, repeats, policy):
@@ -42,13 +53,63 @@ def cmd_tune(args) -> int:
         try:
             result = tune.search(base, configs, measure, time.monotonic, budget, args.min_effect,
                                  on_rung=lambda r, n: print(f"rung {r + 1}: {n} configuration(s)", file=sys.stderr))
+            shapes_text = _serve_shapes(prepared, result, batches, measure_shapes(prepared, store, args), args) \
+                if served else ""
         except sweep.StoreFailed as exc:
             print(f"error: {exc.message}. To resume: {resume.command(args)}", file=sys.stderr)
             return EXIT_FAILED
         finally:
             states.close()
-    print(render(result, args.min_effect, args.db))
+    print(render(result, args.min_effect, args.db) + shapes_text)
     return 0
+
+
+def _shapes_spec(spec: specmod.RunSpec, config: tune.Config, batches: tuple[int, ...]) -> specmod.RunSpec:
+    """The pick (its mode, options and settings) served over the batch sizes under every dynamic-shape setting,
+    and padded to the largest."""
+    mode = config.mode if config.mode in specmod.MODES else "default"
+    return dataclasses.replace(spec, shapes=True, batch_sizes=batches, variants=("eager", mode),
+                               dynamic_settings=traffic.DYNAMIC_SETTINGS, pad_to=(max(batches),),
+                               inductor_options=config.options, fullgraph=config.fullgraph,
+                               repeats=tune.SHAPES_REPEATS, timing=tune.SHAPES_TIMING, **config.settings.changes())
+
+
+def _check_mix(mix: str | None, cases) -> None:
+    for c in cases:
+        traffic.parse_mix(mix, tuple(traffic.Shape.parse(t) for t in c.shapes))
+
+
+def measure_shapes(prepared, store, args):
+    """Measure a shapes spec's cases into the store; their stored results."""
+    (target,) = prepared.targets
+
+    def measure(spec: specmod.RunSpec) -> list[Result]:
+        cases = plan.Plan(spec, prepared.models, prepared.dispatcher, prepared.targets).cases
+        outcome = prepared.run(store, cases=cases, spec=spec, quiet=args.quiet)
+        if outcome.interrupted:
+            raise interrupts.Interrupted(outcome.interrupted)
+        return [r for c in cases if (r := store.latest(c.key(), target.resume_id))]
+
+    return measure
+
+
+def _serve_shapes(prepared, result: tune.Outcome, batches: tuple[int, ...], measure, args) -> str:
+    """The pick (or plain compile) over every batch size, under each dynamic-shape setting: the one that serves
+    --requests of the --mix soonest, as code, and the shapes table."""
+    config = result.winner.config if result.winner else tune.Config()
+    # served as a whole-model torch.compile: an AOTInductor package or regional compile takes no dynamic setting here
+    config = dataclasses.replace(config, scope="model", mode=config.mode if config.mode in specmod.MODES else "default")
+    print(f"serving batch sizes {', '.join(map(str, batches))} under each dynamic-shape setting", file=sys.stderr)
+    view = View(measure(_shapes_spec(prepared.spec, config, batches)), args.min_effect, args.requests, args.mix)
+    out = ["", f"Dynamic shapes, serving batch sizes {', '.join(map(str, batches))}:"]
+    for m in shapes.models(view):
+        pick, _, why = shapes.best(view, m)
+        if pick is None or not pick.result.case.variant.compiled:
+            out.append(f"keep it uncompiled for this traffic: {why}.")
+        else:
+            out += [f"{pick.name}: {why}.", "", "```python", tune.shapes_code(config, pick.result.case.variant), "```"]
+        out += ["", markdown.table(shapes.summary_table(view, m))]
+    return "\n".join(out)
 
 
 def render(result: tune.Outcome, min_effect: float, db: str) -> str:
