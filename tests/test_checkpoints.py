@@ -62,6 +62,7 @@ def test_the_guard_really_blocks_the_network(tmp_path, offline):
     assert offline.read_text()
 
 
+@pytest.mark.slow  # real worker processes: CI's second step (the default selection stays under 4 minutes)
 def test_random_weights_make_no_network_call(tmp_path, offline):
     p = run_cli("run", "--model", "owlvit", "--model", "detr", "--tiny", "--variant", "eager", "default",
                 "--backend", "eager", "--iters", "2", "--warmup", "0", "--repeats", "1", "--device", "cpu", "--db",

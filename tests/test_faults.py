@@ -322,6 +322,7 @@ def _benchmark_beside_another_run(tmp_path, monkeypatch, then):
     return got, waits, other
 
 
+@pytest.mark.slow  # real worker processes: CI's second step (the default selection stays under 4 minutes)
 def test_the_api_returns_a_repeat_another_run_was_measuring_once_that_run_stores_it(tmp_path, monkeypatch):
     """Issue 27, 2: benchmark() finds repeat 1 held by another run, waits, and returns it once that run stored it,
     instead of returning without it."""
@@ -337,6 +338,7 @@ def test_the_api_returns_a_repeat_another_run_was_measuring_once_that_run_stores
     assert [r["result_id"] for r in stored(tmp_path / "r.db")] == [result.result_id]  # measured once, by the other
 
 
+@pytest.mark.slow  # real worker processes: CI's second step (the default selection stays under 4 minutes)
 def test_a_repeat_another_run_let_go_unmeasured_is_measured_here(tmp_path, monkeypatch):
     def interrupt_it(other, reply):
         other.send_signal(signal.SIGINT)  # it stops its worker and releases its claim, storing nothing
@@ -390,6 +392,7 @@ def test_ctrl_c_while_the_device_is_probed_is_one_line_with_the_resume_command(t
                                         "fault-ok --variant eager --db r.db --quiet (every finished result is in r.db)"]
 
 
+@pytest.mark.slow  # real worker processes: CI's second step (the default selection stays under 4 minutes)
 def test_a_result_a_killed_driver_never_stored_is_taken_in_by_the_next_run(tmp_path):
     """Issue 27, 12: the worker finished and wrote its result, then its driver was SIGKILLed before storing it: the
     job folder it left holds a whole result that the next run on the same file stores instead of measuring again."""

@@ -18,6 +18,7 @@ import json
 from compilebench import bandwidth, comparison, profiling, settings, stats
 from compilebench.report import data
 from compilebench.report.view import View
+from compilebench.result import Result
 from compilebench.stats import Estimate
 
 STATS = ("repeats", "n", "n_min", "mean_ms", "ci95_low_ms", "ci95_high_ms", "between_cv", "median_ms", "p90_ms",
@@ -56,6 +57,7 @@ def rows(view: View) -> list[dict]:
             "fullgraph": v.fullgraph,
             "dynamic": v.dynamic,
             "inductor_options": " ".join(f"{k}={val}" for k, val in v.options),
+            **shape_columns(r),
             "environment": c.environment,
             **{k: getattr(c, k) for k in settings.names() if k != "task"},  # the task has its column above
             **{name: getattr(s, name.removesuffix("_ms")) for name in STATS},
@@ -93,6 +95,16 @@ def rows(view: View) -> list[dict]:
         row.update({f"env_{k}": env.get(k) for k in env_keys})
         out.append(row)
     return out
+
+
+SHAPES = ("shapes", "mark_dynamic", "pad_to")  # `compilebench shapes`: empty for a case of one shape
+
+
+def shape_columns(r: Result) -> dict:
+    """What a shapes result served and how (shapes.csv has a row per shape): empty for any other."""
+    c = r.case
+    return {"shapes": " ".join(c.shapes) or None, "mark_dynamic": c.variant.mark_dynamic or None,
+            "pad_to": " ".join(map(str, c.variant.pad_to)) or None}
 
 
 WHY = ("compile_dynamo_s", "compile_aot_s", "compile_inductor_s", "compile_codegen_s", "recompile_reasons",
