@@ -125,6 +125,7 @@ def test_serving_time_adds_each_shapes_first_call_and_the_break_even_is_where_th
     # 10 requests: 5 of each; compiled 3 s + 4 x 5 ms + 4 x 10 ms; eager 0.03 s + 4 x 10 ms + 4 x 20 ms
     assert compiled.total_s(uniform, 10) == pytest.approx(3.06)
     assert eager.total_s(uniform, 10) == pytest.approx(0.15)
+    assert compiled.total_s(uniform, 10) == pytest.approx(compiled.cumulative(traffic.sequence(uniform, 10))[-1])
     # 7.5 ms saved per request; 2.97 s behind after both first calls: about 396 requests
     n = traffic.break_even(compiled, eager, uniform, 100)
     assert 390 <= n <= 400
@@ -247,3 +248,18 @@ def test_inductor_in_worker_processes_compiles_every_repeat_cold_and_pads_batch_
     per = padded["shapes"]["per_shape"]
     assert per["b3"]["served_as"] == "b4" and per["b3"]["compiles"] == 0 and per["b3"]["problems"] == []
     assert padded["status"] == "ok" and "pad to 4 (dynamic=False)" in p.stdout
+
+
+def test_a_shapes_loop_timed_by_cuda_events_that_miss_the_wall_clock_is_flagged():
+    """On a GPU each shape's pipelined loop is held against its wall time, as a case's is (the events on another
+    stream than the model's would read near zero): a fake measurement, since no GPU is here."""
+    from compilebench import recording, timing
+
+    m = timing.Measurement(0, 0, 0, 10, 1, [1_000] * 10, 20_000, False, 0)
+    ratio = recording.clock_check(m, timing.CudaClock("cuda:0"), sync_each_call=False)
+    record = serving._shape_record(m, {"compiles": 0}, traffic.Shape(2), Variant("default"), ratio)
+    assert record["samples_over_wall"] == 0.5 and "clock" in record["flags"]
+    fine = timing.Measurement(0, 0, 0, 10, 1, [1_000] * 10, 10_100, False, 0)
+    ratio = recording.clock_check(fine, timing.CudaClock("cuda:0"), sync_each_call=False)
+    assert "clock" not in serving._shape_record(fine, {}, traffic.Shape(2), Variant("default"), ratio)["flags"]
+    assert recording.clock_check(m, timing.HostClock(), sync_each_call=False) is None

@@ -120,10 +120,21 @@ def record(rep: Repeat, m: timing.Measurement, clock: timing.HostClock, sync_eac
     rep.warmup_iters, rep.warmup_s = m.warmup_iters, m.warmup_ns / 1e9
     record_loop(rep, m, m.samples_ns, alone)
     rep.timing = "latency" if sync_each_call else "throughput"
+    rep.samples_over_wall = clock_check(m, clock, sync_each_call)
+    if clock_suspect(rep.samples_over_wall):
+        rep.flags.append(CLOCK.name)
+
+
+def clock_check(m: timing.Measurement, clock: timing.HostClock, sync_each_call: bool) -> float | None:
+    """Pipelined CUDA events: their samples' sum over the loop's wall time (None: a host clock, or calls each synced,
+    which leave nothing to check)."""
     if clock.name == timing.CudaClock.name and not sync_each_call:
-        rep.samples_over_wall = selfcheck.clock_ratio(m.samples_ns, m.loop_wall_ns)
-        if selfcheck.clock_suspect(rep.samples_over_wall):
-            rep.flags.append(CLOCK.name)
+        return selfcheck.clock_ratio(m.samples_ns, m.loop_wall_ns)
+    return None
+
+
+def clock_suspect(ratio: float | None) -> bool:
+    return ratio is not None and selfcheck.clock_suspect(ratio)
 
 
 def record_compile(rep: Repeat, compiled, recompiles: int | None, cudagraphs: selfcheck.CudaGraphs, case) -> None:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from compilebench import conditions, correctness, forward, generation, timing, traffic, variants
+from compilebench import conditions, correctness, forward, generation, recording, timing, traffic, variants
 from compilebench.recording import Recorder
+from compilebench.vocab import CLOCK
 from compilebench.result import Result
 from compilebench.spec import Job
 
@@ -41,7 +42,8 @@ def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, 
                                min_iters=min(policy.min_iters, iters), max_time_s=policy.max_time_s,
                                warmup_s=policy.warmup_s_for(case.device), sync_each_call=case.sync_each_call,
                                graph_count=variants.graph_count, watch=watch, on_phase=enter)
-            per_shape[s.token] = _shape_record(m, variants.compiled_since(records, graphs), s, case.variant)
+            per_shape[s.token] = _shape_record(m, variants.compiled_since(records, graphs), s, case.variant,
+                                               recording.clock_check(m, clock, case.sync_each_call))
             loop_recompiles += m.recompiles or 0
         enter("second pass")
         for s in shapes:
@@ -70,13 +72,15 @@ def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, 
         rep.status, rep.message = "invalid", "a graph was compiled while serving eagerly: it was not eager"
 
 
-def _shape_record(m: timing.Measurement, compiled: dict, shape: traffic.Shape, variant) -> dict:
-    """One shape's first call, what it compiled, and its steady samples."""
+def _shape_record(m: timing.Measurement, compiled: dict, shape: traffic.Shape, variant, samples_over_wall) -> dict:
+    """One shape's first call, what it compiled, its steady samples, and the flags of its loop (its conditions,
+    and on a GPU the events' clock against the loop's wall time)."""
     served_as = shape.padded(variant.pad_to)
+    flags = conditions.flags(m.conditions) + ([CLOCK.name] if recording.clock_suspect(samples_over_wall) else [])
     return {"served_as": served_as.token if served_as != shape else None,
             "first_call_s": m.first_call_ns / 1e9, **compiled, "warmup_iters": m.warmup_iters,
             "samples_ms": [x / 1e6 for x in m.samples_ns], "recompiles_in_timed_loop": m.recompiles,
-            "stopped_early": m.stopped_early, "flags": conditions.flags(m.conditions)}
+            "stopped_early": m.stopped_early, "samples_over_wall": samples_over_wall, "flags": flags}
 
 
 def _rows_per_item(v, batch: int) -> int | None:

@@ -4,6 +4,8 @@ N requests of that mix with a compile on each shape's first request. Pure: no to
 
 from __future__ import annotations
 
+import collections
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -133,15 +135,26 @@ def parse_mix(text: str | None, shapes: tuple[Shape, ...]) -> dict[str, float]:
 def sequence(mix: dict[str, float], n: int) -> list[str]:
     """N requests in a fixed order whose counts follow the mix as closely as any prefix can (smooth weighted
     round-robin): each shape first appears as early as its share allows, ties in the order the shapes were served."""
-    credit = {t: 0.0 for t, w in mix.items() if w > 0}
+    return list(_sequence(tuple(mix.items()), n))
+
+
+@functools.lru_cache(maxsize=8)  # every setting and process of a report weighs the same mix and N
+def _sequence(mix: tuple[tuple[str, float], ...], n: int) -> tuple[str, ...]:
+    credit = {t: 0.0 for t, w in mix if w > 0}
+    share = dict(mix)
     out = []
     for _ in range(n):
         for t in credit:
-            credit[t] += mix[t]
+            credit[t] += share[t]
         pick = max(credit, key=lambda t: credit[t])
         credit[pick] -= 1.0
         out.append(pick)
-    return out
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=8)
+def _counts(mix: tuple[tuple[str, float], ...], n: int) -> dict[str, int]:
+    return dict(collections.Counter(_sequence(mix, n)))
 
 
 @dataclass(frozen=True)
@@ -162,7 +175,8 @@ class Served:
         return out
 
     def total_s(self, mix: dict[str, float], n: int) -> float:
-        return self.cumulative(sequence(mix, n))[-1] if n else 0.0
+        """The last of cumulative(), from the counts alone: each shape served pays its first call once."""
+        return sum(self.first_s[t] + (k - 1) * self.steady_ms[t] / 1e3 for t, k in _counts(tuple(mix.items()), n).items())
 
     def per_request_ms(self, mix: dict[str, float]) -> float:
         return sum(w * self.steady_ms[t] for t, w in mix.items() if w > 0)

@@ -61,26 +61,7 @@ def parser(commands: dict) -> argparse.ArgumentParser:
     run.set_defaults(func=commands["run"])
 
     _shapes(sub, commands)
-
-    tune = sub.add_parser("tune", help="search the compile settings that matter here for the fastest correct one")
-    tune.add_argument("--model", required=True, metavar="NAME", help="a zoo model, a hub id or a local checkpoint directory")
-    tune.add_argument("--batch-size", nargs="+", action="extend", type=int, default=None, metavar="N",
-                      help="batch size (default: 1); several: the search runs at the largest, then the dynamic-shape "
-                           "settings of its pick serve them all (as `compilebench shapes`)")
-    tune.add_argument("--budget", default="20m", metavar="TIME",
-                      help="wall time the search may take, e.g. 90s, 20m, 1h (default: 20m)")
-    tune.add_argument("--task", default=None, help="task of a checkpoint whose config does not say")
-    tune.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available, else cpu)")
-    tune.add_argument("--weights", default="random", help="random (offline, default) or pretrained (from_pretrained)")
-    tune.add_argument("--db", default=storemod.DEFAULT_PATH, help=f"results file (default: {storemod.DEFAULT_PATH})")
-    tune.add_argument("--tiny", action="store_true", help="a tiny config of the same architecture (a smoke test)")
-    tune.add_argument("--min-effect", type=percent, default=stats.DEFAULT_MIN_EFFECT, metavar="P",
-                      help="the smallest speed-up worth acting on (default: 2%%)")
-    tune.add_argument("--quiet", action="store_true", help="no progress bar")
-    _requests(tune)
-    _mix(tune)
-    tune.set_defaults(func=commands["tune"])
-
+    _tune(sub, commands)
     _report(sub, commands)
 
     cmp_ = sub.add_parser("compare", help="two results files side by side per case, with the ratio B/A and a verdict")
@@ -152,6 +133,28 @@ def _shapes(sub, commands: dict) -> None:
     _where(shp)
     _results(shp)
     shp.set_defaults(func=commands["shapes"], **RUN_DEFAULTS)
+
+
+def _tune(sub, commands: dict) -> None:
+    """`compilebench tune`: its options."""
+    tune = sub.add_parser("tune", help="search the compile settings that matter here for the fastest correct one")
+    tune.add_argument("--model", required=True, metavar="NAME", help="a zoo model, a hub id or a local checkpoint directory")
+    tune.add_argument("--batch-size", nargs="+", action="extend", type=int, default=None, metavar="N",
+                      help="batch size (default: 1); several: the search runs at the largest, then the dynamic-shape "
+                           "settings of its pick serve them all (as `compilebench shapes`)")
+    tune.add_argument("--budget", default="20m", metavar="TIME",
+                      help="wall time the search may take, e.g. 90s, 20m, 1h (default: 20m)")
+    tune.add_argument("--task", default=None, help="task of a checkpoint whose config does not say")
+    tune.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available, else cpu)")
+    tune.add_argument("--weights", default="random", help="random (offline, default) or pretrained (from_pretrained)")
+    tune.add_argument("--db", default=storemod.DEFAULT_PATH, help=f"results file (default: {storemod.DEFAULT_PATH})")
+    tune.add_argument("--tiny", action="store_true", help="a tiny config of the same architecture (a smoke test)")
+    tune.add_argument("--min-effect", type=percent, default=stats.DEFAULT_MIN_EFFECT, metavar="P",
+                      help="the smallest speed-up worth acting on (default: 2%%)")
+    tune.add_argument("--quiet", action="store_true", help="no progress bar")
+    _requests(tune)
+    _mix(tune)
+    tune.set_defaults(func=commands["tune"])
 
 
 def _report(sub, commands: dict) -> None:
@@ -326,7 +329,8 @@ def _where(run) -> None:
 def _requests(g) -> None:
     g.add_argument("--requests", type=int, default=DEFAULT_REQUESTS, metavar="N",
                    help="the requests one process serves: the start-up view recommends the fastest start that pays "
-                        f"for itself within them (default: {DEFAULT_REQUESTS:,})")
+                        "for itself within them, and the shapes view times serving them of the --mix (default: "
+                        f"{DEFAULT_REQUESTS:,})")
 
 
 def _mix(g) -> None:

@@ -233,11 +233,16 @@ def _serving_curve(m, requests: int, stem: str) -> Chart | None:
         return None
     title = f"Time to serve the mix: {m.label}, {m.hardware}, torch {m.torch}"
     order = traffic.sequence(m.mix, requests)
+    # a point at each first request of a shape (its compile step) and on either side, and 400 spread on the log
+    # axis: a million requests need not be a million points
+    firsts = {i for t in set(order) for i in (order.index(t) - 1, order.index(t))}
+    points = sorted({i for i in firsts if i >= 0} | {round(requests ** (k / 400)) - 1 for k in range(401)})
 
     def draw(ax):
-        n = list(range(1, requests + 1))
         for k, s in enumerate(usable):
-            (line,) = ax.plot(n, s.median().cumulative(order), label=s.name, drawstyle="steps-post")
+            seconds = s.median().cumulative(order)
+            (line,) = ax.plot([i + 1 for i in points], [seconds[i] for i in points], label=s.name,
+                              drawstyle="steps-post")
             line.set_gid(f"line-{k}")
         ax.set_xscale("log")
         ax.set_yscale("log")

@@ -40,10 +40,11 @@ def environments(results: list[Result]) -> list[str]:
 
 def one_per_case(results: list[Result], name: str, option: str, env_option: str) -> dict[str, Result]:
     """The newest result of each case, by match key; a UserError where a file holds a case from several machines
-    or environments, naming the option that picks one."""
+    or environments, naming the option that picks one. A shapes result (`compilebench shapes`) has no one latency
+    to compare: left out."""
     out: dict[str, Result] = {}
     machines: dict[str, set[str]] = {}
-    for r in sorted(data.latest(results), key=lambda r: r.created_at):
+    for r in sorted((r for r in data.latest(results) if not r.case.shapes), key=lambda r: r.created_at):
         if match_key(r) in out and out[match_key(r)].case.environment != r.case.environment:
             raise UserError(f"{name} holds the same cases under {len(environments(results))} environments "
                             f"({', '.join(environments(results))}): pick one with {env_option} NAME")

@@ -79,22 +79,30 @@ def rows(view: View) -> list[dict]:
                                         if sp is not None else None)
         row.update({**_why_columns(r), **_start_columns(r)})
         if c.generation:
-            for metric, name in ((data.TTFT, "ttft"), (data.PER_TOKEN, "per_token")):
-                est = r.generation.get(name) or Estimate()
-                row[f"{name}_ms"] = est.mean
-                row[f"{name}_ci95_low_ms"], row[f"{name}_ci95_high_ms"] = est.ci95_low, est.ci95_high
-                row.update(_speedup_columns(f"{name}_", view.speedup(eager, r, metric) if eager else None))
-            tokens = c.batch_size * c.new_tokens  # every sequence's new tokens: what one generate() call makes
-            row["energy_per_token_j"] = r.energy_per_call_j / tokens if r.energy_per_call_j is not None else None
-            row["cpu_energy_per_token_j"] = r.cpu_energy_per_call_j / tokens if r.cpu_energy_per_call_j is not None else None
-            row["decode_tokens_per_s"] = data.decode_tokens_per_s(r)
-            row["e2e_tokens_per_s"] = data.e2e_tokens_per_s(r)
-            row["first_divergence"] = min((rep.generation["first_divergence"] for rep in r.repeats
-                                           if rep.generation.get("first_divergence") is not None), default=None)
+            row.update(_generation_columns(view, r, eager))
         row.update({k: _scalar(val) for k, val in r.extra.items()})  # written by a newer compilebench
         row.update({f"env_{k}": env.get(k) for k in env_keys})
         out.append(row)
     return out
+
+
+def _generation_columns(view: View, r: Result, eager: Result | None) -> dict:
+    """Text generation: time to first token and per token with their intervals and speed-ups, energy per token,
+    tokens/s, and where the tokens first diverged from eager's."""
+    row = {}
+    for metric, name in ((data.TTFT, "ttft"), (data.PER_TOKEN, "per_token")):
+        est = r.generation.get(name) or Estimate()
+        row[f"{name}_ms"] = est.mean
+        row[f"{name}_ci95_low_ms"], row[f"{name}_ci95_high_ms"] = est.ci95_low, est.ci95_high
+        row.update(_speedup_columns(f"{name}_", view.speedup(eager, r, metric) if eager else None))
+    tokens = r.case.batch_size * r.case.new_tokens  # every sequence's new tokens: what one generate() call makes
+    row["energy_per_token_j"] = r.energy_per_call_j / tokens if r.energy_per_call_j is not None else None
+    row["cpu_energy_per_token_j"] = r.cpu_energy_per_call_j / tokens if r.cpu_energy_per_call_j is not None else None
+    row["decode_tokens_per_s"] = data.decode_tokens_per_s(r)
+    row["e2e_tokens_per_s"] = data.e2e_tokens_per_s(r)
+    row["first_divergence"] = min((rep.generation["first_divergence"] for rep in r.repeats
+                                   if rep.generation.get("first_divergence") is not None), default=None)
+    return row
 
 
 SHAPES = ("shapes", "mark_dynamic", "pad_to")  # `compilebench shapes`: empty for a case of one shape
