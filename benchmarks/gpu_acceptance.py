@@ -18,6 +18,9 @@ reads what it stored. Under 10 minutes on one H100 (most of it compiling ResNet-
   oom              ResNet-50 at a batch larger than the GPU holds: stored as `oom`; the next case (batch 1) `ok`
   nvml             the timed loop's conditions hold SM clocks, power, temperature and energy (needs
                    `pip install compilebench[nvidia]`)
+  shapes           `compilebench shapes` ResNet-50 over batch 1, 2, 4 under automatic dynamic and dynamic=False, 2
+                   repeats: every shape's loop has its event times within [0.80, 1.05] of its wall time, no `clock`
+                   flag, dynamic=False compiled 3 graphs, automatic dynamic 2, and neither compiled in the second pass
 
 Usage: python benchmarks/gpu_acceptance.py [--only clock,oom] [--keep DIR]
 """
@@ -32,7 +35,7 @@ import time
 
 from _runs import TREE, cli, results
 
-CHECKS = ("clock", "cuda:1", "reduce-overhead", "generation", "launcher", "tf32", "oom", "nvml")
+CHECKS = ("clock", "cuda:1", "reduce-overhead", "generation", "launcher", "tf32", "oom", "nvml", "shapes")
 
 
 def gpus() -> list[dict]:
@@ -53,9 +56,9 @@ class Checks:
     def __init__(self, tmp: str, devices: list[dict]):
         self.tmp, self.devices, self.lines = tmp, devices, []
 
-    def run(self, name: str, *args) -> list[dict]:
+    def run(self, name: str, *args, command: str = "run") -> list[dict]:
         db = os.path.join(self.tmp, name.replace(":", "-") + ".db")
-        cli("run", *args, "--db", db, "--quiet", "--format", "md", cwd=self.tmp, check=False)
+        cli(command, *args, "--db", db, "--quiet", "--format", "md", cwd=self.tmp, check=False)
         return results(db) if os.path.exists(db) else []
 
     def say(self, name: str, passed: bool | None, figure: str) -> None:
@@ -175,6 +178,27 @@ class Checks:
                              + ("" if ok else " (pip install compilebench[nvidia])"))
 
 
+    def shapes(self) -> None:
+        found = {r["case"]["variant"]["dynamic"]: r for r in self.run(
+            "shapes", "--model", "resnet-50", "--batch-size", 1, 2, 4, "--dynamic", "auto", "false", "--iters", 50,
+            "--repeats", 2, command="shapes")}
+        auto, static = found.get(None), found.get(False)
+        if not auto or not static:
+            self.say("shapes", False, f"results: {sorted(map(str, found))}")
+            return
+        ratios = [p.get("samples_over_wall") for r in (auto, static) for rep in r["repeats"]
+                  for p in (rep.get("shapes") or {}).get("per_shape", {}).values()]
+        graphs = {name: [sum(p["compiles"] for p in rep["shapes"]["per_shape"].values()) for rep in r["repeats"]]
+                  for name, r in (("auto", auto), ("false", static))}
+        second = [rep["shapes"]["per_shape"][t]["second_compiles"] for r in (auto, static) for rep in r["repeats"]
+                  for t in rep["shapes"]["per_shape"]]
+        ok = (all(r["status"] == "ok" and "clock" not in r["flags"] for r in (auto, static)) and len(ratios) == 12
+              and all(x is not None and 0.8 <= x <= 1.05 for x in ratios) and graphs == {"auto": [2, 2], "false": [3, 3]}
+              and not any(second))
+        self.say("shapes", ok, f"samples / wall {', '.join(f'{x:.3f}' for x in ratios if x is not None)}; graphs {graphs}; "
+                               f"second-pass compiles {sum(second)}; status {auto['status']}, {static['status']}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=__doc__.split("\n\n", 1)[1])
@@ -199,7 +223,7 @@ def main() -> None:
     clock_result = checks.clock() if "clock" in only or "nvml" in only else None
     steps = {"cuda:1": checks.cuda1, "reduce-overhead": checks.reduce_overhead, "generation": checks.generation,
              "launcher": checks.launcher, "tf32": checks.tf32, "oom": checks.oom,
-             "nvml": lambda: checks.nvml(clock_result)}
+             "nvml": lambda: checks.nvml(clock_result), "shapes": checks.shapes}
     for name in only:
         if name in steps:
             steps[name]()
