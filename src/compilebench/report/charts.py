@@ -329,9 +329,6 @@ def _draw(title: str, labels: list[str], series: list[_Series], xlabel: str, png
 def _compile_curve(g: Group, stem: str) -> Chart | None:
     """Text generation: each of the first generate() calls of the first repeat, one point per call and a line
     per model and variant, on a log scale (the first call holds the compilation)."""
-    import matplotlib
-    from matplotlib.figure import Figure
-
     lines = []
     for model in g.models:
         for c in g.columns:
@@ -341,23 +338,16 @@ def _compile_curve(g: Group, stem: str) -> Chart | None:
                 lines.append((f"{g.label(model)}, {c.header}", [f["total_ms"] / 1e3 for f in first]))
     if not lines:
         return None
-    title = f"First generate() calls: {g.title}"
-    fig = Figure(figsize=(9, 4.5), layout="constrained")
-    ax = fig.subplots()
-    for k, (name, seconds) in enumerate(lines):
-        (line,) = ax.plot(range(1, len(seconds) + 1), seconds, marker="o", label=name)
-        line.set_gid(f"line-{k}")
-    ax.set_yscale("log")
-    ax.set_xlabel("call (1 holds the compilation)")
-    ax.set_ylabel("seconds per generate() call (log scale)")
-    ax.set_title(title, fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    png, svg = stem + ".png", stem + ".svg"
-    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "compilebench"}):
-        fig.savefig(png, dpi=110)
-        fig.savefig(svg, metadata={"Date": None})
-    return Chart(g.key, title, png, svg, [(name, "line") for name, _ in lines])
+    def draw(ax):
+        for k, (name, seconds) in enumerate(lines):
+            (line,) = ax.plot(range(1, len(seconds) + 1), seconds, marker="o", label=name)
+            line.set_gid(f"line-{k}")
+        ax.set_yscale("log")
+        ax.set_xlabel("call (1 holds the compilation)")
+        ax.set_ylabel("seconds per generate() call (log scale)")
+        return [name for name, _ in lines]
+
+    return _lines(g.key, f"First generate() calls: {g.title}", stem, draw)
 
 
 def _time_split(title: str, rows: list[Result], stem: str) -> Chart:
