@@ -203,8 +203,7 @@ def _benchmark(spec: specmod.RunSpec, db: str | None, quiet: bool, kind: type = 
                requests: int = DEFAULT_REQUESTS, mix: str | None = None) -> Results:
     prepared = plan.prepare(spec)
     View([], requests=requests)  # --requests checked before anything runs
-    for c in prepared.cases:  # so is the mix
-        traffic.parse_mix(mix, tuple(traffic.Shape.parse(t) for t in c.shapes))
+    prepared.check_mix(mix)  # so is the mix
     path = db or os.path.join(tempfile.mkdtemp(prefix="compilebench-"), "results.db")
     with storemod.Store.open(path) as store:
         outcome = prepared.run(store, quiet=quiet)

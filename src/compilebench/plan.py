@@ -10,7 +10,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Callable
 
-from compilebench import dispatch, environments, envinfo, executors, locks, probe, spec as specmod, sweep, variants, zoo
+from compilebench import dispatch, environments, envinfo, executors, locks, probe, spec as specmod, sweep, traffic, variants, zoo
 from compilebench.errors import UnknownChoice, UserError
 from compilebench.result import Result
 from compilebench.zoo import factory, hub
@@ -86,6 +86,11 @@ class Plan:
     def cases(self) -> list[specmod.Case]:
         prompt_lens = {name: e.default_prompt_len for name, e in self.models.items() if e.kind == "generation"}
         return self.spec.cases(prompt_lens)
+
+    def check_mix(self, mix: str | None) -> None:
+        """--mix names shapes that every shapes case serves: refused (a UserError) before anything runs."""
+        for c in self.cases:
+            traffic.parse_mix(mix, tuple(traffic.Shape.parse(t) for t in c.shapes))
 
     @property
     def labels(self) -> dict[str, tuple[str, str]]:

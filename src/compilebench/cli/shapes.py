@@ -20,7 +20,7 @@ RUN_DEFAULTS = dict(suite=None, variant=None, dynamic=None, compile_scope=None, 
 def cmd_shapes(args) -> int:
     settings.integer("--requests", args.requests, 1)
     spec = shapes_spec(args)
-    return runcmd.execute(args, spec, _tables, lambda prepared: _check_mix(args.mix, prepared))
+    return runcmd.execute(args, spec, _tables, lambda prepared: prepared.check_mix(args.mix))
 
 
 def shapes_spec(args) -> specmod.RunSpec:
@@ -32,12 +32,6 @@ def shapes_spec(args) -> specmod.RunSpec:
         prompt_lens=tuple(args.prompt_lens), dynamic_settings=tuple(dict.fromkeys(args.dynamic_settings or
                                                                                   traffic.DEFAULT_DYNAMIC)),
         pad_to=tuple(sorted(set(args.pad_to))))
-
-
-def _check_mix(mix: str | None, prepared) -> None:
-    """--mix names shapes every model serves (refused before anything is measured)."""
-    for c in prepared.cases:
-        traffic.parse_mix(mix, tuple(traffic.Shape.parse(t) for t in c.shapes))
 
 
 def _tables(view: View) -> str:

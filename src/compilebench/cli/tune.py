@@ -34,7 +34,7 @@ def cmd_tune(args) -> int:
     configs = tune.space(prepared.spec.device, vision=prepared.models[args.model].kind == "vision")
     served = _shapes_spec(prepared.spec, tune.Config(), batches) if len(batches) > 1 else None
     if served:  # the mix and the shapes refused before anything runs
-        _check_mix(args.mix, plan.Plan(served, prepared.models, prepared.dispatcher, prepared.targets).cases)
+        plan.Plan(served, prepared.models, prepared.dispatcher, prepared.targets).check_mix(args.mix)
         budget *= tune.SHAPES_SHARE
     with storemod.Store.open(args.db) as store:  # a file it cannot use is refused before anything is said or made
         print(f"tuning {args.model} (batch {max(batches)}) on {hardware_name(target.env)}: {len(configs)} "
@@ -72,11 +72,6 @@ def _shapes_spec(spec: specmod.RunSpec, config: tune.Config, batches: tuple[int,
                                dynamic_settings=traffic.DYNAMIC_SETTINGS, pad_to=(max(batches),),
                                inductor_options=config.options, fullgraph=config.fullgraph,
                                repeats=tune.SHAPES_REPEATS, timing=tune.SHAPES_TIMING, **config.settings.changes())
-
-
-def _check_mix(mix: str | None, cases) -> None:
-    for c in cases:
-        traffic.parse_mix(mix, tuple(traffic.Shape.parse(t) for t in c.shapes))
 
 
 def measure_shapes(prepared, store, args):

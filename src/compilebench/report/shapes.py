@@ -178,7 +178,6 @@ def _status(s: Setting) -> str:
 
 def summary_table(view, m: Model) -> Table:
     n = view.requests
-    summary = m.eager.result.shapes if m.eager else {}
     columns = [
         ("setting", lambda s: s.name),
         ("graphs", lambda s: str(s.result.shapes.get("compiles", "")) if s.result.case.variant.compiled else ""),
@@ -199,7 +198,7 @@ def summary_table(view, m: Model) -> Table:
     ]
     pick, sp, why = best(view, m)
     notes = [f"Mix: {_mix_words(m)}; {n:,} requests (--mix, --requests). Best for this mix: "
-             f"**{pick.name if pick else 'none'}**: {why}."] if summary or pick else []
+             f"**{pick.name if pick else 'none measured'}**: {why}."]
     return table(m.title, columns, m.settings, notes)
 
 
