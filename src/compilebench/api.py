@@ -25,7 +25,7 @@ import sys
 import tempfile
 from typing import Callable
 
-from compilebench import environments, plan, report as reportmod, spec as specmod, stats, store as storemod, suites as suitesmod, traffic, zoo
+from compilebench import environments, plan, report as reportmod, settings as settingsmod, spec as specmod, stats, store as storemod, suites as suitesmod, traffic, zoo
 from compilebench.errors import UserError
 from compilebench.report import data, flat, markdown, reference as referencemod, shapes as shapesmod, tables
 from compilebench.report.view import DEFAULT_REQUESTS, View
@@ -93,11 +93,8 @@ class ShapesResults(Results):
         return pandas.DataFrame(shapesmod.rows(self.view))
 
     def table(self) -> str:
-        models = shapesmod.models(self.view)
-        if not models:
-            return "(no results)"
-        return markdown.tables([t for m in models for t in (shapesmod.summary_table(self.view, m),
-                                *[shapesmod.setting_table(self.view, m, s) for s in m.settings if s.result.shapes])])
+        found = shapesmod.tables(self.view)
+        return markdown.tables(found) if found else "(no results)"
 
 
 def load(path: str, min_effect: float = stats.DEFAULT_MIN_EFFECT, requests: int = DEFAULT_REQUESTS,
@@ -202,7 +199,7 @@ def shapes(model, *, batch_sizes=None, image_sizes=(), prompt_lens=(), dynamic=t
 def _benchmark(spec: specmod.RunSpec, db: str | None, quiet: bool, kind: type = Results,
                requests: int = DEFAULT_REQUESTS, mix: str | None = None) -> Results:
     prepared = plan.prepare(spec)
-    View([], requests=requests)  # --requests checked before anything runs
+    settingsmod.integer("--requests", requests, 1)  # checked before anything runs
     prepared.check_mix(mix)  # so is the mix
     path = db or os.path.join(tempfile.mkdtemp(prefix="compilebench-"), "results.db")
     with storemod.Store.open(path) as store:

@@ -54,9 +54,15 @@ def speedup(eager: Result | None, other: Result | None, min_effect: float = stat
     shared = [p for p in e if p in o]
     pair = eager.case.interleave and other.case.interleave and len(shared) >= 2
     if pair:
-        s, low, high = stats.speedup([e[p] for p in shared], [o[p] for p in shared], pair=True)
-    else:
-        s, low, high = stats.speedup(list(e.values()), list(o.values()))
+        return of_means([e[p] for p in shared], [o[p] for p in shared], min_effect, pair=True, drift=drift)
+    return of_means(list(e.values()), list(o.values()), min_effect, drift=drift)
+
+
+def of_means(eager_means: list[float], other_means: list[float], min_effect: float = stats.DEFAULT_MIN_EFFECT, *,
+             pair: bool = False, drift: Drift | None = None) -> Speedup:
+    """The speed-up from each side's per-process means (any per-process quantity: a case's latency, the time a
+    process took to serve a mix), its interval widened by `drift` where the two come from different runs."""
+    s, low, high = stats.speedup(eager_means, other_means, pair=pair)
     if drift is not None and low is not None and high is not None:  # what a rerun of either side may move, too
         low, high = low / (1 + drift.value), high * (1 + drift.value)
     return Speedup(s, low, high, Verdict.of(low, high, min_effect), pair, drift.value if drift else None)

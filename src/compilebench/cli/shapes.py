@@ -35,6 +35,4 @@ def shapes_spec(args) -> specmod.RunSpec:
 
 
 def _tables(view: View) -> str:
-    return markdown.tables([t for m in shapes.models(view) for t in
-                            (shapes.summary_table(view, m), *[shapes.setting_table(view, m, s) for s in m.settings
-                                                              if s.result.shapes])])
+    return markdown.tables(shapes.tables(view))

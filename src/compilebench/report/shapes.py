@@ -10,7 +10,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from compilebench import drift, stats, traffic
+from compilebench import comparison, stats, traffic
 from compilebench.comparison import Speedup
 from compilebench.report import data
 from compilebench.report.cells import Table, table
@@ -113,32 +113,21 @@ def serve_time(s: Setting, m: Model, n: int) -> tuple[float, float | None, float
     return stats.estimate(s.totals(m.mix, n)) if s.processes else None
 
 
-def _speedup(eager_means: list[float], means: list[float], min_effect: float, widen: float | None) -> Speedup | None:
-    if not eager_means or not means:
-        return None
-    value, low, high = stats.speedup(eager_means, means)
-    if widen is not None and low is not None:
-        low, high = low / (1 + widen), high * (1 + widen)
-    return Speedup(value, low, high, Verdict.of(low, high, min_effect), False, widen)
-
-
-def _widen(view, a: Result, b: Result) -> float | None:
-    return view.drift.value if drift.across_runs(a, b, unknown=False) else None
-
-
 def versus(view, m: Model, s: Setting, n: int) -> Speedup | None:
     """No compile's time for n requests over this setting's, with its interval and verdict."""
     if m.eager is None or s is m.eager or not (s.usable and m.eager.usable):
         return None
-    return _speedup(m.eager.totals(m.mix, n), s.totals(m.mix, n), view.min_effect, _widen(view, m.eager.result, s.result))
+    return comparison.of_means(m.eager.totals(m.mix, n), s.totals(m.mix, n), view.min_effect,
+                               drift=view.drift_between(m.eager.result, s.result))
 
 
 def shape_versus(view, m: Model, s: Setting, token: str) -> Speedup | None:
     """No compile's steady latency over this setting's, on one shape."""
     if m.eager is None or s is m.eager or not (s.usable and m.eager.usable):
         return None
-    return _speedup([p.steady_ms[token] for p in m.eager.processes], [p.steady_ms[token] for p in s.processes],
-                    view.min_effect, _widen(view, m.eager.result, s.result))
+    return comparison.of_means([p.steady_ms[token] for p in m.eager.processes],
+                               [p.steady_ms[token] for p in s.processes], view.min_effect,
+                               drift=view.drift_between(m.eager.result, s.result))
 
 
 def break_even(m: Model, s: Setting, horizon: int) -> int | None:
@@ -248,12 +237,17 @@ NOTE = ("Each setting served the shapes in one process per repeat, in the order 
         "the padded work is in its latency.")
 
 
-def sections(view, charts: list) -> list:
+def tables(view, charts: list = ()) -> list:
+    """Per model: its summary, its charts (those given), then a table per setting that served the shapes."""
     items: list = []
     for m in models(view):
-        summary = summary_table(view, m)
-        items += [summary, *[c for c in charts if c.section == ("shapes", m.title)]]
+        items += [summary_table(view, m), *[c for c in charts if c.section == ("shapes", m.title)]]
         items += [setting_table(view, m, s) for s in m.settings if s.result.shapes]
+    return items
+
+
+def sections(view, charts: list) -> list:
+    items = tables(view, charts)
     return ([NOTE] + items) if items else []
 
 

@@ -103,9 +103,13 @@ class View:
         drift where the two were measured in different runs (results that do not record their run: one run)."""
         key = (base and base.result_id, other and other.result_id, metric)
         if key not in self._speedups:
-            across = base is not None and other is not None and drift.across_runs(base, other, unknown=False)
-            self._speedups[key] = comparison.speedup(base, other, self.min_effect, metric, self.drift if across else None)
+            self._speedups[key] = comparison.speedup(base, other, self.min_effect, metric, self.drift_between(base, other))
         return self._speedups[key]
+
+    def drift_between(self, a: Result | None, b: Result | None) -> Drift | None:
+        """The drift a comparison of two results is widened by: this machine's, where they come from different runs."""
+        across = a is not None and b is not None and drift.across_runs(a, b, unknown=False)
+        return self.drift if across else None
 
     def mix_for(self, shapes: tuple[traffic.Shape, ...]) -> dict[str, float]:
         """The share of each shape token in the requests served."""
