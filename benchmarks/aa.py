@@ -36,8 +36,8 @@ def main() -> None:
     ap.add_argument("--env", action="store_true", help="each pair: one run with A and B as two --env environments")
     args = ap.parse_args()
 
-    from compilebench import comparison
-    from compilebench.result import Result
+    from compilebench.core import speedups
+    from compilebench.core.result import Result
 
 
     got = {"A": [], "B": []}
@@ -52,7 +52,7 @@ def main() -> None:
                     got[r["case"].get("environment") or side].append(r)
     verdicts = Counter()
     for i, (a, b) in enumerate(zip(got["A"], got["B"])):
-        s = comparison.speedup(Result.from_dict(a), Result.from_dict(b), args.min_effect)  # A's time over B's: how B reads against A
+        s = speedups.speedup(Result.from_dict(a), Result.from_dict(b), args.min_effect)  # A's time over B's: how B reads against A
         verdicts[s.verdict] += 1
         low = f"{1 / s.high:.3f}" if s.high else "-"
         high = f"{1 / s.low:.3f}" if s.low else "-"

@@ -27,7 +27,7 @@ SCRIPT = """
 import json, statistics, sys, time
 import torch
 from compilebench import zoo
-from compilebench.generation import generation_config
+from compilebench.measure.generation import generation_config
 
 name, new_tokens, iters, compiled = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
 entry = zoo.get(name)
@@ -53,7 +53,7 @@ PERTURBATION = """
 import sys, time, statistics
 import torch
 from compilebench import zoo
-from compilebench.generation import _Stamps, generation_config
+from compilebench.measure.generation import _Stamps, generation_config
 
 entry = zoo.get(sys.argv[1])
 new_tokens = int(sys.argv[2])
@@ -109,7 +109,7 @@ def main() -> None:
                         script[variant] = json.loads(p.stdout.strip().splitlines()[-1])["tokens_per_s"]
             for variant in ("eager", "default"):
                 from compilebench.report import data
-                from compilebench.result import Result
+                from compilebench.core.result import Result
 
                 mine = data.e2e_tokens_per_s(Result.from_dict(ours[variant]))
                 ratios[variant].append(mine / script[variant])
@@ -126,9 +126,9 @@ def main() -> None:
 
 
 def describe(ours: dict, wall: float) -> None:
-    from compilebench import comparison
+    from compilebench.core import speedups
     from compilebench.report import data
-    from compilebench.result import Result
+    from compilebench.core.result import Result
 
     print(f"1. compilebench run: {wall:.0f} s")
     for variant in ("eager", "default"):
@@ -142,7 +142,7 @@ def describe(ours: dict, wall: float) -> None:
               f"end-to-end {data.e2e_tokens_per_s(Result.from_dict(r)):.1f} tokens/s; "
               f"first calls (s) {first}; cold compile {r.get('cold_compile_s') or 0:.1f} s, "
               f"warm {r.get('warm_compile_s') or 0:.1f} s")
-    s = comparison.speedup(Result.from_dict(ours["eager"]), Result.from_dict(ours["default"]), metric=data.PER_TOKEN)
+    s = speedups.speedup(Result.from_dict(ours["eager"]), Result.from_dict(ours["default"]), metric=data.PER_TOKEN)
     print(f"   per-token speed-up {s.value:.3f}x (95% CI {s.low:.3f}-{s.high:.3f}): {s.verdict}")
 
 

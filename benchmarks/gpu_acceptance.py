@@ -92,8 +92,8 @@ class Checks:
         self.say("cuda:1", ok, f"worker saw {seen} (GPU 1 is {wanted}); samples / wall {ratio}; status {r['status']}")
 
     def reduce_overhead(self) -> None:
-        from compilebench import comparison
-        from compilebench.result import Result
+        from compilebench.core import speedups
+        from compilebench.core.result import Result
 
         found = {r["case"]["variant"]["mode"]: r for r in self.run(
             "reduce-overhead", "--model", "resnet-50", "--variant", "default", "reduce-overhead", "--interleave",
@@ -104,7 +104,7 @@ class Checks:
             return
         skips = [rep.get("cudagraph_skips") for rep in ro["repeats"]]
         recorded = [rep.get("cudagraphs_recorded") for rep in ro["repeats"]]
-        s = comparison.speedup(Result.from_dict(default), Result.from_dict(ro))
+        s = speedups.speedup(Result.from_dict(default), Result.from_dict(ro))
         ok = (ro["status"] == "ok" and all(k == 0 for k in skips) and all((n or 0) > 0 for n in recorded)
               and s is not None and s.verdict == "faster")
         figure = (f"skipped {skips}, recorded {recorded}; default {default['stats'].get('mean', math.nan):.3f} ms, "
@@ -132,7 +132,7 @@ class Checks:
         import sys
 
         sys.path.insert(0, os.path.join(TREE, "src"))
-        from compilebench import launcher
+        from compilebench.run import launcher
 
         t0 = time.perf_counter()
         started = launcher.Launcher({}, models=("resnet-50",), inductor=True)

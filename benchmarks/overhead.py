@@ -24,7 +24,7 @@ import statistics
 import tempfile
 import time
 
-from compilebench import timing
+from compilebench.measure import timing
 
 
 def loop_overhead_ns(n: int = 1_000_000, repeats: int = 5) -> tuple[float, float]:
@@ -47,9 +47,9 @@ def resnet_ratios(iters: int, rounds: int, parts: set[str]) -> None:
     from torch.utils.benchmark import Timer
 
     from compilebench import zoo
-    from compilebench.executors import ProcessExecutor
-    from compilebench.spec import Case, Job, TimingPolicy, Variant
-    from compilebench.worker import run_case
+    from compilebench.run.executors import ProcessExecutor
+    from compilebench.core.spec import Case, Job, TimingPolicy, Variant
+    from compilebench.measure.worker import run_case
     from compilebench.zoo.entry import default_image_path, load_image
 
     case = Case("resnet-50", 1, Variant("eager"), device="cpu")

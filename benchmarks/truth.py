@@ -25,17 +25,17 @@ import sys
 import tempfile
 import time
 
-from compilebench import compiler_state
-from compilebench.executors import ProcessExecutor
-from compilebench.spec import Case, Job, TimingPolicy, Variant
+from compilebench.measure import compiler_state
+from compilebench.run.executors import ProcessExecutor
+from compilebench.core.spec import Case, Job, TimingPolicy, Variant
 
 # The independent stopwatch: nothing of compilebench's timing, only its model and input preparation.
 STOPWATCH = """
 import json, sys, time
 import torch
 from compilebench import zoo
-from compilebench.spec import Case
-from compilebench.forward import prepare as _prepare
+from compilebench.core.spec import Case
+from compilebench.measure.forward import prepare as _prepare
 
 case = Case.from_dict(json.loads(sys.argv[1]))
 sync = torch.cuda.synchronize if case.device.startswith("cuda") else (lambda: None)
@@ -55,12 +55,12 @@ with torch.inference_mode():
 WATCHED = """
 import json, sys, time
 import torch
-from compilebench import variants, worker
-from compilebench.spec import Case, Job, TimingPolicy
+from compilebench.measure import compiler, worker
+from compilebench.core.spec import Case, Job, TimingPolicy
 
 case = Case.from_dict(json.loads(sys.argv[1]))
 sync = torch.cuda.synchronize if case.device.startswith("cuda") else (lambda: None)
-apply, watch = variants.apply, []
+apply, watch = compiler.apply, []
 
 def watched_apply(model, variant):
     fn = apply(model, variant)
@@ -75,7 +75,7 @@ def watched_apply(model, variant):
         return out
     return call
 
-variants.apply = watched_apply
+compiler.apply = watched_apply
 (r,) = worker.run_cases(Job([case], TimingPolicy(iters=5, warmup=2, min_iters=1)), isolation="inline")
 assert r.status == "ok", (r.status, r.message)
 print(json.dumps({"compile_s": r.compile_s, "first_call_s": r.first_call_s, "stopwatch_s": watch[0]}))

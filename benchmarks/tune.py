@@ -30,8 +30,12 @@ def main() -> None:
     ap.add_argument("--grid-db", default=None, help="keep the grid here; reuse it where it is already there")
     args = ap.parse_args()
 
-    from compilebench import compiler_state, plan, spec as specmod, store as storemod, tune
-    from compilebench import comparison
+    from compilebench.measure import compiler_state
+    from compilebench.run import plan
+    from compilebench.core import spec as specmod
+    from compilebench.storage import store as storemod
+    from compilebench import tune
+    from compilebench.core import speedups
 
     prepared = plan.prepare(specmod.RunSpec(models=(args.model,), batch_sizes=(args.batch_size,), device="cpu",
                                             model_size="tiny" if args.tiny else "full"))
@@ -50,7 +54,7 @@ def main() -> None:
                              states=states, quiet=True)  # what the file holds already is kept
                 eager = store.latest(base.key(), target.resume_id)
                 r = store.latest(cases[1].key(), target.resume_id)
-                s = comparison.speedup(eager, r)
+                s = speedups.speedup(eager, r)
                 grid[config] = (r, s)
                 print(f"grid: {config.describe():60s} {r.status:8s} "
                       + (f"{s.value:.3f}x ({s.low:.3f}-{s.high:.3f}) {s.verdict}" if s else r.message or ""))

@@ -1,6 +1,6 @@
 """A clock for timing logic under test: it only moves when told to, so no test sleeps or depends on the machine."""
 
-from compilebench.timing import HostClock
+from compilebench.measure.timing import HostClock
 
 
 class FakeClock(HostClock):

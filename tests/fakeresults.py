@@ -7,10 +7,10 @@ import itertools
 import re
 import uuid
 
-from compilebench import stats
-from compilebench.result import Repeat, Result
-from compilebench.spec import Case, Variant
-from compilebench.store import Store
+from compilebench.core import stats
+from compilebench.core.result import Repeat, Result
+from compilebench.core.spec import Case, Variant
+from compilebench.storage.store import Store
 from compilebench.zoo import REGISTRY
 
 _clock = itertools.count()

@@ -6,8 +6,8 @@ import json
 import pytest
 
 import compilebench
-from compilebench import aot
-from compilebench.spec import Case, Variant
+from compilebench.measure import aot_inductor
+from compilebench.core.spec import Case, Variant
 from tiny_factories import make_branchy, make_inputs
 
 
@@ -42,12 +42,12 @@ def test_text_generation_says_what_is_not_supported(main_here):
 def test_a_package_built_from_other_weights_is_refused_not_compared(tmp_path):
     case = Case("m", 1, Variant("aot-inductor"))
     model = make_branchy()
-    path = aot.package_path(str(tmp_path), case)
+    path = aot_inductor.package_path(str(tmp_path), case)
     open(path, "wb").close()  # another repeat's package...
     with open(path + ".weights.json", "w") as f:
-        json.dump([w + 1.0 for w in aot.weights_fingerprint(model)], f)  # ...of other weights
+        json.dump([w + 1.0 for w in aot_inductor.weights_fingerprint(model)], f)  # ...of other weights
     with pytest.raises(ValueError, match="built from other weights than this process's model"):
-        aot.prepare(model, make_inputs(1), str(tmp_path), case)
+        aot_inductor.prepare(model, make_inputs(1), str(tmp_path), case)
 
 
 @pytest.mark.slow
@@ -83,6 +83,6 @@ def test_a_package_is_loaded_onto_the_cases_device(tmp_path, monkeypatch, device
                         lambda path, device_index=-1: seen.update(path=path, device_index=device_index) or "runner")
     path = tmp_path / "m.pt2"
     path.write_bytes(b"package")
-    runner, loaded = aot.load(str(path), device)
+    runner, loaded = aot_inductor.load(str(path), device)
     assert runner == "runner" and seen == {"path": str(path), "device_index": index}
     assert loaded["package_bytes"] == 7 and loaded["load_s"] >= 0

@@ -3,7 +3,7 @@
 import pytest
 
 import compilebench
-from compilebench.errors import UserError
+from compilebench.core.errors import UserError
 from tiny_factories import make_inputs, make_model
 
 FAST = dict(iters=5, warmup=1, backend="eager", repeats=2)
@@ -53,7 +53,8 @@ def test_bad_arguments_are_user_errors_before_anything_runs(tmp_path, kwargs, me
 def test_the_api_runs_a_suite_as_the_command_line_does(monkeypatch):
     """`benchmark(suite=...)` takes the suite's models, batch sizes, variants and timing, as `run --suite` does;
     what is given explicitly wins. The measuring itself is `compilebench run`'s (tested above); here it is caught."""
-    from compilebench import api, suites
+    from compilebench import api
+    from compilebench.core import suites
 
     seen = []
     monkeypatch.setattr(api, "_benchmark", lambda spec, db, quiet: seen.append(spec))

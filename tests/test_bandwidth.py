@@ -4,7 +4,8 @@ roofline position in the report."""
 import pytest
 
 import fakeresults as fr
-from compilebench import bandwidth, peaks, zoo
+from compilebench.diagnostics import bandwidth, peaks
+from compilebench import zoo
 from compilebench.report import data, why
 from compilebench.report.view import View
 
@@ -42,7 +43,8 @@ def test_decode_bytes_are_the_weights_once_and_the_kv_cache_at_its_mean_length(t
 
 
 def test_decode_gbs_of_a_tiny_lm_is_its_bytes_over_its_time_per_token():
-    from compilebench import spec, worker
+    from compilebench.core import spec
+    from compilebench.measure import worker
 
     case = spec.Case("smollm2-135m", 1, spec.Variant(), model_size="tiny", prompt_len=12, new_tokens=6)
     job = spec.Job([case], spec.TimingPolicy(iters=3, first_calls=1), count_flops=False)
@@ -115,7 +117,7 @@ def test_the_report_places_each_case_against_its_machines_peaks():
 
 
 def test_a_cpus_peaks_are_measured_once_per_run_and_dtype_after_the_timed_loop(main_here, monkeypatch, tmp_path):
-    from compilebench.executors import InlineExecutor
+    from compilebench.run.executors import InlineExecutor
     from conftest import stored
 
     jobs, phases = [], []
@@ -137,7 +139,8 @@ def test_a_cpus_peaks_are_measured_once_per_run_and_dtype_after_the_timed_loop(m
 
 
 def test_a_machine_that_cannot_be_measured_keeps_its_case_and_says_why(monkeypatch):
-    from compilebench import spec, worker
+    from compilebench.core import spec
+    from compilebench.measure import worker
 
     def fails(dtype):
         raise MemoryError("cannot allocate 256 MiB")

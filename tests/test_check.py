@@ -6,7 +6,7 @@ from xml.etree import ElementTree
 import pytest
 
 import fakeresults as fr
-from compilebench.drift import Drift
+from compilebench.core.drift import Drift
 from compilebench.report import check
 from conftest import run_cli
 

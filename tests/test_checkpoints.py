@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from compilebench import zoo
-from compilebench.errors import UserError
+from compilebench.core.errors import UserError
 from compilebench.zoo.hub import HubModel
 from conftest import run_cli, stored
 

@@ -201,7 +201,7 @@ def test_models_lists_the_zoo(tmp_path):
 
 def test_flops_are_counted_once_per_model_and_settings_whichever_variants_follow(main_here, monkeypatch, tmp_path):
     """Counting FLOPs runs the eager model under a slow dispatch mode (8 s for DETR on 2 cores): once is enough."""
-    from compilebench.executors import InlineExecutor
+    from compilebench.run.executors import InlineExecutor
 
     jobs = []
     run = InlineExecutor.run
@@ -222,7 +222,7 @@ def test_flops_are_counted_once_per_model_and_settings_whichever_variants_follow
 def test_a_failure_of_the_machine_is_one_line_and_exit_1(tmp_path, monkeypatch, capsys):
     """Issue 27.4: a full disk before the run is the environment's failure (exit 1, as mid-run), not bad input."""
     from compilebench import cli as climod
-    from compilebench import store as storemod
+    from compilebench.storage import store as storemod
 
     Store = storemod.Store
     Store.open(str(tmp_path / "r.db")).close()

@@ -7,8 +7,8 @@ import types
 
 import pytest
 
-from compilebench import conditions
-from compilebench.conditions import CpuReading, Nvml, Watch
+from compilebench.measure import conditions
+from compilebench.measure.conditions import CpuReading, Nvml, Watch
 
 
 def test_other_processes_share_of_the_cpu_is_counted_without_the_workers_own_time():
@@ -166,8 +166,8 @@ def test_another_process_on_the_gpu_makes_the_result_busy():
 
 
 def test_a_machine_burning_a_core_flags_the_result_busy():
-    from compilebench.spec import Case, TimingPolicy, Variant
-    from compilebench.worker import run_case
+    from compilebench.core.spec import Case, TimingPolicy, Variant
+    from compilebench.measure.worker import run_case
 
     burner = subprocess.Popen([sys.executable, "-c", "import os\nos.write(1, b'burning\\n')\nwhile True: pass"],
                               stdout=subprocess.PIPE)
@@ -228,9 +228,9 @@ def test_missing_or_unreadable_counters_say_why_and_give_no_figure(tmp_path):
 
 
 def test_the_cpu_energy_per_call_reaches_the_repeat_and_the_result():
-    from compilebench import recording
-    from compilebench.result import Repeat, Result
-    from compilebench.spec import Case, Variant
+    from compilebench.measure import recording
+    from compilebench.core.result import Repeat, Result
+    from compilebench.core.spec import Case, Variant
 
     readings = iter([conditions.EnergyReading({"intel-rapl:0": 100.0}), conditions.EnergyReading({"intel-rapl:0": 103.0})])
     watch = Watch(cpu=lambda: None, energy=lambda: next(readings))

@@ -2,7 +2,7 @@
 
 import torch
 
-from compilebench import correctness
+from compilebench.measure import correctness
 
 
 def test_a_near_tie_may_flip_but_a_decisive_prediction_may_not():

@@ -5,10 +5,10 @@ import time
 import pytest
 import torch
 
-from compilebench import envinfo, recording, selfcheck, timing
-from compilebench.errors import UserError
-from compilebench.result import Repeat
-from compilebench.spec import Case, TimingPolicy, Variant
+from compilebench.measure import fingerprint, recording, invariants, timing
+from compilebench.core.errors import UserError
+from compilebench.core.result import Repeat
+from compilebench.core.spec import Case, TimingPolicy, Variant
 from fakeclock import FakeClock
 from fakecuda import FakeCuda
 
@@ -159,7 +159,7 @@ def test_skipped_cuda_graphs_flag_a_cuda_graph_variant_with_inductors_reason():
 
     from torch._dynamo.utils import counters
 
-    with selfcheck.watch_cudagraphs(None) as seen:
+    with invariants.watch_cudagraphs(None) as seen:
         counters["inductor"]["cudagraph_skips"] += 2  # as inductor's log_cudagraph_skip_and_bump_counter does
         logging.getLogger("torch._inductor.cudagraph_utils.__cudagraphs").warning(
             "skipping cudagraphs due to mutated inputs (2 instances). Found from : \n File model.py")
@@ -171,11 +171,11 @@ def test_skipped_cuda_graphs_flag_a_cuda_graph_variant_with_inductors_reason():
     recording.record_cudagraphs(plain, seen, Case("m", 1, Variant("default"), device="cuda:0"))
     assert plain.flags == [] and plain.cudagraph_skips == 2
     engaged = Repeat()
-    recording.record_cudagraphs(engaged, selfcheck.CudaGraphs(skips=0, recorded=3),
+    recording.record_cudagraphs(engaged, invariants.CudaGraphs(skips=0, recorded=3),
                                Case("m", 1, Variant("reduce-overhead"), device="cuda:0"))
     assert engaged.flags == [] and engaged.cudagraphs_recorded == 3
     none_recorded = Repeat()
-    recording.record_cudagraphs(none_recorded, selfcheck.CudaGraphs(skips=0, recorded=0),
+    recording.record_cudagraphs(none_recorded, invariants.CudaGraphs(skips=0, recorded=0),
                                Case("m", 1, Variant("max-autotune"), device="cuda:0"))
     assert none_recorded.cudagraph_skip_reasons == ["inductor recorded no CUDA graph"]
 
@@ -184,7 +184,7 @@ def test_a_flag_reaches_the_result_the_tables_and_compare():
     import fakeresults as fr
     from compilebench.report import cells, compare, details as detailsmod
     from compilebench.report.view import View
-    from compilebench.result import Result
+    from compilebench.core.result import Result
 
     rep = Repeat(flags=["cudagraphs-skipped"], cudagraph_skip_reasons=["skipping cudagraphs due to mutated inputs"])
     rep.set_samples([1_000_000] * 3)
@@ -206,31 +206,31 @@ def test_sync_each_call_is_a_setting_of_the_case_and_of_its_key():
 
 
 def test_the_worker_refuses_a_gpu_other_than_the_one_locked_for_it(monkeypatch):
-    from compilebench import envinfo, worker
+    from compilebench.measure import fingerprint, worker
 
     monkeypatch.setattr(torch.cuda, "set_device", lambda device: None)
-    monkeypatch.setattr(envinfo, "collect", lambda device: {"device": device, "gpu_uuid": "GPU-2222", "hostname": "h",
+    monkeypatch.setattr(fingerprint, "collect", lambda device: {"device": device, "gpu_uuid": "GPU-2222", "hostname": "h",
                                                             "device_name": "H100", "torch": "2", "transformers": "5"})
-    monkeypatch.setenv(selfcheck.EXPECTED_GPU, "GPU-3333")
+    monkeypatch.setenv(invariants.EXPECTED_GPU, "GPU-3333")
     r = worker.run_case(Case("fault-ok", 1, Variant("eager"), device="cuda:0"), TimingPolicy(iters=2, warmup=0, min_iters=1),
                         isolation="inline", clock=FakeClock())
     assert r.status == "error"
     assert "GPU GPU-2222" in r.message and "locked GPU-3333" in r.message
-    monkeypatch.setenv(selfcheck.EXPECTED_GPU, "GPU-2222")
-    with pytest.raises(selfcheck.WrongDevice):
-        selfcheck.check_device("cuda:0", "GPU-3333", "GPU-2222")
-    selfcheck.check_device("cuda:0", "GPU-2222", "GPU-2222")
-    selfcheck.check_device("cuda:0", None, "GPU-2222")  # nothing locked by UUID: nothing to hold it against
+    monkeypatch.setenv(invariants.EXPECTED_GPU, "GPU-2222")
+    with pytest.raises(invariants.WrongDevice):
+        invariants.check_device("cuda:0", "GPU-3333", "GPU-2222")
+    invariants.check_device("cuda:0", "GPU-2222", "GPU-2222")
+    invariants.check_device("cuda:0", None, "GPU-2222")  # nothing locked by UUID: nothing to hold it against
 
 
 def test_tf32_selects_the_looser_tolerance_only_where_tf32_ran():
-    from compilebench import correctness, envinfo
+    from compilebench.measure import correctness, fingerprint
 
     gpu = {"device": "cuda:0", "compute_capability": "8.0", "tf32_matmul": False, "tf32_cudnn": True}
-    assert envinfo.uses_tf32(gpu, "float32")
-    assert not envinfo.uses_tf32({**gpu, "compute_capability": "7.0"}, "float32")  # V100: no TF32 math
-    assert not envinfo.uses_tf32({**gpu, "tf32_cudnn": False}, "float32")
-    assert not envinfo.uses_tf32(gpu, "bfloat16") and not envinfo.uses_tf32({**gpu, "device": "cpu"}, "float32")
+    assert fingerprint.uses_tf32(gpu, "float32")
+    assert not fingerprint.uses_tf32({**gpu, "compute_capability": "7.0"}, "float32")  # V100: no TF32 math
+    assert not fingerprint.uses_tf32({**gpu, "tf32_cudnn": False}, "float32")
+    assert not fingerprint.uses_tf32(gpu, "bfloat16") and not fingerprint.uses_tf32({**gpu, "device": "cpu"}, "float32")
     reference = {"logits": torch.tensor([[4.0, 1.0, 0.0]])}
     compiled = {"logits": torch.tensor([[4.02, 1.0, 0.0]])}  # 5e-3 of the largest magnitude, as TF32 fusions give
     assert correctness.check(reference, compiled, correctness.math_of("float32", False)).problems
@@ -241,18 +241,18 @@ def test_tf32_selects_the_looser_tolerance_only_where_tf32_ran():
 def test_default_device_is_cuda_when_available(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
-    assert envinfo.resolve_device(None) == "cuda:0"
-    assert envinfo.resolve_device("cuda") == "cuda:0"
-    assert envinfo.resolve_device("cuda:1") == "cuda:1"
+    assert fingerprint.resolve_device(None) == "cuda:0"
+    assert fingerprint.resolve_device("cuda") == "cuda:0"
+    assert fingerprint.resolve_device("cuda:1") == "cuda:1"
     with pytest.raises(UserError, match=r"has 2 CUDA device\(s\) \(allowed: cuda:0..cuda:1\)"):
-        envinfo.resolve_device("cuda:2")
+        fingerprint.resolve_device("cuda:2")
 
 
 def test_default_device_is_cpu_without_cuda(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    assert envinfo.resolve_device(None) == "cpu"
+    assert fingerprint.resolve_device(None) == "cpu"
     with pytest.raises(UserError, match="CUDA is not available"):
-        envinfo.resolve_device("cuda:0")
+        fingerprint.resolve_device("cuda:0")
 
 
 @pytest.mark.parametrize(
@@ -266,4 +266,4 @@ def test_default_device_is_cpu_without_cuda(monkeypatch):
     ],
 )
 def test_hardware_is_named_like_the_guide(env, name):
-    assert envinfo.hardware_name(env) == name
+    assert fingerprint.hardware_name(env) == name

@@ -11,11 +11,12 @@ import time
 
 import pytest
 
-from compilebench import dispatch, envinfo, locks, plan, probe, selfcheck
-from compilebench.errors import UserError
-from compilebench.executors import Cancelled, ProcessExecutor
-from compilebench.result import Repeat, Result
-from compilebench.spec import Case, Job, RunSpec, TimingPolicy, Variant
+from compilebench.run import dispatch, locks, plan, devices
+from compilebench.measure import fingerprint, invariants
+from compilebench.core.errors import UserError
+from compilebench.run.executors import Cancelled, ProcessExecutor
+from compilebench.core.result import Repeat, Result
+from compilebench.core.spec import Case, Job, RunSpec, TimingPolicy, Variant
 
 POLICY = TimingPolicy(iters=5, warmup=2, min_iters=1)
 TARGET = dispatch.Target("here", "machine", {})
@@ -180,7 +181,7 @@ def test_gpu_slots_give_each_worker_its_gpu_and_its_share_of_the_cores(monkeypat
     assert all(e["OMP_NUM_THREADS"] == e["TORCHINDUCTOR_COMPILE_THREADS"] == "8" for e in envs)
     (one,) = dispatch.gpu_slots([2], timeout_s=10, gpu_ids={2: "GPU-1234-abcd"})  # one GPU keeps every core
     assert one.run.__self__.env == {}
-    assert one.env == {"CUDA_VISIBLE_DEVICES": "GPU-1234-abcd", selfcheck.EXPECTED_GPU: "GPU-1234-abcd"}
+    assert one.env == {"CUDA_VISIBLE_DEVICES": "GPU-1234-abcd", invariants.EXPECTED_GPU: "GPU-1234-abcd"}
     assert one.locks == [("cpu", False), ("GPU-1234-abcd", True)]  # the physical GPU, whatever it is numbered
 
 
@@ -204,13 +205,13 @@ def fake_two_of_four_gpus(monkeypatch):
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda i=0: "NVIDIA H100 80GB HBM3")
     monkeypatch.setattr(torch.cuda, "get_device_properties",
                         lambda d: FakeProps(visible[torch.device(d).index if isinstance(d, str) else d]))
-    monkeypatch.setattr(probe.envinfo, "collect", lambda device: {"device": device, "hostname": "h", "device_name": "H100",
+    monkeypatch.setattr(devices.fingerprint, "collect", lambda device: {"device": device, "hostname": "h", "device_name": "H100",
                                                                   "torch": "2.13", "transformers": "5"})
 
 
 def test_gpus_all_under_an_inherited_cuda_visible_devices_runs_on_the_gpus_it_names(monkeypatch, tmp_path):
     fake_two_of_four_gpus(monkeypatch)
-    found = probe._answer("cuda", "all")
+    found = devices._answer("cuda", "all")
     assert found["gpus"] == [0, 1] and found["gpu_ids"] == {0: "GPU-2222", 1: "GPU-3333"}
     slots = dispatch.gpu_slots(found["gpus"], 10, found["gpu_ids"], gpu_cpus=found["gpu_cpus"])
     seen, lock_dir = [], locks.lock_dir()
@@ -218,7 +219,7 @@ def test_gpus_all_under_an_inherited_cuda_visible_devices_runs_on_the_gpus_it_na
     def run_here(slot):
         def run(job, env, on_phase):
             held = sorted(n for n in os.listdir(lock_dir) if n.endswith(".lock.d") and os.listdir(os.path.join(lock_dir, n)))
-            seen.append((slot.name, job.cases[0].device, env["CUDA_VISIBLE_DEVICES"], env[selfcheck.EXPECTED_GPU], held))
+            seen.append((slot.name, job.cases[0].device, env["CUDA_VISIBLE_DEVICES"], env[invariants.EXPECTED_GPU], held))
             return ok(job.cases)
         return run
 
@@ -236,17 +237,17 @@ def test_without_uuids_the_inherited_list_still_names_the_physical_gpu(monkeypat
     slots = dispatch.gpu_slots([0, 1], 10)
     assert [s.env["CUDA_VISIBLE_DEVICES"] for s in slots] == ["2", "3"]
     assert [s.locks[1][0] for s in slots] == ["cuda-2", "cuda-3"]
-    assert all(selfcheck.EXPECTED_GPU not in s.env for s in slots)
+    assert all(invariants.EXPECTED_GPU not in s.env for s in slots)
 
 
 def test_a_single_gpu_run_shows_its_worker_that_gpu_alone(monkeypatch):
     fake_two_of_four_gpus(monkeypatch)
-    monkeypatch.setattr(plan.probe, "probe", lambda device, gpus=None: {**probe._answer(device, gpus)})
+    monkeypatch.setattr(plan.devices, "probe", lambda device, gpus=None: {**devices._answer(device, gpus)})
     spec = RunSpec(models=("fault-ok",), variants=("eager",), device="cuda:1")
     spec, pool, targets = plan.this_device(spec)
     (slot,) = pool.slots
     assert spec.device == "cuda:1" and slot.device == "cuda:0"  # keyed as asked, seen as its only GPU
-    assert slot.env == {"CUDA_VISIBLE_DEVICES": "GPU-3333", selfcheck.EXPECTED_GPU: "GPU-3333"}
+    assert slot.env == {"CUDA_VISIBLE_DEVICES": "GPU-3333", invariants.EXPECTED_GPU: "GPU-3333"}
     assert slot.locks == [("cpu", False), ("GPU-3333", True)]
 
 
@@ -284,8 +285,8 @@ def test_a_worker_dies_with_the_process_that_started_it(tmp_path):
     fifo, never = tmp_path / "fifo", tmp_path / "never"
     os.mkfifo(fifo)
     os.mkfifo(never)  # the worker waits on it for a reply that never comes
-    script = ("from compilebench.executors import ProcessExecutor\n"
-              "from compilebench.spec import Case, Job, RunSpec, TimingPolicy, Variant\n"
+    script = ("from compilebench.run.executors import ProcessExecutor\n"
+              "from compilebench.core.spec import Case, Job, RunSpec, TimingPolicy, Variant\n"
               "ProcessExecutor(600).run(Job([Case('fault-handshake', 1, Variant('eager'))], TimingPolicy(5, 0, min_iters=1)),"
               " {}, print)\n")
     parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.DEVNULL,
@@ -304,16 +305,16 @@ def test_a_worker_dies_with_the_process_that_started_it(tmp_path):
 
 
 def test_gpu_lists_parse_or_say_what_is_allowed():
-    assert envinfo.parse_gpus("all", 4) == [0, 1, 2, 3]
-    assert envinfo.parse_gpus("0,2", 4) == [0, 2]
+    assert fingerprint.parse_gpus("all", 4) == [0, 1, 2, 3]
+    assert fingerprint.parse_gpus("0,2", 4) == [0, 2]
     for text, message in [("0,4", "no CUDA device 4 here (allowed: 0..3 or all)"),
                           ("a,b", "expected GPU indices separated by commas"),
                           ("1,1", "listed twice")]:
         with pytest.raises(UserError, match=message.replace("(", r"\(").replace(")", r"\)")):
-            envinfo.parse_gpus(text, 4)
+            fingerprint.parse_gpus(text, 4)
     with pytest.raises(UserError, match="GPUs of different types"):
-        envinfo.check_one_type({0: "NVIDIA A100-SXM4-80GB", 1: "Tesla T4"}, "0,1")
-    envinfo.check_one_type({0: "NVIDIA H100 80GB HBM3", 1: "NVIDIA H100 80GB HBM3"}, "0,1")
+        fingerprint.check_one_type({0: "NVIDIA A100-SXM4-80GB", 1: "Tesla T4"}, "0,1")
+    fingerprint.check_one_type({0: "NVIDIA H100 80GB HBM3", 1: "NVIDIA H100 80GB HBM3"}, "0,1")
 
 
 @pytest.mark.parametrize("args, message", [
@@ -338,9 +339,9 @@ def test_a_ray_gpu_id_is_locked_by_the_uuid_nvidia_smi_gives_it(tmp_path, monkey
     smi.write_text('#!/bin/sh\n[ "$3" = "-i" ] && [ "$4" = "3" ] && echo GPU-3333 || exit 6\n')
     smi.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
-    assert envinfo.physical_gpu_uuid(3) == "GPU-3333"
-    assert envinfo.physical_gpu_uuid(9) is None
-    assert envinfo.physical_gpu_uuid("GPU-abcd") == "GPU-abcd"  # Ray given UUIDs in CUDA_VISIBLE_DEVICES
+    assert fingerprint.physical_gpu_uuid(3) == "GPU-3333"
+    assert fingerprint.physical_gpu_uuid(9) is None
+    assert fingerprint.physical_gpu_uuid("GPU-abcd") == "GPU-abcd"  # Ray given UUIDs in CUDA_VISIBLE_DEVICES
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")  # what Ray sets in the task
     assert dispatch.gpu_lock(0, "GPU-3333") == [("cpu", False), ("GPU-3333", True)]
     assert dispatch.gpu_lock(0, None) == [("cpu", False), ("cuda-3", True)]

@@ -4,8 +4,8 @@ run-to-run drift as well as its interval; the drift comes from the results' own 
 import pytest
 
 import fakeresults as fr
-from compilebench import comparison, drift
-from compilebench.vocab import Verdict
+from compilebench.core import speedups, drift
+from compilebench.core.vocab import Verdict
 
 TIGHT = [1 / 1.001, 1.0, 1.001]
 
@@ -36,12 +36,12 @@ def test_drift_is_the_largest_move_between_runs_of_one_case_on_one_machine():
 
 def test_an_aa_pair_across_runs_is_never_called_slower_but_a_real_change_beyond_drift_is():
     a, b = tight("vit", 10.0, "r1"), tight("vit", 11.4, "r2")  # 14% apart, as the issue's A/A pair was
-    assert comparison.speedup(a, b).verdict == Verdict.slower  # as if one run: the interval alone
-    across = comparison.speedup(a, b, drift=drift.Drift(drift.DEFAULT, "the default"))
+    assert speedups.speedup(a, b).verdict == Verdict.slower  # as if one run: the interval alone
+    across = speedups.speedup(a, b, drift=drift.Drift(drift.DEFAULT, "the default"))
     assert across.verdict == Verdict.inconclusive and across.drift == drift.DEFAULT  # not `same` either
     assert across.low < 1 / 1.14 / 1.2 and across.high > 1 / 1.14 * 1.2  # the interval holds the drift
     measured = drift.Drift(0.03, "history")  # a machine whose history shows 3%: 14% is beyond it
-    assert comparison.speedup(a, b, drift=measured).verdict == Verdict.slower
+    assert speedups.speedup(a, b, drift=measured).verdict == Verdict.slower
 
 
 def test_a_report_says_which_speedups_compare_different_runs_and_the_drift_it_assumed(tmp_path):

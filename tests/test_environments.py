@@ -12,12 +12,12 @@ import venv
 import pytest
 
 import fakeresults as fr
-from compilebench import dispatch, environments, sweep
-from compilebench.environments import Environment
-from compilebench.errors import UserError
+from compilebench.run import dispatch, interpreters, sweep
+from compilebench.run.interpreters import Environment
+from compilebench.core.errors import UserError
 from compilebench.report import check, compare, flat, markdown, tables
 from compilebench.report.view import View
-from compilebench.spec import Case, RunSpec, Variant
+from compilebench.core.spec import Case, RunSpec, Variant
 from conftest import stored
 
 PY = sys.executable
@@ -27,7 +27,7 @@ def test_environments_are_declared_with_their_variables_in_the_order_given(tmp_p
     folder = tmp_path / "venv"
     (folder / "bin").mkdir(parents=True)
     os.symlink(PY, folder / "bin" / "python")
-    declared = environments.declare([f"stable={PY}", f"nightly={folder}"],
+    declared = interpreters.declare([f"stable={PY}", f"nightly={folder}"],
                                     [["nightly", "TORCHINDUCTOR_FREEZING=1"], ["nightly", "OMP_NUM_THREADS=1"]])
     assert [e.name for e in declared] == ["stable", "nightly"]
     assert declared[0] == Environment("stable", os.path.abspath(PY))
@@ -55,7 +55,7 @@ def test_environments_are_declared_with_their_variables_in_the_order_given(tmp_p
 ])
 def test_a_declaration_that_cannot_work_is_one_clear_line(envs, sets, says):
     with pytest.raises(UserError) as caught:
-        environments.declare(envs, sets)
+        interpreters.declare(envs, sets)
     assert says in str(caught.value) and "\n" not in str(caught.value)
 
 
@@ -77,15 +77,15 @@ def _probe_answer(**answer) -> str:
 def test_an_environment_that_cannot_run_the_worker_is_refused_saying_what_it_lacks(answer, says):
     e = Environment("n", "/opt/n/bin/python")
     with pytest.raises(UserError) as caught:
-        environments.refusal_or_fingerprint(e, 0, _probe_answer(**answer), "")
+        interpreters.refusal_or_fingerprint(e, 0, _probe_answer(**answer), "")
     assert str(caught.value).startswith("--env n=/opt/n/bin/python: ") and says in str(caught.value)
 
 
 def test_a_probe_that_is_not_python_is_refused_and_a_good_one_gives_the_fingerprint():
     e = Environment("n", "/bin/true")
     with pytest.raises(UserError, match="not a Python interpreter compilebench can use"):
-        environments.refusal_or_fingerprint(e, 0, "", "")
-    got = environments.refusal_or_fingerprint(e, 0, _probe_answer(torch="2.14.0.dev20261101", triton="3.5.0"), "")
+        interpreters.refusal_or_fingerprint(e, 0, "", "")
+    got = interpreters.refusal_or_fingerprint(e, 0, _probe_answer(torch="2.14.0.dev20261101", triton="3.5.0"), "")
     assert got == {"python": "3.12.1", "torch": "2.14.0.dev20261101", "transformers": "5.0.0", "triton": "3.5.0"}
 
 
@@ -104,12 +104,12 @@ def test_a_virtual_environment_without_torch_is_refused_before_anything_is_writt
 def test_the_probe_runs_this_compilebench_in_the_environment_with_its_variables(tmp_path):
     """The environment's interpreter imports this compilebench (from the private folder first on its PYTHONPATH,
     not an installed copy) and sees its --env-set variables."""
-    e = environments.declare([f"a={PY}"], [["a", "COMPILEBENCH_PROBE_TEST=42"]])[0]
+    e = interpreters.declare([f"a={PY}"], [["a", "COMPILEBENCH_PROBE_TEST=42"]])[0]
     out = subprocess.run([e.python, "-c", "import compilebench, os; print(compilebench.__file__); "
                           "print(os.environ['COMPILEBENCH_PROBE_TEST'])"], env={**os.environ, **e.variables()},
                          capture_output=True, text=True, check=True).stdout.split()
-    assert out == [os.path.join(environments.own_code(), "compilebench", "__init__.py"), "42"]
-    assert os.path.realpath(out[0]) == os.path.realpath(environments.__file__.replace("environments.py", "__init__.py"))
+    assert out == [os.path.join(interpreters.own_code(), "compilebench", "__init__.py"), "42"]
+    assert os.path.realpath(out[0]) == os.path.realpath(interpreters.__file__.replace("run/interpreters.py", "__init__.py"))
 
 
 def test_a_run_measures_every_case_under_every_environment_each_with_a_key_of_its_own():
@@ -194,7 +194,7 @@ def test_a_file_of_several_environments_is_refused_unless_one_is_picked():
 
 
 def test_compare_and_check_pick_environments_from_the_command_line(tmp_path, main_here):
-    from compilebench.store import Store
+    from compilebench.storage.store import Store
 
     db = tmp_path / "r.db"
     with Store.open(str(db)) as store:
@@ -240,7 +240,7 @@ def test_a_variable_set_for_one_environment_reaches_its_workers_alone(tmp_path, 
     assert set(means) == {(e, b) for e in ("fast", "slow") for b in (1, 2)}
     assert all(means[("slow", b)] >= 30 and means[("fast", b)] < 20 for b in (1, 2)), means
     starts = (tmp_path / "starts.log").read_text()
-    assert ("-m compilebench.launcher" if launch == "fork" else "-m compilebench.worker") in starts
+    assert ("-m compilebench.run.launcher" if launch == "fork" else "-m compilebench.measure.worker") in starts
     assert {r["env"]["environment_set"] for r in stored(db) if r["case"]["environment"] == "slow"} == \
         {"COMPILEBENCH_FAULT_CALL_MS=30"}
     gate = cli("check", db, "--baseline-env", "fast", "--junit", tmp_path / "j.xml")

@@ -78,9 +78,9 @@ def test_1_a_value_given_twice_is_measured_and_stored_once(tmp_path):
 
 def test_2a_a_full_disk_while_storing_keeps_the_result_beside_the_file_and_the_next_run_stores_it(tmp_path, main_here):
     code, _, err = main_here("run", "--model", "fault-ok", "--variant", "eager", "--iters", "3000", *QUICK, "--repeats",
-                             "1", "--isolation", "inline", "--db", "probe.db", "--format", "csv")
+                             "1", "--isolation", "inline", "--db", "devices.db", "--format", "csv")
     assert code == 0, err
-    size = len(json.dumps(stored(tmp_path / "probe.db")[0]))  # the bytes one stored result takes
+    size = len(json.dumps(stored(tmp_path / "devices.db")[0]))  # the bytes one stored result takes
     args = ["run", "--model", "fault-ok", "--variant", "eager", "--iters", "3000", *QUICK, "--repeats", "1",
             "--isolation", "inline", "--db", "r.db", "--format", "csv"]
     # Measured with SQLite's WAL: the schema and the claim take about 62 KiB of WAL, storing the result adds its
@@ -280,8 +280,8 @@ def test_11_a_result_with_fields_this_version_does_not_know_is_reported_and_kept
     (row,) = json.loads((tmp_path / "out" / "results.json").read_text())
     assert row["energy_joules"] == 2.5
     # a run that adds a repeat to such a result keeps what it did not understand
-    from compilebench.result import Repeat, Result
-    from compilebench.store import Store
+    from compilebench.core.result import Repeat, Result
+    from compilebench.storage.store import Store
 
     with Store.open(str(tmp_path / "r.db")) as store:
         (back,) = store.results()
@@ -297,7 +297,7 @@ def _benchmark_beside_another_run(tmp_path, monkeypatch, then):
     """benchmark() on the results file of another run whose worker holds repeat 1, paused at the handshake;
     `then(other, reply)` is done when benchmark() says it waits for that run. Returns (results, waits, other)."""
     import compilebench
-    from compilebench import others
+    from compilebench.run import claims
 
     fifo, reply = Fifo(tmp_path / "fifo"), tmp_path / "reply"
     os.mkfifo(reply)
@@ -313,7 +313,7 @@ def _benchmark_beside_another_run(tmp_path, monkeypatch, then):
             if len(waits) == 1:
                 then(other, reply)
 
-        monkeypatch.setattr(others, "pause", pause)
+        monkeypatch.setattr(claims, "pause", pause)
         got = compilebench.benchmark("fault-handshake", variants=("eager",), iters=3, warmup=0, min_iters=1,
                                      device="cpu", repeats=1, db=str(tmp_path / "r.db"))
     finally:
@@ -375,7 +375,7 @@ def test_ctrl_c_while_the_device_is_probed_is_one_line_with_the_resume_command(t
     """Issue 27, 3: Ctrl-C while the driver waits for the device probe's child; r.db holds an earlier result."""
     import subprocess as sp
 
-    from compilebench import probe
+    from compilebench.run import devices
 
     fr.fill(tmp_path / "r.db", [fr.result("vit", 1, "eager", 9.0)])
 
@@ -385,7 +385,7 @@ def test_ctrl_c_while_the_device_is_probed_is_one_line_with_the_resume_command(t
         return real_run([sys.executable, "-c", "import os, signal, time; os.kill(os.getppid(), signal.SIGINT); "
                        "time.sleep(60)"], **kwargs)
 
-    monkeypatch.setattr(probe.subprocess, "run", probe_interrupted)
+    monkeypatch.setattr(devices.subprocess, "run", probe_interrupted)
     code, out, err = main_here("run", "--model", "fault-ok", "--variant", "eager", "--db", "r.db", "--quiet")
     assert code == 130, err
     assert err.strip().splitlines() == ["interrupted: run the same command again to resume: compilebench run --model "

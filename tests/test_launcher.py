@@ -6,8 +6,9 @@ import time
 
 import pytest
 
-from compilebench import compiler_state, executors, launcher
-from compilebench.spec import Case, Job, TimingPolicy, Variant
+from compilebench.measure import compiler_state
+from compilebench.run import executors, launcher
+from compilebench.core.spec import Case, Job, TimingPolicy, Variant
 
 FAST = TimingPolicy(iters=3, warmup=1, min_iters=1)
 
@@ -128,9 +129,9 @@ def test_a_compile_in_a_forked_worker_writes_its_headers_into_its_own_folder_onl
 
 
 def test_launchers_start_beside_the_probe_only_where_the_probe_cannot_refuse_the_device(monkeypatch):
-    from compilebench import plan, probe
-    from compilebench.errors import UserError
-    from compilebench.spec import RunSpec
+    from compilebench.run import plan, devices
+    from compilebench.core.errors import UserError
+    from compilebench.core.spec import RunSpec
 
     events = []
     monkeypatch.setattr(executors.ProcessExecutor, "start_launchers",
@@ -143,7 +144,7 @@ def test_launchers_start_beside_the_probe_only_where_the_probe_cannot_refuse_the
         env = {"hostname": "here", "device_name": "cpu", "torch": "2", "transformers": "5"}
         return {"device": "cpu", "env": env, "gpus": [], "gpu_ids": {}}
 
-    monkeypatch.setattr(probe, "probe", probed)
+    monkeypatch.setattr(devices, "probe", probed)
     spec = RunSpec(models=("resnet-50",), repeats=3)
     plan.this_device(spec)
     assert events == [("launchers", [1, 2, 3], False), ("probe", None)]

@@ -43,8 +43,8 @@ def _under(name: str, prefix: str) -> bool:
 
 
 def test_the_graph_was_read():
-    assert {"compilebench.sweep", "compilebench.cli.run", "compilebench.report.data", "compilebench.worker"} <= set(GRAPH)
-    assert "compilebench.store" in GRAPH["compilebench.sweep"]
+    assert {"compilebench.run.sweep", "compilebench.cli.run", "compilebench.report.data", "compilebench.measure.worker"} <= set(GRAPH)
+    assert "compilebench.storage.store" in GRAPH["compilebench.run.sweep"]
 
 
 def test_no_module_imports_one_that_imports_it_back():
@@ -69,22 +69,22 @@ def test_no_module_imports_one_that_imports_it_back():
 @pytest.mark.parametrize("lower, upper", [
     ("compilebench", "compilebench.cli"),  # the command line is on top: nothing beneath imports it
     ("compilebench", "compilebench.api"),  # and so is the Python API (the package re-exports it lazily)
-    ("compilebench.report", "compilebench.sweep"),  # reports come from results files alone
-    ("compilebench.report", "compilebench.worker"),
-    ("compilebench.report", "compilebench.executors"),
-    ("compilebench.worker", "compilebench.store"),  # workers measure; only the driver writes the results file
-    ("compilebench.forward", "compilebench.store"),
-    ("compilebench.generation", "compilebench.store"),
-    ("compilebench.timing", "compilebench.store"),
-    ("compilebench.zoo", "compilebench.sweep"),
+    ("compilebench.report", "compilebench.run.sweep"),  # reports come from results files alone
+    ("compilebench.report", "compilebench.measure.worker"),
+    ("compilebench.report", "compilebench.run.executors"),
+    ("compilebench.measure.worker", "compilebench.storage.store"),  # workers measure; only the driver writes the results file
+    ("compilebench.measure.forward", "compilebench.storage.store"),
+    ("compilebench.measure.generation", "compilebench.storage.store"),
+    ("compilebench.measure.timing", "compilebench.storage.store"),
+    ("compilebench.zoo", "compilebench.run.sweep"),
     # the report is below everything that runs cases: it reads results files alone
     *(("compilebench.report", f"compilebench.{m}") for m in ("plan", "dispatch", "launcher", "ray_executor", "probe",
                                                              "locks", "tune", "api")),
     ("compilebench.tune", "compilebench.report"),  # tune takes its speed-ups and its best pick from comparison
-    ("compilebench.comparison", "compilebench.report"),
-    ("compilebench.comparison", "compilebench.tune"),
-    ("compilebench.settings", "compilebench.spec"),  # a setting is declared below the case that holds it
-    ("compilebench.vocab", "compilebench.stats"),  # the vocabulary is pure data and its own tests
+    ("compilebench.core.speedups", "compilebench.report"),
+    ("compilebench.core.speedups", "compilebench.tune"),
+    ("compilebench.core.settings", "compilebench.core.spec"),  # a setting is declared below the case that holds it
+    ("compilebench.core.vocab", "compilebench.core.stats"),  # the vocabulary is pure data and its own tests
 ])
 def test_lower_layers_never_import_upper_ones(lower, upper):
     offenders = [(m, dep) for m, deps in GRAPH.items() if _under(m, lower) and not _under(m, upper)
@@ -95,5 +95,5 @@ def test_lower_layers_never_import_upper_ones(lower, upper):
 def test_every_speed_up_a_report_shows_comes_from_its_view():
     """The report's model is built once (report/view.py): no table, chart or CSV row computes a speed-up of its own
     (compare.py and check.py hold two files against each other, which share no view)."""
-    callers = sorted(p.name for p in (PACKAGE / "report").glob("*.py") if "comparison.speedup(" in p.read_text())
+    callers = sorted(p.name for p in (PACKAGE / "report").glob("*.py") if "speedups.speedup(" in p.read_text())
     assert callers == ["check.py", "compare.py", "view.py"]

@@ -12,11 +12,11 @@ import threading
 
 import pytest
 
-from compilebench import locks
+from compilebench.run import locks
 
 HOLDER = """
 import sys
-from compilebench import locks
+from compilebench.run import locks
 names = [(n, e == "x") for n, e in (part.split("=") for part in sys.argv[1].split(","))]
 with locks.hold(names, "a test holder", on_wait=lambda m: None):
     print("held", flush=True)

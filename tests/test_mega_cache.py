@@ -6,9 +6,11 @@ import os
 import pytest
 
 import compilebench
-from compilebench import compiler_state, settings, sweep
-from compilebench.result import Repeat, Result
-from compilebench.spec import Case, Variant
+from compilebench.measure import compiler_state
+from compilebench.core import settings
+from compilebench.run import sweep
+from compilebench.core.result import Repeat, Result
+from compilebench.core.spec import Case, Variant
 from tiny_factories import make_inputs, make_stacked
 
 

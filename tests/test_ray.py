@@ -11,8 +11,8 @@ import pytest
 import ray
 
 from compilebench import cli as climod
-from compilebench import store as storemod
-from compilebench.store import Store
+from compilebench.storage import store as storemod
+from compilebench.storage.store import Store
 
 CLUSTER_CPUS = 4
 pytestmark = pytest.mark.slow  # a local Ray cluster: tens of seconds to start and run
@@ -132,8 +132,8 @@ def test_without_ray_the_executor_says_how_to_install_it(tmp_path):
 
 
 def test_a_task_event_that_arrives_after_its_end_never_shows_a_finished_case_as_running():
-    from compilebench.dispatch import Target, Unit
-    from compilebench.ray_executor import _Running
+    from compilebench.run.dispatch import Target, Unit
+    from compilebench.run.ray_cluster import _Running
 
     class Seen:
         def __init__(self):

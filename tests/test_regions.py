@@ -5,11 +5,11 @@ import pytest
 import torch
 
 import compilebench
-from compilebench import recording, variants
+from compilebench.measure import recording, compiler
 from compilebench.report import why
-from compilebench.result import Repeat
-from compilebench.spec import Case, RunSpec, Variant, key_of
-from compilebench.vocab import RECOMPILE_LIMIT
+from compilebench.core.result import Repeat
+from compilebench.core.spec import Case, RunSpec, Variant, key_of
+from compilebench.core.vocab import RECOMPILE_LIMIT
 from tiny_factories import make_inputs, make_stacked, make_widening
 
 FAST = dict(iters=5, warmup=1, backend="eager", repeats=1)
@@ -46,34 +46,34 @@ def test_blocks_of_as_many_shapes_each_compile_past_dynamos_default_limit(tmp_pa
 
 def test_interleaved_with_eager_the_blocks_are_compiled_only_during_the_regions_calls():
     model = make_stacked()
-    regions = variants.apply(model, Variant("default", backend="eager", scope="regions"), shared=True)
+    regions = compiler.apply(model, Variant("default", backend="eager", scope="regions"), shared=True)
     x = make_inputs(2)
-    variants.reset_dynamo()
+    compiler.reset_dynamo()
     with torch.inference_mode():
         model(**x)
-        assert variants.graph_count() == 0  # the model itself: eager
+        assert compiler.graph_count() == 0  # the model itself: eager
         regions(**x)
-        assert variants.graph_count() == 1
+        assert compiler.graph_count() == 1
     assert all(b.__dict__["_compiled_call_impl"] is None for b in regions.blocks)
 
 
 def test_a_block_class_the_model_lacks_is_an_error_naming_the_classes_it_repeats():
     with pytest.raises(ValueError, match=r"Stacked has no block of class Layer; classes it repeats: 6 Block"):
-        variants.apply(make_stacked(), Variant("default", backend="eager", scope="regions", regions=("Layer",)))
+        compiler.apply(make_stacked(), Variant("default", backend="eager", scope="regions", regions=("Layer",)))
 
 
 def test_the_recompile_limit_hit_is_counted_and_flags_the_result():
-    variants.reset_dynamo()
+    compiler.reset_dynamo()
     f = torch.compile(lambda x: x.sin() + 1, backend="eager", dynamic=False)
     for n in range(1, 12):  # eleven shapes, static: one graph each until the limit (8)
         f(torch.ones(n))
-    stats = variants.compile_stats()
+    stats = compiler.compile_stats()
     assert stats.limit_hits >= 1 and stats.graphs == 8
     rep = Repeat()
     case = Case("m", 1, Variant("default"))
-    recording.record_compile(rep, stats, 0, recording.selfcheck.CudaGraphs(), case)
+    recording.record_compile(rep, stats, 0, recording.invariants.CudaGraphs(), case)
     assert rep.recompile_limit_hits == stats.limit_hits and RECOMPILE_LIMIT.name in rep.flags
-    variants.reset_dynamo()
+    compiler.reset_dynamo()
 
 
 def test_the_scope_is_part_of_the_case_and_an_older_key_still_matches():

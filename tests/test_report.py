@@ -14,7 +14,9 @@ import pytest
 from PIL import Image
 
 import fakeresults as fr
-from compilebench import comparison, peaks, report, suites
+from compilebench.core import speedups, suites
+from compilebench.diagnostics import peaks
+from compilebench import report
 from compilebench.report import charts, details, tables
 from compilebench.report.view import View
 
@@ -349,7 +351,7 @@ def test_columns_keep_settings_apart_and_name_them_in_the_header():
     full = fr.result("vit", 1, "eager", 9.0)
     (g,) = View([tiny, full]).groups
     assert [c.header for c in g.columns] == ["torch 2.0 - no compile", "torch 2.0 - no compile, tiny config"]
-    assert [comparison.mean(g.result("vit", c)) for c in g.columns] == pytest.approx([9.0, 1.0])
+    assert [speedups.mean(g.result("vit", c)) for c in g.columns] == pytest.approx([9.0, 1.0])
 
 
 def test_torch_versions_sort_numerically_and_keep_apart_when_short_names_clash():

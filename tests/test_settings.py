@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 import fakeresults as fr
-from compilebench import settings
+from compilebench.core import settings
 from compilebench.report import data, flat
 from compilebench.report.view import View
-from compilebench.spec import Case, RunSpec, Variant
+from compilebench.core.spec import Case, RunSpec, Variant
 
 VISION, TEXT = "resnet-50", "smollm2-135m"
 SETTINGS = settings.fields()

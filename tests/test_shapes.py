@@ -8,12 +8,13 @@ import pytest
 import torch
 
 import compilebench
-from compilebench import serving, traffic
-from compilebench.errors import UserError
+from compilebench.measure import serving
+from compilebench.core import traffic
+from compilebench.core.errors import UserError
 from compilebench.report import shapes as shapesmod
 from compilebench.report.view import View
-from compilebench.result import Repeat, Result
-from compilebench.spec import Case, RunSpec, Variant
+from compilebench.core.result import Repeat, Result
+from compilebench.core.spec import Case, RunSpec, Variant
 from conftest import run_cli, stored
 from fakeresults import CPU, machine
 from tiny_factories import make_inputs, make_model
@@ -253,7 +254,7 @@ def test_inductor_in_worker_processes_compiles_every_repeat_cold_and_pads_batch_
 def test_a_shapes_loop_timed_by_cuda_events_that_miss_the_wall_clock_is_flagged():
     """On a GPU each shape's pipelined loop is held against its wall time, as a case's is (the events on another
     stream than the model's would read near zero): a fake measurement, since no GPU is here."""
-    from compilebench import recording, timing
+    from compilebench.measure import recording, timing
 
     m = timing.Measurement(0, 0, 0, 10, 1, [1_000] * 10, 20_000, False, 0)
     ratio = recording.clock_check(m, timing.CudaClock("cuda:0"), sync_each_call=False)

@@ -3,8 +3,8 @@ import re
 
 import pytest
 
-from compilebench.errors import UserError
-from compilebench.spec import Case, RunSpec, TimingPolicy, Variant
+from compilebench.core.errors import UserError
+from compilebench.core.spec import Case, RunSpec, TimingPolicy, Variant
 
 
 def test_grid_expands_model_major_and_keeps_variant_order():

@@ -4,11 +4,11 @@ and the fastest start that pays off within --requests."""
 
 import pytest
 
-from compilebench import recording
+from compilebench.measure import recording
 from compilebench.report import start
 from compilebench.report.view import View
-from compilebench.result import Repeat
-from compilebench.spec import Case, Variant
+from compilebench.core.result import Repeat
+from compilebench.core.spec import Case, Variant
 from fakeresults import CPU, result
 
 

@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from compilebench import stats
-from compilebench.vocab import Verdict
+from compilebench.core import stats
+from compilebench.core.vocab import Verdict
 
 # Cushny & Peebles' sleep data (Student, 1908), R's `sleep` dataset: extra hours of sleep under two drugs for the
 # same ten patients. R 4.x prints, for t.test(extra ~ group, data = sleep, paired = TRUE): t = -4.0621, df = 9,

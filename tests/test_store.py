@@ -9,10 +9,10 @@ import pytest
 
 import fakeresults as fr
 
-from compilebench.errors import SchemaError, UserError
-from compilebench.result import Repeat, Result
-from compilebench.spec import Case, Variant
-from compilebench.store import SCHEMA_VERSION, Store
+from compilebench.core.errors import SchemaError, UserError
+from compilebench.core.result import Repeat, Result
+from compilebench.core.spec import Case, Variant
+from compilebench.storage.store import SCHEMA_VERSION, Store
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 
@@ -287,7 +287,7 @@ def test_an_empty_results_file_is_called_empty_by_a_report(tmp_path):
 
 def test_a_damaged_file_is_named_in_one_line():
     """Issue 27.6: SQLite's integrity text can hold newlines; the message is one line."""
-    import compilebench.store as storemod
+    import compilebench.storage.store as storemod
 
     message = storemod._damaged("r.db", "*** in database main ***\nrow 1 missing from index x\nrow 2 missing")
     assert "\n" not in message and "row 1 missing from index x; row 2 missing" in message
@@ -308,8 +308,8 @@ def test_reading_a_results_file_leaves_no_side_files(tmp_path):
 def test_a_full_disk_before_a_run_is_said_so_not_called_a_foreign_file(tmp_path, monkeypatch):
     """Issue 27.4: SQLite's 'disk is full' while opening a healthy file is the environment's failure (exit 1), not
     bad input."""
-    import compilebench.store as storemod
-    from compilebench.errors import EnvironmentFailure
+    import compilebench.storage.store as storemod
+    from compilebench.core.errors import EnvironmentFailure
 
     path = tmp_path / "r.db"
     Store.open(str(path)).close()
@@ -335,7 +335,7 @@ def test_a_result_that_cannot_be_kept_anywhere_leaves_no_empty_folder(tmp_path, 
     """Issue 27.11: a full disk: the result is saved elsewhere (or nowhere), and no empty .unsaved folder stays."""
     import builtins
 
-    from compilebench import unsaved
+    from compilebench.storage import unsaved
 
     real_open = builtins.open
     scratch = tmp_path / "tmp"
@@ -374,7 +374,7 @@ def test_a_dead_drivers_result_is_taken_in_once_and_only_by_a_run_on_its_results
     import subprocess
     import tempfile
 
-    from compilebench import leftovers
+    from compilebench.run import orphans
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
@@ -385,10 +385,10 @@ def test_a_dead_drivers_result_is_taken_in_once_and_only_by_a_run_on_its_results
     _left_job(tmp_path / "tmp" / "compilebench-job-b", ours, 2, make_result(index=2), dead.pid)
     _left_job(tmp_path / "tmp" / "compilebench-job-c", theirs, 1, make_result(index=1), dead.pid)
     _left_job(tmp_path / "tmp" / "compilebench-job-d", ours, 3, make_result(index=3), os.getpid(),
-              leftovers.process_started(os.getpid()))  # its driver is alive: still its own
+              orphans.process_started(os.getpid()))  # its driver is alive: still its own
     with Store.open(str(ours)) as store:
         store.add_repeat(make_result(index=2, result_id="series-1"))  # repeat 2 was measured again meanwhile
-        assert leftovers.take_in(store, done) == 1
+        assert orphans.take_in(store, done) == 1
         (result,) = store.results()
     assert result.result_id == "series-1" and [r.index for r in result.repeats] == [1, 2]
     assert sorted(p.name for p in (tmp_path / "tmp").iterdir()) == ["compilebench-job-c", "compilebench-job-d"]

@@ -126,7 +126,7 @@ def test_a_compiled_forward_gets_a_static_cache_made_and_marked_outside_it_and_r
     # them only when they are allocated outside a compiled region. So: allocated before the first compiled call,
     # marked, the same tensors in every call, emptied in place before each generate(). The forward below stands in
     # for the compiled one and records what it is handed.
-    from compilebench import generation
+    from compilebench.measure import generation
 
     entry = zoo.get(name)
     model = entry.build("random", "tiny").eval()

@@ -2,8 +2,8 @@
 
 import pytest
 
-from compilebench import timing
-from compilebench.timing import measure
+from compilebench.measure import timing
+from compilebench.measure.timing import measure
 from fakeclock import FakeClock
 
 

@@ -4,9 +4,10 @@ drops what fails or disagrees with eager, and keeps to its budget."""
 import pytest
 
 import fakeresults as fr
-from compilebench import comparison, tune
-from compilebench.errors import UserError
-from compilebench.spec import Case, Variant
+from compilebench.core import speedups
+from compilebench import tune
+from compilebench.core.errors import UserError
+from compilebench.core.spec import Case, Variant
 
 BASE = Case("resnet-50", 1, Variant("eager"), device="cpu", model_size="tiny")
 
@@ -227,7 +228,7 @@ def test_with_several_batch_sizes_the_pick_serves_them_under_each_dynamic_settin
     import argparse
 
     from compilebench.cli import tune as tunecmd
-    from compilebench.spec import RunSpec
+    from compilebench.core.spec import RunSpec
     from test_shapes import _served_result
 
     spec = RunSpec(models=("resnet-50",), batch_sizes=(4,), variants=("eager", "default"), device="cpu", repeats=1)
@@ -244,7 +245,7 @@ def test_with_several_batch_sizes_the_pick_serves_them_under_each_dynamic_settin
     made = {v: _served_result(v, first if not v.compiled else {"b1": 1.0, "b4": 0.5}, slow if not v.compiled else
                               ({"b1": 4.0, "b4": 16.0} if v.dynamic is False and not v.pad_to else {"b1": 6.0, "b4": 24.0}))
             for v in (c.variant for c in cases)}
-    outcome = tune.Outcome(None, [tune.Tried(pick, speedup=comparison.Speedup(2.0, 1.9, 2.1, "faster", False))])
+    outcome = tune.Outcome(None, [tune.Tried(pick, speedup=speedups.Speedup(2.0, 1.9, 2.1, "faster", False))])
     outcome.tried[0].rungs = 3
     args = argparse.Namespace(min_effect=0.02, requests=10_000, mix=None, quiet=True)
     text = tunecmd._serve_shapes(argparse.Namespace(spec=spec), outcome, (1, 4), lambda s: [made[c.variant] for c in

@@ -9,8 +9,9 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import stored
-from compilebench import profiling, traces, variants
-from compilebench.profiling import MATMUL_CONV, OTHER, OUTSIDE, Event
+from compilebench.diagnostics import profiling, traces
+from compilebench.measure import compiler
+from compilebench.diagnostics.profiling import MATMUL_CONV, OTHER, OUTSIDE, Event
 
 QUICK = ["--iters", "5", "--warmup", "0", "--min-iters", "1", "--device", "cpu", "--quiet", "--format", "md,csv"]
 
@@ -70,9 +71,9 @@ def test_compile_phases_split_dynamos_metrics():
                                code_gen_time_s=1.5),
                SimpleNamespace(entire_frame_compile_time_s=1.0, backend_compile_time_s=0.5, inductor_compile_time_s=None,
                                code_gen_time_s=None)]
-    assert variants.phases(records) == {"dynamo_s": pytest.approx(1.0), "aot_s": pytest.approx(1.0),
+    assert compiler.phases(records) == {"dynamo_s": pytest.approx(1.0), "aot_s": pytest.approx(1.0),
                                         "inductor_s": pytest.approx(2.0), "codegen_s": pytest.approx(1.5)}
-    assert variants.phases([]) == {}
+    assert compiler.phases([]) == {}
 
 
 def _run(main_here, tmp_path, *extra, repeats=2, db="r.db"):

@@ -4,9 +4,9 @@ without tens of seconds of C++ compilation per test."""
 
 import pytest
 
-from compilebench.executors import InlineExecutor, ProcessExecutor
-from compilebench.spec import Case, Job, TimingPolicy, Variant
-from compilebench.worker import run_case
+from compilebench.run.executors import InlineExecutor, ProcessExecutor
+from compilebench.core.spec import Case, Job, TimingPolicy, Variant
+from compilebench.measure.worker import run_case
 
 FAST = TimingPolicy(iters=5, warmup=2, min_iters=1)
 
@@ -144,7 +144,7 @@ def test_the_model_and_inputs_take_the_case_dtype_and_memory_format():
     import torch
 
     from compilebench import zoo
-    from compilebench.forward import prepare as _prepare
+    from compilebench.measure.forward import prepare as _prepare
 
     c = Case("segformer", 1, Variant("eager"), device="cpu", model_size="tiny", dtype="bfloat16", channels_last=True)
     model, inputs = _prepare(zoo.get("segformer"), c)
@@ -174,7 +174,7 @@ def test_attention_implementation_is_chosen_where_the_model_has_one():
 
 @pytest.mark.slow
 def test_a_warm_compile_cache_is_read_from_disk_and_a_cold_one_is_not(tmp_path):
-    from compilebench import compiler_state
+    from compilebench.measure import compiler_state
 
     env = compiler_state.env_for(str(tmp_path / "state"))
     cold = run_in_process(case("fault-ok", "default", backend="inductor"), env=env)
@@ -186,7 +186,7 @@ def test_a_warm_compile_cache_is_read_from_disk_and_a_cold_one_is_not(tmp_path):
 
 
 def test_inductor_options_go_to_torch_compile_with_only_their_own_modes_table():
-    from compilebench.variants import compile_kwargs
+    from compilebench.measure.compiler import compile_kwargs
 
     frozen = compile_kwargs(Variant("default", options=(("freezing", True),)))
     assert frozen == {"backend": "inductor", "fullgraph": False, "dynamic": None, "options": {"freezing": True}}
@@ -272,7 +272,8 @@ def test_eager_with_a_static_cache_compiles_nothing_even_where_transformers_woul
     from transformers import GenerationConfig
     from transformers.generation.configuration_utils import CompileConfig
 
-    from compilebench import variants, zoo
+    from compilebench.measure import compiler
+    from compilebench import zoo
 
     entry = zoo.get("smollm2-135m")
     model = entry.build("random", "tiny")
@@ -281,11 +282,11 @@ def test_eager_with_a_static_cache_compiles_nothing_even_where_transformers_woul
     model.generation_config.compile_config = compile_everywhere
     monkeypatch.setattr(type(entry), "build", lambda self, weights, size: model)
     ids = entry.prompt(1, 8, "random", "tiny")
-    variants.reset_dynamo()
+    compiler.reset_dynamo()
     with torch.inference_mode():
         model.generate(ids, generation_config=GenerationConfig(max_new_tokens=3, cache_implementation="static",
                                                                compile_config=compile_everywhere, do_sample=False))
-    assert variants.graph_count() >= 1  # the trap is real: transformers compiled an "eager" static-cache run
+    assert compiler.graph_count() >= 1  # the trap is real: transformers compiled an "eager" static-cache run
 
     r = run_case(gen_case("eager-static-cache"), GEN, isolation="inline")
     assert r.status == "ok", (r.message, r.repeats[0].traceback)
@@ -296,7 +297,7 @@ def test_eager_with_a_static_cache_compiles_nothing_even_where_transformers_woul
 def test_greedy_tokens_that_diverge_where_eager_was_decisive_are_a_mismatch():
     import torch
 
-    from compilebench import correctness
+    from compilebench.measure import correctness
 
     ref_tokens = torch.tensor([[5, 6, 7, 8]])
     logits = [torch.full((1, 10), -1.0) for _ in range(4)]

@@ -4,12 +4,13 @@ compile, suites, and checkpoints given by path."""
 import pytest
 import torch
 
-from compilebench import suites, zoo
+from compilebench.core import suites
+from compilebench import zoo
 from compilebench.cli import options
 from compilebench.cli.run import run_spec
-from compilebench.errors import UserError
-from compilebench.spec import Case, TimingPolicy, Variant
-from compilebench.worker import run_case
+from compilebench.core.errors import UserError
+from compilebench.core.spec import Case, TimingPolicy, Variant
+from compilebench.measure.worker import run_case
 from compilebench.zoo.entry import default_image_path, load_image
 
 # Parameter counts of the checkpoints, in millions as published (MODELS.md, measured from the checkpoints).

@@ -25,11 +25,14 @@ import sys
 import tempfile
 from typing import Callable
 
-from compilebench import environments, plan, report as reportmod, settings as settingsmod, spec as specmod, stats, store as storemod, suites as suitesmod, traffic, zoo
-from compilebench.errors import UserError
+from compilebench.run import interpreters, plan
+from compilebench import report as reportmod, zoo
+from compilebench.core import settings as settingsmod, spec as specmod, stats, suites as suitesmod, traffic
+from compilebench.storage import store as storemod
+from compilebench.core.errors import UserError
 from compilebench.report import data, flat, markdown, reference as referencemod, shapes as shapesmod, tables
 from compilebench.report.view import DEFAULT_REQUESTS, View
-from compilebench.result import Result
+from compilebench.core.result import Result
 
 
 class Results:
@@ -160,7 +163,7 @@ def _declare_environments(settings: dict) -> None:
         raise UserError("environments= is a dict of name: interpreter path; environment_vars= a dict of name: "
                         "{variable: value}")
     if given or variables:
-        settings["environments"] = environments.declare(
+        settings["environments"] = interpreters.declare(
             [f"{name}={path}" for name, path in given.items()],
             [[name, f"{k}={v}"] for name, pairs in variables.items() for k, v in dict(pairs).items()])
 

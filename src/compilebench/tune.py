@@ -27,12 +27,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
-from compilebench import comparison, stats
-from compilebench.errors import UserError
-from compilebench.result import Result
-from compilebench.settings import Settings
-from compilebench.spec import AOT_INDUCTOR, Case, TimingPolicy, Variant
-from compilebench.vocab import STATUS_WORDS
+from compilebench.core import speedups, stats
+from compilebench.core.errors import UserError
+from compilebench.core.result import Result
+from compilebench.core.settings import Settings
+from compilebench.core.spec import AOT_INDUCTOR, Case, TimingPolicy, Variant
+from compilebench.core.vocab import STATUS_WORDS
 
 # (share of the budget a rung may use up to, repeats a configuration has after it, how many go on, timing)
 RUNGS = (
@@ -96,7 +96,7 @@ class Config:
         """torch.compile's arguments other than the model."""
         args = []
         if self.options:
-            from compilebench.variants import compile_kwargs
+            from compilebench.measure.compiler import compile_kwargs
 
             merged = compile_kwargs(Variant(self.mode, options=self.options))["options"]
             args.append(f"options={merged!r}")
@@ -156,7 +156,7 @@ class Measure(Protocol):
 class Tried:
     config: Config
     result: Result | None = None
-    speedup: comparison.Speedup | None = None
+    speedup: speedups.Speedup | None = None
     dropped: str | None = None  # why it left the search (a failure, a wrong output, a recompile)
     rungs: int = 0
 
@@ -182,7 +182,7 @@ class Outcome:
         """The fastest configuration that is `faster` than eager, of those that went furthest (the report's rule for
         the best variant); None where none is: then keep the model uncompiled."""
         furthest = [t for t in self.ranked if t.rungs == self.ranked[0].rungs] if self.ranked else []
-        picked = comparison.best((t, t.speedup) for t in furthest)
+        picked = speedups.best((t, t.speedup) for t in furthest)
         return picked[0] if picked else None
 
 
@@ -255,13 +255,13 @@ def search(base: Case, configs: list[Config], measure: Measure, now: Callable[[]
             measured.append(config)
             if config not in order:
                 order.append(config)
-            so_far = comparison.speedup(eager, t.result, min_effect) if not t.dropped else None
+            so_far = speedups.speedup(eager, t.result, min_effect) if not t.dropped else None
             if so_far and so_far.value > best_value:  # against eager as it stands: where the climb goes next
                 best, best_value = config, so_far.value
         for config in measured:  # eager gained repeats along the rung: every speed-up against the same eager
             t = tried[config]
             if not t.dropped:
-                t.speedup = comparison.speedup(eager, t.result, min_effect)
+                t.speedup = speedups.speedup(eager, t.result, min_effect)
         ok = sorted((c for c in measured if not tried[c].dropped and tried[c].speedup),
                     key=lambda c: -tried[c].value)
         n = max(1, math.ceil(len(ok) * keep)) if keep < 1 else int(keep)

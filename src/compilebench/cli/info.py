@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 
-from compilebench import probe, zoo
+from compilebench.run import devices
+from compilebench import zoo
 
 
 def cmd_env(args) -> int:
-    env = probe.probe(args.device)["env"]
+    env = devices.probe(args.device)["env"]
     if args.json:
         print(json.dumps(env, indent=2))
     else:

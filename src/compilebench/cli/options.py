@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 
-from compilebench import __version__, settings, spec as specmod, stats, store as storemod, suites, traffic
+from compilebench import __version__
+from compilebench.core import settings, spec as specmod, stats, suites, traffic
+from compilebench.storage import store as storemod
 from compilebench import report as reportmod
 from compilebench.report.view import DEFAULT_REQUESTS
 from compilebench.zoo import hub

@@ -6,9 +6,11 @@ import contextlib
 import os
 import sys
 
-from compilebench import report as reportmod, settings, stats, store as storemod
-from compilebench.errors import UserError
-from compilebench.drift import Drift
+from compilebench import report as reportmod
+from compilebench.core import settings, stats
+from compilebench.storage import store as storemod
+from compilebench.core.errors import UserError
+from compilebench.core.drift import Drift
 from compilebench.report import check as checkmod
 from compilebench.report import compare as comparemod
 from compilebench.report import data as reportdata

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import shlex
 
-from compilebench import store as storemod
-from compilebench.errors import EnvironmentFailure, UserError
+from compilebench.storage import store as storemod
+from compilebench.core.errors import EnvironmentFailure, UserError
 
 
 def command(args) -> str:

@@ -7,11 +7,14 @@ import dataclasses
 import os
 import sys
 
-from compilebench import dispatch, environments, envinfo, plan, probe, settings, spec as specmod, store as storemod, suites, sweep, variants
+from compilebench.run import dispatch, interpreters, plan, devices, sweep
+from compilebench.measure import fingerprint, compiler
+from compilebench.core import settings, spec as specmod, suites
+from compilebench.storage import store as storemod
 from compilebench import report as reportmod
 from compilebench.cli import resume
 from compilebench.cli.reports import default_out, main_file
-from compilebench.errors import UnknownChoice, UserError
+from compilebench.core.errors import UnknownChoice, UserError
 from compilebench.report import details, markdown, tables
 from compilebench.report.view import View
 
@@ -101,7 +104,7 @@ def run_spec(args) -> specmod.RunSpec:
     """Explicit options win over the suite's; no --model and no --suite means the quick suite."""
     if args.image is not None:
         _check_image(args.image)
-    options = [variants.parse_option(o) for o in args.inductor_option] + ([("freezing", True)] if args.freezing else [])
+    options = [compiler.parse_option(o) for o in args.inductor_option] + ([("freezing", True)] if args.freezing else [])
     if len(dict(options)) != len(options):
         raise UserError(f"--inductor-option: {[k for k, _ in options]}: an option is given twice")
     given = suites.fill(suites.choose(args.suite, args.models), {
@@ -132,7 +135,7 @@ def run_spec(args) -> specmod.RunSpec:
         isolation=args.isolation,
         rerun=args.rerun,
         retry_failed=args.retry_failed,
-        environments=environments.declare(args.env, args.env_set),
+        environments=interpreters.declare(args.env, args.env_set),
         profile=args.profile,
         compile_trace=args.compile_trace,
     )
@@ -159,9 +162,9 @@ def where(args, spec: specmod.RunSpec) -> tuple[specmod.RunSpec, dispatch.Dispat
             raise UserError("--isolation inline runs cases in this process; --executor ray runs them on the cluster")
         if args.cpus_per_case is not None and args.cpus_per_case < 1:
             raise UserError(f"--cpus-per-case must be an integer >= 1, got {args.cpus_per_case}")
-        from compilebench import ray_executor
+        from compilebench.run import ray_cluster
 
-        dispatcher = ray_executor.RayDispatcher(
+        dispatcher = ray_cluster.RayDispatcher(
             address=args.ray_address, accelerator_types=args.accelerator_type, device=spec.device,
             cpus_per_case=args.cpus_per_case, timeout_s=spec.timeout_s)
         return dataclasses.replace(spec, device=dispatcher.device), dispatcher, dispatcher.targets()
@@ -174,12 +177,12 @@ def where(args, spec: specmod.RunSpec) -> tuple[specmod.RunSpec, dispatch.Dispat
         raise UserError(f"--gpus {args.gpus} with --device {spec.device}: give one of them")
     if spec.isolation == "inline":
         raise UserError("--gpus runs a worker process per GPU; --isolation inline runs cases in this process")
-    found = probe.probe("cuda", args.gpus)
+    found = devices.probe("cuda", args.gpus)
     env = found["env"]
     return (dataclasses.replace(spec, device="cuda:0"),
             dispatch.LocalPool(dispatch.gpu_slots(found["gpus"], spec.timeout_s, found["gpu_ids"], spec.models,
                                                    spec.uses_inductor, found["gpu_cpus"])),
-            [dispatch.Target(f"GPUs {args.gpus}", envinfo.machine_id(env), env)])
+            [dispatch.Target(f"GPUs {args.gpus}", fingerprint.machine_id(env), env)])
 
 
 def _first(*values):

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from compilebench import spec as specmod, traffic
+from compilebench.core import spec as specmod, traffic
 from compilebench.cli import run as runcmd
 from compilebench.report import markdown, shapes
 from compilebench.report.view import View
-from compilebench import settings
+from compilebench.core import settings
 
 # The `run` options this command does not take, at the values run_spec reads.
 RUN_DEFAULTS = dict(suite=None, variant=None, dynamic=None, compile_scope=None, region=[], compile_cache="cold",

@@ -10,14 +10,18 @@ import dataclasses
 import sys
 import time
 
-from compilebench import compiler_state, interrupts, plan, settings, spec as specmod, store as storemod, sweep, traffic, tune
+from compilebench.measure import compiler_state
+from compilebench.storage import interrupts, store as storemod
+from compilebench.run import plan, sweep
+from compilebench.core import settings, spec as specmod, traffic
+from compilebench import tune
 from compilebench.cli import resume
 from compilebench.cli.run import EXIT_FAILED
-from compilebench.envinfo import hardware_name
+from compilebench.measure.fingerprint import hardware_name
 from compilebench.report import cells, markdown, shapes, start
 from compilebench.report.cells import Table, interval
 from compilebench.report.view import View
-from compilebench.result import Result
+from compilebench.core.result import Result
 
 
 def cmd_tune(args) -> int:
@@ -153,8 +157,8 @@ TUNE_START_NOTE = ("start: the seconds a new process waited for its first answer
 
 
 def stats_break_even(eager: Result | None, compiled: Result | None) -> int | None:
-    from compilebench import stats
-    from compilebench import comparison
+    from compilebench.core import stats
+    from compilebench.core import speedups
 
-    e, c = comparison.mean(eager), comparison.mean(compiled)
+    e, c = speedups.mean(eager), speedups.mean(compiled)
     return stats.break_even(compiled.cold_compile_s, e, c) if e and c else None

@@ -16,12 +16,13 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from compilebench import comparison, profiling, traffic
+from compilebench.core import speedups, traffic
+from compilebench.diagnostics import profiling
 from compilebench.report import data, shapes, start, why
 from compilebench.report.cells import cell
 from compilebench.report.data import Column
 from compilebench.report.view import Group, View
-from compilebench.result import Result
+from compilebench.core.result import Result
 
 IMPROVEMENT_AXIS = "% improvement over no compile: (eager - compiled) / eager x 100, with 95% CI"
 
@@ -54,7 +55,7 @@ def _duration(g: Group) -> tuple[str, list[_Series], str]:
     series = []
     for c in g.columns:
         rs = [g.result(m, c) for m in g.models]
-        values = [comparison.mean(r) for r in rs]
+        values = [speedups.mean(r) for r in rs]
         errors = [_around(v, r.stats.ci95_low, r.stats.ci95_high) if v is not None else None
                   for v, r in zip(values, rs)]
         series.append(_Series(c.header, values, errors, [cell(r) for r in rs]))

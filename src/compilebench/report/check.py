@@ -11,13 +11,13 @@ import math
 from dataclasses import dataclass
 from xml.etree import ElementTree
 
-from compilebench import comparison, drift as driftmod, stats
-from compilebench.comparison import Speedup
-from compilebench.drift import Drift
+from compilebench.core import speedups, drift as driftmod, stats
+from compilebench.core.speedups import Speedup
+from compilebench.core.drift import Drift
 from compilebench.report import compare, data
 from compilebench.report.cells import Table, interval, num, verdict
-from compilebench.result import Result
-from compilebench.vocab import Verdict
+from compilebench.core.result import Result
+from compilebench.core.vocab import Verdict
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ def check(baseline: list[Result], candidate: list[Result], limits: Limits = Limi
 
 
 def _latency(label, b: Result, c: Result, limits: Limits, min_effect: float, across: Drift | None) -> Line:
-    s = comparison.speedup(b, c, min_effect, drift=across)  # baseline time over the candidate's
+    s = speedups.speedup(b, c, min_effect, drift=across)  # baseline time over the candidate's
     slower = Verdict.of(s.low, s.high, limits.slowdown) == Verdict.slower
     return Line(label, "latency ms", f"{b.mean:.3f}", f"{c.mean:.3f}", 1 / s.value, _inv(s.high), _inv(s.low),
                 verdict(s), slower, f"slower beyond {limits.slowdown:.0%}" if slower else "")
@@ -91,7 +91,7 @@ def _speedup(label, b: Result, c: Result, base: dict, cand: dict, limits: Limits
     if not (b.case.variant.compiled or b.case.variant.cache):
         return []
     eager_key = compare.match_key(b, eager=True)
-    sb, sc = (comparison.speedup(side.get(eager_key), r, min_effect) for side, r in ((base, b), (cand, c)))
+    sb, sc = (speedups.speedup(side.get(eager_key), r, min_effect) for side, r in ((base, b), (cand, c)))
     if sb is None or sc is None:
         return []
     ratio, low, high = _ratio_of(sb, sc, across)

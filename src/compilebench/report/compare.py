@@ -8,12 +8,12 @@ CPU, and one environment with another."""
 
 from __future__ import annotations
 
-from compilebench import comparison, drift, stats
-from compilebench.errors import UserError
+from compilebench.core import speedups, drift, stats
+from compilebench.core.errors import UserError
 from compilebench.report import data
 from compilebench.report.cells import Columns, Table, cell, drift_note, interval, num, table, verdict, verdict_note
-from compilebench.result import Result
-from compilebench.spec import Variant, key_of
+from compilebench.core.result import Result
+from compilebench.core.spec import Variant, key_of
 
 
 def match_key(r: Result, eager: bool = False) -> str:
@@ -79,13 +79,13 @@ def compare(a: list[Result], b: list[Result], a_name: str, b_name: str, min_effe
 
     moved = drift.estimate([*a, *b])
 
-    def speedup(k) -> comparison.Speedup | None:
+    def speedup(k) -> speedups.Speedup | None:
         """A's time over B's (B's speed-up over A), whose verdict reads as B against A; B/A is its inverse. Results of
         two files that do not record their runs are taken to come from different runs."""
         ra, rb = a_cases.get(k), b_cases.get(k)
         if not (ra and rb):
             return None
-        return comparison.speedup(ra, rb, min_effect, drift=moved if drift.across_runs(ra, rb, unknown=True) else None)
+        return speedups.speedup(ra, rb, min_effect, drift=moved if drift.across_runs(ra, rb, unknown=True) else None)
 
     said = {k: speedup(k) for k in keys}
 

@@ -10,12 +10,13 @@ from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
-from compilebench import peaks, suites
-from compilebench.envinfo import hardware_name
-from compilebench.errors import UserError
-from compilebench.result import Repeat, Result
-from compilebench.spec import Variant
-from compilebench.store import Store
+from compilebench.diagnostics import peaks
+from compilebench.core import suites
+from compilebench.measure.fingerprint import hardware_name
+from compilebench.core.errors import UserError
+from compilebench.core.result import Repeat, Result
+from compilebench.core.spec import Variant
+from compilebench.storage.store import Store
 
 
 def load(paths: list[str]) -> list[Result]:
@@ -196,7 +197,7 @@ def decode_gbs(r: Result) -> tuple[float, float | None, float | None] | None:
 
 def flag_counts(results: list[Result]) -> dict[str, int]:
     """How many results carry each flag."""
-    from compilebench.vocab import FLAGS
+    from compilebench.core.vocab import FLAGS
 
     latest_ = latest(results)
     return {f: sum(1 for r in latest_ if f in r.flags) for f in FLAGS}

@@ -15,11 +15,12 @@ import csv
 import io
 import json
 
-from compilebench import bandwidth, comparison, profiling, settings, stats
+from compilebench.diagnostics import bandwidth, profiling
+from compilebench.core import speedups, settings, stats
 from compilebench.report import data
 from compilebench.report.view import View
-from compilebench.result import Result
-from compilebench.stats import Estimate
+from compilebench.core.result import Result
+from compilebench.core.stats import Estimate
 
 STATS = ("repeats", "n", "n_min", "mean_ms", "ci95_low_ms", "ci95_high_ms", "between_cv", "median_ms", "p90_ms",
          "p99_ms", "min_ms", "max_ms", "within_cv")
@@ -73,9 +74,9 @@ def rows(view: View) -> list[dict]:
         row["peak_fraction"] = data.peak_fraction(r)
         eager = view.eager_of(r)
         sp = view.speedup(eager, r) if eager is not None else None
-        row["eager_mean_ms"] = comparison.mean(eager)
+        row["eager_mean_ms"] = speedups.mean(eager)
         row.update(_speedup_columns("", sp))
-        row["break_even_inferences"] = (stats.break_even(r.compile_s, comparison.mean(eager), r.mean)
+        row["break_even_inferences"] = (stats.break_even(r.compile_s, speedups.mean(eager), r.mean)
                                         if sp is not None else None)
         row.update({**_why_columns(r), **_start_columns(r)})
         if c.generation:
@@ -161,7 +162,7 @@ def _start_columns(r) -> dict:
             **{f"aot_{k}": r.aot_inductor.get(k) for k in ("export_s", "package_s", "package_bytes", "load_s", "start_s")}}
 
 
-def _speedup_columns(prefix: str, s: comparison.Speedup | None) -> dict:
+def _speedup_columns(prefix: str, s: speedups.Speedup | None) -> dict:
     return {
         f"{prefix}speedup": s.value if s else None,
         f"{prefix}speedup_ci95_low": s.low if s else None,

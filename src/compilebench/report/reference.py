@@ -15,7 +15,7 @@ import io
 from dataclasses import dataclass
 from importlib import resources
 
-from compilebench.errors import UnknownChoice
+from compilebench.core.errors import UnknownChoice
 from compilebench.report import data
 from compilebench.report.cells import Columns, Table, ratio, ratio_interval, table, verdict
 from compilebench.report.data import Column

@@ -10,13 +10,13 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from compilebench import comparison, stats, traffic
-from compilebench.comparison import Speedup
+from compilebench.core import speedups, stats, traffic
+from compilebench.core.speedups import Speedup
 from compilebench.report import data
 from compilebench.report.cells import Table, table
-from compilebench.result import Result
-from compilebench.spec import Variant, eager_key_of
-from compilebench.vocab import MEASURED, Verdict
+from compilebench.core.result import Result
+from compilebench.core.spec import Variant, eager_key_of
+from compilebench.core.vocab import MEASURED, Verdict
 
 REASON_CHARS = 140
 
@@ -117,7 +117,7 @@ def versus(view, m: Model, s: Setting, n: int) -> Speedup | None:
     """No compile's time for n requests over this setting's, with its interval and verdict."""
     if m.eager is None or s is m.eager or not (s.usable and m.eager.usable):
         return None
-    return comparison.of_means(m.eager.totals(m.mix, n), s.totals(m.mix, n), view.min_effect,
+    return speedups.of_means(m.eager.totals(m.mix, n), s.totals(m.mix, n), view.min_effect,
                                drift=view.drift_between(m.eager.result, s.result))
 
 
@@ -125,7 +125,7 @@ def shape_versus(view, m: Model, s: Setting, token: str) -> Speedup | None:
     """No compile's steady latency over this setting's, on one shape."""
     if m.eager is None or s is m.eager or not (s.usable and m.eager.usable):
         return None
-    return comparison.of_means([p.steady_ms[token] for p in m.eager.processes],
+    return speedups.of_means([p.steady_ms[token] for p in m.eager.processes],
                                [p.steady_ms[token] for p in s.processes], view.min_effect,
                                drift=view.drift_between(m.eager.result, s.result))
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from compilebench.report import data
 from compilebench.report.cells import Table, num, table
 from compilebench.report.view import View
-from compilebench.result import Result
-from compilebench.spec import eager_key_of
-from compilebench.vocab import FAILED
+from compilebench.core.result import Result
+from compilebench.core.spec import eager_key_of
+from compilebench.core.vocab import FAILED
 
 # A repeat's compiler state, as a start is named by it.
 STARTS = {"cold": "cold start", "warm": "warm cache", "dir": "cache folder", "mega": "mega-cache"}

@@ -12,16 +12,16 @@ import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
-from compilebench import comparison, stats
-from compilebench.comparison import Speedup
+from compilebench.core import speedups, stats
+from compilebench.core.speedups import Speedup
 from compilebench.report import data
 from compilebench.report.cells import (Columns, Table, cell, improvement, improvement_interval, improvement_verdict,
                                        interval, num, pct, ratio, ratio_interval, table, verdict, verdict_note)
 from compilebench.report.data import Column
 from compilebench.report.view import Group, View
-from compilebench.result import Result
-from compilebench.stats import Estimate
-from compilebench.vocab import FLAGS, VERDICTS, Verdict
+from compilebench.core.result import Result
+from compilebench.core.stats import Estimate
+from compilebench.core.vocab import FLAGS, VERDICTS, Verdict
 
 
 def _tag(c: Column, torch: bool = False, default: bool = False) -> str:
@@ -101,7 +101,7 @@ def flags_note(view: View) -> list[str]:
 
 
 def _break_even(compiled: Result, eager: Result | None) -> str:
-    be = stats.break_even(compiled.compile_s, comparison.mean(eager), compiled.mean)
+    be = stats.break_even(compiled.compile_s, speedups.mean(eager), compiled.mean)
     return "never" if be is None else f"{be:,.0f}"
 
 
@@ -161,12 +161,12 @@ class _Pick:
 
 def _pick(view: View, g: Group, torch: str, baseline: Column, model: str) -> _Pick | None:
     base = g.result(model, baseline)
-    if comparison.mean(base) is None:
+    if speedups.mean(base) is None:
         return None
     others = [(c, g.result(model, c)) for c in g.columns if c != baseline and c.torch == torch]
     measured = [(cr, view.speedup(base, cr[1])) for cr in others]
     undecided = sum(1 for _, s in measured if s is not None and s.verdict == Verdict.inconclusive)
-    picked = comparison.best(measured)
+    picked = speedups.best(measured)
     return _Pick(g, torch, model, base, (picked[0][0], picked[1], picked[0][1]) if picked else None, undecided)
 
 
@@ -183,7 +183,7 @@ def _recommended(p: _Pick, min_effect: float) -> list[str]:
 
 def recommendation_table(view: View) -> Table:
     """Per hardware, torch version, batch size and model: the fastest variant measured ok (correct, no recompile)
-    whose verdict against plain eager is `faster` (comparison.best, the rule `tune` picks by), with its speed-up,
+    whose verdict against plain eager is `faster` (speedups.best, the rule `tune` picks by), with its speed-up,
     interval and break-even; else no compile."""
     picks = []
     for g in view.groups:
@@ -293,7 +293,7 @@ def generation_table(view: View, g: Group) -> Table:
     tokens per second, each with its interval, and against eager the % improvement of each with its interval and
     verdict."""
     def measured(x, name: str) -> tuple[str, str]:
-        return _estimate(x[2].result.generation.get(name) if comparison.mean(x[2].result) is not None else None)
+        return _estimate(x[2].result.generation.get(name) if speedups.mean(x[2].result) is not None else None)
 
     items = [(m, c, g.cells[(m, c)]) for m in g.models for c in g.columns if (m, c) in g.cells]
     columns: Columns = [

@@ -7,13 +7,13 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from compilebench import comparison, drift, settings as settingsmod, stats, traffic
-from compilebench.comparison import Speedup
-from compilebench.drift import Drift
+from compilebench.core import speedups, drift, settings as settingsmod, stats, traffic
+from compilebench.core.speedups import Speedup
+from compilebench.core.drift import Drift
 from compilebench.report import data
 from compilebench.report.data import Column
-from compilebench.result import Result
-from compilebench.spec import eager_key_of
+from compilebench.core.result import Result
+from compilebench.core.spec import eager_key_of
 
 DEFAULT_REQUESTS = 10_000
 
@@ -99,11 +99,11 @@ class View:
         self.groups = self._group()
 
     def speedup(self, base: Result | None, other: Result | None, metric=None) -> Speedup | None:
-        """comparison.speedup at this report's minimum effect, computed once per pair; widened by the machine's
+        """speedups.speedup at this report's minimum effect, computed once per pair; widened by the machine's
         drift where the two were measured in different runs (results that do not record their run: one run)."""
         key = (base and base.result_id, other and other.result_id, metric)
         if key not in self._speedups:
-            self._speedups[key] = comparison.speedup(base, other, self.min_effect, metric, self.drift_between(base, other))
+            self._speedups[key] = speedups.speedup(base, other, self.min_effect, metric, self.drift_between(base, other))
         return self._speedups[key]
 
     def drift_between(self, a: Result | None, b: Result | None) -> Drift | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import os
 
-from compilebench.errors import UnknownChoice, UserError
+from compilebench.core.errors import UnknownChoice, UserError
 from compilebench.zoo import factory, hub
 from compilebench.zoo.entry import ModelEntry
 from compilebench.zoo.models import MODELS

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from compilebench.errors import UserError
+from compilebench.core.errors import UserError
 from compilebench.zoo.entry import ModelEntry
 
 CUSTOM = "custom"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from compilebench.errors import UnknownChoice, UserError
+from compilebench.core.errors import UnknownChoice, UserError
 from compilebench.zoo.entry import GUIDE_QUERIES, Checkpointed, ModelEntry
 from compilebench.zoo.textgen import TEXT_GENERATION, TextGenerationEntry, seeded_prompt, tokenized_prompt
 

@@ -1,0 +1,61 @@
+"""Run-to-run drift: how far the mean of one case moves between runs on one machine (other tenants, clocks,
+memory placement), which no interval of a single run holds. A speed-up between results measured in different runs
+is called faster or slower only beyond it as well as beyond its interval; one run that alternates what it compares
+lets drift fall on both sides alike and needs none of this.
+
+A run is one command's plan: each repeat records the run that measured it. Results written before runs were
+recorded say nothing of theirs."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from compilebench.core.result import Result
+
+# Used where the results hold too little history to estimate drift. Measured on this project's 2-core VM: the same
+# eager ResNet-50 read 35-51 ms in six runs minutes apart; a quiet GPU node drifts less: let your file tell it.
+DEFAULT = 0.25
+MIN_PAIRS = 3  # pairs of runs of one case on one machine needed to estimate drift instead of assuming it
+
+
+@dataclass(frozen=True)
+class Drift:
+    value: float  # the fraction by which a case's mean may move between runs
+    source: str  # how it was learnt, in words a table note can say
+
+    def describe(self) -> str:
+        return f"±{self.value:.0%} ({self.source})"
+
+
+def runs(r: Result) -> set[str]:
+    return {rep.run for rep in r.repeats if rep.run}
+
+
+def across_runs(a: Result, b: Result, unknown: bool) -> bool:
+    """Whether two results were measured in different runs. `unknown`: the answer where either does not say
+    (results written before runs were recorded), which the caller knows best (two files: different runs)."""
+    if a.result_id == b.result_id:
+        return False
+    ra, rb = runs(a), runs(b)
+    if not ra or not rb:
+        return unknown
+    return not ra & rb
+
+
+def estimate(results: list[Result]) -> Drift:
+    """The largest move of a case's mean between two runs on one machine that these results hold (every result, not
+    only the newest), where they hold at least MIN_PAIRS such pairs; else the default."""
+    by_case: dict[tuple[str, str], list[Result]] = {}
+    for r in results:
+        if r.mean is not None and runs(r):
+            by_case.setdefault((r.case_key, r.machine_id), []).append(r)
+    moves = []
+    for series in by_case.values():
+        series.sort(key=lambda r: r.created_at)
+        moves += [abs(math.log(b.mean / a.mean)) for a, b in zip(series, series[1:]) if across_runs(a, b, True)]
+    if len(moves) < MIN_PAIRS:
+        return Drift(DEFAULT, f"the default: these results hold {len(moves)} pair(s) of runs of one case on one "
+                              f"machine, {MIN_PAIRS} are needed to estimate it")
+    return Drift(math.exp(max(moves)) - 1, f"the largest of {len(moves)} moves between runs of one case on one "
+                                           "machine in these results")

@@ -1,0 +1,75 @@
+"""Comparing two results: the speed-up of one over another, from both sides' per-process means (the unit of
+independence), with its 95% interval and verdict; and the one rule for the best of several. The report, `tune`,
+`compare` and the Python API all take their speed-ups from here, so every table, chart, file and pick agrees.
+No torch, no report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, TypeVar
+
+from compilebench.core import stats
+from compilebench.core.drift import Drift
+from compilebench.core.result import Result
+from compilebench.core.vocab import Verdict
+
+T = TypeVar("T")
+
+
+def mean(r: Result | None) -> float | None:
+    """The mean of a result that may be averaged into a table: ok only (invalid and failures have no number)."""
+    return None if r is None else r.mean
+
+
+@dataclass(frozen=True)
+class Speedup:
+    """Eager time over the other's, from both sides' per-process means, with its 95% interval and verdict."""
+
+    value: float
+    low: float | None
+    high: float | None
+    verdict: Verdict
+    paired: bool  # from per-process ratios: the variants shared each process (--interleave)
+    drift: float | None = None  # measured in different runs: the interval is widened by this drift either way
+
+    @property
+    def improvement(self) -> float:
+        return stats.speedup_to_improvement(self.value)
+
+    @property
+    def improvement_interval(self) -> tuple[float | None, float | None]:
+        return stats.speedup_to_improvement(self.low), stats.speedup_to_improvement(self.high)
+
+
+def speedup(eager: Result | None, other: Result | None, min_effect: float = stats.DEFAULT_MIN_EFFECT,
+            metric=None, drift: Drift | None = None) -> Speedup | None:
+    """None unless both were measured ok. Paired where the two were interleaved and share processes. `drift`: the
+    two come from different runs (the caller knows: drift.across_runs), so the interval is widened by it either way:
+    a verdict then needs the effect beyond the drift as well, and `same` is out of reach within it."""
+    if mean(eager) is None or mean(other) is None:
+        return None
+    e, o = eager.process_means(metric), other.process_means(metric)
+    if not e or not o:
+        return None
+    shared = [p for p in e if p in o]
+    pair = eager.case.interleave and other.case.interleave and len(shared) >= 2
+    if pair:
+        return of_means([e[p] for p in shared], [o[p] for p in shared], min_effect, pair=True, drift=drift)
+    return of_means(list(e.values()), list(o.values()), min_effect, drift=drift)
+
+
+def of_means(eager_means: list[float], other_means: list[float], min_effect: float = stats.DEFAULT_MIN_EFFECT, *,
+             pair: bool = False, drift: Drift | None = None) -> Speedup:
+    """The speed-up from each side's per-process means (any per-process quantity: a case's latency, the time a
+    process took to serve a mix), its interval widened by `drift` where the two come from different runs."""
+    s, low, high = stats.speedup(eager_means, other_means, pair=pair)
+    if drift is not None and low is not None and high is not None:  # what a rerun of either side may move, too
+        low, high = low / (1 + drift.value), high * (1 + drift.value)
+    return Speedup(s, low, high, Verdict.of(low, high, min_effect), pair, drift.value if drift else None)
+
+
+def best(candidates: Iterable[tuple[T, Speedup | None]]) -> tuple[T, Speedup] | None:
+    """The fastest candidate whose speed-up is `faster` (its whole interval beyond the minimum effect); None where
+    none is: then the answer is not to compile. The recommendation table and `tune` both pick with it."""
+    faster = [(c, s) for c, s in candidates if s is not None and s.verdict == Verdict.faster]
+    return max(faster, key=lambda cs: cs[1].value, default=None)

@@ -1,0 +1,201 @@
+"""Pure statistics over latency samples (milliseconds). No torch, no I/O.
+
+Two levels, never mixed:
+- within one process: the samples of one timed loop (summarize). They describe that process's noise (CV,
+  percentiles), but they are not independent draws of what a rerun would give, so no interval or verdict is
+  built from them.
+- between processes: one mean per worker process (a repeat). The process is the unit of independence: clocks,
+  memory layout and other load change from one process to the next, and a rerun is another process. A case's
+  estimate and its 95% interval come from the per-process means in log space (estimate), so no bound is ever
+  negative and the interval widens with the run-to-run spread; a speed-up comes from both sides' per-process log
+  means (speedup), or from the paired per-process log ratios when the variants shared each process (--interleave).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+# Fields of summarize(): one process's samples.
+FIELDS = ("n", "mean", "median", "std", "min", "max", "p90", "p99", "cv")
+DEFAULT_MIN_EFFECT = 0.02  # a speed-up within 2% either way is not worth acting on
+
+
+def check_min_effect(value) -> float:
+    """The one check of a minimum effect, for every command and the API that take one: a fraction in [0, 1)."""
+    from compilebench.core.errors import UserError
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+        shown = f"{value * 100:g}%" if isinstance(value, (int, float)) and not isinstance(value, bool) else repr(value)
+        raise UserError(f"--min-effect must be from 0% to below 100% (min_effect from 0 to below 1 in Python: 2% is "
+                        f"0.02), got {shown}")
+    return value
+
+
+def t_critical(df: float, confidence: float = 0.95) -> float:
+    """Two-sided Student-t critical value (e.g. 2.262 for df=9 at 95%)."""
+    from scipy.stats import t
+
+    return float(t.ppf(0.5 + confidence / 2, df))
+
+
+def summarize(samples) -> dict:
+    """One process's samples. Percentiles are linear interpolation (Hyndman-Fan type 7, numpy's default); std is
+    the sample standard deviation (n-1); cv is std / mean."""
+    x = np.asarray(samples, dtype=float)
+    if x.size == 0:
+        return {k: None for k in FIELDS} | {"n": 0}
+    mean = float(x.mean())
+    std = float(x.std(ddof=1)) if x.size > 1 else 0.0
+    return {
+        "n": int(x.size),
+        "mean": mean,
+        "median": float(np.median(x)),
+        "std": std,
+        "min": float(x.min()),
+        "max": float(x.max()),
+        "p90": float(np.percentile(x, 90)),
+        "p99": float(np.percentile(x, 99)),
+        "cv": std / mean if mean > 0 else None,
+    }
+
+
+def mean_interval(values, confidence: float = 0.95) -> tuple[float, float | None, float | None]:
+    """Mean of independent values and its Student-t interval (n-1 degrees of freedom); no interval for n < 2."""
+    x = np.asarray(values, dtype=float)
+    m = float(x.mean())
+    if x.size < 2:
+        return m, None, None
+    half = t_critical(x.size - 1, confidence) * float(x.std(ddof=1)) / math.sqrt(x.size)
+    return m, m - half, m + half
+
+
+def estimate(process_means, confidence: float = 0.95) -> tuple[float, float | None, float | None]:
+    """A latency from per-process means: their geometric mean, with the t-interval of the mean log mapped back.
+    Both bounds are positive; one process gives no interval."""
+    m, low, high = mean_interval(np.log(np.asarray(process_means, dtype=float)), confidence)
+    return math.exp(m), _exp(low), _exp(high)
+
+
+def welch(a, b) -> tuple[float, float, float]:
+    """mean(b) - mean(a), its standard error and the Welch-Satterthwaite degrees of freedom (two samples of
+    independent values, variances not assumed equal). Each side needs two values or more."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+    var = va + vb
+    df = var**2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1)) if var > 0 else float(a.size + b.size - 2)
+    return float(b.mean() - a.mean()), math.sqrt(var), float(df)
+
+
+def paired(a, b) -> tuple[float, float, float]:
+    """mean(b - a) over pairs, its standard error and n-1 degrees of freedom."""
+    d = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
+    return float(d.mean()), float(d.std(ddof=1)) / math.sqrt(d.size), float(d.size - 1)
+
+
+def ratio(a_means, b_means, *, pair: bool = False, confidence: float = 0.95) -> tuple[float, float | None, float | None]:
+    """B's time over A's from per-process means, in log space: exp(mean log b - mean log a) with its interval.
+    `pair`: a_means[i] and b_means[i] were measured in the same process (interleaved), so the interval comes
+    from the per-process log ratios, which cancels the drift both shared. No interval with fewer than two
+    processes on a side."""
+    la, lb = np.log(np.asarray(a_means, dtype=float)), np.log(np.asarray(b_means, dtype=float))
+    r = math.exp(lb.mean() - la.mean())
+    if pair:
+        if la.size != lb.size:
+            raise ValueError("paired ratios need one mean of each side per process")
+        if la.size < 2:
+            return r, None, None
+        diff, se, df = paired(la, lb)
+    else:
+        if la.size < 2 or lb.size < 2:
+            return r, None, None
+        diff, se, df = welch(la, lb)
+    half = t_critical(df, confidence) * se
+    return math.exp(diff), math.exp(diff - half), math.exp(diff + half)
+
+
+def speedup(eager_means, compiled_means, *, pair: bool = False) -> tuple[float, float | None, float | None]:
+    """Eager time over compiled time (2.0: compiled takes half the time), with its 95% interval."""
+    return ratio(compiled_means, eager_means, pair=pair)
+
+
+def improvement_pct(eager_mean: float, compiled_mean: float) -> float:
+    """The guide's percentage improvement: (eager - compiled) / eager * 100."""
+    return (eager_mean - compiled_mean) / eager_mean * 100.0
+
+
+def speedup_to_improvement(s: float | None) -> float | None:
+    """A speed-up as the guide's % improvement: eager/compiled = s means (1 - 1/s) * 100."""
+    return None if s is None else (1 - 1 / s) * 100.0
+
+
+def break_even(compile_s: float | None, eager_ms: float, compiled_ms: float) -> float | None:
+    """Inferences after which compiling has paid for itself: compile seconds over the per-call saving.
+    None ("never") when compiling saves nothing per call."""
+    saving_s = (eager_ms - compiled_ms) / 1e3
+    if compile_s is None or saving_s <= 0:
+        return None
+    return math.ceil(round(compile_s / saving_s, 6))  # round first: 1.0 / 1e-6 must not become 1000001
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A case's number from the samples of each of its processes (milliseconds): the estimate between processes
+    with its 95% interval, and what the samples say within them. Stored as a dict of these names."""
+
+    repeats: int = 0
+    n: int = 0
+    n_min: int | None = None
+    mean: float | None = None  # the geometric mean of the per-process means
+    ci95_low: float | None = None
+    ci95_high: float | None = None
+    between_cv: float | None = None  # sd of the log means: the relative spread between processes
+    median: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+    min: float | None = None
+    max: float | None = None
+    within_cv: float | None = None  # the median CV within one process
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict | None) -> Estimate:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in (d or {}).items() if k in names})
+
+
+def case_summary(per_process: list[list[float]]) -> Estimate:
+    """A case from the samples of each of its processes: the estimate and interval between processes, and what
+    the samples say within them (percentiles of all samples, the median within-process CV)."""
+    per_process = [p for p in per_process if len(p)]
+    if not per_process:
+        return Estimate()
+    means = [float(np.mean(p)) for p in per_process]
+    mean, low, high = estimate(means)
+    logs = np.log(means)
+    pooled = np.concatenate([np.asarray(p, dtype=float) for p in per_process])
+    cvs = [c for c in (summarize(p)["cv"] for p in per_process) if c is not None]
+    return Estimate(
+        repeats=len(per_process),
+        n=int(pooled.size),
+        n_min=min(len(p) for p in per_process),
+        mean=mean,
+        ci95_low=low,
+        ci95_high=high,
+        between_cv=float(logs.std(ddof=1)) if logs.size > 1 else None,
+        median=float(np.median(pooled)),
+        p90=float(np.percentile(pooled, 90)),
+        p99=float(np.percentile(pooled, 99)),
+        min=float(pooled.min()),
+        max=float(pooled.max()),
+        within_cv=float(np.median(cvs)) if cvs else None,
+    )
+
+
+def _exp(x: float | None) -> float | None:
+    return None if x is None else math.exp(x)

@@ -1,0 +1,72 @@
+"""Named sweeps: the guide's matrices, and a quick one that shows the whole pipeline in minutes on a CPU."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from compilebench.core.errors import UnknownChoice
+
+TEXT_MODELS = ("gemma-2b", "llama-3.2-1b", "qwen2.5-0.5b", "smollm2-135m", "gpt2")
+GUIDE_MODELS = (
+    "vit", "segformer", "owlvit", "beit", "detr", "convnext", "resnet-50",
+    "mask2former", "maskformer", "deeplabv3-mobilenet", "detr-resnet-101", "conditional-detr",
+)
+
+
+@dataclass(frozen=True)
+class Suite:
+    description: str
+    models: tuple[str, ...]
+    batch_sizes: tuple[int, ...]
+    variants: tuple[str, ...]
+    warmup: int | None = None  # None: the run's default
+    max_time_s: float | None = None
+    fullgraph: bool = False
+
+
+SUITES = {
+    "seed": Suite("the guide's main tables: 12 models x batch 1, 4, 16 x eager, default",
+                  GUIDE_MODELS, (1, 4, 16), ("eager", "default")),
+    "seed-reduce-overhead": Suite("the guide's 'Reduce Overhead' tables",
+                                  ("convnext", "resnet-50", "conditional-detr", "deeplabv3-mobilenet"), (1, 4),
+                                  ("eager", "reduce-overhead")),
+    # One light model per task. On 2 CPU cores the compiles dominate (about 45 s, 45 s and 90 s), so the timed
+    # loop gets a 5 s budget and 2 warm-up calls; both are recorded with every result.
+    "quick": Suite("one light model per task at batch 1, a few minutes on a CPU",
+                   ("resnet-50", "deeplabv3-mobilenet", "detr"), (1,), ("eager", "default"), warmup=2, max_time_s=5.0),
+}
+SUITES["generation"] = Suite("the text-generation zoo: 5 causal LMs x eager, compiled (static cache)", TEXT_MODELS, (1,),
+                             ("eager", "default"))
+# The torch.compile page's example: gemma-2b, compiled with reduce-overhead and fullgraph=True.
+SUITES["seed-generation"] = Suite("the torch.compile page's gemma-2b: eager vs default vs reduce-overhead, fullgraph",
+                                  ("gemma-2b",), (1,), ("eager", "default", "reduce-overhead"), fullgraph=True)
+DEFAULT_SUITE = "quick"
+
+
+def get(name: str) -> Suite:
+    try:
+        return SUITES[name]
+    except KeyError:
+        raise UnknownChoice("suite", name, list(SUITES)) from None
+
+
+def choose(name: str | None, models) -> Suite | None:
+    """The suite a run takes: the one named, or the quick suite when no model is named either."""
+    return get(name or DEFAULT_SUITE) if name or not models else None
+
+
+def fill(suite: Suite | None, given: dict) -> dict:
+    """A run's fields (and its timing's warmup and max_time_s): what the user gave (None: not given), and where
+    not, the suite's. The suite's fullgraph goes with its own variants only."""
+    out = {k: v for k, v in given.items() if v is not None}
+    if suite is None:
+        return out
+    out.setdefault("models", suite.models)
+    out.setdefault("batch_sizes", suite.batch_sizes)
+    if "variants" not in out:
+        out["variants"] = suite.variants
+        out["fullgraph"] = bool(out.get("fullgraph") or suite.fullgraph)
+    for name, value in (("warmup", suite.warmup), ("max_time_s", suite.max_time_s)):
+        if value is not None:
+            out.setdefault(name, value)
+    return out

@@ -1,0 +1,188 @@
+"""The environment fingerprint recorded with every result, and the device a run uses."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import re
+import socket
+import subprocess
+
+from compilebench.core.errors import UserError
+
+
+def resolve_device(requested: str | None) -> str:
+    """'cuda' when available and nothing was asked; a clear UserError when CUDA is asked for and absent."""
+    import torch
+
+    if requested is None:
+        return "cuda:0" if torch.cuda.is_available() else "cpu"
+    if requested == "cpu":
+        return "cpu"
+    if not torch.cuda.is_available():
+        raise UserError(f"--device {requested}: CUDA is not available on this machine (allowed here: cpu)")
+    index = int(requested.partition(":")[2] or 0)
+    count = torch.cuda.device_count()
+    if index >= count:
+        raise UserError(f"--device {requested}: this machine has {count} CUDA device(s) (allowed: cuda:0..cuda:{count - 1})")
+    return f"cuda:{index}"
+
+
+def parse_gpus(text: str, count: int) -> list[int]:
+    """--gpus: 'all' or comma-separated indices of this machine's `count` CUDA devices."""
+    allowed = f"allowed: 0..{count - 1} or all" if count else "this machine has no CUDA device"
+    if text.strip() == "all":
+        if not count:
+            raise UserError(f"--gpus all: {allowed}")
+        return list(range(count))
+    try:
+        gpus = [int(g) for g in text.split(",")]
+    except ValueError:
+        raise UserError(f"--gpus {text}: expected GPU indices separated by commas, such as 0,1,2,3 ({allowed})") from None
+    bad = [g for g in gpus if not 0 <= g < count]
+    if bad:
+        raise UserError(f"--gpus {text}: no CUDA device {bad[0]} here ({allowed})")
+    if len(set(gpus)) != len(gpus):
+        raise UserError(f"--gpus {text}: a GPU is listed twice; each runs one case at a time")
+    return gpus
+
+
+def check_one_type(names: dict[int, str], text: str) -> None:
+    """A sweep measures each case once here: on GPUs of two types, which one measured it would be chance."""
+    if len(set(names.values())) > 1:
+        listed = ", ".join(f"{g}: {n}" for g, n in names.items())
+        raise UserError(f"--gpus {text}: GPUs of different types ({listed}); list GPUs of one type, and run a "
+                        "sweep per type into the same --db (or --executor ray --accelerator-type all)")
+
+
+def resolve_gpus(text: str) -> list[int]:
+    import torch
+
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if not count:
+        raise UserError(f"--gpus {text}: CUDA is not available on this machine")
+    gpus = parse_gpus(text, count)
+    check_one_type({g: torch.cuda.get_device_name(g) for g in gpus}, text)
+    return gpus
+
+
+def _version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _nvidia_driver() -> str | None:
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=10, check=True,
+        ).stdout
+        return out.strip().splitlines()[0] if out.strip() else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def physical_gpu_uuid(gpu_id) -> str | None:
+    """The UUID of a GPU as the machine numbers it (nvidia-smi's index, which CUDA_VISIBLE_DEVICES does not change,
+    as Ray's GPU ids are), asked of nvidia-smi so that this process opens no CUDA context; None where unknown."""
+    text = str(gpu_id).strip()
+    if text.startswith(("GPU-", "MIG-")):
+        return text
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=uuid", "--format=csv,noheader", "-i", text],
+                             capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.splitlines()[0].strip() if out.startswith(("GPU-", "MIG-")) else None
+
+
+def collect(device: str) -> dict:
+    """Everything that can change a number: hardware, software versions, threads, matmul precision."""
+    import torch
+
+    env = {
+        "hostname": socket.gethostname(),
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": _version("transformers"),
+        "triton": _version("triton") or _version("pytorch-triton"),
+        "compilebench": _version("compilebench"),
+        "cpu": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "device": device,
+        "device_name": cpu_model(),
+        "cuda": None,
+        "driver": None,
+        "tf32_matmul": None,
+        "tf32_cudnn": None,
+    }
+    if device.startswith("cuda"):
+        major, minor = torch.cuda.get_device_capability(device)
+        env.update(
+            device_name=torch.cuda.get_device_name(device),
+            gpu_uuid=gpu_uuid(device),
+            compute_capability=f"{major}.{minor}",
+            cuda=torch.version.cuda,
+            cudnn=torch.backends.cudnn.version(),
+            driver=_nvidia_driver(),
+            tf32_matmul=torch.backends.cuda.matmul.allow_tf32,
+            tf32_cudnn=torch.backends.cudnn.allow_tf32,
+        )
+        from compilebench.measure.conditions import Nvml
+
+        nvml = Nvml.open(env["gpu_uuid"], torch.cuda.current_device())
+        if nvml:
+            env.update(nvml.facts())
+    return env
+
+
+def gpu_uuid(device: str) -> str | None:
+    """The UUID of the GPU this process sees as `device`, as nvidia-smi and CUDA_VISIBLE_DEVICES write it."""
+    import torch
+
+    uuid = getattr(torch.cuda.get_device_properties(device), "uuid", None)
+    return f"GPU-{uuid}" if uuid else None
+
+
+def uses_tf32(env: dict, dtype: str) -> bool:
+    """Whether float32 math ran on TF32 tensor cores: a CUDA device of compute capability 8.0 or later with TF32
+    allowed for matmuls or convolutions (cuDNN allows it for convolutions by default)."""
+    if dtype != "float32" or not str(env.get("device", "")).startswith("cuda"):
+        return False
+    capability = env.get("compute_capability")
+    if capability is not None and int(str(capability).split(".")[0]) < 8:
+        return False  # no TF32 before Ampere, whatever the flags say
+    return bool(env.get("tf32_matmul") or env.get("tf32_cudnn"))
+
+
+def hardware_name(env: dict) -> str:
+    """The guide's hardware heading: 'A100', 'H100', or 'CPU (AMD EPYC 7B13, 2 threads)'."""
+    if not str(env.get("device", "cpu")).startswith("cuda"):
+        return f"CPU ({env.get('cpu')}, {env.get('torch_threads')} threads)"
+    name = str(env.get("device_name") or "GPU")
+    m = re.search(r"\b([A-Z]{1,3}\d{1,4}[A-Z]?)\b", name.replace("NVIDIA ", ""))
+    return m.group(1) if m else name
+
+
+def machine_id(env: dict) -> str:
+    """Which machine and software produced a result: resume skips only cases finished here."""
+    return f"{env['hostname']}|{env['device_name']}|torch {env['torch']}|transformers {env['transformers']}"

@@ -1,0 +1,224 @@
+"""The text-generation timed unit: one generate() call making exactly --new-tokens tokens (greedy; end-of-sequence
+never ends it early), split into time to first token (prefill) and the latency of each decoded token, taken as
+each token is produced.
+
+Variants as people deploy them: eager with the dynamic cache (the plain baseline), eager with the static cache,
+and torch.compile of the model's forward with the static cache transformers recommends for compiled generation.
+The static cache is allocated once per variant before anything is compiled, its tensors marked as static
+addresses, and reset (in place) before every call: allocated lazily inside a compiled prefill, transformers
+leaves them unmarked, and CUDA-graph trees then skip every graph that mutates them (reduce-overhead would silently
+run as default).
+transformers' generate() compiles the forward by itself when the cache can be compiled (on GPUs); every call
+here passes disable_compile=True, so each variant is exactly what its label says."""
+
+from __future__ import annotations
+
+from compilebench.diagnostics import bandwidth, profiling
+from compilebench.measure import correctness, timing, compiler
+from compilebench.measure.recording import Recorder, record_check, record_loop, record_profiles
+from compilebench.core.result import Repeat, Result
+from compilebench.core.spec import Case, Job
+
+
+class _Stamps:
+    """A streamer that stamps the clock as each new token arrives. generate() hands it the prompt first (not a
+    token), then each new token; handing over a token copies it to the host, which waits for the device."""
+
+    def __init__(self, stamp):
+        self._stamp, self._prompt_seen = stamp, False
+
+    def put(self, value) -> None:
+        if self._prompt_seen:
+            self._stamp()
+        self._prompt_seen = True
+
+    def end(self) -> None:
+        pass
+
+
+def generation_config(model, new_tokens: int, cache: str | None):
+    """Greedy decoding of exactly new_tokens tokens: no end-of-sequence token can stop it early."""
+    import copy
+
+    config = copy.deepcopy(model.generation_config)
+    config.do_sample, config.num_beams = False, 1
+    config.max_new_tokens, config.min_new_tokens, config.max_length = new_tokens, None, None
+    config.eos_token_id = None
+    config.pad_token_id = config.pad_token_id if config.pad_token_id is not None else 0
+    config.cache_implementation = cache
+    config.disable_compile = True  # transformers' own automatic compile: never behind a variant's back
+    for name in ("temperature", "top_p", "top_k"):  # sampling settings of a checkpoint mean nothing when greedy
+        setattr(config, name, None)
+    return config
+
+
+def prepare(entry, case: Case):
+    import torch
+
+    dtype = torch.float32 if case.autocast else getattr(torch, case.dtype)
+    model = entry.build(case.weights, case.model_size)
+    if case.attn is not None:
+        model.set_attn_implementation(case.attn)
+    model = model.to(device=case.device, dtype=dtype)
+    input_ids = entry.prompt(case.batch_size, case.prompt_len, case.weights, case.model_size).to(case.device)
+    return model, input_ids
+
+
+def static_cache(model, batch_size: int, max_len: int, dtype):
+    """A static KV cache with every layer allocated now, outside any compiled region, so transformers marks its
+    tensors as static addresses (it does so only outside one) and they keep their addresses from call to call."""
+    import torch
+    from transformers import StaticCache
+
+    cache = StaticCache(config=model.config, max_cache_len=max_len)
+    text = model.config.get_text_config(decoder=True)
+    heads = getattr(text, "num_key_value_heads", None) or text.num_attention_heads
+    head_dim = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
+    empty = torch.zeros((batch_size, heads, 0, head_dim), dtype=dtype, device=model.device)  # shapes only, no data
+    for layer in cache.layers:
+        if getattr(layer, "supports_early_init", True) and not getattr(layer, "is_initialized", False):
+            layer.lazy_initialization(empty, empty)
+    return cache
+
+
+def cache_argument(model) -> str:
+    """The name a model's forward (and generate()) takes its KV cache by: `cache` from transformers 5.24,
+    `past_key_values` before (5.24 still maps the old name, with a deprecation)."""
+    import inspect
+
+    return "cache" if "cache" in inspect.signature(type(model).forward).parameters else "past_key_values"
+
+
+def _caller(model, input_ids, config, forward, cache=None):
+    """call(stamp): one generate() with this variant's forward (compiled, or the model's own), on `cache` (reset
+    first) when the variant uses the static cache."""
+
+    def call(stamp, **extra):
+        if forward is not None:
+            model.forward = forward  # generate() calls the model, and the model calls this
+        if cache is not None:
+            cache.reset()  # in place: the same tensors, at the same addresses, for every call
+            extra = {**extra, cache_argument(model): cache}
+        try:
+            return model.generate(input_ids, generation_config=config, streamer=_Stamps(stamp), **extra)
+        finally:
+            if forward is not None:
+                del model.forward
+
+    return call
+
+
+def _calls(model, input_ids, cases: list[Case], new_tokens: int) -> tuple[dict, dict]:
+    """Each variant's generate() call by label (its forward compiled, or its decoder blocks, on a static cache
+    where it uses one), and the blocks each regional compile compiled."""
+    import torch
+
+    first, prompt_len = cases[0], input_ids.shape[1]
+    calls, regions = {}, {}
+    for c in cases:
+        if c.variant.ahead_of_time:
+            raise NotImplementedError("aot-inductor does not time text generation yet: generate() drives a KV cache "
+                                      "from Python, and exporting its decode step with a static cache is not built "
+                                      "(time the forward of a vision model, or compile with a torch.compile mode)")
+        static = c.variant.compiled or c.variant.cache == "static"
+        forward = None
+        if c.variant.scope == "regions":  # the forward as it is, with the decoder blocks compiled during its calls
+            compiled_blocks = compiler.apply(model, c.variant, shared=len(cases) > 1)
+            forward, regions[c.variant.label] = compiled_blocks.around(model.forward), compiled_blocks.classes()
+        elif c.variant.compiled:
+            forward = torch.compile(model.forward, **compiler.compile_kwargs(c.variant))
+        cache = static_cache(model, first.batch_size, prompt_len + new_tokens, getattr(torch, first.dtype)) if static else None
+        calls[c.variant.label] = _caller(model, input_ids, generation_config(model, new_tokens, None), forward, cache)
+    return calls, regions
+
+
+def _tokens_and_logits(call, prompt_len: int):
+    out = call(lambda: None, output_logits=True, return_dict_in_generate=True)
+    return out.sequences[:, prompt_len:].clone(), [step.detach().clone() for step in out.logits]
+
+
+def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, enter) -> None:
+    policy = job.policy
+    cases = [r.case for r in results]
+    first = cases[0]
+    enter("build")
+    model, input_ids = prepare(entry, first)
+    new_tokens, prompt_len = first.new_tokens, input_ids.shape[1]
+    moved = bandwidth.decode_bytes(model, first.batch_size, prompt_len, new_tokens)
+    check = job.check and any(c.variant.compiled or c.variant.cache == "static" for c in cases)
+    if check:
+        enter("eager reference")
+        baseline = _caller(model, input_ids, generation_config(model, new_tokens, None), None)
+        ref_tokens, ref_logits = _tokens_and_logits(baseline, prompt_len)
+        compiler.reset_dynamo()  # the reference compiled nothing, and nothing it did may count
+    recorder = Recorder(first, results[0].env)
+    calls, regions = _calls(model, input_ids, cases, new_tokens)
+    compiled = any(c.variant.compiled for c in cases)
+    per_call: dict[str, list[dict]] = {name: [] for name in calls}
+    seen = {"compile_s": 0.0}
+
+    def after_first_call(name: str, i: int) -> None:
+        s = compiler.compile_stats()
+        per_call[name].append({"graphs": s.graphs, "compile_s": s.compile_s - seen["compile_s"]})
+        seen["compile_s"] = s.compile_s
+
+    with recorder.loops():
+        measured = timing.measure_generation(
+            calls, first_calls=policy.first_calls, iters=policy.iters_for(True), min_iters=policy.min_iters_for(True),
+            max_time_s=policy.max_time_s, clock=clock, graph_count=compiler.graph_count, watch=watch,
+            after_first_call=after_first_call, before_timing=recorder.memory.steady, on_phase=enter)
+    stats_after = compiler.compile_stats()
+    enter("check")
+    for r in results:
+        rep: Repeat = r.repeats[0]
+        name = r.case.variant.label
+        m = measured[name]
+        _record(rep, m, per_call[name], new_tokens, first.batch_size, prompt_len, alone=len(cases) == 1)
+        rep.generation["decode_bytes"] = moved
+        rep.regions = regions.get(name, {})
+        rep.graphs, rep.recompiles_in_timed_loop = stats_after.graphs if compiled else compiler.graph_count(), m.recompiles
+
+        def check_tokens(name=name, rep=rep) -> list[str]:
+            tokens, logits = _tokens_and_logits(calls[name], prompt_len)
+            verdict = correctness.check_generation(ref_tokens, ref_logits, tokens, logits, recorder.math)
+            rep.generation["first_divergence"] = verdict.first_divergence
+            return record_check(rep, verdict, recorder.math)
+
+        checked = check and (r.case.variant.compiled or r.case.variant.cache == "static")
+        recorder.finish(rep, r.case, m, stats_after, check_tokens if checked else list)
+        if not compiled and rep.graphs:  # an eager process compiled something: not what its label says
+            rep.status = "invalid"
+            rep.message = f"{rep.graphs} graph(s) compiled while measuring {r.case.variant.label}: it was not eager"
+    record_profiles(results, job, {name: (lambda c=c: c(lambda: None)) for name, c in calls.items()},
+                    profiling.GENERATE_CALLS, clock, enter)
+
+
+def _record(rep: Repeat, m: timing.GenerationMeasurement, first_calls: list[dict], new_tokens: int, batch_size: int,
+            prompt_len: int, alone: bool = True) -> None:
+    """Every call's total, its time to first token and its per-token decode latencies, in milliseconds."""
+    def split(t: timing.CallTiming) -> dict:
+        tokens = [b - a for a, b in zip(t.token_ns, t.token_ns[1:])]
+        ttft = t.token_ns[0] if t.token_ns else t.total_ns
+        return {"total_ms": t.total_ns / 1e6, "ttft_ms": ttft / 1e6,
+                "per_token_ms": (sum(tokens) / len(tokens) / 1e6) if tokens else None,
+                "token_ms": [x / 1e6 for x in tokens]}
+
+    firsts = [{**split(t), **extra} for t, extra in zip(m.first_calls, first_calls)]
+    for f in firsts:
+        f.pop("token_ms")
+    steady = [split(t) for t in m.calls]
+    made = [len(t.token_ns) for t in [*m.first_calls, *m.calls] if len(t.token_ns) != new_tokens]
+    if made:
+        raise RuntimeError(f"a generate() call made {made[0]} new tokens, not the {new_tokens} asked for")
+    rep.first_call_s = m.first_calls[0].total_ns / 1e9 if m.first_calls else None
+    rep.warmup_iters = max(0, len(m.first_calls) - 1)
+    rep.warmup_s = sum(t.total_ns for t in m.first_calls[1:]) / 1e9
+    record_loop(rep, m, [t.total_ns for t in m.calls], alone)
+    rep.timing = "latency"  # every generate() call ends with its tokens on the host
+    rep.generation = {
+        "new_tokens": new_tokens, "batch_size": batch_size, "prompt_len": prompt_len,
+        "ttft_ms": [c["ttft_ms"] for c in steady],
+        "per_token_ms": [c["per_token_ms"] for c in steady if c["per_token_ms"] is not None],
+        "token_ms": [c["token_ms"] for c in steady],
+        "first_calls": firsts,
+    }

@@ -1,0 +1,224 @@
+"""How a timed unit's measurement lands in a Repeat, and the device facts measured beside it: the clock to time
+with, the conditions watch around the timed loop, and peak memory."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+from typing import Callable
+
+from compilebench.measure import conditions, fingerprint, invariants, timing
+from compilebench.diagnostics import profiling, traces
+from compilebench.core.result import Repeat
+from compilebench.core.vocab import CLOCK, CUDAGRAPHS_SKIPPED, RECOMPILE_LIMIT
+
+
+class Memory:
+    """Peak memory of the steady state, apart from the compile's: on CUDA the allocator's peaks are reset after
+    warm-up (steady) and read before the reset (compile and autotuning workspaces, CUDA-graph recording); on the
+    host, the process's peak resident set (it cannot be reset: it holds the compile too)."""
+
+    def __init__(self, device: str):
+        self.cuda = device.startswith("cuda")
+        self.device = device
+        self.compile_peak: int | None = None
+
+    def start(self) -> None:
+        if self.cuda:
+            import torch
+
+            torch.cuda.reset_peak_memory_stats(self.device)
+
+    def steady(self) -> None:
+        """Right before the timed loop: what was needed so far is the compile's."""
+        if self.cuda:
+            import torch
+
+            self.compile_peak = torch.cuda.max_memory_allocated(self.device)
+            torch.cuda.reset_peak_memory_stats(self.device)
+
+    def record(self, rep: Repeat) -> None:
+        if self.cuda:
+            import torch
+
+            rep.peak_mem_bytes, rep.peak_mem_kind = torch.cuda.max_memory_allocated(self.device), "cuda_max_allocated"
+            rep.peak_mem_reserved_bytes = torch.cuda.max_memory_reserved(self.device)
+            rep.compile_peak_mem_bytes = self.compile_peak
+        else:
+            rep.peak_mem_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux reports KiB
+            rep.peak_mem_kind = "host_max_rss"
+
+
+class Recorder:
+    """What a timed unit of either kind (a forward pass, a generate() call) does around its loops and after them:
+    peak memory from here on (the steady state's apart from the compile's), the CUDA graphs inductor records while
+    the loops run, the math whose tolerance judges outputs, and what every repeat gets besides its loop's own
+    fields. Start it after the reference call (which is not part of any variant's memory)."""
+
+    def __init__(self, case, env: dict):
+        from compilebench.measure import correctness  # imports torch: only inside a worker
+
+        self.device = case.device
+        self.memory = Memory(case.device)
+        self.memory.start()
+        self.math = correctness.math_of(case.dtype, fingerprint.uses_tf32(env, case.dtype))
+        self.cudagraphs: invariants.CudaGraphs | None = None
+
+    @contextlib.contextmanager
+    def loops(self):
+        """Around the timed loops (warm-up and first calls included): the CUDA graphs inductor records or skips."""
+        with invariants.watch_cudagraphs(cuda_index(self.device)) as seen:
+            self.cudagraphs = seen
+            yield
+
+    def finish(self, rep: Repeat, case, m, compiled, check: Callable[[], list[str]] = list) -> None:
+        """Peak memory, what the compiler did for a compiled variant (`compiled`: variants.compile_stats after the
+        loops), then the verdict: a recompile while timed voids it, `check()`'s problems make it a mismatch."""
+        self.memory.record(rep)
+        if case.variant.compiled:
+            record_compile(rep, compiled, m.recompiles, self.cudagraphs, case)
+        judge(rep, m.recompiles, check())
+
+
+def record_profiles(results, job, calls: dict[str, Callable[[], object]], n: int, clock: timing.HostClock,
+                    enter: Callable[[str], None]) -> None:
+    """--profile: a profiled pass of n calls of each variant (`calls` by label) after everything else is measured
+    (never inside a timed loop), its trace kept in the job's traces folder. A pass that fails says so in the
+    profile; the timing stands."""
+    if not (job.profile and job.traces):
+        return
+    enter("profile")
+    os.makedirs(job.traces, exist_ok=True)
+    for r in results:
+        rep, case = r.repeats[0], r.case
+        try:
+            rep.profile = profiling.profile(calls[case.variant.label], n, case.device,
+                                            traces.profile_path(job.traces, case, job.repeat), clock.sync)
+        except Exception as exc:  # noqa: BLE001 - a profiler problem must not lose the measurement
+            rep.profile = {"problem": f"the profiled pass failed: {type(exc).__name__}: {exc}"[:300]}
+
+
+def record_loop(rep: Repeat, m, samples_ns: list[int], alone: bool) -> None:
+    """What any timed loop (a forward's or generation's measurement) says, into the repeat: its samples, how it
+    ended, the conditions around it, and the energy per call (the GPU's, the CPU packages') where it measured this
+    variant alone."""
+    rep.iters_requested, rep.min_iters, rep.stopped_early = m.iters_requested, m.min_iters, m.stopped_early
+    rep.loop_wall_s = m.loop_wall_ns / 1e9
+    rep.loop_started_at, rep.loop_ended_at = m.loop_started_at, m.loop_ended_at
+    rep.conditions = m.conditions
+    rep.flags = conditions.flags(m.conditions)
+    rep.set_samples(samples_ns)
+    energy, cpu_energy = m.conditions.get("gpu_energy_j"), m.conditions.get("cpu_energy_j")
+    rep.energy_per_call_j = energy / len(samples_ns) if energy is not None and samples_ns and alone else None
+    rep.cpu_energy_per_call_j = cpu_energy / len(samples_ns) if cpu_energy is not None and samples_ns and alone else None
+
+
+def record(rep: Repeat, m: timing.Measurement, clock: timing.HostClock, sync_each_call: bool, alone: bool) -> None:
+    """A forward pass's timed loop into the repeat, with the clock's self-check (pipelined CUDA events against the
+    loop's wall time)."""
+    rep.first_call_s = m.first_call_ns / 1e9
+    rep.warmup_iters, rep.warmup_s = m.warmup_iters, m.warmup_ns / 1e9
+    record_loop(rep, m, m.samples_ns, alone)
+    rep.timing = "latency" if sync_each_call else "throughput"
+    rep.samples_over_wall = clock_check(m, clock, sync_each_call)
+    if clock_suspect(rep.samples_over_wall):
+        rep.flags.append(CLOCK.name)
+
+
+def clock_check(m: timing.Measurement, clock: timing.HostClock, sync_each_call: bool) -> float | None:
+    """Pipelined CUDA events: their samples' sum over the loop's wall time (None: a host clock, or calls each synced,
+    which leave nothing to check)."""
+    if clock.name == timing.CudaClock.name and not sync_each_call:
+        return invariants.clock_ratio(m.samples_ns, m.loop_wall_ns)
+    return None
+
+
+def clock_suspect(ratio: float | None) -> bool:
+    return ratio is not None and invariants.clock_suspect(ratio)
+
+
+def record_compile(rep: Repeat, compiled, recompiles: int | None, cudagraphs: invariants.CudaGraphs, case) -> None:
+    """What the compiler did for a compiled variant (dynamo counts per process: the compiled variants of an
+    interleaved group share it), and whether it recompiled while timed."""
+    rep.compile_s, rep.graphs, rep.compile_cache_hits = compiled.compile_s, compiled.graphs, compiled.cache_hits
+    rep.graph_breaks, rep.break_reasons = compiled.graph_breaks, compiled.break_reasons
+    rep.recompile_reasons, rep.compile_phases = compiled.recompile_reasons, compiled.phases
+    rep.recompiles_in_timed_loop = recompiles
+    rep.recompile_limit_hits = compiled.limit_hits
+    if compiled.limit_hits and RECOMPILE_LIMIT.name not in rep.flags:
+        rep.flags.append(RECOMPILE_LIMIT.name)
+    record_cudagraphs(rep, cudagraphs, case)
+
+
+def record_aot(rep: Repeat, packaged: dict) -> None:
+    """An aot-inductor variant: dynamo compiled nothing (its counters say nothing of it); its compile cost is the
+    export and package of the repeat that built the package, and its start the load."""
+    rep.aot_inductor = packaged
+    rep.compile_s = packaged["export_s"] + packaged["package_s"] if packaged.get("built") else None
+    rep.graphs = rep.graph_breaks = rep.compile_cache_hits = None
+    rep.compile_phases = {}
+
+
+def record_start(rep: Repeat, case) -> None:
+    """What this process waited for its first answer, once it was running: the model's build (an aot-inductor
+    package holds its weights: a replica builds nothing), loading the mega-cache or the package, and the first
+    call, which holds any compile. The interpreter's start and imports are left out: the worker is forked from a
+    launcher that made them already, and every way of starting pays them alike."""
+    if rep.first_call_s is None:
+        return
+    load = rep.aot_inductor.get("load_s", rep.mega_cache.get("load_s"))
+    rep.start = {**({} if case.variant.ahead_of_time else {"build_s": rep.phases.get("build", 0.0)}),
+                 **({} if load is None else {"load_s": load}), "first_call_s": rep.first_call_s}
+
+
+def record_cudagraphs(rep: Repeat, seen: invariants.CudaGraphs, case) -> None:
+    """What inductor did about CUDA graphs, for a compiled case on a GPU (on a CPU there are none to record). A
+    CUDA-graph variant that recorded no graph ran as plain compile: flagged, with inductor's reason."""
+    if not case.device.startswith("cuda"):
+        return
+    rep.cudagraph_skips, rep.cudagraphs_recorded = seen.skips, seen.recorded
+    rep.cudagraph_skip_reasons = seen.reasons
+    if case.variant.uses_cudagraphs and not seen.engaged:
+        rep.flags.append(CUDAGRAPHS_SKIPPED.name)
+        rep.cudagraph_skip_reasons = seen.reasons or [seen.why_not()]
+
+
+def record_check(rep: Repeat, verdict, math: str) -> list[str]:
+    """A correctness verdict into the repeat, with the math whose tolerance judged it; returns its problems."""
+    from compilebench.measure.correctness import REL_TOLERANCE
+
+    rep.max_abs_err, rep.max_rel_err, rep.agreement = verdict.max_abs_err, verdict.max_rel_err, verdict.agreement
+    rep.math, rep.rel_tolerance = math, REL_TOLERANCE[math]
+    return verdict.problems
+
+
+def cuda_index(device: str) -> int | None:
+    """The index of a CUDA device as this process sees it; None for the CPU."""
+    if not device.startswith("cuda"):
+        return None
+    import torch
+
+    return torch.device(device).index or 0
+
+
+def make_clock(device: str) -> timing.HostClock:
+    return timing.CudaClock(device) if device.startswith("cuda") else timing.HostClock()
+
+
+def make_watch(device: str) -> conditions.Watch:
+    """Other processes' CPU share always; the GPU's clocks, power and throttling through NVML where it works."""
+    if not device.startswith("cuda"):
+        return conditions.Watch()
+    nvml = conditions.Nvml.open(fingerprint.gpu_uuid(device), cuda_index(device))
+    return conditions.Watch(gpu=nvml.read if nvml else None)
+
+
+def judge(rep: Repeat, recompiles: int | None, problems: list[str]) -> None:
+    """A recompile while timed voids the numbers; an output outside tolerance is a mismatch, kept and shown."""
+    if recompiles:
+        rep.status = "invalid"
+        rep.message = f"{recompiles} recompile(s) inside the timed loop: the samples mix compiled graphs"
+    elif problems:
+        rep.status = "mismatch"
+        rep.message = "compiled output differs from eager: " + "; ".join(problems)

@@ -1,0 +1,231 @@
+"""The shapes timed unit (`compilebench shapes`): one process serves a sequence of input shapes, as a service
+meets them. For each shape in order: its first call timed alone (a compile, a recompile or neither, read from
+dynamo's own compilation metrics), warm-up, then its steady calls; then a second pass, one call of every shape,
+which must compile nothing (a setting that still compiles never settles); then each shape's output against eager's.
+
+The settings are variants: torch's automatic dynamic shapes, dynamic=True or False, mark_dynamic on the batch (or,
+for text, the prompt's sequence) dimension of every input before its first call, or every input padded up to a
+bucket with its outputs sliced back, both inside the timed call (the padded work is counted)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from compilebench.measure import conditions, correctness, forward, generation, recording, timing, compiler
+from compilebench.core import traffic
+from compilebench.measure.recording import Recorder
+from compilebench.core.vocab import CLOCK
+from compilebench.core.result import Result
+from compilebench.core.spec import Job
+
+DEFAULT_GENERATION_ITERS = 5  # generate() calls per prompt length: each is many forwards
+
+
+def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, enter) -> None:
+    (result,) = results  # one setting per process: its compiles are its own
+    case, policy, rep = result.case, job.policy, result.repeats[0]
+    shapes = [traffic.Shape.parse(t) for t in case.shapes]
+    enter("build")
+    served = (_Text if case.generation else _Vision)(entry, case, shapes)
+    references = {}
+    if case.variant.compiled and job.check:
+        enter("eager reference")
+        references = {s.token: served.reference(s) for s in shapes}
+        compiler.reset_dynamo()  # the references compiled nothing, and nothing they did may count
+    recorder = Recorder(case, result.env)
+    call = served.callable(case.variant)
+    iters = policy.iters or (DEFAULT_GENERATION_ITERS if case.generation else traffic.DEFAULT_SHAPE_ITERS)
+    per_shape, loop_recompiles = {}, 0
+    with recorder.loops():
+        for s in shapes:
+            records, graphs = compiler.compile_records(), compiler.graph_count()
+            m = timing.measure(lambda s=s: call(s), iters=iters, warmup=policy.warmup_for(case.variant), clock=clock,
+                               min_iters=min(policy.min_iters, iters), max_time_s=policy.max_time_s,
+                               warmup_s=policy.warmup_s_for(case.device), sync_each_call=case.sync_each_call,
+                               graph_count=compiler.graph_count, watch=watch, on_phase=enter)
+            per_shape[s.token] = _shape_record(m, compiler.compiled_since(records, graphs), s, case.variant,
+                                               recording.clock_check(m, clock, case.sync_each_call))
+            loop_recompiles += m.recompiles or 0
+        enter("second pass")
+        for s in shapes:
+            records, graphs = compiler.compile_records(), compiler.graph_count()
+            per_shape[s.token]["second_call_ms"] = timing.first_call(lambda s=s: call(s), clock) / 1e6
+            per_shape[s.token]["second_compiles"] = compiler.compiled_since(records, graphs)["compiles"]
+    compiled = compiler.compile_stats() if case.variant.compiled else None
+
+    def check() -> list[str]:
+        problems = []
+        for s in shapes:
+            if s.token in references:
+                verdict = served.check(references[s.token], call, s, recorder.math)
+                per_shape[s.token].update(max_rel_err=verdict.max_rel_err, agreement=verdict.agreement,
+                                          problems=verdict.problems)
+                problems += [f"{s.words}: {p}" for p in verdict.problems]
+        return problems
+
+    enter("check")
+    first = per_shape[shapes[0].token]
+    rep.first_call_s, rep.timing = first["first_call_s"], "latency" if case.sync_each_call else "throughput"
+    rep.flags = sorted({f for r in per_shape.values() for f in r.pop("flags")})
+    rep.shapes = {"served": list(case.shapes), "per_shape": per_shape}
+    recorder.finish(rep, case, SimpleNamespace(recompiles=loop_recompiles), compiled, check)
+    if not case.variant.compiled and compiler.graph_count():
+        rep.status, rep.message = "invalid", "a graph was compiled while serving eagerly: it was not eager"
+
+
+def _shape_record(m: timing.Measurement, compiled: dict, shape: traffic.Shape, variant, samples_over_wall) -> dict:
+    """One shape's first call, what it compiled, its steady samples, and the flags of its loop (its conditions,
+    and on a GPU the events' clock against the loop's wall time)."""
+    served_as = shape.padded(variant.pad_to)
+    flags = conditions.flags(m.conditions) + ([CLOCK.name] if recording.clock_suspect(samples_over_wall) else [])
+    return {"served_as": served_as.token if served_as != shape else None,
+            "first_call_s": m.first_call_ns / 1e9, **compiled, "warmup_iters": m.warmup_iters,
+            "samples_ms": [x / 1e6 for x in m.samples_ns], "recompiles_in_timed_loop": m.recompiles,
+            "stopped_early": m.stopped_early, "samples_over_wall": samples_over_wall, "flags": flags}
+
+
+def _rows_per_item(v, batch: int) -> int | None:
+    """How many rows of an input (or output) tensor belong to one item of the batch: OWL-ViT's text queries are
+    several per photo. None: not a batch-major tensor."""
+    return v.shape[0] // batch if v.dim() and v.shape[0] >= batch and v.shape[0] % batch == 0 else None
+
+
+def pad_rows(inputs: dict, batch: int, to: int) -> dict:
+    """A batch padded up to `to` items by repeating its last item (real data: no kernel sees a special value)."""
+    import torch
+
+    out = {}
+    for k, v in inputs.items():
+        rows = _rows_per_item(v, batch) if isinstance(v, torch.Tensor) else None
+        out[k] = v if not rows or to == batch else torch.cat([v, v[-rows:].repeat(to - batch, *[1] * (v.dim() - 1))])
+    return out
+
+
+def slice_rows(out, batch: int, padded: int):
+    """A model output with the padded items' rows removed, whatever nests them (a ModelOutput, tuples)."""
+    import torch
+
+    if isinstance(out, torch.Tensor):
+        rows = _rows_per_item(out, padded)
+        return out[:rows * batch] if rows else out
+    if isinstance(out, dict):
+        return type(out)(**{k: slice_rows(v, batch, padded) for k, v in out.items()})
+    if isinstance(out, (list, tuple)):
+        return type(out)(slice_rows(v, batch, padded) for v in out)
+    return out
+
+
+def mark_batch(inputs: dict, batch: int) -> None:
+    """mark_dynamic on the batch dimension of every batch-major input (before the first call with it)."""
+    import torch
+
+    for v in inputs.values():
+        if isinstance(v, torch.Tensor) and _rows_per_item(v, batch):
+            torch._dynamo.mark_dynamic(v, 0)
+
+
+class _Vision:
+    """A vision model serving batches of photos of each shape, its inputs made before anything is compiled."""
+
+    def __init__(self, entry, case, shapes: list[traffic.Shape]):
+        self.model = forward.build(entry, case)
+        self.inputs = {s.token: forward.inputs_for(entry, case, s.batch, s.image) for s in shapes}
+
+    def reference(self, s: traffic.Shape) -> dict:
+        return correctness.snapshot(self.model(**self.inputs[s.token]))
+
+    def callable(self, variant):
+        fn = compiler.apply(self.model, variant)
+        if variant.mark_dynamic:
+            for token, kw in self.inputs.items():
+                mark_batch(kw, traffic.Shape.parse(token).batch)
+        if not variant.pad_to:
+            return lambda s: fn(**self.inputs[s.token])
+
+        def padded(s: traffic.Shape):
+            to = traffic.bucket(s.batch, variant.pad_to)
+            return slice_rows(fn(**pad_rows(self.inputs[s.token], s.batch, to)), s.batch, to)
+
+        return padded
+
+    def check(self, reference: dict, call, s: traffic.Shape, math: str):
+        return correctness.check(reference, correctness.snapshot(call(s)), math)
+
+
+class _Text:
+    """A causal LM serving prompts of each length with generate() as `run` times it (greedy, exactly --new-tokens
+    tokens); a compiled setting's static KV cache holds the longest (padded) prompt, one per batch size, allocated
+    before anything is compiled."""
+
+    def __init__(self, entry, case, shapes: list[traffic.Shape]):
+        self.case = case
+        self.model = forward.build(entry, case)
+        self.prompts = {s.token: entry.prompt(s.batch, s.prompt, case.weights, case.model_size).to(case.device)
+                        for s in shapes}
+        self.config = generation.generation_config(self.model, case.new_tokens, None)
+        self.shapes = shapes
+
+    def reference(self, s: traffic.Shape):
+        out = self.model.generate(self.prompts[s.token], generation_config=self.config, output_logits=True,
+                                  return_dict_in_generate=True)
+        return out.sequences[:, -self.case.new_tokens:].clone(), [x.detach().clone() for x in out.logits]
+
+    def callable(self, variant):
+        import torch
+
+        if not variant.compiled:
+            return lambda s, **extra: self.model.generate(self.prompts[s.token], generation_config=self.config, **extra)
+        longest = max(s.padded(variant.pad_to).prompt for s in self.shapes) + self.case.new_tokens
+        caches = {b: generation.static_cache(self.model, b, longest, getattr(torch, self.case.dtype))
+                  for b in sorted({s.batch for s in self.shapes})}
+        compiled = torch.compile(self.model.forward, **compiler.compile_kwargs(variant))
+        step = _marking(compiled) if variant.mark_dynamic else compiled
+        name = generation.cache_argument(self.model)
+
+        def call(s: traffic.Shape, **extra):
+            ids, mask, pad = self.prompts[s.token], None, 0
+            if variant.pad_to:
+                ids, mask, pad = _left_padded(ids, traffic.bucket(s.prompt, variant.pad_to), self.config.pad_token_id)
+            caches[s.batch].reset()
+            self.model.forward = step
+            try:
+                out = self.model.generate(ids, attention_mask=mask, generation_config=self.config,
+                                          **{name: caches[s.batch]}, **extra)
+            finally:
+                del self.model.forward
+            return out if extra else out[:, pad:]  # the prompt as given, and its new tokens
+
+        return call
+
+    def check(self, reference, call, s: traffic.Shape, math: str):
+        out = call(s, output_logits=True, return_dict_in_generate=True)
+        tokens = out.sequences[:, -self.case.new_tokens:]
+        return correctness.check_generation(reference[0], reference[1], tokens, list(out.logits), math)
+
+
+def _left_padded(ids, length: int, pad_id: int):
+    """Prompts padded on the left to `length` tokens, with the attention mask that hides the padding."""
+    import torch
+
+    pad = length - ids.shape[1]
+    filler = torch.full((ids.shape[0], pad), pad_id, dtype=ids.dtype, device=ids.device)
+    mask = torch.cat([torch.zeros_like(filler), torch.ones_like(ids)], dim=1)
+    return torch.cat([filler, ids], dim=1), mask, pad
+
+
+def _marking(forward):
+    """The compiled forward, with mark_dynamic on every dimension of a prefill's inputs that has the prompt's
+    length (a decode step's length is 1: nothing to mark)."""
+    import torch
+
+    def call(*args, **kwargs):
+        ids = kwargs.get("input_ids")
+        if ids is not None and ids.dim() == 2 and ids.shape[1] > 1:
+            for v in kwargs.values():
+                if isinstance(v, torch.Tensor):
+                    for dim, size in enumerate(v.shape):
+                        if size == ids.shape[1]:
+                            torch._dynamo.mark_dynamic(v, dim)
+        return forward(*args, **kwargs)
+
+    return call

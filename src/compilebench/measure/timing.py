@@ -1,0 +1,336 @@
+"""The only code that touches a clock. measure() times a callable: the first call on its own, then warm-up,
+then the timed loop. Clocks are injectable, so the logic is tested with a fake clock (tests/fakeclock.py), without sleeping."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from compilebench.measure.conditions import NoWatch, Watch
+
+
+class HostClock:
+    """perf_counter_ns around each call. Right for CPU work, where a call returns when its work is done."""
+
+    name = "perf_counter"
+
+    def now_ns(self) -> int:
+        return time.perf_counter_ns()
+
+    def sync(self) -> None:
+        """Wait until queued device work is done. Nothing is queued on the host."""
+
+    def recorder(self, iters: int, sync_each_call: bool = False) -> _HostRecorder:
+        return _HostRecorder(self.now_ns, iters, self.sync if sync_each_call else None)
+
+
+class _HostRecorder:
+    """The host clock around each call; with `sync`, each call is waited for before its end is read (a request's
+    latency, launch overhead and all)."""
+
+    __slots__ = ("_now", "_sync", "_starts", "_ends")
+
+    def __init__(self, now: Callable[[], int], iters: int, sync: Callable[[], None] | None = None):
+        self._now, self._sync = now, sync
+        self._starts = [0] * iters
+        self._ends = [0] * iters
+
+    def start(self, i: int) -> None:
+        self._starts[i] = self._now()
+
+    def stop(self, i: int) -> None:
+        if self._sync is not None:
+            self._sync()
+        self._ends[i] = self._now()
+
+    def samples_ns(self, n: int) -> list[int]:
+        return [e - s for s, e in zip(self._starts[:n], self._ends[:n])]
+
+
+class CudaClock(HostClock):
+    """A CUDA event pair per iteration on the stream the model runs on (device time, no sync inside the loop: the
+    pipelined, throughput-style loop); the host clock still gives the first call and the wall time of the whole
+    loop, after a synchronize. With sync_each_call, the host clock times each call to completion instead."""
+
+    name = "cuda_events"
+
+    def __init__(self, device: str):
+        import torch
+
+        self._torch = torch
+        self._device = torch.device(device)
+
+    def sync(self) -> None:
+        self._torch.cuda.synchronize(self._device)
+
+    def recorder(self, iters: int, sync_each_call: bool = False):
+        if sync_each_call:
+            return super().recorder(iters, sync_each_call)
+        # The model's kernels go to its device's current stream (the device guard of its tensors), not to the
+        # current stream of the current device: an event recorded there would time an idle stream.
+        return _CudaRecorder(self._torch, iters, self._torch.cuda.current_stream(self._device))
+
+
+class _CudaRecorder:
+    def __init__(self, torch, iters: int, stream):
+        self._stream = stream
+        self._starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+        self._ends = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+
+    def start(self, i: int) -> None:
+        self._starts[i].record(self._stream)
+
+    def stop(self, i: int) -> None:
+        self._ends[i].record(self._stream)
+
+    def samples_ns(self, n: int) -> list[int]:
+        # Called after a synchronize; elapsed_time is in milliseconds.
+        return [round(s.elapsed_time(e) * 1e6) for s, e in zip(self._starts[:n], self._ends[:n])]
+
+
+@dataclass
+class Measurement:
+    first_call_ns: int
+    warmup_iters: int
+    warmup_ns: int
+    iters_requested: int
+    min_iters: int
+    samples_ns: list[int]
+    loop_wall_ns: int  # host wall time of the whole timed loop, synchronized at both ends
+    stopped_early: bool  # the max-time budget ended the loop before iters_requested
+    recompiles: int | None  # new graphs compiled during the timed loop; None when not tracked
+    loop_started_at: float = 0.0  # wall clock (epoch seconds) at both ends of the timed loop
+    loop_ended_at: float = 0.0
+    conditions: dict = field(default_factory=dict)  # what else used the machine meanwhile (conditions.Watch)
+
+
+def first_call(fn: Callable[[], object], clock: HostClock) -> int:
+    """The first call, timed alone and synchronized at both ends: for a compiled model it holds the compilation."""
+    clock.sync()
+    t0 = clock.now_ns()
+    fn()
+    clock.sync()
+    return clock.now_ns() - t0
+
+
+def warm_up(fn: Callable[[], object], calls: int, clock: HostClock, min_s: float = 0.0) -> tuple[int, int]:
+    """At least `calls` untimed calls, and more until `min_s` seconds have passed (a 3 ms model needs far more than
+    ten calls before a GPU's clocks settle); returns how many calls were made and how long they took."""
+    t0 = clock.now_ns()
+    for _ in range(calls):
+        fn()
+    clock.sync()
+    made, min_ns = calls, int(min_s * 1e9)
+    while clock.now_ns() - t0 < min_ns:
+        fn()
+        clock.sync()  # the device's time, not the host's queueing, is what must pass
+        made += 1
+    return made, clock.now_ns() - t0
+
+
+def measure(
+    fn: Callable[[], object],
+    *,
+    iters: int,
+    warmup: int,
+    clock: HostClock,
+    min_iters: int = 1,
+    max_time_s: float | None = None,
+    warmup_s: float = 0.0,
+    sync_each_call: bool = False,
+    graph_count: Callable[[], int] | None = None,
+    watch: Watch | None = None,
+    before_timing: Callable[[], None] = lambda: None,
+    on_phase: Callable[[str], None] = lambda phase: None,
+) -> Measurement:
+    """Time fn. The first call is timed alone and never joins the steady-state samples. The budget max_time_s
+    ends the timed loop only once it has min_iters samples. graph_count, when given, is read around the timed
+    loop: any growth is a recompile inside it, which the caller must treat as voiding the numbers.
+    before_timing runs after warm-up, right before the loop (the steady state's memory peak starts there)."""
+    on_phase("first call")
+    first_ns = first_call(fn, clock)
+    on_phase("warm-up")
+    warmup, warmup_ns = warm_up(fn, warmup, clock, warmup_s)
+    before_timing()
+
+    on_phase("timing")
+    watch = watch or NoWatch()
+    graphs_before = graph_count() if graph_count else None
+    budget_ns = None if max_time_s is None else int(max_time_s * 1e9)
+    floor = min(min_iters, iters)
+    rec = clock.recorder(iters, sync_each_call)
+    n = 0
+    watch.start()
+    started_at = time.time()
+    loop_start = clock.now_ns()
+    while n < iters:
+        rec.start(n)
+        fn()
+        rec.stop(n)
+        n += 1
+        if budget_ns is not None and n >= floor and clock.now_ns() - loop_start >= budget_ns:
+            break
+    clock.sync()
+    loop_wall_ns = clock.now_ns() - loop_start
+    ended_at = time.time()
+    conditions = watch.stop()
+    recompiles = graph_count() - graphs_before if graph_count else None
+    return Measurement(first_ns, warmup, warmup_ns, iters, floor, rec.samples_ns(n), loop_wall_ns, n < iters,
+                       recompiles, started_at, ended_at, conditions)
+
+
+def measure_interleaved(
+    fns: dict[str, Callable[[], object]],
+    *,
+    iters: int,
+    warmup: dict[str, int],
+    clock: HostClock,
+    block: int = 10,
+    min_iters: int = 1,
+    max_time_s: float | None = None,
+    warmup_s: float = 0.0,
+    sync_each_call: bool = False,
+    graph_count: Callable[[], int] | None = None,
+    watch: Watch | None = None,
+    before_timing: Callable[[], None] = lambda: None,
+    on_phase: Callable[[str], None] = lambda phase: None,
+) -> dict[str, Measurement]:
+    """Time several callables in one process, alternating blocks of `block` calls, so that drift (clocks,
+    temperature, other load) falls on all of them alike. Each first call is timed alone and each is warmed up
+    before any timing; the budget max_time_s is per callable and ends the loop only once every callable has
+    min_iters samples. Recompiles are counted over the whole loop."""
+    first = {}
+    for name, fn in fns.items():
+        on_phase(f"first call ({name})")
+        first[name] = first_call(fn, clock)
+    warmed = {}  # name -> (calls made, ns they took)
+    for name, fn in fns.items():
+        on_phase(f"warm-up ({name})")
+        warmed[name] = warm_up(fn, warmup[name], clock, warmup_s)
+    before_timing()
+
+    on_phase("timing (interleaved)")
+    watch = watch or NoWatch()
+    graphs_before = graph_count() if graph_count else None
+    budget_ns = None if max_time_s is None else int(max_time_s * 1e9) * len(fns)
+    floor = min(min_iters, iters)
+    recorders = {name: clock.recorder(iters, sync_each_call) for name in fns}
+    done = dict.fromkeys(fns, 0)
+    wall = dict.fromkeys(fns, 0)
+    watch.start()
+    started_at = time.time()
+    loop_start = clock.now_ns()
+    while min(done.values()) < iters:
+        if budget_ns is not None and min(done.values()) >= floor and clock.now_ns() - loop_start >= budget_ns:
+            break
+        for name, fn in fns.items():
+            n = done[name]
+            done[name] = min(iters, n + block)
+            wall[name] += _timed_block(fn, recorders[name], range(n, done[name]), clock)
+    ended_at = time.time()
+    conditions = watch.stop()
+    recompiles = graph_count() - graphs_before if graph_count else None
+    return {
+        name: Measurement(first[name], *warmed[name], iters, floor, recorders[name].samples_ns(done[name]), wall[name],
+                          done[name] < iters, recompiles, started_at, ended_at, conditions)
+        for name in fns
+    }
+
+
+def _timed_block(fn: Callable[[], object], rec, calls: range, clock: HostClock) -> int:
+    """One block of an interleaved loop: each call recorded, the block synchronized at both ends; returns its wall
+    time (the block's own, so that each callable's wall clock holds its own calls only)."""
+    clock.sync()
+    t0 = clock.now_ns()
+    for i in calls:
+        rec.start(i)
+        fn()
+        rec.stop(i)
+    clock.sync()
+    return clock.now_ns() - t0
+
+
+@dataclass
+class CallTiming:
+    """One generate() call: its whole duration, and when each new token arrived, from the call's start."""
+
+    total_ns: int
+    token_ns: list[int]
+
+
+@dataclass
+class GenerationMeasurement:
+    first_calls: list[CallTiming]  # the first K calls, one by one: when does compiling stop costing anything?
+    calls: list[CallTiming]  # the steady state
+    iters_requested: int
+    min_iters: int
+    loop_wall_ns: int
+    stopped_early: bool
+    recompiles: int | None
+    loop_started_at: float = 0.0
+    loop_ended_at: float = 0.0
+    conditions: dict = field(default_factory=dict)
+
+
+Call = Callable[[Callable[[], None]], object]  # call(stamp) runs one generate(), calling stamp() as each token comes
+
+
+def measure_generation(
+    calls: dict[str, Call],
+    *,
+    first_calls: int,
+    iters: int,
+    clock: HostClock,
+    min_iters: int = 1,
+    max_time_s: float | None = None,
+    graph_count: Callable[[], int] | None = None,
+    watch: Watch | None = None,
+    after_first_call: Callable[[str, int], None] = lambda name, i: None,
+    before_timing: Callable[[], None] = lambda: None,
+    on_phase: Callable[[str], None] = lambda phase: None,
+) -> dict[str, GenerationMeasurement]:
+    """Time generate() calls. Each variant's first `first_calls` calls are timed one by one (the first holds the
+    compilation; later ones may compile again, or record CUDA graphs), then the steady state: one call of each
+    variant in turn (with one variant, simply one after another) until `iters` calls each, or the budget
+    max_time_s per variant once each has min_iters. A graph compiled in the steady state is a recompile."""
+
+    def timed(call: Call) -> CallTiming:
+        stamps: list[int] = []
+        clock.sync()
+        t0 = clock.now_ns()
+        call(lambda: stamps.append(clock.now_ns() - t0))
+        clock.sync()
+        return CallTiming(clock.now_ns() - t0, stamps)
+
+    firsts: dict[str, list[CallTiming]] = {name: [] for name in calls}
+    for name, call in calls.items():
+        for i in range(first_calls):
+            suffix = "" if len(calls) == 1 else f" ({name})"
+            on_phase(("first call" if i == 0 else f"call {i + 1} of the first {first_calls}") + suffix)
+            firsts[name].append(timed(call))
+            after_first_call(name, i)
+    before_timing()
+
+    on_phase("timing")
+    watch = watch or NoWatch()
+    graphs_before = graph_count() if graph_count else None
+    budget_ns = None if max_time_s is None else int(max_time_s * 1e9) * len(calls)
+    floor = min(min_iters, iters)
+    steady: dict[str, list[CallTiming]] = {name: [] for name in calls}
+    wall = dict.fromkeys(calls, 0)
+    watch.start()
+    started_at = time.time()
+    loop_start = clock.now_ns()
+    while min(len(v) for v in steady.values()) < iters:
+        for name, call in calls.items():
+            t = timed(call)
+            steady[name].append(t)
+            wall[name] += t.total_ns
+        if budget_ns is not None and min(len(v) for v in steady.values()) >= floor and clock.now_ns() - loop_start >= budget_ns:
+            break
+    ended_at = time.time()
+    conditions = watch.stop()
+    recompiles = graph_count() - graphs_before if graph_count else None
+    return {name: GenerationMeasurement(firsts[name], steady[name], iters, floor, wall[name], len(steady[name]) < iters,
+                                        recompiles, started_at, ended_at, conditions) for name in calls}

@@ -1,0 +1,255 @@
+"""run_cases(job) -> results: the one function every executor calls, in a fresh process or inline.
+
+It measures one repeat of one case, or (--interleave) one repeat of the variants of one model measured together,
+with the timed unit the model's task calls for: a forward pass (vision) or a generate() call (text generation).
+A problem of the case itself (an OOM, an exception) becomes the result's status, never an exception.
+
+Also the entry point of a worker process: python -m compilebench.measure.worker JOB.json RESULT.json PHASE_FD"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import signal
+import sys
+import time
+import traceback
+import uuid
+from dataclasses import asdict
+from typing import Callable
+
+from compilebench.diagnostics import bandwidth, traces
+from compilebench.measure import compiler_state, conditions, fingerprint, recording, invariants, timing, compiler
+from compilebench.run import interpreters
+from compilebench import zoo
+from compilebench.core.result import Repeat, Result
+from compilebench.core.spec import Case, Job
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+TRACEBACK_LINES = 60  # the end of a traceback: where it was raised, and the message
+WEIGHTS_SEED = 0
+
+
+def one_line(exc: BaseException, limit: int = 500) -> str:
+    """'Type: first line', plus the innermost cause when it says something the outer line does not
+    (dynamo wraps a backend's exception as 'BackendCompilerFailed: backend=... raised:')."""
+
+    def first_line(e: BaseException) -> str:
+        text = str(e).strip()
+        return f"{type(e).__name__}: {text.splitlines()[0]}" if text else type(e).__name__
+
+    root = exc
+    while root.__cause__ is not None:
+        root = root.__cause__
+    line = first_line(exc)
+    if line.endswith(":"):  # the reason is on the next line
+        rest = [l.strip() for l in str(exc).strip().splitlines()[1:] if l.strip()]
+        line = f"{line} {rest[0]}" if rest else line
+    if root is not exc and first_line(root) not in line:
+        line = f"{line} (caused by {first_line(root)})"
+    return line[:limit]
+
+
+def _is_oom(exc: BaseException) -> bool:
+    import torch
+
+    while exc is not None:
+        if isinstance(exc, (MemoryError, torch.OutOfMemoryError)) or "out of memory" in str(exc).lower():
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def run_case(case: Case, policy, **kwargs) -> Result:
+    """One repeat of one case (tests, and the Python API's inline models)."""
+    return run_cases(Job([case], policy), **kwargs)[0]
+
+
+def run_cases(
+    job: Job,
+    *,
+    isolation: str = "process",
+    on_phase: Callable[[str], None] = lambda phase: None,
+    clock: timing.HostClock | None = None,
+    watch: conditions.Watch | None = None,
+) -> list[Result]:
+    """Measure one repeat of the job's cases; a result for each, whatever happens."""
+    import torch
+
+    cases, first = job.cases, job.cases[0]
+    process = uuid.uuid4().hex  # the variants of an interleaved process share it: their repeats pair up
+    results = [Result(c, [Repeat(index=job.repeat, process=process, compile_cache=job.compile_cache or c.compile_cache)],
+                      isolation=isolation, timing_policy=asdict(job.policy)) for c in cases]
+    phase, since, spent = "setup", time.perf_counter(), {}
+
+    def enter(p: str) -> None:
+        nonlocal phase, since
+        now = time.perf_counter()
+        spent[phase] = spent.get(phase, 0.0) + now - since
+        phase, since = p, now
+        on_phase(p)
+
+    try:
+        entry = zoo.get(first.model, first.task, first.inputs)
+        if first.device.startswith("cuda"):
+            torch.cuda.set_device(first.device)  # "the current device" is the case's, for any code that asks for it
+        clock = clock or recording.make_clock(first.device)
+        with torch.inference_mode(), _tf32(first.tf32), _autocast(first):
+            env = fingerprint.collect(first.device)  # inside: it records the TF32 setting the cases ran with
+            if job.environment:
+                env.update(interpreters.recorded(job.environment))
+            if first.device.startswith("cuda"):
+                invariants.check_device(first.device, os.environ.get(invariants.EXPECTED_GPU), env.get("gpu_uuid"))
+            for r in results:
+                r.label, r.task, r.clock, r.env, r.machine_id = entry.label, entry.task, clock.name, env, fingerprint.machine_id(env)
+                r.repeats[0].cpus = env.get("cpu_affinity")
+                r.inline_model = entry.in_process_only
+            compiler.reset_dynamo()
+            _measure(entry, results, job, clock, watch or recording.make_watch(first.device), enter)
+        if job.measure_machine and first.device == "cpu":
+            enter("measuring the machine")  # after everything timed: its buffers stay out of the peak memory
+            _measure_machine(env, first.dtype)
+    except Exception as exc:  # a failing case is a result, never the end of the sweep
+        for r in results:
+            failed(r.repeats[0], exc, phase, r.case)
+    spent[phase] = spent.get(phase, 0.0) + time.perf_counter() - since
+    for r in results:
+        r.repeats[0].phases = {k: round(v, 4) for k, v in spent.items()}
+        recording.record_start(r.repeats[0], r.case)
+        r.derive()
+    return results
+
+
+def _measure(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, enter) -> None:
+    """The cases' timed unit (a forward pass or generation), between loading the mega-cache's artifacts (a new
+    replica's start: before anything is built) and saving them (after every timed loop)."""
+    import torch
+
+    from compilebench.measure import forward, generation, serving
+
+    loaded = None
+    if job.compile_cache == "mega":
+        enter("loading the mega-cache")
+        loaded = compiler_state.load_artifacts(job.mega_path)
+    case = results[0].case
+    unit = serving if case.shapes else generation if case.generation else forward
+    # random weights, the same in every process: a package one repeat built is checked against another's eager
+    torch.manual_seed(WEIGHTS_SEED)
+    with _compile_trace(job, results):
+        unit.run(entry, results, job, clock, watch, enter)
+    if loaded is not None:
+        _mega(results, loaded)
+    elif job.mega_path and job.compile_cache == "cold":
+        enter("saving the mega-cache")
+        _mega(results, _saved(job.mega_path))
+
+
+def _mega(results: list[Result], what: dict) -> None:
+    """The mega-cache artifacts loaded or saved, into each compiled repeat; a repeat that loaded them and still
+    compiled a graph inductor's cache did not hold says how many it missed (read from the compile counters)."""
+    for r in results:
+        rep = r.repeats[0]
+        if r.case.variant.compiled:
+            rep.mega_cache = dict(what)
+            if "loaded_bytes" in what and rep.graphs is not None:
+                rep.mega_cache["missed"] = max(0, rep.graphs - (rep.compile_cache_hits or 0))
+
+
+def _saved(path: str) -> dict:
+    """Saving is a note beside a measured case, never its failure (a later repeat then compiles cold)."""
+    try:
+        return compiler_state.save_artifacts(path)
+    except Exception as exc:  # noqa: BLE001
+        return {"problem": f"saving the artifacts failed: {one_line(exc)}"}
+
+
+def _measure_machine(env: dict, dtype: str) -> None:
+    """A CPU's peaks into the env; a failure to measure them is recorded there, never the case's failure."""
+    try:
+        env.update(bandwidth.host_peaks(dtype))
+    except Exception as exc:  # noqa: BLE001 - the case was measured: this is a note beside it
+        env["host_peaks_error"] = one_line(exc)
+
+
+def _compile_trace(job: Job, results: list[Result]):
+    """--compile-trace: the job's compile logged to a folder named after its first compiled case (an interleaved
+    job's variants compile in one process, one log)."""
+    compiled = [r for r in results if r.case.variant.compiled]
+    if not (job.compile_trace and job.traces and compiled):
+        return contextlib.nullcontext()
+    trace_dir = traces.compile_trace_dir(job.traces, compiled[0].case, job.repeat)
+    for r in compiled:
+        r.repeats[0].compile_trace = {"dir": trace_dir}
+    return traces.compile_trace(trace_dir)
+
+
+def failed(rep: Repeat, exc: Exception, phase: str, case: Case) -> None:
+    rep.status = "oom" if _is_oom(exc) else "error"
+    rep.message = one_line(exc)
+    if case.variant.fullgraph and phase.startswith("first call") and rep.status == "error":
+        rep.message = f"fullgraph=True could not capture the model in one graph: {rep.message}"
+    rep.traceback = "\n".join("".join(traceback.format_exception(exc)).splitlines()[-TRACEBACK_LINES:])
+    rep.phase = phase
+
+
+@contextlib.contextmanager
+def _tf32(allow: bool | None):
+    """TF32 on or off for this case (None: as it is), put back afterwards for the next inline case."""
+    import torch
+
+    if allow is None:
+        yield
+        return
+    saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32, torch.get_float32_matmul_precision())
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = allow
+    torch.set_float32_matmul_precision("high" if allow else "highest")
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved[:2]
+        torch.set_float32_matmul_precision(saved[2])
+
+
+def _autocast(case: Case):
+    import torch
+
+    if not case.autocast:
+        return contextlib.nullcontext()
+    return torch.autocast(case.device.split(":")[0], dtype=getattr(torch, case.dtype))
+
+
+def confine() -> None:
+    """Die with the driver, so a killed driver (or Ray worker) leaves no orphan holding a device; and keep to
+    the CPUs the driver gave this case (--gpus shares the host's cores out among the GPUs)."""
+    parent = int(os.environ.get("COMPILEBENCH_PARENT_PID", "0"))
+    if sys.platform == "linux" and parent:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:  # the driver died before the line above took effect
+            os._exit(1)
+    cpus = os.environ.get("COMPILEBENCH_CPUS")
+    if cpus:
+        os.sched_setaffinity(0, {int(c) for c in cpus.split(",")})
+
+
+def serve(job_path: str, result_path: str, phase_fd: int) -> None:
+    """Run the job in a file, write its results to another (whole, by rename), relaying phases to a pipe."""
+    with open(job_path) as f:
+        job = Job.from_dict(json.load(f))
+    phases = os.fdopen(phase_fd, "w", buffering=1)
+    results = run_cases(job, isolation="process", on_phase=lambda p: phases.write(p + "\n"))
+    tmp = result_path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump([r.to_dict() for r in results], f)
+    os.replace(tmp, result_path)  # the driver sees a whole result or none
+
+
+def main(argv: list[str]) -> int:
+    confine()
+    serve(argv[0], argv[1], int(argv[2]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

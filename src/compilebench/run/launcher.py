@@ -1,0 +1,213 @@
+"""How a worker process starts: forked from a launcher that has imported torch, transformers and compilebench
+once, so a sweep spends its time measuring rather than importing (about 3 s per worker on 2 CPU cores).
+
+The launcher is a process of its own, started with the slot's environment. It waits on a socket (blocked: it
+takes no CPU while a case runs), and for each job forks a child that takes the job's environment (its private
+compiler-state folders), starts a session of its own, and runs the worker. The child is as fresh as a new
+interpreter where it matters: it holds no model, no compiled graph, no CUDA context (the launcher never touches
+CUDA, and checks that nothing it imported did: if something did, the executor starts new interpreters instead),
+and inductor's on-disk folders are the job's (the few that inductor fixes on import are pointed there in the
+child: compiler_state.follow_environment). The launcher dies with the driver; its children die with it.
+
+Processes forked from one launcher share its memory layout (address-space randomisation happens once, at its
+start), and with it an offset of their own: measured here, one launcher's children ran ResNet-50 9% slower than
+new interpreters in every one of 6 rounds, while over 8 launchers started afresh, forked / new interpreter was
+0.98 (0.90-1.08) with the same spread (CV 10.1% and 10.5%). An A/A test with every repeat forked from one
+launcher called the same case `faster` than itself in 3 of 5 pairs. So the executor keeps one launcher per
+repeat index: the repeats of a case come from different launchers, each a draw of its own, and the spread
+between them is in the interval. Exec (a new interpreter per job) is the fallback where fork is not available,
+and the choice with COMPILEBENCH_LAUNCH=exec."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+from compilebench.run.interpreters import Environment
+
+# A launcher per repeat index up to this many (each holds torch and transformers: a few hundred MB); later repeats
+# start new interpreters.
+MAX_LAUNCHERS = 8
+PRELOAD = ("torch", "transformers", "PIL.Image", "numpy", "compilebench.measure.worker", "compilebench.measure.forward",
+           "compilebench.measure.generation", "compilebench.zoo")
+# What torch.compile with inductor imports on its first call (0.9 s here, in every compiled case's worker until it
+# was preloaded), for runs that compile with inductor; the folders it fixes on import follow each job's environment
+# in the child.
+INDUCTOR = "torch._inductor.compile_fx"
+
+
+def enabled() -> bool:
+    return hasattr(os, "fork") and hasattr(socket, "send_fds") and os.environ.get("COMPILEBENCH_LAUNCH", "fork") != "exec"
+
+
+class LauncherDied(Exception):
+    """The launcher went away (killed with the job it ran, or never started): start another."""
+
+
+class LauncherUnfit(LauncherDied):
+    """What the launcher imported touched the GPU driver: its children could not use CUDA. Start new interpreters."""
+
+
+class Launcher:
+    """The driver's end: start jobs in forked workers and wait for them, one at a time."""
+
+    def __init__(self, env: dict[str, str], models: tuple[str, ...] = (), inductor: bool = False,
+                 environment: Environment | None = None):
+        """Starts it and returns at once: it imports while the driver goes on (wait_ready waits for it). It imports
+        the classes of `models` (the zoo models the run measures) too, and inductor where the run compiles with it.
+        Under an `environment` (--env) it is that environment's interpreter, with its variables from the start
+        (some, thread counts among them, are read when torch is imported)."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock = ours
+        preload = json.dumps({"models": list(models), "inductor": inductor})
+        python, variables = (environment.python, environment.variables()) if environment else (sys.executable, {})
+        self._proc = subprocess.Popen(
+            [python, "-m", "compilebench.run.launcher", str(theirs.fileno()), preload], pass_fds=(theirs.fileno(),),
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True,
+            env={**os.environ, **env, **variables, "COMPILEBENCH_PARENT_PID": str(os.getpid())})
+        theirs.close()
+        self._file = ours.makefile("r")
+        self._ready = False
+
+    def wait_ready(self) -> None:
+        """Block until it has imported what it preloads (launchers started together import at once)."""
+        if not self._ready:
+            answer = self._readline()
+            if answer.startswith("unfit "):
+                raise LauncherUnfit(answer[len("unfit "):])
+            if answer != "ready":
+                raise LauncherDied("the launcher did not start")
+            self._ready = True
+
+    def _readline(self) -> str:
+        line = self._file.readline()  # blocks: no polling beside a timed loop
+        if not line:
+            raise LauncherDied("the launcher closed its socket")
+        return line.strip()
+
+    def start(self, argv: list[str], env: dict[str, str], phase_fd: int, log_fd: int) -> int:
+        """Fork a worker running `python -m compilebench.measure.worker ARGV` with `env` added; returns its pid."""
+        message = json.dumps({"argv": argv, "env": env}).encode()
+        self.wait_ready()
+        try:
+            socket.send_fds(self._sock, [len(message).to_bytes(8, "big") + message], [phase_fd, log_fd])
+            return int(self._readline())
+        except OSError as exc:
+            raise LauncherDied(str(exc)) from exc
+
+    def wait(self, pid: int) -> int:
+        """The worker's exit code (negative: the signal that killed it), once it has exited."""
+        answer = json.loads(self._readline())
+        assert answer["pid"] == pid, answer
+        return answer["returncode"]
+
+    def close(self) -> None:
+        self._sock.close()
+        self._file.close()
+        self._proc.kill()
+        self._proc.wait()
+
+
+def _recv_job(sock: socket.socket) -> tuple[dict, list[int]] | None:
+    head, fds, _, _ = socket.recv_fds(sock, 8, 2)
+    if not head:
+        return None
+    size = int.from_bytes(head, "big")
+    body = b""
+    while len(body) < size:
+        chunk = sock.recv(size - len(body))
+        if not chunk:
+            return None
+        body += chunk
+    return json.loads(body), fds
+
+
+def _child(job: dict, phase_fd: int, log_fd: int) -> None:
+    """In the forked worker: become a fresh worker process with the job's environment, run it, exit."""
+    from compilebench.measure import compiler_state, worker
+
+    os.setsid()  # its own process group: a timeout kills it with every compile worker it starts
+    os.dup2(log_fd, 1)
+    os.dup2(log_fd, 2)
+    os.environ.update(job["env"])
+    os.environ["COMPILEBENCH_PARENT_PID"] = str(os.getppid())  # dies with the launcher, which dies with the driver
+    compiler_state.follow_environment()  # the job's folders, not the launcher's
+    sys.argv = ["compilebench.measure.worker", *job["argv"]]
+    worker.main([*job["argv"][:2], str(phase_fd)])
+
+
+def main(fd: int, preload: dict) -> None:
+    import importlib
+
+    from compilebench.measure import worker
+
+    worker.confine()  # die with the driver
+    sock = socket.socket(fileno=fd)
+    for module in PRELOAD + ((INDUCTOR,) if preload.get("inductor") else ()):
+        importlib.import_module(module)
+    for model in preload.get("models", ()):
+        _preload_model(model)
+    touched = cuda_touched()
+    sock.sendall(f"unfit {touched}\n".encode() if touched else b"ready\n")
+    if touched:
+        return
+    while True:
+        got = _recv_job(sock)
+        if got is None:
+            return  # the driver closed its end
+        job, (phase_fd, log_fd) = got
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                sock.close()
+                _child(job, phase_fd, log_fd)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(phase_fd)
+        os.close(log_fd)
+        sock.sendall(f"{pid}\n".encode())
+        _, status = os.waitpid(pid, 0)  # blocks while the case runs
+        sock.sendall((json.dumps({"pid": pid, "returncode": os.waitstatus_to_exitcode(status)}) + "\n").encode())
+
+
+def cuda_touched(maps_path: str = "/proc/self/maps") -> str | None:
+    """Why this process's children could not use CUDA, or None: CUDA is initialized in torch, or the driver library
+    is loaded (something asked it a question, which initializes it in this process only)."""
+    import torch
+
+    if torch.cuda.is_initialized():
+        return "torch initialized CUDA in it"
+    try:
+        with open(maps_path) as f:
+            if any("libcuda.so" in line for line in f):
+                return "it loaded the CUDA driver (libcuda)"
+    except OSError:
+        pass
+    return None
+
+
+def _preload_model(name: str):
+    """Import a zoo model's class here, once for every repeat and variant its children run (1.6 s for the first
+    one: most of transformers' modeling code): importing it is part of no measurement, and it is what a user's
+    script imports before it builds the model anyway. Returns the class, or None (not a zoo model, or it cannot be
+    imported)."""
+    try:
+        from compilebench import zoo
+
+        class_name = getattr(zoo.REGISTRY.get(name), "model_class", None)
+        if class_name:
+            import transformers
+
+            return getattr(transformers, class_name)
+    except Exception:  # a model that cannot be imported is the worker's to report
+        pass
+    return None
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]), json.loads(sys.argv[2]) if len(sys.argv) > 2 else {})

@@ -1,0 +1,389 @@
+"""The driver loop: plan every repeat of every case, skip what is stored, hand the rest to a dispatcher, and store
+each repeat the moment it arrives.
+
+Order: model-major; within a model and batch size, repeat 1 of every variant (under every environment, --env), then
+repeat 2, and so on, so eager and compiled, and one environment and another, alternate and drift over the minutes
+of a sweep hits them alike. A case's repeats share one private compiler-state folder: the first compiles cold,
+later ones from what it left (recorded as warm); the folder goes when the case's last repeat is done."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import os
+import sqlite3
+import sys
+import uuid
+from dataclasses import dataclass, field
+
+from compilebench.measure import compiler_state, fingerprint
+from compilebench.storage import interrupts, unsaved
+from compilebench.run import orphans, claims
+from compilebench.core import settings
+from compilebench.diagnostics import traces
+from compilebench.run.dispatch import Dispatcher, Target, Unit, Work
+from compilebench.run.progress import Bar
+from compilebench.core.result import Result
+from compilebench.core.spec import Case, Job, RunSpec, Variant, eager_key_of
+from compilebench.storage.store import Store
+from compilebench.core.vocab import FAILED, RETRIED, RETRIED_ON_REQUEST
+
+
+class StoreFailed(Exception):
+    """The results file could not take a result (disk full, locked by another program, damaged)."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+@dataclass
+class SweepOutcome:
+    results: list[Result] = field(default_factory=list)  # repeats measured in this run (one result each)
+    done_before: int = 0  # repeats stored earlier, resumed past
+    retried: int = 0  # repeats that had crashed or timed out, measured again
+    not_retried: int = 0  # failed repeats (error, oom) left as they are: --retry-failed tries them again
+    held_elsewhere: int = 0  # repeats another run was measuring, waited for and stored by it
+    after_failure: int = 0  # repeats not run because an earlier repeat of the case failed in this run
+    recovered: int = 0  # results an earlier run saved beside the results file, now stored
+    interrupted: int = 0  # the signal that stopped the sweep, 0 if none
+
+
+def retryable(status: str, retry_failed: bool) -> bool:
+    return status in RETRIED or (retry_failed and status in RETRIED_ON_REQUEST)
+
+
+def _groups(cases: list[Case], interleave: bool) -> list[list[Case]]:
+    """The cases measured in one process: each alone, or (--interleave) the variants of one model, batch size and
+    settings together."""
+    if not interleave:
+        return [[c] for c in cases]
+    groups: dict[str, list[Case]] = {}
+    for c in cases:
+        groups.setdefault(dataclasses.replace(c, variant=Variant("eager")).key(), []).append(c)
+    return list(groups.values())
+
+
+def _blocks(groups: list[list[Case]]) -> list[list[int]]:
+    """Group indexes whose repeats alternate: the variants of one model, batch size and settings, under every
+    environment (--env)."""
+    blocks: dict[str, list[int]] = {}
+    for i, g in enumerate(groups):
+        blocks.setdefault(dataclasses.replace(g[0], variant=Variant("eager"), environment=None).key(), []).append(i)
+    return list(blocks.values())
+
+
+@dataclass
+class _Plan:
+    units: list[Unit]
+    stored: dict[tuple[str, str], Result]  # (case key, resume id) -> the stored result a repeat continues
+    uses: dict[str, int]  # compiler-state folder -> units left that use it
+
+
+def plan(spec: RunSpec, cases: list[Case], store: Store, targets: list[Target], outcome: SweepOutcome) -> _Plan:
+    groups = _groups(cases, spec.interleave)
+    stored: dict[tuple[str, str], Result] = {}
+    needed = [_needed(spec, groups, store, t, stored, outcome) for t in targets]
+    units, uses = [], {}
+    for block in _blocks(groups):
+        for i in range(1, spec.repeats + 1):
+            for t, target in enumerate(targets):  # environments (targets of their own) alternate, repeat by repeat
+                for gi in block:
+                    todo = needed[t].get(gi, {}).get(i)
+                    if todo:
+                        units.append(Unit(target, tuple(todo), i, gi))
+                        folder = state_name(groups[gi], target)
+                        uses[folder] = uses.get(folder, 0) + 1
+    return _Plan(units, stored, uses)
+
+
+def _needed(spec: RunSpec, groups: list[list[Case]], store: Store, target: Target, stored: dict,
+            outcome: SweepOutcome) -> dict[int, dict[int, list[Case]]]:
+    """Group -> repeat -> the cases of the group still to measure on the target (those it takes)."""
+    needed: dict[int, dict[int, list[Case]]] = {}
+    for gi, group in enumerate(groups):
+        for case in group:
+            if not target.takes(case):
+                continue
+            latest = None if spec.rerun else store.latest(case.key(), target.resume_id)
+            if latest is not None:
+                stored[(case.key(), target.resume_id)] = latest
+            have = {r.index: r.status for r in (latest.repeats if latest else [])}
+            for i in range(1, spec.repeats + 1):
+                if i not in have:
+                    needed.setdefault(gi, {}).setdefault(i, []).append(case)
+                elif retryable(have[i], spec.retry_failed):
+                    outcome.retried += 1
+                    needed.setdefault(gi, {}).setdefault(i, []).append(case)
+                elif have[i] in FAILED:
+                    outcome.not_retried += 1
+                else:
+                    outcome.done_before += 1
+    return needed
+
+
+def state_name(group: list[Case], target: Target) -> str:
+    """The compiler-state folder of the cases measured together: the same across runs of one sweep's cases (tune
+    measures a configuration again in a later rung, warm)."""
+    return hashlib.sha1(f"{target.resume_id}|{'|'.join(c.key() for c in group)}".encode()).hexdigest()[:16]
+
+
+def run(spec: RunSpec, store: Store, dispatcher: Dispatcher, targets: list[Target], *,
+        prompt_lens: dict[str, int] | None = None, labels: dict[str, tuple[str, str]] | None = None,
+        cases: list[Case] | None = None, states: compiler_state.StateFolders | None = None,
+        quiet: bool = False, run_id: str | None = None) -> SweepOutcome:
+    """Every repeat of every case of the spec (or of `cases`) on every target, skipping what a target already
+    has; each repeat stored the moment it arrives, by this thread alone. `labels`: each model's row label and
+    task, for results that come back without them (a timeout). `states`: compiler-state folders that outlive
+    this sweep (its caller closes them), so its cases compile warm when measured again. `run_id`: the run each
+    repeat is recorded as measured by (a plan's: tune's rungs are one run); a new one where not given."""
+    outcome = SweepOutcome()
+    outcome.recovered = _recover_unsaved(store) + orphans.take_in(store, lambda i: _done(i, spec.retry_failed))
+    cases = cases if cases is not None else spec.cases(prompt_lens)
+    sweep = _Sweep(spec, store, cases, targets, outcome, labels or {}, states, quiet, run_id or uuid.uuid4().hex)
+    try:
+        with interrupts.stop_signals():
+            units = sweep.plan.units
+            while units:  # then the repeats another run held: waited for, and measured here if it let them go
+                dispatcher.run(units, sweep.open_unit, sweep.progress, sweep.deliver)
+                units = sweep.take_back(sweep.wait_for_others())
+            sweep.render_compile_traces()
+    except interrupts.Interrupted as exc:
+        outcome.interrupted = exc.signum
+    finally:
+        sweep.close()
+    return outcome
+
+
+class _Sweep:
+    """One sweep's state, between the dispatcher's calls: which result each repeat joins, which cases failed,
+    and which compiler-state folders are still in use."""
+
+    def __init__(self, spec: RunSpec, store: Store, cases: list[Case], targets: list[Target], outcome: SweepOutcome,
+                 labels: dict[str, tuple[str, str]], states: compiler_state.StateFolders | None, quiet: bool,
+                 run_id: str):
+        self.spec, self.store, self.outcome, self.labels, self.quiet = spec, store, outcome, labels, quiet
+        self.run_id = run_id
+        self.groups = _groups(cases, spec.interleave)
+        self.plan = plan(spec, cases, store, targets, outcome)
+        self.progress = Bar(sum(len(u.cases) for u in self.plan.units), spec.repeats, quiet)
+        self.bar = self.progress.bar
+        self.own_states = states is None
+        self.states = states or compiler_state.StateFolders()
+        self.failed: set[tuple[str, str]] = set()  # (case key, resume id) of cases a repeat failed in this run
+        self.series: dict[tuple[str, str, int], str] = {}  # (case key, resume id, repeat) -> the result it joins
+        self.told: set[int] = set()  # pids of other runs already named as holding a claim
+        self.held: list[tuple[Unit, Case]] = []  # repeats another run was measuring when this one came to them
+        self.machines_measured: set[tuple[str, str]] = set()  # (resume id, dtype) whose peaks a worker was asked for
+
+    def open_unit(self, unit: Unit) -> Work | None:
+        """Claim the unit's repeats; the work to do for those this run got, or None."""
+        todo = [case for case in unit.cases if self._claim(case, unit)]
+        if not todo:
+            self._release_state(unit)
+            return None
+        stored = [self.plan.stored.get((c.key(), unit.target.resume_id)) for c in todo]
+        # FLOPs are the eager model's: counted once per model and settings, by whichever variant comes first
+        count_flops = any((s is None or s.flops is None) and self._eager_flops(c, unit) is None
+                          for c, s in zip(todo, stored))
+        env, cache, mega_path = _compiler_env(self.spec.compile_cache, self.states, self._state(unit),
+                                              every_repeat_cold=bool(todo[0].shapes))
+        check = cache == "cold" or not all(_checked(s, cache) for s in stored)
+        mine = orphans.claim(self.store, unit, {c.key(): self.series[(c.key(), unit.target.resume_id, unit.repeat)]
+                                                  for c in todo}, self.run_id)
+        environment = unit.target.environment.to_dict() if unit.target.environment else None
+        # A profile and a compile trace are kept once per case: by the first repeat measured that has none yet.
+        profile = self.spec.profile and any(not _kept(s, "profile") for s in stored)
+        compile_trace = self.spec.compile_trace and any(c.variant.compiled and not _kept(s, "compile_trace")
+                                                        for c, s in zip(todo, stored))
+        where = traces.folder(self.store.path) if profile or compile_trace else None
+        # A CPU's peaks (bandwidth.host_peaks) are the machine's: measured by the first worker of each target and dtype
+        machine = (unit.target.resume_id, todo[0].dtype)
+        measure = machine not in self.machines_measured
+        self.machines_measured.add(machine)
+        # aot-inductor packages outlive the repeat that built them: every later repeat of the case loads them
+        packages = self.states.folder(f"{self._state(unit)}-packages") if any(
+            c.variant.ahead_of_time for c in todo) else None
+        return Work(Job(todo, self.spec.timing, unit.repeat, cache, count_flops, check, mine, environment, where,
+                        profile, compile_trace, measure, mega_path, packages), env)
+
+    def _claim(self, case: Case, unit: Unit) -> bool:
+        key, rid = case.key(), unit.target.resume_id
+        if (key, rid) in self.failed:
+            self.outcome.after_failure += 1
+            self.bar.update(1)
+            return False
+        given = self.series.setdefault((key, rid, 0), uuid.uuid4().hex) if self.spec.rerun else None  # a new result
+        try:
+            result_id, holder = self.store.claim(key, rid, unit.repeat, given, self.done(unit.repeat))
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreFailed(f"cannot write to the results file {self.store.path!r} ({exc}) before measuring "
+                              f"{unit.describe(self.spec.repeats)}") from exc
+        if result_id is not None:
+            self.series[(key, rid, unit.repeat)] = result_id
+            return True
+        self.bar.update(1)
+        if holder is None:
+            self.outcome.done_before += 1  # stored meanwhile, by another run
+        else:
+            self.outcome.held_elsewhere += 1
+            self.held.append((unit, case))
+            if holder.pid not in self.told:
+                self.told.add(holder.pid)
+                self.progress.note(f"{case.describe()} repeat {unit.repeat} is being measured by another run "
+                                   f"(pid {holder.pid} on {holder.host}): left to it, and waited for at the end")
+        return False
+
+    def done(self, repeat: int):
+        return _done(repeat, self.spec.retry_failed)
+
+    def wait_for_others(self) -> list[Unit]:
+        """Wait for the repeats other runs held (claims.py); the units they let go unmeasured."""
+        held, self.held = self.held, []
+        try:
+            return claims.wait(self.store, held, self.done, self.progress.note)
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreFailed(f"cannot read the results file {self.store.path!r} ({exc}) while waiting for the repeats "
+                              "another run is measuring") from exc
+
+    def take_back(self, units: list[Unit]) -> list[Unit]:
+        """Repeats another run let go without storing them, to be measured here after all."""
+        for unit in units:
+            self.outcome.held_elsewhere -= len(unit.cases)
+            self.bar.total += len(unit.cases)
+            folder = self._state(unit)
+            self.plan.uses[folder] = self.plan.uses.get(folder, 0) + 1
+        if units:
+            self.bar.refresh()
+        return units
+
+    def deliver(self, unit: Unit, results: list[Result]) -> None:
+        for result in results:
+            key, rid = result.case.key(), unit.target.resume_id
+            if not result.machine_id:  # made by the driver (timeout, crash) or failed before reading its env
+                result.env, result.machine_id = dict(unit.target.env), fingerprint.machine_id(unit.target.env)
+            result.case = next(c for c in unit.cases if c.key() == key)  # keyed without the slot's device index
+            result.placement = unit.target.placement
+            for rep in result.repeats:
+                rep.run = self.run_id
+            if result.flops is None:
+                result.flops = self._eager_flops(result.case, unit)
+            result.result_id = self.series[(key, rid, unit.repeat)]
+            if not result.label:  # the worker never got as far as its model: the driver's lookup names it
+                result.label, result.task = self.labels.get(result.case.model, (result.case.model, result.case.task or ""))
+            self.plan.stored[(key, rid)] = _store(self.store, result)  # the FLOPs it counted are not counted again
+            self.outcome.results.append(result)
+            self.bar.update(1)
+            rep = result.repeats[0]
+            if rep.status in FAILED:
+                self.failed.add((key, rid))
+                self.machines_measured.discard((rid, result.case.dtype))  # it may have been to measure the machine
+            if rep.status != "ok" and not self.quiet:
+                where = f" on {unit.target.name}" if unit.target.placement else ""  # which GPU type of a cluster
+                self.bar.write(f"{unit.describe(self.spec.repeats)}{where}: {rep.status}: {rep.message}", file=sys.stderr)
+        self._release_state(unit)
+
+    def render_compile_traces(self) -> None:
+        """tlparse's HTML of each compile trace of these cases that has none yet (this run's, or one an interrupted
+        run kept), made once every measurement is done (it would share the machine with a timed loop otherwise),
+        and stored with its repeat."""
+        rendered: dict[str, dict] = {}
+        for key, result in list(self.plan.stored.items()):
+            waiting = [rep for rep in result.repeats if rep.compile_trace.get("dir") and "html" not in rep.compile_trace]
+            for rep in waiting:
+                where = rep.compile_trace["dir"]
+                if where not in rendered:
+                    rendered[where] = traces.render(where)
+                rep.compile_trace = {**rep.compile_trace, **rendered[where]}
+            if waiting:
+                self.plan.stored[key] = _store(self.store, result)
+
+    def _eager_flops(self, case: Case, unit: Unit) -> int | None:
+        """The FLOPs its eager twin (same model and settings, uncompiled) has stored: compiling does not change the
+        math of one eager forward."""
+        twin = self.plan.stored.get((eager_key_of(case.to_dict()), unit.target.resume_id))
+        return twin.flops if twin else None
+
+    def _state(self, unit: Unit) -> str:
+        return state_name(self.groups[unit.group], unit.target)
+
+    def _release_state(self, unit: Unit) -> None:
+        folder = self._state(unit)
+        self.plan.uses[folder] -= 1
+        if self.plan.uses[folder] == 0 and self.own_states:
+            self.states.remove(folder)
+
+    def close(self) -> None:
+        self.bar.close()
+        if self.own_states:
+            self.states.close()
+        with contextlib.suppress(sqlite3.Error):
+            self.store.release_claims()
+
+
+def _done(index: int, retry_failed: bool):
+    """Whether a stored result has repeat `index` and it needs no retry."""
+    return lambda stored: any(r.index == index and not retryable(r.status, retry_failed) for r in stored.repeats)
+
+
+def _kept(stored: Result | None, what: str) -> bool:
+    """Whether a stored result already has a repeat that kept this (its profile, its compile trace)."""
+    return stored is not None and any(getattr(r, what) for r in stored.repeats)
+
+
+def _checked(stored: Result | None, cache: str) -> bool:
+    """Whether a stored result already compared a compiled output with eager's from this compiler state."""
+    return stored is not None and any(r.compile_cache == cache and (r.max_abs_err is not None or r.status == "mismatch")
+                                      for r in stored.repeats)
+
+
+def _compiler_env(mode: str, states: compiler_state.StateFolders, name: str,
+                  every_repeat_cold: bool = False) -> tuple[dict[str, str], str, str | None]:
+    """The private compiler state a job starts from, what it is, and (--compile-cache mega) its artifacts file:
+    cold (empty), warm (left by an earlier repeat of the same case), dir (the user's --compile-cache DIR) or mega
+    (empty, as a new replica's, with the portable artifacts an earlier repeat or run saved: loaded before the
+    first call; without them the repeat compiles cold and saves them). --compile-cache warm warms a fresh folder
+    itself. `every_repeat_cold` (a shapes case, whose compiles are part of the time it serves its requests in):
+    each cold repeat gets an empty folder of its own, so every process measures the compiles a new one makes."""
+    if settings.is_mega(mode):
+        kept = settings.mega_dir(mode)
+        if kept:
+            os.makedirs(kept, exist_ok=True)
+        artifacts = os.path.join(kept or states.folder(f"{name}-artifacts"), f"{name}.megacache")
+        folder = states.folder(f"{name}-mega-{uuid.uuid4().hex[:8]}")
+        return compiler_state.env_for(folder), "mega" if os.path.exists(artifacts) else "cold", artifacts
+    if mode not in ("cold", "warm"):
+        return compiler_state.env_for(mode), "dir", None
+    if mode == "warm":
+        folder = states.folder(f"{name}-warm-{uuid.uuid4().hex[:8]}")
+        return compiler_state.env_for(folder), "warm", None
+    folder = states.folder(f"{name}-cold-{uuid.uuid4().hex[:8]}" if every_repeat_cold else name)
+    state = "cold" if compiler_state.is_empty(folder) else "warm"
+    return compiler_state.env_for(folder), state, None
+
+
+def _store(store: Store, result: Result) -> Result:
+    """One repeat into the results file, Ctrl-C held off meanwhile; where the file cannot take it, the result is
+    saved beside it (or in the temporary folder) and the sweep stops with one line that says where."""
+    with interrupts.signals_deferred():
+        try:
+            return store.add_repeat(result)
+        except (sqlite3.Error, OSError) as exc:
+            saved = unsaved.save(store.path, result.to_dict())
+            where = f"saved to {saved}; the next run stores it" if saved else "it could not be saved anywhere: " \
+                                                                              "its numbers are in the lines above"
+            if not saved:
+                print(result.to_dict(), file=sys.stderr)
+            raise StoreFailed(f"cannot write to the results file {store.path!r} ({exc}): the result just measured was "
+                              f"{where}") from exc
+
+
+def _recover_unsaved(store: Store) -> int:
+    """Results an earlier run measured but could not store: stored now, then their files removed."""
+    n = 0
+    for path, d in unsaved.load(store.path):
+        store.add_repeat(Result.from_dict(d))
+        unsaved.forget(path)
+        n += 1
+    return n
