@@ -108,8 +108,8 @@ def main() -> None:
                             raise SystemExit(p.stderr[-2000:])
                         script[variant] = json.loads(p.stdout.strip().splitlines()[-1])["tokens_per_s"]
             for variant in ("eager", "default"):
-                from compilebench.report import data
                 from compilebench.core.result import Result
+                from compilebench.report import data
 
                 mine = data.e2e_tokens_per_s(Result.from_dict(ours[variant]))
                 ratios[variant].append(mine / script[variant])
@@ -127,8 +127,8 @@ def main() -> None:
 
 def describe(ours: dict, wall: float) -> None:
     from compilebench.core import speedups
-    from compilebench.report import data
     from compilebench.core.result import Result
+    from compilebench.report import data
 
     print(f"1. compilebench run: {wall:.0f} s")
     for variant in ("eager", "default"):

@@ -25,9 +25,9 @@ import sys
 import tempfile
 import time
 
+from compilebench.core.spec import Case, Job, TimingPolicy, Variant
 from compilebench.measure import compiler_state
 from compilebench.run.executors import ProcessExecutor
-from compilebench.core.spec import Case, Job, TimingPolicy, Variant
 
 # The independent stopwatch: nothing of compilebench's timing, only its model and input preparation.
 STOPWATCH = """

@@ -30,12 +30,11 @@ def main() -> None:
     ap.add_argument("--grid-db", default=None, help="keep the grid here; reuse it where it is already there")
     args = ap.parse_args()
 
+    from compilebench import tune
+    from compilebench.core import spec as specmod, speedups
     from compilebench.measure import compiler_state
     from compilebench.run import plan
-    from compilebench.core import spec as specmod
     from compilebench.storage import store as storemod
-    from compilebench import tune
-    from compilebench.core import speedups
 
     prepared = plan.prepare(specmod.RunSpec(models=(args.model,), batch_sizes=(args.batch_size,), device="cpu",
                                             model_size="tiny" if args.tiny else "full"))

@@ -4,11 +4,11 @@ and timed by every repeat; a model that does not export is an error with export'
 import json
 
 import pytest
+from tiny_factories import make_branchy, make_inputs
 
 import compilebench
-from compilebench.measure import aot_inductor
 from compilebench.core.spec import Case, Variant
-from tiny_factories import make_branchy, make_inputs
+from compilebench.measure import aot_inductor
 
 
 def test_the_variant_is_not_torch_compile_and_keeps_only_inductors_options():

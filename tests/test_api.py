@@ -1,10 +1,10 @@
 """The Python API: the same measurement as `compilebench run`, as Results a notebook can use."""
 
 import pytest
+from tiny_factories import make_inputs, make_model
 
 import compilebench
 from compilebench.core.errors import UserError
-from tiny_factories import make_inputs, make_model
 
 FAST = dict(iters=5, warmup=1, backend="eager", repeats=2)
 

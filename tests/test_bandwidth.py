@@ -1,11 +1,11 @@
 """How close to the hardware (issue 26, item 3): the bytes a call moves, the machine's peaks, decode GB/s and the
 roofline position in the report."""
 
+import fakeresults as fr
 import pytest
 
-import fakeresults as fr
-from compilebench.diagnostics import bandwidth, peaks
 from compilebench import zoo
+from compilebench.diagnostics import bandwidth, peaks
 from compilebench.report import data, why
 from compilebench.report.view import View
 
@@ -117,8 +117,9 @@ def test_the_report_places_each_case_against_its_machines_peaks():
 
 
 def test_a_cpus_peaks_are_measured_once_per_run_and_dtype_after_the_timed_loop(main_here, monkeypatch, tmp_path):
-    from compilebench.run.executors import InlineExecutor
     from conftest import stored
+
+    from compilebench.run.executors import InlineExecutor
 
     jobs, phases = [], []
     run = InlineExecutor.run

@@ -3,12 +3,12 @@
 import os
 from xml.etree import ElementTree
 
-import pytest
-
 import fakeresults as fr
+import pytest
+from conftest import run_cli
+
 from compilebench.core.drift import Drift
 from compilebench.report import check
-from conftest import run_cli
 
 TIGHT = [1 / 1.001, 1.0, 1.001]
 QUIET = Drift(0.02, "given")  # a machine whose runs move 2%

@@ -5,11 +5,11 @@ import textwrap
 
 import pytest
 import torch
+from conftest import run_cli, stored
 
 from compilebench import zoo
 from compilebench.core.errors import UserError
 from compilebench.zoo.hub import HubModel
-from conftest import run_cli, stored
 
 GUARD = textwrap.dedent(
     """

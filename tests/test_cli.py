@@ -5,7 +5,6 @@ import re
 import sqlite3
 
 import pytest
-
 from conftest import run_cli, stored
 
 

@@ -228,9 +228,9 @@ def test_missing_or_unreadable_counters_say_why_and_give_no_figure(tmp_path):
 
 
 def test_the_cpu_energy_per_call_reaches_the_repeat_and_the_result():
-    from compilebench.measure import recording
     from compilebench.core.result import Repeat, Result
     from compilebench.core.spec import Case, Variant
+    from compilebench.measure import recording
 
     readings = iter([conditions.EnergyReading({"intel-rapl:0": 100.0}), conditions.EnergyReading({"intel-rapl:0": 103.0})])
     watch = Watch(cpu=lambda: None, energy=lambda: next(readings))

@@ -4,13 +4,14 @@ import time
 
 import pytest
 import torch
+from fakeclock import FakeClock
+from fakecuda import FakeCuda
 
-from compilebench.measure import fingerprint, recording, invariants, timing
+from compilebench.core import machine
 from compilebench.core.errors import UserError
 from compilebench.core.result import Repeat
 from compilebench.core.spec import Case, TimingPolicy, Variant
-from fakeclock import FakeClock
-from fakecuda import FakeCuda
+from compilebench.measure import fingerprint, invariants, recording, timing
 
 
 class SyncCountingClock(FakeClock):
@@ -182,9 +183,10 @@ def test_skipped_cuda_graphs_flag_a_cuda_graph_variant_with_inductors_reason():
 
 def test_a_flag_reaches_the_result_the_tables_and_compare():
     import fakeresults as fr
+
+    from compilebench.core.result import Result
     from compilebench.report import cells, compare, details as detailsmod
     from compilebench.report.view import View
-    from compilebench.core.result import Result
 
     rep = Repeat(flags=["cudagraphs-skipped"], cudagraph_skip_reasons=["skipping cudagraphs due to mutated inputs"])
     rep.set_samples([1_000_000] * 3)
@@ -266,4 +268,4 @@ def test_default_device_is_cpu_without_cuda(monkeypatch):
     ],
 )
 def test_hardware_is_named_like_the_guide(env, name):
-    assert fingerprint.hardware_name(env) == name
+    assert machine.hardware_name(env) == name

@@ -11,12 +11,12 @@ import time
 
 import pytest
 
-from compilebench.run import dispatch, locks, plan, devices
-from compilebench.measure import fingerprint, invariants
 from compilebench.core.errors import UserError
-from compilebench.run.executors import Cancelled, ProcessExecutor
 from compilebench.core.result import Repeat, Result
 from compilebench.core.spec import Case, Job, RunSpec, TimingPolicy, Variant
+from compilebench.measure import fingerprint, invariants
+from compilebench.run import devices, dispatch, locks, plan
+from compilebench.run.executors import Cancelled, ProcessExecutor
 
 POLICY = TimingPolicy(iters=5, warmup=2, min_iters=1)
 TARGET = dispatch.Target("here", "machine", {})

@@ -1,10 +1,10 @@
 """Issue 23, 2: a speed-up between results of different runs is called faster or slower only beyond the machine's
 run-to-run drift as well as its interval; the drift comes from the results' own history, or a stated default."""
 
+import fakeresults as fr
 import pytest
 
-import fakeresults as fr
-from compilebench.core import speedups, drift
+from compilebench.core import drift, speedups
 from compilebench.core.vocab import Verdict
 
 TIGHT = [1 / 1.001, 1.0, 1.001]

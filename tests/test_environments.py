@@ -9,16 +9,16 @@ import subprocess
 import sys
 import venv
 
-import pytest
-
 import fakeresults as fr
-from compilebench.run import dispatch, interpreters, sweep
-from compilebench.run.interpreters import Environment
+import pytest
+from conftest import stored
+
+from compilebench.core.environment import Environment
 from compilebench.core.errors import UserError
+from compilebench.core.spec import Case, RunSpec, Variant
 from compilebench.report import check, compare, flat, markdown, tables
 from compilebench.report.view import View
-from compilebench.core.spec import Case, RunSpec, Variant
-from conftest import stored
+from compilebench.run import dispatch, interpreters, sweep
 
 PY = sys.executable
 
@@ -106,7 +106,7 @@ def test_the_probe_runs_this_compilebench_in_the_environment_with_its_variables(
     not an installed copy) and sees its --env-set variables."""
     e = interpreters.declare([f"a={PY}"], [["a", "COMPILEBENCH_PROBE_TEST=42"]])[0]
     out = subprocess.run([e.python, "-c", "import compilebench, os; print(compilebench.__file__); "
-                          "print(os.environ['COMPILEBENCH_PROBE_TEST'])"], env={**os.environ, **e.variables()},
+                          "print(os.environ['COMPILEBENCH_PROBE_TEST'])"], env={**os.environ, **interpreters.variables(e)},
                          capture_output=True, text=True, check=True).stdout.split()
     assert out == [os.path.join(interpreters.own_code(), "compilebench", "__init__.py"), "42"]
     assert os.path.realpath(out[0]) == os.path.realpath(interpreters.__file__.replace("run/interpreters.py", "__init__.py"))

@@ -11,9 +11,8 @@ import stat
 import subprocess
 import sys
 
-import pytest
-
 import fakeresults as fr
+import pytest
 from conftest import run_cli, stored
 
 QUICK = ["--warmup", "0", "--min-iters", "1", "--device", "cpu", "--quiet"]

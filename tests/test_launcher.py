@@ -6,9 +6,9 @@ import time
 
 import pytest
 
+from compilebench.core.spec import Case, Job, TimingPolicy, Variant
 from compilebench.measure import compiler_state
 from compilebench.run import executors, launcher
-from compilebench.core.spec import Case, Job, TimingPolicy, Variant
 
 FAST = TimingPolicy(iters=3, warmup=1, min_iters=1)
 
@@ -129,9 +129,9 @@ def test_a_compile_in_a_forked_worker_writes_its_headers_into_its_own_folder_onl
 
 
 def test_launchers_start_beside_the_probe_only_where_the_probe_cannot_refuse_the_device(monkeypatch):
-    from compilebench.run import plan, devices
     from compilebench.core.errors import UserError
     from compilebench.core.spec import RunSpec
+    from compilebench.run import devices, plan
 
     events = []
     monkeypatch.setattr(executors.ProcessExecutor, "start_launchers",

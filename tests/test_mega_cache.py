@@ -4,14 +4,14 @@ a fresh process with empty compiler folders that loads them before its first cal
 import os
 
 import pytest
+from tiny_factories import make_inputs, make_stacked
 
 import compilebench
-from compilebench.measure import compiler_state
 from compilebench.core import settings
-from compilebench.run import sweep
 from compilebench.core.result import Repeat, Result
 from compilebench.core.spec import Case, Variant
-from tiny_factories import make_inputs, make_stacked
+from compilebench.measure import compiler_state
+from compilebench.run import sweep
 
 
 def test_without_artifacts_a_repeat_compiles_cold_in_an_empty_folder_and_is_told_where_to_save(tmp_path):

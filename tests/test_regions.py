@@ -3,14 +3,14 @@ limit raised to the number of blocks and recorded when it is hit anyway."""
 
 import pytest
 import torch
+from tiny_factories import make_inputs, make_stacked, make_widening
 
 import compilebench
-from compilebench.measure import recording, compiler
-from compilebench.report import why
 from compilebench.core.result import Repeat
 from compilebench.core.spec import Case, RunSpec, Variant, key_of
 from compilebench.core.vocab import RECOMPILE_LIMIT
-from tiny_factories import make_inputs, make_stacked, make_widening
+from compilebench.measure import compiler, recording
+from compilebench.report import why
 
 FAST = dict(iters=5, warmup=1, backend="eager", repeats=1)
 

@@ -64,9 +64,9 @@ def test_a_release_file_reports_as_that_release_did(release_db, tmp_path):
 def test_a_release_file_resumes_with_every_repeat_done(release_db, command):
     """The same command again, on the machine that wrote the file, measures nothing: every case's resume key
     and every repeat are found."""
-    from compilebench.run import dispatch, plan, sweep
     from compilebench import cli
     from compilebench.cli import options, run
+    from compilebench.run import dispatch, plan, sweep
     from compilebench.storage.store import Store
 
     args = options.parser(cli._commands()).parse_args(["run", *command.split(), "--device", "cpu"])

@@ -10,13 +10,13 @@ import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from pathlib import Path
 
+import fakeresults as fr
 import pytest
 from PIL import Image
 
-import fakeresults as fr
+from compilebench import report
 from compilebench.core import speedups, suites
 from compilebench.diagnostics import peaks
-from compilebench import report
 from compilebench.report import charts, details, tables
 from compilebench.report.view import View
 

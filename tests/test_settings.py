@@ -4,13 +4,13 @@ checked here without editing this file, and a setting left out of one place fail
 
 from __future__ import annotations
 
+import fakeresults as fr
 import pytest
 
-import fakeresults as fr
 from compilebench.core import settings
+from compilebench.core.spec import Case, RunSpec, Variant
 from compilebench.report import data, flat
 from compilebench.report.view import View
-from compilebench.core.spec import Case, RunSpec, Variant
 
 VISION, TEXT = "resnet-50", "smollm2-135m"
 SETTINGS = settings.fields()

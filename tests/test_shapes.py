@@ -6,18 +6,18 @@ import os
 
 import pytest
 import torch
-
-import compilebench
-from compilebench.measure import serving
-from compilebench.core import traffic
-from compilebench.core.errors import UserError
-from compilebench.report import shapes as shapesmod
-from compilebench.report.view import View
-from compilebench.core.result import Repeat, Result
-from compilebench.core.spec import Case, RunSpec, Variant
 from conftest import run_cli, stored
 from fakeresults import CPU, machine
 from tiny_factories import make_inputs, make_model
+
+import compilebench
+from compilebench.core import traffic
+from compilebench.core.errors import UserError
+from compilebench.core.result import Repeat, Result
+from compilebench.core.spec import Case, RunSpec, Variant
+from compilebench.measure import serving
+from compilebench.report import shapes as shapesmod
+from compilebench.report.view import View
 
 FAST = dict(iters=3, warmup=1, backend="eager", repeats=2)
 

@@ -3,13 +3,13 @@ AOTInductor) with its seconds until the first answer, its steady latency, when i
 and the fastest start that pays off within --requests."""
 
 import pytest
+from fakeresults import CPU, result
 
+from compilebench.core.result import Repeat
+from compilebench.core.spec import Case, Variant
 from compilebench.measure import recording
 from compilebench.report import start
 from compilebench.report.view import View
-from compilebench.core.result import Repeat
-from compilebench.core.spec import Case, Variant
-from fakeresults import CPU, result
 
 
 def _started(r, *starts):

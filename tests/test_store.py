@@ -5,9 +5,8 @@ import shutil
 import sqlite3
 import stat
 
-import pytest
-
 import fakeresults as fr
+import pytest
 
 from compilebench.core.errors import SchemaError, UserError
 from compilebench.core.result import Repeat, Result

@@ -3,10 +3,10 @@ that generate, and a causal-LM checkpoint given by path."""
 
 import pytest
 import torch
+from conftest import stored
 
 from compilebench import zoo
 from compilebench.zoo import hub
-from conftest import stored
 
 # Published parameter counts (each model card; the checkpoints' safetensors metadata).
 PUBLISHED_PARAMS = {

@@ -1,10 +1,10 @@
 """The timing engine on a fake clock: every duration is scripted, so every number is exact."""
 
 import pytest
+from fakeclock import FakeClock
 
 from compilebench.measure import timing
 from compilebench.measure.timing import measure
-from fakeclock import FakeClock
 
 
 class Scripted:

@@ -1,11 +1,11 @@
 """The search behind `compilebench tune`, on a fake clock with planted results: it finds the planted winner,
 drops what fails or disagrees with eager, and keeps to its budget."""
 
+import fakeresults as fr
 import pytest
 
-import fakeresults as fr
-from compilebench.core import speedups
 from compilebench import tune
+from compilebench.core import speedups
 from compilebench.core.errors import UserError
 from compilebench.core.spec import Case, Variant
 
@@ -227,9 +227,10 @@ def test_with_several_batch_sizes_the_pick_serves_them_under_each_dynamic_settin
     """The shapes stage after the search: its spec, what it prints from the shapes view (measured by a fake)."""
     import argparse
 
+    from test_shapes import _served_result
+
     from compilebench.cli import tune as tunecmd
     from compilebench.core.spec import RunSpec
-    from test_shapes import _served_result
 
     spec = RunSpec(models=("resnet-50",), batch_sizes=(4,), variants=("eager", "default"), device="cpu", repeats=1)
     pick = tune.Config.make("max-autotune-no-cudagraphs", dtype="bfloat16")

@@ -7,11 +7,11 @@ import shutil
 from types import SimpleNamespace
 
 import pytest
-
 from conftest import stored
+
 from compilebench.diagnostics import profiling, traces
-from compilebench.measure import compiler
 from compilebench.diagnostics.profiling import MATMUL_CONV, OTHER, OUTSIDE, Event
+from compilebench.measure import compiler
 
 QUICK = ["--iters", "5", "--warmup", "0", "--min-iters", "1", "--device", "cpu", "--quiet", "--format", "md,csv"]
 

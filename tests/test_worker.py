@@ -4,9 +4,9 @@ without tens of seconds of C++ compilation per test."""
 
 import pytest
 
-from compilebench.run.executors import InlineExecutor, ProcessExecutor
 from compilebench.core.spec import Case, Job, TimingPolicy, Variant
 from compilebench.measure.worker import run_case
+from compilebench.run.executors import InlineExecutor, ProcessExecutor
 
 FAST = TimingPolicy(iters=5, warmup=2, min_iters=1)
 
@@ -272,8 +272,8 @@ def test_eager_with_a_static_cache_compiles_nothing_even_where_transformers_woul
     from transformers import GenerationConfig
     from transformers.generation.configuration_utils import CompileConfig
 
-    from compilebench.measure import compiler
     from compilebench import zoo
+    from compilebench.measure import compiler
 
     entry = zoo.get("smollm2-135m")
     model = entry.build("random", "tiny")

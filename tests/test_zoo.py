@@ -4,10 +4,10 @@ compile, suites, and checkpoints given by path."""
 import pytest
 import torch
 
-from compilebench.core import suites
 from compilebench import zoo
 from compilebench.cli import options
 from compilebench.cli.run import run_spec
+from compilebench.core import suites
 from compilebench.core.errors import UserError
 from compilebench.core.spec import Case, TimingPolicy, Variant
 from compilebench.measure.worker import run_case

@@ -25,14 +25,14 @@ import sys
 import tempfile
 from typing import Callable
 
-from compilebench.run import interpreters, plan
 from compilebench import report as reportmod, zoo
 from compilebench.core import settings as settingsmod, spec as specmod, stats, suites as suitesmod, traffic
-from compilebench.storage import store as storemod
 from compilebench.core.errors import UserError
+from compilebench.core.result import Result
 from compilebench.report import data, flat, markdown, reference as referencemod, shapes as shapesmod, tables
 from compilebench.report.view import DEFAULT_REQUESTS, View
-from compilebench.core.result import Result
+from compilebench.run import interpreters, plan
+from compilebench.storage import store as storemod
 
 
 class Results:

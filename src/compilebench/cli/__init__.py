@@ -7,9 +7,9 @@ from __future__ import annotations
 import signal
 import sys
 
-from compilebench.storage import interrupts
 from compilebench.cli import options, resume
 from compilebench.core.errors import EnvironmentFailure, UserError
+from compilebench.storage import interrupts
 
 EXIT_BAD_INPUT = options.EXIT_BAD_INPUT
 EXIT_FAILED = 1  # the machine failed the command (a full disk, a lock held too long), not its input

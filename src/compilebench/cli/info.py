@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from compilebench.run import devices
 from compilebench import zoo
+from compilebench.run import devices
 
 
 def cmd_env(args) -> int:

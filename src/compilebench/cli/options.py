@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import argparse
 
-from compilebench import __version__
+from compilebench import __version__, report as reportmod
 from compilebench.core import settings, spec as specmod, stats, suites, traffic
-from compilebench.storage import store as storemod
-from compilebench import report as reportmod
 from compilebench.report.view import DEFAULT_REQUESTS
+from compilebench.storage import store as storemod
 from compilebench.zoo import hub
 
 EXIT_BAD_INPUT = 2

@@ -8,14 +8,18 @@ import sys
 
 from compilebench import report as reportmod
 from compilebench.core import settings, stats
-from compilebench.storage import store as storemod
-from compilebench.core.errors import UserError
 from compilebench.core.drift import Drift
-from compilebench.report import check as checkmod
-from compilebench.report import compare as comparemod
-from compilebench.report import data as reportdata
-from compilebench.report import markdown, reference as referencemod, tables
+from compilebench.core.errors import UserError
+from compilebench.report import (
+    check as checkmod,
+    compare as comparemod,
+    data as reportdata,
+    markdown,
+    reference as referencemod,
+    tables,
+)
 from compilebench.report.view import View
+from compilebench.storage import store as storemod
 
 
 def default_out(db: str) -> str:

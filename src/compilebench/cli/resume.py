@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import shlex
 
-from compilebench.storage import store as storemod
 from compilebench.core.errors import EnvironmentFailure, UserError
+from compilebench.storage import store as storemod
 
 
 def command(args) -> str:

@@ -7,16 +7,16 @@ import dataclasses
 import os
 import sys
 
-from compilebench.run import dispatch, interpreters, plan, devices, sweep
-from compilebench.measure import fingerprint, compiler
-from compilebench.core import settings, spec as specmod, suites
-from compilebench.storage import store as storemod
 from compilebench import report as reportmod
 from compilebench.cli import resume
 from compilebench.cli.reports import default_out, main_file
+from compilebench.core import machine, settings, spec as specmod, suites
 from compilebench.core.errors import UnknownChoice, UserError
+from compilebench.measure import compiler
 from compilebench.report import details, markdown, tables
 from compilebench.report.view import View
+from compilebench.run import devices, dispatch, interpreters, plan, sweep
+from compilebench.storage import store as storemod
 
 EXECUTORS = ("local", "ray")
 EXIT_FAILED = 1  # the environment failed the sweep (a full disk, a locked results file): nothing of it was lost
@@ -182,7 +182,7 @@ def where(args, spec: specmod.RunSpec) -> tuple[specmod.RunSpec, dispatch.Dispat
     return (dataclasses.replace(spec, device="cuda:0"),
             dispatch.LocalPool(dispatch.gpu_slots(found["gpus"], spec.timeout_s, found["gpu_ids"], spec.models,
                                                    spec.uses_inductor, found["gpu_cpus"])),
-            [dispatch.Target(f"GPUs {args.gpus}", fingerprint.machine_id(env), env)])
+            [dispatch.Target(f"GPUs {args.gpus}", machine.machine_id(env), env)])
 
 
 def _first(*values):

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from compilebench.core import spec as specmod, traffic
 from compilebench.cli import run as runcmd
+from compilebench.core import settings, spec as specmod, traffic
 from compilebench.report import markdown, shapes
 from compilebench.report.view import View
-from compilebench.core import settings
 
 # The `run` options this command does not take, at the values run_spec reads.
 RUN_DEFAULTS = dict(suite=None, variant=None, dynamic=None, compile_scope=None, region=[], compile_cache="cold",

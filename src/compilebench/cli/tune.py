@@ -10,18 +10,18 @@ import dataclasses
 import sys
 import time
 
-from compilebench.measure import compiler_state
-from compilebench.storage import interrupts, store as storemod
-from compilebench.run import plan, sweep
-from compilebench.core import settings, spec as specmod, traffic
 from compilebench import tune
 from compilebench.cli import resume
 from compilebench.cli.run import EXIT_FAILED
-from compilebench.measure.fingerprint import hardware_name
+from compilebench.core import settings, spec as specmod, traffic
+from compilebench.core.machine import hardware_name
+from compilebench.core.result import Result
+from compilebench.measure import compiler_state
 from compilebench.report import cells, markdown, shapes, start
 from compilebench.report.cells import Table, interval
 from compilebench.report.view import View
-from compilebench.core.result import Result
+from compilebench.run import plan, sweep
+from compilebench.storage import interrupts, store as storemod
 
 
 def cmd_tune(args) -> int:
@@ -157,8 +157,7 @@ TUNE_START_NOTE = ("start: the seconds a new process waited for its first answer
 
 
 def stats_break_even(eager: Result | None, compiled: Result | None) -> int | None:
-    from compilebench.core import stats
-    from compilebench.core import speedups
+    from compilebench.core import speedups, stats
 
     e, c = speedups.mean(eager), speedups.mean(compiled)
     return stats.break_even(compiled.cold_compile_s, e, c) if e and c else None

@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass, field
 
 from compilebench.core import settings as settingsmod, stats, traffic
-from compilebench.run.interpreters import Environment
+from compilebench.core.environment import Environment
 from compilebench.core.errors import UnknownChoice, UserError
 from compilebench.core.settings import Settings, integer as _integer
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import platform
-import re
 import socket
 import subprocess
 
@@ -172,17 +171,3 @@ def uses_tf32(env: dict, dtype: str) -> bool:
     if capability is not None and int(str(capability).split(".")[0]) < 8:
         return False  # no TF32 before Ampere, whatever the flags say
     return bool(env.get("tf32_matmul") or env.get("tf32_cudnn"))
-
-
-def hardware_name(env: dict) -> str:
-    """The guide's hardware heading: 'A100', 'H100', or 'CPU (AMD EPYC 7B13, 2 threads)'."""
-    if not str(env.get("device", "cpu")).startswith("cuda"):
-        return f"CPU ({env.get('cpu')}, {env.get('torch_threads')} threads)"
-    name = str(env.get("device_name") or "GPU")
-    m = re.search(r"\b([A-Z]{1,3}\d{1,4}[A-Z]?)\b", name.replace("NVIDIA ", ""))
-    return m.group(1) if m else name
-
-
-def machine_id(env: dict) -> str:
-    """Which machine and software produced a result: resume skips only cases finished here."""
-    return f"{env['hostname']}|{env['device_name']}|torch {env['torch']}|transformers {env['transformers']}"

@@ -8,11 +8,11 @@ from __future__ import annotations
 import contextlib
 import os
 
-from compilebench.measure import aot_inductor, correctness, timing, compiler
-from compilebench.diagnostics import bandwidth, profiling
-from compilebench.measure.recording import Recorder, record, record_aot, record_check, record_profiles
 from compilebench.core.result import Repeat, Result
 from compilebench.core.spec import Case, Job
+from compilebench.diagnostics import bandwidth, profiling
+from compilebench.measure import aot_inductor, compiler, correctness, timing
+from compilebench.measure.recording import Recorder, record, record_aot, record_check, record_profiles
 from compilebench.zoo.entry import default_image_path, load_image
 
 

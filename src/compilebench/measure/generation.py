@@ -13,11 +13,11 @@ here passes disable_compile=True, so each variant is exactly what its label says
 
 from __future__ import annotations
 
-from compilebench.diagnostics import bandwidth, profiling
-from compilebench.measure import correctness, timing, compiler
-from compilebench.measure.recording import Recorder, record_check, record_loop, record_profiles
 from compilebench.core.result import Repeat, Result
 from compilebench.core.spec import Case, Job
+from compilebench.diagnostics import bandwidth, profiling
+from compilebench.measure import compiler, correctness, timing
+from compilebench.measure.recording import Recorder, record_check, record_loop, record_profiles
 
 
 class _Stamps:

@@ -8,10 +8,10 @@ import os
 import resource
 from typing import Callable
 
-from compilebench.measure import conditions, fingerprint, invariants, timing
-from compilebench.diagnostics import profiling, traces
 from compilebench.core.result import Repeat
 from compilebench.core.vocab import CLOCK, CUDAGRAPHS_SKIPPED, RECOMPILE_LIMIT
+from compilebench.diagnostics import profiling, traces
+from compilebench.measure import conditions, fingerprint, invariants, timing
 
 
 class Memory:

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from compilebench.measure import conditions, correctness, forward, generation, recording, timing, compiler
 from compilebench.core import traffic
-from compilebench.measure.recording import Recorder
-from compilebench.core.vocab import CLOCK
 from compilebench.core.result import Result
 from compilebench.core.spec import Job
+from compilebench.core.vocab import CLOCK
+from compilebench.measure import compiler, conditions, correctness, forward, generation, recording, timing
+from compilebench.measure.recording import Recorder
 
 DEFAULT_GENERATION_ITERS = 5  # generate() calls per prompt length: each is many forwards
 

@@ -20,12 +20,12 @@ import uuid
 from dataclasses import asdict
 from typing import Callable
 
-from compilebench.diagnostics import bandwidth, traces
-from compilebench.measure import compiler_state, conditions, fingerprint, recording, invariants, timing, compiler
-from compilebench.run import interpreters
 from compilebench import zoo
+from compilebench.core import environment as environmentmod, machine
 from compilebench.core.result import Repeat, Result
 from compilebench.core.spec import Case, Job
+from compilebench.diagnostics import bandwidth, traces
+from compilebench.measure import compiler, compiler_state, conditions, fingerprint, invariants, recording, timing
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 TRACEBACK_LINES = 60  # the end of a traceback: where it was raised, and the message
@@ -99,11 +99,11 @@ def run_cases(
         with torch.inference_mode(), _tf32(first.tf32), _autocast(first):
             env = fingerprint.collect(first.device)  # inside: it records the TF32 setting the cases ran with
             if job.environment:
-                env.update(interpreters.recorded(job.environment))
+                env.update(environmentmod.recorded(job.environment))
             if first.device.startswith("cuda"):
                 invariants.check_device(first.device, os.environ.get(invariants.EXPECTED_GPU), env.get("gpu_uuid"))
             for r in results:
-                r.label, r.task, r.clock, r.env, r.machine_id = entry.label, entry.task, clock.name, env, fingerprint.machine_id(env)
+                r.label, r.task, r.clock, r.env, r.machine_id = entry.label, entry.task, clock.name, env, machine.machine_id(env)
                 r.repeats[0].cpus = env.get("cpu_affinity")
                 r.inline_model = entry.in_process_only
             compiler.reset_dynamo()

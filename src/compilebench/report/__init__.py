@@ -9,14 +9,25 @@ import os
 import shutil
 import tempfile
 
-from compilebench.storage import interrupts, paths
 from compilebench.core.errors import UnknownChoice, UserError
-from compilebench.report import charts as chartsmod
-from compilebench.report import data, details, flat, html, markdown, reference as referencemod, shapes, start, tables, why
-from compilebench.report import cells
+from compilebench.core.vocab import FLAGS
+from compilebench.report import (
+    cells,
+    charts as chartsmod,
+    data,
+    details,
+    flat,
+    html,
+    markdown,
+    reference as referencemod,
+    shapes,
+    start,
+    tables,
+    why,
+)
 from compilebench.report.cells import Table
 from compilebench.report.view import View
-from compilebench.core.vocab import FLAGS
+from compilebench.storage import interrupts, paths
 
 FORMATS = ("md", "html", "csv", "json")
 FILES = {"md": "report.md", "html": "report.html", "csv": "results.csv", "json": "results.json"}

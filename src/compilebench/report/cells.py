@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, TypeVar
 
-from compilebench.core.speedups import Speedup
 from compilebench.core.drift import Drift
 from compilebench.core.result import Result
+from compilebench.core.speedups import Speedup
 from compilebench.core.vocab import CLOCK, CUDAGRAPHS_SKIPPED, INCONCLUSIVE_REMEDY, RECOMPILE_LIMIT
 
 

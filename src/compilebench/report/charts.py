@@ -17,12 +17,12 @@ import re
 from dataclasses import dataclass, field
 
 from compilebench.core import speedups, traffic
+from compilebench.core.result import Result
 from compilebench.diagnostics import profiling
 from compilebench.report import data, shapes, start, why
 from compilebench.report.cells import cell
 from compilebench.report.data import Column
 from compilebench.report.view import Group, View
-from compilebench.core.result import Result
 
 IMPROVEMENT_AXIS = "% improvement over no compile: (eager - compiled) / eager x 100, with 95% CI"
 

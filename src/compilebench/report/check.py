@@ -11,13 +11,13 @@ import math
 from dataclasses import dataclass
 from xml.etree import ElementTree
 
-from compilebench.core import speedups, drift as driftmod, stats
-from compilebench.core.speedups import Speedup
+from compilebench.core import drift as driftmod, speedups, stats
 from compilebench.core.drift import Drift
+from compilebench.core.result import Result
+from compilebench.core.speedups import Speedup
+from compilebench.core.vocab import Verdict
 from compilebench.report import compare, data
 from compilebench.report.cells import Table, interval, num, verdict
-from compilebench.core.result import Result
-from compilebench.core.vocab import Verdict
 
 
 @dataclass(frozen=True)

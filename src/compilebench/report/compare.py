@@ -8,12 +8,12 @@ CPU, and one environment with another."""
 
 from __future__ import annotations
 
-from compilebench.core import speedups, drift, stats
+from compilebench.core import drift, speedups, stats
 from compilebench.core.errors import UserError
-from compilebench.report import data
-from compilebench.report.cells import Columns, Table, cell, drift_note, interval, num, table, verdict, verdict_note
 from compilebench.core.result import Result
 from compilebench.core.spec import Variant, key_of
+from compilebench.report import data
+from compilebench.report.cells import Columns, Table, cell, drift_note, interval, num, table, verdict, verdict_note
 
 
 def match_key(r: Result, eager: bool = False) -> str:

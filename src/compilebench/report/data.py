@@ -10,12 +10,12 @@ from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
-from compilebench.diagnostics import peaks
 from compilebench.core import suites
-from compilebench.measure.fingerprint import hardware_name
 from compilebench.core.errors import UserError
+from compilebench.core.machine import hardware_name
 from compilebench.core.result import Repeat, Result
 from compilebench.core.spec import Variant
+from compilebench.diagnostics import peaks
 from compilebench.storage.store import Store
 
 

@@ -3,13 +3,13 @@ a number), and the environment each machine measured in."""
 
 from __future__ import annotations
 
-from compilebench.measure.fingerprint import hardware_name
+from compilebench.core.machine import hardware_name
+from compilebench.core.result import Result
+from compilebench.core.vocab import CUDAGRAPHS_SKIPPED
 from compilebench.report import data
 from compilebench.report.cells import Columns, Table, interval, num, table
 from compilebench.report.tables import flags_note
 from compilebench.report.view import View
-from compilebench.core.result import Result
-from compilebench.core.vocab import CUDAGRAPHS_SKIPPED
 
 
 def details_table(view: View) -> Table:

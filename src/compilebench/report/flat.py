@@ -15,12 +15,12 @@ import csv
 import io
 import json
 
-from compilebench.diagnostics import bandwidth, profiling
-from compilebench.core import speedups, settings, stats
-from compilebench.report import data
-from compilebench.report.view import View
+from compilebench.core import settings, speedups, stats
 from compilebench.core.result import Result
 from compilebench.core.stats import Estimate
+from compilebench.diagnostics import bandwidth, profiling
+from compilebench.report import data
+from compilebench.report.view import View
 
 STATS = ("repeats", "n", "n_min", "mean_ms", "ci95_low_ms", "ci95_high_ms", "between_cv", "median_ms", "p90_ms",
          "p99_ms", "min_ms", "max_ms", "within_cv")

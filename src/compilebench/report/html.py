@@ -8,9 +8,9 @@ import html
 import os
 import pathlib
 
-from compilebench.report.charts import Chart
-from compilebench.report.cells import Table
 from compilebench.core.vocab import STATUSES
+from compilebench.report.cells import Table
+from compilebench.report.charts import Chart
 
 _STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1200px; padding: 0 1em; color: #222; }

@@ -6,8 +6,8 @@ from __future__ import annotations
 import html
 import os
 
-from compilebench.report.charts import Chart
 from compilebench.report.cells import Table
+from compilebench.report.charts import Chart
 
 
 def escape(text: str) -> str:

@@ -11,12 +11,12 @@ import statistics
 from dataclasses import dataclass
 
 from compilebench.core import speedups, stats, traffic
-from compilebench.core.speedups import Speedup
-from compilebench.report import data
-from compilebench.report.cells import Table, table
 from compilebench.core.result import Result
 from compilebench.core.spec import Variant, eager_key_of
+from compilebench.core.speedups import Speedup
 from compilebench.core.vocab import MEASURED, Verdict
+from compilebench.report import data
+from compilebench.report.cells import Table, table
 
 REASON_CHARS = 140
 

@@ -13,12 +13,12 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from compilebench.report import data
-from compilebench.report.cells import Table, num, table
-from compilebench.report.view import View
 from compilebench.core.result import Result
 from compilebench.core.spec import eager_key_of
 from compilebench.core.vocab import FAILED
+from compilebench.report import data
+from compilebench.report.cells import Table, num, table
+from compilebench.report.view import View
 
 # A repeat's compiler state, as a start is named by it.
 STARTS = {"cold": "cold start", "warm": "warm cache", "dir": "cache folder", "mega": "mega-cache"}

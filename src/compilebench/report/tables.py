@@ -13,15 +13,29 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from compilebench.core import speedups, stats
-from compilebench.core.speedups import Speedup
-from compilebench.report import data
-from compilebench.report.cells import (Columns, Table, cell, improvement, improvement_interval, improvement_verdict,
-                                       interval, num, pct, ratio, ratio_interval, table, verdict, verdict_note)
-from compilebench.report.data import Column
-from compilebench.report.view import Group, View
 from compilebench.core.result import Result
+from compilebench.core.speedups import Speedup
 from compilebench.core.stats import Estimate
 from compilebench.core.vocab import FLAGS, VERDICTS, Verdict
+from compilebench.report import data
+from compilebench.report.cells import (
+    Columns,
+    Table,
+    cell,
+    improvement,
+    improvement_interval,
+    improvement_verdict,
+    interval,
+    num,
+    pct,
+    ratio,
+    ratio_interval,
+    table,
+    verdict,
+    verdict_note,
+)
+from compilebench.report.data import Column
+from compilebench.report.view import Group, View
 
 
 def _tag(c: Column, torch: bool = False, default: bool = False) -> str:

@@ -7,13 +7,13 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from compilebench.core import speedups, drift, settings as settingsmod, stats, traffic
-from compilebench.core.speedups import Speedup
+from compilebench.core import drift, settings as settingsmod, speedups, stats, traffic
 from compilebench.core.drift import Drift
-from compilebench.report import data
-from compilebench.report.data import Column
 from compilebench.core.result import Result
 from compilebench.core.spec import eager_key_of
+from compilebench.core.speedups import Speedup
+from compilebench.report import data
+from compilebench.report.data import Column
 
 DEFAULT_REQUESTS = 10_000
 

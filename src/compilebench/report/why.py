@@ -4,11 +4,11 @@ breaks and recompiles of the whole run, --compile-trace's logs), and how close t
 
 from __future__ import annotations
 
+from compilebench.core.result import Result
 from compilebench.diagnostics import bandwidth, profiling
 from compilebench.report import data
 from compilebench.report.cells import Table, table
 from compilebench.report.view import View
-from compilebench.core.result import Result
 
 TOP_SHOWN = 5  # operators named in a row of the where-the-time-goes table (the trace has them all)
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from compilebench.run.dispatch import Unit
 from compilebench.core.spec import Case
+from compilebench.run.dispatch import Unit
 from compilebench.storage.store import Store
 
 INTERVAL_S = 1.0  # how often the claims are read again: SQLite tells no one when a row goes

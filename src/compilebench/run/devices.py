@@ -11,8 +11,8 @@ import os
 import subprocess
 import sys
 
-from compilebench.measure import fingerprint
 from compilebench.core.errors import UserError
+from compilebench.measure import fingerprint
 
 
 def probe(device: str | None, gpus: str | None = None) -> dict:

@@ -16,11 +16,11 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
-from compilebench.run import locks
-from compilebench.run.interpreters import Environment
-from compilebench.run.executors import Cancelled
+from compilebench.core.environment import Environment
 from compilebench.core.result import Result
 from compilebench.core.spec import Case, Job
+from compilebench.run import locks
+from compilebench.run.executors import Cancelled
 
 
 @dataclass(frozen=True)

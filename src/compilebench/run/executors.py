@@ -19,10 +19,10 @@ import threading
 import weakref
 from typing import Callable
 
-from compilebench.run import launcher
-from compilebench.run.interpreters import Environment
+from compilebench.core.environment import Environment
 from compilebench.core.result import Repeat, Result
 from compilebench.core.spec import Job
+from compilebench.run import interpreters, launcher
 
 LOG_TAIL_CHARS = 4000
 JOB_FOLDER = "compilebench-job-"  # in the temporary folder: the job, its result, the worker's log (leftovers.py reads them)
@@ -144,7 +144,7 @@ class ProcessExecutor:
             except launcher.LauncherDied:
                 self._forget_launcher(environment, job.repeat)
                 raise
-        python, variables = (environment.python, environment.variables()) if environment else (sys.executable, {})
+        python, variables = (environment.python, interpreters.variables(environment)) if environment else (sys.executable, {})
         proc = subprocess.Popen(
             [python, "-m", "compilebench.measure.worker", job_path, result_path, str(write_fd)],
             pass_fds=(write_fd,),

@@ -17,8 +17,8 @@ import re
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
 
+from compilebench.core.environment import Environment
 from compilebench.core.errors import UserError
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}")
@@ -31,25 +31,11 @@ MIN_VERSIONS = {"torch": "2.4", "transformers": "4.45"}  # as pyproject.toml ask
 PROBE_TIMEOUT_S = 300.0  # importing torch and transformers from a cold disk
 
 
-@dataclass(frozen=True)
-class Environment:
-    """A declared environment: its name (part of each case it measures), its interpreter, and its variables."""
-
-    name: str
-    python: str  # absolute, not resolved: a virtual environment's bin/python is a link its site-packages depend on
-    set: tuple[tuple[str, str], ...] = ()  # (variable, value), sorted by variable
-
-    def to_dict(self) -> dict:
-        return {"name": self.name, "python": self.python, "set": dict(self.set)}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> Environment:
-        return cls(d["name"], d["python"], tuple(sorted(d.get("set", {}).items())))
-
-    def variables(self) -> dict[str, str]:
-        """What a process of this environment gets on top of the driver's environment."""
-        inherited = os.environ.get("PYTHONPATH")
-        return {**dict(self.set), "PYTHONPATH": os.pathsep.join(filter(None, (own_code(), inherited)))}
+def variables(environment: Environment) -> dict[str, str]:
+    """What a process of this environment gets on top of the driver's environment: its variables, and this
+    compilebench first on its PYTHONPATH."""
+    inherited = os.environ.get("PYTHONPATH")
+    return {**dict(environment.set), "PYTHONPATH": os.pathsep.join(filter(None, (own_code(), inherited)))}
 
 
 def declare(envs: list[str], sets: list[list[str]]) -> tuple[Environment, ...]:
@@ -149,7 +135,7 @@ def probe(environments: tuple[Environment, ...]) -> dict[str, dict]:
     """Each environment's fingerprint (python, torch, transformers, triton), all asked at once; a UserError for the
     first that cannot run compilebench's worker, naming what it lacks and how to install it."""
     started = {e.name: subprocess.Popen([e.python, "-c", _PROBE], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, text=True, env={**os.environ, **e.variables()})
+                                        stderr=subprocess.PIPE, text=True, env={**os.environ, **variables(e)})
                for e in environments}
     found = {}
     try:
@@ -199,9 +185,3 @@ def refusal_or_fingerprint(e: Environment, returncode: int, out: str, err: str) 
             raise UserError(f"{where}: {package} {answer[package]} is older than compilebench supports "
                             f"({least} or newer: {e.python} -m pip install -U '{package}>={least}')")
     return {k: answer.get(k) for k in ("python", "torch", "transformers", "triton")}
-
-
-def recorded(environment: dict) -> dict:
-    """What a result's environment fingerprint says of the --env it ran under (flat, for the CSV's env_* columns)."""
-    return {"environment": environment["name"], "environment_python": environment["python"],
-            "environment_set": " ".join(f"{k}={v}" for k, v in sorted(environment.get("set", {}).items()))}

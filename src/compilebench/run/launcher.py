@@ -26,7 +26,8 @@ import socket
 import subprocess
 import sys
 
-from compilebench.run.interpreters import Environment
+from compilebench.core.environment import Environment
+from compilebench.run import interpreters
 
 # A launcher per repeat index up to this many (each holds torch and transformers: a few hundred MB); later repeats
 # start new interpreters.
@@ -63,7 +64,7 @@ class Launcher:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock = ours
         preload = json.dumps({"models": list(models), "inductor": inductor})
-        python, variables = (environment.python, environment.variables()) if environment else (sys.executable, {})
+        python, variables = (environment.python, interpreters.variables(environment)) if environment else (sys.executable, {})
         self._proc = subprocess.Popen(
             [python, "-m", "compilebench.run.launcher", str(theirs.fileno()), preload], pass_fds=(theirs.fileno(),),
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True,

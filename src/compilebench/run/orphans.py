@@ -12,10 +12,10 @@ import shutil
 import socket
 import tempfile
 
-from compilebench.run import executors
-from compilebench.run.dispatch import Unit
 from compilebench.core.result import Result
 from compilebench.core.spec import Case, eager_key_of
+from compilebench.run import executors
+from compilebench.run.dispatch import Unit
 from compilebench.storage.store import Store, process_started
 
 

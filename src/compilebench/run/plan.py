@@ -10,12 +10,12 @@ import uuid
 from dataclasses import dataclass
 from typing import Callable
 
-from compilebench.run import dispatch, interpreters, executors, locks, devices, sweep
-from compilebench.measure import fingerprint, compiler
-from compilebench.core import spec as specmod, traffic
 from compilebench import zoo
+from compilebench.core import environment as environmentmod, machine, spec as specmod, traffic
 from compilebench.core.errors import UnknownChoice, UserError
 from compilebench.core.result import Result
+from compilebench.measure import compiler
+from compilebench.run import devices, dispatch, executors, interpreters, locks, sweep
 from compilebench.zoo import factory, hub
 
 
@@ -69,7 +69,7 @@ def this_device(spec: specmod.RunSpec) -> tuple[specmod.RunSpec, dispatch.Dispat
         slot = dispatch.Slot(device, device, executor.run, executor.cancel, locks.names_for(device, gpu_id),
                              executor.start_launchers)
     return (dataclasses.replace(spec, device=device), dispatch.LocalPool([slot]),
-            [dispatch.Target(device, fingerprint.machine_id(env), env)])
+            [dispatch.Target(device, machine.machine_id(env), env)])
 
 
 Where = Callable[[specmod.RunSpec], "tuple[specmod.RunSpec, dispatch.Dispatcher, list[dispatch.Target]]"]
@@ -137,6 +137,6 @@ def environment_targets(declared, fingerprints: dict[str, dict], targets: list[d
     out = []
     for t in targets:
         for e in declared:
-            env = {**t.env, **fingerprints[e.name], **interpreters.recorded(e.to_dict())}
-            out.append(dispatch.Target(f"{t.name} [{e.name}]", fingerprint.machine_id(env), env, environment=e))
+            env = {**t.env, **fingerprints[e.name], **environmentmod.recorded(e.to_dict())}
+            out.append(dispatch.Target(f"{t.name} [{e.name}]", machine.machine_id(env), env, environment=e))
     return out

@@ -14,13 +14,14 @@ import os
 import threading
 import traceback
 
+from compilebench.core import machine
+from compilebench.core.errors import UserError
+from compilebench.core.result import Result
+from compilebench.core.spec import Job
 from compilebench.measure import compiler_state, fingerprint
 from compilebench.run import locks
 from compilebench.run.dispatch import Progress, Target, Unit, gpu_env, gpu_lock
-from compilebench.core.errors import UserError
 from compilebench.run.executors import ProcessExecutor, failure
-from compilebench.core.result import Result
-from compilebench.core.spec import Job
 
 ACCELERATOR_PREFIX = "accelerator_type:"  # Ray's resource label for a node's GPU type
 
@@ -72,7 +73,7 @@ def run_unit(job: dict, timeout_s: float | None, threads: int, unit_id: int, eve
     for r in results:
         if not r.machine_id:  # a timeout or a crashed worker: the environment is this node's
             r.env = fingerprint.collect(r.case.device)
-            r.machine_id = fingerprint.machine_id(r.env)
+            r.machine_id = machine.machine_id(r.env)
     tell(None)
     return [r.to_dict() for r in results]
 

@@ -17,17 +17,17 @@ import sys
 import uuid
 from dataclasses import dataclass, field
 
-from compilebench.measure import compiler_state, fingerprint
-from compilebench.storage import interrupts, unsaved
-from compilebench.run import orphans, claims
-from compilebench.core import settings
-from compilebench.diagnostics import traces
-from compilebench.run.dispatch import Dispatcher, Target, Unit, Work
-from compilebench.run.progress import Bar
+from compilebench.core import machine, settings
 from compilebench.core.result import Result
 from compilebench.core.spec import Case, Job, RunSpec, Variant, eager_key_of
-from compilebench.storage.store import Store
 from compilebench.core.vocab import FAILED, RETRIED, RETRIED_ON_REQUEST
+from compilebench.diagnostics import traces
+from compilebench.measure import compiler_state
+from compilebench.run import claims, orphans
+from compilebench.run.dispatch import Dispatcher, Target, Unit, Work
+from compilebench.run.progress import Bar
+from compilebench.storage import interrupts, unsaved
+from compilebench.storage.store import Store
 
 
 class StoreFailed(Exception):
@@ -262,7 +262,7 @@ class _Sweep:
         for result in results:
             key, rid = result.case.key(), unit.target.resume_id
             if not result.machine_id:  # made by the driver (timeout, crash) or failed before reading its env
-                result.env, result.machine_id = dict(unit.target.env), fingerprint.machine_id(unit.target.env)
+                result.env, result.machine_id = dict(unit.target.env), machine.machine_id(unit.target.env)
             result.case = next(c for c in unit.cases if c.key() == key)  # keyed without the slot's device index
             result.placement = unit.target.placement
             for rep in result.repeats:

@@ -21,9 +21,9 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from compilebench.storage import paths
 from compilebench.core.errors import EnvironmentFailure, SchemaError, UserError
 from compilebench.core.result import Result, upgrade_v1
+from compilebench.storage import paths
 
 SCHEMA_VERSION = 2
 DEFAULT_PATH = os.path.join("compilebench-results", "results.db")

@@ -15,8 +15,7 @@ from compilebench.core.errors import UnknownChoice, UserError
 from compilebench.zoo import factory, hub
 from compilebench.zoo.entry import ModelEntry
 from compilebench.zoo.models import MODELS
-from compilebench.zoo.textgen import MODELS as TEXT_MODELS
-from compilebench.zoo.textgen import TEXT_GENERATION, TextGenerationEntry
+from compilebench.zoo.textgen import MODELS as TEXT_MODELS, TEXT_GENERATION, TextGenerationEntry
 
 __all__ = ["REGISTRY", "ModelEntry", "TEXT_GENERATION", "TextGenerationEntry", "factory", "get", "hub", "models", "register"]
 
