@@ -47,7 +47,9 @@ def resnet_ratios(iters: int, rounds: int, parts: set[str]) -> None:
     from torch.utils.benchmark import Timer
 
     from compilebench import zoo
-    from compilebench.core.spec import Case, Job, TimingPolicy, Variant
+    from compilebench.core.case import Case
+    from compilebench.core.job import Job, TimingPolicy
+    from compilebench.core.variant import Variant
     from compilebench.measure.worker import run_case
     from compilebench.run.executors import ProcessExecutor
     from compilebench.zoo.entry import default_image_path, load_image

@@ -25,7 +25,9 @@ import sys
 import tempfile
 import time
 
-from compilebench.core.spec import Case, Job, TimingPolicy, Variant
+from compilebench.core.case import Case
+from compilebench.core.job import Job, TimingPolicy
+from compilebench.core.variant import Variant
 from compilebench.measure import compiler_state
 from compilebench.run.executors import ProcessExecutor
 
@@ -34,7 +36,7 @@ STOPWATCH = """
 import json, sys, time
 import torch
 from compilebench import zoo
-from compilebench.core.spec import Case
+from compilebench.core.case import Case
 from compilebench.measure.forward import prepare as _prepare
 
 case = Case.from_dict(json.loads(sys.argv[1]))
@@ -56,7 +58,8 @@ WATCHED = """
 import json, sys, time
 import torch
 from compilebench.measure import compiler, worker
-from compilebench.core.spec import Case, Job, TimingPolicy
+from compilebench.core.case import Case
+from compilebench.core.job import Job, TimingPolicy
 
 case = Case.from_dict(json.loads(sys.argv[1]))
 sync = torch.cuda.synchronize if case.device.startswith("cuda") else (lambda: None)

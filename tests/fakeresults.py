@@ -8,8 +8,9 @@ import re
 import uuid
 
 from compilebench.core import stats
+from compilebench.core.case import Case
 from compilebench.core.result import Repeat, Result
-from compilebench.core.spec import Case, Variant
+from compilebench.core.variant import Variant
 from compilebench.storage.store import Store
 from compilebench.zoo import REGISTRY
 

@@ -7,13 +7,14 @@ import pytest
 from tiny_factories import make_branchy, make_inputs
 
 import compilebench
-from compilebench.core.spec import Case, Variant
+from compilebench.core.case import Case
+from compilebench.core.variant import Variant
 from compilebench.measure import aot_inductor
 
 
 def test_the_variant_is_not_torch_compile_and_keeps_only_inductors_options():
-    v = Variant.named("aot-inductor", backend="eager", fullgraph=True, dynamic=True, scope="regions",
-                      options=(("freezing", True),))
+    v = Variant.named("aot-inductor", Variant("default", backend="eager", fullgraph=True, dynamic=True, scope="regions",
+                                              options=(("freezing", True),)))
     assert v.compiled and v.ahead_of_time and not v.uses_cudagraphs
     assert (v.backend, v.fullgraph, v.dynamic, v.scope, v.options) == ("inductor", False, None, "model",
                                                                       (("freezing", True),))

@@ -57,7 +57,7 @@ def test_the_api_runs_a_suite_as_the_command_line_does(monkeypatch):
     from compilebench.core import suites
 
     seen = []
-    monkeypatch.setattr(api, "_benchmark", lambda spec, db, quiet: seen.append(spec))
+    monkeypatch.setattr(api, "_benchmark", lambda spec, where, db, quiet: seen.append(spec))
     compilebench.benchmark(suite="quick")
     compilebench.benchmark(suite="seed-generation", variants=("eager", "default"), model_size="tiny", max_time_s=2.0)
     quick, gen = seen
@@ -65,7 +65,7 @@ def test_the_api_runs_a_suite_as_the_command_line_does(monkeypatch):
     assert (quick.models, quick.batch_sizes, quick.variants) == (s.models, s.batch_sizes, s.variants)
     assert (quick.timing.warmup, quick.timing.max_time_s) == (s.warmup, s.max_time_s)
     assert gen.models == ("gemma-2b",) and gen.variants == ("eager", "default") and gen.model_size == "tiny"
-    assert gen.timing.max_time_s == 2.0 and not gen.fullgraph  # the suite's fullgraph goes with its own variants
+    assert gen.timing.max_time_s == 2.0 and not gen.compile.fullgraph  # the suite's fullgraph goes with its own variants
     with pytest.raises(UserError, match="suite"):
         compilebench.benchmark(suite="no-such-suite")
     with pytest.raises(UserError, match="a model, or a suite"):

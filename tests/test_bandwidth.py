@@ -43,11 +43,13 @@ def test_decode_bytes_are_the_weights_once_and_the_kv_cache_at_its_mean_length(t
 
 
 def test_decode_gbs_of_a_tiny_lm_is_its_bytes_over_its_time_per_token():
-    from compilebench.core import spec
+    from compilebench.core.case import Case
+    from compilebench.core.job import Job, TimingPolicy
+    from compilebench.core.variant import Variant
     from compilebench.measure import worker
 
-    case = spec.Case("smollm2-135m", 1, spec.Variant(), model_size="tiny", prompt_len=12, new_tokens=6)
-    job = spec.Job([case], spec.TimingPolicy(iters=3, first_calls=1), count_flops=False)
+    case = Case("smollm2-135m", 1, Variant(), model_size="tiny", prompt_len=12, new_tokens=6)
+    job = Job([case], TimingPolicy(iters=3, first_calls=1), count_flops=False)
     (r,) = worker.run_cases(job, isolation="inline")
     assert r.status == "ok", r.message
     per_token_ms = r.generation["per_token"].mean
@@ -140,14 +142,16 @@ def test_a_cpus_peaks_are_measured_once_per_run_and_dtype_after_the_timed_loop(m
 
 
 def test_a_machine_that_cannot_be_measured_keeps_its_case_and_says_why(monkeypatch):
-    from compilebench.core import spec
+    from compilebench.core.case import Case
+    from compilebench.core.job import Job, TimingPolicy
+    from compilebench.core.variant import Variant
     from compilebench.measure import worker
 
     def fails(dtype):
         raise MemoryError("cannot allocate 256 MiB")
 
     monkeypatch.setattr(bandwidth, "host_peaks", fails)
-    case = spec.Case("resnet-50", 1, spec.Variant(), model_size="tiny")
-    job = spec.Job([case], spec.TimingPolicy(iters=3, warmup=0, min_iters=1), count_flops=False, measure_machine=True)
+    case = Case("resnet-50", 1, Variant(), model_size="tiny")
+    job = Job([case], TimingPolicy(iters=3, warmup=0, min_iters=1), count_flops=False, measure_machine=True)
     (r,) = worker.run_cases(job, isolation="inline")
     assert r.status == "ok" and r.env["host_peaks_error"] == "MemoryError: cannot allocate 256 MiB"

@@ -245,7 +245,7 @@ def test_list_options_given_twice_add_up_and_single_options_are_refused():
     p = options.parser(_commands())
     args = p.parse_args(["run", "--model", "vit", "--batch-size", "1", "--batch-size", "2", "--variant", "eager",
                          "--variant", "default", "--model", "beit"])
-    assert (args.models, args.batch_size, args.variant) == (["vit", "beit"], [1, 2], ["eager", "default"])
+    assert (args.models, args.batch_sizes, args.variants) == (["vit", "beit"], [1, 2], ["eager", "default"])
     for argv in (["run", "--model", "vit", "--iters", "20", "--iters", "30"],
                  ["run", "--model", "vit", "--dtype", "float32", "--dtype", "bfloat16"],
                  ["tune", "--model", "vit", "--model", "beit"],

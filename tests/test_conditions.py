@@ -166,7 +166,9 @@ def test_another_process_on_the_gpu_makes_the_result_busy():
 
 
 def test_a_machine_burning_a_core_flags_the_result_busy():
-    from compilebench.core.spec import Case, TimingPolicy, Variant
+    from compilebench.core.case import Case
+    from compilebench.core.job import TimingPolicy
+    from compilebench.core.variant import Variant
     from compilebench.measure.worker import run_case
 
     burner = subprocess.Popen([sys.executable, "-c", "import os\nos.write(1, b'burning\\n')\nwhile True: pass"],
@@ -228,8 +230,9 @@ def test_missing_or_unreadable_counters_say_why_and_give_no_figure(tmp_path):
 
 
 def test_the_cpu_energy_per_call_reaches_the_repeat_and_the_result():
+    from compilebench.core.case import Case
     from compilebench.core.result import Repeat, Result
-    from compilebench.core.spec import Case, Variant
+    from compilebench.core.variant import Variant
     from compilebench.measure import recording
 
     readings = iter([conditions.EnergyReading({"intel-rapl:0": 100.0}), conditions.EnergyReading({"intel-rapl:0": 103.0})])

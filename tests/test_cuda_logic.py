@@ -8,9 +8,11 @@ from fakeclock import FakeClock
 from fakecuda import FakeCuda
 
 from compilebench.core import machine
+from compilebench.core.case import Case
 from compilebench.core.errors import UserError
+from compilebench.core.job import TimingPolicy
 from compilebench.core.result import Repeat
-from compilebench.core.spec import Case, TimingPolicy, Variant
+from compilebench.core.variant import Variant
 from compilebench.measure import fingerprint, invariants, recording, timing
 
 

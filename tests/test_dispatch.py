@@ -11,11 +11,14 @@ import time
 
 import pytest
 
+from compilebench.core.case import Case
 from compilebench.core.errors import UserError
+from compilebench.core.job import Job, TimingPolicy
 from compilebench.core.result import Repeat, Result
-from compilebench.core.spec import Case, Job, RunSpec, TimingPolicy, Variant
+from compilebench.core.spec import RunSpec
+from compilebench.core.variant import Variant
 from compilebench.measure import fingerprint, invariants
-from compilebench.run import devices, dispatch, locks, plan
+from compilebench.run import devices, dispatch, gpus as gpusmod, locks, placement
 from compilebench.run.executors import Cancelled, ProcessExecutor
 
 POLICY = TimingPolicy(iters=5, warmup=2, min_iters=1)
@@ -164,22 +167,22 @@ def test_a_bug_in_a_slot_is_raised_in_the_caller_with_its_traceback():
 
 
 def test_cpu_shares_are_disjoint_and_cover_every_core():
-    assert dispatch.share_cpus(list(range(8)), 4) == [[0, 1], [2, 3], [4, 5], [6, 7]]
-    assert dispatch.share_cpus([0, 1, 2, 3, 4], 2) == [[0, 1, 2], [3, 4]]
-    assert dispatch.share_cpus([5, 1], 3) == [[1], [5], []]
+    assert gpusmod.share_cpus(list(range(8)), 4) == [[0, 1], [2, 3], [4, 5], [6, 7]]
+    assert gpusmod.share_cpus([0, 1, 2, 3, 4], 2) == [[0, 1, 2], [3, 4]]
+    assert gpusmod.share_cpus([5, 1], 3) == [[1], [5], []]
 
 
 def test_gpu_slots_give_each_worker_its_gpu_and_its_share_of_the_cores(monkeypatch):
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)))
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    slots = dispatch.gpu_slots([0, 3], timeout_s=10)
+    slots = gpusmod.slots([0, 3], timeout_s=10)
     assert [(s.name, s.device) for s in slots] == [("cuda:0", "cuda:0"), ("cuda:3", "cuda:0")]
     assert [s.locks for s in slots] == [[("cpu", False), ("cuda-0", True)], [("cpu", False), ("cuda-3", True)]]
     assert [s.env for s in slots] == [{"CUDA_VISIBLE_DEVICES": "0"}, {"CUDA_VISIBLE_DEVICES": "3"}]
     envs = [s.run.__self__.env for s in slots]
     assert [e["COMPILEBENCH_CPUS"] for e in envs] == ["0,1,2,3,4,5,6,7", "8,9,10,11,12,13,14,15"]
     assert all(e["OMP_NUM_THREADS"] == e["TORCHINDUCTOR_COMPILE_THREADS"] == "8" for e in envs)
-    (one,) = dispatch.gpu_slots([2], timeout_s=10, gpu_ids={2: "GPU-1234-abcd"})  # one GPU keeps every core
+    (one,) = gpusmod.slots([2], timeout_s=10, gpu_ids={2: "GPU-1234-abcd"})  # one GPU keeps every core
     assert one.run.__self__.env == {}
     assert one.env == {"CUDA_VISIBLE_DEVICES": "GPU-1234-abcd", invariants.EXPECTED_GPU: "GPU-1234-abcd"}
     assert one.locks == [("cpu", False), ("GPU-1234-abcd", True)]  # the physical GPU, whatever it is numbered
@@ -213,7 +216,7 @@ def test_gpus_all_under_an_inherited_cuda_visible_devices_runs_on_the_gpus_it_na
     fake_two_of_four_gpus(monkeypatch)
     found = devices._answer("cuda", "all")
     assert found["gpus"] == [0, 1] and found["gpu_ids"] == {0: "GPU-2222", 1: "GPU-3333"}
-    slots = dispatch.gpu_slots(found["gpus"], 10, found["gpu_ids"], gpu_cpus=found["gpu_cpus"])
+    slots = gpusmod.slots(found["gpus"], 10, found["gpu_ids"], gpu_cpus=found["gpu_cpus"])
     seen, lock_dir = [], locks.lock_dir()
 
     def run_here(slot):
@@ -234,7 +237,7 @@ def test_gpus_all_under_an_inherited_cuda_visible_devices_runs_on_the_gpus_it_na
 def test_without_uuids_the_inherited_list_still_names_the_physical_gpu(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
-    slots = dispatch.gpu_slots([0, 1], 10)
+    slots = gpusmod.slots([0, 1], 10)
     assert [s.env["CUDA_VISIBLE_DEVICES"] for s in slots] == ["2", "3"]
     assert [s.locks[1][0] for s in slots] == ["cuda-2", "cuda-3"]
     assert all(invariants.EXPECTED_GPU not in s.env for s in slots)
@@ -242,9 +245,9 @@ def test_without_uuids_the_inherited_list_still_names_the_physical_gpu(monkeypat
 
 def test_a_single_gpu_run_shows_its_worker_that_gpu_alone(monkeypatch):
     fake_two_of_four_gpus(monkeypatch)
-    monkeypatch.setattr(plan.devices, "probe", lambda device, gpus=None: {**devices._answer(device, gpus)})
+    monkeypatch.setattr(placement.devices, "probe", lambda device, gpus=None: {**devices._answer(device, gpus)})
     spec = RunSpec(models=("fault-ok",), variants=("eager",), device="cuda:1")
-    spec, pool, targets = plan.this_device(spec)
+    spec, pool, targets = placement.this_device(spec)
     (slot,) = pool.slots
     assert spec.device == "cuda:1" and slot.device == "cuda:0"  # keyed as asked, seen as its only GPU
     assert slot.env == {"CUDA_VISIBLE_DEVICES": "GPU-3333", invariants.EXPECTED_GPU: "GPU-3333"}
@@ -260,12 +263,12 @@ def topology(cpu):
 def test_each_gpu_gets_cores_local_to_it_one_logical_cpu_per_core():
     allowed = set(range(32))
     socket0, socket1 = [*range(0, 8), *range(16, 24)], [*range(8, 16), *range(24, 32)]
-    shares = dispatch.place_cpus([0, 1, 2, 3], allowed, {0: socket0, 1: socket0, 2: socket1, 3: socket1}, topology)
+    shares = gpusmod.place_cpus([0, 1, 2, 3], allowed, {0: socket0, 1: socket0, 2: socket1, 3: socket1}, topology)
     assert shares == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11], [12, 13, 14, 15]]  # no sibling 16-31, no far socket
     # locality unknown: every physical core, shared out; siblings still left out
-    assert dispatch.place_cpus([0, 1], allowed, {}, topology) == [list(range(0, 8)), list(range(8, 16))]
+    assert gpusmod.place_cpus([0, 1], allowed, {}, topology) == [list(range(0, 8)), list(range(8, 16))]
     # a GPU with known locality keeps its socket; one without shares what no GPU is local to
-    assert dispatch.place_cpus([0, 1], allowed, {0: socket1}, topology) == [list(range(8, 16)), list(range(0, 8))]
+    assert gpusmod.place_cpus([0, 1], allowed, {0: socket1}, topology) == [list(range(8, 16)), list(range(0, 8))]
 
 
 def test_a_worker_keeps_to_the_cpus_and_threads_it_is_given():
@@ -286,7 +289,7 @@ def test_a_worker_dies_with_the_process_that_started_it(tmp_path):
     os.mkfifo(fifo)
     os.mkfifo(never)  # the worker waits on it for a reply that never comes
     script = ("from compilebench.run.executors import ProcessExecutor\n"
-              "from compilebench.core.spec import Case, Job, RunSpec, TimingPolicy, Variant\n"
+              "from compilebench.core.case import Case\nfrom compilebench.core.job import Job, TimingPolicy\nfrom compilebench.core.spec import RunSpec\nfrom compilebench.core.variant import Variant\n"
               "ProcessExecutor(600).run(Job([Case('fault-handshake', 1, Variant('eager'))], TimingPolicy(5, 0, min_iters=1)),"
               " {}, print)\n")
     parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.DEVNULL,
@@ -343,6 +346,6 @@ def test_a_ray_gpu_id_is_locked_by_the_uuid_nvidia_smi_gives_it(tmp_path, monkey
     assert fingerprint.physical_gpu_uuid(9) is None
     assert fingerprint.physical_gpu_uuid("GPU-abcd") == "GPU-abcd"  # Ray given UUIDs in CUDA_VISIBLE_DEVICES
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")  # what Ray sets in the task
-    assert dispatch.gpu_lock(0, "GPU-3333") == [("cpu", False), ("GPU-3333", True)]
-    assert dispatch.gpu_lock(0, None) == [("cpu", False), ("cuda-3", True)]
-    assert dispatch.gpu_env(0, "GPU-3333")["CUDA_VISIBLE_DEVICES"] == "GPU-3333"
+    assert gpusmod.gpu_lock(0, "GPU-3333") == [("cpu", False), ("GPU-3333", True)]
+    assert gpusmod.gpu_lock(0, None) == [("cpu", False), ("cuda-3", True)]
+    assert gpusmod.gpu_env(0, "GPU-3333")["CUDA_VISIBLE_DEVICES"] == "GPU-3333"

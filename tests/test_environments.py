@@ -13,9 +13,11 @@ import fakeresults as fr
 import pytest
 from conftest import stored
 
+from compilebench.core.case import Case
 from compilebench.core.environment import Environment
 from compilebench.core.errors import UserError
-from compilebench.core.spec import Case, RunSpec, Variant
+from compilebench.core.spec import RunSpec
+from compilebench.core.variant import Variant
 from compilebench.report import check, compare, flat, markdown, tables
 from compilebench.report.view import View
 from compilebench.run import dispatch, interpreters, sweep

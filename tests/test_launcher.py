@@ -6,7 +6,9 @@ import time
 
 import pytest
 
-from compilebench.core.spec import Case, Job, TimingPolicy, Variant
+from compilebench.core.case import Case
+from compilebench.core.job import Job, TimingPolicy
+from compilebench.core.variant import Variant
 from compilebench.measure import compiler_state
 from compilebench.run import executors, launcher
 
@@ -131,7 +133,7 @@ def test_a_compile_in_a_forked_worker_writes_its_headers_into_its_own_folder_onl
 def test_launchers_start_beside_the_probe_only_where_the_probe_cannot_refuse_the_device(monkeypatch):
     from compilebench.core.errors import UserError
     from compilebench.core.spec import RunSpec
-    from compilebench.run import devices, plan
+    from compilebench.run import devices, placement
 
     events = []
     monkeypatch.setattr(executors.ProcessExecutor, "start_launchers",
@@ -146,9 +148,9 @@ def test_launchers_start_beside_the_probe_only_where_the_probe_cannot_refuse_the
 
     monkeypatch.setattr(devices, "probe", probed)
     spec = RunSpec(models=("resnet-50",), repeats=3)
-    plan.this_device(spec)
+    placement.this_device(spec)
     assert events == [("launchers", [1, 2, 3], False), ("probe", None)]
     events.clear()
     with pytest.raises(UserError):
-        plan.this_device(RunSpec(models=("resnet-50",), device="cuda"))
+        placement.this_device(RunSpec(models=("resnet-50",), device="cuda"))
     assert events == [("probe", "cuda")]  # refused before anything started

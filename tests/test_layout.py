@@ -1,95 +1,70 @@
-"""The tree reads one way (issue 16): no import cycle between compilebench's modules, the command line and the
-Python API on top of everything, reports readable from results files alone, and workers that never touch the
-results file. Imports are read from the source (function-level ones too), not from what happens to be loaded."""
+"""The tree shows the architecture (issue 38): the layers are import-linter contracts (pyproject.toml), checked here
+by `lint-imports` on the code and shown to catch an upward import; what a contract cannot say is read from the
+source: the top of the package stays small, every module has one job (under 350 lines, no function over 60), each
+subpackage says what it owns, and every speed-up a report shows comes from its view."""
 
 import ast
+import os
 import pathlib
+import shutil
+import subprocess
+import sys
 
 import pytest
 
-SRC = pathlib.Path(__file__).resolve().parent.parent / "src"
-PACKAGE = SRC / "compilebench"
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "src" / "compilebench"
+LAYERS = ("core", "storage", "diagnostics", "measure", "run", "report", "cli", "zoo")
+MAX_MODULE_LINES, MAX_FUNCTION_LINES = 350, 60
 
 
-def _module_name(path: pathlib.Path) -> str:
-    parts = path.relative_to(SRC).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+def lint_imports(src: pathlib.Path) -> subprocess.CompletedProcess:
+    """import-linter on the package under `src`, with the project's contracts."""
+    lint = shutil.which("lint-imports", path=os.path.dirname(sys.executable)) or shutil.which("lint-imports")
+    assert lint, "lint-imports is not installed: pip install -e '.[test]'"
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    return subprocess.run([lint, "--config", str(ROOT / "pyproject.toml"), "--no-cache"], cwd=src, env=env,
+                          capture_output=True, text=True, timeout=300)
 
 
-def _is_module(name: str) -> bool:
-    path = SRC / name.replace(".", "/")
-    return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
+def test_the_layers_hold():
+    out = lint_imports(ROOT / "src")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "0 broken" in out.stdout
 
 
-def _imports(path: pathlib.Path) -> set[str]:
-    """The compilebench modules a file imports: `from compilebench.x import y` is x.y where y is a module, else x."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            found |= {a.name for a in node.names if a.name.split(".")[0] == "compilebench"}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "compilebench":
-            assert node.level == 0, f"{path}: relative import"
-            for a in node.names:
-                full = f"{node.module}.{a.name}"
-                found.add(full if _is_module(full) else node.module)
-    return found
+def test_an_upward_import_breaks_the_layers(tmp_path):
+    """A copy of the package where the results import the report (core -> report): lint-imports says so."""
+    shutil.copytree(PACKAGE, tmp_path / "compilebench", ignore=shutil.ignore_patterns("__pycache__"))
+    with open(tmp_path / "compilebench" / "core" / "result.py", "a") as f:
+        f.write("\nfrom compilebench.report import view  # noqa: E402,F401\n")
+    out = lint_imports(tmp_path)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "compilebench.core is not allowed to import compilebench.report" in out.stdout
+    assert "compilebench.core.result -> compilebench.report.view" in out.stdout
 
 
-GRAPH = {_module_name(p): _imports(p) - {_module_name(p)} for p in PACKAGE.rglob("*.py")}
+def test_the_top_of_the_package_holds_the_entry_points_alone():
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert top == ["__init__.py", "__main__.py", "api.py", "tune.py"]
+    for layer in LAYERS:
+        doc = ast.get_docstring(ast.parse((PACKAGE / layer / "__init__.py").read_text()))
+        assert doc and len(doc.split()) > 20, f"{layer}/__init__.py says what it owns and may import"
 
 
-def _under(name: str, prefix: str) -> bool:
-    return name == prefix or name.startswith(prefix + ".")
+def _modules():
+    return sorted(PACKAGE.rglob("*.py"))
 
 
-def test_the_graph_was_read():
-    assert {"compilebench.run.sweep", "compilebench.cli.run", "compilebench.report.data", "compilebench.measure.worker"} <= set(GRAPH)
-    assert "compilebench.storage.store" in GRAPH["compilebench.run.sweep"]
-
-
-def test_no_module_imports_one_that_imports_it_back():
-    done, path = set(), []
-
-    def visit(module):
-        if module in path:
-            pytest.fail("import cycle: " + " -> ".join(path[path.index(module):] + [module]))
-        if module in done:
-            return
-        path.append(module)
-        for dep in sorted(GRAPH.get(module, ())):
-            if dep != "compilebench":  # the package's lazy re-exports (its __getattr__) are not imports
-                visit(dep)
-        path.pop()
-        done.add(module)
-
-    for module in sorted(GRAPH):
-        visit(module)
-
-
-@pytest.mark.parametrize("lower, upper", [
-    ("compilebench", "compilebench.cli"),  # the command line is on top: nothing beneath imports it
-    ("compilebench", "compilebench.api"),  # and so is the Python API (the package re-exports it lazily)
-    ("compilebench.report", "compilebench.run.sweep"),  # reports come from results files alone
-    ("compilebench.report", "compilebench.measure.worker"),
-    ("compilebench.report", "compilebench.run.executors"),
-    ("compilebench.measure.worker", "compilebench.storage.store"),  # workers measure; only the driver writes the results file
-    ("compilebench.measure.forward", "compilebench.storage.store"),
-    ("compilebench.measure.generation", "compilebench.storage.store"),
-    ("compilebench.measure.timing", "compilebench.storage.store"),
-    ("compilebench.zoo", "compilebench.run.sweep"),
-    # the report is below everything that runs cases: it reads results files alone
-    *(("compilebench.report", f"compilebench.{m}") for m in ("plan", "dispatch", "launcher", "ray_executor", "probe",
-                                                             "locks", "tune", "api")),
-    ("compilebench.tune", "compilebench.report"),  # tune takes its speed-ups and its best pick from comparison
-    ("compilebench.core.speedups", "compilebench.report"),
-    ("compilebench.core.speedups", "compilebench.tune"),
-    ("compilebench.core.settings", "compilebench.core.spec"),  # a setting is declared below the case that holds it
-    ("compilebench.core.vocab", "compilebench.core.stats"),  # the vocabulary is pure data and its own tests
-])
-def test_lower_layers_never_import_upper_ones(lower, upper):
-    offenders = [(m, dep) for m, deps in GRAPH.items() if _under(m, lower) and not _under(m, upper)
-                 and m not in ("compilebench", "compilebench.__main__") for dep in deps if _under(dep, upper)]
-    assert offenders == [], offenders
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_a_module_has_one_job(path):
+    text = path.read_text()
+    lines = len(text.splitlines())
+    assert lines <= MAX_MODULE_LINES, f"{path.name}: {lines} lines; split it along a seam"
+    long = [f"{node.name} ({node.end_lineno - node.lineno + 1} lines)" for node in ast.walk(ast.parse(text))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES]
+    assert long == []
 
 
 def test_every_speed_up_a_report_shows_comes_from_its_view():

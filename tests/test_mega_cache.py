@@ -8,8 +8,9 @@ from tiny_factories import make_inputs, make_stacked
 
 import compilebench
 from compilebench.core import settings
+from compilebench.core.case import Case
 from compilebench.core.result import Repeat, Result
-from compilebench.core.spec import Case, Variant
+from compilebench.core.variant import Variant
 from compilebench.measure import compiler_state
 from compilebench.run import sweep
 

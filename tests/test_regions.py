@@ -6,8 +6,10 @@ import torch
 from tiny_factories import make_inputs, make_stacked, make_widening
 
 import compilebench
+from compilebench.core.case import Case, key_of
 from compilebench.core.result import Repeat
-from compilebench.core.spec import Case, RunSpec, Variant, key_of
+from compilebench.core.spec import RunSpec
+from compilebench.core.variant import Variant
 from compilebench.core.vocab import RECOMPILE_LIMIT
 from compilebench.measure import compiler, recording
 from compilebench.report import why
@@ -101,6 +103,6 @@ def test_region_alone_implies_the_regions_scope():
     args = options.parser({n: None for n in ("run", "shapes", "tune", "report", "compare", "check", "env", "models")}).parse_args(
         ["run", "--model", "resnet-50", "--region", "ResNetConvLayer"])
     spec = runcmd.run_spec(args)
-    assert spec.compile_scope == "regions" and spec.regions == ("ResNetConvLayer",)
+    assert spec.compile.scope == "regions" and spec.compile.regions == ("ResNetConvLayer",)
     assert {c.variant.scope for c in spec.cases() if c.variant.compiled} == {"regions"}
-    assert RunSpec(models=("m",)).compile_scope == "model"
+    assert RunSpec(models=("m",)).compile.scope == "model"

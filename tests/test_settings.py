@@ -8,7 +8,9 @@ import fakeresults as fr
 import pytest
 
 from compilebench.core import settings
-from compilebench.core.spec import Case, RunSpec, Variant
+from compilebench.core.case import Case
+from compilebench.core.spec import ModelKind, RunSpec
+from compilebench.core.variant import Variant
 from compilebench.report import data, flat
 from compilebench.report.view import View
 
@@ -35,7 +37,7 @@ def test_each_setting_is_declared_whole(f):
 @pytest.mark.parametrize("f", SETTINGS, ids=lambda f: f.name)
 def test_a_run_gives_each_case_the_setting_and_it_changes_the_resume_key(f):
     model = _model(f)
-    generation = {TEXT: 128} if model == TEXT else {}
+    generation = {TEXT: ModelKind("generation", 128)} if model == TEXT else {}
     plain = RunSpec(models=(model,), device="cpu", variants=("eager", "default")).cases(generation)
     changed = RunSpec(**{"models": (model,), "device": "cpu", "variants": ("eager", "default"), **_changed(f)}).cases(generation)
     assert [getattr(c, f.name) for c in changed] == [f.metadata["example"]] * 2
@@ -48,7 +50,7 @@ def test_the_other_kind_of_model_keeps_the_setting_at_its_default(f):
         pytest.skip(f"{f.name} applies to every model")
     other = VISION if f.metadata["only"] == "generation" else TEXT
     spec = RunSpec(**{"models": (other,), "device": "cpu", **_changed(f)})
-    (case, _) = spec.cases({TEXT: 128} if other == TEXT else {})
+    (case, _) = spec.cases({TEXT: ModelKind("generation", 128)} if other == TEXT else {})
     assert getattr(case, f.name) == f.default
 
 

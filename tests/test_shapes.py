@@ -12,9 +12,11 @@ from tiny_factories import make_inputs, make_model
 
 import compilebench
 from compilebench.core import traffic
+from compilebench.core.case import Case
 from compilebench.core.errors import UserError
 from compilebench.core.result import Repeat, Result
-from compilebench.core.spec import Case, RunSpec, Variant
+from compilebench.core.spec import RunSpec
+from compilebench.core.variant import Variant
 from compilebench.measure import serving
 from compilebench.report import shapes as shapesmod
 from compilebench.report.view import View

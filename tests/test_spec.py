@@ -3,8 +3,11 @@ import re
 
 import pytest
 
+from compilebench.core.case import Case
 from compilebench.core.errors import UserError
-from compilebench.core.spec import Case, RunSpec, TimingPolicy, Variant
+from compilebench.core.job import TimingPolicy
+from compilebench.core.spec import ModelKind, RunSpec
+from compilebench.core.variant import Variant
 
 
 def test_grid_expands_model_major_and_keeps_variant_order():
@@ -26,12 +29,12 @@ def test_a_value_given_twice_is_one_case():
 def test_generation_cases_get_their_prompt_and_new_tokens_and_vision_cases_do_not():
     spec = RunSpec(models=("gpt2", "vit"), variants=("eager", "eager-static-cache", "default"), new_tokens=8,
                    device="cpu")
-    cases = spec.cases(prompt_lens={"gpt2": 128})
+    cases = spec.cases({"gpt2": ModelKind("generation", 128)})
     gpt2 = [c for c in cases if c.model == "gpt2"]
     assert [(c.prompt_len, c.new_tokens) for c in gpt2] == [(128, 8)] * 3
     assert [c.variant.name for c in gpt2] == ["eager", "eager-static-cache", "default"]
     assert all(c.prompt_len is None and c.new_tokens is None for c in cases if c.model == "vit")
-    assert RunSpec(models=("gpt2",), prompt_len=16).cases({"gpt2": 128})[0].prompt_len == 16
+    assert RunSpec(models=("gpt2",), prompt_len=16).cases({"gpt2": ModelKind("generation", 128)})[0].prompt_len == 16
 
 
 def test_eager_ignores_compile_settings_so_its_key_is_shared():

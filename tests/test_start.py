@@ -5,8 +5,9 @@ and the fastest start that pays off within --requests."""
 import pytest
 from fakeresults import CPU, result
 
+from compilebench.core.case import Case
 from compilebench.core.result import Repeat
-from compilebench.core.spec import Case, Variant
+from compilebench.core.variant import Variant
 from compilebench.measure import recording
 from compilebench.report import start
 from compilebench.report.view import View

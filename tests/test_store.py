@@ -8,9 +8,10 @@ import stat
 import fakeresults as fr
 import pytest
 
+from compilebench.core.case import Case
 from compilebench.core.errors import SchemaError, UserError
 from compilebench.core.result import Repeat, Result
-from compilebench.core.spec import Case, Variant
+from compilebench.core.variant import Variant
 from compilebench.storage.store import SCHEMA_VERSION, Store
 
 DATA = os.path.join(os.path.dirname(__file__), "data")

@@ -6,8 +6,9 @@ import pytest
 
 from compilebench import tune
 from compilebench.core import speedups
+from compilebench.core.case import Case
 from compilebench.core.errors import UserError
-from compilebench.core.spec import Case, Variant
+from compilebench.core.variant import Variant
 
 BASE = Case("resnet-50", 1, Variant("eager"), device="cpu", model_size="tiny")
 
@@ -117,11 +118,11 @@ def test_nothing_faster_than_eager_is_said_plainly():
 
 def test_the_space_depends_on_the_device_and_the_model():
     cpu, gpu, text = tune.space("cpu", True), tune.space("cuda:0", True), tune.space("cpu", False)
-    assert {c.mode for c in cpu} == {"default", "max-autotune-no-cudagraphs", "aot-inductor"}
-    assert "aot-inductor" not in {c.mode for c in text}  # generation does not export
-    assert all(any(c.scope == "regions" for c in space) for space in (cpu, gpu, text))
-    assert {"reduce-overhead", "max-autotune"} <= {c.mode for c in gpu}
-    assert any(c.options == (("coordinate_descent_tuning", True),) for c in gpu)
+    assert {c.variant.mode for c in cpu} == {"default", "max-autotune-no-cudagraphs", "aot-inductor"}
+    assert "aot-inductor" not in {c.variant.mode for c in text}  # generation does not export
+    assert all(any(c.variant.scope == "regions" for c in space) for space in (cpu, gpu, text))
+    assert {"reduce-overhead", "max-autotune"} <= {c.variant.mode for c in gpu}
+    assert any(c.variant.options == (("coordinate_descent_tuning", True),) for c in gpu)
     assert not any(c.settings.channels_last for c in text) and any(c.settings.channels_last for c in cpu)
     assert {c.settings.dtype for c in gpu} == {"float32", "bfloat16", "float16"}
 
@@ -193,7 +194,7 @@ def test_a_results_file_that_cannot_be_used_is_refused_before_anything_is_said_o
 
 
 def test_regions_and_aot_inductor_configurations_make_their_own_cases_and_code():
-    regions, aot = tune.Config(scope="regions"), tune.Config.make("aot-inductor", dtype="bfloat16")
+    regions, aot = tune.Config.make(scope="regions"), tune.Config.make("aot-inductor", dtype="bfloat16")
     assert regions.case(BASE).variant == Variant("default", scope="regions")
     assert aot.case(BASE).variant.ahead_of_time and aot.case(BASE).dtype == "bfloat16"
     assert regions.describe() == "default, regions" and ("scope", "regions") in tune._changes(regions)
@@ -201,7 +202,7 @@ def test_regions_and_aot_inductor_configurations_make_their_own_cases_and_code()
     code = aot.code()
     assert "torch.export.export(model" in code and "aoti_compile_and_package" in code and "aoti_load_package" in code
     assert code.startswith("model = model.to(torch.bfloat16)")
-    assert "block.compile(mode='max-autotune-no-cudagraphs')" in tune.Config(
+    assert "block.compile(mode='max-autotune-no-cudagraphs')" in tune.Config.make(
         "max-autotune-no-cudagraphs", scope="regions").code()
 
 
@@ -214,10 +215,10 @@ def test_the_table_gives_each_configurations_start_beside_its_speed():
     out = tune.search(BASE, space, planted, lambda: clock[0], budget_s=10_000)
     for t in out.tried:  # what the workers record: a cold compile's start, a package's load
         for rep in t.result.repeats:
-            rep.start = {"load_s": 0.5, "first_call_s": 0.01} if t.config.mode == "aot-inductor" else {
+            rep.start = {"load_s": 0.5, "first_call_s": 0.01} if t.config.variant.mode == "aot-inductor" else {
                 "build_s": 1.0, "first_call_s": 30.0}
             rep.compile_cache = "cold"
-            rep.aot_inductor = {"built": True, "load_s": 0.5} if t.config.mode == "aot-inductor" else {}
+            rep.aot_inductor = {"built": True, "load_s": 0.5} if t.config.variant.mode == "aot-inductor" else {}
     text = render(out, 0.02, "r.db")
     assert "start s (how)" in text
     assert "| 31.00 (cold start) |" in text and "| 0.51 (package loaded) |" in text

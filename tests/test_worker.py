@@ -4,7 +4,9 @@ without tens of seconds of C++ compilation per test."""
 
 import pytest
 
-from compilebench.core.spec import Case, Job, TimingPolicy, Variant
+from compilebench.core.case import Case
+from compilebench.core.job import Job, TimingPolicy
+from compilebench.core.variant import Variant
 from compilebench.measure.worker import run_case
 from compilebench.run.executors import InlineExecutor, ProcessExecutor
 
@@ -235,7 +237,7 @@ def test_the_timed_loop_records_its_conditions_and_its_place_in_time():
 
 
 def gen_case(mode, **kw):
-    return Case("smollm2-135m", 1, Variant.named(mode, backend=kw.pop("backend", "eager")), device="cpu",
+    return Case("smollm2-135m", 1, Variant.named(mode, Variant("default", backend=kw.pop("backend", "eager"))), device="cpu",
                 model_size="tiny", prompt_len=8, new_tokens=5, **kw)
 
 

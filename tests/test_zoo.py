@@ -8,8 +8,10 @@ from compilebench import zoo
 from compilebench.cli import options
 from compilebench.cli.run import run_spec
 from compilebench.core import suites
+from compilebench.core.case import Case
 from compilebench.core.errors import UserError
-from compilebench.core.spec import Case, TimingPolicy, Variant
+from compilebench.core.job import TimingPolicy
+from compilebench.core.variant import Variant
 from compilebench.measure.worker import run_case
 from compilebench.zoo.entry import default_image_path, load_image
 
@@ -92,7 +94,7 @@ def test_suites_are_the_guides_matrices():
     generation = suites.get("seed-generation")  # the torch.compile page's example
     assert generation.models == ("gemma-2b",) and generation.fullgraph
     assert generation.variants == ("eager", "default", "reduce-overhead")
-    assert parse_run("--suite", "seed-generation").fullgraph
+    assert parse_run("--suite", "seed-generation").compile.fullgraph
     assert suites.get("generation").models == suites.TEXT_MODELS
     ro = suites.get("seed-reduce-overhead")
     assert set(ro.models) == {"convnext", "resnet-50", "conditional-detr", "deeplabv3-mobilenet"}

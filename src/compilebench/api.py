@@ -18,7 +18,6 @@ Measurement is exactly what `compilebench run` does: the same repeats, intervals
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import os
 import sys
@@ -26,12 +25,20 @@ import tempfile
 from typing import Callable
 
 from compilebench import report as reportmod, zoo
-from compilebench.core import settings as settingsmod, spec as specmod, stats, suites as suitesmod, traffic
+from compilebench.core import (
+    job as jobmod,
+    settings as settingsmod,
+    spec as specmod,
+    stats,
+    suites as suitesmod,
+    traffic,
+)
 from compilebench.core.errors import UserError
 from compilebench.core.result import Result
 from compilebench.report import data, flat, markdown, reference as referencemod, shapes as shapesmod, tables
 from compilebench.report.view import DEFAULT_REQUESTS, View
 from compilebench.run import interpreters, plan
+from compilebench.run.placement import Placement
 from compilebench.storage import store as storemod
 
 
@@ -106,16 +113,17 @@ def load(path: str, min_effect: float = stats.DEFAULT_MIN_EFFECT, requests: int 
     return Results(data.load([path]), path, min_effect, requests, mix)
 
 
-_SETTINGS = {f.name for f in dataclasses.fields(specmod.RunSpec)} - {
-    "models", "batch_sizes", "variants", "timing", "device", "inputs", "isolation",
-    "shapes", "image_sizes", "prompt_lens", "dynamic_settings", "pad_to"}  # shapes() takes these by their own names
+# The run's other options, by the names core/spec.asked takes them (benchmark() and shapes() take these by their own).
+_SETTINGS = specmod.ASKED - {"models", "suite", "batch_sizes", "variants", "device", "inputs", "iters", "isolation",
+                             "shapes", "image_sizes", "prompt_lens", "dynamic_settings", "pad_to"}
 _NOT_SHAPES = {"interleave", "compile_scope", "regions"}  # shapes() serves whole-model compiles, one per process
-_TIMING = {f.name for f in dataclasses.fields(specmod.TimingPolicy)} - {"iters"}
 
 
 def benchmark(model=None, *, suite: str | None = None, inputs: str | Callable[[int], dict] | None = None,
-              variants=None, batch_sizes=None, device: str | None = None, iters: int | None = specmod.DEFAULT_ITERS,
-              db: str | None = None, quiet: bool = True, **settings) -> Results:
+              variants=None, batch_sizes=None, device: str | None = None, iters: int | None = jobmod.DEFAULT_ITERS,
+              db: str | None = None, quiet: bool = True, gpus=None, executor: str = "local",
+              ray_address: str | None = None, accelerator_type: str | None = None, cpus_per_case: int | None = None,
+              **settings) -> Results:
     """Measure `model` (or a suite's models: suite="quick", "seed", ...; `compilebench run --suite`) as
     `compilebench run` would, and return its results. Variants and batch sizes: the suite's, else eager and
     default at batch 1. `settings` are the run's other options by their names: repeats, min_effect, dtype,
@@ -125,35 +133,38 @@ def benchmark(model=None, *, suite: str | None = None, inputs: str | Callable[[i
     retry_failed, profile, compile_trace (their files beside `db`); and the timing's: warmup, warmup_s,
     max_time_s, min_iters, first_calls. `environments` (a dict of name: interpreter or virtual environment folder)
     measures every case under each, as `--env`, and
-    `environment_vars` ({name: {variable: value}}) is `--env-set`. Results go to `db` (default: a new results file
-    in a temporary folder)."""
+    `environment_vars` ({name: {variable: value}}) is `--env-set`. Where the cases run, as `--gpus` and
+    `--executor ray`: `gpus` ("0,1", [0, 1] or "all": local GPUs at once, one case on each), `executor="ray"` with
+    `ray_address`, `accelerator_type` ("H100,A100" or "all") and `cpus_per_case` (pip install compilebench[ray]).
+    Results go to `db` (default: a new results file in a temporary folder)."""
     _declare_environments(settings)
-    unknown = set(settings) - _SETTINGS - _TIMING
-    if unknown:
-        raise UserError(f"benchmark() got unknown setting(s) {', '.join(sorted(unknown))} (allowed: "
-                        f"{', '.join(sorted(_SETTINGS | _TIMING))})")
+    _check_known("benchmark()", settings, _SETTINGS)
     if model is None and suite is None:
         raise UserError("benchmark() needs a model, or a suite (" + ", ".join(suitesmod.SUITES) + ")")
-    chosen = suitesmod.choose(suite, model)
     name, inputs_ref, inline = _model_name(model, inputs) if model is not None else (None, None, False)
-    given = suitesmod.fill(chosen, {
-        "models": (name,) if name else None, "batch_sizes": batch_sizes, "variants": variants,
-        "fullgraph": settings.pop("fullgraph", None), "warmup": settings.pop("warmup", None),
-        "max_time_s": settings.pop("max_time_s", None)})
-    floor_given = "min_iters" in settings
-    timing = specmod.TimingPolicy(iters=iters, **{k: given.pop(k) for k in ("warmup", "max_time_s") if k in given},
-                                  **{k: settings.pop(k) for k in list(settings) if k in _TIMING})
-    if not floor_given and iters is not None and timing.min_iters > iters:
-        timing = dataclasses.replace(timing, min_iters=iters)
-    if isinstance(settings.get("inductor_options"), dict):
-        settings["inductor_options"] = tuple(settings["inductor_options"].items())
+    where = _placement(gpus, executor, ray_address, accelerator_type, cpus_per_case)
     try:
-        spec = specmod.RunSpec(**{"variants": ("eager", "default"), **given}, device=device, inputs=inputs_ref,
-                               timing=timing, isolation="inline" if inline else "process", **settings)
-        return _benchmark(spec, db, quiet)
+        spec = specmod.asked(models=(name,) if name else None, suite=suite, batch_sizes=batch_sizes, variants=variants,
+                             device=device, inputs=inputs_ref, iters=iters,
+                             isolation="inline" if inline else "process", **settings)
+        return _benchmark(spec, where, db, quiet)
     finally:
         if inline:
             zoo.REGISTRY.pop(name, None)  # registered for this call only
+
+
+def _check_known(who: str, settings: dict, allowed: set[str]) -> None:
+    unknown = set(settings) - allowed
+    if unknown:
+        raise UserError(f"{who} got unknown setting(s) {', '.join(sorted(unknown))} (allowed: "
+                        f"{', '.join(sorted(allowed))})")
+
+
+def _placement(gpus, executor, ray_address, accelerator_type, cpus_per_case) -> Placement:
+    """--gpus and --executor ray by keyword: gpus as "0,1", "all" or a list of indices."""
+    if gpus is not None and not isinstance(gpus, str):
+        gpus = ",".join(str(g) for g in gpus)
+    return Placement(executor, gpus, ray_address, accelerator_type, cpus_per_case)
 
 
 def _declare_environments(settings: dict) -> None:
@@ -170,38 +181,30 @@ def _declare_environments(settings: dict) -> None:
 
 def shapes(model, *, batch_sizes=None, image_sizes=(), prompt_lens=(), dynamic=traffic.DEFAULT_DYNAMIC, pad_to=(),
            mix: str | None = None, requests: int = DEFAULT_REQUESTS, inputs=None, device: str | None = None,
-           iters: int | None = None, db: str | None = None, quiet: bool = True, **settings) -> ShapesResults:
+           iters: int | None = None, db: str | None = None, quiet: bool = True, gpus=None, executor: str = "local",
+           ray_address: str | None = None, accelerator_type: str | None = None, cpus_per_case: int | None = None,
+           **settings) -> ShapesResults:
     """`compilebench shapes` from Python: `model` serves each shape (batch_sizes, at each of image_sizes ((W, H)
     or "WxH") or prompt_lens) under eager and each setting of `dynamic` (auto, true, false, mark) and, with
     `pad_to`, padded to those buckets. `mix` ("1:50,4:30,16:20") and `requests` weigh the time to serve. Other
-    settings as benchmark()'s (repeats, dtype, backend, warmup, ...)."""
-    allowed = (_SETTINGS | _TIMING) - _NOT_SHAPES
-    unknown = set(settings) - allowed
-    if unknown:
-        raise UserError(f"shapes() got unknown setting(s) {', '.join(sorted(unknown))} (allowed: "
-                        f"{', '.join(sorted(allowed))})")
+    settings, and where the cases run, as benchmark()'s (repeats, dtype, backend, warmup, gpus, ...)."""
+    _declare_environments(settings)
+    _check_known("shapes()", settings, _SETTINGS - _NOT_SHAPES)
     name, inputs_ref, inline = _model_name(model, inputs)
-    timing = specmod.TimingPolicy(iters=iters, warmup=settings.pop("warmup", traffic.DEFAULT_SHAPE_WARMUP),
-                                  **{k: settings.pop(k) for k in list(settings) if k in _TIMING})
-    if iters is not None and "min_iters" not in settings:
-        timing = dataclasses.replace(timing, min_iters=min(timing.min_iters, iters))
-    if isinstance(settings.get("inductor_options"), dict):
-        settings["inductor_options"] = tuple(settings["inductor_options"].items())
-    sizes = tuple(traffic.parse_image_size(s) if isinstance(s, str) else tuple(s) for s in image_sizes)
+    where = _placement(gpus, executor, ray_address, accelerator_type, cpus_per_case)
     try:
-        spec = specmod.RunSpec(models=(name,), batch_sizes=tuple(batch_sizes or (1,)), device=device, inputs=inputs_ref,
-                               timing=timing, isolation="inline" if inline else "process", shapes=True,
-                               image_sizes=sizes, prompt_lens=tuple(prompt_lens), dynamic_settings=tuple(dynamic),
-                               pad_to=tuple(sorted(set(pad_to))), **settings)
-        return _benchmark(spec, db, quiet, ShapesResults, requests, mix)
+        spec = specmod.asked(models=(name,), batch_sizes=batch_sizes, device=device, inputs=inputs_ref, iters=iters,
+                             isolation="inline" if inline else "process", shapes=True, image_sizes=image_sizes,
+                             prompt_lens=prompt_lens, dynamic_settings=tuple(dynamic), pad_to=pad_to, **settings)
+        return _benchmark(spec, where, db, quiet, ShapesResults, requests, mix)
     finally:
         if inline:
             zoo.REGISTRY.pop(name, None)
 
 
-def _benchmark(spec: specmod.RunSpec, db: str | None, quiet: bool, kind: type = Results,
+def _benchmark(spec: specmod.RunSpec, where: Placement, db: str | None, quiet: bool, kind: type = Results,
                requests: int = DEFAULT_REQUESTS, mix: str | None = None) -> Results:
-    prepared = plan.prepare(spec)
+    prepared = plan.prepare(spec, where)
     settingsmod.integer("--requests", requests, 1)  # checked before anything runs
     prepared.check_mix(mix)  # so is the mix
     path = db or os.path.join(tempfile.mkdtemp(prefix="compilebench-"), "results.db")

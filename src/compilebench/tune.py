@@ -28,10 +28,12 @@ from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
 from compilebench.core import speedups, stats
+from compilebench.core.case import Case
 from compilebench.core.errors import UserError
+from compilebench.core.job import TimingPolicy
 from compilebench.core.result import Result
 from compilebench.core.settings import Settings
-from compilebench.core.spec import AOT_INDUCTOR, Case, TimingPolicy, Variant
+from compilebench.core.variant import AOT_INDUCTOR, Variant
 from compilebench.core.vocab import STATUS_WORDS
 
 # (share of the budget a rung may use up to, repeats a configuration has after it, how many go on, timing)
@@ -44,32 +46,26 @@ RUNGS = (
 
 @dataclass(frozen=True)
 class Config:
-    """One way to compile (and prepare) the model: how torch.compile is called, and the case settings it changes
-    (the same settings a run takes, named in the same words)."""
+    """One way to compile (and prepare) the model: how torch.compile is called (a Variant: the settings a run
+    compiles with, in the words it says them in) and the case settings it changes (those a run takes)."""
 
-    mode: str = "default"
-    options: tuple[tuple[str, object], ...] = ()
-    fullgraph: bool = False
-    dynamic: bool | None = None
+    variant: Variant = Variant("default")
     settings: Settings = Settings()
-    scope: str = "model"  # or "regions": each repeated block compiled alone (variants.Regions)
 
     @classmethod
     def make(cls, mode: str = "default", options: tuple = (), *, fullgraph: bool = False, dynamic: bool | None = None,
              scope: str = "model", **settings) -> Config:
-        return cls(mode, options, fullgraph, dynamic, Settings(**settings), scope)
+        return cls(Variant(mode, fullgraph=fullgraph, dynamic=dynamic, options=options, scope=scope), Settings(**settings))
+
+    def compiled(self, **changes) -> Config:
+        """This configuration with its way of compiling changed: `dynamic=False`, `scope="model"`."""
+        return dataclasses.replace(self, variant=dataclasses.replace(self.variant, **changes))
 
     def case(self, base: Case) -> Case:
-        return dataclasses.replace(base, variant=Variant(self.mode, fullgraph=self.fullgraph, dynamic=self.dynamic,
-                                                         options=self.options, scope=self.scope),
-                                   **self.settings.changes())
+        return dataclasses.replace(base, variant=self.variant, **self.settings.changes())
 
     def describe(self) -> str:
-        words = [self.mode] + [f"{k}={v}" for k, v in self.options] + list(self.settings.words())
-        words += ["fullgraph"] if self.fullgraph else []
-        words += [f"dynamic={self.dynamic}"] if self.dynamic is not None else []
-        words += ["regions"] if self.scope == "regions" else []
-        return ", ".join(words)
+        return ", ".join([self.variant.mode, *self.variant.words(), *self.settings.words()])
 
     def code(self) -> str:
         """The ready-to-paste lines that prepare and compile a model this way."""
@@ -78,12 +74,13 @@ class Config:
             lines.append(f"model = model.to(torch.{self.settings.dtype})  # and its floating-point inputs")
         if self.settings.channels_last:
             lines.append("model = model.to(memory_format=torch.channels_last)  # and 4-D inputs")
-        if self.mode == AOT_INDUCTOR:
-            configs = f", inductor_configs={dict(self.options)!r}" if self.options else ""
+        v = self.variant
+        if v.ahead_of_time:
+            configs = f", inductor_configs={dict(v.options)!r}" if v.options else ""
             return "\n".join([*lines, "program = torch.export.export(model, args=(), kwargs=inputs)",
                               f"path = torch._inductor.aoti_compile_and_package(program{configs})  # once, ahead of time",
                               "compiled = torch._inductor.aoti_load_package(path)  # in each process that serves"])
-        if self.scope == "regions":
+        if v.scope == "regions":
             lines += ["for block in model.modules():  # each repeated layer: identical ones share a graph",
                       "    if type(block).__name__ in model._no_split_modules:",
                       f"        block.compile({', '.join(self._args())})",
@@ -94,18 +91,18 @@ class Config:
 
     def _args(self) -> list[str]:
         """torch.compile's arguments other than the model."""
-        args = []
-        if self.options:
+        args, v = [], self.variant
+        if v.options:
             from compilebench.measure.compiler import compile_kwargs
 
-            merged = compile_kwargs(Variant(self.mode, options=self.options))["options"]
+            merged = compile_kwargs(Variant(v.mode, options=v.options))["options"]
             args.append(f"options={merged!r}")
-        elif self.mode != "default":
-            args.append(f"mode={self.mode!r}")
-        if self.fullgraph:
+        elif v.mode != "default":
+            args.append(f"mode={v.mode!r}")
+        if v.fullgraph:
             args.append("fullgraph=True")
-        if self.dynamic is not None:
-            args.append(f"dynamic={self.dynamic}")
+        if v.dynamic is not None:
+            args.append(f"dynamic={v.dynamic}")
         return args
 
 
@@ -126,7 +123,7 @@ def space(device: str, vision: bool) -> list[Config]:
     # fullgraph, static shapes and regional compilation change nothing (or only the compile) for a model that has
     # no graph break, one shape and few repeated layers; tried once, on the plainest configuration, they say
     # whether they can matter
-    out += [Config(fullgraph=True), Config(dynamic=False), Config(scope="regions")]
+    out += [Config.make(fullgraph=True), Config.make(dynamic=False), Config.make(scope="regions")]
     return sorted(set(out), key=_prior)
 
 
@@ -188,16 +185,17 @@ class Outcome:
 
 def _changes(c: Config) -> frozenset:
     """What a configuration changes from plain torch.compile, one item per change."""
-    changes = {("option", *o) for o in c.options}
-    if c.mode != "default":
-        changes.add(("mode", c.mode))
+    v = c.variant
+    changes = {("option", *o) for o in v.options}
+    if v.mode != "default":
+        changes.add(("mode", v.mode))
     changes |= set(c.settings.changes().items())  # (name, value): ranked by the name
-    if c.fullgraph:
+    if v.fullgraph:
         changes.add(("fullgraph",))
-    if c.dynamic is not None:
-        changes.add(("dynamic", c.dynamic))
-    if c.scope != "model":
-        changes.add(("scope", c.scope))
+    if v.dynamic is not None:
+        changes.add(("dynamic", v.dynamic))
+    if v.scope != "model":
+        changes.add(("scope", v.scope))
     return frozenset(changes)
 
 
@@ -280,13 +278,13 @@ def shapes_code(config: Config, variant: Variant) -> str:
     """The code of a configuration served with one dynamic-shape setting (report/shapes.setting_name's)."""
     if variant.pad_to:
         buckets = ", ".join(map(str, variant.pad_to))
-        return "\n".join([dataclasses.replace(config, dynamic=False).code(),
+        return "\n".join([config.compiled(dynamic=False).code(),
                           f"# pad each batch up to the smallest of ({buckets}) items (repeat its last item), call "
                           "compiled, then keep each output's first rows"])
     if variant.mark_dynamic:
-        return "\n".join([dataclasses.replace(config, dynamic=None).code(),
+        return "\n".join([config.compiled(dynamic=None).code(),
                           "# before each batch's first call: torch._dynamo.mark_dynamic(tensor, 0) for every input"])
-    return dataclasses.replace(config, dynamic=variant.dynamic).code()
+    return config.compiled(dynamic=variant.dynamic).code()
 
 
 def parse_budget(text: str) -> float:

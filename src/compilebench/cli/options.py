@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from compilebench import __version__, report as reportmod
-from compilebench.core import settings, spec as specmod, stats, suites, traffic
+from compilebench.core import job as jobmod, settings, spec as specmod, stats, suites, traffic, variant as variantmod
 from compilebench.report.view import DEFAULT_REQUESTS
 from compilebench.storage import store as storemod
 from compilebench.zoo import hub
@@ -93,25 +93,24 @@ def parser(commands: dict) -> argparse.ArgumentParser:
 def _shapes(sub, commands: dict) -> None:
     """`compilebench shapes`: what it serves and the settings it compares; how to time, where and the results as
     `run` takes them."""
-    from compilebench.cli.shapes import RUN_DEFAULTS
-
     shp = sub.add_parser("shapes", help="serve a sequence of input shapes: recompiles, dynamic-shape settings and the "
                                         "time to serve a mix of requests")
     g = shp.add_argument_group("what it serves")
     g.add_argument("--model", nargs="+", action="extend", dest="models", required=True, metavar="NAME",
                    help="zoo short names (`compilebench models`), hub ids or local checkpoint directories")
-    g.add_argument("--batch-size", nargs="+", action="extend", type=int, default=None, metavar="N",
+    g.add_argument("--batch-size", nargs="+", action="extend", type=int, default=None, dest="batch_sizes", metavar="N",
                    help="batch sizes served, in this order (default: 1)")
-    g.add_argument("--image-size", nargs="+", action="extend", default=[], metavar="WxH",
+    g.add_argument("--image-size", nargs="+", action="extend", default=[], dest="image_sizes", metavar="WxH",
                    help="vision: the photo resized to each size before the processor, so models that keep the "
                         "aspect ratio (DETR's) see other shapes: 800x600 640x640 ...")
     g.add_argument("--prompt-len", nargs="+", action="extend", type=int, default=[], dest="prompt_lens", metavar="L",
                    help="text generation: prompt lengths served, in this order (default: the model's)")
-    g.add_argument("--new-tokens", type=int, default=specmod.DEFAULT_NEW_TOKENS, metavar="K",
-                   help=f"text generation: tokens each generate() call makes (default: {specmod.DEFAULT_NEW_TOKENS})")
+    g.add_argument("--new-tokens", type=int, default=settings.DEFAULT_NEW_TOKENS, metavar="K",
+                   help=f"text generation: tokens each generate() call makes (default: {settings.DEFAULT_NEW_TOKENS})")
     g.add_argument("--task", default=None, help=f"task of a checkpoint whose config does not say: {', '.join(hub.TASKS)}")
     g.add_argument("--image", default=None, metavar="PATH", help="vision: the photo (default: the one shipped)")
-    g.add_argument("--weights", default="random", help="random (offline, default) or pretrained (from_pretrained)")
+    g.add_argument("--weights", default=settings.default("weights"),
+                   help="random (offline, default) or pretrained (from_pretrained)")
     g.add_argument("--tiny", action="store_true", help="a tiny config of the same architecture (a smoke test)")
     g = shp.add_argument_group("settings compared (each beside eager)")
     g.add_argument("--dynamic", nargs="+", action="extend", default=None, dest="dynamic_settings", metavar="SETTING",
@@ -133,21 +132,23 @@ def _shapes(sub, commands: dict) -> None:
     _timing(shp)
     _where(shp)
     _results(shp)
-    shp.set_defaults(func=commands["shapes"], **RUN_DEFAULTS)
+    shp.set_defaults(func=commands["shapes"])
 
 
 def _tune(sub, commands: dict) -> None:
     """`compilebench tune`: its options."""
     tune = sub.add_parser("tune", help="search the compile settings that matter here for the fastest correct one")
     tune.add_argument("--model", required=True, metavar="NAME", help="a zoo model, a hub id or a local checkpoint directory")
-    tune.add_argument("--batch-size", nargs="+", action="extend", type=int, default=None, metavar="N",
+    tune.add_argument("--batch-size", nargs="+", action="extend", type=int, default=None, dest="batch_sizes",
+                      metavar="N",
                       help="batch size (default: 1); several: the search runs at the largest, then the dynamic-shape "
                            "settings of its pick serve them all (as `compilebench shapes`)")
     tune.add_argument("--budget", default="20m", metavar="TIME",
                       help="wall time the search may take, e.g. 90s, 20m, 1h (default: 20m)")
     tune.add_argument("--task", default=None, help="task of a checkpoint whose config does not say")
     tune.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available, else cpu)")
-    tune.add_argument("--weights", default="random", help="random (offline, default) or pretrained (from_pretrained)")
+    tune.add_argument("--weights", default=settings.default("weights"),
+                   help="random (offline, default) or pretrained (from_pretrained)")
     tune.add_argument("--db", default=storemod.DEFAULT_PATH, help=f"results file (default: {storemod.DEFAULT_PATH})")
     tune.add_argument("--tiny", action="store_true", help="a tiny config of the same architecture (a smoke test)")
     tune.add_argument("--min-effect", type=percent, default=stats.DEFAULT_MIN_EFFECT, metavar="P",
@@ -210,17 +211,18 @@ def _what(run) -> None:
                    help=f"a named sweep: {', '.join(f'{k} ({v.description})' for k, v in suites.SUITES.items())}. "
                         f"With no --model and no --suite: {suites.DEFAULT_SUITE}")
     g.add_argument("--task", default=None, help=f"task of a checkpoint whose config does not say: {', '.join(hub.TASKS)}")
-    g.add_argument("--batch-size", nargs="+", action="extend", type=int, default=None, metavar="N",
+    g.add_argument("--batch-size", nargs="+", action="extend", type=int, default=None, dest="batch_sizes", metavar="N",
                    help="batch sizes (default: 1); given twice, both count")
-    g.add_argument("--variant", nargs="+", action="extend", default=None, metavar="V",
+    g.add_argument("--variant", nargs="+", action="extend", default=None, dest="variants", metavar="V",
                    help=f"eager, torch.compile modes and/or aot-inductor (exported and packaged ahead of time): "
-                        f"{', '.join(specmod.VARIANTS)} (default: eager default)")
+                        f"{', '.join(variantmod.VARIANTS)} (default: eager default)")
     g.add_argument("--image", default=None, metavar="PATH", help="vision: the photo to preprocess (default: the one shipped)")
     g.add_argument("--prompt-len", type=int, default=None, metavar="L",
                    help="text generation: prompt tokens (default: the model's, `compilebench models`)")
-    g.add_argument("--new-tokens", type=int, default=specmod.DEFAULT_NEW_TOKENS, metavar="K",
-                   help=f"text generation: tokens each generate() call makes (default: {specmod.DEFAULT_NEW_TOKENS})")
-    g.add_argument("--weights", default="random", help="random (offline, default) or pretrained (from_pretrained)")
+    g.add_argument("--new-tokens", type=int, default=settings.DEFAULT_NEW_TOKENS, metavar="K",
+                   help=f"text generation: tokens each generate() call makes (default: {settings.DEFAULT_NEW_TOKENS})")
+    g.add_argument("--weights", default=settings.default("weights"),
+                   help="random (offline, default) or pretrained (from_pretrained)")
     g.add_argument("--tiny", action="store_true",
                    help="build each model from a tiny config of the same architecture (a smoke test; not comparable)")
 
@@ -238,9 +240,9 @@ def _compile(run) -> None:
                    help="model (default: torch.compile of the whole model) or regions (each repeated block compiled "
                         "alone, so identical blocks share one graph: the model's own list of repeated layers, or "
                         "--region)")
-    g.add_argument("--region", nargs="+", action="extend", default=[], metavar="CLASS",
+    g.add_argument("--region", nargs="+", action="extend", default=[], dest="regions", metavar="CLASS",
                    help="the block class(es) --compile-scope regions compiles, e.g. LlamaDecoderLayer (implies it)")
-    g.add_argument("--compile-cache", default="cold", metavar="MODE",
+    g.add_argument("--compile-cache", default=settings.default("compile_cache"), metavar="MODE",
                    help="cold (default: a private, empty compiler state per case; its later repeats start from what "
                         "the first left, recorded as warm), warm (compiled once first, then timed from the on-disk "
                         "cache) or a directory kept across runs")
@@ -248,7 +250,7 @@ def _compile(run) -> None:
 
 def _settings(run) -> None:
     g = run.add_argument_group("model settings")
-    g.add_argument("--dtype", default="float32", help=f"model dtype: {', '.join(settings.DTYPES)} (the model is cast)")
+    g.add_argument("--dtype", default=settings.default("dtype"), help=f"model dtype: {', '.join(settings.DTYPES)} (the model is cast)")
     g.add_argument("--autocast", action="store_true",
                    help="keep the model float32 and run it under torch.autocast(--dtype) instead of casting it")
     g.add_argument("--channels-last", action="store_true", help="model and image inputs in channels-last memory format")
@@ -263,33 +265,33 @@ def _timing(run) -> None:
                    help=f"fresh worker processes per case (default: {specmod.DEFAULT_REPEATS}); intervals and verdicts "
                         "come from the per-process means. A larger R on a stored sweep adds the missing repeats")
     g.add_argument("--iters", type=int, default=None,
-                   help=f"timed calls per repeat (default: {specmod.DEFAULT_ITERS}, as the guide; generation: "
-                        f"{specmod.DEFAULT_GENERATION_ITERS} generate() calls)")
+                   help=f"timed calls per repeat (default: {jobmod.DEFAULT_ITERS}, as the guide; generation: "
+                        f"{jobmod.DEFAULT_GENERATION_ITERS} generate() calls)")
     g.add_argument("--warmup", type=int, default=None,
-                   help=f"warm-up calls after the first call (default: {specmod.DEFAULT_WARMUP}; "
-                        f"at least {specmod.MIN_WARMUP_CUDAGRAPHS} for CUDA-graph modes)")
-    g.add_argument("--warmup-time", type=float, default=None, metavar="S",
-                   help=f"warm-up goes on until S seconds have passed too (default: {specmod.DEFAULT_GPU_WARMUP_S:g} on a "
+                   help=f"warm-up calls after the first call (default: {jobmod.DEFAULT_WARMUP}; "
+                        f"at least {jobmod.MIN_WARMUP_CUDAGRAPHS} for CUDA-graph modes)")
+    g.add_argument("--warmup-time", type=float, default=None, dest="warmup_s", metavar="S",
+                   help=f"warm-up goes on until S seconds have passed too (default: {jobmod.DEFAULT_GPU_WARMUP_S:g} on a "
                         "GPU, so even a 3 ms model reaches steady clocks; 0 on a CPU)")
     g.add_argument("--sync-each-call", action="store_true",
                    help="time each call to completion: a request's latency, host launch overhead included (default: "
                         "the pipelined loop, calls queued back to back and one synchronize at the end: throughput-style). "
                         "Part of the case; on a CPU both are the same")
-    g.add_argument("--max-time", type=float, default=None, metavar="S",
+    g.add_argument("--max-time", type=float, default=None, dest="max_time_s", metavar="S",
                    help="time budget of one repeat's timed loop, in seconds; the real N is recorded")
     g.add_argument("--min-iters", type=int, default=None, metavar="N",
-                   help=f"no budget ends a timed loop before N calls (default: {specmod.DEFAULT_MIN_ITERS}, or --iters "
+                   help=f"no budget ends a timed loop before N calls (default: {jobmod.DEFAULT_MIN_ITERS}, or --iters "
                         "if fewer)")
-    g.add_argument("--first-calls", type=int, default=specmod.DEFAULT_FIRST_CALLS, metavar="K",
+    g.add_argument("--first-calls", type=int, default=jobmod.DEFAULT_FIRST_CALLS, metavar="K",
                    help=f"text generation: generate() calls timed one by one before the steady state (default: "
-                        f"{specmod.DEFAULT_FIRST_CALLS}): where compiling stops costing anything")
+                        f"{jobmod.DEFAULT_FIRST_CALLS}): where compiling stops costing anything")
     g.add_argument("--interleave", action="store_true",
                    help="time the variants of each model and batch in one process per repeat, alternating blocks of "
                         "10 calls, so drift hits them alike and speed-ups pair up per process")
     g.add_argument("--min-effect", type=percent, default=stats.DEFAULT_MIN_EFFECT, metavar="P",
                    help="the smallest speed-up worth acting on: faster/slower need the whole 95%% interval beyond it, "
                         "same needs it inside (default: 2%%)")
-    g.add_argument("--timeout", type=float, default=specmod.DEFAULT_TIMEOUT_S, metavar="S",
+    g.add_argument("--timeout", type=float, default=specmod.DEFAULT_TIMEOUT_S, dest="timeout_s", metavar="S",
                    help="kill a case after this many seconds (process isolation; default: 3600)")
 
 

@@ -16,6 +16,7 @@ from compilebench.cli.run import EXIT_FAILED
 from compilebench.core import settings, spec as specmod, traffic
 from compilebench.core.machine import hardware_name
 from compilebench.core.result import Result
+from compilebench.core.variant import MODES, Variant
 from compilebench.measure import compiler_state
 from compilebench.report import cells, markdown, shapes, start
 from compilebench.report.cells import Table, interval
@@ -27,10 +28,10 @@ from compilebench.storage import interrupts, store as storemod
 def cmd_tune(args) -> int:
     budget = tune.parse_budget(args.budget)
     settings.integer("--requests", args.requests, 1)
-    batches = tuple(dict.fromkeys(args.batch_size or (1,)))
-    spec = specmod.RunSpec(models=(args.model,), batch_sizes=(max(batches),), variants=("eager", "default"),
-                           device=args.device, weights=args.weights, model_size="tiny" if args.tiny else "full",
-                           task=args.task, min_effect=args.min_effect, repeats=1)
+    batches = tuple(dict.fromkeys(args.batch_sizes or (1,)))
+    spec = specmod.asked(models=(args.model,), batch_sizes=(max(batches),), variants=("eager", "default"),
+                         device=args.device, weights=args.weights, model_size="tiny" if args.tiny else "full",
+                         task=args.task, min_effect=args.min_effect, repeats=1)
     storemod.check_path(args.db)
     prepared = plan.prepare(spec)
     (target,) = prepared.targets
@@ -71,11 +72,16 @@ def cmd_tune(args) -> int:
 def _shapes_spec(spec: specmod.RunSpec, config: tune.Config, batches: tuple[int, ...]) -> specmod.RunSpec:
     """The pick (its mode, options and settings) served over the batch sizes under every dynamic-shape setting,
     and padded to the largest."""
-    mode = config.mode if config.mode in specmod.MODES else "default"
-    return dataclasses.replace(spec, shapes=True, batch_sizes=batches, variants=("eager", mode),
+    v = config.variant
+    return dataclasses.replace(spec, shapes=True, batch_sizes=batches, variants=("eager", _served_mode(v)),
                                dynamic_settings=traffic.DYNAMIC_SETTINGS, pad_to=(max(batches),),
-                               inductor_options=config.options, fullgraph=config.fullgraph,
+                               compile=Variant("default", fullgraph=v.fullgraph, options=v.options),
                                repeats=tune.SHAPES_REPEATS, timing=tune.SHAPES_TIMING, **config.settings.changes())
+
+
+def _served_mode(v: Variant) -> str:
+    """The torch.compile mode a pick serves shapes with: its own, or plain compile for an AOTInductor package."""
+    return v.mode if v.mode in MODES else "default"
 
 
 def measure_shapes(prepared, store, args):
@@ -97,7 +103,7 @@ def _serve_shapes(prepared, result: tune.Outcome, batches: tuple[int, ...], meas
     --requests of the --mix soonest, as code, and the shapes table."""
     config = result.winner.config if result.winner else tune.Config()
     # served as a whole-model torch.compile: an AOTInductor package or regional compile takes no dynamic setting here
-    config = dataclasses.replace(config, scope="model", mode=config.mode if config.mode in specmod.MODES else "default")
+    config = config.compiled(scope="model", mode=_served_mode(config.variant))
     print(f"serving batch sizes {', '.join(map(str, batches))} under each dynamic-shape setting", file=sys.stderr)
     view = View(measure(_shapes_spec(prepared.spec, config, batches)), args.min_effect, args.requests, args.mix)
     out = ["", f"Dynamic shapes, serving batch sizes {', '.join(map(str, batches))}:"]

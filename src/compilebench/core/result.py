@@ -12,7 +12,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from compilebench.core import stats
-from compilebench.core.spec import Case, key_of
+from compilebench.core.case import Case, eager_key_of, key_of
 from compilebench.core.vocab import FLAGS, MEASURED, NOISY, SEVERITY, STATUSES
 
 
@@ -235,6 +235,11 @@ class Result:
     def case_key(self) -> str:
         """The resume key of its case, as stored (with settings a newer compilebench wrote)."""
         return key_of({**self.case_extra, **self.case.to_dict()})
+
+    @property
+    def eager_key(self) -> str:
+        """The resume key of its case's eager twin, as stored."""
+        return eager_key_of({**self.case_extra, **self.case.to_dict()})
 
     @property
     def mean(self) -> float | None:

@@ -25,19 +25,26 @@ MEGA = "mega"
 WEIGHTS = ("random", "pretrained")
 MODEL_SIZES = ("full", "tiny")
 KINDS = ("vision", "generation")  # what a model does with its inputs: a forward pass, or generate()
+DEFAULT_NEW_TOKENS = 32
+
+
+_CASE_DEFAULT = object()
 
 
 def setting(default, *, words: Callable | None = None, shown: str | None = None, keyed_at_default: bool = False,
-            only: str | None = None, example=None):
+            only: str | None = None, example=None, asked=_CASE_DEFAULT):
     """A setting's declaration. `words(settings)` names a non-default value for a column header (None: nothing to
     say); a setting without words says where the report shows it instead (`shown`). `keyed_at_default`: the
     settings of the first release, always in the key; every later one leaves it at its default. `only`: the kind
     of model it applies to ('vision' or 'generation'); for the other it stays at its default. `example`: a
-    value other than the default, which the tests use to follow the setting everywhere it must reach."""
+    value other than the default, which the tests use to follow the setting everywhere it must reach. `asked`:
+    what a run takes where the user gives nothing, when that differs from a case's default (a run's device is
+    found later; its generation cases make 32 tokens, while a vision case makes none)."""
     if (words is None) == (shown is None):
         raise TypeError("a setting has words for the report, or says where else the report shows it")
     return field(default=default, metadata={"words": words, "shown": shown, "keyed_at_default": keyed_at_default,
-                                            "only": only, "example": example})
+                                            "only": only, "example": example,
+                                            "asked": default if asked is _CASE_DEFAULT else asked})
 
 
 def _basename(path: str) -> str:
@@ -92,11 +99,14 @@ class Settings:
                                words=lambda s: s.task and f"task {s.task}")            # whose config does not say
     # A "module:function" making the inputs of a model your code builds (the Python API).
     inputs: str | None = setting(None, example="mymodels:inputs", words=lambda s: s.inputs and f"inputs {s.inputs}")
-    device: str = setting("cpu", keyed_at_default=True, example="cuda", shown="the hardware of its table")
+    # A run that names none: cuda when available, else cpu (the driver finds it without initializing CUDA).
+    device: str = setting("cpu", keyed_at_default=True, example="cuda", shown="the hardware of its table", asked=None)
     # The model stays float32 and runs under torch.autocast(dtype): said with the dtype.
     autocast: bool = setting(False, example=True, shown="with its dtype")
     prompt_len: int | None = setting(None, only="generation", example=64, shown="the title of its table")
-    new_tokens: int | None = setting(None, only="generation", example=16, shown="the title of its table")
+    # None for a vision case: only a case of a text-generation model makes tokens (Case.kind).
+    new_tokens: int | None = setting(None, only="generation", example=16, shown="the title of its table",
+                                     asked=DEFAULT_NEW_TOKENS)
 
     def words(self) -> tuple[str, ...]:
         """What sets these settings apart from the guide's setup, as words for a column header."""
@@ -117,6 +127,16 @@ def fields() -> tuple[dataclasses.Field, ...]:
 
 def names() -> tuple[str, ...]:
     return tuple(f.name for f in fields())
+
+
+def default(name: str):
+    """What a run takes for this setting where the user gives nothing (the command line's default too)."""
+    return next(f.metadata["asked"] for f in fields() if f.name == name)
+
+
+def asked(name: str) -> dataclasses.Field:
+    """The field of a run's spec for a setting whose run-level default differs from a case's: declared here."""
+    return field(default=default(name))
 
 
 def key_defaults() -> dict[str, object]:

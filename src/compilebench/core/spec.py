@@ -1,270 +1,35 @@
-"""What is measured, as frozen data: Variant, Case, TimingPolicy, RunSpec. Validation lives here; no I/O."""
+"""What a run was asked to do, as frozen data (RunSpec), with every check of it; and the one way to ask for one by
+its options' names (`asked`), which `compilebench run`, `shapes`, `tune` and the Python API all call. No I/O."""
 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import itertools
-import json
 import math
 from dataclasses import dataclass, field
 
-from compilebench.core import settings as settingsmod, stats, traffic
+from compilebench.core import settings as settingsmod, stats, suites, traffic
+from compilebench.core.case import Case
 from compilebench.core.environment import Environment
 from compilebench.core.errors import UnknownChoice, UserError
+from compilebench.core.job import DEFAULT_FIRST_CALLS, DEFAULT_MIN_ITERS, DEFAULT_WARMUP, TimingPolicy
 from compilebench.core.settings import Settings, integer as _integer
+from compilebench.core.variant import MODES, SCOPES, VARIANTS, Variant
 
-# "eager" is the uncompiled baseline; the torch.compile modes follow ("default" is mode=None).
-# "eager-static-cache" is eager generation with the static KV cache compiled generation uses: the control that
-# tells what the cache does from what the compiler does (text generation only).
-MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
-# "aot-inductor" is compiled ahead of time: torch.export, packaged by AOTInductor, loaded by each worker (aot.py).
-AOT_INDUCTOR = "aot-inductor"
-VARIANTS = ("eager", "eager-static-cache", *MODES, AOT_INDUCTOR)
 ISOLATIONS = ("process", "inline")
-SCOPES = ("model", "regions")  # --compile-scope: torch.compile of the whole model, or of each repeated block
-
-DEFAULT_ITERS = 300  # the guide: mean of 300 inferences
-DEFAULT_GENERATION_ITERS = 20  # steady-state generate() calls: each makes --new-tokens tokens
-DEFAULT_WARMUP = 10
-DEFAULT_MIN_ITERS = 10  # no time budget ends a repeat's timed loop before this many samples
 DEFAULT_REPEATS = 3  # fresh processes per case: the unit of independence
-DEFAULT_FIRST_CALLS = 5  # generate() calls timed one by one before the steady state: when does compiling end?
-DEFAULT_NEW_TOKENS = 32
-# CUDA graphs (reduce-overhead, max-autotune) record on the 2nd-3rd call: never time those.
-MIN_WARMUP_CUDAGRAPHS = 3
-# A GPU needs time, not just calls, to reach steady clocks: ten calls of a 3 ms model are 30 ms of a ramp.
-DEFAULT_GPU_WARMUP_S = 1.0
 DEFAULT_TIMEOUT_S = 3600.0
 MAX_REPEATS = 100
 
 
 @dataclass(frozen=True)
-class Variant:
-    """How the model runs: eagerly, or through torch.compile with these settings."""
+class ModelKind:
+    """What making a model's cases needs to know of it (a zoo entry says it too): what is timed, a forward pass
+    ("vision") or generate() ("generation"), and a text model's prompt length where the run names none."""
 
-    mode: str = "eager"
-    backend: str = "inductor"
-    fullgraph: bool = False
-    dynamic: bool | None = None  # None: torch's own automatic dynamic shapes
-    options: tuple[tuple[str, object], ...] = ()  # inductor config options, sorted by name: (("freezing", True),)
-    cache: str | None = None  # generation's KV cache: None is the variant's own (eager dynamic, compiled static)
-    scope: str = "model"  # what is compiled: the whole model, or each of its repeated blocks ("regions")
-    regions: tuple[str, ...] = ()  # the block classes "regions" compiles (--region); none: the model's own list
-    # Serving shapes (`compilebench shapes`): the batch (or sequence) dimension of each input marked dynamic before
-    # its first call; or each input padded up to the smallest of these sizes, its outputs sliced back.
-    mark_dynamic: bool = False
-    pad_to: tuple[int, ...] = ()
-
-    def __post_init__(self):
-        object.__setattr__(self, "options", tuple(sorted((str(k), v) for k, v in self.options)))
-        object.__setattr__(self, "regions", tuple(self.regions))
-        object.__setattr__(self, "pad_to", tuple(sorted(self.pad_to)))
-        if self.mode == "eager":
-            # Compile settings mean nothing for eager; normalising them keeps one eager baseline per case.
-            object.__setattr__(self, "backend", "none")
-            object.__setattr__(self, "fullgraph", False)
-            object.__setattr__(self, "dynamic", None)
-            object.__setattr__(self, "options", ())
-            object.__setattr__(self, "scope", "model")
-            object.__setattr__(self, "regions", ())
-            object.__setattr__(self, "mark_dynamic", False)
-            object.__setattr__(self, "pad_to", ())
-        if self.mode == AOT_INDUCTOR:  # not torch.compile: only inductor's options apply
-            object.__setattr__(self, "backend", "inductor")
-            object.__setattr__(self, "fullgraph", False)
-            object.__setattr__(self, "dynamic", None)
-            object.__setattr__(self, "scope", "model")
-            object.__setattr__(self, "regions", ())
-
-    @classmethod
-    def named(cls, name: str, **compile_settings) -> Variant:
-        """The variant a user names (`eager`, `eager-static-cache`, `default`, ...) with the run's compile settings."""
-        if name == "eager-static-cache":
-            return cls("eager", cache="static")
-        return cls(name, **compile_settings)
-
-    @property
-    def name(self) -> str:
-        return "eager-static-cache" if self.mode == "eager" and self.cache == "static" else self.mode
-
-    @property
-    def compiled(self) -> bool:
-        return self.mode != "eager"
-
-    @property
-    def ahead_of_time(self) -> bool:
-        """Exported and packaged before the worker runs it (AOTInductor), not compiled by torch.compile."""
-        return self.mode == AOT_INDUCTOR
-
-    @property
-    def uses_cudagraphs(self) -> bool:
-        return self.mode in ("reduce-overhead", "max-autotune")
-
-    @property
-    def order(self) -> int:
-        """Where it sits among variants in a table: eager first, then the modes in the order above."""
-        return VARIANTS.index(self.name)
-
-    @property
-    def label(self) -> str:
-        """Short name for column headers: 'no compile', 'compile', 'compile (reduce-overhead, fullgraph)'."""
-        if not self.compiled:
-            return "no compile, static cache" if self.cache == "static" else "no compile"
-        if self.ahead_of_time:
-            return "AOTInductor" + (f" ({', '.join(f'{k}={v}' for k, v in self.options)})" if self.options else "")
-        extras = [] if self.mode == "default" else [self.mode]
-        if self.scope != "model":
-            extras.append(f"regions {'+'.join(self.regions)}" if self.regions else "regions")
-        if self.backend != "inductor":
-            extras.append(f"backend={self.backend}")
-        if self.fullgraph:
-            extras.append("fullgraph")
-        if self.dynamic is not None:
-            extras.append("dynamic" if self.dynamic else "static")
-        if self.mark_dynamic:
-            extras.append("mark dynamic")
-        if self.pad_to:
-            extras.append(f"pad to {'/'.join(map(str, self.pad_to))}")
-        extras += [f"{k}={v}" for k, v in self.options]
-        return "compile" + (f" ({', '.join(extras)})" if extras else "")
-
-    def to_dict(self) -> dict:
-        return {**dataclasses.asdict(self), "options": [list(kv) for kv in self.options], "regions": list(self.regions),
-                "pad_to": list(self.pad_to)}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> Variant:
-        known = {f.name for f in dataclasses.fields(cls)}
-        kw = {k: v for k, v in d.items() if k in known}
-        kw["options"] = tuple(tuple(kv) for kv in kw.get("options") or ())
-        return cls(**kw)
-
-
-@dataclass(frozen=True)
-class Case(Settings):
-    """One measurement: a model at a batch size under a variant, with its settings. Hashable; its key() is the
-    resume key."""
-
-    model: str
-    batch_size: int
-    variant: Variant
-    environment: str | None = None  # --env NAME: the interpreter and variables it ran under (environments.py)
-    # `compilebench shapes`: the input shapes one process serves in this order (traffic.Shape tokens); none: the
-    # batch size alone, again and again. batch_size is then the largest batch served.
-    shapes: tuple[str, ...] = ()
-
-    def __post_init__(self):
-        object.__setattr__(self, "shapes", tuple(self.shapes))
-
-    def key(self) -> str:
-        return key_of(self.to_dict())
-
-    def to_dict(self) -> dict:
-        return {**dataclasses.asdict(self), "variant": self.variant.to_dict(), "shapes": list(self.shapes)}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> Case:
-        """Fields this version does not know (written by a newer one) are ignored here; the stored dict keeps them."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{**{k: v for k, v in d.items() if k in known}, "variant": Variant.from_dict(d["variant"])})
-
-    @property
-    def generation(self) -> bool:
-        """Whether generate() is timed (a text-generation model): the one place a case says so."""
-        return self.new_tokens is not None
-
-    def describe(self) -> str:
-        what = f"{len(self.shapes)} shapes {self.variant.label}" if self.shapes else f"b{self.batch_size} {self.variant.name}"
-        return f"{self.model} {what}" + (f" [{self.environment}]" if self.environment else "")
-
-
-_VARIANT_KEY_DEFAULTS = {"options": [], "cache": None, "scope": "model", "regions": [], "mark_dynamic": False,
-                         "pad_to": []}
-_KEY_DEFAULTS = {**settingsmod.key_defaults(), "environment": None, "shapes": []}
-
-
-def key_of(case: dict) -> str:
-    """Stable identity of what a case (as a dict) measures. The device index is left out: cuda:0 and cuda:1 of one
-    machine measure the same thing, and which machine it was is recorded beside the key."""
-    d = {**case, "device": str(case["device"]).split(":")[0]}
-    d["variant"] = {k: v for k, v in case["variant"].items()
-                    if not (k in _VARIANT_KEY_DEFAULTS and v in (_VARIANT_KEY_DEFAULTS[k], None, ()))}
-    for name, default in _KEY_DEFAULTS.items():
-        if name in d and (d[name] == default or (default == [] and d[name] == ())):
-            del d[name]
-    return json.dumps(d, sort_keys=True, separators=(",", ":"))
-
-
-def eager_key_of(case: dict) -> str:
-    """The key of the eager baseline of a case: the same model and settings, uncompiled."""
-    return key_of({**case, "variant": Variant().to_dict()})
-
-
-@dataclass(frozen=True)
-class TimingPolicy:
-    """How a case is timed. Recorded with each result but not part of the case key."""
-
-    iters: int | None = None  # None: the timed unit's default (300 forward calls, 20 generate calls)
-    warmup: int = DEFAULT_WARMUP
-    max_time_s: float | None = None  # budget for one repeat's timed loop; the real N is recorded
-    min_iters: int = DEFAULT_MIN_ITERS  # no budget ends a timed loop before this many samples
-    first_calls: int = DEFAULT_FIRST_CALLS  # generation: calls timed one by one before the steady state
-    warmup_s: float | None = None  # warm-up goes on until this long has passed too; None: 1 s on a GPU, 0 on a CPU
-
-    def warmup_for(self, variant: Variant) -> int:
-        return max(self.warmup, MIN_WARMUP_CUDAGRAPHS) if variant.uses_cudagraphs else self.warmup
-
-    def warmup_s_for(self, device: str) -> float:
-        if self.warmup_s is not None:
-            return self.warmup_s
-        return DEFAULT_GPU_WARMUP_S if device.startswith("cuda") else 0.0
-
-    def iters_for(self, generation: bool) -> int:
-        if self.iters is not None:
-            return self.iters
-        return DEFAULT_GENERATION_ITERS if generation else DEFAULT_ITERS
-
-    def min_iters_for(self, generation: bool) -> int:
-        return min(self.min_iters, self.iters_for(generation))
-
-
-@dataclass
-class Job:
-    """What one worker process measures: the cases (one, or an interleaved group), which repeat, the on-disk
-    compiler state it starts from, and whether to count FLOPs and check outputs (once per case is enough for
-    FLOPs; once per case and compiler state for outputs: a repeat compiled from the same warm cache runs the
-    same code)."""
-
-    cases: list[Case]
-    policy: TimingPolicy
-    repeat: int = 1
-    compile_cache: str | None = None  # cold, warm, dir or mega: the state of the compiler folders it was given
-    count_flops: bool = True
-    check: bool = True  # compare compiled outputs with eager's (once per case and compiler state is enough)
-    claim: dict | None = None  # the driver's claim (leftovers.py): lets a later run store what a killed driver did not
-    environment: dict | None = None  # the Environment its cases run under, as a dict: the worker records it
-    traces: str | None = None  # the folder its profile and compile trace go to (traces.py); None: neither is kept
-    profile: bool = False  # a profiled pass after the timed loop (--profile; once per case)
-    compile_trace: bool = False  # TORCH_TRACE of its compile (--compile-trace; once per case)
-    measure_machine: bool = False  # a CPU's bandwidth and matmul rate after the timed loop (once per run and dtype)
-    mega_path: str | None = None  # --compile-cache mega: the artifacts file a cold repeat writes and a mega one loads
-    packages: str | None = None  # aot-inductor: the folder its packages are built into (by the first repeat) and loaded from
-
-    def to_dict(self) -> dict:
-        return {"cases": [c.to_dict() for c in self.cases], "policy": dataclasses.asdict(self.policy), "repeat": self.repeat,
-                "compile_cache": self.compile_cache, "count_flops": self.count_flops, "check": self.check,
-                "claim": self.claim, "environment": self.environment, "traces": self.traces, "profile": self.profile,
-                "compile_trace": self.compile_trace, "measure_machine": self.measure_machine, "mega_path": self.mega_path,
-                "packages": self.packages}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> Job:
-        known = {f.name for f in dataclasses.fields(TimingPolicy)}
-        policy = TimingPolicy(**{k: v for k, v in d["policy"].items() if k in known})
-        return cls([Case.from_dict(c) for c in d["cases"]], policy, d.get("repeat", 1), d.get("compile_cache"),
-                   d.get("count_flops", True), d.get("check", True), d.get("claim"), d.get("environment"),
-                   d.get("traces"), d.get("profile", False), d.get("compile_trace", False),
-                   d.get("measure_machine", False), d.get("mega_path"), d.get("packages"))
+    kind: str = "vision"
+    default_prompt_len: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -275,18 +40,13 @@ class RunSpec(Settings):
     models: tuple[str, ...]
     batch_sizes: tuple[int, ...] = (1,)
     variants: tuple[str, ...] = ("eager", "default")
-    backend: str = "inductor"
-    fullgraph: bool = False
-    dynamic: bool | None = None
-    inductor_options: tuple[tuple[str, object], ...] = ()
-    compile_scope: str = "model"  # --compile-scope: the whole model, or its repeated blocks ("regions")
-    regions: tuple[str, ...] = ()  # --region CLASS: the blocks "regions" compiles; none: the model's own list
-    device: str | None = None  # None: cuda when available, else cpu (resolved by the driver)
-    prompt_len: int | None = None  # None: each text-generation model's default
-    new_tokens: int = DEFAULT_NEW_TOKENS
+    # How every compiled variant is compiled (backend, fullgraph, dynamic, inductor options, scope), its mode aside.
+    compile: Variant = Variant("default")
+    device: str | None = settingsmod.asked("device")
+    new_tokens: int = settingsmod.asked("new_tokens")
     timing: TimingPolicy = field(default_factory=TimingPolicy)
     repeats: int = DEFAULT_REPEATS
-    min_effect: float = 0.02
+    min_effect: float = stats.DEFAULT_MIN_EFFECT
     timeout_s: float | None = DEFAULT_TIMEOUT_S
     isolation: str = "process"
     rerun: bool = False
@@ -311,36 +71,36 @@ class RunSpec(Settings):
     @property
     def uses_inductor(self) -> bool:
         """Whether some case of the run compiles with inductor."""
-        return self.backend == "inductor" and any(Variant.named(v).compiled for v in self.variants)
+        return self.compile.backend == "inductor" and any(Variant.named(v).compiled for v in self.variants)
 
-    def cases(self, prompt_lens: dict[str, int] | None = None) -> list[Case]:
+    def cases(self, models: dict[str, ModelKind] | None = None) -> list[Case]:
         """The grid, model-major so one model's cases run together (and eager before its compiled runs), each
-        under every environment. `prompt_lens` names the text-generation models, with each one's default prompt
-        length."""
-        prompt_lens = prompt_lens or {}
-        out = []
+        under every environment. `models`: what each model is (a ModelKind, or its zoo entry); one it does not
+        name is a vision model."""
+        known = {m: (models or {}).get(m) or ModelKind() for m in self.models}
+        kinds = {m: known[m].kind for m in self.models}
+        prompts = {m: known[m].default_prompt_len for m in self.models}
         names = [e.name for e in self.environments] or [None]
         if self.shapes:
-            return [c for m, env in itertools.product(self.models, names) for c in self._shape_cases(m, env, prompt_lens)]
+            return [c for m, env in itertools.product(self.models, names)
+                    for c in self._shape_cases(m, env, kinds[m], prompts[m])]
+        out = []
         for m, b, v, env in itertools.product(self.models, self.batch_sizes, self.variants, names):
-            kind = "generation" if m in prompt_lens else "vision"
-            taken = self.for_kind(kind)
-            if kind == "generation":
-                taken["prompt_len"] = self.prompt_len or prompt_lens[m]
-            variant = Variant.named(v, backend=self.backend, fullgraph=self.fullgraph, dynamic=self.dynamic,
-                                    options=self.inductor_options, scope=self.compile_scope, regions=self.regions)
-            out.append(Case(m, b, variant, env, **taken))
+            taken = self.for_kind(kinds[m])
+            if kinds[m] == "generation":
+                taken["prompt_len"] = self.prompt_len or prompts[m]
+            out.append(Case(m, b, Variant.named(v, self.compile), env, **taken))
         return list(dict.fromkeys(out))
 
     def shape_settings(self) -> list[Variant]:
         """`compilebench shapes`: eager, then one compiled variant per dynamic setting, then the padded one (static
         shapes: one graph per bucket)."""
-        compiled = dict(backend=self.backend, fullgraph=self.fullgraph, options=self.inductor_options)
         mode = next((v for v in self.variants if v in MODES), "default")  # tune's pick may use another mode
+        compiled = dataclasses.replace(self.compile, mode=mode)
         dynamic = {"auto": {}, "true": {"dynamic": True}, "false": {"dynamic": False}, "mark": {"mark_dynamic": True}}
-        out = [Variant()] + [Variant(mode, **compiled, **dynamic[d]) for d in self.dynamic_settings]
+        out = [Variant()] + [dataclasses.replace(compiled, **dynamic[d]) for d in self.dynamic_settings]
         if self.pad_to:
-            out.append(Variant(mode, **compiled, dynamic=False, pad_to=self.pad_to))
+            out.append(dataclasses.replace(compiled, dynamic=False, pad_to=self.pad_to))
         return out
 
     def served(self, kind: str, default_prompt_len: int | None = None) -> tuple[traffic.Shape, ...]:
@@ -349,9 +109,8 @@ class RunSpec(Settings):
             return traffic.shapes_of(self.batch_sizes, prompts=self.prompt_lens or (self.prompt_len or default_prompt_len,))
         return traffic.shapes_of(self.batch_sizes, images=self.image_sizes)
 
-    def _shape_cases(self, model: str, env: str | None, prompt_lens: dict[str, int]) -> list[Case]:
-        kind = "generation" if model in prompt_lens else "vision"
-        shapes = self.served(kind, prompt_lens.get(model))
+    def _shape_cases(self, model: str, env: str | None, kind: str, default_prompt_len: int | None) -> list[Case]:
+        shapes = self.served(kind, default_prompt_len)
         if len(shapes) < 2:
             raise UserError(f"compilebench shapes: {model} would serve one shape ({shapes[0].words}); give several "
                             f"--batch-size{' or --prompt-len' if kind == 'generation' else ' or --image-size'} values "
@@ -362,6 +121,47 @@ class RunSpec(Settings):
             taken["prompt_len"] = max(s.prompt for s in shapes)  # the static cache holds the longest prompt
         return [Case(model, max(s.batch for s in shapes), v, env, shapes=tuple(s.token for s in shapes), **taken)
                 for v in self.shape_settings()]
+
+
+def asked(*, models=None, suite: str | None = None, batch_sizes=None, variants=None, backend: str = "inductor",
+          fullgraph: bool | None = None, dynamic: bool | None = None, inductor_options=(), compile_scope=None,
+          regions=(), iters: int | None = None, warmup: int | None = None, max_time_s: float | None = None,
+          min_iters: int | None = None, first_calls: int | None = None, warmup_s: float | None = None,
+          shapes: bool = False, image_sizes=(), prompt_lens=(), dynamic_settings=None, pad_to=(), **rest) -> RunSpec:
+    """The RunSpec of a run asked for by its options' names (the Python API's keywords; the command line's options
+    reach it under the same names). What is not given is the suite's where one is taken (no model and no suite:
+    the quick suite), else the default; `shapes` serves each model's shapes (`compilebench shapes`)."""
+    given = suites.fill(suites.choose(suite, models), {
+        "models": tuple(models) if models else None, "batch_sizes": batch_sizes, "variants": variants,
+        "fullgraph": fullgraph, "warmup": warmup, "max_time_s": max_time_s})
+    options = tuple(inductor_options.items() if isinstance(inductor_options, dict) else inductor_options)
+    if len(dict(options)) != len(options):
+        raise UserError(f"--inductor-option: {[k for k, _ in options]}: an option is given twice")
+    compiling = Variant("default", backend=backend, fullgraph=bool(given.get("fullgraph")), dynamic=dynamic,
+                        options=options, scope=compile_scope or ("regions" if regions else "model"), regions=tuple(regions))
+    timing = TimingPolicy(iters=iters, warmup=given.get("warmup", traffic.DEFAULT_SHAPE_WARMUP if shapes else DEFAULT_WARMUP),
+                          max_time_s=given.get("max_time_s"), min_iters=_floor(min_iters, iters),
+                          first_calls=DEFAULT_FIRST_CALLS if first_calls is None else first_calls, warmup_s=warmup_s)
+    served = dict(shapes=True, image_sizes=tuple(traffic.parse_image_size(s) if isinstance(s, str) else tuple(s)
+                                                 for s in image_sizes),
+                  prompt_lens=tuple(prompt_lens), pad_to=tuple(sorted(set(pad_to))),
+                  dynamic_settings=tuple(dict.fromkeys(dynamic_settings or traffic.DEFAULT_DYNAMIC))) if shapes else {}
+    return RunSpec(models=given.get("models", ()), batch_sizes=tuple(given.get("batch_sizes", (1,))),
+                   variants=tuple(given.get("variants", ("eager", "default"))), compile=compiling, timing=timing,
+                   **served, **rest)
+
+
+# Every name `asked` takes: its own keywords and the spec's fields (the command line's option destinations and the
+# Python API's keywords are these names).
+ASKED = frozenset(set(inspect.signature(asked).parameters) - {"rest"} | {f.name for f in dataclasses.fields(RunSpec)}
+                  - {"compile", "timing"})
+
+
+def _floor(min_iters: int | None, iters: int | None) -> int | None:
+    """--min-iters, by default 10 calls or --iters where fewer are asked for."""
+    if min_iters is not None or not isinstance(iters, int) or isinstance(iters, bool):
+        return DEFAULT_MIN_ITERS if min_iters is None else min_iters
+    return min(DEFAULT_MIN_ITERS, iters)
 
 
 def _finite(value) -> bool:
@@ -396,14 +196,27 @@ def validate(spec: RunSpec) -> None:
     settingsmod.check(spec)
     if spec.interleave and len(spec.variants) < 2:
         raise UserError("--interleave needs at least two variants to alternate (e.g. --variant eager default)")
-    if not spec.backend:
+    _validate_compile(spec.compile)
+    _validate_timing(spec.timing)
+    _seconds("--timeout", spec.timeout_s)
+    _integer("--repeats", spec.repeats, 1, MAX_REPEATS)
+    stats.check_min_effect(spec.min_effect)
+    _integer("--new-tokens", spec.new_tokens, 1)  # a run always says how many tokens its generation cases make
+    if spec.shapes:
+        _validate_shapes(spec)
+
+
+def _validate_compile(c: Variant) -> None:
+    if not c.backend:
         raise UserError("--backend must name a torch.compile backend, e.g. inductor")
-    if spec.compile_scope not in SCOPES:
-        raise UnknownChoice("compile scope", spec.compile_scope, list(SCOPES))
-    if spec.regions and spec.compile_scope != "regions":
+    if c.scope not in SCOPES:
+        raise UnknownChoice("compile scope", c.scope, list(SCOPES))
+    if c.regions and c.scope != "regions":
         raise UserError("--region names the blocks --compile-scope regions compiles; with --compile-scope model the "
                         "whole model is compiled")
-    t = spec.timing
+
+
+def _validate_timing(t: TimingPolicy) -> None:
     if t.iters is not None:
         _integer("--iters", t.iters, 1)
     _integer("--warmup", t.warmup, 0)
@@ -414,12 +227,6 @@ def validate(spec: RunSpec) -> None:
     _seconds("--max-time", t.max_time_s)
     if t.warmup_s is not None and not (_finite(t.warmup_s) and t.warmup_s >= 0):
         raise UserError(f"--warmup-time must be a finite number of seconds >= 0, got {t.warmup_s!r}")
-    _seconds("--timeout", spec.timeout_s)
-    _integer("--repeats", spec.repeats, 1, MAX_REPEATS)
-    stats.check_min_effect(spec.min_effect)
-    _integer("--new-tokens", spec.new_tokens, 1)  # a run always says how many tokens its generation cases make
-    if spec.shapes:
-        _validate_shapes(spec)
 
 
 def _validate_shapes(spec: RunSpec) -> None:
@@ -434,7 +241,6 @@ def _validate_shapes(spec: RunSpec) -> None:
     if spec.interleave:
         raise UserError("--interleave alternates one shape's variants in one process; compilebench shapes serves "
                         "each setting's shapes in a process of its own")
-    if spec.compile_scope != "model":
+    if spec.compile.scope != "model":
         raise UserError("compilebench shapes compiles the whole model (--compile-scope model); its settings are the "
                         "--dynamic and --pad-to ones")
-

@@ -16,7 +16,7 @@ import tempfile
 from dataclasses import dataclass, field
 
 from compilebench.core.errors import UserError
-from compilebench.core.spec import Variant
+from compilebench.core.variant import Variant
 
 
 def compile_kwargs(variant: Variant) -> dict:

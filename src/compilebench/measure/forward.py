@@ -8,8 +8,9 @@ from __future__ import annotations
 import contextlib
 import os
 
+from compilebench.core.case import Case
+from compilebench.core.job import Job
 from compilebench.core.result import Repeat, Result
-from compilebench.core.spec import Case, Job
 from compilebench.diagnostics import bandwidth, profiling
 from compilebench.measure import aot_inductor, compiler, correctness, timing
 from compilebench.measure.recording import Recorder, record, record_aot, record_check, record_profiles

@@ -13,8 +13,9 @@ here passes disable_compile=True, so each variant is exactly what its label says
 
 from __future__ import annotations
 
+from compilebench.core.case import Case
+from compilebench.core.job import Job
 from compilebench.core.result import Repeat, Result
-from compilebench.core.spec import Case, Job
 from compilebench.diagnostics import bandwidth, profiling
 from compilebench.measure import compiler, correctness, timing
 from compilebench.measure.recording import Recorder, record_check, record_loop, record_profiles

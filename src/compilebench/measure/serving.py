@@ -12,8 +12,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from compilebench.core import traffic
+from compilebench.core.job import Job
 from compilebench.core.result import Result
-from compilebench.core.spec import Job
 from compilebench.core.vocab import CLOCK
 from compilebench.measure import compiler, conditions, correctness, forward, generation, recording, timing
 from compilebench.measure.recording import Recorder

@@ -22,8 +22,9 @@ from typing import Callable
 
 from compilebench import zoo
 from compilebench.core import environment as environmentmod, machine
+from compilebench.core.case import Case
+from compilebench.core.job import Job
 from compilebench.core.result import Repeat, Result
-from compilebench.core.spec import Case, Job
 from compilebench.diagnostics import bandwidth, traces
 from compilebench.measure import compiler, compiler_state, conditions, fingerprint, invariants, recording, timing
 

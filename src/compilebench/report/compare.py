@@ -9,9 +9,9 @@ CPU, and one environment with another."""
 from __future__ import annotations
 
 from compilebench.core import drift, speedups, stats
+from compilebench.core.case import eager_key_of, key_of
 from compilebench.core.errors import UserError
 from compilebench.core.result import Result
-from compilebench.core.spec import Variant, key_of
 from compilebench.report import data
 from compilebench.report.cells import Columns, Table, cell, drift_note, interval, num, table, verdict, verdict_note
 
@@ -19,8 +19,8 @@ from compilebench.report.cells import Columns, Table, cell, drift_note, interval
 def match_key(r: Result, eager: bool = False) -> str:
     """What a case is matched on between files: everything but the device and the environment (--env) it ran
     under; `eager`: its eager baseline's."""
-    return key_of({**r.case_extra, **r.case.to_dict(), "device": "", "environment": None,
-                   **({"variant": Variant().to_dict()} if eager else {})})
+    case = {**r.case_extra, **r.case.to_dict(), "device": "", "environment": None}
+    return eager_key_of(case) if eager else key_of(case)
 
 
 def select(results: list[Result], machine: str | None, environment: str | None = None) -> list[Result]:

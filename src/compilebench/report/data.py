@@ -14,7 +14,7 @@ from compilebench.core import suites
 from compilebench.core.errors import UserError
 from compilebench.core.machine import hardware_name
 from compilebench.core.result import Repeat, Result
-from compilebench.core.spec import Variant
+from compilebench.core.variant import Variant
 from compilebench.diagnostics import peaks
 from compilebench.storage.store import Store
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from compilebench.core import speedups, stats, traffic
 from compilebench.core.result import Result
-from compilebench.core.spec import Variant, eager_key_of
 from compilebench.core.speedups import Speedup
+from compilebench.core.variant import Variant
 from compilebench.core.vocab import MEASURED, Verdict
 from compilebench.report import data
 from compilebench.report.cells import Table, table
@@ -96,7 +96,7 @@ def models(view) -> list[Model]:
     """Every model that served shapes, grouped as a table: results that differ only by their setting."""
     groups: dict[tuple, list[Result]] = {}
     for r in sorted(view.served, key=lambda r: r.created_at):
-        groups.setdefault((data.hardware(r), data.torch_version(r), eager_key_of(r.case.to_dict())), []).append(r)
+        groups.setdefault((data.hardware(r), data.torch_version(r), r.case.eager_key()), []).append(r)
     out = []
     for (hw, torch, _), rs in groups.items():
         settings = {r.case.variant: Setting(r, _processes(r)) for r in rs}  # the newest result of each setting

@@ -14,7 +14,6 @@ import statistics
 from dataclasses import dataclass
 
 from compilebench.core.result import Result
-from compilebench.core.spec import eager_key_of
 from compilebench.core.vocab import FAILED
 from compilebench.report import data
 from compilebench.report.cells import Table, num, table
@@ -117,7 +116,7 @@ def models(view: View) -> list[Model]:
     """Every model whose results hold a start other than no compile's."""
     groups: dict[tuple, list[Result]] = {}
     for r in sorted(view.latest, key=lambda r: (r.case.variant.order, r.created_at)):
-        base = eager_key_of({**r.case.to_dict(), "compile_cache": "cold"})
+        base = r.case.eager_key(compile_cache="cold")
         groups.setdefault((data.hardware(r), data.torch_version(r), base), []).append(r)
     out = []
     for (hw, torch, _), rs in groups.items():

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from compilebench.core import drift, settings as settingsmod, speedups, stats, traffic
 from compilebench.core.drift import Drift
 from compilebench.core.result import Result
-from compilebench.core.spec import eager_key_of
 from compilebench.core.speedups import Speedup
 from compilebench.report import data
 from compilebench.report.data import Column
@@ -131,7 +130,7 @@ class View:
         v = r.case.variant
         if not (v.compiled or v.cache):
             return None
-        return self._newest.get((eager_key_of({**r.case_extra, **r.case.to_dict()}), r.machine_id))
+        return self._newest.get((r.eager_key, r.machine_id))
 
     def _group(self) -> list[Group]:
         """Results split into guide tables. Where two machines of the same hardware measured the same cell, the

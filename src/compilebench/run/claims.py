@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from compilebench.core.spec import Case
+from compilebench.core.case import Case
 from compilebench.run.dispatch import Unit
 from compilebench.storage.store import Store
 

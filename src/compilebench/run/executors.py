@@ -20,8 +20,8 @@ import weakref
 from typing import Callable
 
 from compilebench.core.environment import Environment
+from compilebench.core.job import Job
 from compilebench.core.result import Repeat, Result
-from compilebench.core.spec import Job
 from compilebench.run import interpreters, launcher
 
 LOG_TAIL_CHARS = 4000

@@ -12,8 +12,8 @@ import shutil
 import socket
 import tempfile
 
+from compilebench.core.case import Case
 from compilebench.core.result import Result
-from compilebench.core.spec import Case, eager_key_of
 from compilebench.run import executors
 from compilebench.run.dispatch import Unit
 from compilebench.storage.store import Store, process_started
@@ -79,7 +79,7 @@ def _store(store: Store, result: Result, mine: dict, repeat: int, done) -> int:
     for rep in result.repeats:
         rep.run = mine.get("run")
     if result.flops is None:  # as the driver would: its eager twin's count
-        twin = store.latest(eager_key_of(result.case.to_dict()), rid)
+        twin = store.latest(result.case.eager_key(), rid)
         result.flops = twin.flops if twin else None
     store.add_repeat(result)
     return 1

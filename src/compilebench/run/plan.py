@@ -1,21 +1,29 @@
-"""A run made ready, the one way into a run for `compilebench run`, `compilebench tune` and the Python API:
-`prepare(spec)` looks every model up once, refuses settings that cannot work, and finds where the cases run
-(this machine's device, found without initializing CUDA in this process, or what the caller's `where` gives:
-local GPUs, a Ray cluster); `plan.run(store)` measures, `plan.results(store)` reads back what it measured."""
+"""A run made ready, the one way into a run for `compilebench run`, `shapes`, `tune` and the Python API:
+`prepare(spec, placement)` looks every model up once, refuses settings that cannot work, and finds where the cases
+run (run/placement.py: this machine's device, found without initializing CUDA in this process, its GPUs, or a Ray
+cluster); `plan.run(store)` measures, `plan.results(store)` reads back what it measured."""
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import uuid
 from dataclasses import dataclass
-from typing import Callable
 
 from compilebench import zoo
-from compilebench.core import environment as environmentmod, machine, spec as specmod, traffic
+from compilebench.core import (
+    case as casemod,
+    environment as environmentmod,
+    machine,
+    settings,
+    spec as specmod,
+    traffic,
+)
 from compilebench.core.errors import UnknownChoice, UserError
 from compilebench.core.result import Result
 from compilebench.measure import compiler
-from compilebench.run import devices, dispatch, executors, interpreters, locks, sweep
+from compilebench.run import dispatch, interpreters, sweep
+from compilebench.run.placement import Placement
 from compilebench.zoo import factory, hub
 
 
@@ -44,35 +52,12 @@ def check_variants(spec: specmod.RunSpec, entries: dict) -> None:
         raise UserError("--prompt-len is for text-generation models (`compilebench models` lists them)")
     if spec.image_sizes and not vision:
         raise UserError(f"--image-size resizes the photo of a vision model; {generation[0]} generates text")
-    needs_backend = spec.backend != "inductor" and any(v not in ("eager", "eager-static-cache") for v in spec.variants)
-    if needs_backend and spec.backend not in compiler.backends():  # listing them imports dynamo: seconds
-        raise UnknownChoice("backend", spec.backend, compiler.backends())
-    if spec.inductor_options and spec.backend != "inductor":
-        raise UserError(f"--inductor-option configures inductor; --backend {spec.backend} would ignore it")
-
-
-def this_device(spec: specmod.RunSpec) -> tuple[specmod.RunSpec, dispatch.Dispatcher, list[dispatch.Target]]:
-    """One device of this machine, one case at a time, under its lock. Where the device is not named (the probe
-    cannot refuse it), the workers' launchers start first and import while it is probed (half a second of the
-    driver's start here); a named device is checked before anything starts."""
-    executor = executors.make(spec.isolation, spec.timeout_s, spec.models, spec.uses_inductor)
-    if spec.device is None:
-        executor.start_launchers(range(1, spec.repeats + 1), spec.environments or (None,), wait=False)
-    found = devices.probe(spec.device)
-    device, env = found["device"], found["env"]
-    if device.startswith("cuda") and spec.isolation == "process":
-        # As a --gpus slot: the worker sees its GPU alone, as cuda:0, and holds that GPU's lock, by UUID.
-        index = int(device.split(":")[1])
-        slot = dispatch.gpu_slot(index, executor, found["gpu_ids"].get(index))
-    else:  # the CPU, or a GPU in this very process (inline), which can see every GPU
-        gpu_id = found["gpu_ids"].get(int(device.split(":")[1])) if device.startswith("cuda") else None
-        slot = dispatch.Slot(device, device, executor.run, executor.cancel, locks.names_for(device, gpu_id),
-                             executor.start_launchers)
-    return (dataclasses.replace(spec, device=device), dispatch.LocalPool([slot]),
-            [dispatch.Target(device, machine.machine_id(env), env)])
-
-
-Where = Callable[[specmod.RunSpec], "tuple[specmod.RunSpec, dispatch.Dispatcher, list[dispatch.Target]]"]
+    backend = spec.compile.backend
+    needs_backend = backend != "inductor" and any(v not in ("eager", "eager-static-cache") for v in spec.variants)
+    if needs_backend and backend not in compiler.backends():  # listing them imports dynamo: seconds
+        raise UnknownChoice("backend", backend, compiler.backends())
+    if spec.compile.options and backend != "inductor":
+        raise UserError(f"--inductor-option configures inductor; --backend {backend} would ignore it")
 
 
 @dataclass
@@ -86,9 +71,8 @@ class Plan:
     run_id: str = dataclasses.field(default_factory=lambda: uuid.uuid4().hex)  # on every repeat it measures (drift.py)
 
     @property
-    def cases(self) -> list[specmod.Case]:
-        prompt_lens = {name: e.default_prompt_len for name, e in self.models.items() if e.kind == "generation"}
-        return self.spec.cases(prompt_lens)
+    def cases(self) -> list[casemod.Case]:
+        return self.spec.cases(self.models)
 
     def check_mix(self, mix: str | None) -> None:
         """--mix names shapes that every shapes case serves: refused (a UserError) before anything runs."""
@@ -100,13 +84,13 @@ class Plan:
         """Each model's row label and task, for results that come back without them (a timeout)."""
         return {name: (e.label, e.task) for name, e in self.models.items()}
 
-    def run(self, store, *, cases: list[specmod.Case] | None = None, spec: specmod.RunSpec | None = None,
+    def run(self, store, *, cases: list[casemod.Case] | None = None, spec: specmod.RunSpec | None = None,
             states=None, quiet: bool = False) -> sweep.SweepOutcome:
         """Measure every repeat of the plan's cases (or of `cases`, under `spec`: tune's rungs) not stored yet."""
         return sweep.run(spec or self.spec, store, self.dispatcher, self.targets, cases=self.cases if cases is None else cases,
                          labels=self.labels, states=states, quiet=quiet, run_id=self.run_id)
 
-    def results(self, store, cases: list[specmod.Case] | None = None) -> list[Result]:
+    def results(self, store, cases: list[casemod.Case] | None = None) -> list[Result]:
         """The newest stored result of each case on each target, whoever measured it (this run or another
         process on the same file): as `compilebench run` reports them."""
         found = (store.latest(c.key(), t.resume_id) for c in (self.cases if cases is None else cases)
@@ -114,13 +98,18 @@ class Plan:
         return [r for r in found if r is not None]
 
 
-def prepare(spec: specmod.RunSpec, where: Where | None = None) -> Plan:
+def prepare(spec: specmod.RunSpec, placement: Placement = Placement()) -> Plan:
     """Check everything a run needs before anything runs or is written; a UserError names what is wrong."""
-    compiler.check_options(spec.inductor_options)
+    if spec.image is not None:
+        check_image(spec.image)
+    # the workers, and a later run that resumes, may stand in another folder
+    spec = dataclasses.replace(spec, image=spec.image and os.path.abspath(spec.image),
+                               compile_cache=absolute_cache(spec.compile_cache))
+    compiler.check_options(spec.compile.options)
     models = resolve_models(spec)
     check_variants(spec, models)
     fingerprints = interpreters.probe(spec.environments)
-    spec, dispatcher, targets = (where or this_device)(spec)
+    spec, dispatcher, targets = placement.resolve(spec)
     if spec.environments:
         targets = environment_targets(spec.environments, fingerprints, targets)
     made = Plan(spec, models, dispatcher, targets)
@@ -140,3 +129,26 @@ def environment_targets(declared, fingerprints: dict[str, dict], targets: list[d
             env = {**t.env, **fingerprints[e.name], **environmentmod.recorded(e.to_dict())}
             out.append(dispatch.Target(f"{t.name} [{e.name}]", machine.machine_id(env), env, environment=e))
     return out
+
+
+def check_image(path: str) -> None:
+    """--image must be a photo Pillow can read: refused before anything runs."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(path) as im:
+            im.verify()
+    except FileNotFoundError:
+        raise UserError(f"--image {path!r}: no such file") from None
+    except (UnidentifiedImageError, OSError, SyntaxError) as exc:
+        raise UserError(f"--image {path!r} is not an image file Pillow can read ({exc})") from None
+
+
+def absolute_cache(given: str) -> str:
+    """--compile-cache's folder as an absolute path (the workers run elsewhere, and a later run must find it)."""
+    if given in settings.COMPILE_CACHES:
+        return given
+    kept = settings.mega_dir(given)
+    if kept is not None:  # mega: with no folder is refused by the check
+        return f"{settings.MEGA}:{os.path.abspath(kept)}" if kept else given
+    return os.path.abspath(given)

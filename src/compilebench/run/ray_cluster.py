@@ -16,8 +16,8 @@ import traceback
 
 from compilebench.core import machine
 from compilebench.core.errors import UserError
+from compilebench.core.job import Job
 from compilebench.core.result import Result
-from compilebench.core.spec import Job
 from compilebench.measure import compiler_state, fingerprint
 from compilebench.run import locks
 from compilebench.run.dispatch import Progress, Target, Unit, gpu_env, gpu_lock

@@ -9,7 +9,6 @@ later ones from what it left (recorded as warm); the folder goes when the case's
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import hashlib
 import os
 import sqlite3
@@ -18,8 +17,10 @@ import uuid
 from dataclasses import dataclass, field
 
 from compilebench.core import machine, settings
+from compilebench.core.case import Case
+from compilebench.core.job import Job
 from compilebench.core.result import Result
-from compilebench.core.spec import Case, Job, RunSpec, Variant, eager_key_of
+from compilebench.core.spec import RunSpec
 from compilebench.core.vocab import FAILED, RETRIED, RETRIED_ON_REQUEST
 from compilebench.diagnostics import traces
 from compilebench.measure import compiler_state
@@ -61,7 +62,7 @@ def _groups(cases: list[Case], interleave: bool) -> list[list[Case]]:
         return [[c] for c in cases]
     groups: dict[str, list[Case]] = {}
     for c in cases:
-        groups.setdefault(dataclasses.replace(c, variant=Variant("eager")).key(), []).append(c)
+        groups.setdefault(c.eager_key(), []).append(c)
     return list(groups.values())
 
 
@@ -70,7 +71,7 @@ def _blocks(groups: list[list[Case]]) -> list[list[int]]:
     environment (--env)."""
     blocks: dict[str, list[int]] = {}
     for i, g in enumerate(groups):
-        blocks.setdefault(dataclasses.replace(g[0], variant=Variant("eager"), environment=None).key(), []).append(i)
+        blocks.setdefault(g[0].eager_key(environment=None), []).append(i)
     return list(blocks.values())
 
 
@@ -302,7 +303,7 @@ class _Sweep:
     def _eager_flops(self, case: Case, unit: Unit) -> int | None:
         """The FLOPs its eager twin (same model and settings, uncompiled) has stored: compiling does not change the
         math of one eager forward."""
-        twin = self.plan.stored.get((eager_key_of(case.to_dict()), unit.target.resume_id))
+        twin = self.plan.stored.get((case.eager_key(), unit.target.resume_id))
         return twin.flops if twin else None
 
     def _state(self, unit: Unit) -> str:

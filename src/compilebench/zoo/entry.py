@@ -28,6 +28,7 @@ class ModelEntry:
     task: str  # "image-classification", ...
     checkpoint: str  # where the weights come from (a hub id for the guide's models)
     kind = "vision"  # what is timed: a forward pass ("vision") or generate() ("generation"); asked of the entry only here
+    default_prompt_len = None  # a text-generation model's prompt length where a run names none
 
     def build(self, weights: str, size: str):
         """The model in eval mode on the CPU in float32; the worker moves and casts it."""

@@ -1,0 +1,148 @@
+"""How a model runs: eagerly, or through torch.compile (or AOTInductor) with these settings. A run's compile
+settings are a Variant too (`RunSpec.compile`), which each of its compiled variants takes with its own mode; `tune`
+searches them. Declared once here, with the words every report and `tune` say them in."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from compilebench.core.errors import UserError
+
+# "eager" is the uncompiled baseline; the torch.compile modes follow ("default" is mode=None).
+# "eager-static-cache" is eager generation with the static KV cache compiled generation uses: the control that
+# tells what the cache does from what the compiler does (text generation only).
+MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+# "aot-inductor" is compiled ahead of time: torch.export, packaged by AOTInductor, loaded by each worker
+# (measure/aot_inductor.py).
+AOT_INDUCTOR = "aot-inductor"
+VARIANTS = ("eager", "eager-static-cache", *MODES, AOT_INDUCTOR)
+SCOPES = ("model", "regions")  # --compile-scope: torch.compile of the whole model, or of each repeated block
+
+
+@dataclass(frozen=True)
+class Variant:
+    """How the model runs: eagerly, or through torch.compile with these settings."""
+
+    mode: str = "eager"
+    backend: str = "inductor"
+    fullgraph: bool = False
+    dynamic: bool | None = None  # None: torch's own automatic dynamic shapes
+    options: tuple[tuple[str, object], ...] = ()  # inductor config options, sorted by name: (("freezing", True),)
+    cache: str | None = None  # generation's KV cache: None is the variant's own (eager dynamic, compiled static)
+    scope: str = "model"  # what is compiled: the whole model, or each of its repeated blocks ("regions")
+    regions: tuple[str, ...] = ()  # the block classes "regions" compiles (--region); none: the model's own list
+    # Serving shapes (`compilebench shapes`): the batch (or sequence) dimension of each input marked dynamic before
+    # its first call; or each input padded up to the smallest of these sizes, its outputs sliced back.
+    mark_dynamic: bool = False
+    pad_to: tuple[int, ...] = ()
+
+    def __post_init__(self):
+        object.__setattr__(self, "options", tuple(sorted((str(k), v) for k, v in self.options)))
+        object.__setattr__(self, "regions", tuple(self.regions))
+        object.__setattr__(self, "pad_to", tuple(sorted(self.pad_to)))
+        if self.mode == "eager":
+            # Compile settings mean nothing for eager; normalising them keeps one eager baseline per case.
+            object.__setattr__(self, "backend", "none")
+            object.__setattr__(self, "fullgraph", False)
+            object.__setattr__(self, "dynamic", None)
+            object.__setattr__(self, "options", ())
+            object.__setattr__(self, "scope", "model")
+            object.__setattr__(self, "regions", ())
+            object.__setattr__(self, "mark_dynamic", False)
+            object.__setattr__(self, "pad_to", ())
+        if self.mode == AOT_INDUCTOR:  # not torch.compile: only inductor's options apply
+            object.__setattr__(self, "backend", "inductor")
+            object.__setattr__(self, "fullgraph", False)
+            object.__setattr__(self, "dynamic", None)
+            object.__setattr__(self, "scope", "model")
+            object.__setattr__(self, "regions", ())
+
+    @classmethod
+    def named(cls, name: str, compile: Variant | None = None) -> Variant:
+        """The variant a user names (`eager`, `eager-static-cache`, `default`, ...), compiled with the run's compile
+        settings (`compile`: a variant whose mode is left aside)."""
+        if name == "eager-static-cache":
+            return cls("eager", cache="static")
+        return dataclasses.replace(compile or cls("default"), mode=name)
+
+    @property
+    def name(self) -> str:
+        return "eager-static-cache" if self.mode == "eager" and self.cache == "static" else self.mode
+
+    @property
+    def compiled(self) -> bool:
+        return self.mode != "eager"
+
+    @property
+    def ahead_of_time(self) -> bool:
+        """Exported and packaged before the worker runs it (AOTInductor), not compiled by torch.compile."""
+        return self.mode == AOT_INDUCTOR
+
+    @property
+    def uses_cudagraphs(self) -> bool:
+        return self.mode in ("reduce-overhead", "max-autotune")
+
+    @property
+    def order(self) -> int:
+        """Where it sits among variants in a table: eager first, then the modes in the order above."""
+        return VARIANTS.index(self.name)
+
+    def words(self) -> list[str]:
+        """What sets this way of compiling apart from its mode's plain call, one word (or KEY=VALUE) each: its
+        scope, backend, fullgraph, dynamic shapes, shape handling and inductor options. The column headers and
+        `tune` both say a variant in these words."""
+        extras = []
+        if self.scope != "model":
+            extras.append(f"regions {'+'.join(self.regions)}" if self.regions else "regions")
+        if self.backend not in ("inductor", "none"):
+            extras.append(f"backend={self.backend}")
+        if self.fullgraph:
+            extras.append("fullgraph")
+        if self.dynamic is not None:
+            extras.append("dynamic" if self.dynamic else "static")
+        if self.mark_dynamic:
+            extras.append("mark dynamic")
+        if self.pad_to:
+            extras.append(f"pad to {'/'.join(map(str, self.pad_to))}")
+        return extras + [f"{k}={v}" for k, v in self.options]
+
+    @property
+    def label(self) -> str:
+        """Short name for column headers: 'no compile', 'compile', 'compile (reduce-overhead, fullgraph)'."""
+        if not self.compiled:
+            return "no compile, static cache" if self.cache == "static" else "no compile"
+        if self.ahead_of_time:
+            name, extras = "AOTInductor", self.words()
+        else:
+            name, extras = "compile", ([] if self.mode == "default" else [self.mode]) + self.words()
+        return name + (f" ({', '.join(extras)})" if extras else "")
+
+    def to_dict(self) -> dict:
+        return {**dataclasses.asdict(self), "options": [list(kv) for kv in self.options], "regions": list(self.regions),
+                "pad_to": list(self.pad_to)}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Variant:
+        known = {f.name for f in dataclasses.fields(cls)}
+        kw = {k: v for k, v in d.items() if k in known}
+        kw["options"] = tuple(tuple(kv) for kv in kw.get("options") or ())
+        return cls(**kw)
+
+
+def parse_option(text: str) -> tuple[str, object]:
+    """--inductor-option KEY=VALUE, the value read as a bool, int, float or string, as written (the installed
+    torch's inductor checks the key: measure/compiler.check_options)."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise UserError(f"--inductor-option {text!r}: expected KEY=VALUE, such as freezing=True")
+    value = raw.strip()
+    lowered = value.lower()
+    if lowered in ("true", "false"):
+        return key.strip(), lowered == "true"
+    for kind in (int, float):
+        try:
+            return key.strip(), kind(value)
+        except ValueError:
+            pass
+    return key.strip(), value
