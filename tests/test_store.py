@@ -12,7 +12,8 @@ from compilebench.core.case import Case
 from compilebench.core.errors import SchemaError, UserError
 from compilebench.core.result import Repeat, Result
 from compilebench.core.variant import Variant
-from compilebench.storage.store import SCHEMA_VERSION, Store
+from compilebench.storage.schema import SCHEMA_VERSION
+from compilebench.storage.store import Store
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 
@@ -287,9 +288,9 @@ def test_an_empty_results_file_is_called_empty_by_a_report(tmp_path):
 
 def test_a_damaged_file_is_named_in_one_line():
     """Issue 27.6: SQLite's integrity text can hold newlines; the message is one line."""
-    import compilebench.storage.store as storemod
+    from compilebench.storage import schema
 
-    message = storemod._damaged("r.db", "*** in database main ***\nrow 1 missing from index x\nrow 2 missing")
+    message = schema._damaged("r.db", "*** in database main ***\nrow 1 missing from index x\nrow 2 missing")
     assert "\n" not in message and "row 1 missing from index x; row 2 missing" in message
 
 

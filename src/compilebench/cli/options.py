@@ -8,7 +8,7 @@ import argparse
 from compilebench import __version__, report as reportmod
 from compilebench.core import job as jobmod, settings, spec as specmod, stats, suites, traffic, variant as variantmod
 from compilebench.report.view import DEFAULT_REQUESTS
-from compilebench.storage import store as storemod
+from compilebench.storage import schema
 from compilebench.zoo import hub
 
 EXIT_BAD_INPUT = 2
@@ -149,7 +149,7 @@ def _tune(sub, commands: dict) -> None:
     tune.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available, else cpu)")
     tune.add_argument("--weights", default=settings.default("weights"),
                    help="random (offline, default) or pretrained (from_pretrained)")
-    tune.add_argument("--db", default=storemod.DEFAULT_PATH, help=f"results file (default: {storemod.DEFAULT_PATH})")
+    tune.add_argument("--db", default=schema.DEFAULT_PATH, help=f"results file (default: {schema.DEFAULT_PATH})")
     tune.add_argument("--tiny", action="store_true", help="a tiny config of the same architecture (a smoke test)")
     tune.add_argument("--min-effect", type=percent, default=stats.DEFAULT_MIN_EFFECT, metavar="P",
                       help="the smallest speed-up worth acting on (default: 2%%)")
@@ -162,7 +162,7 @@ def _tune(sub, commands: dict) -> None:
 def _report(sub, commands: dict) -> None:
     """`compilebench report`: its options."""
     rep = sub.add_parser("report", help="render tables, charts, HTML, CSV and JSON from one or more results files")
-    rep.add_argument("dbs", nargs="*", metavar="DB", help=f"results files to merge (default: {storemod.DEFAULT_PATH})")
+    rep.add_argument("dbs", nargs="*", metavar="DB", help=f"results files to merge (default: {schema.DEFAULT_PATH})")
     rep.add_argument("--out", default=None, metavar="DIR", help="output folder (default: a report/ folder beside the first DB)")
     rep.add_argument("--format", default=",".join(reportmod.FORMATS),
                      help=f"comma-separated: {','.join(reportmod.FORMATS)} (default: all)")
@@ -344,7 +344,7 @@ def _mix(g) -> None:
 
 def _results(run) -> None:
     g = run.add_argument_group("results")
-    g.add_argument("--db", default=storemod.DEFAULT_PATH, help=f"results file (default: {storemod.DEFAULT_PATH})")
+    g.add_argument("--db", default=schema.DEFAULT_PATH, help=f"results file (default: {schema.DEFAULT_PATH})")
     g.add_argument("--rerun", action="store_true", help="measure cases again even if the results file has them")
     g.add_argument("--retry-failed", action="store_true",
                    help="on resume, measure again the repeats that failed with error or oom too (crashed and timed "

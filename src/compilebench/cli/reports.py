@@ -19,7 +19,7 @@ from compilebench.report import (
     tables,
 )
 from compilebench.report.view import View
-from compilebench.storage import store as storemod
+from compilebench.storage import schema
 
 
 def default_out(db: str) -> str:
@@ -37,7 +37,7 @@ def main_file(written: list[str], out_dir: str) -> str:
 def cmd_report(args) -> int:
     stats.check_min_effect(args.min_effect)  # before any file is read
     settings.integer("--requests", args.requests, 1)
-    dbs = args.dbs or [storemod.DEFAULT_PATH]
+    dbs = args.dbs or [schema.DEFAULT_PATH]
     formats = reportmod.parse_formats(args.format)
     out_dir = args.out or default_out(dbs[0])
     reportmod.check_out_dir(out_dir)

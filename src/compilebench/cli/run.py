@@ -13,7 +13,7 @@ from compilebench.report import details, markdown, tables
 from compilebench.report.view import View
 from compilebench.run import interpreters, plan, sweep
 from compilebench.run.placement import Placement
-from compilebench.storage import store as storemod
+from compilebench.storage import schema, store as storemod
 
 EXIT_FAILED = 1  # the environment failed the sweep (a full disk, a locked results file): nothing of it was lost
 
@@ -32,7 +32,7 @@ def execute(args, spec: specmod.RunSpec, show, check=lambda prepared: None) -> i
     """Measure a spec as `run` does (every check first, then the sweep into the results file), print `show(view)`
     of what it ran and write its report. `check(prepared)`: the command's own checks of the prepared run."""
     formats = reportmod.parse_formats(args.format)
-    storemod.check_path(args.db)
+    schema.check_path(args.db)
     out_dir = args.out or default_out(args.db)
     reportmod.check_out_dir(out_dir)
     prepared = plan.prepare(spec, placement(args))

@@ -22,7 +22,7 @@ from compilebench.report import cells, markdown, shapes, start
 from compilebench.report.cells import Table, interval
 from compilebench.report.view import View
 from compilebench.run import plan, sweep
-from compilebench.storage import interrupts, store as storemod
+from compilebench.storage import interrupts, schema, store as storemod
 
 
 def cmd_tune(args) -> int:
@@ -32,7 +32,7 @@ def cmd_tune(args) -> int:
     spec = specmod.asked(models=(args.model,), batch_sizes=(max(batches),), variants=("eager", "default"),
                          device=args.device, weights=args.weights, model_size="tiny" if args.tiny else "full",
                          task=args.task, min_effect=args.min_effect, repeats=1)
-    storemod.check_path(args.db)
+    schema.check_path(args.db)
     prepared = plan.prepare(spec)
     (target,) = prepared.targets
     base = prepared.cases[0]

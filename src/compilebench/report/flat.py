@@ -15,7 +15,7 @@ import csv
 import io
 import json
 
-from compilebench.core import settings, speedups, stats
+from compilebench.core import repeat, settings, speedups, stats
 from compilebench.core.result import Result
 from compilebench.core.stats import Estimate
 from compilebench.diagnostics import bandwidth, profiling
@@ -24,10 +24,9 @@ from compilebench.report.view import View
 
 STATS = ("repeats", "n", "n_min", "mean_ms", "ci95_low_ms", "ci95_high_ms", "between_cv", "median_ms", "p90_ms",
          "p99_ms", "min_ms", "max_ms", "within_cv")
-RESULT = ("first_call_s", "compile_s", "cold_compile_s", "warm_compile_s", "compile_cache_hits", "flops", "graphs",
-          "graph_breaks", "recompiles_in_timed_loop", "max_abs_err", "max_rel_err", "peak_mem_bytes", "peak_mem_kind",
-          "peak_mem_reserved_bytes", "compile_peak_mem_bytes", "energy_per_call_j", "cpu_energy_per_call_j", "math",
-          "rel_tolerance", "isolation", "stopped_early", "message", "inline_model")
+# The case's own figures: every metric its repeats declare a column for (core/repeat.py), then the result's.
+RESULT = (*repeat.COLUMNS, "compile_s", "cold_compile_s", "warm_compile_s", "flops", "isolation", "message",
+          "inline_model")
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 

@@ -1,9 +1,8 @@
-"""The results store: one SQLite file, one transaction per repeat, written the moment a repeat arrives.
+"""The results store: one SQLite file, one transaction per repeat, written the moment a repeat arrives; it returns
+typed Results. Opening the file whole, its schema and its migrations are schema.py's.
 
 Each result (a case on one machine, with every repeat) is kept whole as JSON (raw samples included) beside a few
-indexed columns. The schema version is recorded; a newer file is refused with an instruction rather than
-misread, and a schema-1 file (one process per result) is read as one repeat per result, and migrated in place
-when a run adds to it. WAL mode and a busy timeout let several processes write one file at once.
+indexed columns. Several processes may write one file at once.
 
 Claims: before a repeat is measured, the run that will measure it claims it here, so two runs on one file never
 measure the same repeat twice. A claim names its process; a claim whose process has died on this host is
@@ -21,43 +20,9 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from compilebench.core.errors import EnvironmentFailure, SchemaError, UserError
-from compilebench.core.result import Result, upgrade_v1
-from compilebench.storage import paths
-
-SCHEMA_VERSION = 2
-DEFAULT_PATH = os.path.join("compilebench-results", "results.db")
-BUSY_TIMEOUT_S = float(os.environ.get("COMPILEBENCH_DB_TIMEOUT", "60"))  # how long a write waits for a lock
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS results (
-    result_id  TEXT PRIMARY KEY,
-    case_key   TEXT NOT NULL,
-    machine_id TEXT NOT NULL,
-    status     TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    model      TEXT NOT NULL,
-    batch_size INTEGER NOT NULL,
-    variant    TEXT NOT NULL,
-    mean_ms    REAL,
-    data       TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS results_by_case ON results (case_key, machine_id);
-"""
-_CLAIMS = """
-CREATE TABLE IF NOT EXISTS claims (
-    case_key   TEXT NOT NULL,
-    resume_id  TEXT NOT NULL,
-    repeat     INTEGER NOT NULL,
-    result_id  TEXT NOT NULL,
-    host       TEXT NOT NULL,
-    pid        INTEGER NOT NULL,
-    started    TEXT NOT NULL,
-    claimed_at REAL NOT NULL,
-    PRIMARY KEY (case_key, resume_id, repeat)
-)
-"""
+from compilebench.core.errors import UserError
+from compilebench.core.result import Result
+from compilebench.storage import schema
 
 
 @dataclass(frozen=True)
@@ -83,7 +48,7 @@ class Store:
         measured, migrated to this schema) or for a report (write=False: read-only, never changed, so a
         read-only file works). A problem with the path or the file is a UserError (exit 2); a full disk or a lock
         held past the timeout is an EnvironmentFailure (exit 1)."""
-        exists = check_path(path, write=write)
+        exists = schema.check_path(path, write=write)
         if not exists and not create:
             raise UserError(f"results file {path!r} is empty: it holds no results" if os.path.exists(path)
                             else f"results file {path!r} does not exist")
@@ -91,14 +56,15 @@ class Store:
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         try:
             if write:
-                conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
-                schema = _open_for_run(conn, path, new=not exists)
+                conn = sqlite3.connect(path, timeout=schema.BUSY_TIMEOUT_S, isolation_level=None,
+                                       check_same_thread=False)
+                version = schema.open_for_run(conn, path, new=not exists)
             else:
-                conn = _open_read_only(path)
-                schema = _check_schema(conn, path)
+                conn = schema.open_read_only(path)
+                version = schema.check_schema(conn, path)
         except sqlite3.DatabaseError as exc:
-            raise _refusal(path, exc) from None
-        return cls(conn, path, schema, write)
+            raise schema.refusal(path, exc) from None
+        return cls(conn, path, version, write)
 
     def close(self) -> None:
         self._conn.close()
@@ -157,7 +123,7 @@ class Store:
 
     def _result(self, data: str) -> Result:
         d = json.loads(data)
-        return Result.from_dict(upgrade_v1(d) if self.schema == 1 else d)
+        return Result.from_dict(schema.upgrade_v1(d) if self.schema == 1 else d)
 
     # -- claims -------------------------------------------------------------------------------------------------
 
@@ -241,152 +207,3 @@ def process_started(pid: int) -> str:
             return "alive"
 
 
-def _open_for_run(conn: sqlite3.Connection, path: str, new: bool) -> int:
-    """Make the schema where the file has none, else check the one it has, in one transaction that a second opener
-    waits for (BEGIN IMMEDIATE under the busy timeout): runs starting together on a new file all find it whole.
-    Returns the schema version, after checking an existing file whole and migrating an older one."""
-    if new:
-        _wal(conn)
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        empty = conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone() is None
-        if empty:  # made by this opener: the statements one by one (executescript would commit midway)
-            for statement in (*_SCHEMA.split(";"), _CLAIMS):
-                if statement.strip():
-                    conn.execute(statement)
-            conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-        schema = _check_schema(conn, path)
-        conn.execute("COMMIT")
-    except BaseException:
-        with contextlib.suppress(sqlite3.Error):
-            conn.execute("ROLLBACK")
-        raise
-    if not empty:
-        _check_whole(conn, path)
-        if schema < SCHEMA_VERSION:
-            _migrate(conn, schema)
-            schema = SCHEMA_VERSION
-    return schema
-
-
-def _wal(conn: sqlite3.Connection) -> None:
-    """WAL mode for a new file (several processes write one file at once). Switching takes the whole file, which
-    SQLite does not wait for: another opener of the same new file may hold it for a moment, so try until the
-    busy timeout."""
-    deadline = time.monotonic() + BUSY_TIMEOUT_S
-    while True:
-        try:
-            conn.execute("PRAGMA journal_mode=WAL").fetchall()
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.01)  # SQLite's own busy handler sleeps the same way
-
-
-def _refusal(path: str, exc: sqlite3.DatabaseError) -> Exception:
-    """What SQLite's refusal to open a file means for the user, in one line."""
-    text = _one_line(str(exc))
-    if "disk is full" in text or "disk full" in text:
-        return EnvironmentFailure(f"cannot open the results file {path!r}: the disk is full ({text}); free some space "
-                                  "and run the same command again")
-    if "locked" in text or "busy" in text:
-        return EnvironmentFailure(f"the results file {path!r} stayed locked by another program for over "
-                                  f"{BUSY_TIMEOUT_S:g} s ({text}); run the same command again when it is free")
-    if "malformed" in text or "corrupt" in text:
-        return UserError(_damaged(path, text))
-    return UserError(f"{path!r} is not a compilebench results file ({text})")
-
-
-def _open_read_only(path: str) -> sqlite3.Connection:
-    """Read without writing anything, beside the file either: a read-only file (or folder) still opens. A file no
-    run has open (no -wal or -shm beside it: the last writer to close checkpointed everything into the file) is
-    read as immutable, which makes no side files; a run writes a new repeat into its -wal, not into the file, so a
-    run starting meanwhile changes nothing a report reads. Where a run has it open, SQLite's read-only mode reads
-    the run's -wal too; WAL needs the shared-memory file, and where that cannot be made the file is read as
-    immutable (nobody may write it meanwhile, which a read-only file guarantees)."""
-    uri = "file:" + os.path.abspath(path).replace("?", "%3f").replace("#", "%23")
-    if not any(os.path.exists(path + side) for side in ("-wal", "-shm")):
-        return sqlite3.connect(f"{uri}?immutable=1", uri=True, check_same_thread=False)
-    try:
-        conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, check_same_thread=False)
-        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
-        return conn
-    except sqlite3.OperationalError:
-        return sqlite3.connect(f"{uri}?immutable=1", uri=True, check_same_thread=False)
-
-
-def check_path(path: str, write: bool = True) -> bool:
-    """Whether a results file exists there; a UserError where none could be created, or (write) where it
-    cannot be written."""
-    if os.path.isdir(path):
-        raise UserError(f"results file {path!r} is a directory; give a file path such as {DEFAULT_PATH}")
-    exists = os.path.exists(path) and os.path.getsize(path) > 0
-    if not exists:
-        _check_creatable(path)
-    elif write:
-        folder = os.path.dirname(os.path.abspath(path))
-        if not os.access(path, os.W_OK) or not os.access(folder, os.W_OK | os.X_OK):
-            raise UserError(f"results file {path!r} is read-only (or its folder is): a run cannot store results there; "
-                            "make it writable or give another --db (`compilebench report` reads it as it is)")
-    return exists
-
-
-def _check_creatable(path: str) -> None:
-    """The nearest folder that exists on the path must take a file (paths.py tries it for real)."""
-    probe = paths.nearest_folder(os.path.dirname(os.path.abspath(path)))
-    why = "not a folder" if not os.path.isdir(probe) else paths.why_not_writable(probe)
-    if why:
-        raise UserError(f"cannot write results file {path!r}: {probe!r} is not a writable directory ({why})")
-
-
-def _check_schema(conn: sqlite3.Connection, path: str) -> int:
-    try:
-        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    except sqlite3.OperationalError as exc:
-        if "no such table" not in str(exc):
-            raise  # the disk or a lock, not the file: _refusal says which
-        row = None
-    if row is None:
-        raise UserError(f"{path!r} is not a compilebench results file (no schema version)")
-    version = int(row[0])
-    if version > SCHEMA_VERSION:
-        raise SchemaError(
-            f"{path!r} was written by a newer compilebench (schema {version}; this one reads up to "
-            f"{SCHEMA_VERSION}): upgrade with `pip install -U compilebench`, or use another --db"
-        )
-    return version
-
-
-def _check_whole(conn: sqlite3.Connection, path: str) -> None:
-    """A damaged file is refused before a run measures anything it could not store."""
-    problems = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
-    if problems != ["ok"]:
-        raise UserError(_damaged(path, problems[0]))
-
-
-def _one_line(text: str) -> str:
-    """SQLite's text on one line: its lines joined, its '*** in database main ***' headings left out."""
-    return "; ".join(line.strip() for line in text.splitlines() if line.strip() and not line.startswith("***"))
-
-
-def _damaged(path: str, problem: str) -> str:
-    problem = _one_line(problem)
-    return (f"results file {path!r} is damaged ({problem}): a run cannot store results in it; give another --db, "
-            f"or restore a copy (`compilebench report {path}` may still read what is intact)")
-
-
-def _migrate(conn: sqlite3.Connection, schema: int) -> None:
-    """Schema 1 -> 2, in one transaction: each result becomes one repeat; claims get their table."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        conn.execute(_CLAIMS)
-        for result_id, data in conn.execute("SELECT result_id, data FROM results").fetchall():
-            r = Result.from_dict(upgrade_v1(json.loads(data)))
-            conn.execute("UPDATE results SET status = ?, mean_ms = ?, data = ? WHERE result_id = ?",
-                         (r.status, r.stats.mean, json.dumps(r.to_dict()), result_id))
-        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise

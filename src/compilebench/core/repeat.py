@@ -1,0 +1,185 @@
+"""Repeat: what one worker process measured for one case (its raw samples, how its loop ended, its conditions and
+what the compiler did). Each figure a case shows of its repeats is declared once, here, as a `metric` with the
+rule that makes the case's figure from its repeats' (the worst error, the first call of the first repeat, ...):
+a Result derives it by that rule, and the CSV's columns follow the declaration.
+
+Fields a newer compilebench wrote and this one does not know are kept (`extra`) and written back unchanged."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import statistics as pystats
+import uuid
+from dataclasses import dataclass, field
+from typing import Callable
+
+from compilebench.core import stats
+from compilebench.core.vocab import MEASURED, NOISY, STATUSES
+
+# A rule: the case's figure from its repeats' values (every repeat, oldest index first), the values of the repeats
+# timed to the end (`measured`), and the field's empty value.
+Rule = Callable[[list, list, object], object]
+
+
+def first(values: list, measured: list, empty):
+    """The first repeat's (the cold one, where the first compiled)."""
+    return values[0]
+
+
+def found(values: list, measured: list, empty):
+    """The first repeat's that has one."""
+    return next((v for v in values if v), empty)
+
+
+def most(values: list, measured: list, empty):
+    """The largest: the worst error, the most graphs, the highest peak."""
+    known = [v for v in values if v is not None]
+    return max(known) if known else None
+
+
+def any_of(values: list, measured: list, empty) -> bool:
+    return any(values)
+
+
+def each(values: list, measured: list, empty) -> list:
+    """Every item any repeat has, in the order they first appear."""
+    return list(dict.fromkeys(x for v in values for x in v))
+
+
+def each_sorted(values: list, measured: list, empty) -> list:
+    return sorted({x for v in values for x in v})
+
+
+def median_measured(values: list, measured: list, empty):
+    """The median of the repeats that were timed to the end (energy is per timed call)."""
+    known = [v for v in measured if v is not None]
+    return pystats.median(known) if known else None
+
+
+def least_each(values: list, measured: list, empty) -> dict:
+    """Per key, the worst (least) agreement any repeat had."""
+    return {k: min(v[k] for v in values if k in v) for k in dict.fromkeys(k for v in values for k in v)}
+
+
+def metric(default=None, *, over: Rule, csv: bool = False):
+    """A per-repeat figure a case shows too, derived from its repeats `over` this rule; `csv`: a column of its own
+    in the CSV and JSON rows (the others are shown in columns of their own making: report/flat.py)."""
+    kind = {"default_factory": default} if callable(default) else {"default": default}
+    return field(**kind, metadata={"over": over, "csv": csv})
+
+
+def utc_now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat()
+
+
+@dataclass
+class Repeat:
+    """What one worker process measured for one case."""
+
+    index: int = 1  # 1..R: which repeat of the case
+    status: str = "ok"
+    process: str = field(default_factory=lambda: uuid.uuid4().hex)  # shared by the variants of an interleaved process
+    run: str | None = None  # the run (one command's plan) that measured it: core/drift.py tells runs apart by it
+    message: str | None = None  # one line: why it is not ok
+    traceback: str | None = None
+    phase: str | None = None  # the phase it was in when it failed
+    created_at: str = field(default_factory=utc_now)
+    samples_ms: list[float] = field(default_factory=list)
+    stats: dict = field(default_factory=dict)  # within this process only: see stats.summarize
+    # the first call alone; for a compiled model it holds the compilation
+    first_call_s: float | None = metric(over=first, csv=True)
+    compile_s: float | None = None  # dynamo's own compile timer, summed over every graph compiled
+    compile_cache: str | None = None  # the on-disk compiler state it started from: cold, warm or dir
+    compile_cache_hits: int | None = metric(over=first, csv=True)  # inductor FX-graph cache hits of the measured compile
+    warmup_iters: int | None = None
+    warmup_s: float | None = None
+    iters_requested: int | None = None
+    min_iters: int | None = None
+    stopped_early: bool = metric(False, over=any_of, csv=True)  # the time budget ended the timed loop before iters_requested
+    loop_wall_s: float | None = None
+    loop_started_at: float | None = None  # wall clock (epoch seconds) around the timed loop: when it held the device
+    loop_ended_at: float | None = None
+    # CUDA: the steady state's (reset after warm-up); host: the process's peak RSS
+    peak_mem_bytes: int | None = metric(over=most, csv=True)
+    peak_mem_kind: str | None = metric(over=found, csv=True)  # "cuda_max_allocated" or "host_max_rss"
+    # CUDA: what the caching allocator held at the steady state's peak
+    peak_mem_reserved_bytes: int | None = metric(over=most, csv=True)
+    # CUDA: the peak of the first call and warm-up (compile, autotuning)
+    compile_peak_mem_bytes: int | None = metric(over=most, csv=True)
+    timing: str | None = None  # "throughput" (pipelined calls, one synchronize) or "latency" (each call to completion)
+    samples_over_wall: float | None = None  # CUDA events: the samples' sum over the loop's wall time (the clock check)
+    # NVML's energy counter over the loop, per timed call; the CPU packages' RAPL counters over it
+    energy_per_call_j: float | None = metric(over=median_measured, csv=True)
+    cpu_energy_per_call_j: float | None = metric(over=median_measured, csv=True)
+    cudagraph_skips: int | None = None  # graphs inductor did not record as CUDA graphs (a GPU compiled variant)
+    cudagraphs_recorded: int | None = None
+    cudagraph_skip_reasons: list[str] = metric(list, over=each)
+    # what the correctness tolerance was chosen for: float32, tf32, float16, bfloat16
+    math: str | None = metric(over=found, csv=True)
+    rel_tolerance: float | None = metric(over=most, csv=True)
+    graphs: int | None = metric(over=most, csv=True)
+    graph_breaks: int | None = metric(over=most, csv=True)
+    break_reasons: list[str] = metric(list, over=each_sorted)
+    recompile_reasons: list[str] = metric(list, over=each)  # dynamo's reason for each recompile (a guard failed)
+    compile_phases: dict = field(default_factory=dict)  # compile seconds by phase: dynamo, aot, inductor (codegen)
+    recompiles_in_timed_loop: int | None = metric(over=most, csv=True)
+    recompile_limit_hits: int | None = metric(over=most)  # frames dynamo stopped compiling at its recompile limit
+    regions: dict = metric(dict, over=found)  # --compile-scope regions: the blocks compiled, by class
+    max_abs_err: float | None = metric(over=most, csv=True)
+    max_rel_err: float | None = metric(over=most, csv=True)  # max abs error over the reference's largest magnitude
+    agreement: dict = metric(dict, over=least_each)  # task-aware checks: {"top1": 1.0}, {"tokens": 1.0}
+    conditions: dict = field(default_factory=dict)  # what else used the machine during the timed loop
+    flags: list[str] = field(default_factory=list)  # busy, throttled, noisy
+    generation: dict = field(default_factory=dict)  # text generation: per-call prefill / decode samples, first calls
+    cpus: int | None = None  # CPU cores the worker could run on
+    phases: dict = field(default_factory=dict)  # seconds the worker spent in each phase, from its start
+    # per call: eager, its operators' inputs and outputs; compiled, inductor's count
+    bytes_moved: int | None = metric(over=found)
+    # --profile: where the time goes (diagnostics/profiling.summarize), and its trace
+    profile: dict = metric(dict, over=found)
+    compile_trace: dict = metric(dict, over=found)  # --compile-trace: the TORCH_TRACE folder, tlparse's HTML
+    mega_cache: dict = field(default_factory=dict)  # --compile-cache mega: the artifacts saved or loaded
+    aot_inductor: dict = field(default_factory=dict)  # aot-inductor: export, package (the repeat that built it), load
+    start: dict = field(default_factory=dict)  # until the first answer: build_s, load_s, first_call_s
+    shapes: dict = field(default_factory=dict)  # `compilebench shapes`: each shape's first call, compiles, samples
+    extra: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.status not in STATUSES:
+            raise ValueError(f"status {self.status!r} is not one of {STATUSES}")
+
+    def set_samples(self, samples_ns: list[int]) -> None:
+        self.samples_ms = [s / 1e6 for s in samples_ns]
+        self.stats = stats.summarize(self.samples_ms)
+        if NOISY.raised_by(self.stats.get("cv")) and "noisy" not in self.flags:
+            self.flags.append(NOISY.name)
+
+    @property
+    def mean_ms(self) -> float | None:
+        return self.stats.get("mean") if self.status in MEASURED and self.samples_ms else None
+
+    def to_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        return {**d.pop("extra"), **d}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Repeat:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names and k != "extra"},
+                   extra={k: v for k, v in d.items() if k not in names})
+
+
+METRICS = tuple(f for f in dataclasses.fields(Repeat) if "over" in f.metadata)
+COLUMNS = tuple(f.name for f in METRICS if f.metadata["csv"])  # the metrics with a CSV column of their own
+
+
+def empty(f: dataclasses.Field):
+    """A metric's value where no repeat has one."""
+    return f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+
+
+def derived(repeats: list[Repeat], measured: list[Repeat]) -> dict:
+    """Every metric of a case, each by its rule over the repeats (oldest index first)."""
+    return {f.name: f.metadata["over"]([getattr(r, f.name) for r in repeats], [getattr(r, f.name) for r in measured],
+                                       empty(f)) for f in METRICS}
