@@ -20,7 +20,7 @@ from compilebench.core.spec import RunSpec
 from compilebench.core.variant import Variant
 from compilebench.report import check, compare, flat, markdown, tables
 from compilebench.report.view import View
-from compilebench.run import dispatch, interpreters, sweep
+from compilebench.run import dispatch, interpreters, schedule, sweep
 
 PY = sys.executable
 
@@ -140,7 +140,7 @@ def test_the_repeats_of_a_case_alternate_between_environments():
     envs = (Environment("a", PY), Environment("b", PY))
     spec = RunSpec(models=("resnet-50",), variants=("eager", "default"), device="cpu", repeats=3, environments=envs)
     targets = [dispatch.Target(f"cpu [{e.name}]", f"m {e.name}", {}, environment=e) for e in envs]
-    units = sweep.plan(spec, spec.cases(), _Store(), targets, sweep.SweepOutcome()).units
+    units = schedule.schedule(spec, spec.cases(), _Store(), targets, sweep.SweepOutcome()).units
     order = [(u.repeat, u.target.environment.name, u.cases[0].variant.name) for u in units]
     assert order == [(r, e, v) for r in (1, 2, 3) for e in "ab" for v in ("eager", "default")]
     assert all(u.cases[0].environment == u.target.environment.name for u in units)

@@ -12,17 +12,16 @@ from compilebench.core.case import Case
 from compilebench.core.result import Repeat, Result
 from compilebench.core.variant import Variant
 from compilebench.measure import compiler_state
-from compilebench.run import sweep
 
 
 def test_without_artifacts_a_repeat_compiles_cold_in_an_empty_folder_and_is_told_where_to_save(tmp_path):
     states = compiler_state.StateFolders(str(tmp_path))
-    env, cache, artifacts = sweep._compiler_env("mega", states, "case")
+    env, cache, artifacts = compiler_state.for_job("mega", states, "case")
     assert cache == "cold" and artifacts.startswith(states.root) and not os.path.exists(artifacts)
     assert compiler_state.is_empty(os.path.dirname(env["TORCHINDUCTOR_CACHE_DIR"]))
     with open(artifacts, "wb") as f:
         f.write(b"saved by repeat 1")
-    env2, cache2, artifacts2 = sweep._compiler_env("mega", states, "case")
+    env2, cache2, artifacts2 = compiler_state.for_job("mega", states, "case")
     assert cache2 == "mega" and artifacts2 == artifacts  # the next repeat loads them...
     assert env2["TORCHINDUCTOR_CACHE_DIR"] != env["TORCHINDUCTOR_CACHE_DIR"]  # ...into folders of its own, empty
     assert compiler_state.is_empty(os.path.dirname(env2["TORCHINDUCTOR_CACHE_DIR"]))
@@ -32,7 +31,7 @@ def test_without_artifacts_a_repeat_compiles_cold_in_an_empty_folder_and_is_told
 def test_mega_dir_keeps_the_artifacts_in_the_users_folder_made_if_needed(tmp_path):
     states = compiler_state.StateFolders(str(tmp_path))
     kept = tmp_path / "artifacts"
-    _, cache, artifacts = sweep._compiler_env(f"mega:{kept}", states, "case")
+    _, cache, artifacts = compiler_state.for_job(f"mega:{kept}", states, "case")
     assert cache == "cold" and os.path.dirname(artifacts) == str(kept) and kept.is_dir()
     states.close()
     assert kept.is_dir()  # the run's folders go; the user's stays

@@ -17,7 +17,7 @@ from PIL import Image
 from compilebench import report
 from compilebench.core import speedups, suites
 from compilebench.diagnostics import peaks
-from compilebench.report import charts, details, tables
+from compilebench.report import charts, details, drawing, tables
 from compilebench.report.view import View
 
 GUIDE = Path(__file__).parent / "data" / "guide_a100_batch1.md"
@@ -511,7 +511,7 @@ def test_a_bar_label_past_a_long_whisker_stays_inside_the_axes():
              ax.text(59.1 + 1, 1, "52.6% faster", ha="left", va="center", fontsize=7)]
     ax.set_yticks([0, 1], ["Image Classification/ResNet", "Object Detection/DETR"])
     ax.margins(x=0.15)
-    charts._fit_labels(fig, ax, texts)
+    drawing.fit_labels(fig, ax, texts)
     fig.draw_without_rendering()
     box = ax.get_window_extent()
     for t in texts:

@@ -20,6 +20,9 @@ import shutil
 import sys
 import tempfile
 import time
+import uuid
+
+from compilebench.core import settings
 
 ROOT_PREFIX = "compilebench-state-"
 
@@ -156,3 +159,28 @@ def load_artifacts(path: str) -> dict:
 def _held(info) -> dict[str, int]:
     """What a CacheInfo holds, by kind: {"inductor": 1, "aot_autograd": 1}."""
     return {kind: len(keys) for kind, keys in sorted((getattr(info, "artifacts", None) or {}).items()) if keys}
+
+
+def for_job(mode: str, states: StateFolders, name: str,
+                  every_repeat_cold: bool = False) -> tuple[dict[str, str], str, str | None]:
+    """The private compiler state a job starts from, what it is, and (--compile-cache mega) its artifacts file:
+    cold (empty), warm (left by an earlier repeat of the same case), dir (the user's --compile-cache DIR) or mega
+    (empty, as a new replica's, with the portable artifacts an earlier repeat or run saved: loaded before the
+    first call; without them the repeat compiles cold and saves them). --compile-cache warm warms a fresh folder
+    itself. `every_repeat_cold` (a shapes case, whose compiles are part of the time it serves its requests in):
+    each cold repeat gets an empty folder of its own, so every process measures the compiles a new one makes."""
+    if settings.is_mega(mode):
+        kept = settings.mega_dir(mode)
+        if kept:
+            os.makedirs(kept, exist_ok=True)
+        artifacts = os.path.join(kept or states.folder(f"{name}-artifacts"), f"{name}.megacache")
+        folder = states.folder(f"{name}-mega-{uuid.uuid4().hex[:8]}")
+        return env_for(folder), "mega" if os.path.exists(artifacts) else "cold", artifacts
+    if mode not in ("cold", "warm"):
+        return env_for(mode), "dir", None
+    if mode == "warm":
+        folder = states.folder(f"{name}-warm-{uuid.uuid4().hex[:8]}")
+        return env_for(folder), "warm", None
+    folder = states.folder(f"{name}-cold-{uuid.uuid4().hex[:8]}" if every_repeat_cold else name)
+    state = "cold" if is_empty(folder) else "warm"
+    return env_for(folder), state, None

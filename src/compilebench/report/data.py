@@ -33,11 +33,12 @@ def load(paths: list[str]) -> list[Result]:
     return list(seen.values())
 
 
-def latest(results: list[Result]) -> list[Result]:
-    """The newest result of each case on each machine (a --rerun supersedes, it does not average)."""
-    newest: dict[tuple, Result] = {}
+def latest(results: list[Result], key=lambda r: (r.case_key, r.machine_id)) -> list[Result]:
+    """The newest result of each case on each machine (a --rerun supersedes, it does not average); `key`: of each
+    what else (a setting of one shapes table), in the order each was first met."""
+    newest: dict = {}
     for r in results:
-        k = (r.case_key, r.machine_id)
+        k = key(r)
         if k not in newest or r.created_at >= newest[k].created_at:
             newest[k] = r
     return list(newest.values())

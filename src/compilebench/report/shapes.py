@@ -15,8 +15,9 @@ from compilebench.core.result import Result
 from compilebench.core.speedups import Speedup
 from compilebench.core.variant import Variant
 from compilebench.core.vocab import MEASURED, Verdict
-from compilebench.report import data
+from compilebench.report import data, drawing
 from compilebench.report.cells import Table, table
+from compilebench.report.drawing import Chart
 
 REASON_CHARS = 140
 
@@ -94,17 +95,14 @@ class Model:
 
 def models(view) -> list[Model]:
     """Every model that served shapes, grouped as a table: results that differ only by their setting."""
-    groups: dict[tuple, list[Result]] = {}
-    for r in sorted(view.served, key=lambda r: r.created_at):
-        groups.setdefault((data.hardware(r), data.torch_version(r), r.case.eager_key()), []).append(r)
     out = []
-    for (hw, torch, _), rs in groups.items():
-        settings = {r.case.variant: Setting(r, _processes(r)) for r in rs}  # the newest result of each setting
-        ordered = sorted(settings.values(), key=lambda s: s.result.case.variant.compiled)
+    for rs in view.alike(view.served):
+        newest = data.latest(rs, key=lambda r: r.case.variant)  # the newest result of each setting
+        ordered = sorted((Setting(r, _processes(r)) for r in newest), key=lambda s: s.result.case.variant.compiled)
         shapes = [traffic.Shape.parse(t) for t in rs[0].case.shapes]
         eager = next((s for s in ordered if not s.result.case.variant.compiled), None)
-        out.append(Model(hw, torch, data.model_label(rs, rs[0].case.model), shapes, eager, ordered,
-                         view.mix_for(tuple(shapes))))
+        out.append(Model(data.hardware(rs[0]), data.torch_version(rs[0]), data.model_label(rs, rs[0].case.model),
+                         shapes, eager, ordered, view.mix_for(tuple(shapes))))
     return out
 
 
@@ -280,3 +278,68 @@ def rows(view) -> list[dict]:
                     "settles": s.settles,
                 })
     return out
+
+
+def charts(view, out_dir: str, taken: set[str]) -> list[Chart]:
+    """Per model that served shapes: each setting's steady latency by shape, and its time to serve the mix against
+    the requests served, compiles included."""
+    out = []
+    for m in models(view):
+        out.append(_latency_chart(m, drawing.stem(out_dir, f"shapes-latency-{m.label}-{m.hardware}-{m.torch}", taken)))
+        out.append(_serving_chart(m, view.requests,
+                                  drawing.stem(out_dir, f"shapes-serving-{m.label}-{m.hardware}-{m.torch}", taken)))
+    return [c for c in out if c is not None]
+
+
+def _latency_chart(m: Model, stem: str) -> Chart | None:
+    """Steady milliseconds per call of each shape (in the order served), a line per setting, with the 95% interval
+    between processes as error bars."""
+    usable = [s for s in m.settings if s.usable]
+    if not usable:
+        return None
+    title = f"Steady latency by shape: {m.label}, {m.hardware}, torch {m.torch}"
+
+    def draw(ax):
+        x = list(range(len(m.shapes)))
+        for k, s in enumerate(usable):
+            per = s.result.shapes["per_shape"]
+            est = [per[sh.token]["steady"] for sh in m.shapes]
+            err = [[e["mean"] - (e["ci95_low"] or e["mean"]) for e in est], [(e["ci95_high"] or e["mean"]) - e["mean"] for e in est]]
+            line = ax.errorbar(x, [e["mean"] for e in est], yerr=err, marker="o", capsize=2, label=s.name)
+            line.lines[0].set_gid(f"line-{k}")
+        ax.set_xticks(x, [sh.words for sh in m.shapes], fontsize=7)
+        ax.set_ylim(bottom=0)
+        ax.set_xlabel("shape, in the order served")
+        ax.set_ylabel("steady ms per call (95% CI)")
+        return [s.name for s in usable]
+
+    return drawing.lines(("shapes", m.title), title, stem, draw)
+
+
+def _serving_chart(m: Model, requests: int, stem: str) -> Chart | None:
+    """Cumulative seconds against requests served of the mix, a line per setting (median first calls, steady
+    estimates): each compile is a step where the mix first meets its shape. Log-log: the steps at the start and the
+    slopes at the end both show."""
+    usable = [s for s in m.settings if s.usable]
+    if not usable:
+        return None
+    title = f"Time to serve the mix: {m.label}, {m.hardware}, torch {m.torch}"
+    order = traffic.sequence(m.mix, requests)
+    # a point at each first request of a shape (its compile step) and on either side, and 400 spread on the log
+    # axis: a million requests need not be a million points
+    firsts = {i for t in set(order) for i in (order.index(t) - 1, order.index(t))}
+    points = sorted({i for i in firsts if i >= 0} | {round(requests ** (k / 400)) - 1 for k in range(401)})
+
+    def draw(ax):
+        for k, s in enumerate(usable):
+            seconds = s.median().cumulative(order)
+            (line,) = ax.plot([i + 1 for i in points], [seconds[i] for i in points], label=s.name,
+                              drawstyle="steps-post")
+            line.set_gid(f"line-{k}")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("requests served (log scale)")
+        ax.set_ylabel("seconds since the first request, compiles included (log scale)")
+        return [s.name for s in usable]
+
+    return drawing.lines(("shapes", m.title), title, stem, draw)

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 
 from compilebench.core.result import Result
 from compilebench.core.vocab import FAILED
-from compilebench.report import data
+from compilebench.report import data, drawing
 from compilebench.report.cells import Table, num, table
+from compilebench.report.drawing import Chart
 from compilebench.report.view import View
 
 # A repeat's compiler state, as a start is named by it.
@@ -114,12 +115,8 @@ class Model:
 
 def models(view: View) -> list[Model]:
     """Every model whose results hold a start other than no compile's."""
-    groups: dict[tuple, list[Result]] = {}
-    for r in sorted(view.latest, key=lambda r: (r.case.variant.order, r.created_at)):
-        base = r.case.eager_key(compile_cache="cold")
-        groups.setdefault((data.hardware(r), data.torch_version(r), base), []).append(r)
     out = []
-    for (hw, torch, _), rs in groups.items():
+    for rs in view.alike(view.latest, order=lambda r: (r.case.variant.order, r.created_at), compile_cache="cold"):
         starts: dict[str, Start] = {}
         # a start measured by two results (a mega-cache run's first repeat starts cold too): the newest of those
         # whose setting is that start's own (--compile-cache cold for a cold start) wins
@@ -130,7 +127,8 @@ def models(view: View) -> list[Model]:
         if not any(s.result.case.variant.compiled and s.processes for s in starts.values()):
             continue  # nothing but no compile (or results that recorded no start: before this view existed)
         first = rs[0]
-        out.append(Model(hw, data.model_label(rs, first.case.model), first.case.batch_size, torch, eager,
+        out.append(Model(data.hardware(first), data.model_label(rs, first.case.model), first.case.batch_size,
+                         data.torch_version(first), eager,
                          sorted(starts.values(), key=lambda s: s.order)))
     return out
 
@@ -254,3 +252,19 @@ def sections(view: View, charts: list) -> list:
 def title_of(m: Model) -> str:
     return f"Start-up: {m.label}, {m.hardware}, batch {m.batch_size}, torch {m.torch}"
 
+
+def charts(view: View, out_dir: str, taken: set[str]) -> list[Chart]:
+    """Per model: stacked bars, one per way of starting, the seconds of its build, load and first call (with any
+    compile), each labelled with the steady latency it then gives (or why it never answered)."""
+    out = []
+    for m in models(view):
+        title = title_of(m)
+        widths = {part: [s.parts.get(part, 0.0) for s in m.starts] for part, _ in PARTS}
+        notes = [(f"  {s.seconds:.2f} s; " + (f"{s.steady_ms:.3f} ms per call after" if s.steady_ms is not None
+                                              else s.result.status) if s.processes else f"  {s.result.status}",
+                  not s.processes) for s in m.starts]
+        stem = drawing.stem(out_dir, f"start-{m.label}-{m.hardware}-b{m.batch_size}-{m.torch}", taken)
+        out.append(drawing.stacked(("start", title), title, [s.name for s in m.starts], widths, stem,
+                                   "seconds until the first answer in a new process (build, load, first call with "
+                                   "any compile)", notes))
+    return out

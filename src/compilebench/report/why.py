@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from compilebench.core.result import Result
 from compilebench.diagnostics import bandwidth, profiling
-from compilebench.report import data
+from compilebench.report import data, drawing
 from compilebench.report.cells import Table, table
+from compilebench.report.drawing import Chart
 from compilebench.report.view import View
 
 TOP_SHOWN = 5  # operators named in a row of the where-the-time-goes table (the trace has them all)
@@ -233,3 +234,16 @@ def sections(view: View, charts: list) -> list:
         items += [c for c in charts if c.section == ("why", t.title)]
     compiler = compiler_table(view)
     return items + ([compiler] if compiler else []) + reason_tables(view) + hardware_tables(view)
+
+
+def charts(view: View, out_dir: str, taken: set[str]) -> list[Chart]:
+    """Where each profiled call's time goes (--profile): stacked bars, one per profiled case (batch and variant),
+    its call's milliseconds in matmul/conv, in other kernels and outside them."""
+    out = []
+    for hw, label, rows in profiled(view):
+        t = title(label, hw)
+        widths = {share: [r.profile["shares_ms"][share] for r in rows] for share in profiling.SHARES}
+        out.append(drawing.stacked(("why", t), t, [f"b{r.case.batch_size} {variant_label(r)}" for r in rows], widths,
+                                   drawing.stem(out_dir, f"time-split-{label}-{hw}", taken),
+                                   "milliseconds per call in the profiled pass (profiling adds its own overhead)"))
+    return out

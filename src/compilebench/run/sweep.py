@@ -1,30 +1,25 @@
-"""The driver loop: plan every repeat of every case, skip what is stored, hand the rest to a dispatcher, and store
-each repeat the moment it arrives.
-
-Order: model-major; within a model and batch size, repeat 1 of every variant (under every environment, --env), then
-repeat 2, and so on, so eager and compiled, and one environment and another, alternate and drift over the minutes
-of a sweep hits them alike. A case's repeats share one private compiler-state folder: the first compiles cold,
-later ones from what it left (recorded as warm); the folder goes when the case's last repeat is done."""
+"""The driver loop: every repeat of every case not stored yet (run/schedule.py says which, in what order), handed
+to a dispatcher, each claimed in the results file right before it runs and stored the moment it arrives. A
+case's repeats share one private compiler-state folder: the first compiles cold, later ones from what it left
+(recorded as warm); the folder goes when the case's last repeat is done."""
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import os
 import sqlite3
 import sys
 import uuid
 from dataclasses import dataclass, field
 
-from compilebench.core import machine, settings
+from compilebench.core import machine
 from compilebench.core.case import Case
 from compilebench.core.job import Job
 from compilebench.core.result import Result
 from compilebench.core.spec import RunSpec
-from compilebench.core.vocab import FAILED, RETRIED, RETRIED_ON_REQUEST
+from compilebench.core.vocab import FAILED
 from compilebench.diagnostics import traces
 from compilebench.measure import compiler_state
-from compilebench.run import claims, orphans
+from compilebench.run import claims, orphans, schedule
 from compilebench.run.dispatch import Dispatcher, Target, Unit, Work
 from compilebench.run.progress import Bar
 from compilebench.storage import interrupts, unsaved
@@ -49,85 +44,6 @@ class SweepOutcome:
     after_failure: int = 0  # repeats not run because an earlier repeat of the case failed in this run
     recovered: int = 0  # results an earlier run saved beside the results file, now stored
     interrupted: int = 0  # the signal that stopped the sweep, 0 if none
-
-
-def retryable(status: str, retry_failed: bool) -> bool:
-    return status in RETRIED or (retry_failed and status in RETRIED_ON_REQUEST)
-
-
-def _groups(cases: list[Case], interleave: bool) -> list[list[Case]]:
-    """The cases measured in one process: each alone, or (--interleave) the variants of one model, batch size and
-    settings together."""
-    if not interleave:
-        return [[c] for c in cases]
-    groups: dict[str, list[Case]] = {}
-    for c in cases:
-        groups.setdefault(c.eager_key(), []).append(c)
-    return list(groups.values())
-
-
-def _blocks(groups: list[list[Case]]) -> list[list[int]]:
-    """Group indexes whose repeats alternate: the variants of one model, batch size and settings, under every
-    environment (--env)."""
-    blocks: dict[str, list[int]] = {}
-    for i, g in enumerate(groups):
-        blocks.setdefault(g[0].eager_key(environment=None), []).append(i)
-    return list(blocks.values())
-
-
-@dataclass
-class _Plan:
-    units: list[Unit]
-    stored: dict[tuple[str, str], Result]  # (case key, resume id) -> the stored result a repeat continues
-    uses: dict[str, int]  # compiler-state folder -> units left that use it
-
-
-def plan(spec: RunSpec, cases: list[Case], store: Store, targets: list[Target], outcome: SweepOutcome) -> _Plan:
-    groups = _groups(cases, spec.interleave)
-    stored: dict[tuple[str, str], Result] = {}
-    needed = [_needed(spec, groups, store, t, stored, outcome) for t in targets]
-    units, uses = [], {}
-    for block in _blocks(groups):
-        for i in range(1, spec.repeats + 1):
-            for t, target in enumerate(targets):  # environments (targets of their own) alternate, repeat by repeat
-                for gi in block:
-                    todo = needed[t].get(gi, {}).get(i)
-                    if todo:
-                        units.append(Unit(target, tuple(todo), i, gi))
-                        folder = state_name(groups[gi], target)
-                        uses[folder] = uses.get(folder, 0) + 1
-    return _Plan(units, stored, uses)
-
-
-def _needed(spec: RunSpec, groups: list[list[Case]], store: Store, target: Target, stored: dict,
-            outcome: SweepOutcome) -> dict[int, dict[int, list[Case]]]:
-    """Group -> repeat -> the cases of the group still to measure on the target (those it takes)."""
-    needed: dict[int, dict[int, list[Case]]] = {}
-    for gi, group in enumerate(groups):
-        for case in group:
-            if not target.takes(case):
-                continue
-            latest = None if spec.rerun else store.latest(case.key(), target.resume_id)
-            if latest is not None:
-                stored[(case.key(), target.resume_id)] = latest
-            have = {r.index: r.status for r in (latest.repeats if latest else [])}
-            for i in range(1, spec.repeats + 1):
-                if i not in have:
-                    needed.setdefault(gi, {}).setdefault(i, []).append(case)
-                elif retryable(have[i], spec.retry_failed):
-                    outcome.retried += 1
-                    needed.setdefault(gi, {}).setdefault(i, []).append(case)
-                elif have[i] in FAILED:
-                    outcome.not_retried += 1
-                else:
-                    outcome.done_before += 1
-    return needed
-
-
-def state_name(group: list[Case], target: Target) -> str:
-    """The compiler-state folder of the cases measured together: the same across runs of one sweep's cases (tune
-    measures a configuration again in a later rung, warm)."""
-    return hashlib.sha1(f"{target.resume_id}|{'|'.join(c.key() for c in group)}".encode()).hexdigest()[:16]
 
 
 def run(spec: RunSpec, store: Store, dispatcher: Dispatcher, targets: list[Target], *,
@@ -166,8 +82,8 @@ class _Sweep:
                  run_id: str):
         self.spec, self.store, self.outcome, self.labels, self.quiet = spec, store, outcome, labels, quiet
         self.run_id = run_id
-        self.groups = _groups(cases, spec.interleave)
-        self.plan = plan(spec, cases, store, targets, outcome)
+        self.groups = schedule.groups(cases, spec.interleave)
+        self.plan = schedule.schedule(spec, cases, store, targets, outcome)
         self.progress = Bar(sum(len(u.cases) for u in self.plan.units), spec.repeats, quiet)
         self.bar = self.progress.bar
         self.own_states = states is None
@@ -188,7 +104,7 @@ class _Sweep:
         # FLOPs are the eager model's: counted once per model and settings, by whichever variant comes first
         count_flops = any((s is None or s.flops is None) and self._eager_flops(c, unit) is None
                           for c, s in zip(todo, stored))
-        env, cache, mega_path = _compiler_env(self.spec.compile_cache, self.states, self._state(unit),
+        env, cache, mega_path = compiler_state.for_job(self.spec.compile_cache, self.states, self._state(unit),
                                               every_repeat_cold=bool(todo[0].shapes))
         check = cache == "cold" or not all(_checked(s, cache) for s in stored)
         mine = orphans.claim(self.store, unit, {c.key(): self.series[(c.key(), unit.target.resume_id, unit.repeat)]
@@ -307,7 +223,7 @@ class _Sweep:
         return twin.flops if twin else None
 
     def _state(self, unit: Unit) -> str:
-        return state_name(self.groups[unit.group], unit.target)
+        return schedule.state_name(self.groups[unit.group], unit.target)
 
     def _release_state(self, unit: Unit) -> None:
         folder = self._state(unit)
@@ -325,7 +241,7 @@ class _Sweep:
 
 def _done(index: int, retry_failed: bool):
     """Whether a stored result has repeat `index` and it needs no retry."""
-    return lambda stored: any(r.index == index and not retryable(r.status, retry_failed) for r in stored.repeats)
+    return lambda stored: any(r.index == index and not schedule.retryable(r.status, retry_failed) for r in stored.repeats)
 
 
 def _kept(stored: Result | None, what: str) -> bool:
@@ -337,31 +253,6 @@ def _checked(stored: Result | None, cache: str) -> bool:
     """Whether a stored result already compared a compiled output with eager's from this compiler state."""
     return stored is not None and any(r.compile_cache == cache and (r.max_abs_err is not None or r.status == "mismatch")
                                       for r in stored.repeats)
-
-
-def _compiler_env(mode: str, states: compiler_state.StateFolders, name: str,
-                  every_repeat_cold: bool = False) -> tuple[dict[str, str], str, str | None]:
-    """The private compiler state a job starts from, what it is, and (--compile-cache mega) its artifacts file:
-    cold (empty), warm (left by an earlier repeat of the same case), dir (the user's --compile-cache DIR) or mega
-    (empty, as a new replica's, with the portable artifacts an earlier repeat or run saved: loaded before the
-    first call; without them the repeat compiles cold and saves them). --compile-cache warm warms a fresh folder
-    itself. `every_repeat_cold` (a shapes case, whose compiles are part of the time it serves its requests in):
-    each cold repeat gets an empty folder of its own, so every process measures the compiles a new one makes."""
-    if settings.is_mega(mode):
-        kept = settings.mega_dir(mode)
-        if kept:
-            os.makedirs(kept, exist_ok=True)
-        artifacts = os.path.join(kept or states.folder(f"{name}-artifacts"), f"{name}.megacache")
-        folder = states.folder(f"{name}-mega-{uuid.uuid4().hex[:8]}")
-        return compiler_state.env_for(folder), "mega" if os.path.exists(artifacts) else "cold", artifacts
-    if mode not in ("cold", "warm"):
-        return compiler_state.env_for(mode), "dir", None
-    if mode == "warm":
-        folder = states.folder(f"{name}-warm-{uuid.uuid4().hex[:8]}")
-        return compiler_state.env_for(folder), "warm", None
-    folder = states.folder(f"{name}-cold-{uuid.uuid4().hex[:8]}" if every_repeat_cold else name)
-    state = "cold" if compiler_state.is_empty(folder) else "warm"
-    return compiler_state.env_for(folder), state, None
 
 
 def _store(store: Store, result: Result) -> Result:

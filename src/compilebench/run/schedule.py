@@ -1,0 +1,99 @@
+"""Which repeats a sweep measures, and in what order: the cases measured together in one process (one, or an
+interleaved model's variants), what each target still needs (resume: a stored repeat is kept, a crashed one tried
+again), and the units in the order they run, with the compiler-state folder each group's repeats share.
+
+Order: model-major; within a model and batch size, repeat 1 of every variant (under every environment, --env), then
+repeat 2, and so on, so eager and compiled, and one environment and another, alternate and drift over the minutes
+of a sweep hits them alike."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from compilebench.core.case import Case
+from compilebench.core.result import Result
+from compilebench.core.spec import RunSpec
+from compilebench.core.vocab import FAILED, RETRIED, RETRIED_ON_REQUEST
+from compilebench.run.dispatch import Target, Unit
+from compilebench.storage.store import Store
+
+
+def retryable(status: str, retry_failed: bool) -> bool:
+    return status in RETRIED or (retry_failed and status in RETRIED_ON_REQUEST)
+
+
+def groups(cases: list[Case], interleave: bool) -> list[list[Case]]:
+    """The cases measured in one process: each alone, or (--interleave) the variants of one model, batch size and
+    settings together."""
+    if not interleave:
+        return [[c] for c in cases]
+    groups: dict[str, list[Case]] = {}
+    for c in cases:
+        groups.setdefault(c.eager_key(), []).append(c)
+    return list(groups.values())
+
+
+def _blocks(groups: list[list[Case]]) -> list[list[int]]:
+    """Group indexes whose repeats alternate: the variants of one model, batch size and settings, under every
+    environment (--env)."""
+    blocks: dict[str, list[int]] = {}
+    for i, g in enumerate(groups):
+        blocks.setdefault(g[0].eager_key(environment=None), []).append(i)
+    return list(blocks.values())
+
+
+@dataclass
+class Schedule:
+    units: list[Unit]
+    stored: dict[tuple[str, str], Result]  # (case key, resume id) -> the stored result a repeat continues
+    uses: dict[str, int]  # compiler-state folder -> units left that use it
+
+
+def schedule(spec: RunSpec, cases: list[Case], store: Store, targets: list[Target], outcome) -> Schedule:
+    """Every unit still to measure on each target, in the order they run; `outcome` counts what resume skipped."""
+    together = groups(cases, spec.interleave)
+    stored: dict[tuple[str, str], Result] = {}
+    needed = [_needed(spec, together, store, t, stored, outcome) for t in targets]
+    units, uses = [], {}
+    for block in _blocks(together):
+        for i in range(1, spec.repeats + 1):
+            for t, target in enumerate(targets):  # environments (targets of their own) alternate, repeat by repeat
+                for gi in block:
+                    todo = needed[t].get(gi, {}).get(i)
+                    if todo:
+                        units.append(Unit(target, tuple(todo), i, gi))
+                        folder = state_name(together[gi], target)
+                        uses[folder] = uses.get(folder, 0) + 1
+    return Schedule(units, stored, uses)
+
+
+def _needed(spec: RunSpec, groups: list[list[Case]], store: Store, target: Target, stored: dict,
+            outcome) -> dict[int, dict[int, list[Case]]]:
+    """Group -> repeat -> the cases of the group still to measure on the target (those it takes)."""
+    needed: dict[int, dict[int, list[Case]]] = {}
+    for gi, group in enumerate(groups):
+        for case in group:
+            if not target.takes(case):
+                continue
+            latest = None if spec.rerun else store.latest(case.key(), target.resume_id)
+            if latest is not None:
+                stored[(case.key(), target.resume_id)] = latest
+            have = {r.index: r.status for r in (latest.repeats if latest else [])}
+            for i in range(1, spec.repeats + 1):
+                if i not in have:
+                    needed.setdefault(gi, {}).setdefault(i, []).append(case)
+                elif retryable(have[i], spec.retry_failed):
+                    outcome.retried += 1
+                    needed.setdefault(gi, {}).setdefault(i, []).append(case)
+                elif have[i] in FAILED:
+                    outcome.not_retried += 1
+                else:
+                    outcome.done_before += 1
+    return needed
+
+
+def state_name(group: list[Case], target: Target) -> str:
+    """The compiler-state folder of the cases measured together: the same across runs of one sweep's cases (tune
+    measures a configuration again in a later rung, warm)."""
+    return hashlib.sha1(f"{target.resume_id}|{'|'.join(c.key() for c in group)}".encode()).hexdigest()[:16]
