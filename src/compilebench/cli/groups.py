@@ -1,0 +1,177 @@
+"""The option groups of `compilebench run`, one concern each (what to measure, how to compile, model settings, how
+to time, why it is (not) faster, where to run, results), which `shapes` shares in part and `tune` and `report`
+take `--requests` and `--mix` from. Each destination is the name core/spec.asked takes; values are range-checked
+there, here they are only parsed."""
+
+from __future__ import annotations
+
+import argparse
+
+from compilebench import report as reportmod
+from compilebench.core import job as jobmod, settings, spec as specmod, stats, suites, variant as variantmod
+from compilebench.report.view import DEFAULT_REQUESTS
+from compilebench.storage import schema
+from compilebench.zoo import hub
+
+
+def percent(text: str) -> float:
+    """'2%' or '2' -> 0.02."""
+    try:
+        value = float(text.strip().removesuffix("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a percentage such as 2%, got {text!r}") from None
+    return value / 100
+
+
+def what_to_measure(run) -> None:
+    g = run.add_argument_group("what to measure")
+    g.add_argument("--model", nargs="+", action="extend", dest="models", metavar="NAME",
+                   help="zoo short names (`compilebench models`), hub ids or local checkpoint directories")
+    g.add_argument("--suite", default=None, metavar="NAME",
+                   help=f"a named sweep: {', '.join(f'{k} ({v.description})' for k, v in suites.SUITES.items())}. "
+                        f"With no --model and no --suite: {suites.DEFAULT_SUITE}")
+    g.add_argument("--task", default=None, help=f"task of a checkpoint whose config does not say: {', '.join(hub.TASKS)}")
+    g.add_argument("--batch-size", nargs="+", action="extend", type=int, default=None, dest="batch_sizes", metavar="N",
+                   help="batch sizes (default: 1); given twice, both count")
+    g.add_argument("--variant", nargs="+", action="extend", default=None, dest="variants", metavar="V",
+                   help=f"eager, torch.compile modes and/or aot-inductor (exported and packaged ahead of time): "
+                        f"{', '.join(variantmod.VARIANTS)} (default: eager default)")
+    g.add_argument("--image", default=None, metavar="PATH", help="vision: the photo to preprocess (default: the one shipped)")
+    g.add_argument("--prompt-len", type=int, default=None, metavar="L",
+                   help="text generation: prompt tokens (default: the model's, `compilebench models`)")
+    g.add_argument("--new-tokens", type=int, default=settings.DEFAULT_NEW_TOKENS, metavar="K",
+                   help=f"text generation: tokens each generate() call makes (default: {settings.DEFAULT_NEW_TOKENS})")
+    g.add_argument("--weights", default=settings.default("weights"),
+                   help="random (offline, default) or pretrained (from_pretrained)")
+    g.add_argument("--tiny", action="store_true",
+                   help="build each model from a tiny config of the same architecture (a smoke test; not comparable)")
+
+
+def how_to_compile(run) -> None:
+    g = run.add_argument_group("how to compile")
+    g.add_argument("--backend", default="inductor", help="torch.compile backend (default: inductor)")
+    g.add_argument("--fullgraph", action="store_true", help="compile with fullgraph=True: a graph break is an error")
+    g.add_argument("--dynamic", action=argparse.BooleanOptionalAction, default=None,
+                   help="compile with dynamic=True/False (default: torch's automatic dynamic shapes)")
+    g.add_argument("--inductor-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="an inductor config option for the compiled variants, e.g. freezing=True (repeatable)")
+    g.add_argument("--freezing", action="store_true", help="shorthand for --inductor-option freezing=True")
+    g.add_argument("--compile-scope", default=None, metavar="SCOPE",
+                   help="model (default: torch.compile of the whole model) or regions (each repeated block compiled "
+                        "alone, so identical blocks share one graph: the model's own list of repeated layers, or "
+                        "--region)")
+    g.add_argument("--region", nargs="+", action="extend", default=[], dest="regions", metavar="CLASS",
+                   help="the block class(es) --compile-scope regions compiles, e.g. LlamaDecoderLayer (implies it)")
+    g.add_argument("--compile-cache", default=settings.default("compile_cache"), metavar="MODE",
+                   help="cold (default: a private, empty compiler state per case; its later repeats start from what "
+                        "the first left, recorded as warm), warm (compiled once first, then timed from the on-disk "
+                        "cache) or a directory kept across runs")
+
+
+def model_settings(run) -> None:
+    g = run.add_argument_group("model settings")
+    g.add_argument("--dtype", default=settings.default("dtype"), help=f"model dtype: {', '.join(settings.DTYPES)} (the model is cast)")
+    g.add_argument("--autocast", action="store_true",
+                   help="keep the model float32 and run it under torch.autocast(--dtype) instead of casting it")
+    g.add_argument("--channels-last", action="store_true", help="model and image inputs in channels-last memory format")
+    g.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=None,
+                   help="allow TF32 matmuls and convolutions, or not (default: torch's setting, recorded)")
+    g.add_argument("--attn", default=None, help=f"attention implementation: {', '.join(settings.ATTNS)} (default: the model's)")
+
+
+def how_to_time(run) -> None:
+    g = run.add_argument_group("how to time")
+    g.add_argument("--repeats", type=int, default=specmod.DEFAULT_REPEATS, metavar="R",
+                   help=f"fresh worker processes per case (default: {specmod.DEFAULT_REPEATS}); intervals and verdicts "
+                        "come from the per-process means. A larger R on a stored sweep adds the missing repeats")
+    g.add_argument("--iters", type=int, default=None,
+                   help=f"timed calls per repeat (default: {jobmod.DEFAULT_ITERS}, as the guide; generation: "
+                        f"{jobmod.DEFAULT_GENERATION_ITERS} generate() calls)")
+    g.add_argument("--warmup", type=int, default=None,
+                   help=f"warm-up calls after the first call (default: {jobmod.DEFAULT_WARMUP}; "
+                        f"at least {jobmod.MIN_WARMUP_CUDAGRAPHS} for CUDA-graph modes)")
+    g.add_argument("--warmup-time", type=float, default=None, dest="warmup_s", metavar="S",
+                   help=f"warm-up goes on until S seconds have passed too (default: {jobmod.DEFAULT_GPU_WARMUP_S:g} on a "
+                        "GPU, so even a 3 ms model reaches steady clocks; 0 on a CPU)")
+    g.add_argument("--sync-each-call", action="store_true",
+                   help="time each call to completion: a request's latency, host launch overhead included (default: "
+                        "the pipelined loop, calls queued back to back and one synchronize at the end: throughput-style). "
+                        "Part of the case; on a CPU both are the same")
+    g.add_argument("--max-time", type=float, default=None, dest="max_time_s", metavar="S",
+                   help="time budget of one repeat's timed loop, in seconds; the real N is recorded")
+    g.add_argument("--min-iters", type=int, default=None, metavar="N",
+                   help=f"no budget ends a timed loop before N calls (default: {jobmod.DEFAULT_MIN_ITERS}, or --iters "
+                        "if fewer)")
+    g.add_argument("--first-calls", type=int, default=jobmod.DEFAULT_FIRST_CALLS, metavar="K",
+                   help=f"text generation: generate() calls timed one by one before the steady state (default: "
+                        f"{jobmod.DEFAULT_FIRST_CALLS}): where compiling stops costing anything")
+    g.add_argument("--interleave", action="store_true",
+                   help="time the variants of each model and batch in one process per repeat, alternating blocks of "
+                        "10 calls, so drift hits them alike and speed-ups pair up per process")
+    g.add_argument("--min-effect", type=percent, default=stats.DEFAULT_MIN_EFFECT, metavar="P",
+                   help="the smallest speed-up worth acting on: faster/slower need the whole 95%% interval beyond it, "
+                        "same needs it inside (default: 2%%)")
+    g.add_argument("--timeout", type=float, default=specmod.DEFAULT_TIMEOUT_S, dest="timeout_s", metavar="S",
+                   help="kill a case after this many seconds (process isolation; default: 3600)")
+
+
+def why_it_is(run) -> None:
+    g = run.add_argument_group("why it is (not) faster")
+    g.add_argument("--profile", action="store_true",
+                   help="after each case's timed loop, profile a few more calls with torch.profiler: a Chrome trace "
+                        "beside the results file and, in the report, where the time goes (never inside the timed loop)")
+    g.add_argument("--compile-trace", action="store_true",
+                   help="keep each compiled case's TORCH_TRACE log beside the results file, and the HTML tlparse "
+                        "makes of it when tlparse is installed (pip install tlparse)")
+
+
+def where_to_run(run) -> None:
+    g = run.add_argument_group("where to run")
+    g.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available, else cpu)")
+    g.add_argument("--isolation", default="process",
+                   help="process (default: a fresh process and private compiler state per repeat) or inline")
+    g.add_argument("--executor", default="local",
+                   help="local (default: this machine, one case per device at a time) or ray (a Ray cluster)")
+    g.add_argument("--gpus", default=None, metavar="LIST",
+                   help="local GPUs to use at once, one case on each: 0,1,2,3 or all (default: one device)")
+    g.add_argument("--ray-address", default=None, metavar="ADDR",
+                   help="Ray cluster to join (default: RAY_ADDRESS, or a local one started for the sweep)")
+    g.add_argument("--accelerator-type", default=None, metavar="TYPES",
+                   help="Ray GPU types to run the whole matrix on, each: H100,A100 or all (default: any GPU)")
+    g.add_argument("--env", action="append", default=[], metavar="NAME=PATH",
+                   help="measure every case under this environment: PATH a Python interpreter or a virtual "
+                        "environment's folder (another torch, say). Repeatable: each case is measured under every one "
+                        "named (and no other), repeats alternating between them")
+    g.add_argument("--env-set", nargs=2, action="append", default=[], metavar=("NAME", "KEY=VALUE"),
+                   help="an environment variable for one --env environment's workers only (repeatable)")
+    g.add_argument("--cpus-per-case", type=int, default=None, metavar="N",
+                   help="CPUs a Ray task reserves, and threads its case runs (default: a node's CPUs per GPU; a "
+                        "whole node for CPU cases)")
+
+
+def requests(g) -> None:
+    g.add_argument("--requests", type=int, default=DEFAULT_REQUESTS, metavar="N",
+                   help="the requests one process serves: the start-up view recommends the fastest start that pays "
+                        "for itself within them, and the shapes view times serving them of the --mix (default: "
+                        f"{DEFAULT_REQUESTS:,})")
+
+
+def mix(g) -> None:
+    g.add_argument("--mix", default=None, metavar="SHAPE:WEIGHT,...",
+                   help="shapes results: the requests' shares of the shapes served, e.g. 1:50,4:30,16:20 (default: "
+                        "uniform)")
+
+
+def results(run) -> None:
+    g = run.add_argument_group("results")
+    g.add_argument("--db", default=schema.DEFAULT_PATH, help=f"results file (default: {schema.DEFAULT_PATH})")
+    g.add_argument("--rerun", action="store_true", help="measure cases again even if the results file has them")
+    g.add_argument("--retry-failed", action="store_true",
+                   help="on resume, measure again the repeats that failed with error or oom too (crashed and timed "
+                        "out ones are always tried again)")
+    g.add_argument("--quiet", action="store_true", help="no progress bar or per-case messages")
+    g.add_argument("--out", default=None, metavar="DIR",
+                   help="where the report of this run goes (default: a report/ folder beside --db)")
+    g.add_argument("--format", default=",".join(reportmod.FORMATS),
+                   help=f"report formats, comma-separated: {','.join(reportmod.FORMATS)} (default: all)")
+    requests(g)
