@@ -129,6 +129,36 @@ def warm_up(fn: Callable[[], object], calls: int, clock: HostClock, min_s: float
     return made, clock.now_ns() - t0
 
 
+class _Loop:
+    """What every timed loop does around its calls, in one place: the conditions watched from its first call to its
+    last (nothing else of ours runs meanwhile), the graphs compiled before and after (a recompile inside voids the
+    numbers), the time budget (never before `floor` calls), and the wall clock at both ends. `scale`: callables
+    sharing the loop, each with a budget of its own."""
+
+    def __init__(self, clock: HostClock, iters: int, min_iters: int, max_time_s: float | None,
+                 graph_count: Callable[[], int] | None, watch: Watch | None, scale: int = 1):
+        self.clock, self.floor = clock, min(min_iters, iters)
+        self.budget_ns = None if max_time_s is None else int(max_time_s * 1e9) * scale
+        self.graph_count, self.watch = graph_count, watch or NoWatch()
+
+    def __enter__(self) -> _Loop:
+        self.graphs_before = self.graph_count() if self.graph_count else None
+        self.watch.start()
+        self.started_at = time.time()
+        self.start_ns = self.clock.now_ns()
+        return self
+
+    def spent(self, done: int) -> bool:
+        """Whether the budget ends the loop now, `done` calls in (each callable's fewest)."""
+        return self.budget_ns is not None and done >= self.floor and self.clock.now_ns() - self.start_ns >= self.budget_ns
+
+    def __exit__(self, *exc) -> None:
+        if exc[0] is None:
+            self.ended_at = time.time()
+            self.conditions = self.watch.stop()
+            self.recompiles = self.graph_count() - self.graphs_before if self.graph_count else None
+
+
 def measure(
     fn: Callable[[], object],
     *,
@@ -155,29 +185,20 @@ def measure(
     before_timing()
 
     on_phase("timing")
-    watch = watch or NoWatch()
-    graphs_before = graph_count() if graph_count else None
-    budget_ns = None if max_time_s is None else int(max_time_s * 1e9)
-    floor = min(min_iters, iters)
     rec = clock.recorder(iters, sync_each_call)
     n = 0
-    watch.start()
-    started_at = time.time()
-    loop_start = clock.now_ns()
-    while n < iters:
-        rec.start(n)
-        fn()
-        rec.stop(n)
-        n += 1
-        if budget_ns is not None and n >= floor and clock.now_ns() - loop_start >= budget_ns:
-            break
-    clock.sync()
-    loop_wall_ns = clock.now_ns() - loop_start
-    ended_at = time.time()
-    conditions = watch.stop()
-    recompiles = graph_count() - graphs_before if graph_count else None
-    return Measurement(first_ns, warmup, warmup_ns, iters, floor, rec.samples_ns(n), loop_wall_ns, n < iters,
-                       recompiles, started_at, ended_at, conditions)
+    with _Loop(clock, iters, min_iters, max_time_s, graph_count, watch) as loop:
+        while n < iters:
+            rec.start(n)
+            fn()
+            rec.stop(n)
+            n += 1
+            if loop.spent(n):
+                break
+        clock.sync()
+        loop_wall_ns = clock.now_ns() - loop.start_ns
+    return Measurement(first_ns, warmup, warmup_ns, iters, loop.floor, rec.samples_ns(n), loop_wall_ns, n < iters,
+                       loop.recompiles, loop.started_at, loop.ended_at, loop.conditions)
 
 
 def measure_interleaved(
@@ -211,29 +232,19 @@ def measure_interleaved(
     before_timing()
 
     on_phase("timing (interleaved)")
-    watch = watch or NoWatch()
-    graphs_before = graph_count() if graph_count else None
-    budget_ns = None if max_time_s is None else int(max_time_s * 1e9) * len(fns)
-    floor = min(min_iters, iters)
     recorders = {name: clock.recorder(iters, sync_each_call) for name in fns}
     done = dict.fromkeys(fns, 0)
     wall = dict.fromkeys(fns, 0)
-    watch.start()
-    started_at = time.time()
-    loop_start = clock.now_ns()
-    while min(done.values()) < iters:
-        if budget_ns is not None and min(done.values()) >= floor and clock.now_ns() - loop_start >= budget_ns:
-            break
-        for name, fn in fns.items():
-            n = done[name]
-            done[name] = min(iters, n + block)
-            wall[name] += _timed_block(fn, recorders[name], range(n, done[name]), clock)
-    ended_at = time.time()
-    conditions = watch.stop()
-    recompiles = graph_count() - graphs_before if graph_count else None
+    with _Loop(clock, iters, min_iters, max_time_s, graph_count, watch, scale=len(fns)) as loop:
+        while min(done.values()) < iters and not loop.spent(min(done.values())):
+            for name, fn in fns.items():
+                n = done[name]
+                done[name] = min(iters, n + block)
+                wall[name] += _timed_block(fn, recorders[name], range(n, done[name]), clock)
     return {
-        name: Measurement(first[name], *warmed[name], iters, floor, recorders[name].samples_ns(done[name]), wall[name],
-                          done[name] < iters, recompiles, started_at, ended_at, conditions)
+        name: Measurement(first[name], *warmed[name], iters, loop.floor, recorders[name].samples_ns(done[name]),
+                          wall[name], done[name] < iters, loop.recompiles, loop.started_at, loop.ended_at,
+                          loop.conditions)
         for name in fns
     }
 
@@ -313,24 +324,16 @@ def measure_generation(
     before_timing()
 
     on_phase("timing")
-    watch = watch or NoWatch()
-    graphs_before = graph_count() if graph_count else None
-    budget_ns = None if max_time_s is None else int(max_time_s * 1e9) * len(calls)
-    floor = min(min_iters, iters)
     steady: dict[str, list[CallTiming]] = {name: [] for name in calls}
     wall = dict.fromkeys(calls, 0)
-    watch.start()
-    started_at = time.time()
-    loop_start = clock.now_ns()
-    while min(len(v) for v in steady.values()) < iters:
-        for name, call in calls.items():
-            t = timed(call)
-            steady[name].append(t)
-            wall[name] += t.total_ns
-        if budget_ns is not None and min(len(v) for v in steady.values()) >= floor and clock.now_ns() - loop_start >= budget_ns:
-            break
-    ended_at = time.time()
-    conditions = watch.stop()
-    recompiles = graph_count() - graphs_before if graph_count else None
-    return {name: GenerationMeasurement(firsts[name], steady[name], iters, floor, wall[name], len(steady[name]) < iters,
-                                        recompiles, started_at, ended_at, conditions) for name in calls}
+    with _Loop(clock, iters, min_iters, max_time_s, graph_count, watch, scale=len(calls)) as loop:
+        while min(len(v) for v in steady.values()) < iters:
+            for name, call in calls.items():
+                t = timed(call)
+                steady[name].append(t)
+                wall[name] += t.total_ns
+            if loop.spent(min(len(v) for v in steady.values())):
+                break
+    return {name: GenerationMeasurement(firsts[name], steady[name], iters, loop.floor, wall[name],
+                                        len(steady[name]) < iters, loop.recompiles, loop.started_at, loop.ended_at,
+                                        loop.conditions) for name in calls}
