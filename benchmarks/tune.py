@@ -36,8 +36,8 @@ def main() -> None:
     from compilebench.run import plan
     from compilebench.storage import store as storemod
 
-    prepared = plan.prepare(specmod.RunSpec(models=(args.model,), batch_sizes=(args.batch_size,), device="cpu",
-                                            model_size="tiny" if args.tiny else "full"))
+    prepared = plan.prepare(specmod.asked(models=(args.model,), batch_sizes=(args.batch_size,), device="cpu",
+                                          model_size="tiny" if args.tiny else "full"))
     spec, (target,) = prepared.spec, prepared.targets
     base = prepared.cases[0]
     configs = tune.space("cpu", vision=prepared.models[args.model].kind == "vision")

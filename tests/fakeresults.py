@@ -9,7 +9,8 @@ import uuid
 
 from compilebench.core import stats
 from compilebench.core.case import Case
-from compilebench.core.result import Repeat, Result
+from compilebench.core.repeat import Repeat
+from compilebench.core.result import Result
 from compilebench.core.variant import Variant
 from compilebench.storage.store import Store
 from compilebench.zoo import REGISTRY

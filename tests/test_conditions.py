@@ -231,7 +231,8 @@ def test_missing_or_unreadable_counters_say_why_and_give_no_figure(tmp_path):
 
 def test_the_cpu_energy_per_call_reaches_the_repeat_and_the_result():
     from compilebench.core.case import Case
-    from compilebench.core.result import Repeat, Result
+    from compilebench.core.repeat import Repeat
+    from compilebench.core.result import Result
     from compilebench.core.variant import Variant
     from compilebench.measure import recording
 

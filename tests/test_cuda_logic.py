@@ -11,7 +11,7 @@ from compilebench.core import machine
 from compilebench.core.case import Case
 from compilebench.core.errors import UserError
 from compilebench.core.job import TimingPolicy
-from compilebench.core.result import Repeat
+from compilebench.core.repeat import Repeat
 from compilebench.core.variant import Variant
 from compilebench.measure import fingerprint, invariants, recording, timing
 

@@ -279,7 +279,8 @@ def test_11_a_result_with_fields_this_version_does_not_know_is_reported_and_kept
     (row,) = json.loads((tmp_path / "out" / "results.json").read_text())
     assert row["energy_joules"] == 2.5
     # a run that adds a repeat to such a result keeps what it did not understand
-    from compilebench.core.result import Repeat, Result
+    from compilebench.core.repeat import Repeat
+    from compilebench.core.result import Result
     from compilebench.storage.store import Store
 
     with Store.open(str(tmp_path / "r.db")) as store:

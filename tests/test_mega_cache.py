@@ -9,7 +9,8 @@ from tiny_factories import make_inputs, make_stacked
 import compilebench
 from compilebench.core import settings
 from compilebench.core.case import Case
-from compilebench.core.result import Repeat, Result
+from compilebench.core.repeat import Repeat
+from compilebench.core.result import Result
 from compilebench.core.variant import Variant
 from compilebench.measure import compiler_state
 

@@ -7,7 +7,7 @@ from tiny_factories import make_inputs, make_stacked, make_widening
 
 import compilebench
 from compilebench.core.case import Case, key_of
-from compilebench.core.result import Repeat
+from compilebench.core.repeat import Repeat
 from compilebench.core.spec import RunSpec
 from compilebench.core.variant import Variant
 from compilebench.core.vocab import RECOMPILE_LIMIT

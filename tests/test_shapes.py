@@ -14,7 +14,8 @@ import compilebench
 from compilebench.core import traffic
 from compilebench.core.case import Case
 from compilebench.core.errors import UserError
-from compilebench.core.result import Repeat, Result
+from compilebench.core.repeat import Repeat
+from compilebench.core.result import Result
 from compilebench.core.spec import RunSpec
 from compilebench.core.variant import Variant
 from compilebench.measure import serving

@@ -6,7 +6,7 @@ import pytest
 from fakeresults import CPU, result
 
 from compilebench.core.case import Case
-from compilebench.core.result import Repeat
+from compilebench.core.repeat import Repeat
 from compilebench.core.variant import Variant
 from compilebench.measure import recording
 from compilebench.report import start

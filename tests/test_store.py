@@ -10,7 +10,8 @@ import pytest
 
 from compilebench.core.case import Case
 from compilebench.core.errors import SchemaError, UserError
-from compilebench.core.result import Repeat, Result
+from compilebench.core.repeat import Repeat
+from compilebench.core.result import Result
 from compilebench.core.variant import Variant
 from compilebench.storage.schema import SCHEMA_VERSION
 from compilebench.storage.store import Store

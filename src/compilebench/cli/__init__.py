@@ -1,6 +1,8 @@
 """The command line. `main` reads like the architecture: parse, then hand over to the command, which validates
 its input once, runs, stores and reports. A UserError is one line and exit 2; any other exception is a bug and
-keeps its traceback. Ctrl-C or SIGTERM is one line, with the command that resumes where anything is stored."""
+keeps its traceback. Ctrl-C or SIGTERM is one line, with the command that resumes where anything is stored.
+
+On top of everything with the Python API (api.py): it may import any layer, and nothing imports it."""
 
 from __future__ import annotations
 

@@ -10,7 +10,8 @@ import os
 
 from compilebench.core.case import Case
 from compilebench.core.job import Job
-from compilebench.core.result import Repeat, Result
+from compilebench.core.repeat import Repeat
+from compilebench.core.result import Result
 from compilebench.diagnostics import bandwidth, profiling
 from compilebench.measure import aot_inductor, compiler, correctness, timing
 from compilebench.measure.recording import Recorder, record, record_aot, record_check, record_profiles

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from compilebench.core.case import Case
 from compilebench.core.job import Job
-from compilebench.core.result import Repeat, Result
+from compilebench.core.repeat import Repeat
+from compilebench.core.result import Result
 from compilebench.diagnostics import bandwidth, profiling
 from compilebench.measure import compiler, correctness, timing
 from compilebench.measure.recording import Recorder, record_check, record_loop, record_profiles

@@ -8,7 +8,7 @@ import os
 import resource
 from typing import Callable
 
-from compilebench.core.result import Repeat
+from compilebench.core.repeat import Repeat
 from compilebench.core.vocab import CLOCK, CUDAGRAPHS_SKIPPED, RECOMPILE_LIMIT
 from compilebench.diagnostics import profiling, traces
 from compilebench.measure import conditions, fingerprint, invariants, timing

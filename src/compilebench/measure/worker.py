@@ -24,7 +24,8 @@ from compilebench import zoo
 from compilebench.core import environment as environmentmod, machine
 from compilebench.core.case import Case
 from compilebench.core.job import Job
-from compilebench.core.result import Repeat, Result
+from compilebench.core.repeat import Repeat
+from compilebench.core.result import Result
 from compilebench.diagnostics import bandwidth, traces
 from compilebench.measure import compiler, compiler_state, conditions, fingerprint, invariants, recording, timing
 

@@ -1,7 +1,11 @@
 """Reports from results alone: markdown and HTML (tables and charts), CSV and JSON (one flat row per result).
 
 `write()` renders into a scratch folder inside the output folder and moves each finished file into place, so
-an interrupted report leaves the previous files whole."""
+an interrupted report leaves the previous files whole.
+
+Owns the View (view.py: groups, cells and speed-ups, built once) and everything drawn from it, and `compare` and
+`check`. Imports core, storage (to read results files) and diagnostics; never run, measure or zoo: no torch, no
+GPU, nothing that runs a case."""
 
 from __future__ import annotations
 

@@ -13,7 +13,8 @@ from packaging.version import InvalidVersion, Version
 from compilebench.core import suites
 from compilebench.core.errors import UserError
 from compilebench.core.machine import hardware_name
-from compilebench.core.result import Repeat, Result
+from compilebench.core.repeat import Repeat
+from compilebench.core.result import Result
 from compilebench.core.variant import Variant
 from compilebench.diagnostics import peaks
 from compilebench.storage.store import Store

@@ -21,7 +21,8 @@ from typing import Callable
 
 from compilebench.core.environment import Environment
 from compilebench.core.job import Job
-from compilebench.core.result import Repeat, Result
+from compilebench.core.repeat import Repeat
+from compilebench.core.result import Result
 from compilebench.run import interpreters, launcher
 
 LOG_TAIL_CHARS = 4000

@@ -4,7 +4,9 @@ the causal LMs measured by generation.
 Extra models (your own, or the fault-injecting ones the tests use) come from modules named in the
 COMPILEBENCH_PLUGINS environment variable (comma-separated); each calls register(). Worker processes
 inherit the variable, so a plugin model runs under process isolation too. Plugins load on the first lookup
-(get() or models()), so commands that never build a model (report, compare) never import them."""
+(get() or models()), so commands that never build a model (report, compare) never import them.
+
+Imports core alone (and transformers, inside each build); the workers and the run's preparation read it."""
 
 from __future__ import annotations
 
