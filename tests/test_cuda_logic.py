@@ -14,6 +14,7 @@ from compilebench.core.job import TimingPolicy
 from compilebench.core.repeat import Repeat
 from compilebench.core.variant import Variant
 from compilebench.measure import fingerprint, invariants, recording, timing
+from compilebench.run import devices
 
 
 class SyncCountingClock(FakeClock):
@@ -210,7 +211,7 @@ def test_sync_each_call_is_a_setting_of_the_case_and_of_its_key():
 
 
 def test_the_worker_refuses_a_gpu_other_than_the_one_locked_for_it(monkeypatch):
-    from compilebench.measure import fingerprint, worker
+    from compilebench.measure import worker
 
     monkeypatch.setattr(torch.cuda, "set_device", lambda device: None)
     monkeypatch.setattr(fingerprint, "collect", lambda device: {"device": device, "gpu_uuid": "GPU-2222", "hostname": "h",
@@ -228,7 +229,7 @@ def test_the_worker_refuses_a_gpu_other_than_the_one_locked_for_it(monkeypatch):
 
 
 def test_tf32_selects_the_looser_tolerance_only_where_tf32_ran():
-    from compilebench.measure import correctness, fingerprint
+    from compilebench.measure import correctness
 
     gpu = {"device": "cuda:0", "compute_capability": "8.0", "tf32_matmul": False, "tf32_cudnn": True}
     assert fingerprint.uses_tf32(gpu, "float32")
@@ -245,18 +246,18 @@ def test_tf32_selects_the_looser_tolerance_only_where_tf32_ran():
 def test_default_device_is_cuda_when_available(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
-    assert fingerprint.resolve_device(None) == "cuda:0"
-    assert fingerprint.resolve_device("cuda") == "cuda:0"
-    assert fingerprint.resolve_device("cuda:1") == "cuda:1"
+    assert devices.resolve_device(None) == "cuda:0"
+    assert devices.resolve_device("cuda") == "cuda:0"
+    assert devices.resolve_device("cuda:1") == "cuda:1"
     with pytest.raises(UserError, match=r"has 2 CUDA device\(s\) \(allowed: cuda:0..cuda:1\)"):
-        fingerprint.resolve_device("cuda:2")
+        devices.resolve_device("cuda:2")
 
 
 def test_default_device_is_cpu_without_cuda(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    assert fingerprint.resolve_device(None) == "cpu"
+    assert devices.resolve_device(None) == "cpu"
     with pytest.raises(UserError, match="CUDA is not available"):
-        fingerprint.resolve_device("cuda:0")
+        devices.resolve_device("cuda:0")
 
 
 @pytest.mark.parametrize(

@@ -309,16 +309,16 @@ def test_a_worker_dies_with_the_process_that_started_it(tmp_path):
 
 
 def test_gpu_lists_parse_or_say_what_is_allowed():
-    assert fingerprint.parse_gpus("all", 4) == [0, 1, 2, 3]
-    assert fingerprint.parse_gpus("0,2", 4) == [0, 2]
+    assert devices.parse_gpus("all", 4) == [0, 1, 2, 3]
+    assert devices.parse_gpus("0,2", 4) == [0, 2]
     for text, message in [("0,4", "no CUDA device 4 here (allowed: 0..3 or all)"),
                           ("a,b", "expected GPU indices separated by commas"),
                           ("1,1", "listed twice")]:
         with pytest.raises(UserError, match=message.replace("(", r"\(").replace(")", r"\)")):
-            fingerprint.parse_gpus(text, 4)
+            devices.parse_gpus(text, 4)
     with pytest.raises(UserError, match="GPUs of different types"):
-        fingerprint.check_one_type({0: "NVIDIA A100-SXM4-80GB", 1: "Tesla T4"}, "0,1")
-    fingerprint.check_one_type({0: "NVIDIA H100 80GB HBM3", 1: "NVIDIA H100 80GB HBM3"}, "0,1")
+        devices.check_one_type({0: "NVIDIA A100-SXM4-80GB", 1: "Tesla T4"}, "0,1")
+    devices.check_one_type({0: "NVIDIA H100 80GB HBM3", 1: "NVIDIA H100 80GB HBM3"}, "0,1")
 
 
 @pytest.mark.parametrize("args, message", [

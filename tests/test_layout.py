@@ -4,6 +4,7 @@ source: the top of the package stays small, every module has one job (under 350 
 subpackage says what it owns, and every speed-up a report shows comes from its view."""
 
 import ast
+import importlib
 import os
 import pathlib
 import shutil
@@ -72,3 +73,11 @@ def test_every_speed_up_a_report_shows_comes_from_its_view():
     (compare.py and check.py hold two files against each other, which share no view)."""
     callers = sorted(p.name for p in (PACKAGE / "report").glob("*.py") if "speedups.speedup(" in p.read_text())
     assert callers == ["check.py", "compare.py", "view.py"]
+
+
+@pytest.mark.parametrize("name", [".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
+                                  for p in _modules() if p.name != "__main__.py"])
+def test_every_module_imports(name):
+    """What only a slow test or a real GPU would run (Ray, the launcher's child, the device probe) still imports: a
+    name a module takes from another exists there."""
+    importlib.import_module(name)

@@ -247,23 +247,6 @@ def backends() -> list[str]:
     return sorted(torch._dynamo.list_backends(exclude_tags=()))
 
 
-def parse_option(text: str) -> tuple[str, object]:
-    """KEY=VALUE with the value read as a bool, int, float or string, as written."""
-    key, sep, raw = text.partition("=")
-    if not sep or not key.strip():
-        raise UserError(f"--inductor-option {text!r}: expected KEY=VALUE, such as freezing=True")
-    value = raw.strip()
-    lowered = value.lower()
-    if lowered in ("true", "false"):
-        return key.strip(), lowered == "true"
-    for kind in (int, float):
-        try:
-            return key.strip(), kind(value)
-        except ValueError:
-            pass
-    return key.strip(), value
-
-
 def check_options(options: tuple[tuple[str, object], ...]) -> None:
     """Each option must name a setting of the installed torch's inductor config, with a value of its type."""
     if not options:

@@ -36,17 +36,72 @@ def _answer(device: str | None, gpus: str | None) -> dict:
     import torch
 
     if gpus is not None:
-        listed = fingerprint.resolve_gpus(gpus)
+        listed = resolve_gpus(gpus)
         resolved = f"cuda:{listed[0]}"
     else:
         listed = []
-        resolved = fingerprint.resolve_device(device)
+        resolved = resolve_device(device)
     ids, cpus = {}, {}
     if resolved.startswith("cuda"):
         for i in listed or [int(resolved.split(":")[1])]:
             ids[i] = fingerprint.gpu_uuid(f"cuda:{i}")
             cpus[i] = local_cpus(torch.cuda.get_device_properties(i))
     return {"device": resolved, "env": fingerprint.collect(resolved), "gpus": listed, "gpu_ids": ids, "gpu_cpus": cpus}
+
+
+def resolve_device(requested: str | None) -> str:
+    """'cuda' when available and nothing was asked; a clear UserError when CUDA is asked for and absent."""
+    import torch
+
+    if requested is None:
+        return "cuda:0" if torch.cuda.is_available() else "cpu"
+    if requested == "cpu":
+        return "cpu"
+    if not torch.cuda.is_available():
+        raise UserError(f"--device {requested}: CUDA is not available on this machine (allowed here: cpu)")
+    index = int(requested.partition(":")[2] or 0)
+    count = torch.cuda.device_count()
+    if index >= count:
+        raise UserError(f"--device {requested}: this machine has {count} CUDA device(s) (allowed: cuda:0..cuda:{count - 1})")
+    return f"cuda:{index}"
+
+
+def parse_gpus(text: str, count: int) -> list[int]:
+    """--gpus: 'all' or comma-separated indices of this machine's `count` CUDA devices."""
+    allowed = f"allowed: 0..{count - 1} or all" if count else "this machine has no CUDA device"
+    if text.strip() == "all":
+        if not count:
+            raise UserError(f"--gpus all: {allowed}")
+        return list(range(count))
+    try:
+        gpus = [int(g) for g in text.split(",")]
+    except ValueError:
+        raise UserError(f"--gpus {text}: expected GPU indices separated by commas, such as 0,1,2,3 ({allowed})") from None
+    bad = [g for g in gpus if not 0 <= g < count]
+    if bad:
+        raise UserError(f"--gpus {text}: no CUDA device {bad[0]} here ({allowed})")
+    if len(set(gpus)) != len(gpus):
+        raise UserError(f"--gpus {text}: a GPU is listed twice; each runs one case at a time")
+    return gpus
+
+
+def check_one_type(names: dict[int, str], text: str) -> None:
+    """A sweep measures each case once here: on GPUs of two types, which one measured it would be chance."""
+    if len(set(names.values())) > 1:
+        listed = ", ".join(f"{g}: {n}" for g, n in names.items())
+        raise UserError(f"--gpus {text}: GPUs of different types ({listed}); list GPUs of one type, and run a "
+                        "sweep per type into the same --db (or --executor ray --accelerator-type all)")
+
+
+def resolve_gpus(text: str) -> list[int]:
+    import torch
+
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if not count:
+        raise UserError(f"--gpus {text}: CUDA is not available on this machine")
+    gpus = parse_gpus(text, count)
+    check_one_type({g: torch.cuda.get_device_name(g) for g in gpus}, text)
+    return gpus
 
 
 def parse_cpulist(text: str) -> list[int]:

@@ -20,8 +20,9 @@ from compilebench.core.job import Job
 from compilebench.core.result import Result
 from compilebench.measure import compiler_state, fingerprint
 from compilebench.run import locks
-from compilebench.run.dispatch import Progress, Target, Unit, gpu_env, gpu_lock
+from compilebench.run.dispatch import Progress, Target, Unit
 from compilebench.run.executors import ProcessExecutor, failure
+from compilebench.run.gpus import gpu_env, gpu_lock
 
 ACCELERATOR_PREFIX = "accelerator_type:"  # Ray's resource label for a node's GPU type
 
