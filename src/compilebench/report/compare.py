@@ -42,19 +42,20 @@ def one_per_case(results: list[Result], name: str, option: str, env_option: str)
     """The newest result of each case, by match key; a UserError where a file holds a case from several machines
     or environments, naming the option that picks one. A shapes result (`compilebench shapes`) has no one latency
     to compare: left out."""
-    out: dict[str, Result] = {}
+    shown = [r for r in data.latest(results) if not r.case.shapes]
+    environments_of: dict[str, set] = {}
     machines: dict[str, set[str]] = {}
-    for r in sorted((r for r in data.latest(results) if not r.case.shapes), key=lambda r: r.created_at):
-        if match_key(r) in out and out[match_key(r)].case.environment != r.case.environment:
-            raise UserError(f"{name} holds the same cases under {len(environments(results))} environments "
-                            f"({', '.join(environments(results))}): pick one with {env_option} NAME")
-        out[match_key(r)] = r
+    for r in shown:
+        environments_of.setdefault(match_key(r), set()).add(r.case.environment)
         machines.setdefault(match_key(r), set()).add(r.machine_id)
+    if any(len(envs) > 1 for envs in environments_of.values()):
+        raise UserError(f"{name} holds the same cases under {len(environments(results))} environments "
+                        f"({', '.join(environments(results))}): pick one with {env_option} NAME")
     several = sorted({m for ms in machines.values() if len(ms) > 1 for m in ms})
     if several:
         raise UserError(f"{name} holds the same cases from {len(several)} machines ({'; '.join(several)}): "
                         f"pick one with {option} TEXT (a part of its machine id or hardware name)")
-    return out
+    return {match_key(r): r for r in data.latest(shown, key=match_key)}
 
 
 def _describe(results: list[Result]) -> str:
