@@ -72,6 +72,51 @@ def test_the_api_runs_a_suite_as_the_command_line_does(monkeypatch):
         compilebench.benchmark()
 
 
+def _asked(monkeypatch) -> list:
+    """The specs and placements benchmark() and shapes() would run, caught before anything runs."""
+    from compilebench import api
+
+    seen = []
+    monkeypatch.setattr(api, "_benchmark", lambda spec, where, *a, **kw: seen.append((spec, where)))
+    return seen
+
+
+def test_the_command_line_and_the_api_ask_for_the_same_run_by_the_same_names(monkeypatch):
+    """One builder (core/spec.asked) for both: the same options give the same RunSpec, and shapes() takes --min-iters
+    as benchmark() does (their copies had drifted: shapes() clamped a --min-iters benchmark() refused)."""
+    from compilebench import cli
+    from compilebench.cli import options, run
+
+    seen = _asked(monkeypatch)
+    argv = ["run", "--model", "resnet-50", "--batch-size", "1", "2", "--iters", "5", "--dtype", "bfloat16",
+            "--inductor-option", "freezing=True", "--fullgraph", "--max-time", "2"]
+    from_cli = run.run_spec(options.parser(cli._commands()).parse_args(argv))
+    compilebench.benchmark("resnet-50", batch_sizes=(1, 2), iters=5, dtype="bfloat16",
+                           inductor_options={"freezing": True}, fullgraph=True, max_time_s=2.0)
+    assert seen[0][0] == from_cli and from_cli.timing.min_iters == 5
+    compilebench.shapes("resnet-50", batch_sizes=(1, 2), iters=3)
+    assert seen[1][0].timing.min_iters == 3 and seen[1][0].timing.warmup == 2  # a shape's default warm-up
+    for call in (compilebench.benchmark, compilebench.shapes):
+        with pytest.raises(UserError, match="--min-iters 5 is more than --iters 3"):
+            call("resnet-50", batch_sizes=(1, 2), iters=3, min_iters=5)
+
+
+def test_the_api_says_where_cases_run_as_the_command_line_does(monkeypatch, tmp_path):
+    """gpus= and executor="ray" are --gpus and --executor ray: the same Placement, refused in the same words."""
+    seen = _asked(monkeypatch)
+    compilebench.benchmark("resnet-50", gpus=[0, 1])
+    compilebench.shapes("resnet-50", batch_sizes=(1, 2), executor="ray", ray_address="auto", cpus_per_case=4)
+    assert seen[0][1].gpus == "0,1" and seen[1][1].executor == "ray" and seen[1][1].cpus_per_case == 4
+    monkeypatch.undo()
+    for kwargs, message in [(dict(gpus="0,1", device="cpu"), "--gpus 0,1 with --device cpu: give one of them"),
+                            (dict(executor="ray", profile=True), "--profile keeps its files on this host"),
+                            (dict(executor="slurm"), "unknown executor 'slurm'"),
+                            (dict(cpus_per_case=2), "--cpus-per-case is for --executor ray")]:
+        with pytest.raises(UserError, match=message):
+            compilebench.benchmark("resnet-50", db=str(tmp_path / "r.db"), **kwargs)
+    assert not (tmp_path / "r.db").exists()
+
+
 @pytest.mark.slow
 def test_a_suite_measured_through_the_api_comes_back_whole(tmp_path):
     results = compilebench.benchmark(suite="quick", model_size="tiny", variants=("eager",), iters=3, warmup=1,
