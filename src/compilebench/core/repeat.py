@@ -127,7 +127,7 @@ class Repeat:
     recompile_limit_hits: int | None = metric(over=most)  # frames dynamo stopped compiling at its recompile limit
     regions: dict = metric(dict, over=found)  # --compile-scope regions: the blocks compiled, by class
     max_abs_err: float | None = metric(over=most, csv=True)
-    max_rel_err: float | None = metric(over=most, csv=True)  # max abs error over the reference's largest magnitude
+    max_rel_err: float | None = metric(over=most, csv=True)  # max abs error over eager's largest magnitude
     agreement: dict = metric(dict, over=least_each)  # task-aware checks: {"top1": 1.0}, {"tokens": 1.0}
     conditions: dict = field(default_factory=dict)  # what else used the machine during the timed loop
     flags: list[str] = field(default_factory=list)  # busy, throttled, noisy

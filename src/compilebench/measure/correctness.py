@@ -1,4 +1,4 @@
-"""Does the compiled model still compute what eager computes? Errors against the eager reference on the same
+"""Does the compiled model still compute what eager computes? Errors against eager's outputs on the same
 input, and a check in the task's own terms: top-1 classes, per-pixel classes, detected classes and boxes.
 
 Tolerances depend on the math the model ran in: a float16 model cannot agree with itself to float32 precision, and
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# Max error relative to the reference's largest magnitude, per math the model computes in.
+# Max error relative to eager's largest magnitude, per math the model computes in.
 REL_TOLERANCE = {"float32": 1e-3, "tf32": 1e-2, "float16": 2e-2, "bfloat16": 5e-2}
 
 
@@ -41,13 +41,13 @@ def snapshot(out) -> dict:
     return {name: t.detach().clone() for name, t in _named(out)}
 
 
-def output_error(reference: dict, actual: dict) -> tuple[float, float]:
-    """Max absolute error, and that error over the reference's largest magnitude (random weights can make
+def output_error(expected: dict, actual: dict) -> tuple[float, float]:
+    """Max absolute error, and that error over eager's largest magnitude (random weights can make
     outputs tiny, e.g. DeepLabV3 logits ~1e-22, where an absolute error says nothing)."""
-    if list(reference) != list(actual):
-        raise RuntimeError(f"compiled model returned outputs {list(actual)}, eager returned {list(reference)}")
+    if list(expected) != list(actual):
+        raise RuntimeError(f"compiled model returned outputs {list(actual)}, eager returned {list(expected)}")
     max_abs, max_ref = 0.0, 0.0
-    for name, r in reference.items():
+    for name, r in expected.items():
         a = actual[name]
         if not (r.is_floating_point() or r.is_complex()):
             max_abs = max(max_abs, float((r != a).any()))  # integer outputs must match exactly
@@ -60,7 +60,7 @@ def output_error(reference: dict, actual: dict) -> tuple[float, float]:
 
 def _argmax_agreement(r, a, dim: int, rel_tolerance: float) -> tuple[float, float]:
     """The fraction of argmax decisions that agree, over all positions and over the decisive ones: where the
-    reference's best beats its second best by more than the tolerance lets an output move (rel_tolerance times
+    eager's best beats its second best by more than the tolerance lets an output move (rel_tolerance times
     the tensor's largest magnitude). Random weights make many near-ties (a
     MaskFormer query per pixel), which float rounding may flip without the model computing anything else."""
     same = r.argmax(dim) == a.argmax(dim)
@@ -72,23 +72,23 @@ def _argmax_agreement(r, a, dim: int, rel_tolerance: float) -> tuple[float, floa
     return float(same.double().mean()), (float((same & decisive).sum()) / n if n else 1.0)
 
 
-def task_agreement(reference: dict, actual: dict, rel_tolerance: float = 0.0) -> dict[str, tuple[float, float]]:
+def task_agreement(expected: dict, actual: dict, rel_tolerance: float = 0.0) -> dict[str, tuple[float, float]]:
     """(all, decisive) agreement per check the outputs allow: `top1` (classification logits [B, C]),
     `pixel_class` (segmentation logits [B, C, H, W]), `class` (detection logits [B, Q, C], or a universal
     segmenter's class_queries_logits), `pixel_query` (masks_queries_logits [B, Q, H, W]), `box` (pred_boxes
     within BOX_TOLERANCE on every coordinate; every box counts as decisive)."""
     out: dict[str, tuple[float, float]] = {}
-    logits = reference.get("logits")
+    logits = expected.get("logits")
     if logits is not None and logits.is_floating_point():
         kind = {2: ("top1", -1), 3: ("class", -1), 4: ("pixel_class", 1)}.get(logits.dim())
         if kind:
             out[kind[0]] = _argmax_agreement(logits, actual["logits"], kind[1], rel_tolerance)
-    if "class_queries_logits" in reference:
-        out["class"] = _argmax_agreement(reference["class_queries_logits"], actual["class_queries_logits"], -1, rel_tolerance)
-    if "masks_queries_logits" in reference:
-        out["pixel_query"] = _argmax_agreement(reference["masks_queries_logits"], actual["masks_queries_logits"], 1, rel_tolerance)
-    if "pred_boxes" in reference:
-        diff = (reference["pred_boxes"].double() - actual["pred_boxes"].double()).abs().amax(-1)
+    if "class_queries_logits" in expected:
+        out["class"] = _argmax_agreement(expected["class_queries_logits"], actual["class_queries_logits"], -1, rel_tolerance)
+    if "masks_queries_logits" in expected:
+        out["pixel_query"] = _argmax_agreement(expected["masks_queries_logits"], actual["masks_queries_logits"], 1, rel_tolerance)
+    if "pred_boxes" in expected:
+        diff = (expected["pred_boxes"].double() - actual["pred_boxes"].double()).abs().amax(-1)
         box = float((diff <= BOX_TOLERANCE).double().mean())
         out["box"] = (box, box)
     return out
@@ -106,12 +106,12 @@ class Verdict:
         return not self.problems
 
 
-def check(reference: dict, actual: dict, compute_dtype: str) -> Verdict:
+def check(expected: dict, actual: dict, compute_dtype: str) -> Verdict:
     """Compare a compiled output with the eager one, within the tolerance of the math the model computes in (a
     dtype, or tf32: math_of)."""
-    max_abs, max_rel = output_error(reference, actual)
+    max_abs, max_rel = output_error(expected, actual)
     tolerance = REL_TOLERANCE[compute_dtype]
-    agreement = task_agreement(reference, actual, tolerance)
+    agreement = task_agreement(expected, actual, tolerance)
     problems = []
     if max_rel > tolerance:
         problems.append(f"max relative error {max_rel:.2e} > {tolerance:.0e} allowed for {compute_dtype}")
@@ -125,26 +125,26 @@ class GenerationVerdict(Verdict):
     first_divergence: int | None = None  # the first new-token position where any sequence differs from eager's
 
 
-def check_generation(ref_tokens, ref_logits: list, tokens, logits: list, compute_dtype: str) -> GenerationVerdict:
+def check_generation(eager_tokens, eager_logits: list, tokens, logits: list, compute_dtype: str) -> GenerationVerdict:
     """Greedy tokens of a variant against eager's, with the logits of each step. Random weights make many
     near-ties between the best two tokens, and float rounding may flip one without the model computing anything
     else; after a flip the sequences differ for good. So: a divergence counts against the variant only where
     eager's best token beat its second by more than the dtype's tolerance lets a logit move (a decisive step);
     the first step's logits must agree within that tolerance; the fraction of identical tokens is recorded."""
     tolerance = REL_TOLERANCE[compute_dtype]
-    same = tokens == ref_tokens  # [batch, new tokens]
+    same = tokens == eager_tokens  # [batch, new tokens]
     agreement = float(same.double().mean())
     differs = (~same).any(0).nonzero()
     first = int(differs[0]) if differs.numel() else None
-    ref0, got0 = ref_logits[0].double(), logits[0].double()
-    max_abs = float((ref0 - got0).abs().max())
-    scale = float(ref0.abs().max()) or 1.0
+    eager0, got0 = eager_logits[0].double(), logits[0].double()
+    max_abs = float((eager0 - got0).abs().max())
+    scale = float(eager0.abs().max()) or 1.0
     max_rel = max_abs / scale
     problems = []
     if max_rel > tolerance:
         problems.append(f"first step's logits: max relative error {max_rel:.2e} > {tolerance:.0e} allowed for {compute_dtype}")
     if first is not None:
-        step = ref_logits[first].double()[~same[:, first]]  # the sequences that flipped there
+        step = eager_logits[first].double()[~same[:, first]]  # the sequences that flipped there
         top2 = step.topk(2, dim=-1).values
         margin = float((top2[:, 0] - top2[:, 1]).min())
         if margin > tolerance * float(step.abs().max()):

@@ -1,7 +1,7 @@
 """The forward-pass timed unit (the guide's vision models): one call of the model on one batch.
 
-Build the model and its inputs, keep one eager output as the reference, time the first call alone (it holds the
-compilation), warm up, time the loop, then check the compiled output against the reference."""
+Build the model and its inputs, keep one eager output as the expected one, time the first call alone (it holds the
+compilation), warm up, time the loop, then check the compiled output against it."""
 
 from __future__ import annotations
 
@@ -109,11 +109,11 @@ def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, 
     enter("build")
     model, inputs = prepare(entry, first)
     compiled = [c for c in cases if c.variant.compiled]
-    reference, counted = None, {}
+    expected, counted = None, {}
     if compiled and (job.check or count_flops):
         enter("eager reference")
-        with _counted(count_flops) as counted:  # the reference call is counted, not repeated
-            reference = correctness.snapshot(model(**inputs))
+        with _counted(count_flops) as counted:  # the eager call is counted, not repeated
+            expected = correctness.snapshot(model(**inputs))
         if first.compile_cache == "warm":
             _warm(model, inputs, compiled, enter)
     recorder = Recorder(first, results[0].env)
@@ -152,7 +152,7 @@ def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, 
 
         def check(fn=fns[r.case.variant.label], rep=rep) -> list[str]:
             output = correctness.snapshot(fn(**inputs))
-            return record_check(rep, correctness.check(reference, output, recorder.math), recorder.math)
+            return record_check(rep, correctness.check(expected, output, recorder.math), recorder.math)
 
         recorder.finish(rep, r.case, m, compile_stats, check if r.case.variant.compiled and job.check else list)
         if r.case.variant.ahead_of_time:

@@ -151,8 +151,8 @@ def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, 
     if check:
         enter("eager reference")
         baseline = _caller(model, input_ids, generation_config(model, new_tokens, None), None)
-        ref_tokens, ref_logits = _tokens_and_logits(baseline, prompt_len)
-        compiler.reset_dynamo()  # the reference compiled nothing, and nothing it did may count
+        eager_tokens, eager_logits = _tokens_and_logits(baseline, prompt_len)
+        compiler.reset_dynamo()  # the eager call compiled nothing, and nothing it did may count
     recorder = Recorder(first, results[0].env)
     calls, regions = _calls(model, input_ids, cases, new_tokens)
     compiled = any(c.variant.compiled for c in cases)
@@ -182,7 +182,7 @@ def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, 
 
         def check_tokens(name=name, rep=rep) -> list[str]:
             tokens, logits = _tokens_and_logits(calls[name], prompt_len)
-            verdict = correctness.check_generation(ref_tokens, ref_logits, tokens, logits, recorder.math)
+            verdict = correctness.check_generation(eager_tokens, eager_logits, tokens, logits, recorder.math)
             rep.generation["first_divergence"] = verdict.first_divergence
             return record_check(rep, verdict, recorder.math)
 

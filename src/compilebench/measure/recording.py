@@ -54,7 +54,7 @@ class Recorder:
     """What a timed unit of either kind (a forward pass, a generate() call) does around its loops and after them:
     peak memory from here on (the steady state's apart from the compile's), the CUDA graphs inductor records while
     the loops run, the math whose tolerance judges outputs, and what every repeat gets besides its loop's own
-    fields. Start it after the reference call (which is not part of any variant's memory)."""
+    fields. Start it after the eager call whose outputs are expected (not part of any variant's memory)."""
 
     def __init__(self, case, env: dict):
         from compilebench.measure import correctness  # imports torch: only inside a worker

@@ -27,11 +27,11 @@ def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, 
     shapes = [traffic.Shape.parse(t) for t in case.shapes]
     enter("build")
     served = (_Text if case.generation else _Vision)(entry, case, shapes)
-    references = {}
+    expected = {}
     if case.variant.compiled and job.check:
         enter("eager reference")
-        references = {s.token: served.reference(s) for s in shapes}
-        compiler.reset_dynamo()  # the references compiled nothing, and nothing they did may count
+        expected = {s.token: served.expected(s) for s in shapes}
+        compiler.reset_dynamo()  # the eager calls compiled nothing, and nothing they did may count
     recorder = Recorder(case, result.env)
     call = served.callable(case.variant)
     iters = policy.iters or (DEFAULT_GENERATION_ITERS if case.generation else traffic.DEFAULT_SHAPE_ITERS)
@@ -56,8 +56,8 @@ def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, 
     def check() -> list[str]:
         problems = []
         for s in shapes:
-            if s.token in references:
-                verdict = served.check(references[s.token], call, s, recorder.math)
+            if s.token in expected:
+                verdict = served.check(expected[s.token], call, s, recorder.math)
                 per_shape[s.token].update(max_rel_err=verdict.max_rel_err, agreement=verdict.agreement,
                                           problems=verdict.problems)
                 problems += [f"{s.words}: {p}" for p in verdict.problems]
@@ -131,7 +131,7 @@ class _Vision:
         self.model = forward.build(entry, case)
         self.inputs = {s.token: forward.inputs_for(entry, case, s.batch, s.image) for s in shapes}
 
-    def reference(self, s: traffic.Shape) -> dict:
+    def expected(self, s: traffic.Shape) -> dict:
         return correctness.snapshot(self.model(**self.inputs[s.token]))
 
     def callable(self, variant):
@@ -148,8 +148,8 @@ class _Vision:
 
         return padded
 
-    def check(self, reference: dict, call, s: traffic.Shape, math: str):
-        return correctness.check(reference, correctness.snapshot(call(s)), math)
+    def check(self, expected: dict, call, s: traffic.Shape, math: str):
+        return correctness.check(expected, correctness.snapshot(call(s)), math)
 
 
 class _Text:
@@ -165,7 +165,7 @@ class _Text:
         self.config = generation.generation_config(self.model, case.new_tokens, None)
         self.shapes = shapes
 
-    def reference(self, s: traffic.Shape):
+    def expected(self, s: traffic.Shape):
         out = self.model.generate(self.prompts[s.token], generation_config=self.config, output_logits=True,
                                   return_dict_in_generate=True)
         return out.sequences[:, -self.case.new_tokens:].clone(), [x.detach().clone() for x in out.logits]
@@ -197,10 +197,10 @@ class _Text:
 
         return call
 
-    def check(self, reference, call, s: traffic.Shape, math: str):
+    def check(self, expected, call, s: traffic.Shape, math: str):
         out = call(s, output_logits=True, return_dict_in_generate=True)
         tokens = out.sequences[:, -self.case.new_tokens:]
-        return correctness.check_generation(reference[0], reference[1], tokens, list(out.logits), math)
+        return correctness.check_generation(expected[0], expected[1], tokens, list(out.logits), math)
 
 
 def _left_padded(ids, length: int, pad_id: int):
