@@ -162,7 +162,7 @@ def _held(info) -> dict[str, int]:
 
 
 def for_job(mode: str, states: StateFolders, name: str,
-                  every_repeat_cold: bool = False) -> tuple[dict[str, str], str, str | None]:
+            every_repeat_cold: bool = False) -> tuple[dict[str, str], str, str | None]:
     """The private compiler state a job starts from, what it is, and (--compile-cache mega) its artifacts file:
     cold (empty), warm (left by an earlier repeat of the same case), dir (the user's --compile-cache DIR) or mega
     (empty, as a new replica's, with the portable artifacts an earlier repeat or run saved: loaded before the

@@ -45,6 +45,16 @@ def latest(results: list[Result], key=lambda r: (r.case_key, r.machine_id)) -> l
     return list(newest.values())
 
 
+def alike(results: list[Result], order=lambda r: r.created_at, **eager_changes) -> list[list[Result]]:
+    """Results that differ only by their variant (and by the settings named in `eager_changes`), on one hardware
+    and torch version, in `order`: a table each of the start-up and shapes views, as the View's groups are the
+    guide's."""
+    split: dict[tuple, list[Result]] = {}
+    for r in sorted(results, key=order):
+        split.setdefault((hardware(r), torch_version(r), r.case.eager_key(**eager_changes)), []).append(r)
+    return list(split.values())
+
+
 def hardware(r: Result) -> str:
     return hardware_name(r.env or {"device": r.case.device})
 

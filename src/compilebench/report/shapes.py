@@ -96,7 +96,7 @@ class Model:
 def models(view) -> list[Model]:
     """Every model that served shapes, grouped as a table: results that differ only by their setting."""
     out = []
-    for rs in view.alike(view.served):
+    for rs in data.alike(view.served):
         newest = data.latest(rs, key=lambda r: r.case.variant)  # the newest result of each setting
         ordered = sorted((Setting(r, _processes(r)) for r in newest), key=lambda s: s.result.case.variant.compiled)
         shapes = [traffic.Shape.parse(t) for t in rs[0].case.shapes]

@@ -116,7 +116,7 @@ class Model:
 def models(view: View) -> list[Model]:
     """Every model whose results hold a start other than no compile's."""
     out = []
-    for rs in view.alike(view.latest, order=lambda r: (r.case.variant.order, r.created_at), compile_cache="cold"):
+    for rs in data.alike(view.latest, order=lambda r: (r.case.variant.order, r.created_at), compile_cache="cold"):
         starts: dict[str, Start] = {}
         # a start measured by two results (a mega-cache run's first repeat starts cold too): the newest of those
         # whose setting is that start's own (--compile-cache cold for a cold start) wins

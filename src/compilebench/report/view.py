@@ -124,14 +124,6 @@ class View:
         """Whether any speed-up asked for so far compared results of different runs (a table's note says so)."""
         return any(s is not None and s.drift is not None for s in self._speedups.values())
 
-    def alike(self, results: list[Result], order=lambda r: r.created_at, **eager_changes) -> list[list[Result]]:
-        """Results that differ only by their variant (and by the settings named in `eager_changes`), on one hardware
-        and torch version, in `order`: a table each of the start-up and shapes views, as `groups` are the guide's."""
-        split: dict[tuple, list[Result]] = {}
-        for r in sorted(results, key=order):
-            split.setdefault((data.hardware(r), data.torch_version(r), r.case.eager_key(**eager_changes)), []).append(r)
-        return list(split.values())
-
     def eager_of(self, r: Result) -> Result | None:
         """The newest eager result of r's case on r's machine: what a compiled (or cached) result is measured
         against in the CSV; None for an eager result."""
