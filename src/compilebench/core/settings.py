@@ -7,7 +7,7 @@ from its declaration:
 - the words a report's column header and `tune` use for it (`words`), or where else the report shows it;
 - its column of the CSV and JSON rows (every field, by its name);
 - which models it applies to (vision or text generation), so `RunSpec.cases` can copy it for each model.
-How to add one: README.md, "Adding a setting"."""
+How to add one: docs/developer.md, "Adding a setting"."""
 
 from __future__ import annotations
 
