@@ -15,7 +15,9 @@ TREE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def cli(*args, tree: str = TREE, cwd: str | None = None, check: bool = True, env: dict | None = None) -> tuple[float, subprocess.CompletedProcess]:
     """`python -m compilebench ARGS` from `tree`'s sources; returns (wall seconds, the finished process)."""
-    environ = {**os.environ, **(env or {}), "PYTHONPATH": os.path.join(tree, "src")}
+    env = dict(env or {})
+    path = os.pathsep.join(filter(None, [os.path.join(tree, "src"), env.pop("PYTHONPATH", None)]))
+    environ = {**os.environ, **env, "PYTHONPATH": path}
     t0 = time.perf_counter()
     p = subprocess.run([sys.executable, "-m", "compilebench", *map(str, args)], cwd=cwd, env=environ,
                        capture_output=True, text=True)

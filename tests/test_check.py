@@ -40,7 +40,8 @@ def test_thirty_percent_slower_is_a_regression_beyond_a_known_drift_but_not_beyo
     assert not [l for l in lines if l.metric == "speed-up over eager"][0].regression  # both sides slowed alike
     lines, moved = check.check(base(), slower)  # no history: the 25% default, which 30% beyond 5% does not clear
     assert moved.value == 0.25 and not any(l.regression for l in lines)
-    assert {l.verdict for l in lines if l.metric == "latency ms"} == {"slower (across runs)"}  # beyond 2%, not 5%
+    # 30% against 25% of drift: the interval's low end, 1.3 / 1.25, is within the 5% margin
+    assert {l.verdict for l in lines if l.metric == "latency ms"} == {"inconclusive (across runs)"}
 
 
 def test_a_lost_speedup_a_failure_and_growth_beyond_the_limits_are_regressions():

@@ -81,9 +81,18 @@ def model_settings(run) -> None:
 
 def how_to_time(run) -> None:
     g = run.add_argument_group("how to time")
-    g.add_argument("--repeats", type=int, default=specmod.DEFAULT_REPEATS, metavar="R",
-                   help=f"fresh worker processes per case (default: {specmod.DEFAULT_REPEATS}); intervals and verdicts "
-                        "come from the per-process means. A larger R on a stored sweep adds the missing repeats")
+    g.add_argument("--repeats", type=int, default=None, metavar="R",
+                   help=f"fresh worker processes per case, measured in rounds across the run (default: "
+                        f"{specmod.DEFAULT_REPEATS}, then more until decided); intervals and verdicts come from the "
+                        "per-process means. R alone: exactly R, a fixed design. A larger R on a stored sweep adds the "
+                        "missing repeats")
+    g.add_argument("--max-repeats", type=int, default=None, metavar="M",
+                   help=f"repeats until decided: a case whose verdict is still inconclusive after R gets more rounds, "
+                        f"two at a time, up to M processes (default: {specmod.DEFAULT_MAX_REPEATS} unless --repeats "
+                        "is given); each look's interval is widened so a false verdict over all looks stays within 5%%")
+    g.add_argument("--extra-time", type=float, default=None, dest="extra_time_s", metavar="S",
+                   help="at most S seconds of those extra rounds (default: half the time the planned repeats took); "
+                        "a case the budget ended undecided says so")
     g.add_argument("--iters", type=int, default=None,
                    help=f"timed calls per repeat (default: {jobmod.DEFAULT_ITERS}, as the guide; generation: "
                         f"{jobmod.DEFAULT_GENERATION_ITERS} generate() calls)")
@@ -110,7 +119,7 @@ def how_to_time(run) -> None:
                         "10 calls, so drift hits them alike and speed-ups pair up per process")
     g.add_argument("--min-effect", type=percent, default=stats.DEFAULT_MIN_EFFECT, metavar="P",
                    help="the smallest speed-up worth acting on: faster/slower need the whole 95%% interval beyond it, "
-                        "same needs it inside (default: 2%%)")
+                        f"same needs it inside (default: {stats.DEFAULT_MIN_EFFECT * 100:g}%%)")
     g.add_argument("--timeout", type=float, default=specmod.DEFAULT_TIMEOUT_S, dest="timeout_s", metavar="S",
                    help="kill a case after this many seconds (process isolation; default: 3600)")
 

@@ -66,7 +66,7 @@ def parser(commands: dict) -> argparse.ArgumentParser:
                       help="use A's results from the machine whose id or hardware name contains TEXT")
     cmp_.add_argument("--machine-b", default=None, metavar="TEXT", help="the same for B")
     cmp_.add_argument("--min-effect", type=groups.percent, default=stats.DEFAULT_MIN_EFFECT, metavar="P",
-                      help="the smallest difference worth calling faster or slower (default: 2%%)")
+                      help=f"the smallest difference worth calling faster or slower (default: {stats.DEFAULT_MIN_EFFECT * 100:g}%%)")
     cmp_.set_defaults(func=commands["compare"])
 
     _check(sub, commands)
@@ -143,7 +143,7 @@ def _tune(sub, commands: dict) -> None:
     tune.add_argument("--db", default=schema.DEFAULT_PATH, help=f"results file (default: {schema.DEFAULT_PATH})")
     tune.add_argument("--tiny", action="store_true", help="a tiny config of the same architecture (a smoke test)")
     tune.add_argument("--min-effect", type=groups.percent, default=stats.DEFAULT_MIN_EFFECT, metavar="P",
-                      help="the smallest speed-up worth acting on (default: 2%%)")
+                      help=f"the smallest speed-up worth acting on (default: {stats.DEFAULT_MIN_EFFECT * 100:g}%%)")
     tune.add_argument("--quiet", action="store_true", help="no progress bar")
     groups.requests(tune)
     groups.mix(tune)
@@ -158,7 +158,7 @@ def _report(sub, commands: dict) -> None:
     rep.add_argument("--format", default=",".join(reportmod.FORMATS),
                      help=f"comma-separated: {','.join(reportmod.FORMATS)} (default: all)")
     rep.add_argument("--min-effect", type=groups.percent, default=stats.DEFAULT_MIN_EFFECT, metavar="P",
-                     help="the smallest speed-up worth calling faster or slower (default: 2%%)")
+                     help=f"the smallest speed-up worth calling faster or slower (default: {stats.DEFAULT_MIN_EFFECT * 100:g}%%)")
     rep.add_argument("--reference", default=None, metavar="NAME",
                      help="set published figures beside yours: guide (the transformers guide's A100, V100 and T4 "
                           "speed-ups)")
@@ -189,7 +189,7 @@ def _check(sub, commands: dict) -> None:
     chk.add_argument("--machine", default=None, metavar="TEXT",
                      help="use the results of the machine whose id or hardware name contains TEXT")
     chk.add_argument("--min-effect", type=groups.percent, default=stats.DEFAULT_MIN_EFFECT, metavar="P",
-                     help="the smallest difference worth calling faster or slower (default: 2%%)")
+                     help=f"the smallest difference worth calling faster or slower (default: {stats.DEFAULT_MIN_EFFECT * 100:g}%%)")
     chk.add_argument("--summary", default=None, metavar="FILE", help="also write the table as markdown (a CI job summary)")
     chk.add_argument("--junit", default=None, metavar="FILE", help="also write JUnit XML, one test case per case and metric")
     chk.set_defaults(func=commands["check"])

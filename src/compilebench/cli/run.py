@@ -9,7 +9,7 @@ from compilebench import report as reportmod
 from compilebench.cli import resume
 from compilebench.cli.reports import default_out, main_file
 from compilebench.core import settings, spec as specmod, variant
-from compilebench.report import details, markdown, tables
+from compilebench.report import details, markdown, stability, tables
 from compilebench.report.view import View
 from compilebench.run import interpreters, plan, sweep
 from compilebench.run.placement import Placement
@@ -50,6 +50,8 @@ def execute(args, spec: specmod.RunSpec, show, check=lambda prepared: None) -> i
     if results:
         view = View(results, prepared.spec.min_effect, args.requests, getattr(args, "mix", None))
         print(show(view))
+        for line in stability.notes(view):
+            print(line)
         written = reportmod.write(view, out_dir, formats, [args.db])
         print(f"report: {main_file(written, out_dir)}", file=sys.stderr)
     print(summary(outcome, args.db), file=sys.stderr)
@@ -74,7 +76,10 @@ def summary(outcome: sweep.SweepOutcome, db: str) -> str:
         parts.append(f"{outcome.held_elsewhere} were measured by another run at the same time")
     if outcome.after_failure:
         parts.append(f"{outcome.after_failure} were not run because an earlier repeat of the case failed")
-    return "; ".join(parts)
+    if outcome.extra:
+        parts.insert(1, f"{outcome.extra} of them in extra rounds, to decide a verdict the planned repeats left "
+                        "inconclusive")
+    return "\n".join(["; ".join(parts), *outcome.undecided])
 
 
 def run_spec(args, **overrides) -> specmod.RunSpec:

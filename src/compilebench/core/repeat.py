@@ -38,6 +38,11 @@ def most(values: list, measured: list, empty):
     return max(known) if known else None
 
 
+def last(values: list, measured: list, empty):
+    """The last repeat's (a later repeat supersedes what an earlier one said)."""
+    return values[-1]
+
+
 def any_of(values: list, measured: list, empty) -> bool:
     return any(values)
 
@@ -81,6 +86,11 @@ class Repeat:
     status: str = "ok"
     process: str = field(default_factory=lambda: uuid.uuid4().hex)  # shared by the variants of an interleaved process
     run: str | None = None  # the run (one command's plan) that measured it: core/drift.py tells runs apart by it
+    # Repeats until decided: the looks at the data its run's design allowed (stats.looks: its verdicts' 5% is split
+    # over them; none or 1: a fixed design, 95%), and why the run stopped adding repeats before the verdict was
+    # decided: "max-repeats" or "time budget" (set on the case's last repeat; None where the data decided it)
+    looks: int | None = metric(over=most, csv=True)
+    undecided_by: str | None = metric(over=last, csv=True)
     message: str | None = None  # one line: why it is not ok
     traceback: str | None = None
     phase: str | None = None  # the phase it was in when it failed

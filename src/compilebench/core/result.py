@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from compilebench.core import stats
 from compilebench.core.case import Case, eager_key_of, key_of
 from compilebench.core.repeat import METRICS, Repeat, derived, empty, utc_now
-from compilebench.core.vocab import FLAGS, MEASURED, SEVERITY
+from compilebench.core.vocab import FLAGS, MEASURED, SEVERITY, UNSTABLE
 
 
 @dataclass
@@ -51,6 +51,8 @@ class Result:
     flags: list[str] = field(default_factory=list)
     generation: dict = field(default_factory=dict)  # new_tokens, batch_size; ttft and per_token as Estimates
     shapes: dict = field(default_factory=dict)  # `compilebench shapes`: per shape, over the repeats (_shapes_summary)
+    # its per-process means in two groups far apart (the machine changed state): each group's mean and when
+    unstable: list[dict] = field(default_factory=list)
 
     def __post_init__(self):
         if isinstance(self.stats, dict):  # as stored
@@ -85,6 +87,9 @@ class Result:
         self.shapes = _shapes_summary(reps)
         if self.shapes:  # its loops' conditions are per shape: every repeat that served them to the end
             self.flags = [f for f in FLAGS if any(f in r.flags for r in reps if r.status in MEASURED)]
+        self.unstable = _unstable(measured)
+        if self.unstable:
+            self.flags.append(UNSTABLE.name)
 
     def _derive_compile(self, reps: list[Repeat]) -> None:
         """Compile seconds cold (the first repeat, from an empty compiler state) and warm (the median of those that
@@ -123,11 +128,19 @@ class Result:
     def process_means(self, metric=None) -> dict[str, float]:
         """One mean per worker process that timed the case to the end, by process id: the unit of independence.
         `metric` picks another per-call series from a repeat (generation: its time to first token or per token)."""
+        return self._means(lambda rep: rep.process or str(rep.index), metric)
+
+    def round_means(self, metric=None) -> dict[tuple[str, int], float]:
+        """The same means by round: (the run, the repeat index). A run measures round i of every case of a model
+        side by side, so another case's mean of the same round can be paired with it."""
+        return self._means(lambda rep: (rep.run, rep.index) if rep.run else None, metric)
+
+    def _means(self, key, metric) -> dict:
         out = {}
         for rep in sorted(self.repeats, key=lambda r: r.index):
             values = (metric(rep) if metric else rep.samples_ms) if rep.status in MEASURED else None
-            if values:
-                out[rep.process or str(rep.index)] = sum(values) / len(values)
+            if values and key(rep) is not None:
+                out[key(rep)] = sum(values) / len(values)
         return out
 
     def to_dict(self) -> dict:
@@ -156,6 +169,18 @@ class Result:
 
 
 _ESTIMATES = ("ttft", "per_token")  # the generation summary's estimates
+
+
+def _unstable(measured: list[Repeat]) -> list[dict]:
+    """The per-process means in two groups far apart (stats.groups): each group's mean (ms), repeats and when
+    they were measured; none where the means are one group."""
+    reps = [r for r in measured if r.samples_ms]
+    means = [sum(r.samples_ms) / len(r.samples_ms) for r in reps]
+    found = stats.groups(means)
+    if not found:
+        return []
+    return [{"mean_ms": stats.estimate([means[i] for i in g])[0], "repeats": sorted(reps[i].index for i in g),
+             "from": min(reps[i].created_at for i in g), "to": max(reps[i].created_at for i in g)} for g in found]
 
 
 def _aot_summary(reps: list[Repeat]) -> dict:

@@ -19,6 +19,9 @@ from compilebench.core.variant import MODES, SCOPES, VARIANTS, Variant
 
 ISOLATIONS = ("process", "inline")
 DEFAULT_REPEATS = 3  # fresh processes per case: the unit of independence
+# Repeats until decided: an undecided case gets rounds up to this many processes (looks at 3, 5 and 7: each at
+# 98.3%). Chosen from benchmarks/decide.py on a 2-core VM: see docs/trust.md.
+DEFAULT_MAX_REPEATS = 7
 DEFAULT_TIMEOUT_S = 3600.0
 MAX_REPEATS = 100
 
@@ -46,6 +49,10 @@ class RunSpec(Settings):
     new_tokens: int = settingsmod.asked("new_tokens")
     timing: TimingPolicy = field(default_factory=TimingPolicy)
     repeats: int = DEFAULT_REPEATS
+    # Repeats until decided: up to this many processes per undecided case (None: `repeats`, a fixed design), its
+    # extra rounds within extra_time_s seconds (None: half the time the planned repeats took)
+    max_repeats: int | None = None
+    extra_time_s: float | None = None
     min_effect: float = stats.DEFAULT_MIN_EFFECT
     timeout_s: float | None = DEFAULT_TIMEOUT_S
     isolation: str = "process"
@@ -67,6 +74,15 @@ class RunSpec(Settings):
         for name in ("models", "batch_sizes", "variants"):
             object.__setattr__(self, name, tuple(dict.fromkeys(getattr(self, name))))
         validate(self)
+
+    @property
+    def most_repeats(self) -> int:
+        return self.max_repeats or self.repeats
+
+    @property
+    def looks(self) -> list[int]:
+        """The processes per case at which the run looks at its verdicts (one look: a fixed design)."""
+        return stats.looks(self.repeats, self.most_repeats)
 
     @property
     def uses_inductor(self) -> bool:
@@ -127,10 +143,14 @@ def asked(*, models=None, suite: str | None = None, batch_sizes=None, variants=N
           fullgraph: bool | None = None, dynamic: bool | None = None, inductor_options=(), compile_scope=None,
           regions=(), iters: int | None = None, warmup: int | None = None, max_time_s: float | None = None,
           min_iters: int | None = None, first_calls: int | None = None, warmup_s: float | None = None,
-          shapes: bool = False, image_sizes=(), prompt_lens=(), dynamic_settings=None, pad_to=(), **rest) -> RunSpec:
+          shapes: bool = False, image_sizes=(), prompt_lens=(), dynamic_settings=None, pad_to=(),
+          repeats: int | None = None, max_repeats: int | None = None, **rest) -> RunSpec:
     """The RunSpec of a run asked for by its options' names (the Python API's keywords; the command line's options
     reach it under the same names). What is not given is the suite's where one is taken (no model and no suite:
-    the quick suite), else the default; `shapes` serves each model's shapes (`compilebench shapes`)."""
+    the quick suite), else the default; `shapes` serves each model's shapes (`compilebench shapes`). Repeats:
+    neither given, 3 and more until decided (up to 7); `repeats` alone, a fixed design of that many."""
+    if max_repeats is None and repeats is None and not shapes:
+        max_repeats = DEFAULT_MAX_REPEATS
     given = suites.fill(suites.choose(suite, models), {
         "models": tuple(models) if models else None, "batch_sizes": batch_sizes, "variants": variants,
         "fullgraph": fullgraph, "warmup": warmup, "max_time_s": max_time_s})
@@ -148,7 +168,7 @@ def asked(*, models=None, suite: str | None = None, batch_sizes=None, variants=N
                   dynamic_settings=tuple(dict.fromkeys(dynamic_settings or traffic.DEFAULT_DYNAMIC))) if shapes else {}
     return RunSpec(models=given.get("models", ()), batch_sizes=tuple(given.get("batch_sizes", (1,))),
                    variants=tuple(given.get("variants", ("eager", "default"))), compile=compiling, timing=timing,
-                   **served, **rest)
+                   repeats=DEFAULT_REPEATS if repeats is None else repeats, max_repeats=max_repeats, **served, **rest)
 
 
 # Every name `asked` takes: its own keywords and the spec's fields (the command line's option destinations and the
@@ -200,6 +220,12 @@ def validate(spec: RunSpec) -> None:
     _validate_timing(spec.timing)
     _seconds("--timeout", spec.timeout_s)
     _integer("--repeats", spec.repeats, 1, MAX_REPEATS)
+    if spec.max_repeats is not None:
+        _integer("--max-repeats", spec.max_repeats, 1, MAX_REPEATS)
+        if spec.max_repeats < spec.repeats:
+            raise UserError(f"--max-repeats {spec.max_repeats} is fewer than --repeats {spec.repeats}: the most "
+                            "processes per case cannot be fewer than those planned")
+    _seconds("--extra-time", spec.extra_time_s)
     stats.check_min_effect(spec.min_effect)
     _integer("--new-tokens", spec.new_tokens, 1)  # a run always says how many tokens its generation cases make
     if spec.shapes:

@@ -29,8 +29,9 @@ class Speedup:
     low: float | None
     high: float | None
     verdict: Verdict
-    paired: bool  # from per-process ratios: the variants shared each process (--interleave)
+    paired: bool  # from per-process ratios: the two were measured side by side (one process, or one round)
     drift: float | None = None  # measured in different runs: the interval is widened by this drift either way
+    confidence: float = 0.95  # of each look: below 95% never; above where the run looked several times
 
     @property
     def improvement(self) -> float:
@@ -43,29 +44,36 @@ class Speedup:
 
 def speedup(eager: Result | None, other: Result | None, min_effect: float = stats.DEFAULT_MIN_EFFECT,
             metric=None, drift: Drift | None = None) -> Speedup | None:
-    """None unless both were measured ok. Paired where the two were interleaved and share processes. `drift`: the
-    two come from different runs (the caller knows: drift.across_runs), so the interval is widened by it either way:
-    a verdict then needs the effect beyond the drift as well, and `same` is out of reach within it."""
+    """None unless both were measured ok. Paired where the two were measured side by side: in shared processes
+    (--interleave), else in the same rounds of one run (two rounds or more). `drift`: the two come from different
+    runs (the caller knows: drift.across_runs), so the interval is widened by it either way: a verdict then needs
+    the effect beyond the drift as well, and `same` is out of reach within it. The interval's confidence is
+    split over the looks the results' design allowed (repeats until decided), so a verdict holds over all."""
     if mean(eager) is None or mean(other) is None:
         return None
     e, o = eager.process_means(metric), other.process_means(metric)
     if not e or not o:
         return None
+    confidence = stats.confidence(max(eager.looks or 1, other.looks or 1))
     shared = [p for p in e if p in o]
-    pair = eager.case.interleave and other.case.interleave and len(shared) >= 2
-    if pair:
-        return of_means([e[p] for p in shared], [o[p] for p in shared], min_effect, pair=True, drift=drift)
-    return of_means(list(e.values()), list(o.values()), min_effect, drift=drift)
+    if eager.case.interleave and other.case.interleave and len(shared) >= 2:
+        return of_means([e[p] for p in shared], [o[p] for p in shared], min_effect, pair=True, drift=drift,
+                        confidence=confidence)
+    re, ro = eager.round_means(metric), other.round_means(metric)
+    rounds = [r for r in re if r in ro]
+    if len(rounds) >= 2 and drift is None:
+        return of_means([re[r] for r in rounds], [ro[r] for r in rounds], min_effect, pair=True, confidence=confidence)
+    return of_means(list(e.values()), list(o.values()), min_effect, drift=drift, confidence=confidence)
 
 
 def of_means(eager_means: list[float], other_means: list[float], min_effect: float = stats.DEFAULT_MIN_EFFECT, *,
-             pair: bool = False, drift: Drift | None = None) -> Speedup:
+             pair: bool = False, drift: Drift | None = None, confidence: float = 0.95) -> Speedup:
     """The speed-up from each side's per-process means (any per-process quantity: a case's latency, the time a
     process took to serve a mix), its interval widened by `drift` where the two come from different runs."""
-    s, low, high = stats.speedup(eager_means, other_means, pair=pair)
+    s, low, high = stats.speedup(eager_means, other_means, pair=pair, confidence=confidence)
     if drift is not None and low is not None and high is not None:  # what a rerun of either side may move, too
         low, high = low / (1 + drift.value), high * (1 + drift.value)
-    return Speedup(s, low, high, Verdict.of(low, high, min_effect), pair, drift.value if drift else None)
+    return Speedup(s, low, high, Verdict.of(low, high, min_effect), pair, drift.value if drift else None, confidence)
 
 
 def best(candidates: Iterable[tuple[T, Speedup | None]]) -> tuple[T, Speedup] | None:

@@ -7,8 +7,13 @@ Two levels, never mixed:
 - between processes: one mean per worker process (a repeat). The process is the unit of independence: clocks,
   memory layout and other load change from one process to the next, and a rerun is another process. A case's
   estimate and its 95% interval come from the per-process means in log space (estimate), so no bound is ever
-  negative and the interval widens with the run-to-run spread; a speed-up comes from both sides' per-process log
-  means (speedup), or from the paired per-process log ratios when the variants shared each process (--interleave).
+  negative and the interval widens with the run-to-run spread. A speed-up comes from the paired per-process log
+  ratios where the two sides were measured side by side: in one process (--interleave), or in the same round of
+  one run (one process each, one after the other), which cancels a change of the machine's state between rounds;
+  else from both sides' per-process log means (speedup).
+- over looks: a run that adds repeats until a verdict is decided looks at it several times; each look's interval
+  is widened (confidence: a Bonferroni split of ALPHA over the design's looks) so that the chance of a false
+  verdict over all of them stays within ALPHA.
 """
 
 from __future__ import annotations
@@ -21,7 +26,14 @@ import numpy as np
 
 # Fields of summarize(): one process's samples.
 FIELDS = ("n", "mean", "median", "std", "min", "max", "p90", "p99", "cv")
-DEFAULT_MIN_EFFECT = 0.02  # a speed-up within 2% either way is not worth acting on
+# A speed-up within 5% either way is "same": the band PyTorch's HUD and asv call no change, and wider than the
+# narrowest interval a 2-core VM gives (about +-3% after 7 repeats): at 2%, `same` could never be reached.
+DEFAULT_MIN_EFFECT = 0.05
+ALPHA = 0.05  # the chance of a false verdict a run allows, over all its looks at the data
+LOOK_STEP = 2  # repeats until decided: rounds added between two looks
+# A case's per-process means fall into separate groups (the machine changed state during the run) where sorted
+# they leave a gap of more than 10% that is over 3 times the spread inside either side.
+UNSTABLE_GAP, UNSTABLE_RATIO = 0.10, 3.0
 
 
 def check_min_effect(value) -> float:
@@ -33,6 +45,34 @@ def check_min_effect(value) -> float:
         raise UserError(f"--min-effect must be from 0% to below 100% (min_effect from 0 to below 1 in Python: 2% is "
                         f"0.02), got {shown}")
     return value
+
+
+def looks(planned: int, most: int) -> list[int]:
+    """The processes per case at which a run looks at its verdicts: after the planned repeats, then every
+    LOOK_STEP more, the last at the cap (3, 5, 7 for 3 planned and 7 at most). One look: a fixed design."""
+    out = list(range(planned, most, LOOK_STEP)) or [planned]
+    return out + [most] if out[-1] != most else out
+
+
+def confidence(n_looks: int | None) -> float:
+    """Each look's confidence, so that a false verdict over all of a design's looks stays within ALPHA
+    (Bonferroni: each look spends ALPHA / n_looks; 95% for a fixed design)."""
+    return 1 - ALPHA / max(1, n_looks or 1)
+
+
+def groups(values: list[float]) -> list[list[int]] | None:
+    """Indexes of `values` (per-process means) in two groups far apart, lowest first; None where they are one.
+    Three values or more: two processes alone cannot tell a change of state from noise."""
+    if len(values) < 3:
+        return None
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    logs = [math.log(values[i]) for i in order]
+    gaps = [b - a for a, b in zip(logs, logs[1:])]
+    at = max(range(len(gaps)), key=gaps.__getitem__)
+    spread = max(logs[at] - logs[0], logs[-1] - logs[at + 1])
+    if gaps[at] > UNSTABLE_GAP and gaps[at] > UNSTABLE_RATIO * spread:
+        return [order[:at + 1], order[at + 1:]]
+    return None
 
 
 def t_critical(df: float, confidence: float = 0.95) -> float:
@@ -98,8 +138,8 @@ def paired(a, b) -> tuple[float, float, float]:
 
 def ratio(a_means, b_means, *, pair: bool = False, confidence: float = 0.95) -> tuple[float, float | None, float | None]:
     """B's time over A's from per-process means, in log space: exp(mean log b - mean log a) with its interval.
-    `pair`: a_means[i] and b_means[i] were measured in the same process (interleaved), so the interval comes
-    from the per-process log ratios, which cancels the drift both shared. No interval with fewer than two
+    `pair`: a_means[i] and b_means[i] were measured side by side (one process, or one round), so the interval
+    comes from their log ratios, which cancels the drift both shared. No interval with fewer than two
     processes on a side."""
     la, lb = np.log(np.asarray(a_means, dtype=float)), np.log(np.asarray(b_means, dtype=float))
     r = math.exp(lb.mean() - la.mean())
@@ -117,9 +157,10 @@ def ratio(a_means, b_means, *, pair: bool = False, confidence: float = 0.95) -> 
     return math.exp(diff), math.exp(diff - half), math.exp(diff + half)
 
 
-def speedup(eager_means, compiled_means, *, pair: bool = False) -> tuple[float, float | None, float | None]:
-    """Eager time over compiled time (2.0: compiled takes half the time), with its 95% interval."""
-    return ratio(compiled_means, eager_means, pair=pair)
+def speedup(eager_means, compiled_means, *, pair: bool = False,
+            confidence: float = 0.95) -> tuple[float, float | None, float | None]:
+    """Eager time over compiled time (2.0: compiled takes half the time), with its interval (95% by default)."""
+    return ratio(compiled_means, eager_means, pair=pair, confidence=confidence)
 
 
 def improvement_pct(eager_mean: float, compiled_mean: float) -> float:

@@ -65,7 +65,11 @@ CUDAGRAPHS_SKIPPED = Flag("cudagraphs-skipped", "a CUDA-graph mode recorded no C
 RECOMPILE_LIMIT = Flag("recompile-limit", "dynamo hit its recompile limit, so the frames past it ran uncompiled and the "
                        "number is of a partly eager model (the recompile reasons are in the details): compile with "
                        "--dynamic true, fewer input shapes, or torch._dynamo.config.recompile_limit raised")
-FLAGS = {f.name: f for f in (NOISY, BUSY, THROTTLED, CLOCK, CUDAGRAPHS_SKIPPED, RECOMPILE_LIMIT)}
+# Of a case's per-process means, not of one process: raised by the result (core/stats.groups), never by a worker.
+UNSTABLE = Flag("unstable", "the case's processes fell into two groups far apart (the machine changed state during "
+                "the run: the groups' means and times are in the details); its interval holds both states, so it is "
+                "wide: find what else ran then (other tenants, a clock change), and measure again with --rerun")
+FLAGS = {f.name: f for f in (NOISY, BUSY, THROTTLED, CLOCK, CUDAGRAPHS_SKIPPED, RECOMPILE_LIMIT, UNSTABLE)}
 
 
 class Verdict(str, enum.Enum):

@@ -25,6 +25,7 @@ from compilebench.report import (
     markdown,
     reference as referencemod,
     shapes,
+    stability,
     start,
     tables,
     why,
@@ -86,6 +87,9 @@ def sections(view: View, charts: list[chartsmod.Chart], reference: tuple[str, li
     hardware_items = [c for key, cs in by_section.items() if key[0] == "batch" for c in cs]
     if view.across_runs:  # asked while the tables above were built
         summary.append(cells.drift_note(view.drift))
+    moved = stability.notes(view)
+    if moved:
+        summary += ["Where the machine moved, or a verdict was left undecided:", Table("", ["note"], [[n] for n in moved])]
     return [
         ("Summary", summary),
         ("Results", results_items),

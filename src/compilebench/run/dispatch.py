@@ -46,6 +46,8 @@ class Unit:
 
     def describe(self, repeats: int) -> str:
         what = " + ".join(c.describe() for c in self.cases)
+        if self.repeat > repeats:  # an extra round, to decide its verdict
+            return f"{what} (repeat {self.repeat}, to decide)"
         return f"{what} (repeat {self.repeat}/{repeats})" if repeats > 1 else what
 
 

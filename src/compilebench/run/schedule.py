@@ -2,9 +2,11 @@
 interleaved model's variants), what each target still needs (resume: a stored repeat is kept, a crashed one tried
 again), and the units in the order they run, with the compiler-state folder each group's repeats share.
 
-Order: model-major; within a model and batch size, repeat 1 of every variant (under every environment, --env), then
-repeat 2, and so on, so eager and compiled, and one environment and another, alternate and drift over the minutes
-of a sweep hits them alike."""
+Order: in rounds across the whole run: repeat 1 of every case, then repeat 2 of every case, and so on. Within a
+round, a model and batch size's variants (under every environment, --env) run one after the other, so each
+compiled case is measured beside its eager twin in every round (core/speedups pairs them by round); and each
+case's processes spread over the run's whole length, so a change of the machine's state during the run lands in
+every case's interval instead of in one case's mean."""
 
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ def groups(cases: list[Case], interleave: bool) -> list[list[Case]]:
     return list(groups.values())
 
 
-def _blocks(groups: list[list[Case]]) -> list[list[int]]:
+def blocks(groups: list[list[Case]]) -> list[list[int]]:
     """Group indexes whose repeats alternate: the variants of one model, batch size and settings, under every
     environment (--env)."""
     blocks: dict[str, list[int]] = {}
@@ -56,8 +58,8 @@ def schedule(spec: RunSpec, cases: list[Case], store: Store, targets: list[Targe
     stored: dict[tuple[str, str], Result] = {}
     needed = [_needed(spec, together, store, t, stored, outcome) for t in targets]
     units, uses = [], {}
-    for block in _blocks(together):
-        for i in range(1, spec.repeats + 1):
+    for i in range(1, spec.repeats + 1):
+        for block in blocks(together):
             for t, target in enumerate(targets):  # environments (targets of their own) alternate, repeat by repeat
                 for gi in block:
                     todo = needed[t].get(gi, {}).get(i)

@@ -1,13 +1,15 @@
 """The driver loop: every repeat of every case not stored yet (run/schedule.py says which, in what order), handed
-to a dispatcher, each claimed in the results file right before it runs and stored the moment it arrives. A
-case's repeats share one private compiler-state folder: the first compiles cold, later ones from what it left
-(recorded as warm); the folder goes when the case's last repeat is done."""
+to a dispatcher, each claimed in the results file right before it runs and stored the moment it arrives; then,
+while a verdict is undecided and the design allows, more rounds of its cases (run/decide.py). A case's repeats
+share one private compiler-state folder: the first compiles cold, later ones from what it left (recorded as
+warm); the folder goes when the case's last repeat is done."""
 
 from __future__ import annotations
 
 import contextlib
 import sqlite3
 import sys
+import time
 import uuid
 from dataclasses import dataclass, field
 
@@ -19,7 +21,7 @@ from compilebench.core.spec import RunSpec
 from compilebench.core.vocab import FAILED
 from compilebench.diagnostics import traces
 from compilebench.measure import compiler_state
-from compilebench.run import claims, orphans, schedule
+from compilebench.run import claims, decide, orphans, schedule
 from compilebench.run.dispatch import Dispatcher, Target, Unit, Work
 from compilebench.run.progress import Bar
 from compilebench.storage import interrupts, unsaved
@@ -44,6 +46,8 @@ class SweepOutcome:
     after_failure: int = 0  # repeats not run because an earlier repeat of the case failed in this run
     recovered: int = 0  # results an earlier run saved beside the results file, now stored
     interrupted: int = 0  # the signal that stopped the sweep, 0 if none
+    extra: int = 0  # repeats measured to decide a verdict the planned ones left inconclusive
+    undecided: list[str] = field(default_factory=list)  # comparisons left inconclusive, and what ended them
 
 
 def run(spec: RunSpec, store: Store, dispatcher: Dispatcher, targets: list[Target], *,
@@ -64,7 +68,7 @@ def run(spec: RunSpec, store: Store, dispatcher: Dispatcher, targets: list[Targe
             units = sweep.plan.units
             while units:  # then the repeats another run held: waited for, and measured here if it let them go
                 dispatcher.run(units, sweep.open_unit, sweep.progress, sweep.deliver)
-                units = sweep.take_back(sweep.wait_for_others())
+                units = sweep.take_back(sweep.wait_for_others()) or sweep.more_rounds()
             sweep.render_compile_traces()
     except interrupts.Interrupted as exc:
         outcome.interrupted = exc.signum
@@ -93,6 +97,9 @@ class _Sweep:
         self.told: set[int] = set()  # pids of other runs already named as holding a claim
         self.held: list[tuple[Unit, Case]] = []  # repeats another run was measuring when this one came to them
         self.machines_measured: set[tuple[str, str]] = set()  # (resume id, dtype) whose peaks a worker was asked for
+        self.targets, self.started, self.delivered = targets, time.monotonic(), 0
+        self.extra = decide.Rounds(spec, self.groups, targets)
+        self.given_up: set[tuple] = set()  # comparisons left undecided, said once
 
     def open_unit(self, unit: Unit) -> Work | None:
         """Claim the unit's repeats; the work to do for those this run got, or None."""
@@ -183,7 +190,7 @@ class _Sweep:
             result.case = next(c for c in unit.cases if c.key() == key)  # keyed without the slot's device index
             result.placement = unit.target.placement
             for rep in result.repeats:
-                rep.run = self.run_id
+                rep.run, rep.looks = self.run_id, len(self.spec.looks)
             if result.flops is None:
                 result.flops = self._eager_flops(result.case, unit)
             result.result_id = self.series[(key, rid, unit.repeat)]
@@ -199,7 +206,41 @@ class _Sweep:
             if rep.status != "ok" and not self.quiet:
                 where = f" on {unit.target.name}" if unit.target.placement else ""  # which GPU type of a cluster
                 self.bar.write(f"{unit.describe(self.spec.repeats)}{where}: {rep.status}: {rep.message}", file=sys.stderr)
+        self.delivered += 1
+        self.outcome.extra += len(results) if unit.repeat > self.spec.repeats else 0
         self._release_state(unit)
+
+    def more_rounds(self) -> list[Unit]:
+        """Repeats until decided (run/decide.py): the rounds the comparisons still inconclusive get next; each one
+        the cap or the time budget ended says why, in the progress lines, the run's summary and its stored result."""
+        if len(self.spec.looks) == 1:
+            return []
+        units, told, ended = self.extra.next(self.plan.stored, self.started, self.delivered)
+        for o, why in ended:
+            self._give_up(o, why)
+        for line in told if not self.quiet else ():
+            self.bar.write(line, file=sys.stderr)
+        self._forget_states({u.group for u in units})
+        self.bar.total += sum(len(u.cases) for u in units)
+        for unit in units:
+            folder = self._state(unit)
+            self.plan.uses[folder] = self.plan.uses.get(folder, 0) + 1
+        return units
+
+    def _give_up(self, o: decide.Open, why: str) -> None:
+        """An undecided comparison the run measures no more: why, said once and stored with its case."""
+        if o.comparison.keys in self.given_up:
+            return
+        self.given_up.add(o.comparison.keys)
+        low, high = o.speedup.improvement_interval
+        line = (f"{o.comparison.describe()}: still inconclusive after {o.repeats} repeats ({low:+.0f}% to {high:+.0f}%): "
+                f"{'--max-repeats' if why == decide.MAX_REPEATS else 'the time budget for extra rounds (--extra-time)'}"
+                " ended it, not the data")
+        self.outcome.undecided.append(line)
+        result = self.plan.stored[o.comparison.other.key]
+        result.repeats[-1].undecided_by = why
+        result.derive()
+        self.plan.stored[o.comparison.other.key] = _store(self.store, result)
 
     def render_compile_traces(self) -> None:
         """tlparse's HTML of each compile trace of these cases that has none yet (this run's, or one an interrupted
@@ -228,8 +269,18 @@ class _Sweep:
     def _release_state(self, unit: Unit) -> None:
         folder = self._state(unit)
         self.plan.uses[folder] -= 1
-        if self.plan.uses[folder] == 0 and self.own_states:
+        # repeats until decided: kept until the look after its last unit, so an extra round compiles warm
+        if self.plan.uses[folder] == 0 and self.own_states and len(self.spec.looks) == 1:
             self.states.remove(folder)
+
+    def _forget_states(self, measured_more: set[int]) -> None:
+        """The compiler-state folders of the groups no extra round measures: done with for good."""
+        for gi, group in enumerate(self.groups):
+            for target in self.targets if self.own_states and gi not in measured_more else ():
+                folder = schedule.state_name(group, target)
+                if self.plan.uses.get(folder) == 0:
+                    self.states.remove(folder)
+                    self.plan.uses.pop(folder)
 
     def close(self) -> None:
         self.bar.close()

@@ -1,0 +1,64 @@
+"""Where the machine moved, said rather than averaged: a case whose processes fell into two groups far apart
+(core/stats.groups: the machine changed state during the run), an earlier run of the same case on the same
+machine whose interval does not overlap the newest one's (it changed between runs), and a comparison that the
+run's cap or time budget, not the data, left inconclusive. One line each, for the report's summary and the
+terminal."""
+
+from __future__ import annotations
+
+from compilebench.core.result import Result
+from compilebench.report.view import View
+
+WHY = {"max-repeats": "--max-repeats ended it, not the data",
+       "time budget": "the time budget for extra rounds (--extra-time) ended it, not the data"}
+
+
+def notes(view: View) -> list[str]:
+    latest = view.latest + view.served
+    return [*filter(None, (_groups(r) for r in latest)), *_moved(view.results, latest),
+            *filter(None, (_undecided(r) for r in latest))]
+
+
+def _name(r: Result) -> str:
+    return f"{r.label or r.case.model}: {r.case.describe().split(' ', 1)[1]}"
+
+
+def _when(stamp: str) -> str:
+    return stamp[:16].replace("T", " ")
+
+
+def _groups(r: Result) -> str | None:
+    if not r.unstable:
+        return None
+    parts = [f"{g['mean_ms']:.2f} ms (repeat{'s' if len(g['repeats']) > 1 else ''} "
+             f"{', '.join(map(str, g['repeats']))}, {_when(g['from'])} to {_when(g['to'])[11:]})" for g in r.unstable]
+    return (f"unstable: {_name(r)}: its processes fell into two groups, {' and '.join(parts)}: the machine changed "
+            "state during the run, and the interval holds both")
+
+
+def _interval(r: Result) -> str:
+    s = r.stats
+    span = f" [{s.ci95_low:.2f}-{s.ci95_high:.2f}]" if s.ci95_low is not None else ""
+    return f"{s.mean:.2f} ms{span}"
+
+
+def _moved(results: list[Result], latest: list[Result]) -> list[str]:
+    """The newest result of each case against each earlier one of the same case on the same machine."""
+    out = []
+    for r in latest:
+        if r.stats.ci95_low is None:
+            continue
+        for e in results:
+            earlier = e.created_at < r.created_at and e.case_key == r.case_key and e.machine_id == r.machine_id
+            if earlier and e.stats.ci95_low is not None and (e.stats.ci95_high < r.stats.ci95_low
+                                                               or r.stats.ci95_high < e.stats.ci95_low):
+                out.append(f"moved between runs: {_name(r)}: {_interval(r)} in the newest run, {_interval(e)} in "
+                           f"the one of {_when(e.created_at)}: the intervals do not overlap, so the machine changed "
+                           "between the runs by more than either interval holds")
+    return out
+
+
+def _undecided(r: Result) -> str | None:
+    if r.undecided_by not in WHY:
+        return None
+    return f"undecided: {_name(r)}: inconclusive after {r.stats.repeats} repeats: {WHY[r.undecided_by]}"

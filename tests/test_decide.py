@@ -1,0 +1,176 @@
+"""Verdicts that decide and survive a rerun (issue 40): rounds across the run, pairing by round, repeats until
+decided under a Bonferroni split of 5% over the design's looks, the margin that can say `same`, and the machine's
+moves said rather than averaged. A scripted dispatcher stands in for the workers: no model, no clock."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import fakeresults as fr
+import pytest
+
+from compilebench.core import speedups, stats
+from compilebench.core.errors import UserError
+from compilebench.core.repeat import Repeat
+from compilebench.core.result import Result
+from compilebench.core.spec import DEFAULT_MAX_REPEATS, RunSpec, asked
+from compilebench.core.vocab import Verdict
+from compilebench.report import stability
+from compilebench.report.view import View
+from compilebench.run import decide, schedule, sweep
+from compilebench.run.dispatch import Target
+from compilebench.storage.store import Store
+
+TARGET = Target("cpu", fr.machine(fr.CPU), dict(fr.CPU))
+
+
+class Scripted:
+    """A dispatcher that measures nothing: each case's process mean is `latency(case, repeat)` (ms), its three
+    samples 1% either side; units run in the order given, and the order is kept for the test to read."""
+
+    def __init__(self, latency):
+        self.latency, self.order = latency, []
+
+    def run(self, units, open_unit, progress, deliver):
+        for unit in units:
+            if open_unit(unit) is None:
+                continue
+            self.order.append((unit.repeat, *(c.describe() for c in unit.cases)))
+            results = []
+            for case in unit.cases:
+                rep = Repeat(index=unit.repeat)
+                m = self.latency(case, unit.repeat)
+                rep.set_samples([int(m * f * 1e6) for f in (0.99, 1.0, 1.01)])
+                results.append(Result(case, [rep]))
+            deliver(unit, results)
+
+
+def _sweep(tmp_path, latency, **options):
+    spec = asked(models=["resnet-50", "detr"], device="cpu", **options)
+    dispatcher = Scripted(latency)
+    with Store.open(str(tmp_path / "r.db")) as store:
+        outcome = sweep.run(spec, store, dispatcher, [TARGET], quiet=True)
+        stored = {r.case.describe(): r for r in store.results()}
+    return outcome, stored, dispatcher.order
+
+
+def test_repeats_run_in_rounds_across_the_whole_run_each_case_beside_its_eager_twin(tmp_path):
+    outcome, stored, order = _sweep(tmp_path, lambda c, i: 10.0 if c.variant.name == "eager" else 5.0, repeats=3)
+    assert order == [(i, f"{m} b1 {v}") for i in (1, 2, 3) for m in ("resnet-50", "detr") for v in ("eager", "default")]
+    assert all(len(r.repeats) == 3 for r in stored.values()) and outcome.extra == 0
+
+
+def test_a_case_the_planned_repeats_leave_inconclusive_gets_rounds_until_decided(tmp_path):
+    # detr's compiled case wobbles +-8% from round to round: inconclusive after 3 looks at 98.3%, decided later
+    wobble = {1: 1.08, 2: 0.92, 3: 1.0, 4: 1.01, 5: 0.99, 6: 1.0, 7: 1.0}
+
+    def latency(case, i):
+        if case.variant.name == "eager":
+            return 10.0
+        return 5.0 if case.model == "resnet-50" else 8.0 * wobble[i]
+
+    outcome, stored, order = _sweep(tmp_path, latency, max_repeats=7, extra_time_s=3600)
+    extra = [o for o in order if o[0] > 3]
+    assert extra and {o[1] for o in extra} == {"detr b1 eager", "detr b1 default"}  # resnet was decided at 3
+    assert [o[0] for o in extra] == sorted(o[0] for o in extra)  # round by round
+    detr = stored["detr b1 default"]
+    assert len(detr.repeats) == max(o[0] for o in extra) and len(stored["resnet-50 b1 default"].repeats) == 3
+    assert all(r.looks == len(stats.looks(3, 7)) for r in detr.repeats)
+    s = speedups.speedup(stored["detr b1 eager"], detr)
+    assert s.verdict == Verdict.faster and s.paired and s.confidence == pytest.approx(1 - 0.05 / 3)
+    assert outcome.extra == len(extra) and not outcome.undecided
+
+
+def test_a_case_never_decided_stops_at_the_cap_and_says_so(tmp_path):
+    # compiled is 5% faster, +-6% round to round: neither faster nor same within 7 repeats
+    rng = random.Random(1)
+    outcome, stored, order = _sweep(
+        tmp_path, lambda c, i: 10.0 if c.variant.name == "eager" else 10.0 / 1.05 * (1 + rng.uniform(-0.06, 0.06)),
+        max_repeats=5, extra_time_s=3600)
+    assert max(o[0] for o in order) == 5
+    undecided = [r for r in stored.values() if r.undecided_by]
+    assert {r.undecided_by for r in undecided} == {decide.MAX_REPEATS}
+    assert any("--max-repeats ended it, not the data" in line for line in outcome.undecided)
+    notes = stability.notes(View(list(stored.values())))
+    assert any(n.startswith("undecided:") and "after 5 repeats" in n for n in notes)
+
+
+def test_the_time_budget_ends_the_extra_rounds_and_says_so(tmp_path):
+    rng = random.Random(2)
+    outcome, stored, order = _sweep(
+        tmp_path, lambda c, i: 10.0 if c.variant.name == "eager" else 10.0 / 1.05 * (1 + rng.uniform(-0.06, 0.06)),
+        max_repeats=7, extra_time_s=1e-9)
+    assert max(o[0] for o in order) == 3 and outcome.extra == 0
+    assert {r.undecided_by for r in stored.values() if r.undecided_by} == {decide.TIME_BUDGET}
+    assert any("the time budget for extra rounds (--extra-time) ended it" in line for line in outcome.undecided)
+
+
+def test_repeats_alone_keep_a_fixed_design_and_the_defaults_add_rounds():
+    assert asked(models=["resnet-50"], repeats=5).looks == [5]
+    assert asked(models=["resnet-50"]).looks == [3, 5, 7] and DEFAULT_MAX_REPEATS == 7
+    assert asked(models=["resnet-50"], repeats=3, max_repeats=8).looks == [3, 5, 7, 8]
+    with pytest.raises(UserError, match="--max-repeats 2 is fewer than --repeats 3"):
+        asked(models=["resnet-50"], repeats=3, max_repeats=2)
+    with pytest.raises(UserError, match="--extra-time must be a positive"):
+        RunSpec(models=("resnet-50",), extra_time_s=0)
+
+
+def test_each_look_spends_its_share_of_five_percent():
+    assert stats.looks(3, 3) == [3] and stats.looks(3, 4) == [3, 4] and stats.looks(1, 6) == [1, 3, 5, 6]
+    assert stats.confidence(None) == stats.confidence(1) == 0.95
+    assert stats.confidence(4) == pytest.approx(0.9875)
+    # wider at each look than a single 95% interval of the same data
+    assert stats.t_critical(4, stats.confidence(3)) > stats.t_critical(4, 0.95)
+
+
+def test_pairing_by_round_cancels_a_change_of_the_machine_between_rounds():
+    # the machine runs 40% slower in round 2: each side's spread is huge, their ratio round by round is not
+    eager = fr.result("resnet-50", 1, "eager", 1.0, env=fr.CPU, run="r", processes=[10.0, 14.0, 10.1])
+    compiled = fr.result("resnet-50", 1, "default", 1.0, env=fr.CPU, run="r", processes=[8.0, 11.3, 8.05])
+    s = speedups.speedup(eager, compiled)
+    assert s.paired and s.verdict == Verdict.faster and s.low > 1.2
+    # the same means from different runs (no shared rounds) are compared unpaired: the spread decides nothing
+    other_run = fr.result("resnet-50", 1, "default", 1.0, env=fr.CPU, run="q", processes=[8.0, 11.3, 8.05])
+    unpaired = speedups.speedup(eager, other_run)
+    assert not unpaired.paired and unpaired.verdict == Verdict.inconclusive
+
+
+def test_same_needs_the_whole_interval_inside_five_percent():
+    assert stats.DEFAULT_MIN_EFFECT == 0.05
+    eager = fr.result("resnet-50", 1, "eager", 1.0, env=fr.CPU, run="r", processes=[10.0, 10.3, 9.9, 10.1])
+    same = fr.result("resnet-50", 1, "default", 1.0, env=fr.CPU, run="r", processes=[10.1, 10.2, 10.0, 10.0])
+    assert speedups.speedup(eager, same).verdict == Verdict.same
+    assert speedups.speedup(eager, same, min_effect=0.001).verdict != Verdict.same
+
+
+def test_a_case_whose_processes_fall_into_two_groups_is_flagged_unstable():
+    assert stats.groups([54.2, 55.1, 56.8, 79.0]) == [[0, 1, 2], [3]]
+    assert stats.groups([78.2, 79.1, 81.5, 85.3]) is None  # noise, one group
+    assert stats.groups([50.0, 80.0]) is None  # two processes cannot tell
+    r = fr.result("resnet-50", 1, "eager", 1.0, env=fr.CPU, run="r", processes=[54.2, 79.0, 55.1, 78.8])
+    assert "unstable" in r.flags
+    low, high = r.unstable
+    assert low["repeats"] == [1, 3] and high["repeats"] == [2, 4]
+    assert low["mean_ms"] == pytest.approx(math.sqrt(54.2 * 55.1), rel=1e-3)
+    note = stability.notes(View([r]))[0]
+    assert note.startswith("unstable: ") and "repeats 1, 3" in note and "the machine changed state" in note
+    assert "unstable" not in fr.result("resnet-50", 1, "eager", 55.0, env=fr.CPU).flags
+
+
+def test_an_earlier_run_whose_interval_does_not_overlap_is_said():
+    old = fr.result("resnet-50", 1, "eager", 1.0, env=fr.CPU, run="a", processes=[78.2, 79.1, 79.1])
+    new = fr.result("resnet-50", 1, "eager", 1.0, env=fr.CPU, run="b", processes=[54.2, 55.1, 56.8])
+    notes = stability.notes(View([old, new]))
+    assert len(notes) == 1 and notes[0].startswith("moved between runs: ") and "do not overlap" in notes[0]
+    near = fr.result("resnet-50", 1, "eager", 1.0, env=fr.CPU, run="c", processes=[78.0, 79.5, 80.0])
+    assert stability.notes(View([old, near])) == []
+
+
+def test_blocks_group_a_models_variants_under_every_environment():
+    spec = RunSpec(models=("resnet-50", "detr"), variants=("eager", "default"))
+    groups = schedule.groups(spec.cases(), False)
+    assert schedule.blocks(groups) == [[0, 1], [2, 3]]
+    found = decide.comparisons(groups, [TARGET], None)
+    assert [(c.base.case.describe(), c.other.case.describe()) for c in found] == [
+        ("resnet-50 b1 eager", "resnet-50 b1 default"), ("detr b1 eager", "detr b1 default")]
