@@ -10,13 +10,14 @@ import random
 import fakeresults as fr
 import pytest
 
+from compilebench.cli import run as cli_run
 from compilebench.core import speedups, stats
 from compilebench.core.errors import UserError
 from compilebench.core.repeat import Repeat
 from compilebench.core.result import Result
 from compilebench.core.spec import DEFAULT_MAX_REPEATS, RunSpec, asked
 from compilebench.core.vocab import Verdict
-from compilebench.report import stability
+from compilebench.report import cells, flat, stability
 from compilebench.report.view import View
 from compilebench.run import decide, schedule, sweep
 from compilebench.run.dispatch import Target
@@ -46,11 +47,11 @@ class Scripted:
             deliver(unit, results)
 
 
-def _sweep(tmp_path, latency, **options):
+def _sweep(tmp_path, latency, quiet=True, **options):
     spec = asked(models=["resnet-50", "detr"], device="cpu", **options)
     dispatcher = Scripted(latency)
     with Store.open(str(tmp_path / "r.db")) as store:
-        outcome = sweep.run(spec, store, dispatcher, [TARGET], quiet=True)
+        outcome = sweep.run(spec, store, dispatcher, [TARGET], quiet=quiet)
         stored = {r.case.describe(): r for r in store.results()}
     return outcome, stored, dispatcher.order
 
@@ -61,7 +62,7 @@ def test_repeats_run_in_rounds_across_the_whole_run_each_case_beside_its_eager_t
     assert all(len(r.repeats) == 3 for r in stored.values()) and outcome.extra == 0
 
 
-def test_a_case_the_planned_repeats_leave_inconclusive_gets_rounds_until_decided(tmp_path):
+def test_a_case_the_planned_repeats_leave_inconclusive_gets_rounds_until_decided(tmp_path, capsys):
     # detr's compiled case wobbles +-8% from round to round: inconclusive after 3 looks at 98.3%, decided later
     wobble = {1: 1.08, 2: 0.92, 3: 1.0, 4: 1.01, 5: 0.99, 6: 1.0, 7: 1.0}
 
@@ -70,8 +71,10 @@ def test_a_case_the_planned_repeats_leave_inconclusive_gets_rounds_until_decided
             return 10.0
         return 5.0 if case.model == "resnet-50" else 8.0 * wobble[i]
 
-    outcome, stored, order = _sweep(tmp_path, latency, max_repeats=7, extra_time_s=3600)
+    outcome, stored, order = _sweep(tmp_path, latency, quiet=False, max_repeats=7, extra_time_s=3600)
     extra = [o for o in order if o[0] > 3]
+    said = capsys.readouterr().err
+    assert "detr b1 default: " in said and "% after 3, measuring 2 more" in said and "resnet-50 b1 default:" not in said
     assert extra and {o[1] for o in extra} == {"detr b1 eager", "detr b1 default"}  # resnet was decided at 3
     assert [o[0] for o in extra] == sorted(o[0] for o in extra)  # round by round
     detr = stored["detr b1 default"]
@@ -80,6 +83,11 @@ def test_a_case_the_planned_repeats_leave_inconclusive_gets_rounds_until_decided
     s = speedups.speedup(stored["detr b1 eager"], detr)
     assert s.verdict == Verdict.faster and s.paired and s.confidence == pytest.approx(1 - 0.05 / 3)
     assert outcome.extra == len(extra) and not outcome.undecided
+    assert "extra rounds, to decide a verdict" in cli_run.summary(outcome, "r.db")
+    # the report reads the verdict at the run's widened confidence, and says so
+    view = View(list(stored.values()))
+    assert view.looks == 3 and "each such interval is at 98.3%" in cells.verdict_note(0.05, view.looks)
+    assert "Repeats until decided" not in cells.verdict_note(0.05)
 
 
 def test_a_case_never_decided_stops_at_the_cap_and_says_so(tmp_path):
@@ -92,6 +100,7 @@ def test_a_case_never_decided_stops_at_the_cap_and_says_so(tmp_path):
     undecided = [r for r in stored.values() if r.undecided_by]
     assert {r.undecided_by for r in undecided} == {decide.MAX_REPEATS}
     assert any("--max-repeats ended it, not the data" in line for line in outcome.undecided)
+    assert "--max-repeats ended it" in cli_run.summary(outcome, "r.db")
     notes = stability.notes(View(list(stored.values())))
     assert any(n.startswith("undecided:") and "after 5 repeats" in n for n in notes)
 
@@ -114,6 +123,15 @@ def test_repeats_alone_keep_a_fixed_design_and_the_defaults_add_rounds():
         asked(models=["resnet-50"], repeats=3, max_repeats=2)
     with pytest.raises(UserError, match="--extra-time must be a positive"):
         RunSpec(models=("resnet-50",), extra_time_s=0)
+
+
+def test_max_repeats_and_extra_time_are_checked_before_anything_runs(main_here, tmp_path):
+    for args, says in ((("--repeats", "3", "--max-repeats", "2"), "--max-repeats 2 is fewer than --repeats 3"),
+                       (("--max-repeats", "0"), "--max-repeats"),
+                       (("--extra-time", "-5"), "--extra-time must be a positive, finite number of seconds")):
+        code, out, err = main_here("run", "--model", "resnet-50", "--device", "cpu", *args)
+        assert code == 2 and says in err and len(err.strip().splitlines()) == 1, err
+    assert not list(tmp_path.iterdir())  # nothing written
 
 
 def test_each_look_spends_its_share_of_five_percent():
@@ -156,6 +174,8 @@ def test_a_case_whose_processes_fall_into_two_groups_is_flagged_unstable():
     note = stability.notes(View([r]))[0]
     assert note.startswith("unstable: ") and "repeats 1, 3" in note and "the machine changed state" in note
     assert "unstable" not in fr.result("resnet-50", 1, "eager", 55.0, env=fr.CPU).flags
+    (row,) = flat.rows(View([r]))
+    assert row["flags"] == "unstable" and row["unstable_groups"].startswith("54.65 ms (1,3) ")
 
 
 def test_an_earlier_run_whose_interval_does_not_overlap_is_said():
@@ -174,3 +194,16 @@ def test_blocks_group_a_models_variants_under_every_environment():
     found = decide.comparisons(groups, [TARGET], None)
     assert [(c.base.case.describe(), c.other.case.describe()) for c in found] == [
         ("resnet-50 b1 eager", "resnet-50 b1 default"), ("detr b1 eager", "detr b1 default")]
+
+
+def test_a_resume_takes_up_the_extra_rounds_a_budget_ended(tmp_path):
+    rng = random.Random(3)
+
+    def latency(c, i):
+        return 10.0 if c.variant.name == "eager" else 10.0 / 1.05 * (1 + rng.uniform(-0.06, 0.06))
+
+    _, first, _ = _sweep(tmp_path, latency, max_repeats=5, extra_time_s=1e-9)
+    assert {r.undecided_by for r in first.values() if r.undecided_by} == {decide.TIME_BUDGET}
+    outcome, stored, order = _sweep(tmp_path, latency, max_repeats=5, extra_time_s=3600)
+    assert order and all(o[0] in (4, 5) for o in order) and outcome.done_before == 12
+    assert {r.undecided_by for r in stored.values() if r.undecided_by} == {decide.MAX_REPEATS}

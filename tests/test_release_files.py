@@ -51,7 +51,7 @@ def test_a_release_file_reports_as_that_release_did(release_db, tmp_path):
     report.write(View(data.load([release_db]), 0.02), str(out), ("md", "csv", "json"), ["results.db"])
     assert (out / "report.md").read_text() == (RELEASE / "report.md").read_text()
     added = {"inputs", "environment", "cpu_energy_per_call_j", "energy_per_token_j", "cpu_energy_per_token_j",
-             "across_runs_drift", "ttft_across_runs_drift", "per_token_across_runs_drift", "looks", "undecided_by",
+             "across_runs_drift", "ttft_across_runs_drift", "per_token_across_runs_drift", "looks", "undecided_by", "unstable_groups",
              *flat.WHY, *flat.START,
              *flat.SHAPES}
     with open(out / "results.csv") as new, open(RELEASE / "results.csv") as old:

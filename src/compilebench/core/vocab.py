@@ -73,10 +73,11 @@ FLAGS = {f.name: f for f in (NOISY, BUSY, THROTTLED, CLOCK, CUDAGRAPHS_SKIPPED, 
 
 
 class Verdict(str, enum.Enum):
-    """How a speed-up's 95% interval reads against the smallest effect worth acting on (--min-effect): `faster`
-    when the whole interval lies above 1 + min_effect, `slower` when it lies below 1 / (1 + min_effect) (the band
-    is symmetric in log space: 2% faster and 2% slower are the same distance from 1), `same` when it lies inside
-    that band, `inconclusive` otherwise (or with no interval at all). Stored and compared as its word."""
+    """How a speed-up's interval (95%, or wider where the run looked several times) reads against the smallest
+    effect worth acting on (--min-effect): `faster` when the whole interval lies above 1 + min_effect, `slower`
+    when it lies below 1 / (1 + min_effect) (the band is symmetric in log space: 5% faster and 5% slower are the
+    same distance from 1), `same` when it lies inside that band, `inconclusive` otherwise (or with no interval at
+    all). Stored and compared as its word."""
 
     faster = "faster"
     slower = "slower"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, TypeVar
 
+from compilebench.core import stats
 from compilebench.core.drift import Drift
 from compilebench.core.result import Result
 from compilebench.core.speedups import Speedup
@@ -101,6 +102,11 @@ VERDICT_NOTE = ("verdict: faster or slower when the whole 95% interval of the sp
                 "({effect}) either way; same when it lies inside it; inconclusive otherwise: {remedy}.")
 
 
-def verdict_note(min_effect: float) -> str:
-    return VERDICT_NOTE.format(effect=f"{min_effect:.0%}" if min_effect * 100 == int(min_effect * 100) else f"{min_effect:.1%}",
+def verdict_note(min_effect: float, looks: int = 1) -> str:
+    """`looks`: the most looks at the data a run of these results allowed (repeats until decided)."""
+    note = VERDICT_NOTE.format(effect=f"{min_effect:.0%}" if min_effect * 100 == int(min_effect * 100) else f"{min_effect:.1%}",
                                remedy=INCONCLUSIVE_REMEDY)
+    if looks > 1:
+        note += (f" Repeats until decided: the run looked at its verdicts up to {looks} times, so each such interval is "
+                 f"at {stats.confidence(looks):.1%}, and a false verdict over all looks stays within 5%.")
+    return note

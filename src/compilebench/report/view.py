@@ -120,6 +120,11 @@ class View:
         return drift.estimate(self.results)
 
     @property
+    def looks(self) -> int:
+        """The most looks at its verdicts a run of these results allowed (1: fixed designs alone)."""
+        return max((r.looks or 1 for r in self.results), default=1)
+
+    @property
     def across_runs(self) -> bool:
         """Whether any speed-up asked for so far compared results of different runs (a table's note says so)."""
         return any(s is not None and s.drift is not None for s in self._speedups.values())

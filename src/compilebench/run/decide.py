@@ -114,7 +114,8 @@ def rounds(wanted: dict[tuple[int, int], tuple[int, int]], groups: list[list[Cas
 class Rounds:
     """A run's extra rounds, look by look: which comparisons get more, up to the design's next look, within the
     time budget (--extra-time, by default EXTRA_SHARE of the time the planned rounds took; each batch's time is
-    estimated from the run's mean unit so far, and a comparison whose rounds would not fit is ended)."""
+    estimated from the run's mean unit so far, and a comparison whose rounds would not fit is ended). A resume
+    that measured nothing planned has no time for extra rounds unless --extra-time gives it."""
 
     def __init__(self, spec: RunSpec, groups: list[list[Case]], targets: list[Target]):
         self.spec, self.groups, self.targets = spec, groups, targets
@@ -147,7 +148,7 @@ class Rounds:
                 first, last = mine.get(where, (start, upto))
                 if start <= upto:
                     mine[where] = (min(first, start), max(last, upto))
-            if now - self.since + per_unit * sum(b - a + 1 for a, b in mine.values()) > self.budget:
+            if now - self.since + per_unit * sum(b - a + 1 for a, b in mine.values()) >= self.budget:
                 ended.append((o, TIME_BUDGET))
                 continue
             wanted = mine

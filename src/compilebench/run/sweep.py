@@ -66,9 +66,12 @@ def run(spec: RunSpec, store: Store, dispatcher: Dispatcher, targets: list[Targe
     try:
         with interrupts.stop_signals():
             units = sweep.plan.units
-            while units:  # then the repeats another run held: waited for, and measured here if it let them go
-                dispatcher.run(units, sweep.open_unit, sweep.progress, sweep.deliver)
+            while True:  # then the repeats another run held (measured here if it let them go), then extra rounds
+                if units:
+                    dispatcher.run(units, sweep.open_unit, sweep.progress, sweep.deliver)
                 units = sweep.take_back(sweep.wait_for_others()) or sweep.more_rounds()
+                if not units:
+                    break
             sweep.render_compile_traces()
     except interrupts.Interrupted as exc:
         outcome.interrupted = exc.signum
