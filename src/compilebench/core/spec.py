@@ -50,7 +50,7 @@ class RunSpec(Settings):
     timing: TimingPolicy = field(default_factory=TimingPolicy)
     repeats: int = DEFAULT_REPEATS
     # Repeats until decided: up to this many processes per undecided case (None: `repeats`, a fixed design), its
-    # extra rounds within extra_time_s seconds (None: half the time the planned repeats took)
+    # extra rounds within extra_time_s seconds (None: as long as the planned repeats took)
     max_repeats: int | None = None
     extra_time_s: float | None = None
     min_effect: float = stats.DEFAULT_MIN_EFFECT
@@ -90,8 +90,8 @@ class RunSpec(Settings):
         return self.compile.backend == "inductor" and any(Variant.named(v).compiled for v in self.variants)
 
     def cases(self, models: dict[str, ModelKind] | None = None) -> list[Case]:
-        """The grid, model-major so one model's cases run together (and eager before its compiled runs), each
-        under every environment. `models`: what each model is (a ModelKind, or its zoo entry); one it does not
+        """The grid, model-major (eager before its compiled variants: the order of each round, run/schedule.py),
+        each under every environment. `models`: what each model is (a ModelKind, or its zoo entry); one it does not
         name is a vision model."""
         known = {m: (models or {}).get(m) or ModelKind() for m in self.models}
         kinds = {m: known[m].kind for m in self.models}

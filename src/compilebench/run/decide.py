@@ -21,7 +21,7 @@ from compilebench.run.dispatch import Target, Unit
 from compilebench.run.schedule import blocks
 
 MAX_REPEATS, TIME_BUDGET = "max-repeats", "time budget"  # why a run stopped measuring an undecided case
-EXTRA_SHARE = 0.5  # extra rounds take at most half the time the planned ones took, unless --extra-time says
+EXTRA_SHARE = 1.0  # extra rounds take at most as long as the planned ones took, unless --extra-time says
 
 
 @dataclass(frozen=True)
