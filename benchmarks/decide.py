@@ -14,8 +14,9 @@ and after it are measured the same way on the same machine:
   slower in another, the fraction of run pairs whose intervals overlap (goal >= 90%), and each run's wall time
   (goal: at most 1.5x the same measure before the change).
 
-Usage: python benchmarks/decide.py quick [--runs 5] [--tree PATH] [--keep DIR] [--extra "..."]
-       python benchmarks/decide.py known [--effects 0,0.05,0.1,0.2] [--runs 4] [--tree PATH] [--extra "..."]
+Usage: python benchmarks/decide.py quick [--runs 5] [--tree PATH] [--keep DIR] [--before-s S] [--extra "..."]
+       python benchmarks/decide.py known [--effects 0,0.05,0.1,0.2] [--runs 4] [--tree PATH] [--against PATH]
+                                         [--extra "..."]
        python benchmarks/decide.py quick --read DIR   (reads the runs a --keep DIR left, measures nothing)
 """
 
@@ -105,26 +106,28 @@ def quick(args) -> None:
 
 
 def known(args) -> None:
-    by_effect: dict[float, list] = defaultdict(list)
+    trees = [("this design", args.tree)] + ([("the other design", args.against)] if args.against else [])
+    got: dict[tuple[str, float], list] = defaultdict(list)
     plugin = {"COMPILEBENCH_PLUGINS": "compilebench_matmul", "PYTHONPATH": HERE}
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.runs):
             for effect in (float(e) for e in args.effects.split(",")):
-                db = f"{tmp}/e{effect}-{i}.db"
-                wall, _ = cli("run", "--model", "matmul", "--variant", "eager", "--device", "cpu", "--db", db,
-                              "--quiet", "--format", "csv", "--env", f"A={sys.executable}", "--env",
-                              f"B={sys.executable}", "--env-set", "B", f"COMPILEBENCH_MATMUL_EXTRA={effect}",
-                              *shlex.split(args.extra), tree=args.tree, cwd=tmp, env=plugin)
-                verdict, said, n = _env_verdict(db, args.tree)
-                by_effect[effect].append((verdict, n, wall))
-                print(f"run {i + 1}, effect {effect:.0%}: B/A {said} -> {verdict}, {n} repeats each, {wall:.0f} s",
-                      flush=True)
-    for effect, got in sorted(by_effect.items()):
-        v = Counter(x[0] for x in got)
+                for name, tree in trees:  # the designs alternate run by run: the machine's moves hit both alike
+                    db = f"{tmp}/e{effect}-{i}-{len(got)}.db"
+                    wall, _ = cli("run", "--model", "matmul", "--variant", "eager", "--device", "cpu", "--db", db,
+                                  "--quiet", "--format", "csv", "--env", f"A={sys.executable}", "--env",
+                                  f"B={sys.executable}", "--env-set", "B", f"COMPILEBENCH_MATMUL_EXTRA={effect}",
+                                  *shlex.split(args.extra), tree=tree, cwd=tmp, env=plugin)
+                    verdict, said, n = _env_verdict(db, tree)
+                    got[(name, effect)].append((verdict, n, wall))
+                    print(f"run {i + 1}, effect {effect:.0%}, {name}: B/A {said} -> {verdict}, {n} repeats each, "
+                          f"{wall:.0f} s", flush=True)
+    for (name, effect), runs in sorted(got.items()):
+        v = Counter(x[0] for x in runs)
         goal = "A/A: goal 0 faster/slower" if effect == 0 else "goal: decided slower"
-        print(f"effect {effect:.0%}: " + ", ".join(f"{n} {k}" for k, n in sorted(v.items())) +
-              f" of {len(got)} ({goal}); median repeats {statistics.median(x[1] for x in got):g}; "
-              f"median wall {statistics.median(x[2] for x in got):.0f} s")
+        print(f"{name} ({dict(trees)[name]}), effect {effect:.0%}: " + ", ".join(f"{n} {k}" for k, n in sorted(v.items()))
+              + f" of {len(runs)} ({goal}); median repeats {statistics.median(x[1] for x in runs):g}; "
+              f"median wall {statistics.median(x[2] for x in runs):.0f} s")
 
 
 # B's verdict against A in one run, as `compare DB --env-a A --env-b B` says it, by the measured checkout's own rules
@@ -160,6 +163,7 @@ def main() -> None:
     k = sub.add_parser("known")
     k.add_argument("--effects", default="0,0.05,0.1,0.2")
     k.add_argument("--runs", type=int, default=4)
+    k.add_argument("--against", help="another checkout, measured alternately with --tree (e.g. the code before)")
     for p in (q, k):
         p.add_argument("--tree", default=TREE, help="the compilebench checkout to measure")
         p.add_argument("--extra", default="", help="more options for every run")

@@ -1,5 +1,4 @@
-"""Verdicts that decide and survive a rerun (issue 40): rounds across the run, pairing by round, repeats until
-decided under a Bonferroni split of 5% over the design's looks, the margin that can say `same`, and the machine's
+"""Verdicts that decide and survive a rerun (issue 40): rounds across the run, repeats until decided under a Bonferroni split of 5% over the design's looks, the margin that can say `same`, and the machine's
 moves said rather than averaged. A scripted dispatcher stands in for the workers: no model, no clock."""
 
 from __future__ import annotations
@@ -81,7 +80,7 @@ def test_a_case_the_planned_repeats_leave_inconclusive_gets_rounds_until_decided
     assert len(detr.repeats) == max(o[0] for o in extra) and len(stored["resnet-50 b1 default"].repeats) == 3
     assert all(r.looks == len(stats.looks(3, 7)) for r in detr.repeats)
     s = speedups.speedup(stored["detr b1 eager"], detr)
-    assert s.verdict == Verdict.faster and s.paired and s.confidence == pytest.approx(1 - 0.05 / 3)
+    assert s.verdict == Verdict.faster and not s.paired and s.confidence == pytest.approx(1 - 0.05 / 3)
     assert outcome.extra == len(extra) and not outcome.undecided
     assert "extra rounds, to decide a verdict" in cli_run.summary(outcome, "r.db")
     # the report reads the verdict at the run's widened confidence, and says so
@@ -142,16 +141,12 @@ def test_each_look_spends_its_share_of_five_percent():
     assert stats.t_critical(4, stats.confidence(3)) > stats.t_critical(4, 0.95)
 
 
-def test_pairing_by_round_cancels_a_change_of_the_machine_between_rounds():
-    # the machine runs 40% slower in round 2: each side's spread is huge, their ratio round by round is not
-    eager = fr.result("resnet-50", 1, "eager", 1.0, env=fr.CPU, run="r", processes=[10.0, 14.0, 10.1])
-    compiled = fr.result("resnet-50", 1, "default", 1.0, env=fr.CPU, run="r", processes=[8.0, 11.3, 8.05])
+def test_a_speed_up_of_separate_processes_is_unpaired_whatever_rounds_they_shared():
+    # measured (issue 40): pairing by round halved the degrees of freedom and gained nothing on this VM
+    eager = fr.result("resnet-50", 1, "eager", 1.0, env=fr.CPU, run="r", processes=[40.5, 38.4, 41.6, 39.8, 38.6])
+    compiled = fr.result("resnet-50", 1, "default", 1.0, env=fr.CPU, run="r", processes=[44.8, 47.1, 44.8, 45.1, 51.9])
     s = speedups.speedup(eager, compiled)
-    assert s.paired and s.verdict == Verdict.faster and s.low > 1.2
-    # the same means from different runs (no shared rounds) are compared unpaired: the spread decides nothing
-    other_run = fr.result("resnet-50", 1, "default", 1.0, env=fr.CPU, run="q", processes=[8.0, 11.3, 8.05])
-    unpaired = speedups.speedup(eager, other_run)
-    assert not unpaired.paired and unpaired.verdict == Verdict.inconclusive
+    assert not s.paired and s.verdict == Verdict.slower and s.confidence == 0.95
 
 
 def test_same_needs_the_whole_interval_inside_five_percent():

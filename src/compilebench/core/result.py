@@ -128,19 +128,11 @@ class Result:
     def process_means(self, metric=None) -> dict[str, float]:
         """One mean per worker process that timed the case to the end, by process id: the unit of independence.
         `metric` picks another per-call series from a repeat (generation: its time to first token or per token)."""
-        return self._means(lambda rep: rep.process or str(rep.index), metric)
-
-    def round_means(self, metric=None) -> dict[tuple[str, int], float]:
-        """The same means by round: (the run, the repeat index). A run measures round i of every case of a model
-        side by side, so another case's mean of the same round can be paired with it."""
-        return self._means(lambda rep: (rep.run, rep.index) if rep.run else None, metric)
-
-    def _means(self, key, metric) -> dict:
         out = {}
         for rep in sorted(self.repeats, key=lambda r: r.index):
             values = (metric(rep) if metric else rep.samples_ms) if rep.status in MEASURED else None
-            if values and key(rep) is not None:
-                out[key(rep)] = sum(values) / len(values)
+            if values:
+                out[rep.process or str(rep.index)] = sum(values) / len(values)
         return out
 
     def to_dict(self) -> dict:

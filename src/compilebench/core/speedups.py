@@ -29,7 +29,7 @@ class Speedup:
     low: float | None
     high: float | None
     verdict: Verdict
-    paired: bool  # from per-process ratios: the two were measured side by side (one process, or one round)
+    paired: bool  # from per-process ratios: the variants shared each process (--interleave)
     drift: float | None = None  # measured in different runs: the interval is widened by this drift either way
     confidence: float = 0.95  # of each look: below 95% never; above where the run looked several times
 
@@ -44,8 +44,10 @@ class Speedup:
 
 def speedup(eager: Result | None, other: Result | None, min_effect: float = stats.DEFAULT_MIN_EFFECT,
             metric=None, drift: Drift | None = None) -> Speedup | None:
-    """None unless both were measured ok. Paired where the two were measured side by side: in shared processes
-    (--interleave), else in the same rounds of one run (two rounds or more). `drift`: the two come from different
+    """None unless both were measured ok. Paired where the two shared processes (--interleave), else from both
+    sides' per-process means (Welch: a run's rounds spread each side over the run, so a change of the machine's
+    state during it widens both sides' spread rather than biasing one; pairing the sides by round was measured
+    and lost, docs/trust.md). `drift`: the two come from different
     runs (the caller knows: drift.across_runs), so the interval is widened by it either way: a verdict then needs
     the effect beyond the drift as well, and `same` is out of reach within it. The interval's confidence is
     split over the looks the results' design allowed (repeats until decided), so a verdict holds over all."""
@@ -59,10 +61,6 @@ def speedup(eager: Result | None, other: Result | None, min_effect: float = stat
     if eager.case.interleave and other.case.interleave and len(shared) >= 2:
         return of_means([e[p] for p in shared], [o[p] for p in shared], min_effect, pair=True, drift=drift,
                         confidence=confidence)
-    re, ro = eager.round_means(metric), other.round_means(metric)
-    rounds = [r for r in re if r in ro]
-    if len(rounds) >= 2 and drift is None:
-        return of_means([re[r] for r in rounds], [ro[r] for r in rounds], min_effect, pair=True, confidence=confidence)
     return of_means(list(e.values()), list(o.values()), min_effect, drift=drift, confidence=confidence)
 
 

@@ -7,10 +7,8 @@ Two levels, never mixed:
 - between processes: one mean per worker process (a repeat). The process is the unit of independence: clocks,
   memory layout and other load change from one process to the next, and a rerun is another process. A case's
   estimate and its 95% interval come from the per-process means in log space (estimate), so no bound is ever
-  negative and the interval widens with the run-to-run spread. A speed-up comes from the paired per-process log
-  ratios where the two sides were measured side by side: in one process (--interleave), or in the same round of
-  one run (one process each, one after the other), which cancels a change of the machine's state between rounds;
-  else from both sides' per-process log means (speedup).
+  negative and the interval widens with the run-to-run spread; a speed-up comes from both sides' per-process log
+  means (speedup), or from the paired per-process log ratios when the variants shared each process (--interleave).
 - over looks: a run that adds repeats until a verdict is decided looks at it several times; each look's interval
   is widened (confidence: a Bonferroni split of ALPHA over the design's looks) so that the chance of a false
   verdict over all of them stays within ALPHA.
@@ -138,8 +136,8 @@ def paired(a, b) -> tuple[float, float, float]:
 
 def ratio(a_means, b_means, *, pair: bool = False, confidence: float = 0.95) -> tuple[float, float | None, float | None]:
     """B's time over A's from per-process means, in log space: exp(mean log b - mean log a) with its interval.
-    `pair`: a_means[i] and b_means[i] were measured side by side (one process, or one round), so the interval
-    comes from their log ratios, which cancels the drift both shared. No interval with fewer than two
+    `pair`: a_means[i] and b_means[i] were measured in the same process (interleaved), so the interval comes
+    from the per-process log ratios, which cancels the drift both shared. No interval with fewer than two
     processes on a side."""
     la, lb = np.log(np.asarray(a_means, dtype=float)), np.log(np.asarray(b_means, dtype=float))
     r = math.exp(lb.mean() - la.mean())

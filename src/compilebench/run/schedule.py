@@ -3,8 +3,7 @@ interleaved model's variants), what each target still needs (resume: a stored re
 again), and the units in the order they run, with the compiler-state folder each group's repeats share.
 
 Order: in rounds across the whole run: repeat 1 of every case, then repeat 2 of every case, and so on. Within a
-round, a model and batch size's variants (under every environment, --env) run one after the other, so each
-compiled case is measured beside its eager twin in every round (core/speedups pairs them by round); and each
+round, a model and batch size's variants (under every environment, --env) run one after the other; and each
 case's processes spread over the run's whole length, so a change of the machine's state during the run lands in
 every case's interval instead of in one case's mean."""
 

@@ -228,6 +228,8 @@ class _Sweep:
         for unit in units:
             folder = self._state(unit)
             self.plan.uses[folder] = self.plan.uses.get(folder, 0) + 1
+        if units:
+            self.bar.refresh()
         return units
 
     def _give_up(self, o: decide.Open, why: str) -> None:
