@@ -109,11 +109,12 @@ def known(args) -> None:
     trees = [("this design", args.tree)] + ([("the other design", args.against)] if args.against else [])
     got: dict[tuple[str, float], list] = defaultdict(list)
     plugin = {"COMPILEBENCH_PLUGINS": "compilebench_matmul", "PYTHONPATH": HERE}
+    numbers = itertools.count()
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.runs):
             for effect in (float(e) for e in args.effects.split(",")):
                 for name, tree in trees:  # the designs alternate run by run: the machine's moves hit both alike
-                    db = f"{tmp}/e{effect}-{i}-{len(got)}.db"
+                    db = f"{tmp}/run{next(numbers)}.db"  # a file of its own: never a resume of another
                     wall, _ = cli("run", "--model", "matmul", "--variant", "eager", "--device", "cpu", "--db", db,
                                   "--quiet", "--format", "csv", "--env", f"A={sys.executable}", "--env",
                                   f"B={sys.executable}", "--env-set", "B", f"COMPILEBENCH_MATMUL_EXTRA={effect}",
