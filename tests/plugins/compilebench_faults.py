@@ -48,8 +48,12 @@ class Small(nn.Module):
             # Tells the test it is running (a line on a FIFO: "pid batch_size"), then waits for the test's reply
             # where one is asked for: the test acts at a known point, never after a sleep.
             fifo = os.environ.get("COMPILEBENCH_FAULT_FIFO")
-            if fifo and not self.told:
+            # COMPILEBENCH_FAULT_ONCE: only the run's first handshake worker tells (later ones go straight on)
+            once = os.environ.get("COMPILEBENCH_FAULT_ONCE") and f"{fifo}.told"
+            if fifo and not self.told and not (once and os.path.exists(once)):
                 self.told = True
+                if once:
+                    open(once, "w").close()
                 with open(fifo, "w") as f:
                     f.write(f"{os.getpid()} {pixel_values.shape[0]}\n")
                 reply = os.environ.get("COMPILEBENCH_FAULT_REPLY")
