@@ -50,7 +50,7 @@ class RunSpec(Settings):
     timing: TimingPolicy = field(default_factory=TimingPolicy)
     repeats: int = DEFAULT_REPEATS
     # Repeats until decided: up to this many processes per undecided case (None: `repeats`, a fixed design), its
-    # extra rounds within extra_time_s seconds (None: as long as the planned repeats took)
+    # extra rounds within extra_time_s seconds (None: 1.5x as long as the planned repeats took)
     max_repeats: int | None = None
     extra_time_s: float | None = None
     min_effect: float = stats.DEFAULT_MIN_EFFECT
