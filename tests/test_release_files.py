@@ -46,12 +46,12 @@ def test_a_release_file_reports_as_that_release_did(release_db, tmp_path):
     environment (--env) a case ran under (empty: none), and the CPU packages' energy and energy per token (empty:
     not measured then), and why a result is what it is (issue 26's phases, profiles and traces: none then), and how
     it starts (issue 25's regions, recompile limit: none then), and the design of its repeats (issue 40's looks and
-    why a case was left undecided: a fixed design then)."""
+    why a case was left undecided: a fixed design then), and the run's label (issue 41's tag: none then)."""
     out = tmp_path / "report"
     report.write(View(data.load([release_db]), 0.02), str(out), ("md", "csv", "json"), ["results.db"])
     assert (out / "report.md").read_text() == (RELEASE / "report.md").read_text()
     added = {"inputs", "environment", "cpu_energy_per_call_j", "energy_per_token_j", "cpu_energy_per_token_j",
-             "across_runs_drift", "ttft_across_runs_drift", "per_token_across_runs_drift", "looks", "undecided_by", "unstable_groups",
+             "across_runs_drift", "ttft_across_runs_drift", "per_token_across_runs_drift", "looks", "undecided_by", "unstable_groups", "tag",
              *flat.WHY, *flat.START,
              *flat.SHAPES}
     with open(out / "results.csv") as new, open(RELEASE / "results.csv") as old:

@@ -86,10 +86,13 @@ class Repeat:
     status: str = "ok"
     process: str = field(default_factory=lambda: uuid.uuid4().hex)  # shared by the variants of an interleaved process
     run: str | None = None  # the run (one command's plan) that measured it: core/drift.py tells runs apart by it
+    # its run's label (--tag, COMPILEBENCH_TAG or the git commit): `history` reads a series by it
+    tag: str | None = metric(over=last, csv=True)
     # Repeats until decided: the looks at the data its run's design allowed (stats.looks: its verdicts' 5% is split
     # over them; none or 1: a fixed design, 95%), and why the run stopped adding repeats before the verdict was
     # decided: "max-repeats" or "time budget" (set on the case's last repeat; None where the data decided it)
     looks: int | None = metric(over=most, csv=True)
+    design: list[int] = metric(list, over=found)  # the processes at each look (stats.looks): which look a reading is
     undecided_by: str | None = metric(over=last, csv=True)
     message: str | None = None  # one line: why it is not ok
     traceback: str | None = None

@@ -19,8 +19,8 @@ from compilebench.core.variant import MODES, SCOPES, VARIANTS, Variant
 
 ISOLATIONS = ("process", "inline")
 DEFAULT_REPEATS = 3  # fresh processes per case: the unit of independence
-# Repeats until decided: an undecided case gets rounds up to this many processes (looks at 3, 5 and 7: each at
-# 98.3%). Chosen from benchmarks/decide.py on a 2-core VM: see docs/trust.md.
+# Repeats until decided: an undecided case gets rounds up to this many processes (looks at 3, 5 and 7, at 97.2%,
+# 98.8% and 99.0%: stats.confidence). Chosen from benchmarks/decide.py on a 2-core VM: see docs/trust.md.
 DEFAULT_MAX_REPEATS = 7
 DEFAULT_TIMEOUT_S = 3600.0
 MAX_REPEATS = 100
@@ -53,6 +53,8 @@ class RunSpec(Settings):
     # extra rounds within extra_time_s seconds (None: 1.5x as long as the planned repeats took)
     max_repeats: int | None = None
     extra_time_s: float | None = None
+    # the run's label in a history (--tag): None takes COMPILEBENCH_TAG, else the git commit of the folder it runs in
+    tag: str | None = None
     min_effect: float = stats.DEFAULT_MIN_EFFECT
     timeout_s: float | None = DEFAULT_TIMEOUT_S
     isolation: str = "process"
@@ -226,6 +228,8 @@ def validate(spec: RunSpec) -> None:
             raise UserError(f"--max-repeats {spec.max_repeats} is fewer than --repeats {spec.repeats}: the most "
                             "processes per case cannot be fewer than those planned")
     _seconds("--extra-time", spec.extra_time_s)
+    if spec.tag is not None and (not spec.tag.strip() or len(spec.tag) > 200 or "\n" in spec.tag):
+        raise UserError(f"--tag {spec.tag!r} must be one line of 1 to 200 characters")
     stats.check_min_effect(spec.min_effect)
     _integer("--new-tokens", spec.new_tokens, 1)  # a run always says how many tokens its generation cases make
     if spec.shapes:

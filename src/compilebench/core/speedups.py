@@ -56,12 +56,21 @@ def speedup(eager: Result | None, other: Result | None, min_effect: float = stat
     e, o = eager.process_means(metric), other.process_means(metric)
     if not e or not o:
         return None
-    confidence = stats.confidence(max(eager.looks or 1, other.looks or 1))
+    confidence = _confidence(eager, other, min(len(e), len(o)))
     shared = [p for p in e if p in o]
     if eager.case.interleave and other.case.interleave and len(shared) >= 2:
         return of_means([e[p] for p in shared], [o[p] for p in shared], min_effect, pair=True, drift=drift,
                         confidence=confidence)
     return of_means(list(e.values()), list(o.values()), min_effect, drift=drift, confidence=confidence)
+
+
+def _confidence(eager: Result, other: Result, processes: int) -> float:
+    """The confidence of the look these two were read at: the longer design of the two, at the processes both have;
+    results written under the equal split (a count of looks, no design) as they were read then."""
+    design = max(eager.design or [], other.design or [], key=len)
+    if design:
+        return stats.confidence(design, processes)
+    return stats.equal_split(max(eager.looks or 1, other.looks or 1))
 
 
 def of_means(eager_means: list[float], other_means: list[float], min_effect: float = stats.DEFAULT_MIN_EFFECT, *,

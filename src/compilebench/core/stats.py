@@ -10,8 +10,8 @@ Two levels, never mixed:
   negative and the interval widens with the run-to-run spread; a speed-up comes from both sides' per-process log
   means (speedup), or from the paired per-process log ratios when the variants shared each process (--interleave).
 - over looks: a run that adds repeats until a verdict is decided looks at it several times; each look's interval
-  is widened (confidence: a Bonferroni split of ALPHA over the design's looks) so that the chance of a false
-  verdict over all of them stays within ALPHA.
+  is widened (confidence: each look spends its share of ALPHA by an alpha-spending function, spent) so that the
+  chance of a false verdict over all of them stays within ALPHA.
 """
 
 from __future__ import annotations
@@ -52,9 +52,29 @@ def looks(planned: int, most: int) -> list[int]:
     return out + [most] if out[-1] != most else out
 
 
-def confidence(n_looks: int | None) -> float:
-    """Each look's confidence, so that a false verdict over all of a design's looks stays within ALPHA
-    (Bonferroni: each look spends ALPHA / n_looks; 95% for a fixed design)."""
+def spent(fraction: float) -> float:
+    """The share of ALPHA a design has spent by a look at this fraction of its most processes: Lan and DeMets'
+    Pocock-type spending function, ALPHA * ln(1 + (e - 1) t) (Biometrika 1983). It spends most at the first look,
+    where a run reads most of its verdicts: at 3, 5 and 7 processes 2.8%, then 1.2% and 1.0% (an equal split gave
+    each 1.7%, a first look 1.4x as wide as a fixed design's at 3 processes, where this one's is 1.2x)."""
+    return ALPHA * math.log(1 + (math.e - 1) * min(1.0, max(0.0, fraction)))
+
+
+def confidence(design: list[int] | None, processes: int | None = None) -> float:
+    """The confidence of the interval read at `processes` under a design (the processes at each of its looks:
+    looks()): 1 minus the alpha that look spends (spent() at it, less spent() at the look before). By the union
+    bound the intervals of all its looks hold the truth together with probability at least 1 - ALPHA, whenever
+    the run stops. A fixed design (one look): 95%. Fewer processes than the first look: the first look's."""
+    if not design or len(design) == 1:
+        return 1 - ALPHA
+    k = max(0, sum(1 for n in design if n <= (processes or 0)) - 1)
+    before = spent(design[k - 1] / design[-1]) if k else 0.0
+    return 1 - (spent(design[k] / design[-1]) - before)
+
+
+def equal_split(n_looks: int | None) -> float:
+    """The confidence of each look under the equal split results written before the spending function used
+    (Bonferroni: ALPHA / n_looks each), so that their verdicts read as they did."""
     return 1 - ALPHA / max(1, n_looks or 1)
 
 

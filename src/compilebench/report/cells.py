@@ -102,11 +102,17 @@ VERDICT_NOTE = ("verdict: faster or slower when the whole 95% interval of the sp
                 "({effect}) either way; same when it lies inside it; inconclusive otherwise: {remedy}.")
 
 
-def verdict_note(min_effect: float, looks: int = 1) -> str:
-    """`looks`: the most looks at the data a run of these results allowed (repeats until decided)."""
+def verdict_note(min_effect: float, looks: int = 1, design: list[int] | None = None) -> str:
+    """`looks`: the most looks at the data a run of these results allowed (repeats until decided); `design`: the
+    processes at each look of the longest design among them (none: results written under the equal split)."""
     note = VERDICT_NOTE.format(effect=f"{min_effect:.0%}" if min_effect * 100 == int(min_effect * 100) else f"{min_effect:.1%}",
                                remedy=INCONCLUSIVE_REMEDY)
-    if looks > 1:
+    if design and len(design) > 1:
+        note += (f" Repeats until decided: the run looked at its verdicts at {', '.join(map(str, design))} processes, "
+                 f"each look's interval at its share of the 5% (Lan-DeMets Pocock-type spending: "
+                 f"{', '.join(f'{stats.confidence(design, n):.1%}' for n in design)}), so a false verdict over all "
+                 "looks stays within 5%.")
+    elif looks > 1:
         note += (f" Repeats until decided: the run looked at its verdicts up to {looks} times, so each such interval is "
-                 f"at {stats.confidence(looks):.1%}, and a false verdict over all looks stays within 5%.")
+                 f"at {stats.equal_split(looks):.1%}, and a false verdict over all looks stays within 5%.")
     return note

@@ -57,7 +57,7 @@ def guide_table(view: View, g: Group) -> Table:
                     (f"95% CI{tag}", lambda m, c=c: improvement_interval(g.speedup(m, c))),
                     (f"verdict{tag}", lambda m, c=c: verdict(g.speedup(m, c))),
                     (f"compile s{tag}", lambda m, c=c: num((r := g.result(m, c)) and r.compile_s, 1))]
-    return table(g.title, columns, g.models, [verdict_note(view.min_effect, view.looks)] if g.compiled_columns else [])
+    return table(g.title, columns, g.models, [verdict_note(view.min_effect, view.looks, view.design)] if g.compiled_columns else [])
 
 
 def guide_tables(view: View) -> list[Table]:
@@ -146,7 +146,7 @@ def speedup_table(view: View) -> Table:
         "speed-up = eager time / compiled time, from each side's per-process means (geometric, in log space): the "
         "interval widens with how much a rerun moves. Paired: the variants shared each process (--interleave), and "
         "the interval comes from the per-process ratios.",
-        verdict_note(view.min_effect, view.looks),
+        verdict_note(view.min_effect, view.looks, view.design),
         "cold compile: the first repeat, from an empty compiler state; warm: later repeats, from the on-disk state "
         "the first left. break-even: cold compile seconds / per-inference saving, the number of inferences after "
         "which compiling has paid for itself; never when the compiled model saves nothing.",
@@ -327,7 +327,7 @@ def generation_table(view: View, g: Group) -> Table:
     return table(g.title, columns, items, [
         "TTFT: time to first token (the prefill). ms/token: each decoded token after the first. Tokens/s count every "
         "sequence of the batch. vs no compile: % improvement (95% interval) and verdict against eager generation with "
-        "the dynamic cache.", verdict_note(view.min_effect, view.looks),
+        "the dynamic cache.", verdict_note(view.min_effect, view.looks, view.design),
         "first calls: the first generate() calls of the first repeat, one by one: compiling (prefill and decode "
         "compile apart; CUDA graphs record on later calls) ends where they level off."])
 

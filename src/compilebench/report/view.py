@@ -125,6 +125,11 @@ class View:
         return max((r.looks or 1 for r in self.results), default=1)
 
     @property
+    def design(self) -> list[int]:
+        """The processes at each look of the longest design among these results (repeats until decided)."""
+        return max((r.design or [] for r in self.results), key=len, default=[])
+
+    @property
     def across_runs(self) -> bool:
         """Whether any speed-up asked for so far compared results of different runs (a table's note says so)."""
         return any(s is not None and s.drift is not None for s in self._speedups.values())

@@ -2,7 +2,7 @@
 that measure them more. A comparison is a compiled case against its eager twin on the same target, and (--env) a
 case under each later environment against the same case under the first. One still `inconclusive` gets rounds
 up to the design's next look (core/stats.looks: two more at a time, up to --max-repeats); its verdict is read
-at the widened confidence every look of the design uses, so a false verdict over all looks stays within 5%.
+at the widened confidence of its look (core/stats.confidence), so a false verdict over all looks stays within 5%.
 The rounds of every undecided model are interleaved, as the planned ones are."""
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from compilebench.core.spec import RunSpec
 from compilebench.core.vocab import FAILED
 from compilebench.diagnostics import traces
 from compilebench.measure import compiler_state
-from compilebench.run import claims, decide, orphans, schedule
+from compilebench.run import claims, decide, orphans, schedule, tags
 from compilebench.run.dispatch import Dispatcher, Target, Unit, Work
 from compilebench.run.progress import Bar
 from compilebench.storage import interrupts, unsaved
@@ -89,6 +89,7 @@ class _Sweep:
                  run_id: str):
         self.spec, self.store, self.outcome, self.labels, self.quiet = spec, store, outcome, labels, quiet
         self.run_id = run_id
+        self.tag = spec.tag or tags.default()
         self.groups = schedule.groups(cases, spec.interleave)
         self.plan = schedule.schedule(spec, cases, store, targets, outcome)
         self.progress = Bar(sum(len(u.cases) for u in self.plan.units), spec.repeats, quiet)
@@ -193,7 +194,7 @@ class _Sweep:
             result.case = next(c for c in unit.cases if c.key() == key)  # keyed without the slot's device index
             result.placement = unit.target.placement
             for rep in result.repeats:
-                rep.run, rep.looks = self.run_id, len(self.spec.looks)
+                rep.run, rep.looks, rep.design, rep.tag = self.run_id, len(self.spec.looks), self.spec.looks, self.tag
             if result.flops is None:
                 result.flops = self._eager_flops(result.case, unit)
             result.result_id = self.series[(key, rid, unit.repeat)]
@@ -201,8 +202,9 @@ class _Sweep:
                 result.label, result.task = self.labels.get(result.case.model, (result.case.model, result.case.task or ""))
             self.plan.stored[(key, rid)] = _store(self.store, result)  # the FLOPs it counted are not counted again
             self.outcome.results.append(result)
-            self.bar.update(1)
             rep = result.repeats[0]
+            what = Unit(unit.target, (result.case,), unit.repeat, unit.group).describe(self.spec.repeats)
+            self.progress.measured(what, f"{result.mean:.3f} ms" if result.mean is not None else rep.status)
             if rep.status in FAILED:
                 self.failed.add((key, rid))
                 self.machines_measured.discard((rid, result.case.dtype))  # it may have been to measure the machine
