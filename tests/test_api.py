@@ -124,3 +124,39 @@ def test_a_suite_measured_through_the_api_comes_back_whole(tmp_path):
     frame = results.to_pandas()
     assert sorted(frame.model) == sorted(("resnet-50", "deeplabv3-mobilenet", "detr"))
     assert set(frame.status) == {"ok"}
+
+
+def test_a_results_file_from_a_newer_compilebench_is_refused_with_no_side_files_left(tmp_path):
+    """Issue 39, 7: every refused open closes its connection, so SQLite's -wal and -shm go with it (the file was
+    left with both beside it when benchmark() refused it)."""
+    import sqlite3
+
+    from compilebench.storage import schema
+    from compilebench.storage.store import Store
+
+    path = tmp_path / "r.db"
+    Store.open(str(path)).close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(schema.SCHEMA_VERSION + 1),))
+    conn.close()
+    for refused in (lambda: compilebench.benchmark(make_model(), inputs=make_inputs, variants=("eager",),
+                                                   db=str(path), iters=5, warmup=1, repeats=1),
+                    lambda: compilebench.load(str(path)),
+                    lambda: Store.open(str(path), write=False)):
+        with pytest.raises(UserError, match="written by a newer compilebench"):
+            refused()
+        assert [p.name for p in tmp_path.iterdir()] == ["r.db"]
+
+
+def test_a_full_disk_is_named_before_anything_runs(tmp_path, monkeypatch):
+    """Issue 39, 7: SQLite on a full disk says only "disk I/O error"; the free space is asked first."""
+    import collections
+
+    from compilebench.storage import paths
+
+    usage = collections.namedtuple("usage", "total used free")
+    monkeypatch.setattr(paths.shutil, "disk_usage", lambda folder: usage(10 * 2**30, 10 * 2**30 - 4096, 4096))
+    with pytest.raises(UserError, match=r"cannot write results file .*r\.db': the disk is full \(4 KiB free; a run "
+                                        r"needs at least 16 MiB\)"):
+        compilebench.benchmark(make_model(), inputs=make_inputs, variants=("eager",), db=str(tmp_path / "r.db"))
+    assert list(tmp_path.iterdir()) == []

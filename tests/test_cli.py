@@ -41,7 +41,13 @@ def test_end_to_end_eager_and_inductor_on_a_tiny_model(tmp_path):
     assert compiled["first_call_s"] >= compiled["cold_compile_s"]
     assert compiled["graph_breaks"] == 0 and compiled["recompiles_in_timed_loop"] == 0
     assert compiled["max_rel_err"] < 1e-3
-    # the guide-format table, with the stored means to 3 decimals
+    # the summary (piped: the same as on a terminal), no wider than 100 columns, with the stored means
+    assert max(map(len, p.stdout.splitlines())) <= 100, p.stdout
+    row = next(line for line in p.stdout.splitlines() if line.startswith("ResNet "))
+    assert f"{got[0][4]:.3f}" in row and f"{got[1][4]:.3f}" in row and f"{got[0][4] / got[1][4]:.2f}x" in row
+    # the guide-format table, with the stored means to 3 decimals: `report --details`, as `run --details` prints it
+    p = run_cli("report", str(db), "--details", "--format", "md", "--out", "again", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
     assert "(batch size: 1)" in p.stdout
     assert ("| Task/Model | torch 2.13 - no compile, tiny config | torch 2.13 - compile, tiny config | "
             "% improvement (tiny config) | 95% CI (tiny config) | verdict (tiny config) | compile s (tiny config) |"
@@ -59,9 +65,13 @@ def test_each_status_lands_in_the_store_and_the_table_and_the_sweep_goes_on(tmp_
     got = stored(tmp_path / "r.db")
     assert [(r["case"]["model"], r["status"], len(r["repeats"])) for r in got] == [
         ("fault-oom", "oom", 1), ("fault-crash", "crashed", 1), ("fault-ok", "ok", 2)]  # a failed case stops its repeats
-    assert "| Test/oom | OOM |" in p.stdout
-    assert "| Test/crash | crashed |" in p.stdout
+    summary = p.stdout.splitlines()
+    assert ["oom", "OOM"] in [line.split() for line in summary] and ["crash", "crashed"] in [line.split() for line in summary]
     assert "fault-crash b1 eager (repeat 1/2): crashed: worker killed by SIGKILL" in p.stderr
+    # stderr is not a terminal here: one plain line per finished repeat, no progress bar's carriage returns
+    assert "\r" not in p.stderr
+    assert re.search(r"^\[\d+/\d+\] fault-ok b1 eager \(repeat 2/2\): \d+\.\d{3} ms$", p.stderr, re.M), p.stderr
+    assert re.search(r"^\[\d+/\d+\] fault-oom b1 eager \(repeat 1/2\): oom$", p.stderr, re.M), p.stderr
     assert "2 were not run because an earlier repeat of the case failed" in p.stderr
 
 
@@ -82,19 +92,20 @@ def test_a_budget_never_ends_a_repeat_before_min_iters(tmp_path, main_here):
     # issue 13: --max-time once ended a timed loop after 2 samples
     code, out, err = main_here("run", "--model", "fault-slow", "--variant", "eager", "--max-time", "0.001", "--warmup",
                                "0", "--repeats", "2", "--device", "cpu", "--isolation", "inline", "--db", "r.db",
-                               "--quiet", "--format", "csv")
+                               "--quiet", "--format", "csv", "--details")
     assert code == 0, err
     (r,) = stored(tmp_path / "r.db")
     assert [len(rep["samples_ms"]) for rep in r["repeats"]] == [10, 10]
     assert all(rep["min_iters"] == 10 and rep["stopped_early"] for rep in r["repeats"])
-    assert "| 2 | 10/10 |" in out  # R and N in the details table
+    # R and N in the details table, with why N is short; the status in words a user knows (issue 39)
+    assert "| ok |  | " in out and "| 2 | 10/10 (--max-time) |" in out and "(budget)" not in out
 
 
 def test_sync_each_call_is_part_of_the_case_and_says_what_it_timed(tmp_path, main_here):
     args = ["run", "--model", "fault-ok", "--variant", "eager", *QUICK, "--db", "r.db", "--isolation", "inline",
             "--repeats", "1"]
     assert main_here(*args)[0] == 0
-    code, out, err = main_here(*args, "--sync-each-call", "--warmup-time", "0.01")
+    code, out, err = main_here(*args, "--sync-each-call", "--warmup-time", "0.01", "--details")
     assert code == 0, err
     piped, synced = stored(tmp_path / "r.db")  # a second case, not a resume of the first
     assert piped["case_key"] != synced["case_key"] and synced["case"]["sync_each_call"]

@@ -5,6 +5,7 @@ never after a sleep."""
 import json
 import os
 import resource
+import shlex
 import signal
 import sqlite3
 import stat
@@ -90,7 +91,8 @@ def test_2a_a_full_disk_while_storing_keeps_the_result_beside_the_file_and_the_n
     assert full.returncode == 1, err
     line = [l for l in err.splitlines() if l.startswith("error:")]
     assert len(line) == 1 and "cannot write to the results file 'r.db'" in line[0], err
-    assert "the result just measured was saved to " in line[0] and "to resume: compilebench run" in line[0]
+    assert "the result just measured was saved to " in line[0] and line[0].endswith("to resume, run the same command again:")
+    assert err.splitlines()[err.splitlines().index(line[0]) + 1].startswith("compilebench run ")  # alone: pastable
     assert "Traceback" not in err
     unsaved = list((tmp_path / "r.db.unsaved").iterdir())
     assert len(unsaved) == 1
@@ -207,7 +209,7 @@ def test_8_sigterm_keeps_every_finished_repeat_and_a_resume_runs_only_the_rest(t
     run.send_signal(signal.SIGTERM)  # while repeat 3 runs: repeats 1 and 2 are stored
     out, err = run.communicate(timeout=120)
     assert run.returncode == 143, err
-    assert "interrupted: run the same command again to resume: compilebench run" in err
+    assert "interrupted: every finished result is in r.db; to resume, run the same command again:\ncompilebench run" in err
     (kept,) = stored(tmp_path / "r.db")
     assert [rep["index"] for rep in kept["repeats"]] == [1, 2]
     assert exited(seen[-1][0])  # the interrupted worker is gone
@@ -238,13 +240,15 @@ def test_8_sigint_stops_a_run_as_sigterm_does(tmp_path, main_here, monkeypatch):
 
     threading.Thread(target=interrupt_at_repeat_2, daemon=True).start()
     args = ["run", "--model", "fault-handshake", "--variant", "eager", "--iters", "3", *QUICK, "--repeats", "2",
-            "--isolation", "inline", "--db", "r.db", "--format", "csv"]
+            "--isolation", "inline", "--db", "r.db", "--format", "csv", "--out", "my report"]
     code, out, err = main_here(*args)
-    assert code == 130 and "interrupted: run the same command again to resume" in err, err
+    assert code == 130 and "to resume, run the same command again:\ncompilebench run --model" in err, err
     assert [[rep["index"] for rep in r["repeats"]] for r in stored(tmp_path / "r.db")] == [[1]]
     monkeypatch.delenv("COMPILEBENCH_FAULT_FIFO")
     monkeypatch.delenv("COMPILEBENCH_FAULT_REPLY")
-    code, out, err = main_here(*args)
+    pasted = shlex.split(err.strip().splitlines()[-1])  # the last line, as a shell reads it when pasted
+    assert pasted[0] == "compilebench" and pasted[1:] == args  # "my report" survives as one argument
+    code, out, err = main_here(*pasted[1:])
     assert code == 0 and "1 repeat(s) measured" in err
     assert [[rep["index"] for rep in r["repeats"]] for r in stored(tmp_path / "r.db")] == [[1, 2]]
 
@@ -365,8 +369,7 @@ def test_ctrl_c_while_the_report_renders_is_one_line_with_the_resume_command(tmp
     code, out, err = main_here("run", "--model", "fault-ok", "--variant", "eager", "--iters", "3", *QUICK,
                                "--repeats", "1", "--isolation", "inline", "--db", "r.db")
     assert code == 130, err
-    assert "Traceback" not in err and err.strip().splitlines()[-1].startswith(
-        "interrupted: run the same command again to resume: compilebench run --model fault-ok"), err
+    assert "Traceback" not in err and err.strip().splitlines()[-1].startswith("compilebench run --model fault-ok"), err
     assert len(stored(tmp_path / "r.db")) == 1
     assert [p.name for p in tmp_path.iterdir()] == ["r.db"]  # no report half-written, no folder left for it
 
@@ -388,8 +391,9 @@ def test_ctrl_c_while_the_device_is_probed_is_one_line_with_the_resume_command(t
     monkeypatch.setattr(devices.subprocess, "run", probe_interrupted)
     code, out, err = main_here("run", "--model", "fault-ok", "--variant", "eager", "--db", "r.db", "--quiet")
     assert code == 130, err
-    assert err.strip().splitlines() == ["interrupted: run the same command again to resume: compilebench run --model "
-                                        "fault-ok --variant eager --db r.db --quiet (every finished result is in r.db)"]
+    assert err.strip().splitlines() == [
+        "interrupted: every finished result is in r.db; to resume, run the same command again:",
+        "compilebench run --model fault-ok --variant eager --db r.db --quiet"]
 
 
 @pytest.mark.slow  # real worker processes: CI's second step (the default selection stays under 4 minutes)
@@ -429,3 +433,18 @@ def test_a_signal_after_the_command_has_ended_changes_nothing(tmp_path):
             "print('closed'); raise SystemExit(code)")
     p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0 and p.stdout.endswith("closed\n") and "Traceback" not in p.stderr, p.stderr
+
+
+def test_a_run_on_a_full_disk_says_so_in_one_line_and_writes_nothing(tmp_path, main_here, monkeypatch):
+    """Issue 39, 7: started on a full disk, SQLite said "not a compilebench results file (disk I/O error)"."""
+    import collections
+
+    from compilebench.storage import paths
+
+    usage = collections.namedtuple("usage", "total used free")
+    monkeypatch.setattr(paths.shutil, "disk_usage", lambda folder: usage(2**30, 2**30, 0))
+    code, out, err = main_here("run", "--model", "fault-ok", "--variant", "eager", "--db", "r.db")
+    assert code == 2 and err.strip().splitlines() == [
+        "error: cannot write results file 'r.db': the disk is full (0 KiB free; a run needs at least 16 MiB); free "
+        "some space or give a --db on another disk"], err
+    assert list(tmp_path.iterdir()) == []

@@ -39,7 +39,7 @@ from compilebench.report import data, flat, markdown, reference as referencemod,
 from compilebench.report.view import DEFAULT_REQUESTS, View
 from compilebench.run import interpreters, plan
 from compilebench.run.placement import Placement
-from compilebench.storage import store as storemod
+from compilebench.storage import schema, store as storemod
 
 
 class Results:
@@ -126,7 +126,8 @@ def benchmark(model=None, *, suite: str | None = None, inputs: str | Callable[[i
               **settings) -> Results:
     """Measure `model` (or a suite's models: suite="quick", "seed", ...; `compilebench run --suite`) as
     `compilebench run` would, and return its results. Variants and batch sizes: the suite's, else eager and
-    default at batch 1. `settings` are the run's other options by their names: repeats, min_effect, dtype,
+    default at batch 1. `settings` are the run's other options by their names: repeats, max_repeats, extra_time_s,
+    min_effect, dtype,
     autocast, channels_last, tf32, attn, backend, fullgraph, dynamic, inductor_options (a dict), compile_scope
     ("model" or "regions"), regions (block class names), compile_cache,
     interleave, sync_each_call, weights, model_size ("tiny"), task, prompt_len, new_tokens, timeout_s, rerun,
@@ -204,6 +205,8 @@ def shapes(model, *, batch_sizes=None, image_sizes=(), prompt_lens=(), dynamic=t
 
 def _benchmark(spec: specmod.RunSpec, where: Placement, db: str | None, quiet: bool, kind: type = Results,
                requests: int = DEFAULT_REQUESTS, mix: str | None = None) -> Results:
+    if db is not None:
+        schema.check_path(db)  # as `run` does: a results file that cannot be written is refused before anything runs
     prepared = plan.prepare(spec, where)
     settingsmod.integer("--requests", requests, 1)  # checked before anything runs
     prepared.check_mix(mix)  # so is the mix

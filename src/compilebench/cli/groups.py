@@ -66,7 +66,9 @@ def how_to_compile(run) -> None:
     g.add_argument("--compile-cache", default=settings.default("compile_cache"), metavar="MODE",
                    help="cold (default: a private, empty compiler state per case; its later repeats start from what "
                         "the first left, recorded as warm), warm (compiled once first, then timed from the on-disk "
-                        "cache) or a directory kept across runs")
+                        "cache), mega or mega:DIR (torch's portable cache artifacts, saved by repeat 1 and loaded by "
+                        "the later repeats into an empty state; DIR keeps them across runs) or a directory kept "
+                        "across runs")
 
 
 def model_settings(run) -> None:
@@ -173,6 +175,12 @@ def mix(g) -> None:
                         "uniform)")
 
 
+def details(g) -> None:
+    g.add_argument("--details", action="store_true",
+                   help="print the guide's tables, every result's details and the legends (as in the report files) "
+                        "instead of the summary that fits 100 columns")
+
+
 def results(run) -> None:
     g = run.add_argument_group("results")
     g.add_argument("--db", default=schema.DEFAULT_PATH, help=f"results file (default: {schema.DEFAULT_PATH})")
@@ -181,6 +189,10 @@ def results(run) -> None:
                    help="on resume, measure again the repeats that failed with error or oom too (crashed and timed "
                         "out ones are always tried again)")
     g.add_argument("--quiet", action="store_true", help="no progress bar or per-case messages")
+    g.add_argument("--tag", default=None, metavar="TEXT",
+                   help="this run's label in `compilebench history`: a commit, a nightly's date, a version (default: "
+                        "$COMPILEBENCH_TAG, else the git commit of the current folder when it is in a repository)")
+    details(g)
     g.add_argument("--out", default=None, metavar="DIR",
                    help="where the report of this run goes (default: a report/ folder beside --db)")
     g.add_argument("--format", default=",".join(reportmod.FORMATS),

@@ -1,4 +1,5 @@
-"""How a stopped command ends: one line saying what it kept and how to go on (the same command line, again)."""
+"""How a stopped command ends: a line saying what it kept, then the command that goes on (the same command line,
+again) alone on the last line, shell-quoted, so it can be pasted back as it is."""
 
 from __future__ import annotations
 
@@ -25,4 +26,9 @@ def interrupted(args) -> str:
         stored = 0
     if not stored:
         return f"interrupted before anything was stored in {db}"
-    return f"interrupted: run the same command again to resume: {command(args)} (every finished result is in {db})"
+    return f"interrupted: every finished result is in {db}; to resume, run the same command again:\n{command(args)}"
+
+
+def failed(message: str, args) -> str:
+    """The lines for a sweep the environment stopped (a full disk, a locked results file)."""
+    return f"error: {message}. Every result stored before it is kept; to resume, run the same command again:\n{command(args)}"

@@ -4,12 +4,13 @@ the tables and the report of what it ran."""
 from __future__ import annotations
 
 import sys
+import textwrap
 
 from compilebench import report as reportmod
 from compilebench.cli import resume
 from compilebench.cli.reports import default_out, main_file
 from compilebench.core import settings, spec as specmod, variant
-from compilebench.report import details, markdown, stability, tables
+from compilebench.report import details, markdown, stability, tables, terminal
 from compilebench.report.view import View
 from compilebench.run import interpreters, plan, sweep
 from compilebench.run.placement import Placement
@@ -20,10 +21,12 @@ EXIT_FAILED = 1  # the environment failed the sweep (a full disk, a locked resul
 
 def cmd_run(args) -> int:
     settings.integer("--requests", args.requests, 1)  # the report's: refused before anything is measured
-    return execute(args, run_spec(args), _guide_tables)
+    return execute(args, run_spec(args), lambda view: guide_tables(view) if args.details else terminal.summary(
+        view, terminal.width()))
 
 
-def _guide_tables(view: View) -> str:
+def guide_tables(view: View) -> str:
+    """What --details prints: the report's tables as markdown."""
     return (markdown.tables([*tables.guide_tables(view), *tables.generation_tables(view), details.details_table(view)])
             + "\n\nRecommendation\n\n" + markdown.table(tables.recommendation_table(view)))
 
@@ -42,16 +45,15 @@ def execute(args, spec: specmod.RunSpec, show, check=lambda prepared: None) -> i
         try:
             outcome = prepared.run(store, quiet=args.quiet)
         except sweep.StoreFailed as exc:
-            print(f"error: {exc.message}. Every result stored before it is kept; to resume: {resume.command(args)}",
-                  file=sys.stderr)
+            print(resume.failed(exc.message, args), file=sys.stderr)
             return EXIT_FAILED
         results = prepared.results(store)
 
     if results:
         view = View(results, prepared.spec.min_effect, args.requests, getattr(args, "mix", None))
         print(show(view))
-        for line in stability.notes(view):
-            print(line)
+        for line in stability.notes(view):  # where the machine moved: wrapped to the summary's width
+            print(textwrap.fill(line, terminal.width(), subsequent_indent="  "))
         written = reportmod.write(view, out_dir, formats, [args.db])
         print(f"report: {main_file(written, out_dir)}", file=sys.stderr)
     print(summary(outcome, args.db), file=sys.stderr)

@@ -61,7 +61,7 @@ def cmd_tune(args) -> int:
             shapes_text = _serve_shapes(prepared, result, batches, measure_shapes(prepared, store, args), args) \
                 if served else ""
         except sweep.StoreFailed as exc:
-            print(f"error: {exc.message}. To resume: {resume.command(args)}", file=sys.stderr)
+            print(resume.failed(exc.message, args), file=sys.stderr)
             return EXIT_FAILED
         finally:
             states.close()

@@ -63,6 +63,9 @@ def check_out_dir(out_dir: str) -> None:
     why = paths.why_not_writable(probe)
     if why:
         raise UserError(f"cannot write the report to {out_dir!r}: {probe!r} is not writable ({why})")
+    if full := paths.why_full(probe):
+        raise UserError(f"cannot write the report to {out_dir!r}: {full}; free some space or give --out on another "
+                        "disk")
 
 
 def sections(view: View, charts: list[chartsmod.Chart], reference: tuple[str, list] | None = None) -> list[tuple[str, list]]:

@@ -30,6 +30,8 @@ def details_table(view: View) -> Table:
                "interval is between processes, so it holds what a rerun would see. N: timed calls in each repeat. CV "
                "within a process describes one process's noise only; the spread between processes is the standard "
                "deviation of the log means."]
+        + (["(--max-time) after N: the time budget ended a repeat's timed loop before --iters calls (never before "
+            "--min-iters)."] if any(r.stopped_early for r in results) else [])
         + (["Flags:"] + flags if flags else [])
         + ([f"of peak: achieved TFLOP/s over the datasheet's dense peak TFLOP/s ({'; '.join(sorted(boards))}); "
             "float32 counts as TF32 when TF32 was allowed for matmuls or convolutions."] if boards else [])
@@ -64,12 +66,13 @@ COLUMNS: Columns = [
     ("model", lambda r: r.case.model),
     ("batch", lambda r: str(r.case.batch_size)),
     ("variant", lambda r: data.with_settings(r.case.variant.label, data.settings(r))),
-    ("status", lambda r: r.status + (" (budget)" if r.stopped_early else "")),
+    ("status", lambda r: r.status),
     ("flags", lambda r: ", ".join(r.flags)),
     ("mean ms", lambda r: num(r.stats.mean, 3) if _measured(r) else ""),
     ("95% CI ms", lambda r: interval(r.stats.ci95_low, r.stats.ci95_high, "{:.3f}") if _measured(r) else ""),
     ("R", lambda r: str(len(r.repeats))),
-    ("N per repeat", lambda r: "/".join(str(len(rep.samples_ms)) for rep in r.repeats)),
+    ("N per repeat", lambda r: "/".join(str(len(rep.samples_ms)) for rep in r.repeats)
+     + (" (--max-time)" if r.stopped_early else "")),
     ("CV within a process", lambda r: _percent(r.stats.within_cv if _measured(r) else None)),
     ("spread between processes", lambda r: _percent(r.stats.between_cv if _measured(r) else None)),
     ("cold compile s", lambda r: num(r.cold_compile_s, 2)),

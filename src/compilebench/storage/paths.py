@@ -5,7 +5,13 @@ on a read-only file system)."""
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
+
+# Below this much free space a run is refused before it starts: SQLite's write-ahead log takes about 62 KiB for
+# the first claim alone, each stored result its size and about 20 KiB more, and a report's charts a few MiB;
+# without the room SQLite says only "disk I/O error".
+MIN_FREE_BYTES = 16 * 2**20
 
 
 def nearest_folder(path: str) -> str:
@@ -25,3 +31,14 @@ def why_not_writable(folder: str) -> str | None:
     except OSError as exc:
         return exc.strerror or str(exc)
     return None
+
+
+def why_full(folder: str) -> str | None:
+    """None where the folder's disk has room for a run's results and report; else how little it has."""
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return None  # a folder the system cannot measure: the write itself says what is wrong
+    if free >= MIN_FREE_BYTES:
+        return None
+    return f"the disk is full ({free / 2**10:,.0f} KiB free; a run needs at least {MIN_FREE_BYTES // 2**20} MiB)"

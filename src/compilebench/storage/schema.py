@@ -101,7 +101,8 @@ def _wal(conn: sqlite3.Connection) -> None:
 def refusal(path: str, exc: sqlite3.DatabaseError) -> Exception:
     """What SQLite's refusal to open a file means for the user, in one line."""
     text = _one_line(str(exc))
-    if "disk is full" in text or "disk full" in text:
+    if "disk is full" in text or "disk full" in text or ("disk I/O error" in text and paths.why_full(
+            paths.nearest_folder(os.path.dirname(os.path.abspath(path))))):
         return EnvironmentFailure(f"cannot open the results file {path!r}: the disk is full ({text}); free some space "
                                   "and run the same command again")
     if "locked" in text or "busy" in text:
@@ -136,6 +137,8 @@ def check_path(path: str, write: bool = True) -> bool:
     if os.path.isdir(path):
         raise UserError(f"results file {path!r} is a directory; give a file path such as {DEFAULT_PATH}")
     exists = os.path.exists(path) and os.path.getsize(path) > 0
+    if write and (full := paths.why_full(paths.nearest_folder(os.path.dirname(os.path.abspath(path))))):
+        raise UserError(f"cannot write results file {path!r}: {full}; free some space or give a --db on another disk")
     if not exists:
         _check_creatable(path)
     elif write:

@@ -54,6 +54,7 @@ class Store:
                             else f"results file {path!r} does not exist")
         if not exists:
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        conn = None
         try:
             if write:
                 conn = sqlite3.connect(path, timeout=schema.BUSY_TIMEOUT_S, isolation_level=None,
@@ -62,8 +63,12 @@ class Store:
             else:
                 conn = schema.open_read_only(path)
                 version = schema.check_schema(conn, path)
-        except sqlite3.DatabaseError as exc:
-            raise schema.refusal(path, exc) from None
+        except BaseException as exc:
+            if conn is not None:  # the last connection to close takes SQLite's -wal and -shm with it
+                conn.close()
+            if isinstance(exc, sqlite3.DatabaseError):
+                raise schema.refusal(path, exc) from None
+            raise
         return cls(conn, path, version, write)
 
     def close(self) -> None:

@@ -1,0 +1,210 @@
+"""The answer at a glance, for a terminal: per hardware and batch size one row per model (eager, the best compiled
+variant, the speed-up with its interval and verdict, what compiling costs), then one line per model in words. It
+fits WIDTH columns; the guide's tables, the details and the legends are in the report files (and `--details`).
+Every figure is the View's, so the summary and the report cannot disagree."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import textwrap
+from dataclasses import dataclass
+
+from compilebench.core import speedups, stats
+from compilebench.core.result import Result
+from compilebench.core.speedups import Speedup
+from compilebench.core.vocab import Verdict
+from compilebench.report import data
+from compilebench.report.cells import cell
+from compilebench.report.data import Column
+from compilebench.report.view import Group, View
+
+WIDTH = 100  # hyperfine's and pytest-benchmark's summaries fit a common terminal; a wider one gains nothing
+HEADER = ["model", "eager ms", "best compiled", "ms", "speed-up", "interval", "verdict", "compile s",
+          "break-even"]
+
+
+def width() -> int:
+    """The summary's width: the terminal's, up to WIDTH; WIDTH when the output is not a terminal (a log, a pipe),
+    so a log reads the same everywhere."""
+    if not sys.stdout.isatty():
+        return WIDTH
+    return max(60, min(WIDTH, shutil.get_terminal_size((WIDTH, 24)).columns))
+
+
+@dataclass(frozen=True)
+class Row:
+    """One model of one group against one eager baseline: the compiled variant shown (the recommended one where
+    one is `faster`, else the one with the best point estimate) and what it says."""
+
+    name: str
+    eager: Result
+    compiled: Result | None
+    column: Column | None
+    speedup: Speedup | None
+    recommended: bool
+    full_name: str  # with its batch size, for the lines in words when the run had several groups
+
+    def cells(self) -> list[str]:
+        s, c = self.speedup, self.compiled
+        return [self.name, cell(self.eager), _variant(self.column), cell(c),
+                f"{s.value:.2f}x" if s else "", _interval(s), _verdict(s),
+                f"{c.compile_s:.1f}" if c is not None and c.compile_s is not None else "", _break_even(self)]
+
+    def words(self, min_effect: float, full: bool = False) -> str | None:
+        """The recommendation in words: 'DETR: compile (default) - 1.72x [1.62-1.82], pays off after 63 calls';
+        None where nothing but eager was measured. `full`: the name with its batch size."""
+        if self.column is None:
+            return None
+        said = self._words(min_effect)
+        return said.replace(self.name, self.full_name, 1) if full else said
+
+    def _words(self, min_effect: float) -> str:
+        s = self.speedup
+        if self.recommended:
+            be = _break_even(self)
+            pays = "" if be in ("", "never") else f", pays off after {be} calls"
+            verb = "compile" if self.column.variant.compiled else "run"  # an eager setting can win too
+            return f"{self.name}: {verb} ({_variant(self.column)}) - {s.value:.2f}x {_interval(s)}{pays}"
+        if s is None:
+            if self.eager.status != "ok":
+                return f"{self.name}: eager {cell(self.eager)}, so no speed-up to read (compiled: {cell(self.compiled)})"
+            return f"{self.name}: no compile - no compiled variant measured ok"
+        said = (f"{_variant(self.column)} {s.value:.2f}x {_interval(s)}, {_verdict(s)}")
+        if s.verdict == Verdict.inconclusive:
+            return (f"{self.name}: no compile - not shown faster beyond {min_effect:.0%} ({said}); more repeats or "
+                    "--interleave may decide")
+        return f"{self.name}: no compile - nothing measured is faster than eager beyond {min_effect:.0%} ({said})"
+
+
+def _variant(c: Column | None) -> str:
+    if c is None:
+        return ""
+    mode = c.variant.label.removeprefix("compile").strip(" ()")
+    mode = mode or ("default" if c.variant.compiled else c.variant.label)
+    return " ".join([mode, *c.settings])
+
+
+def _interval(s: Speedup | None) -> str:
+    return f"[{s.low:.2f}-{s.high:.2f}]" if s is not None and s.low is not None and s.high is not None else ""
+
+
+def _verdict(s: Speedup | None) -> str:
+    return "" if s is None else str(s.verdict) + (" (across runs)" if s.drift is not None else "")
+
+
+def _break_even(row: Row) -> str:
+    if row.compiled is None or row.speedup is None:
+        return ""
+    be = stats.break_even(row.compiled.compile_s, speedups.mean(row.eager), row.compiled.mean)
+    return "never" if be is None else f"{be:,.0f}"
+
+
+def rows(view: View, g: Group) -> list[Row]:
+    """One row per model and torch version (environment) of a latency group, against its plain eager column."""
+    out = []
+    torches = list(dict.fromkeys(c.torch for c in g.columns))
+    for torch in torches:
+        eagers = [c for c in g.columns if c.torch == torch and not c.variant.compiled]
+        if not eagers:
+            continue
+        baseline = min(eagers, key=lambda c: (len(c.settings), c.variant.order))  # plain eager where there is one
+        for m in g.models:
+            eager = g.result(m, baseline)
+            if eager is None:
+                continue
+            found = [(c, r, view.speedup(eager, r)) for c in g.columns
+                     if c.torch == torch and c != baseline and (r := g.result(m, c)) is not None]
+            picked = speedups.best(((c, r), s) for c, r, s in found)
+            if picked:
+                (c, r), s = picked
+            else:  # nothing faster: show the closest call, else the first compiled variant tried
+                measured = [x for x in found if x[2] is not None]
+                c, r, s = max(measured, key=lambda x: x[2].value) if measured else found[0] if found else (None,) * 3
+            name = g.label(m).rsplit("/", 1)[-1] + (f" (torch {torch})" if len(torches) > 1 else "")
+            out.append(Row(name, eager, r, c, s, picked is not None, f"{name} b{g.batch_size}"))
+    return out
+
+
+def fit(header: list[str], body: list[list[str]], width: int = WIDTH, free: tuple[int, ...] = (2, 0),
+        left: tuple[int, ...] = (0, 2, 6), optional: tuple[int, ...] = (8, 7, 3, 1)) -> list[str]:
+    """Rows as text columns no wider than `width`: the `free` columns (names) are cut, with '~', when they must be;
+    then the `optional` columns are left out, in that order, until the rest fits (as pytest-benchmark hides what
+    it cannot fit; the lines in words below the table still say it). The `left` columns (words) are aligned left,
+    the numbers right."""
+    widths = [max(len(x) for x in col) for col in zip(header, *body)]
+    shown = list(range(len(header)))
+
+    def over() -> int:
+        return sum(widths[i] for i in shown) + 2 * (len(shown) - 1) - width
+
+    for i in free:
+        cut = min(over(), widths[i] - len(header[i]))
+        if cut > 0:
+            widths[i] -= cut
+    for i in optional:
+        if over() > 0 and i < len(header):
+            shown.remove(i)
+
+    def line(cells: list[str]) -> str:
+        texts = [(i, cells[i] if len(cells[i]) <= widths[i] else cells[i][:widths[i] - 1] + "~") for i in shown]
+        return "  ".join(x.ljust(widths[i]) if i in left else x.rjust(widths[i]) for i, x in texts).rstrip()
+
+    return [line(header)] + [line(r) for r in body]
+
+
+def summary(view: View, width: int = WIDTH) -> str:
+    """The run's answer in at most `width` columns."""
+    out, said = [], []
+    for g in view.groups:
+        if g.generation:
+            continue  # text generation has its own few columns: generation_summary
+        found = rows(view, g)
+        if not found:
+            continue
+        out += ["", g.title, *fit(HEADER, [r.cells() for r in found], width)]
+        several = sum(1 for x in view.groups if not x.generation) > 1
+        said += [w for r in found if (w := r.words(view.min_effect, several))]
+    out += generation_summary(view, width)
+    if said:
+        out += ["", *[line for s in dict.fromkeys(said) for line in textwrap.wrap(s, width, subsequent_indent="  ")]]
+    if out:
+        confidence = ("; each at its look's share of 5% where the run added repeats to decide (--details)"
+                      if view.looks > 1 else "")
+        out += ["", *textwrap.wrap(
+            f"speed-up: eager ms / compiled ms, with its 95% interval between processes{confidence}. verdict: faster "
+            f"or slower beyond {view.min_effect:.0%}, same within it, else inconclusive. break-even: calls until "
+            "compiling has paid for itself. The guide's tables and every detail: --details, or the report.", width)]
+    return "\n".join(out).lstrip("\n")
+
+
+GEN_HEADER = ["model", "variant", "TTFT ms", "ms/token", "tokens/s", "per token vs eager", "verdict"]
+
+
+def generation_summary(view: View, width: int = WIDTH) -> list[str]:
+    """Text generation: per group, each variant's time to first token, time per token and tokens/s, and its time per
+    token against eager generation."""
+    out = []
+    for g in (g for g in view.groups if g.generation):
+        body = []
+        for m in g.models:
+            for c in g.columns:
+                if (x := g.cells.get((m, c))) is None:
+                    continue
+                r, s = x.result, x.per_token
+                gen = r.generation if speedups.mean(r) is not None else {}
+                body.append([g.label(m).rsplit("/", 1)[-1], _variant(c), _mean(gen.get("ttft")),
+                             _mean(gen.get("per_token")), _tokens(r),
+                             "" if s is None else f"{s.value:.2f}x {_interval(s)}", _verdict(s) or r.status])
+        if body:
+            out += ["", g.title, *fit(GEN_HEADER, body, width, free=(0, 1), left=(0, 1, 6), optional=(4, 2))]
+    return out
+
+
+def _mean(estimate) -> str:
+    return "" if not estimate or estimate.mean is None else f"{estimate.mean:.2f}"
+
+
+def _tokens(r: Result) -> str:
+    t = data.decode_tokens_per_s(r)
+    return "" if t is None else f"{t:.1f}"

@@ -1,0 +1,87 @@
+"""The terminal summary (issue 39): the run's answer in at most 100 columns, with the same figures as the report."""
+
+import fakeresults as fr
+import pytest
+
+from compilebench.core.vocab import Verdict
+from compilebench.report import tables, terminal
+from compilebench.report.view import View
+
+GUIDE = ["vit", "beit", "convnext", "resnet-50", "segformer", "mask2former", "maskformer", "deeplabv3-mobilenet",
+         "owlvit", "detr", "detr-resnet-101", "conditional-detr"]
+
+
+def results():
+    out = []
+    for i, model in enumerate(GUIDE):
+        eager = 10.0 + i
+        out.append(fr.result(model, 1, "eager", eager))
+        out.append(fr.result(model, 1, "default", eager / 1.6, compile_s=41.5))  # 1.6x: faster
+        out.append(fr.result(model, 1, "max-autotune", eager / 1.9, compile_s=312.0, dtype="bfloat16",
+                             channels_last=True))
+    out.append(fr.result("resnet-50", 4, "eager", 30.0))
+    out.append(fr.result("resnet-50", 4, "default", 30.3, compile_s=40.0))  # same
+    out.append(fr.result("vit", 4, "eager", 30.0, status="oom"))
+    out.append(fr.result("vit", 4, "default", 20.0, compile_s=40.0))
+    out.append(fr.result("beit", 4, "eager", 30.0))
+    out.append(fr.result("beit", 4, "default", 30.0, status="mismatch", message="max rel err 0.4"))
+    return out
+
+
+@pytest.mark.parametrize("width", [100, 80])
+def test_the_summary_fits_the_width_and_holds_the_reports_figures(width):
+    view = View(results())
+    text = terminal.summary(view, width)
+    lines = text.splitlines()
+    assert max(map(len, lines)) <= width, [line for line in lines if len(line) > width]
+    # one row per model and batch size, in the guide's order, under its hardware and batch size
+    assert "A100 (batch size: 1)" in lines and "A100 (batch size: 4)" in lines
+    b1 = lines[lines.index("A100 (batch size: 1)") + 2:][:len(GUIDE)]
+    g = view.groups[0]
+    shown = [line.split()[0] for line in b1]  # a name cut to fit ends in '~'
+    assert len(shown) == len(GUIDE) and all(
+        name.startswith(s.rstrip("~")) for s, name in zip(shown, [g.label(m).rsplit("/", 1)[-1] for m in g.models]))
+    # the same figures as the report's recommendation: the fastest variant whose verdict is faster
+    recommended = {r["Task/Model"]: r for r in tables.recommendation_table(view).records()
+                   if r["batch"] == "1"}
+    detr = recommended["Object Detection/DETR"]
+    line = next(line for line in lines if line.startswith("DETR b1: compile"))
+    assert detr["recommended"] in line or detr["recommended"].split(" (")[0] in line
+    column = next(c for c in g.compiled_columns if c.variant.name == "max-autotune")
+    s = view.speedup(g.result("detr", next(c for c in g.columns if not c.variant.compiled)), g.result("detr", column))
+    assert s.verdict == Verdict.faster
+    assert line.startswith("DETR b1: compile (max-autotune bfloat16")
+    assert f"{s.value:.2f}x [{s.low:.2f}-{s.high:.2f}]" in line
+    row = next(r for r in b1 if r.startswith("DETR "))
+    assert f"{s.value:.2f}x" in row and "faster" in row and ("312.0" in row or width < 100)  # compile s: left out
+    assert f"{g.result('detr', column).mean:.3f}" in row
+
+
+def test_each_case_that_is_not_a_speed_up_says_why_in_words():
+    text = terminal.summary(View(results()), 100)
+    said = text.replace("\n  ", " ").splitlines()  # a line in words wraps, indented
+    assert any(line.startswith("ResNet b1: compile (") for line in said)  # batch 1: faster
+    b4 = text[text.index("(batch size: 4)"):]
+    assert "ViT" in b4 and "OOM" in b4.splitlines()[2 + [x.split()[0] for x in b4.splitlines()[2:5]].index("ViT")]
+    assert any(line.startswith("ResNet b4: no compile - nothing measured is faster than eager beyond 5%") and
+               "same" in line for line in said)
+    assert "BeiT b4: no compile - no compiled variant measured ok" in said
+    assert "ViT b4: eager OOM, so no speed-up to read (compiled: 20.000)" in said
+
+
+def test_an_eager_only_run_gets_its_rows_and_no_recommendation():
+    text = terminal.summary(View([fr.result("vit", 1, "eager", 12.0), fr.result("detr", 1, "eager", 30.0,
+                                                                                  status="crashed")]), 100)
+    lines = text.splitlines()
+    assert any(line.startswith("ViT") and "12.000" in line for line in lines)
+    assert any(line.startswith("DETR") and "crashed" in line for line in lines)
+    assert not any(" - " in line for line in lines)  # nothing compiled, nothing to recommend
+
+
+def test_long_names_are_cut_not_wrapped():
+    long = [fr.result("vit", 1, "eager", 10.0, label="Image Classification/" + "V" * 80),
+            fr.result("vit", 1, "max-autotune", 5.0, compile_s=3.0, dtype="bfloat16", channels_last=True,
+                      label="Image Classification/" + "V" * 80)]
+    lines = terminal.summary(View(long), 100).splitlines()
+    row = next(line for line in lines if line.startswith("VVV"))
+    assert len(row) <= 100 and "~" in row and "2.00x" in row
