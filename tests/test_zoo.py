@@ -104,7 +104,7 @@ def test_suites_are_the_guides_matrices():
 
 
 def parse_run(*argv):
-    commands = dict.fromkeys(("run", "shapes", "tune", "report", "compare", "check", "env", "models"), None)
+    commands = dict.fromkeys(("run", "shapes", "tune", "report", "compare", "check", "history", "env", "models"), None)
     return run_spec(options.parser(commands).parse_args(["run", *argv]))
 
 

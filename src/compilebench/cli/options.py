@@ -70,6 +70,7 @@ def parser(commands: dict) -> argparse.ArgumentParser:
     cmp_.set_defaults(func=commands["compare"])
 
     _check(sub, commands)
+    _history(sub, commands)
 
     env = sub.add_parser("env", help="print this machine's environment fingerprint")
     env.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
@@ -162,15 +163,33 @@ def _report(sub, commands: dict) -> None:
     rep.add_argument("--reference", default=None, metavar="NAME",
                      help="set published figures beside yours: guide (the transformers guide's A100, V100 and T4 "
                           "speed-ups)")
+    groups.details(rep)
     groups.requests(rep)
     groups.mix(rep)
     rep.set_defaults(func=commands["report"])
 
 
+def _history(sub, commands: dict) -> None:
+    """`compilebench history`: its options."""
+    h = sub.add_parser("history", help="every run of every case over time, per machine, with the steps found in "
+                                       "each series and what changed at each")
+    h.add_argument("paths", nargs="+", metavar="FILE_OR_DIR", help="results files, or folders of them (*.db)")
+    h.add_argument("--out", default=None, metavar="DIR",
+                   help="where history.html, history.csv and history.json go (default: a history/ folder beside "
+                        "the first path)")
+    h.add_argument("--format", default="html,csv,json", help="comma-separated: html, csv, json (default: all)")
+    h.add_argument("--min-effect", type=groups.percent, default=stats.DEFAULT_MIN_EFFECT, metavar="P",
+                   help=f"the smallest step worth naming (default: {stats.DEFAULT_MIN_EFFECT * 100:g}%%)")
+    h.set_defaults(func=commands["history"])
+
+
 def _check(sub, commands: dict) -> None:
     """`compilebench check`: its options."""
     chk = sub.add_parser("check", help="a regression gate for CI: exit 1 when the candidate is worse than the baseline")
-    chk.add_argument("candidate", metavar="CANDIDATE.db")
+    chk.add_argument("candidate", metavar="CANDIDATE.db", nargs="?")
+    chk.add_argument("--history", nargs="+", default=None, metavar="FILE_OR_DIR",
+                     help="gate on a series of runs instead: exit 1 when the newest two runs of a case complete a "
+                          "step for the worse beyond --max-slowdown (`compilebench history` shows the series)")
     chk.add_argument("--baseline", default=None, metavar="BASELINE.db",
                      help="the results file to hold it against (default: CANDIDATE.db itself, with --baseline-env)")
     chk.add_argument("--baseline-env", default=None, metavar="NAME",

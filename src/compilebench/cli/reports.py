@@ -7,6 +7,7 @@ import os
 import sys
 
 from compilebench import report as reportmod
+from compilebench.cli import history as historycmd
 from compilebench.core import settings, stats
 from compilebench.core.drift import Drift
 from compilebench.core.errors import UserError
@@ -17,6 +18,7 @@ from compilebench.report import (
     markdown,
     reference as referencemod,
     tables,
+    terminal,
 )
 from compilebench.report.view import View
 from compilebench.storage import schema
@@ -46,7 +48,10 @@ def cmd_report(args) -> int:
     view = View(reportdata.load(dbs), args.min_effect, args.requests, args.mix)
     written = reportmod.write(view, out_dir, formats, dbs, published)
     beside = referencemod.reference_table(view, published[1], published[0]) if published else None
-    print(markdown.tables([tables.summary_table(view), *tables.guide_tables(view), *([beside] if beside else [])]))
+    if args.details:
+        print(markdown.tables([tables.summary_table(view), *tables.guide_tables(view), *([beside] if beside else [])]))
+    else:
+        print(terminal.summary(view, terminal.width()) + (f"\n\n{markdown.table(beside)}" if beside else ""))
     print(f"wrote {len(written)} file(s) to {out_dir}; open {main_file(written, out_dir)}", file=sys.stderr)
     return 0
 
@@ -81,16 +86,18 @@ def _side(path: str, machine: str | None, machine_option: str, env: str | None, 
 def cmd_check(args) -> int:
     """Exit 0 when nothing regressed, 1 when something did (2: bad input)."""
     stats.check_min_effect(args.min_effect)
-    for option, value in (("--max-slowdown", args.max_slowdown), ("--max-compile-increase", args.max_compile_increase),
-                          ("--max-memory-increase", args.max_memory_increase), ("--drift", args.drift)):
-        if value is not None and not 0 <= value < 10:
-            raise UserError(f"{option} must be a percentage from 0% to below 1000%, got {value * 100:g}%")
+    if args.history:
+        if args.candidate or args.baseline or args.baseline_env:
+            raise UserError("check --history reads the series of runs alone: give it no CANDIDATE.db, --baseline or "
+                            "--baseline-env")
+        _check_limits(args)
+        return historycmd.cmd_check_history(args, _write)
+    if args.candidate is None:
+        raise UserError("check needs CANDIDATE.db (or --history FILE_OR_DIR)")
+    _check_limits(args)
     if args.baseline is None and args.baseline_env is None:
         raise UserError("check needs --baseline BASELINE.db, or --baseline-env NAME to hold one run's environments "
                         "(--env) against one of them")
-    for path in (args.summary, args.junit):
-        if path:
-            reportmod.check_out_dir(os.path.dirname(os.path.abspath(path)))
     baseline_path = args.baseline or args.candidate
     base = _side(baseline_path, args.machine, "--machine", args.baseline_env, "--baseline-env")
     cand = _side(args.candidate, args.machine, "--machine", _candidate_env(args), "--candidate-env")
@@ -112,6 +119,16 @@ def cmd_check(args) -> int:
     if args.junit:
         _write(args.junit, checkmod.junit(lines))
     return 1 if regressions else 0
+
+
+def _check_limits(args) -> None:
+    for option, value in (("--max-slowdown", args.max_slowdown), ("--max-compile-increase", args.max_compile_increase),
+                          ("--max-memory-increase", args.max_memory_increase), ("--drift", args.drift)):
+        if value is not None and not 0 <= value < 10:
+            raise UserError(f"{option} must be a percentage from 0% to below 1000%, got {value * 100:g}%")
+    for path in (args.summary, args.junit):
+        if path:
+            reportmod.check_out_dir(os.path.dirname(os.path.abspath(path)))
 
 
 def _candidate_env(args) -> str | None:

@@ -1,0 +1,130 @@
+"""`compilebench history FILE_OR_DIR...` (every run of every case over time, per machine, with its steps) and
+`compilebench check --history FILE_OR_DIR` (exit 1 when the newest runs complete a step for the worse)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+
+from compilebench import report as reportmod
+from compilebench.core import stats, steps as stepsmod
+from compilebench.core.errors import UserError
+from compilebench.report import check as checkmod, data as reportdata, history, history_page, markdown
+
+FORMATS = tuple(history_page.FILES)
+
+
+def load(paths: list[str], min_effect: float) -> list[history.Series]:
+    """The series the files hold; one clear error where they hold no history (no run, or one run of each case)."""
+    stats.check_min_effect(min_effect)
+    results = reportdata.load(history.files(paths))
+    if not results:
+        raise UserError(f"{', '.join(paths)} hold(s) no results")
+    series = history.series(results, min_effect)
+    if not any(len(s.points) >= 2 for s in series):
+        raise UserError(f"{', '.join(paths)} hold(s) one run of each case: a history needs two runs or more of a case "
+                        "on one machine (`compilebench run --rerun` measures a case again)")
+    return series
+
+
+def cmd_history(args) -> int:
+    formats = tuple(f.strip() for f in args.format.split(",") if f.strip())
+    unknown = [f for f in formats if f not in FORMATS]
+    if unknown or not formats:
+        raise UserError(f"unknown history format {', '.join(map(repr, unknown)) or repr(args.format)} (allowed: "
+                        f"{', '.join(FORMATS)})")
+    out_dir = args.out or os.path.join(os.path.dirname(os.path.abspath(args.paths[0])), "history")
+    reportmod.check_out_dir(out_dir)
+    series = load(args.paths, args.min_effect)
+    print(text(series))
+    written = history_page.write(series, out_dir, formats, intro(series, args.paths))
+    print(f"wrote {len(written)} file(s) to {out_dir}", file=sys.stderr)
+    return 0
+
+
+def intro(series: list[history.Series], paths: list[str]) -> list[str]:
+    runs = {r.run or r.at for s in series for r in s.runs}
+    return [f"{len(runs)} run(s) of {len({(s.machine, s.case) for s in series})} case(s) on "
+            f"{len({s.machine for s in series})} machine(s), from {', '.join(paths)}. A machine is its host and "
+            "hardware: a new one starts new series, never compared with the old."]
+
+
+def text(series: list[history.Series]) -> str:
+    """Per machine its series and their steps; then the steps newest first, and where a case moved machines."""
+    lines = intro(series, [])[0].split(", from")[:1]
+    for machine in dict.fromkeys(s.machine for s in series):
+        mine = [s for s in series if s.machine == machine]
+        lines += ["", f"{machine}: {len({r.run or r.at for s in mine for r in s.runs})} run(s)"]
+        for s in mine:
+            said = ", ".join(f"{st.ratio:.2f}x [{st.low:.2f}-{st.high:.2f}] {'worse' if s.worse(st) else 'better'} "
+                             f"at {s.runs[st.at].label}" for st in s.steps) or "no step"
+            lines.append(f"  {s.case}, {s.metric}: {len(s.points)} run(s), {s.points[0].value:.4g} -> "
+                         f"{s.points[-1].value:.4g}; {said}")
+    moved = _moves(series)
+    if moved:
+        lines += ["", *moved]
+    found = sorted(((s, st) for s in series for st in s.steps), key=lambda x: x[0].runs[x[1].at].at, reverse=True)
+    if found:
+        lines += ["", "Steps, newest first:"]
+        lines += [textwrap.fill(
+            f"- {s.case}, {s.metric}, on {s.machine}: {st.ratio:.3f}x [{st.low:.3f}-{st.high:.3f}], for the "
+            f"{'worse' if s.worse(st) else 'better'}, between {s.runs[st.at - 1].label} and {s.runs[st.at].label}: "
+            f"{'; '.join(s.changed(st)) or 'nothing recorded changed'}", 100, subsequent_indent="  ")
+            for s, st in found]
+    return "\n".join(lines)
+
+
+def _moves(series: list[history.Series]) -> list[str]:
+    """A case measured on several machines: a new series on each, said once."""
+    where: dict[str, list[history.Series]] = {}
+    for s in series:
+        if s.metric == history.LATENCY:
+            where.setdefault(s.case, []).append(s)
+    out = []
+    for case, found in where.items():
+        found.sort(key=lambda s: s.runs[0].at)
+        for a, b in zip(found, found[1:]):
+            out.append(f"{case}: a new series on {b.machine} from {b.runs[0].label} (before: {a.machine}, up to "
+                       f"{a.runs[-1].label}); a machine change is never read as a step")
+    return out
+
+
+def cmd_check_history(args, write) -> int:
+    """check --history: exit 0 when no series' newest runs complete a step for the worse, 1 when one does.
+    `write(path, content)`: how check writes its summary and JUnit files (whole or not at all)."""
+    series = load(args.history, args.min_effect)
+    verdicts = history.gate(series, args.max_slowdown)
+    lines = [_line(s, step, bad, args.max_slowdown) for s, step, bad in verdicts]
+    regressions = [l for l in lines if l.regression]
+    text = markdown.table(checkmod.table(lines, f"the newest runs of {', '.join(args.history)} against the runs "
+                                                "before them"))
+    said = (f"{len(regressions)} regression(s) in {len(lines)} series" if regressions else
+            f"no regression in {len(lines)} series") + \
+        (". A regression: the newest two runs complete a step for the worse, significant at 95% with each run's "
+         f"interval and the machine's run-to-run drift, beyond --max-slowdown ({args.max_slowdown:.0%}), each of "
+         "the two beyond it too.")
+    print(text + "\n" + said)
+    if args.summary:
+        write(args.summary, f"**compilebench check --history: {said}**\n\n{text}\n")
+    if args.junit:
+        write(args.junit, checkmod.junit(lines))
+    return 1 if regressions else 0
+
+
+def _line(s: history.Series, step: stepsmod.Step | None, bad: bool, max_slowdown: float) -> checkmod.Line:
+    n = len(s.points)
+    before = s.points[step.before[0]:step.before[1]] if step else s.points[:n - stepsmod.MIN_SEGMENT]
+    after = s.points[step.after[0]:] if step else s.points[n - stepsmod.MIN_SEGMENT:]
+    mean = lambda ps: sum(p.value for p in ps) / len(ps)  # noqa: E731
+    if step is None:
+        why = ""
+    elif bad:
+        why = f"{'slower' if s.metric == history.LATENCY else 'speed-up lower'} beyond {max_slowdown:.0%}"
+    else:
+        why = "a step for the worse, within --max-slowdown" if s.worse(step) else "a step for the better"
+    return checkmod.Line(f"{s.case} on {s.machine}", s.metric, f"{mean(before):.4g} ({len(before)} runs)",
+                         f"{mean(after):.4g} ({len(after)} runs)", step.ratio if step else mean(after) / mean(before),
+                         step.low if step else None, step.high if step else None,
+                         "step" if step else "no step", bad, why)
+

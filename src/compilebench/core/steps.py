@@ -1,0 +1,128 @@
+"""Steps in a series of runs: where a case's number moved and stayed moved, found with each point's interval and the
+machine's run-to-run drift, so that a move a rerun could make is not a step.
+
+The fit, after asv's step detection (asv/step_detect.py): the log values are fitted by a piecewise-constant mean,
+each point weighted by 1 / (its own variance + the drift's), with a penalty per segment (ruptures' PELT search over
+that weighted cost). A boundary is kept as a step only where the two segments' means differ at 95% (their
+difference beyond 1.96 of its standard error) and by at least the minimum effect; boundaries that fail are merged
+away one by one, the weakest first. Segments hold at least two runs: one run out of line is a blip, not a step,
+until the next run confirms it (the rule PyTorch's HUD applies to its nightly series).
+
+The drift is estimated from the series themselves, robustly (the median of the successive moves, which a few steps
+do not move), less what the points' own intervals already hold."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+Z95 = 1.959964
+MIN_SEGMENT = 2  # runs: a step needs two runs on its far side
+PENALTY = 2.0  # per segment, in the weighted cost's chi-square units, on top of the log(n) of BIC: see _penalty
+DEFAULT_DRIFT = 0.05  # where too few moves are known to estimate it: the 5% band the HUD and asv allow
+MIN_MOVES = 4  # successive moves needed to estimate the drift
+
+
+@dataclass(frozen=True)
+class Point:
+    """One run's figure in a series: its estimate and 95% interval (None where it has none, as compile seconds)."""
+
+    value: float
+    low: float | None = None
+    high: float | None = None
+
+    @property
+    def log_se(self) -> float | None:
+        if self.low is None or self.high is None or self.low <= 0 or self.high <= self.low:
+            return None
+        return (math.log(self.high) - math.log(self.low)) / (2 * Z95)
+
+
+@dataclass(frozen=True)
+class Step:
+    """The series moved between points at-1 and at: the later segment's mean over the earlier one's, with its 95%
+    interval."""
+
+    at: int
+    ratio: float
+    low: float
+    high: float
+    before: tuple[int, int]  # the earlier segment's points [start, end)
+    after: tuple[int, int]
+
+
+def drift(series: list[list[Point]]) -> float:
+    """The machine's run-to-run drift as a fraction (a standard deviation of the log values), beyond what the points'
+    own intervals hold; DEFAULT_DRIFT where the series hold fewer than MIN_MOVES successive moves."""
+    moves = [math.log(b.value / a.value) for s in series for a, b in zip(s, s[1:]) if a.value > 0 and b.value > 0]
+    if len(moves) < MIN_MOVES:
+        return DEFAULT_DRIFT
+    scatter = 1.4826 * statistics.median(abs(m) for m in moves) / math.sqrt(2)  # per point, robust to a few steps
+    own = [p.log_se ** 2 for s in series for p in s if p.log_se is not None]
+    return math.sqrt(max(0.0, scatter ** 2 - (statistics.median(own) if own else 0.0)))
+
+
+def find(points: list[Point], drift_sd: float, min_effect: float) -> list[Step]:
+    """The steps of one series, oldest first."""
+    import numpy as np
+    import ruptures
+
+    if len(points) < 2 * MIN_SEGMENT:
+        return []
+    y = np.array([math.log(p.value) for p in points])
+    w = np.array([1.0 / ((p.log_se or 0.0) ** 2 + drift_sd ** 2 or 1e-12) for p in points])
+    ends = ruptures.Pelt(custom_cost=_weighted(), min_size=MIN_SEGMENT, jump=1).fit(
+        np.column_stack([y, w])).predict(pen=_penalty(len(points)))
+    bounds = [0, *ends]
+    while True:
+        steps = [_step(y, w, bounds[i - 1], bounds[i], bounds[i + 1]) for i in range(1, len(bounds) - 1)]
+        weak = [(abs(math.log(s.ratio)) / ((math.log(s.high) - math.log(s.low)) / (2 * Z95)), i)
+                for i, s in enumerate(steps) if not _kept(s, min_effect)]
+        if not weak:
+            return steps
+        bounds.pop(min(weak)[1] + 1)  # merge the weakest boundary away, then judge the others again
+
+
+def _penalty(n: int) -> float:
+    return PENALTY + math.log(n)
+
+
+def _kept(s: Step, min_effect: float) -> bool:
+    significant = s.low > 1 or s.high < 1
+    return significant and abs(s.ratio - 1) >= min_effect
+
+
+def _step(y, w, start: int, at: int, end: int) -> Step:
+    def mean(a: int, b: int) -> tuple[float, float]:
+        weight = float(w[a:b].sum())
+        return float((w[a:b] * y[a:b]).sum()) / weight, 1.0 / weight
+
+    (m1, v1), (m2, v2) = mean(start, at), mean(at, end)
+    d, se = m2 - m1, math.sqrt(v1 + v2)
+    return Step(at, math.exp(d), math.exp(d - Z95 * se), math.exp(d + Z95 * se), (start, at), (at, end))
+
+
+def _weighted():
+    """ruptures' cost of a segment: the weighted squared error of the log values about their weighted mean (signal
+    columns: value, weight), from cumulative sums. A subclass of ruptures' BaseCost, which PELT requires of a custom
+    cost (anything else it silently replaces by plain L2); made here so ruptures loads only when a series is fitted."""
+    import numpy as np
+    from ruptures.base import BaseCost
+
+    class Weighted(BaseCost):
+        model = "weighted-l2"
+        min_size = MIN_SEGMENT
+
+        def fit(self, signal):
+            self.signal = signal  # PELT reads its length
+            y, w = signal[:, 0], signal[:, 1]
+            self.sw, self.swy, self.swy2 = (np.concatenate([[0.0], np.cumsum(x)]) for x in (w, w * y, w * y * y))
+            return self
+
+        def error(self, start: int, end: int) -> float:
+            sw = self.sw[end] - self.sw[start]
+            swy = self.swy[end] - self.swy[start]
+            return float(self.swy2[end] - self.swy2[start] - swy * swy / sw)
+
+    return Weighted()

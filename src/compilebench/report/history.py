@@ -1,0 +1,157 @@
+"""History: every run of every case that some results files hold, as series over time, one per machine, case and
+metric, with the steps found in each (core/steps.py) and what differed between the runs around each step.
+
+A point is one run's measurement of one case: the repeats that run measured (a result that several runs added
+repeats to, by resuming, is split by run), with its estimate and interval between processes. A machine is its
+host and its hardware, never its software: a torch upgrade is a point in a series, said beside the step it makes;
+a new machine starts new series. Cases whose settings differ are different cases, so different series."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+
+from compilebench.core import speedups, steps as stepsmod
+from compilebench.core.errors import UserError
+from compilebench.core.machine import hardware_name
+from compilebench.core.result import Result
+from compilebench.report import data
+
+LATENCY, SPEEDUP, COMPILE, TOKENS = "latency ms", "speed-up", "compile s", "tokens/s"
+HIGHER_IS_BETTER = {SPEEDUP, TOKENS}
+# What a step's "what changed" compares between the runs around it: the software and the run's label.
+CHANGES = ("torch", "transformers", "triton", "python", "cuda", "driver", "compilebench", "torch_threads")
+
+
+@dataclass(frozen=True)
+class Run:
+    """One case measured in one run: its repeats of that run, as a Result."""
+
+    result: Result
+    run: str | None
+    at: str  # when its first repeat was measured (UTC, ISO)
+    tag: str | None
+
+    @property
+    def label(self) -> str:
+        return self.tag or self.at[:16].replace("T", " ")
+
+
+@dataclass
+class Series:
+    machine: str  # host and hardware
+    case: str  # the case in words
+    metric: str
+    runs: list[Run]
+    points: list[stepsmod.Point]
+    steps: list[stepsmod.Step] = dataclasses.field(default_factory=list)
+
+    def changed(self, step: stepsmod.Step) -> list[str]:
+        """What differed between the last run before the step and the first after it."""
+        a, b = self.runs[step.at - 1], self.runs[step.at]
+        said = [f"{k} {a.result.env.get(k)} to {b.result.env.get(k)}" for k in CHANGES
+                if a.result.env.get(k) != b.result.env.get(k)]
+        return said + ([f"tag {a.tag} to {b.tag}"] if a.tag != b.tag and a.tag and b.tag else [])
+
+    def worse(self, step: stepsmod.Step) -> bool:
+        return step.ratio < 1 if self.metric in HIGHER_IS_BETTER else step.ratio > 1
+
+
+def files(paths: list[str]) -> list[str]:
+    """The results files given, a folder standing for every *.db under it; one clear error where none is found."""
+    found = []
+    for path in paths:
+        if os.path.isdir(path):
+            inside = sorted(os.path.join(d, f) for d, _, fs in os.walk(path) for f in fs if f.endswith(".db"))
+            if not inside:
+                raise UserError(f"{path!r} holds no results file (*.db)")
+            found += inside
+        elif not os.path.exists(path):
+            raise UserError(f"results file {path!r} does not exist")
+        else:
+            found.append(path)
+    return found
+
+
+def by_run(r: Result) -> list[Run]:
+    """A result's repeats split by the run that measured them (a result resumed by several runs is several points)."""
+    runs: dict[str | None, list] = {}
+    for rep in r.repeats:
+        runs.setdefault(rep.run, []).append(rep)
+    out = []
+    for run, reps in runs.items():
+        part = r if len(runs) == 1 else dataclasses.replace(r, repeats=reps)
+        out.append(Run(part, run, min(rep.created_at for rep in reps), next((x.tag for x in reps if x.tag), None)))
+    return out
+
+
+def machine(r: Result) -> str:
+    env = r.env or {}
+    return f"{env.get('hostname', '?')} ({hardware_name(env) if env else r.case.device})"
+
+
+def series(results: list[Result], min_effect: float) -> list[Series]:
+    """Every series the results hold, each with its steps; the drift of each machine is estimated from its own
+    latency series."""
+    runs: dict[tuple[str, str], list[Run]] = {}
+    for r in results:
+        for run in by_run(r):
+            runs.setdefault((machine(r), r.case_key), []).append(run)
+    out: list[Series] = []
+    for (where, key), found in runs.items():
+        found.sort(key=lambda x: x.at)
+        case = found[-1].result.case.describe()
+        out += _metrics(where, case, found, runs.get((where, found[-1].result.eager_key), []))
+    for where in {s.machine for s in out}:
+        mine = [s for s in out if s.machine == where]
+        drift = stepsmod.drift([s.points for s in mine if s.metric == LATENCY])
+        for s in mine:
+            s.steps = stepsmod.find(s.points, drift, min_effect)
+    return sorted(out, key=lambda s: (s.machine, s.case, s.metric))
+
+
+def _metrics(where: str, case: str, runs: list[Run], eager: list[Run]) -> list[Series]:
+    """A case's series: latency (and tokens/s for generation) of every run measured ok; for a compiled case its
+    speed-up over the eager case of the same run, and its compile seconds."""
+    ok = [r for r in runs if r.result.mean is not None]
+    made = {LATENCY: [(r, stepsmod.Point(r.result.stats.mean, r.result.stats.ci95_low, r.result.stats.ci95_high))
+                      for r in ok]}
+    if ok and ok[0].result.case.variant.compiled:
+        same_run = {e.run: e for e in eager if e.run}
+        pairs = [(r, speedups.speedup(same_run[r.run].result, r.result)) for r in ok if r.run in same_run]
+        made[SPEEDUP] = [(r, stepsmod.Point(s.value, s.low, s.high)) for r, s in pairs if s is not None]
+        made[COMPILE] = [(r, stepsmod.Point(r.result.compile_s)) for r in ok if r.result.compile_s]
+    tokens = [(r, data.decode_tokens_per_s(r.result)) for r in ok]
+    made[TOKENS] = [(r, stepsmod.Point(t)) for r, t in tokens if t]
+    return [Series(where, case, metric, [r for r, _ in pts], [p for _, p in pts])
+            for metric, pts in made.items() if pts]
+
+
+def newest_step(s: Series) -> stepsmod.Step | None:
+    """The step the newest runs complete: the last step, where its far side is exactly the newest MIN_SEGMENT runs
+    (the newest run confirms it; a later run does not say it again)."""
+    n = len(s.points)
+    last = s.steps[-1] if s.steps else None
+    return last if last and last.after == (n - stepsmod.MIN_SEGMENT, n) else None
+
+
+def gate(series: list[Series], max_slowdown: float) -> list[tuple[Series, stepsmod.Step | None, bool]]:
+    """`check --history`: per latency and speed-up series, the step its newest runs complete (None: none) and
+    whether it is a regression: for the worse, its size beyond max_slowdown, and each of the newest runs beyond
+    max_slowdown against the runs before the step (the HUD's rule: the last two runs, not one)."""
+    out = []
+    for s in series:
+        if s.metric not in (LATENCY, SPEEDUP) or len(s.points) < 2 * stepsmod.MIN_SEGMENT:
+            continue
+        step = newest_step(s)
+        bad = False
+        if step is not None and s.worse(step):
+            before = [p.value for p in s.points[step.before[0]:step.before[1]]]
+            base = sum(before) / len(before)
+            newest = [p.value / base for p in s.points[step.after[0]:]]
+            limit = (lambda r: r < 1 / (1 + max_slowdown)) if s.metric in HIGHER_IS_BETTER else \
+                (lambda r: r > 1 + max_slowdown)
+            bad = limit(step.ratio) and all(limit(r) for r in newest)
+        out.append((s, step, bad))
+    return out

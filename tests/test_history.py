@@ -1,0 +1,120 @@
+"""History (issue 41): every run of every case over time, per machine, with the steps found in each series, and a
+gate on the newest runs. Fake results with known steps; no model, no clock."""
+
+import datetime
+import json
+
+import fakeresults as fr
+import pytest
+
+from compilebench.report import history
+
+WIGGLE = [1.0, 1.015, 0.985, 1.01, 0.99, 1.005, 0.995, 1.012, 0.988, 1.0]  # within 3%
+BOX2 = {**fr.CPU, "hostname": "box2"}
+
+
+def run_of(i: int, model: str, mode: str, ms: float, env=fr.CPU, tag=None, **kw):
+    """Case `model`/`mode` as run i measured it: three processes, its own run id, tag and time."""
+    r = fr.result(model, 1, mode, ms, env=env, run=f"run{i}", compile_s=30.0 if mode != "eager" else None, **kw)
+    for rep in r.repeats:
+        rep.tag = tag or f"commit{i}"
+        rep.created_at = (datetime.datetime(2026, 11, 1) + datetime.timedelta(days=i)).isoformat()
+    r.created_at = r.repeats[0].created_at
+    return r
+
+
+def series_file(tmp_path, name="h.db", step_at=6, runs=10, moved_at=9, factor=1.15):
+    """10 runs of eager and compiled ResNet-50: the eager latency steps up 15% from run `step_at` (a torch upgrade
+    there), a 3% wiggle elsewhere, and the machine changes at run `moved_at`."""
+    results = []
+    for i in range(1, runs + 1):
+        env = {**(BOX2 if moved_at and i >= moved_at else fr.CPU),
+               "torch": "2.14.0+cpu" if step_at and i >= step_at else "2.13.0+cpu"}
+        slow = factor if step_at and i >= step_at else 1.0
+        results.append(run_of(i, "resnet-50", "eager", 40.0 * WIGGLE[i - 1] * slow, env))
+        results.append(run_of(i, "resnet-50", "default", 20.0 * WIGGLE[-i] * slow, env))
+    return fr.fill(str(tmp_path / name), results)
+
+
+def test_a_known_step_is_found_once_with_its_size_and_what_changed_and_a_machine_change_is_a_new_series(tmp_path):
+    series = history.series(_load(series_file(tmp_path)), 0.05)
+    laptop = {s.metric: s for s in series if s.machine.startswith("laptop") and s.case == "resnet-50 b1 eager"}
+    eager = laptop[history.LATENCY]
+    assert len(eager.points) == 8  # runs 9 and 10 were on box2: another series
+    (step,) = eager.steps
+    assert step.at == 5 and eager.runs[step.at].tag == "commit6"  # run 6
+    assert step.low <= 1.15 <= step.high and 1.1 < step.ratio < 1.2
+    assert eager.worse(step) and eager.changed(step) == ["torch 2.13.0+cpu to 2.14.0+cpu", "tag commit5 to commit6"]
+    # the compiled case steps as much in latency; its speed-up over eager (both slowed alike) does not step
+    compiled = {s.metric: s for s in series if s.machine.startswith("laptop") and s.case == "resnet-50 b1 default"}
+    assert [st.at for st in compiled[history.LATENCY].steps] == [5]
+    assert compiled[history.SPEEDUP].steps == [] and compiled[history.COMPILE].steps == []
+    box2 = [s for s in series if s.machine.startswith("box2")]
+    assert {len(s.points) for s in box2} == {2} and not any(s.steps for s in box2)
+    # no other step anywhere: the 3% wiggle is within the machine's drift
+    assert sum(len(s.steps) for s in series) == 2
+
+
+def _load(path):
+    from compilebench.report import data
+
+    return data.load([path])
+
+
+def test_the_command_prints_the_steps_and_the_machine_change_and_writes_the_page(tmp_path, main_here):
+    series_file(tmp_path)
+    code, out, err = main_here("history", "h.db", "--out", "page")
+    assert code == 0, err
+    assert "resnet-50 b1 eager, latency ms: 8 run(s)" in out and "worse at commit6" in out
+    assert "resnet-50 b1 eager: a new series on box2 (CPU (AMD EPYC 7B13, 2 threads)) from commit9" in out
+    assert "between commit5 and commit6: torch 2.13.0+cpu to 2.14.0+cpu; tag commit5 to commit6" in out
+    page = (tmp_path / "page" / "history.html").read_text()
+    assert page.count("<img") == len(history.series(_load(str(tmp_path / "h.db")), 0.05))  # a chart per series
+    assert "Steps, newest first" in page and "commit5 | commit6" in page
+    rows = json.loads((tmp_path / "page" / "history.json").read_text())
+    stepped = [r for r in rows if r["step_here"]]
+    assert {(r["case"], r["metric"], r["tag"]) for r in stepped} == {
+        ("resnet-50 b1 eager", "latency ms", "commit6"), ("resnet-50 b1 default", "latency ms", "commit6")}
+    assert (tmp_path / "page" / "history.csv").read_text().startswith("machine,case,metric,run_index,run,tag,")
+
+
+def test_nothing_changed_finds_no_step_and_settings_apart_are_series_apart(tmp_path, main_here):
+    results = [run_of(i, "vit", "eager", 12.0 * WIGGLE[i - 1]) for i in range(1, 11)]
+    results += [run_of(i, "vit", "eager", 9.0 * WIGGLE[-i], channels_last=True) for i in range(1, 11)]
+    found = history.series(results, 0.05)
+    assert [(s.case, len(s.points), len(s.steps)) for s in found if s.metric == history.LATENCY] == [
+        ("vit b1 eager", 10, 0), ("vit b1 eager", 10, 0)]
+    assert len({r.result.case_key for s in found for r in s.runs}) == 2
+
+
+@pytest.mark.parametrize("step_at, runs, code, said", [
+    (9, 10, 1, "2 regression(s)"),  # the newest two runs both 15% slower: a step they complete
+    (None, 10, 0, "no regression"),
+    (10, 10, 0, "no regression"),  # one slow run is a blip until the next confirms it
+    (6, 10, 0, "no regression"),  # an old step: flagged when it was new, not again
+])
+def test_check_history_gates_on_a_step_the_newest_runs_complete(tmp_path, main_here, step_at, runs, code, said):
+    series_file(tmp_path, step_at=step_at, runs=runs, moved_at=None)
+    got, out, err = main_here("check", "--history", "h.db", "--junit", "j.xml", "--summary", "s.md")
+    assert got == code and said in out, out + err
+    junit = (tmp_path / "j.xml").read_text()
+    assert junit.count("<failure") == (2 if code else 0)  # eager and compiled latency; the speed-up held
+    assert said in (tmp_path / "s.md").read_text()
+
+
+def test_bad_history_input_is_one_line_and_writes_nothing(tmp_path, main_here):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "notes.db").write_text("not sqlite")
+    fr.fill(str(tmp_path / "one.db"), [run_of(1, "vit", "eager", 12.0)])
+    for args, said in (
+        (["history", "empty"], "'empty' holds no results file (*.db)"),
+        (["history", "missing.db"], "results file 'missing.db' does not exist"),
+        (["history", "notes.db"], "'notes.db' is not a compilebench results file"),
+        (["history", "one.db"], "one.db hold(s) one run of each case: a history needs two runs or more"),
+        (["history", "one.db", "--format", "pdf"], "unknown history format 'pdf' (allowed: html, csv, json)"),
+        (["check", "--history", "one.db"], "a history needs two runs or more"),
+        (["check", "--history", "one.db", "--baseline", "one.db"], "give it no CANDIDATE.db, --baseline"),
+    ):
+        code, out, err = main_here(*args)
+        assert code == 2 and err.count("\n") == 1 and said in err, (args, err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "notes.db", "one.db"]
