@@ -64,11 +64,13 @@ def quick(args) -> None:
     if not args.read:
         for i in range(args.runs):
             db, out = f"{folder}/run{i + 1}.db", f"{folder}/run{i + 1}"
-            wall, _ = cli("run", "--db", db, "--out", out, "--quiet", *shlex.split(args.extra), tree=args.tree,
+            wall, p = cli("run", "--db", db, "--out", out, "--quiet", *shlex.split(args.extra), tree=args.tree,
                           cwd=folder)
             walls.append(wall)
             with open(f"{out}/wall_s", "w") as f:
                 f.write(f"{wall:.1f}\n")
+            with open(f"{out}/printed.txt", "w") as f:  # what the run printed: its summary
+                f.write(p.stdout)
             print(f"run {i + 1}: {wall:.0f} s", flush=True)
     runs = []
     for out in sorted(glob.glob(f"{folder}/run*/"), key=lambda p: int(p.rstrip("/").rsplit("run", 1)[1])):

@@ -8,8 +8,10 @@ difference beyond 1.96 of its standard error) and by at least the minimum effect
 away one by one, the weakest first. Segments hold at least two runs: one run out of line is a blip, not a step,
 until the next run confirms it (the rule PyTorch's HUD applies to its nightly series).
 
-The drift is estimated from the series themselves, robustly (the median of the successive moves, which a few steps
-do not move), less what the points' own intervals already hold."""
+The drift is estimated from the machine's series themselves where they hold MIN_MOVES successive moves or more (the
+upper quartile of the moves, which a few steps do not move, as a normal scatter, less what the points' own
+intervals already hold); with fewer, DEFAULT_DRIFT is assumed: a handful of runs cannot tell a machine that moves
+10% between runs (this project's VM does) from one that never moves."""
 
 from __future__ import annotations
 
@@ -21,7 +23,8 @@ Z95 = 1.959964
 MIN_SEGMENT = 2  # runs: a step needs two runs on its far side
 PENALTY = 2.0  # per segment, in the weighted cost's chi-square units, on top of the log(n) of BIC: see _penalty
 DEFAULT_DRIFT = 0.05  # where too few moves are known to estimate it: the 5% band the HUD and asv allow
-MIN_MOVES = 4  # successive moves needed to estimate the drift
+MIN_MOVES = 10  # successive moves (over all of a machine's series) needed to estimate the drift
+Q75_HALF_NORMAL = 1.1503  # the upper quartile of |x| for x normal with unit deviation
 
 
 @dataclass(frozen=True)
@@ -58,7 +61,8 @@ def drift(series: list[list[Point]]) -> float:
     moves = [math.log(b.value / a.value) for s in series for a, b in zip(s, s[1:]) if a.value > 0 and b.value > 0]
     if len(moves) < MIN_MOVES:
         return DEFAULT_DRIFT
-    scatter = 1.4826 * statistics.median(abs(m) for m in moves) / math.sqrt(2)  # per point, robust to a few steps
+    upper = statistics.quantiles([abs(m) for m in moves], n=4)[2]
+    scatter = upper / Q75_HALF_NORMAL / math.sqrt(2)  # per point (a move is the difference of two), robust to steps
     own = [p.log_se ** 2 for s in series for p in s if p.log_se is not None]
     return math.sqrt(max(0.0, scatter ** 2 - (statistics.median(own) if own else 0.0)))
 

@@ -169,10 +169,10 @@ def summary(view: View, width: int = WIDTH) -> str:
     if said:
         out += ["", *[line for s in dict.fromkeys(said) for line in textwrap.wrap(s, width, subsequent_indent="  ")]]
     if out:
-        confidence = ("; each at its look's share of 5% where the run added repeats to decide (--details)"
-                      if view.looks > 1 else "")
+        confidence = ("95%; where a run adds repeats to decide, each look's share of 5%, as --details says"
+                      if view.looks > 1 else "95%")
         out += ["", *textwrap.wrap(
-            f"speed-up: eager ms / compiled ms, with its 95% interval between processes{confidence}. verdict: faster "
+            f"speed-up: eager ms / compiled ms, with its interval between processes ({confidence}). verdict: faster "
             f"or slower beyond {view.min_effect:.0%}, same within it, else inconclusive. break-even: calls until "
             "compiling has paid for itself. The guide's tables and every detail: --details, or the report.", width)]
     return "\n".join(out).lstrip("\n")
