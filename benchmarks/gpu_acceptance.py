@@ -21,8 +21,20 @@ reads what it stored. Under 10 minutes on one H100 (most of it compiling ResNet-
   shapes           `compilebench shapes` ResNet-50 over batch 1, 2, 4 under automatic dynamic and dynamic=False, 2
                    repeats: every shape's loop has its event times within [0.80, 1.05] of its wall time, no `clock`
                    flag, dynamic=False compiled 3 graphs, automatic dynamic 2, and neither compiled in the second pass
+  profile          ResNet-50 eager and default with --profile: each profile's kernel time per call within [0.80,
+                   1.05] of the timed loop's event time per call, no annotation (our call record, inductor's
+                   compiled-graph record) among its kernels, no `self-check` flag
+  mega             ResNet-50 default with --compile-cache mega, 2 repeats: repeat 2 loaded the artifacts
+                   in a fresh process and compiled no graph they held (missed 0), its compile seconds below repeat 1's
+  aot-inductor     ResNet-50 --variant aot-inductor, 2 repeats: `ok` on the case's device, the event clock within
+                   [0.80, 1.05], the package loaded by repeat 2 without building it
+  shapes-graphs    `shapes` under reduce-overhead with mark_dynamic and with pad_to, and SmolLM2-135M over two
+                   prompt lengths: CUDA graphs recorded per shape, none skipped silently (no `cudagraphs-skipped`
+                   without its reason), the steady peak memory below the compile peak, no `self-check` flag
+  energy           NVML energy per call of the clock check's result: above 0 and below the board's power limit
+                   times the call's time
 
-Usage: python benchmarks/gpu_acceptance.py [--only clock,oom] [--keep DIR]
+Usage: python benchmarks/gpu_acceptance.py [--only clock,oom] [--keep DIR] [--list]
 """
 
 from __future__ import annotations
@@ -35,7 +47,21 @@ import time
 
 from _runs import TREE, cli, results
 
-CHECKS = ("clock", "cuda:1", "reduce-overhead", "generation", "launcher", "tf32", "oom", "nvml", "shapes")
+CHECKS = ("clock", "cuda:1", "reduce-overhead", "generation", "launcher", "tf32", "oom", "nvml", "shapes", "profile",
+          "mega", "aot-inductor", "shapes-graphs", "energy")
+
+
+def covered() -> dict[str, str]:
+    """Each check and the paths of compilebench it covers, from this file's own description."""
+    out, name = {}, None
+    for line in __doc__.split("\n\n")[2].splitlines():
+        head = line[2:19].strip() if line.startswith("  ") and not line.startswith("   ") else ""
+        if head:
+            name = head
+            out[name] = line[19:].strip()
+        elif name:
+            out[name] += " " + line.strip()
+    return out
 
 
 def gpus() -> list[dict]:
@@ -198,13 +224,94 @@ class Checks:
         self.say("shapes", ok, f"samples / wall {', '.join(f'{x:.3f}' for x in ratios if x is not None)}; graphs {graphs}; "
                                f"second-pass compiles {sum(second)}; status {auto['status']}, {static['status']}")
 
+    def profile(self) -> None:
+        found = self.run("profile", "--model", "resnet-50", "--variant", "eager", "default", "--profile", "--iters", 50,
+                         "--repeats", 1)
+        figures, ok = [], bool(found)
+        for r in found:
+            rep = r["repeats"][0]
+            prof, events_ms = rep.get("profile") or {}, r["stats"]["mean"]
+            kernels = (prof.get("shares_ms") or {})
+            kernel_ms = prof.get("profiled_ms")
+            ratio = kernel_ms / events_ms if kernel_ms and events_ms else None
+            names = [row["name"] for row in prof.get("top") or []]
+            annotated = [n for n in names if n.startswith(("compilebench call", "## Call CompiledFxGraph"))]
+            ok &= (r["status"] == "ok" and ratio is not None and 0.8 <= ratio <= 1.05 and not annotated
+                   and "self-check" not in r["flags"])
+            figures.append(f"{r['case']['variant']['mode'] or 'eager'}: kernels {kernel_ms} ms / events {events_ms:.3f} "
+                           f"ms = {ratio if ratio is None else round(ratio, 3)}, {prof.get('kernels')} kernels a call, "
+                           f"annotations counted {annotated}, shares {kernels}, problem {prof.get('problem')}")
+        self.say("profile", ok, "; ".join(figures) or "no result")
+
+    def mega(self) -> None:
+        found = self.run("mega", "--model", "resnet-50", "--variant", "default", "--compile-cache", "mega",
+                         "--iters", 20, "--repeats", 2)
+        r = found[0] if found else None
+        if r is None or len(r["repeats"]) < 2:
+            self.say("mega", False, f"results: {[x['status'] for x in found]}")
+            return
+        first, second = r["repeats"][0], r["repeats"][1]
+        loaded = second.get("mega_cache") or {}
+        ok = (r["status"] == "ok" and "loaded_bytes" in loaded and loaded.get("missed") == 0
+              and (second.get("compile_s") or 0) < (first.get("compile_s") or 0))
+        self.say("mega", ok, f"saved {first.get('mega_cache')}, loaded {loaded}; compile s {first.get('compile_s')} "
+                             f"then {second.get('compile_s')}")
+
+    def aot_inductor(self) -> None:
+        found = self.run("aot", "--model", "resnet-50", "--variant", "aot-inductor", "--iters", 50, "--repeats", 2,
+                         "--timeout", 1200)
+        r = found[0] if found else None
+        if r is None:
+            self.say("aot-inductor", False, "no result stored")
+            return
+        ratios = [rep.get("samples_over_wall") for rep in r["repeats"]]
+        built = [bool((rep.get("aot_inductor") or {}).get("package_s")) for rep in r["repeats"]]
+        ok = (r["status"] == "ok" and str(r["env"].get("device", "")).startswith("cuda") and len(ratios) == 2
+              and all(x is not None and 0.8 <= x <= 1.05 for x in ratios) and built == [True, False])
+        self.say("aot-inductor", ok, f"status {r['status']} ({r.get('message')}), device {r['env'].get('device')}, "
+                                     f"samples / wall {ratios}, built by repeat {built}")
+
+    def shapes_graphs(self) -> None:
+        vision = self.run("shapes-graphs", "--model", "resnet-50", "--batch-size", 1, 2, 4, "--variant", "reduce-overhead",
+                          "--dynamic", "mark", "--pad-to", 4, "--iters", 30, "--repeats", 1, command="shapes")
+        text = self.run("shapes-text", "--model", "smollm2-135m", "--prompt-len", 16, 32, "--variant", "reduce-overhead",
+                        "--new-tokens", 8, "--repeats", 1, command="shapes")
+        figures, ok = [], bool(vision) and bool(text)
+        for r in vision + text:
+            rep = r["repeats"][0]
+            recorded = rep.get("cudagraphs_recorded")
+            steady, compile_peak = rep.get("peak_mem_bytes"), rep.get("compile_peak_mem_bytes")
+            skipped_silently = "cudagraphs-skipped" in r["flags"] and not r.get("cudagraph_skip_reasons")
+            ok &= (r["status"] == "ok" and bool(recorded) and not skipped_silently and steady is not None
+                   and compile_peak is not None and steady <= compile_peak and "self-check" not in r["flags"])
+            figures.append(f"{r['case']['model']} {r['case']['variant'].get('dynamic')} pad {r['case']['variant'].get('pad_to')}: "
+                           f"status {r['status']}, graphs recorded {recorded}, skipped {rep.get('cudagraph_skips')} "
+                           f"({r.get('cudagraph_skip_reasons')}), steady peak {steady} <= compile peak {compile_peak}")
+        self.say("shapes-graphs", ok, "; ".join(figures) or "no result")
+
+    def energy(self, r: dict | None) -> None:
+        if r is None:
+            self.say("energy", False, "no result of the clock check to read")
+            return
+        rep = r["repeats"][0]
+        per_call, limit = rep.get("energy_per_call_j"), (rep.get("conditions") or {}).get("gpu_power_limit_w")
+        call_s = r["stats"]["mean"] / 1e3
+        ok = per_call is not None and limit is not None and 0 < per_call < limit * call_s and "self-check" not in r["flags"]
+        self.say("energy", ok, f"{per_call} J a call; the board's limit {limit} W x {call_s * 1e3:.3f} ms = "
+                               f"{limit * call_s if limit else None} J")
+
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=__doc__.split("\n\n", 1)[1])
     ap.add_argument("--only", default=",".join(CHECKS), help=f"checks to run, comma-separated (default: {','.join(CHECKS)})")
     ap.add_argument("--keep", default=None, metavar="DIR", help="keep the results files here")
+    ap.add_argument("--list", action="store_true", help="print every check with what it covers, and run none")
     args = ap.parse_args()
+    if args.list:
+        for name, what in covered().items():
+            print(f"{name:16} {what}")
+        return
     only = [c.strip() for c in args.only.split(",") if c.strip()]
     unknown = [c for c in only if c not in CHECKS]
     if unknown:
@@ -220,10 +327,12 @@ def main() -> None:
     tmp = args.keep or tempfile.mkdtemp(prefix="compilebench-gpu-")
     os.makedirs(tmp, exist_ok=True)
     checks, t0 = Checks(tmp, devices), time.perf_counter()
-    clock_result = checks.clock() if "clock" in only or "nvml" in only else None
+    clock_result = checks.clock() if {"clock", "nvml", "energy"} & set(only) else None
     steps = {"cuda:1": checks.cuda1, "reduce-overhead": checks.reduce_overhead, "generation": checks.generation,
              "launcher": checks.launcher, "tf32": checks.tf32, "oom": checks.oom,
-             "nvml": lambda: checks.nvml(clock_result), "shapes": checks.shapes}
+             "nvml": lambda: checks.nvml(clock_result), "shapes": checks.shapes, "profile": checks.profile,
+             "mega": checks.mega, "aot-inductor": checks.aot_inductor, "shapes-graphs": checks.shapes_graphs,
+             "energy": lambda: checks.energy(clock_result)}
     for name in only:
         if name in steps:
             steps[name]()

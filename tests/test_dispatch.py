@@ -337,16 +337,35 @@ def test_bad_executor_options_are_one_line_and_exit_2(main_here, tmp_path, args,
     assert not (tmp_path / "r.db").exists()
 
 
-def test_a_ray_gpu_id_is_locked_by_the_uuid_nvidia_smi_gives_it(tmp_path, monkeypatch):
-    # Ray hands a task the node's index of its GPU; local runs lock GPUs by UUID, so a Ray task must too.
-    smi = tmp_path / "nvidia-smi"
-    smi.write_text('#!/bin/sh\n[ "$3" = "-i" ] && [ "$4" = "3" ] && echo GPU-3333 || exit 6\n')
+def test_a_ray_gpu_is_locked_by_the_uuid_of_the_gpu_its_workers_see_not_the_pci_index(tmp_path, monkeypatch):
+    """Issue 42, 3: Ray's GPU id, which it puts in CUDA_VISIBLE_DEVICES, is read by CUDA in its own order (fastest
+    first by default), while nvidia-smi -i reads PCI order. On this fake node of mixed GPUs the two orders differ:
+    the lock must go to the GPU the task's own torch sees as cuda:0."""
+    import json
+    import subprocess as sp
+
+    from compilebench.run import devices, ray_cluster
+
+    pci_order, cuda_order = ["GPU-a100", "GPU-h100"], ["GPU-h100", "GPU-a100"]  # the H100 is the faster
+    smi = tmp_path / "nvidia-smi"  # what the lock asked before: the PCI index
+    smi.write_text('#!/bin/sh\n[ "$3" = "-i" ] && [ "$4" = "0" ] && echo GPU-a100 || exit 6\n')
     smi.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
-    assert fingerprint.physical_gpu_uuid(3) == "GPU-3333"
-    assert fingerprint.physical_gpu_uuid(9) is None
-    assert fingerprint.physical_gpu_uuid("GPU-abcd") == "GPU-abcd"  # Ray given UUIDs in CUDA_VISIBLE_DEVICES
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")  # what Ray sets in the task
-    assert gpusmod.gpu_lock(0, "GPU-3333") == [("cpu", False), ("GPU-3333", True)]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")  # what Ray sets in the task for its GPU id 0
+    asked, real_run = [], sp.run
+
+    def child(command, **kwargs):  # the device probe's child: torch under the task's CUDA_VISIBLE_DEVICES
+        if command[1:3] != ["-m", "compilebench.run.devices"]:
+            return real_run(command, **kwargs)
+        visible = [int(i) for i in kwargs["env"]["CUDA_VISIBLE_DEVICES"].split(",")]
+        asked.append(visible)
+        answer = {"device": "cuda:0", "env": {}, "gpus": [], "gpu_ids": {"0": cuda_order[visible[0]]}, "gpu_cpus": {}}
+        return sp.CompletedProcess(command, 0, stdout=json.dumps(answer) + "\n", stderr="")
+
+    monkeypatch.setattr(devices.subprocess, "run", child)
+    assert sp.run(["nvidia-smi", "--query-gpu=uuid", "--format=csv,noheader", "-i", "0"], capture_output=True,
+                  text=True).stdout.strip() == pci_order[0]  # the PCI index names the A100
+    assert ray_cluster.task_gpu_uuid() == "GPU-h100" and asked == [[0]]  # the GPU CUDA gives the task
+    assert gpusmod.gpu_lock(0, "GPU-h100") == [("cpu", False), ("GPU-h100", True)]
     assert gpusmod.gpu_lock(0, None) == [("cpu", False), ("cuda-3", True)]
     assert gpusmod.gpu_env(0, "GPU-3333")["CUDA_VISIBLE_DEVICES"] == "GPU-3333"

@@ -195,13 +195,53 @@ def test_profiler_events_become_records_with_cpu_self_times_and_kernel_durations
     span = lambda us: SimpleNamespace(elapsed_us=lambda: us)  # noqa: E731
     prof = SimpleNamespace(events=lambda: [
         SimpleNamespace(name=profiling.CALL, device_type=DeviceType.CPU, self_cpu_time_total=5.0,
-                        cpu_time_total=100.0, time_range=span(100.0)),
+                        cpu_time_total=100.0, time_range=span(100.0), is_user_annotation=True),
         SimpleNamespace(name="aten::mm", device_type=DeviceType.CPU, self_cpu_time_total=95.0, cpu_time_total=95.0,
-                        time_range=span(95.0)),
+                        time_range=span(95.0), is_user_annotation=False),
         SimpleNamespace(name="sm90_gemm", device_type=DeviceType.CUDA, self_cpu_time_total=0.0, cpu_time_total=0.0,
-                        time_range=span(40.0)),
+                        time_range=span(40.0), is_user_annotation=False),
         SimpleNamespace(name="memcpy", device_type=DeviceType.MTIA, self_cpu_time_total=0.0, cpu_time_total=0.0,
-                        time_range=span(1.0)),  # another device: not this profile's
+                        time_range=span(1.0), is_user_annotation=False),  # another device: not this profile's
     ])
     assert profiling.events_of(prof) == [Event(profiling.CALL, 5.0, total_us=100.0), Event("aten::mm", 95.0, total_us=95.0),
                                          Event("sm90_gemm", 40.0, on_device=True)]
+
+
+def _kineto_trace(calls: int):
+    """What kineto gives for `calls` profiled calls of a compiled model on a GPU, as strict as torch's FunctionEvent:
+    our record around each call and inductor's around its compiled graph are user-scope records, on the CPU
+    (is_user_annotation) and mirrored onto the GPU timeline (device type CUDA, is_user_annotation, spanning the
+    kernels they wrap); the two kernels of each call are device events of their own."""
+    from torch.autograd import DeviceType
+
+    span = lambda us: SimpleNamespace(elapsed_us=lambda: us)  # noqa: E731
+
+    def event(name, device, us, annotation, self_cpu=0.0, total_cpu=0.0):
+        return SimpleNamespace(name=name, device_type=device, self_cpu_time_total=self_cpu, cpu_time_total=total_cpu,
+                               time_range=span(us), is_user_annotation=annotation)
+
+    graph = profiling.COMPILED_GRAPH + " fxgraph0"
+    out = []
+    for _ in range(calls):
+        out += [event(profiling.CALL, DeviceType.CPU, 120.0, True, self_cpu=20.0, total_cpu=120.0),
+                event(graph, DeviceType.CPU, 100.0, True, self_cpu=100.0, total_cpu=100.0),
+                event(profiling.CALL, DeviceType.CUDA, 75.0, True),  # the mirrors: no kernels
+                event(graph, DeviceType.CUDA, 72.0, True),
+                event("sm90_xmma_gemm_f32", DeviceType.CUDA, 40.0, False),
+                event("triton_poi_fused_relu_0", DeviceType.CUDA, 30.0, False)]
+    return SimpleNamespace(events=lambda: out)
+
+
+def test_a_gpu_profile_counts_kernels_not_the_annotations_kineto_mirrors_onto_the_gpu():
+    """Issue 42, 1: each call's record and inductor's compiled-graph record, mirrored onto the GPU timeline, were
+    counted as kernels: the GPU time about twice, 'other kernels' inflated by the graph's span, and the kernels'
+    sum over the wall raising a false 'not of these calls'."""
+    calls = 5
+    events = profiling.events_of(_kineto_trace(calls))
+    assert [e.name for e in events if e.on_device][:2] == ["sm90_xmma_gemm_f32", "triton_poi_fused_relu_0"]
+    summary = profiling.summarize(events, calls, wall_ns=calls * 120_000, on_device=True)
+    assert summary["kernels"] == 2
+    assert summary["shares_ms"][profiling.MATMUL_CONV] == pytest.approx(0.040)
+    assert summary["shares_ms"][profiling.OTHER] == pytest.approx(0.030)
+    assert summary["shares_ms"][profiling.OUTSIDE] == pytest.approx(0.050)
+    assert "problem" not in summary

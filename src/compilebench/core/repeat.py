@@ -128,6 +128,7 @@ class Repeat:
     cudagraph_skips: int | None = None  # graphs inductor did not record as CUDA graphs (a GPU compiled variant)
     cudagraphs_recorded: int | None = None
     cudagraph_skip_reasons: list[str] = metric(list, over=each)
+    self_checks: list[str] = metric(list, over=each)  # the self-checks it failed, in words (vocab.SELF_CHECK)
     # what the correctness tolerance was chosen for: float32, tf32, float16, bfloat16
     math: str | None = metric(over=found, csv=True)
     rel_tolerance: float | None = metric(over=most, csv=True)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from compilebench.core import stats
 from compilebench.core.case import Case, eager_key_of, key_of
 from compilebench.core.repeat import METRICS, Repeat, derived, empty, utc_now
-from compilebench.core.vocab import FLAGS, MEASURED, SEVERITY, UNSTABLE
+from compilebench.core.vocab import FLAGS, MEASURED, SELF_CHECK, SEVERITY, UNSTABLE
 
 
 @dataclass
@@ -90,6 +90,8 @@ class Result:
         self.unstable = _unstable(measured)
         if self.unstable:
             self.flags.append(UNSTABLE.name)
+        if any(r.self_checks for r in reps):  # a figure that failed its own check: said, whatever the status
+            self.flags.append(SELF_CHECK.name)
 
     def _derive_compile(self, reps: list[Repeat]) -> None:
         """Compile seconds cold (the first repeat, from an empty compiler state) and warm (the median of those that

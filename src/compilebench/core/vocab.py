@@ -69,7 +69,12 @@ RECOMPILE_LIMIT = Flag("recompile-limit", "dynamo hit its recompile limit, so th
 UNSTABLE = Flag("unstable", "the case's processes fell into two groups far apart (the machine changed state during "
                 "the run: the groups' means and times are in the details); its interval holds both states, so it is "
                 "wide: find what else ran then (other tenants, a clock change), and measure again with --rerun")
-FLAGS = {f.name: f for f in (NOISY, BUSY, THROTTLED, CLOCK, CUDAGRAPHS_SKIPPED, RECOMPILE_LIMIT, UNSTABLE)}
+# Checks only real hardware can fail, read at run time (which one, in words, is the repeat's self_checks): a
+# profile whose kernels outlast its calls, a steady peak above the compile's, an energy counter that did not
+# advance, a precision setting that did not take.
+SELF_CHECK = Flag("self-check", "a figure of this result failed a check of itself that only real hardware can fail "
+                  "(which, in the details): that figure is not to be trusted; report it with the details")
+FLAGS = {f.name: f for f in (NOISY, BUSY, THROTTLED, CLOCK, CUDAGRAPHS_SKIPPED, RECOMPILE_LIMIT, UNSTABLE, SELF_CHECK)}
 
 
 class Verdict(str, enum.Enum):

@@ -100,7 +100,8 @@ def summarize(events: list[Event], calls: int, wall_ns: int, on_device: bool) ->
         out["kernels"] = len(timed) / calls
         out["op_calls"] = sum(1 for e in events if not e.on_device and e.name.startswith("aten::")) / calls
         out["coverage"] = None  # device time is not meant to fill the host's wall: the rest is the host's
-        if profiled_ms > wall_ms * 1.05:
+        if profiled_ms > wall_ms * 1.05:  # the self-check: kernels cannot outlast the calls that launched them
+            out["kernels_over_wall"] = True
             out["problem"] = (f"kernels took {profiled_ms:.3f} ms per call, more than the {wall_ms:.3f} ms wall time "
                               "around them: the trace is not of these calls")
     else:
@@ -117,14 +118,16 @@ def summarize(events: list[Event], calls: int, wall_ns: int, on_device: bool) ->
 
 def events_of(prof) -> list[Event]:
     """torch.profiler's events as Event records: CPU events with their self time, device kernels with their
-    duration."""
+    duration. Kineto mirrors every user-scope record (ours around each call, inductor's around each compiled
+    graph) onto the GPU timeline as an event of device type CUDA spanning the kernels it wraps: those are not
+    kernels, and torch leaves them out of its own device totals too (is_user_annotation)."""
     from torch.autograd import DeviceType
 
     out = []
     for e in prof.events():
         if e.device_type == DeviceType.CPU:
             out.append(Event(e.name, float(e.self_cpu_time_total), total_us=float(e.cpu_time_total)))
-        elif e.device_type == DeviceType.CUDA:
+        elif e.device_type == DeviceType.CUDA and not getattr(e, "is_user_annotation", False):
             out.append(Event(e.name, float(e.time_range.elapsed_us()), on_device=True))
     return out
 

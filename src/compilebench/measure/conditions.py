@@ -97,21 +97,36 @@ class Nvml:
     """The few NVML calls compilebench makes, for the GPU the worker uses. Created only in a worker, where the
     device already has a CUDA context; NVML itself creates none."""
 
-    def __init__(self, pynvml, handle, own_pid: int):
+    error: str | None = None  # why the last open() found no GPU, for the environment (never silent)
+
+    def __init__(self, pynvml, handle, own_pid: int, mig: str | None = None):
         self._n, self._h, self._pid = pynvml, handle, own_pid
+        self.mig = mig  # a MIG instance's UUID: then the handle is its board's, whose readings it shares
 
     @classmethod
     def open(cls, uuid: str | None, index: int) -> Nvml | None:
         try:
             import pynvml
         except ImportError:
+            cls.error = "pynvml is not installed (pip install compilebench[nvidia])"
             return None
+        return cls.open_with(pynvml, uuid, index)
+
+    @classmethod
+    def open_with(cls, pynvml, uuid: str | None, index: int) -> Nvml | None:
+        """A MIG instance (its UUID starts with MIG-) answers few queries (no clocks, power or energy): those are
+        read from the board that holds it, and the environment says they are the whole board's."""
         try:
             pynvml.nvmlInit()
             handle = (pynvml.nvmlDeviceGetHandleByUUID(uuid) if uuid else pynvml.nvmlDeviceGetHandleByIndex(index))
-        except Exception:  # no driver, no permission: conditions stay unknown, never a failed case
+            mig = None
+            if uuid and uuid.startswith("MIG-"):
+                handle, mig = pynvml.nvmlDeviceGetDeviceHandleFromMigDeviceHandle(handle), uuid
+        except Exception as exc:  # no driver, no permission: conditions stay unknown (and said), never a failed case
+            cls.error = f"NVML did not open {uuid or f'GPU {index}'}: {type(exc).__name__}: {exc}"[:200]
             return None
-        return cls(pynvml, handle, os.getpid())
+        cls.error = None
+        return cls(pynvml, handle, os.getpid(), mig)
 
     def read(self) -> GpuReading:
         n, h = self._n, self._h
@@ -146,6 +161,8 @@ class Nvml:
             return got[0] if isinstance(got, (tuple, list)) else got
 
         return {
+            **({"gpu_mig_instance": self.mig, "gpu_readings": "the whole board's, shared with its other MIG instances"}
+               if self.mig else {}),
             "gpu_persistence_mode": _try(lambda: bool(n.nvmlDeviceGetPersistenceMode(h))),
             "gpu_application_clocks_mhz": [_try(lambda: n.nvmlDeviceGetApplicationsClock(h, n.NVML_CLOCK_SM)),
                                            _try(lambda: n.nvmlDeviceGetApplicationsClock(h, n.NVML_CLOCK_MEM))],

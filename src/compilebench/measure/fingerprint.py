@@ -9,6 +9,8 @@ import platform
 import socket
 import subprocess
 
+from compilebench.measure import precision
+
 
 def _version(package: str) -> str | None:
     try:
@@ -39,20 +41,6 @@ def _nvidia_driver() -> str | None:
         return None
 
 
-def physical_gpu_uuid(gpu_id) -> str | None:
-    """The UUID of a GPU as the machine numbers it (nvidia-smi's index, which CUDA_VISIBLE_DEVICES does not change,
-    as Ray's GPU ids are), asked of nvidia-smi so that this process opens no CUDA context; None where unknown."""
-    text = str(gpu_id).strip()
-    if text.startswith(("GPU-", "MIG-")):
-        return text
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=uuid", "--format=csv,noheader", "-i", text],
-                             capture_output=True, text=True, timeout=10, check=True).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.splitlines()[0].strip() if out.startswith(("GPU-", "MIG-")) else None
-
-
 def collect(device: str) -> dict:
     """Everything that can change a number: hardware, software versions, threads, matmul precision."""
     import torch
@@ -68,7 +56,7 @@ def collect(device: str) -> dict:
         "cpu": cpu_model(),
         "cpu_count": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
-        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "float32_matmul_precision": precision.matmul_precision_words(),
         "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
         "device": device,
@@ -87,23 +75,32 @@ def collect(device: str) -> dict:
             cuda=torch.version.cuda,
             cudnn=torch.backends.cudnn.version(),
             driver=_nvidia_driver(),
-            tf32_matmul=torch.backends.cuda.matmul.allow_tf32,
-            tf32_cudnn=torch.backends.cudnn.allow_tf32,
         )
+        used = precision.effective()  # read through the API the installed torch has (the other one may raise)
+        env.update(tf32_matmul=used.pop("matmul") == "tf32", tf32_cudnn=used.pop("conv") == "tf32",
+                   fp32_precision_api=used.pop("api"), **used)
         from compilebench.measure.conditions import Nvml
 
         nvml = Nvml.open(env["gpu_uuid"], torch.cuda.current_device())
         if nvml:
             env.update(nvml.facts())
+        else:  # clocks, power and energy will be missing: the environment says why
+            env["nvml"] = Nvml.error
     return env
 
 
 def gpu_uuid(device: str) -> str | None:
-    """The UUID of the GPU this process sees as `device`, as nvidia-smi and CUDA_VISIBLE_DEVICES write it."""
+    """The UUID of the GPU this process sees as `device`, as nvidia-smi, NVML and CUDA_VISIBLE_DEVICES write it:
+    MIG-... for a MIG instance (a process that sees MIG instances sees them through CUDA_VISIBLE_DEVICES), else
+    GPU-..."""
     import torch
 
     uuid = getattr(torch.cuda.get_device_properties(device), "uuid", None)
-    return f"GPU-{uuid}" if uuid else None
+    return f"{'MIG' if uses_mig() else 'GPU'}-{uuid}" if uuid else None
+
+
+def uses_mig() -> bool:
+    return any(x.strip().startswith("MIG-") for x in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(","))
 
 
 def uses_tf32(env: dict, dtype: str) -> bool:

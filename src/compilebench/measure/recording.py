@@ -17,12 +17,18 @@ from compilebench.measure import conditions, fingerprint, invariants, timing
 class Memory:
     """Peak memory of the steady state, apart from the compile's: on CUDA the allocator's peaks are reset after
     warm-up (steady) and read before the reset (compile and autotuning workspaces, CUDA-graph recording); on the
-    host, the process's peak resident set (it cannot be reset: it holds the compile too)."""
+    host, the process's peak resident set (it cannot be reset: it holds the compile too). A unit with several timed
+    loops (`shapes`: one per shape, each after its own first call) calls steady() before and after_loop() after
+    each: the steady peak is the largest of the loops', the compile peak the largest of what came between them."""
+
+    SLACK = 0.05  # the self-check: a steady peak this much over the compile peak (and 1 MiB) cannot be
 
     def __init__(self, device: str):
         self.cuda = device.startswith("cuda")
         self.device = device
         self.compile_peak: int | None = None
+        self.steady_peak: int | None = None  # the loops' own peaks, where after_loop() read them
+        self.reserved_peak: int | None = None
 
     def start(self) -> None:
         if self.cuda:
@@ -35,16 +41,31 @@ class Memory:
         if self.cuda:
             import torch
 
-            self.compile_peak = torch.cuda.max_memory_allocated(self.device)
+            self.compile_peak = max(self.compile_peak or 0, torch.cuda.max_memory_allocated(self.device))
+            torch.cuda.reset_peak_memory_stats(self.device)
+
+    def after_loop(self) -> None:
+        """Right after a timed loop: its peak is a steady one; what follows (the next shape's compile) is not."""
+        if self.cuda:
+            import torch
+
+            self.steady_peak = max(self.steady_peak or 0, torch.cuda.max_memory_allocated(self.device))
+            self.reserved_peak = max(self.reserved_peak or 0, torch.cuda.max_memory_reserved(self.device))
             torch.cuda.reset_peak_memory_stats(self.device)
 
     def record(self, rep: Repeat) -> None:
         if self.cuda:
             import torch
 
-            rep.peak_mem_bytes, rep.peak_mem_kind = torch.cuda.max_memory_allocated(self.device), "cuda_max_allocated"
-            rep.peak_mem_reserved_bytes = torch.cuda.max_memory_reserved(self.device)
+            steady = self.steady_peak if self.steady_peak is not None else torch.cuda.max_memory_allocated(self.device)
+            rep.peak_mem_bytes, rep.peak_mem_kind = steady, "cuda_max_allocated"
+            rep.peak_mem_reserved_bytes = (self.reserved_peak if self.steady_peak is not None
+                                           else torch.cuda.max_memory_reserved(self.device))
             rep.compile_peak_mem_bytes = self.compile_peak
+            if self.compile_peak is not None and steady > self.compile_peak * (1 + self.SLACK) + 2**20:
+                self_check(rep, f"the steady peak memory ({steady / 2**20:,.0f} MiB) is above the compile's "
+                                f"({self.compile_peak / 2**20:,.0f} MiB), which also held the first calls: the "
+                                "allocator's peaks were not reset where the loops began")
         else:
             rep.peak_mem_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux reports KiB
             rep.peak_mem_kind = "host_max_rss"
@@ -95,8 +116,16 @@ def record_profiles(results, job, calls: dict[str, Callable[[], object]], n: int
         try:
             rep.profile = profiling.profile(calls[case.variant.label], n, case.device,
                                             traces.profile_path(job.traces, case, job.repeat), clock.sync)
+            if rep.profile.get("kernels_over_wall"):
+                self_check(rep, f"--profile: {rep.profile['problem']}")
         except Exception as exc:  # noqa: BLE001 - a profiler problem must not lose the measurement
             rep.profile = {"problem": f"the profiled pass failed: {type(exc).__name__}: {exc}"[:300]}
+
+
+def self_check(rep: Repeat, failed: str) -> None:
+    """A check only real hardware can fail, failed: said in the repeat (its result is flagged self-check)."""
+    if failed not in rep.self_checks:
+        rep.self_checks.append(failed)
 
 
 def record_loop(rep: Repeat, m, samples_ns: list[int], alone: bool) -> None:
@@ -110,6 +139,9 @@ def record_loop(rep: Repeat, m, samples_ns: list[int], alone: bool) -> None:
     rep.flags = conditions.flags(m.conditions)
     rep.set_samples(samples_ns)
     energy, cpu_energy = m.conditions.get("gpu_energy_j"), m.conditions.get("cpu_energy_j")
+    if energy is not None and energy <= 0:  # a counter that did not advance over a loop that ran, or wrapped
+        self_check(rep, f"the GPU's energy counter moved {energy:g} J over the timed loop: no energy is reported")
+        energy = None
     rep.energy_per_call_j = energy / len(samples_ns) if energy is not None and samples_ns and alone else None
     rep.cpu_energy_per_call_j = cpu_energy / len(samples_ns) if cpu_energy is not None and samples_ns and alone else None
 

@@ -42,7 +42,9 @@ def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, 
             m = timing.measure(lambda s=s: call(s), iters=iters, warmup=policy.warmup_for(case.variant), clock=clock,
                                min_iters=min(policy.min_iters, iters), max_time_s=policy.max_time_s,
                                warmup_s=policy.warmup_s_for(case.device), sync_each_call=case.sync_each_call,
-                               graph_count=compiler.graph_count, watch=watch, on_phase=enter)
+                               graph_count=compiler.graph_count, watch=watch, on_phase=enter,
+                               before_timing=recorder.memory.steady)  # the shape's first call is a compile's
+            recorder.memory.after_loop()
             per_shape[s.token] = _shape_record(m, compiler.compiled_since(records, graphs), s, case.variant,
                                                recording.clock_check(m, clock, case.sync_each_call))
             loop_recompiles += m.recompiles or 0

@@ -27,7 +27,7 @@ from compilebench.core.job import Job
 from compilebench.core.repeat import Repeat
 from compilebench.core.result import Result
 from compilebench.diagnostics import bandwidth, traces
-from compilebench.measure import compiler, compiler_state, conditions, fingerprint, invariants, recording, timing
+from compilebench.measure import compiler, compiler_state, conditions, fingerprint, invariants, precision, recording, timing
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 TRACEBACK_LINES = 60  # the end of a traceback: where it was raised, and the message
@@ -98,14 +98,17 @@ def run_cases(
         if first.device.startswith("cuda"):
             torch.cuda.set_device(first.device)  # "the current device" is the case's, for any code that asks for it
         clock = clock or recording.make_clock(first.device)
-        with torch.inference_mode(), _tf32(first.tf32), _autocast(first):
+        with torch.inference_mode(), precision.tf32(first.tf32), _autocast(first):
             env = fingerprint.collect(first.device)  # inside: it records the TF32 setting the cases ran with
+            untaken = precision.not_taken(first.tf32, precision.effective()) if first.device.startswith("cuda") else None
             if job.environment:
                 env.update(environmentmod.recorded(job.environment))
             if first.device.startswith("cuda"):
                 invariants.check_device(first.device, os.environ.get(invariants.EXPECTED_GPU), env.get("gpu_uuid"))
             for r in results:
                 r.label, r.task, r.clock, r.env, r.machine_id = entry.label, entry.task, clock.name, env, machine.machine_id(env)
+                if untaken:
+                    recording.self_check(r.repeats[0], untaken)
                 r.repeats[0].cpus = env.get("cpu_affinity")
                 r.inline_model = entry.in_process_only
             compiler.reset_dynamo()
@@ -194,24 +197,6 @@ def failed(rep: Repeat, exc: Exception, phase: str, case: Case) -> None:
         rep.message = f"fullgraph=True could not capture the model in one graph: {rep.message}"
     rep.traceback = "\n".join("".join(traceback.format_exception(exc)).splitlines()[-TRACEBACK_LINES:])
     rep.phase = phase
-
-
-@contextlib.contextmanager
-def _tf32(allow: bool | None):
-    """TF32 on or off for this case (None: as it is), put back afterwards for the next inline case."""
-    import torch
-
-    if allow is None:
-        yield
-        return
-    saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32, torch.get_float32_matmul_precision())
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = allow
-    torch.set_float32_matmul_precision("high" if allow else "highest")
-    try:
-        yield
-    finally:
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved[:2]
-        torch.set_float32_matmul_precision(saved[2])
 
 
 def _autocast(case: Case):

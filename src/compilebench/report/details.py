@@ -22,6 +22,7 @@ def details_table(view: View) -> Table:
     notes = [f"- {_name(r)}: {r.status}: {r.message or ''}".rstrip() for r in results if r.status != "ok"]
     skipped = [f"- {_name(r)}: "
                f"{'; '.join(r.cudagraph_skip_reasons)}" for r in results if CUDAGRAPHS_SKIPPED.name in r.flags]
+    checks = [f"- {_name(r)}: {'; '.join(r.self_checks)}" for r in results if r.self_checks]
     tolerances = sorted({(r.math, r.rel_tolerance) for r in results if r.math and r.rel_tolerance})
     flags = flags_note(view)
     return table(
@@ -39,6 +40,7 @@ def details_table(view: View) -> Table:
             "convolutions or matmuls ran on TF32 tensor cores, as cuDNN allows by default on Ampere and later)"]
            if tolerances else [])
         + ((["CUDA graphs skipped (inductor's reason):"] + skipped) if skipped else [])
+        + ((["Self-checks failed (a figure that real hardware contradicted):"] + checks) if checks else [])
         + ((["Not ok:"] + notes) if notes else []),
     )
 

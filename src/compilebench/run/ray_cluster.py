@@ -19,7 +19,7 @@ from compilebench.core.errors import UserError
 from compilebench.core.job import Job
 from compilebench.core.result import Result
 from compilebench.measure import compiler_state, fingerprint
-from compilebench.run import locks
+from compilebench.run import devices, locks
 from compilebench.run.dispatch import Progress, Target, Unit
 from compilebench.run.executors import ProcessExecutor, failure
 from compilebench.run.gpus import gpu_env, gpu_lock
@@ -40,6 +40,14 @@ def _threads_env(threads: int) -> dict[str, str]:
     return {"OMP_NUM_THREADS": str(threads), "TORCHINDUCTOR_COMPILE_THREADS": str(threads)}
 
 
+def task_gpu_uuid() -> str | None:
+    """The UUID of the GPU this task's workers see as cuda:0, asked of torch in a short-lived child under the task's
+    own CUDA_VISIBLE_DEVICES (devices.probe; the task opens no CUDA context). Ray's GPU id is an index CUDA reads in
+    its own order (fastest first by default), not nvidia-smi's PCI order: on a node of mixed GPUs they name
+    different boards, and a lock taken by the PCI index would be another GPU's."""
+    return devices.probe("cuda:0")["gpu_ids"].get(0)
+
+
 def run_unit(job: dict, timeout_s: float | None, threads: int, unit_id: int, events) -> list[dict]:
     """The Ray task: one unit in a fresh worker process on this node; phases go to the driver through `events`."""
     import ray
@@ -54,9 +62,8 @@ def run_unit(job: dict, timeout_s: float | None, threads: int, unit_id: int, eve
     tell("start")
     work = Job.from_dict(job)
     device = work.cases[0].device
-    # Locked by UUID as local runs lock it (Ray's id is the node's index of the GPU, which it put in
-    # CUDA_VISIBLE_DEVICES); the worker sees that GPU alone, and checks it is the one locked.
-    uuid = fingerprint.physical_gpu_uuid(gpus[0]) if gpus else None
+    # Locked by UUID as local runs lock it; the worker sees that GPU alone, and checks it is the one locked.
+    uuid = task_gpu_uuid() if gpus else None
     held = gpu_lock(0, uuid) if gpus else locks.names_for(device)
     device_env = gpu_env(0, uuid) if gpus else {}
     states = compiler_state.StateFolders()

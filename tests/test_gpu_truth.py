@@ -1,0 +1,179 @@
+"""GPU truth, round two (issue 42): what the newest CUDA paths would get wrong on a real GPU, each tested on the CPU
+with a fake as strict as the real API, and the self-checks that flag what no fake can prove."""
+
+import types
+
+import pytest
+
+from compilebench.core.repeat import Repeat
+from compilebench.measure import conditions, fingerprint, precision, recording
+
+
+class FakeCudaMemory:
+    """torch.cuda's allocator statistics as the real ones behave: the peak only rises with allocations, and only
+    reset_peak_memory_stats brings it down (to what is allocated now)."""
+
+    def __init__(self):
+        self.allocated = self.peak = 0
+
+    def malloc(self, n: int) -> None:
+        self.allocated += n
+        self.peak = max(self.peak, self.allocated)
+
+    def free(self, n: int) -> None:
+        self.allocated -= n
+
+    def install(self, monkeypatch):
+        import torch
+
+        monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda device=None: self.peak)
+        monkeypatch.setattr(torch.cuda, "max_memory_reserved", lambda device=None: self.peak)
+        monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda device=None: setattr(self, "peak", self.allocated))
+        return self
+
+
+def test_shapes_steady_peak_is_the_loops_and_not_the_compiles(monkeypatch):
+    """Issue 42, 2: a served sequence of shapes compiles before each shape's loop; its steady peak must be the
+    largest loop's, and its compile peak what came between the loops (the compile workspaces, the recording)."""
+    mem = FakeCudaMemory().install(monkeypatch)
+    memory = recording.Memory("cuda:0")
+    memory.start()
+    for compile_bytes, steady_bytes in ((1000, 100), (2000, 150), (500, 120)):  # three shapes
+        mem.malloc(compile_bytes)  # the shape's first call compiles: its workspace, then freed
+        mem.free(compile_bytes)
+        memory.steady()
+        mem.malloc(steady_bytes)  # the timed loop
+        mem.free(steady_bytes)
+        memory.after_loop()
+    mem.malloc(5000)  # the second pass and the output check come after every loop: not a steady figure
+    mem.free(5000)
+    rep = Repeat()
+    memory.record(rep)
+    assert (rep.peak_mem_bytes, rep.compile_peak_mem_bytes) == (150, 2000) and rep.self_checks == []
+
+
+def test_one_loop_reads_the_steady_peak_as_before_and_a_steady_peak_above_the_compiles_is_flagged(monkeypatch):
+    mem = FakeCudaMemory().install(monkeypatch)
+    memory = recording.Memory("cuda:0")
+    memory.start()
+    mem.malloc(300 * 2**20)
+    mem.free(300 * 2**20)
+    memory.steady()
+    mem.malloc(100 * 2**20)  # forward.py: one loop, no after_loop(): the peak is read at the end
+    rep = Repeat()
+    memory.record(rep)
+    assert (rep.peak_mem_bytes, rep.compile_peak_mem_bytes) == (100 * 2**20, 300 * 2**20) and not rep.self_checks
+    mem.malloc(400 * 2**20)  # the steady state needing more than the first calls did: the reset was not where it
+    rep = Repeat()            # should have been
+    memory.record(rep)
+    assert rep.self_checks and "steady peak memory (500 MiB) is above the compile's (300 MiB)" in rep.self_checks[0]
+
+
+class MigNvml(types.SimpleNamespace):
+    """pynvml on a MIG-partitioned board, as strict as the real one: a UUID it does not know is an error (the
+    instance is MIG-..., never GPU-...), and a MIG instance's handle answers none of the board's readings."""
+
+    NVML_CLOCK_SM, NVML_CLOCK_MEM, NVML_TEMPERATURE_GPU = 0, 1, 0
+
+    class NVMLError(Exception):
+        pass
+
+    def nvmlInit(self):
+        pass
+
+    def nvmlDeviceGetHandleByUUID(self, uuid):
+        handles = {"GPU-board-0": "board", "MIG-5a7c": "mig"}
+        if uuid not in handles:
+            raise self.NVMLError("Not Found")
+        return handles[uuid]
+
+    def nvmlDeviceGetDeviceHandleFromMigDeviceHandle(self, handle):
+        assert handle == "mig"
+        return "board"
+
+    def _board(self, h, value):
+        if h != "board":
+            raise self.NVMLError("Not Supported")
+        return value
+
+    def nvmlDeviceGetClockInfo(self, h, which):
+        return self._board(h, 1410)
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, h):
+        return self._board(h, 123_000)
+
+    def nvmlDeviceGetPowerUsage(self, h):
+        return self._board(h, 250_000)
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, h):
+        return self._board(h, 0)
+
+
+def test_a_mig_instance_reads_its_boards_counters_and_says_so(monkeypatch):
+    """Issue 42, 4: a MIG instance's UUID starts with MIG-; built as GPU-..., NVML's lookup failed and clocks, power
+    and energy went missing without a word."""
+    fake = MigNvml()
+    assert conditions.Nvml.open_with(fake, "GPU-5a7c", 0) is None  # the old prefix: not found, and now said
+    assert "NVML did not open GPU-5a7c" in conditions.Nvml.error and "Not Found" in conditions.Nvml.error
+    nvml = conditions.Nvml.open_with(fake, "MIG-5a7c", 0)
+    reading = nvml.read()
+    assert (reading.sm_clock_mhz, reading.energy_mj, reading.power_w) == (1410, 123_000, 250.0)
+    assert nvml.facts()["gpu_mig_instance"] == "MIG-5a7c" and "shared with its other MIG" in nvml.facts()["gpu_readings"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "MIG-5a7c")
+    assert fingerprint.uses_mig()
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-board-0,1")
+    assert not fingerprint.uses_mig()
+
+
+def test_tf32_is_set_through_the_new_precision_api_where_torch_has_it():
+    """Issue 42, 5 (on this torch's real API, which a CPU build has too): the legacy flags left cuDNN's backend value
+    at 'none', which inductor's convolution templates read; reading the legacy flags after the new API was used
+    raises torch's 'mix of the legacy and new APIs' error."""
+    import torch
+
+    assert precision.new_api()  # torch 2.13
+    before = precision.effective()
+    with precision.tf32(True):
+        now = precision.effective()
+        assert torch.backends.cudnn.fp32_precision == "tf32" == torch.backends.cuda.matmul.fp32_precision
+        assert (now["matmul"], now["conv"], now["api"]) == ("tf32", "tf32", "fp32_precision")
+        assert precision.not_taken(True, now) is None and precision.matmul_precision_words() == "high"
+    with precision.tf32(False):
+        now = precision.effective()
+        assert (now["matmul"], now["conv"]) == ("ieee", "ieee") and precision.not_taken(False, now) is None
+    assert precision.effective() == before  # put back for the next inline case
+    said = precision.not_taken(True, {"matmul": "tf32", "conv": "ieee"})
+    assert said == "--tf32 did not take: conv uses ieee"
+
+
+def test_an_energy_counter_that_did_not_advance_is_not_reported_and_is_flagged():
+    """Issue 42, 6: NVML's energy was only checked for presence; a counter that reads 0 (or wrapped) over a loop that
+    ran cannot be energy per call."""
+    from compilebench.core.result import Result
+    from compilebench.core.case import Case
+    from compilebench.core.variant import Variant
+
+    m = types.SimpleNamespace(iters_requested=3, min_iters=1, stopped_early=False, loop_wall_ns=3_000_000,
+                              loop_started_at=1.0, loop_ended_at=1.003, conditions={"gpu_energy_j": 0.0})
+    rep = Repeat()
+    recording.record_loop(rep, m, [1_000_000] * 3, alone=True)
+    assert rep.energy_per_call_j is None and "energy counter moved 0 J" in rep.self_checks[0]
+    m.conditions = {"gpu_energy_j": 0.9}
+    fine = Repeat()
+    recording.record_loop(fine, m, [1_000_000] * 3, alone=True)
+    assert fine.energy_per_call_j == pytest.approx(0.3) and not fine.self_checks
+    r = Result(Case("vit", 1, Variant("eager")), [rep])
+    assert "self-check" in r.flags and r.self_checks == [rep.self_checks[0]]
+
+
+def test_the_gpu_acceptance_script_lists_every_check_with_the_path_it_covers():
+    import os
+    import subprocess
+    import sys
+
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks", "gpu_acceptance.py")
+    out = subprocess.run([sys.executable, script, "--list"], capture_output=True, text=True, check=True).stdout
+    listed = {line.split()[0]: line for line in out.splitlines()}
+    for name in ("clock", "shapes", "profile", "mega", "aot-inductor", "shapes-graphs", "energy"):
+        assert name in listed and len(listed[name]) > 40, out
+    assert "no annotation" in listed["profile"] and "missed 0" in listed["mega"]
