@@ -18,7 +18,7 @@ from compilebench.core.repeat import Repeat
 from compilebench.core.result import Result
 from compilebench.core.spec import RunSpec
 from compilebench.core.variant import Variant
-from compilebench.measure import fingerprint, invariants
+from compilebench.measure import invariants
 from compilebench.run import devices, dispatch, gpus as gpusmod, locks, placement
 from compilebench.run.executors import Cancelled, ProcessExecutor
 
@@ -367,5 +367,6 @@ def test_a_ray_gpu_is_locked_by_the_uuid_of_the_gpu_its_workers_see_not_the_pci_
                   text=True).stdout.strip() == pci_order[0]  # the PCI index names the A100
     assert ray_cluster.task_gpu_uuid() == "GPU-h100" and asked == [[0]]  # the GPU CUDA gives the task
     assert gpusmod.gpu_lock(0, "GPU-h100") == [("cpu", False), ("GPU-h100", True)]
-    assert gpusmod.gpu_lock(0, None) == [("cpu", False), ("cuda-3", True)]
-    assert gpusmod.gpu_env(0, "GPU-3333")["CUDA_VISIBLE_DEVICES"] == "GPU-3333"
+    # no UUID known: the lock names the task's own CUDA_VISIBLE_DEVICES entry; the worker sees the UUID alone
+    assert gpusmod.gpu_lock(0, None) == [("cpu", False), ("cuda-0", True)]
+    assert gpusmod.gpu_env(0, "GPU-h100")["CUDA_VISIBLE_DEVICES"] == "GPU-h100"

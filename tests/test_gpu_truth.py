@@ -149,8 +149,8 @@ def test_tf32_is_set_through_the_new_precision_api_where_torch_has_it():
 def test_an_energy_counter_that_did_not_advance_is_not_reported_and_is_flagged():
     """Issue 42, 6: NVML's energy was only checked for presence; a counter that reads 0 (or wrapped) over a loop that
     ran cannot be energy per call."""
-    from compilebench.core.result import Result
     from compilebench.core.case import Case
+    from compilebench.core.result import Result
     from compilebench.core.variant import Variant
 
     m = types.SimpleNamespace(iters_requested=3, min_iters=1, stopped_early=False, loop_wall_ns=3_000_000,

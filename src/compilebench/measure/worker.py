@@ -27,7 +27,16 @@ from compilebench.core.job import Job
 from compilebench.core.repeat import Repeat
 from compilebench.core.result import Result
 from compilebench.diagnostics import bandwidth, traces
-from compilebench.measure import compiler, compiler_state, conditions, fingerprint, invariants, precision, recording, timing
+from compilebench.measure import (
+    compiler,
+    compiler_state,
+    conditions,
+    fingerprint,
+    invariants,
+    precision,
+    recording,
+    timing,
+)
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 TRACEBACK_LINES = 60  # the end of a traceback: where it was raised, and the message
