@@ -90,9 +90,9 @@ def _moves(series: list[history.Series]) -> list[str]:
     return out
 
 
-def cmd_check_history(args, write) -> int:
+def cmd_check_history(args, finish) -> int:
     """check --history: exit 0 when no series' newest runs complete a step for the worse, 1 when one does.
-    `write(path, content)`: how check writes its summary and JUnit files (whole or not at all)."""
+    `finish(args, command, text, said, lines)`: check's own end (print, summary, JUnit, exit code)."""
     series = load(args.history, args.min_effect)
     verdicts = history.gate(series, args.max_slowdown)
     lines = [_line(s, step, bad, args.max_slowdown) for s, step, bad in verdicts]
@@ -104,12 +104,7 @@ def cmd_check_history(args, write) -> int:
         (". A regression: the newest two runs complete a step for the worse, significant at 95% with each run's "
          f"interval and the machine's run-to-run drift, beyond --max-slowdown ({args.max_slowdown:.0%}), each of "
          "the two beyond it too.")
-    print(text + "\n" + said)
-    if args.summary:
-        write(args.summary, f"**compilebench check --history: {said}**\n\n{text}\n")
-    if args.junit:
-        write(args.junit, checkmod.junit(lines))
-    return 1 if regressions else 0
+    return finish(args, "compilebench check --history", text, said, lines)
 
 
 def _line(s: history.Series, step: stepsmod.Step | None, bad: bool, max_slowdown: float) -> checkmod.Line:

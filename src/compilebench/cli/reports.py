@@ -91,7 +91,7 @@ def cmd_check(args) -> int:
             raise UserError("check --history reads the series of runs alone: give it no CANDIDATE.db, --baseline or "
                             "--baseline-env")
         _check_limits(args)
-        return historycmd.cmd_check_history(args, _write)
+        return historycmd.cmd_check_history(args, finish_check)
     if args.candidate is None:
         raise UserError("check needs CANDIDATE.db (or --history FILE_OR_DIR)")
     _check_limits(args)
@@ -113,12 +113,18 @@ def cmd_check(args) -> int:
         (f". Latency and speed-up verdicts across runs hold the run-to-run drift, {moved.describe()}." if moved else
          ". No verdict compared results of different runs (environments of one run alternate): no run-to-run drift "
          "to allow for.")
+    return finish_check(args, "compilebench check", text, said, lines)
+
+
+def finish_check(args, command: str, text: str, said: str, lines: list[checkmod.Line]) -> int:
+    """A gate's end, for check and check --history alike: the table and its sentence printed, the markdown summary
+    and JUnit written where asked; exit 1 on any regression."""
     print(text + "\n" + said)
     if args.summary:
-        _write(args.summary, f"**compilebench check: {said}**\n\n{text}\n")
+        _write(args.summary, f"**{command}: {said}**\n\n{text}\n")
     if args.junit:
         _write(args.junit, checkmod.junit(lines))
-    return 1 if regressions else 0
+    return 1 if any(line.regression for line in lines) else 0
 
 
 def _check_limits(args) -> None:
