@@ -140,7 +140,9 @@ def signal_at(sig, after_s):
             problems += [] if run.returncode == -9 else [f"exit {run.returncode}"]
         else:
             problems += said(p, 128 + sig, "interrupted", tally)
-            if before and "run the same command again to resume" not in err:
+            # the note, then the command alone on the last line, pastable (issue 39)
+            if before and not ("to resume, run the same command again:" in err
+                               and err.strip().splitlines()[-1].startswith("compilebench run ")):
                 problems.append("no resume command though results are stored")
         again = cli([*RUN, "--db", "r.db"], tmp, env=temp)
         if again.returncode != 0:
