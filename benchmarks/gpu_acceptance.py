@@ -21,7 +21,7 @@ reads what it stored. Under 10 minutes on one H100 (most of it compiling ResNet-
   shapes           `compilebench shapes` ResNet-50 over batch 1, 2, 4 under automatic dynamic and dynamic=False, 2
                    repeats: every shape's loop has its event times within [0.80, 1.05] of its wall time, no `clock`
                    flag, dynamic=False compiled 3 graphs, automatic dynamic 2, and neither compiled in the second pass
-  profile          ResNet-50 eager and default with --profile: each profile's kernel time per call within [0.80,
+  profile          ResNet-50 batch 32 eager and default with --profile: each profile's kernel time per call within [0.80,
                    1.05] of the timed loop's event time per call, no annotation (our call record, inductor's
                    compiled-graph record) among its kernels, no `self-check` flag
   mega             ResNet-50 default with --compile-cache mega, 2 repeats: repeat 2 loaded the artifacts
@@ -34,7 +34,17 @@ reads what it stored. Under 10 minutes on one H100 (most of it compiling ResNet-
   energy           NVML energy per call of the clock check's result: above 0 and below the board's power limit
                    times the call's time
 
-Usage: python benchmarks/gpu_acceptance.py [--only clock,oom] [--keep DIR] [--list]
+Usage: python benchmarks/gpu_acceptance.py [--only clock,oom] [--keep DIR] [--list] [--tiny] [--rehearse]
+
+--tiny builds the models of the checks whose figures do not depend on the model's size (generation, shapes, mega,
+aot-inductor, shapes-graphs: CUDA graphs recorded, graphs compiled, caches loaded) from tiny configs, so the whole
+script fits a short lease of a GPU; clock, reduce-overhead, tf32, oom and profile keep the real sizes their figures
+need.
+
+--rehearse runs every command on this machine's CPU with tiny configs (--device cpu --tiny): the GPU figures fail
+there by nature, but an option that no longer parses, a field the script reads that the results no longer hold, or a
+crash of the script itself shows up before a GPU's scarce minutes are spent. Each command's output is kept beside
+its results file (NAME.log), and each check prints how long it took.
 """
 
 from __future__ import annotations
@@ -42,11 +52,18 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import sys
 import tempfile
 import time
 
 from _runs import TREE, cli, results
 
+# The checks read results with compilebench's own code, and the launcher check starts its process, uninstalled.
+sys.path.insert(0, os.path.join(TREE, "src"))
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.join(TREE, "src"), os.environ.get("PYTHONPATH")]))
+
+# The results files (one a command) of the checks whose figures hold on a tiny config of the same architecture.
+SIZE_FREE = ("generation", "shapes", "mega", "aot", "shapes-graphs", "shapes-text")
 CHECKS = ("clock", "cuda:1", "reduce-overhead", "generation", "launcher", "tf32", "oom", "nvml", "shapes", "profile",
           "mega", "aot-inductor", "shapes-graphs", "energy")
 
@@ -68,7 +85,6 @@ def gpus() -> list[dict]:
     """This machine's GPUs, asked of a child process (this one keeps no CUDA context)."""
     import json
     import subprocess
-    import sys
 
     code = ("import json, torch\n"
             "n = torch.cuda.device_count() if torch.cuda.is_available() else 0\n"
@@ -79,17 +95,27 @@ def gpus() -> list[dict]:
 
 
 class Checks:
-    def __init__(self, tmp: str, devices: list[dict]):
-        self.tmp, self.devices, self.lines = tmp, devices, []
+    def __init__(self, tmp: str, devices: list[dict], extra: tuple[str, ...] = (), tiny: bool = False):
+        self.tmp, self.devices, self.extra, self.tiny, self.lines = tmp, devices, extra, tiny, []
+        self.started = time.perf_counter()
 
     def run(self, name: str, *args, command: str = "run") -> list[dict]:
-        db = os.path.join(self.tmp, name.replace(":", "-") + ".db")
-        cli(command, *args, "--db", db, "--quiet", "--format", "md", cwd=self.tmp, check=False)
-        return results(db) if os.path.exists(db) else []
+        """`compilebench COMMAND ARGS` into a results file of the check's own; its output kept in NAME.log."""
+        stem = os.path.join(self.tmp, name.replace(":", "-"))
+        if self.tiny and name in SIZE_FREE and "--tiny" not in self.extra:
+            args = (*args, "--tiny")
+        _, p = cli(command, *args, *self.extra, "--db", stem + ".db", "--quiet", "--format", "md", cwd=self.tmp,
+                   check=False)
+        with open(stem + ".log", "w") as f:
+            f.write(f"$ compilebench {command} {' '.join(map(str, (*args, *self.extra)))}\nexit {p.returncode}\n"
+                    f"--- stdout\n{p.stdout}\n--- stderr\n{p.stderr}")
+        return results(stem + ".db") if os.path.exists(stem + ".db") else []
 
     def say(self, name: str, passed: bool | None, figure: str) -> None:
         word = {True: "pass", False: "FAIL", None: "skipped"}[passed]
-        self.lines.append(f"{word:8} {name:16} {figure}")
+        now = time.perf_counter()
+        self.lines.append(f"{word:8} {name:16} [{now - self.started:4.0f} s] {figure}")
+        self.started = now
         print(self.lines[-1], flush=True)
 
     def clock(self) -> dict | None:
@@ -155,9 +181,6 @@ class Checks:
                                    f"tokens equal to eager {tokens}; status {ro['status']} {ro.get('message') or ''}")
 
     def launcher(self) -> None:
-        import sys
-
-        sys.path.insert(0, os.path.join(TREE, "src"))
         from compilebench.run import launcher
 
         t0 = time.perf_counter()
@@ -165,8 +188,8 @@ class Checks:
         try:
             started.wait_ready()
             self.say("launcher", True, f"ready in {time.perf_counter() - t0:.1f} s")
-        except launcher.LauncherUnfit as exc:
-            self.say("launcher", False, f"unfit: {exc}")
+        except launcher.LauncherDied as exc:  # unfit, or died
+            self.say("launcher", False, f"{type(exc).__name__}: {exc}")
         finally:
             started.close()
 
@@ -225,8 +248,9 @@ class Checks:
                                f"second-pass compiles {sum(second)}; status {auto['status']}, {static['status']}")
 
     def profile(self) -> None:
-        found = self.run("profile", "--model", "resnet-50", "--variant", "eager", "default", "--profile", "--iters", 50,
-                         "--repeats", 1)
+        # Batch 32: the GPU, not the host's launches, must set the pace, or the events time the host's gaps too.
+        found = self.run("profile", "--model", "resnet-50", "--batch-size", 32, "--variant", "eager", "default",
+                         "--profile", "--iters", 50, "--repeats", 1)
         figures, ok = [], bool(found)
         for r in found:
             rep = r["repeats"][0]
@@ -259,7 +283,7 @@ class Checks:
 
     def aot_inductor(self) -> None:
         found = self.run("aot", "--model", "resnet-50", "--variant", "aot-inductor", "--iters", 50, "--repeats", 2,
-                         "--timeout", 1200)
+                         "--timeout", 600)
         r = found[0] if found else None
         if r is None:
             self.say("aot-inductor", False, "no result stored")
@@ -272,19 +296,22 @@ class Checks:
                                      f"samples / wall {ratios}, built by repeat {built}")
 
     def shapes_graphs(self) -> None:
-        vision = self.run("shapes-graphs", "--model", "resnet-50", "--batch-size", 1, 2, 4, "--variant", "reduce-overhead",
+        vision = self.run("shapes-graphs", "--model", "resnet-50", "--batch-size", 1, 2, 4, "--mode", "reduce-overhead",
                           "--dynamic", "mark", "--pad-to", 4, "--iters", 30, "--repeats", 1, command="shapes")
-        text = self.run("shapes-text", "--model", "smollm2-135m", "--prompt-len", 16, 32, "--variant", "reduce-overhead",
-                        "--new-tokens", 8, "--repeats", 1, command="shapes")
-        figures, ok = [], bool(vision) and bool(text)
-        for r in vision + text:
+        text = self.run("shapes-text", "--model", "smollm2-135m", "--prompt-len", 16, 32, "--mode", "reduce-overhead",
+                        "--dynamic", "mark", "--new-tokens", 8, "--repeats", 1, command="shapes")
+        compiled = [r for r in vision + text if r["case"]["variant"]["mode"] == "reduce-overhead"]  # eager records none
+        figures, ok = [], len(compiled) == 3
+        for r in compiled:
             rep = r["repeats"][0]
             recorded = rep.get("cudagraphs_recorded")
             steady, compile_peak = rep.get("peak_mem_bytes"), rep.get("compile_peak_mem_bytes")
             skipped_silently = "cudagraphs-skipped" in r["flags"] and not r.get("cudagraph_skip_reasons")
             ok &= (r["status"] == "ok" and bool(recorded) and not skipped_silently and steady is not None
                    and compile_peak is not None and steady <= compile_peak and "self-check" not in r["flags"])
-            figures.append(f"{r['case']['model']} {r['case']['variant'].get('dynamic')} pad {r['case']['variant'].get('pad_to')}: "
+            v = r["case"]["variant"]
+            setting = f"pad to {v['pad_to']}" if v.get("pad_to") else "mark_dynamic" if v.get("mark_dynamic") else "auto"
+            figures.append(f"{r['case']['model']} {setting}: "
                            f"status {r['status']}, graphs recorded {recorded}, skipped {rep.get('cudagraph_skips')} "
                            f"({r.get('cudagraph_skip_reasons')}), steady peak {steady} <= compile peak {compile_peak}")
         self.say("shapes-graphs", ok, "; ".join(figures) or "no result")
@@ -307,6 +334,10 @@ def main() -> None:
     ap.add_argument("--only", default=",".join(CHECKS), help=f"checks to run, comma-separated (default: {','.join(CHECKS)})")
     ap.add_argument("--keep", default=None, metavar="DIR", help="keep the results files here")
     ap.add_argument("--list", action="store_true", help="print every check with what it covers, and run none")
+    ap.add_argument("--tiny", action="store_true",
+                    help=f"tiny configs for the checks whose figures do not need the real size ({', '.join(SIZE_FREE)})")
+    ap.add_argument("--rehearse", action="store_true",
+                    help="run every command on this CPU with tiny configs: the script's own smoke test")
     args = ap.parse_args()
     if args.list:
         for name, what in covered().items():
@@ -318,6 +349,8 @@ def main() -> None:
         raise SystemExit(f"--only: unknown check {unknown[0]} (allowed: {', '.join(CHECKS)})")
 
     devices = gpus()
+    if args.rehearse:
+        devices = [{"name": "CPU (rehearsal)", "memory": 2 ** 30, "uuid": None}]
     if not devices:
         print("No CUDA device here: none of the checks can run on this machine.")
         for name in only:
@@ -326,7 +359,8 @@ def main() -> None:
     print(f"{len(devices)} GPU(s): {', '.join(d['name'] for d in devices)}", flush=True)
     tmp = args.keep or tempfile.mkdtemp(prefix="compilebench-gpu-")
     os.makedirs(tmp, exist_ok=True)
-    checks, t0 = Checks(tmp, devices), time.perf_counter()
+    extra = ("--device", "cpu", "--tiny") if args.rehearse else ()
+    checks, t0 = Checks(tmp, devices, extra, args.tiny), time.perf_counter()
     clock_result = checks.clock() if {"clock", "nvml", "energy"} & set(only) else None
     steps = {"cuda:1": checks.cuda1, "reduce-overhead": checks.reduce_overhead, "generation": checks.generation,
              "launcher": checks.launcher, "tf32": checks.tf32, "oom": checks.oom,

@@ -183,6 +183,7 @@ def test_bad_shapes_input_is_one_line_and_exit_2(main_here):
         (["--batch-size", "1", "2", "--interleave"], "--interleave"),
         (["--batch-size", "1", "2", "--prompt-len", "8", "16"], "--prompt-len is for text-generation"),
         (["--batch-size", "1", "2", "--requests", "0"], "--requests"),
+        (["--batch-size", "1", "2", "--mode", "aot-inductor"], "unknown --mode 'aot-inductor'"),
     ]:
         code, out, err = main_here(*base, *args, "--db", "r.db")
         assert code == 2 and words in err and len(err.strip().splitlines()) == 1, (args, err)
@@ -225,6 +226,23 @@ def test_a_causal_lm_serves_prompt_lengths_with_mark_dynamic_on_the_sequence_and
     padded = [r for r in rows if r["setting"].startswith("pad to 16")]
     assert [r["served_as"] for r in padded] == ["b1:p16", "b1:p16", None]
     assert all(r["correct"] for r in mark + padded) and all(r["settles"] for r in rows)
+
+
+def test_shapes_compiles_every_setting_in_the_mode_asked_and_the_report_names_it(main_here):
+    # reduce-overhead under shapes is how a GPU server records a CUDA graph per shape: the mode must reach every
+    # compiled setting (padded included), key them apart from default's, and be said in each setting's name.
+    spec = compilebench.core.spec.asked(models=("resnet-50",), batch_sizes=(1, 2), shapes=True,
+                                        dynamic_settings=("auto", "mark"), pad_to=(2,),
+                                        variants=compilebench.core.spec.shape_variants("reduce-overhead"))
+    cases = spec.cases()
+    assert [c.variant.mode for c in cases] == ["eager"] + ["reduce-overhead"] * 3
+    assert [shapesmod.setting_name(c.variant) for c in cases] == [
+        "no compile", "automatic dynamic, reduce-overhead", "mark_dynamic, reduce-overhead",
+        "pad to 2 (dynamic=False), reduce-overhead"]
+    default = RunSpec(models=("resnet-50",), batch_sizes=(1, 2), shapes=True, dynamic_settings=("auto", "mark"),
+                      pad_to=(2,)).cases()
+    assert not {c.key() for c in cases[1:]} & {c.key() for c in default}
+    assert shapesmod.setting_name(default[1].variant) == "automatic dynamic"
 
 
 def test_shapes_cases_are_keyed_apart_from_run_cases_and_old_keys_do_not_change():

@@ -181,13 +181,13 @@ def _declare_environments(settings: dict) -> None:
 
 
 def shapes(model, *, batch_sizes=None, image_sizes=(), prompt_lens=(), dynamic=traffic.DEFAULT_DYNAMIC, pad_to=(),
-           mix: str | None = None, requests: int = DEFAULT_REQUESTS, inputs=None, device: str | None = None,
+           mode: str = "default", mix: str | None = None, requests: int = DEFAULT_REQUESTS, inputs=None, device: str | None = None,
            iters: int | None = None, db: str | None = None, quiet: bool = True, gpus=None, executor: str = "local",
            ray_address: str | None = None, accelerator_type: str | None = None, cpus_per_case: int | None = None,
            **settings) -> ShapesResults:
     """`compilebench shapes` from Python: `model` serves each shape (batch_sizes, at each of image_sizes ((W, H)
     or "WxH") or prompt_lens) under eager and each setting of `dynamic` (auto, true, false, mark) and, with
-    `pad_to`, padded to those buckets. `mix` ("1:50,4:30,16:20") and `requests` weigh the time to serve. Other
+    `pad_to`, padded to those buckets, each compiled in `mode` (default, reduce-overhead, ...). `mix` ("1:50,4:30,16:20") and `requests` weigh the time to serve. Other
     settings, and where the cases run, as benchmark()'s (repeats, dtype, backend, warmup, gpus, ...)."""
     _declare_environments(settings)
     _check_known("shapes()", settings, _SETTINGS - _NOT_SHAPES)
@@ -196,7 +196,8 @@ def shapes(model, *, batch_sizes=None, image_sizes=(), prompt_lens=(), dynamic=t
     try:
         spec = specmod.asked(models=(name,), batch_sizes=batch_sizes, device=device, inputs=inputs_ref, iters=iters,
                              isolation="inline" if inline else "process", shapes=True, image_sizes=image_sizes,
-                             prompt_lens=prompt_lens, dynamic_settings=tuple(dynamic), pad_to=pad_to, **settings)
+                             prompt_lens=prompt_lens, dynamic_settings=tuple(dynamic), pad_to=pad_to,
+                             variants=specmod.shape_variants(mode), **settings)
         return _benchmark(spec, where, db, quiet, ShapesResults, requests, mix)
     finally:
         if inline:

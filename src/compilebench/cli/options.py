@@ -7,7 +7,7 @@ import argparse
 
 from compilebench import __version__, report as reportmod
 from compilebench.cli import groups
-from compilebench.core import settings, stats, traffic
+from compilebench.core import settings, stats, traffic, variant
 from compilebench.storage import schema
 from compilebench.zoo import hub
 
@@ -115,6 +115,9 @@ def _shapes(sub, commands: dict) -> None:
     g.add_argument("--mix", default=None, metavar="SHAPE:WEIGHT,...",
                    help="the requests' shares of the shapes, e.g. 1:50,4:30,16:20 (default: uniform); a shape is "
                         "named by what varies: its batch size, WxH or prompt length")
+    g.add_argument("--mode", default="default",
+                   help=f"the compile mode of every compiled setting: {', '.join(variant.MODES)} (default: default; "
+                        "reduce-overhead records a CUDA graph per shape)")
     g.add_argument("--backend", default="inductor", help="torch.compile backend (default: inductor)")
     g.add_argument("--fullgraph", action="store_true", help="compile with fullgraph=True")
     g.add_argument("--inductor-option", action="append", default=[], metavar="KEY=VALUE",

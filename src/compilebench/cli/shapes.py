@@ -5,14 +5,14 @@ shapes tables: compiles and why, steady latency per shape, and the time to serve
 from __future__ import annotations
 
 from compilebench.cli import run as runcmd
-from compilebench.core import settings
+from compilebench.core import settings, spec as specmod
 from compilebench.report import markdown, shapes
 from compilebench.report.view import View
 
 
 def cmd_shapes(args) -> int:
     settings.integer("--requests", args.requests, 1)
-    spec = runcmd.run_spec(args, shapes=True)
+    spec = runcmd.run_spec(args, shapes=True, variants=specmod.shape_variants(args.mode))
     return runcmd.execute(args, spec, _tables, lambda prepared: prepared.check_mix(args.mix))
 
 

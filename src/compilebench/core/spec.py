@@ -259,6 +259,13 @@ def _validate_timing(t: TimingPolicy) -> None:
         raise UserError(f"--warmup-time must be a finite number of seconds >= 0, got {t.warmup_s!r}")
 
 
+def shape_variants(mode: str) -> tuple[str, str]:
+    """`compilebench shapes --mode` (and shapes(mode=)): eager beside every compiled setting in this mode."""
+    if mode not in MODES:
+        raise UnknownChoice("--mode", mode, list(MODES))
+    return ("eager", mode)
+
+
 def _validate_shapes(spec: RunSpec) -> None:
     for d in spec.dynamic_settings:
         if d not in traffic.DYNAMIC_SETTINGS:
