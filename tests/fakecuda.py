@@ -71,3 +71,72 @@ class FakeCuda:
         for name in ("Event", "current_stream", "synchronize", "set_device"):
             monkeypatch.setattr(torch.cuda, name, getattr(self, name))
         return self
+
+
+class FakeAllocator:
+    """torch.cuda's caching allocator as its statistics and snapshot behave. Peaks (allocated and reserved) only rise
+    with allocations, and only reset_peak_memory_stats brings them down, to what is held now. Freed blocks stay
+    reserved (cached). A CUDA graph records into a private pool: its working memory is allocated there while it is
+    captured, then freed back to the pool, which keeps it reserved and counts it free, though every replay writes
+    into it without the allocator knowing. memory_snapshot() lists segments with their device and pool id, (0, 0)
+    for the default pool, as torch's does."""
+
+    DEFAULT = (0, 0)
+
+    def __init__(self, device: int = 0):
+        self.device = device
+        self.allocated = self.peak = 0
+        self.reserved = self.reserved_peak = 0
+        self.pools: dict[tuple[int, int], list[int]] = {}  # private pool id -> [reserved, allocated]
+
+    def malloc(self, n: int, pool: tuple[int, int] | None = None) -> None:
+        if pool is None:
+            cached = self.reserved - self.allocated - sum(r - a for r, a in self.pools.values())
+            self.reserved += max(0, n - cached)
+        else:
+            held = self.pools.setdefault(pool, [0, 0])
+            grow = max(0, n - (held[0] - held[1]))
+            held[0] += grow
+            held[1] += n
+            self.reserved += grow
+        self.allocated += n
+        self.peak, self.reserved_peak = max(self.peak, self.allocated), max(self.reserved_peak, self.reserved)
+
+    def free(self, n: int, pool: tuple[int, int] | None = None) -> None:
+        self.allocated -= n
+        if pool is not None:
+            self.pools[pool][1] -= n
+
+    def use(self, n: int) -> None:
+        """Hold exactly n bytes in the default pool (what a call needs while it runs)."""
+        now = self.allocated - sum(a for _, a in self.pools.values())
+        self.malloc(n - now) if n > now else self.free(now - n)
+
+    def record_graph(self, pool: tuple[int, int], working: int, outputs: int) -> None:
+        """Capture a CUDA graph into `pool`: its working memory and outputs allocated there, the working memory then
+        freed back to the pool (the outputs stay live, as cudagraph trees keep them)."""
+        self.malloc(working + outputs, pool)
+        self.free(working, pool)
+
+    def reset_peak_memory_stats(self, device=None) -> None:
+        self.peak, self.reserved_peak = self.allocated, self.reserved
+
+    def memory_snapshot(self) -> list[dict]:
+        private_reserved = sum(r for r, _ in self.pools.values())
+        private_allocated = sum(a for _, a in self.pools.values())
+        segments = [{"device": self.device, "address": 0, "segment_pool_id": self.DEFAULT,
+                     "total_size": self.reserved - private_reserved, "allocated_size": self.allocated - private_allocated,
+                     "active_size": self.allocated - private_allocated, "blocks": []}]
+        for i, (pool, (reserved, allocated)) in enumerate(self.pools.items()):
+            segments.append({"device": self.device, "address": (i + 1) << 32, "segment_pool_id": pool,
+                             "total_size": reserved, "allocated_size": allocated, "active_size": allocated, "blocks": []})
+        return segments
+
+    def install(self, monkeypatch) -> FakeAllocator:
+        import torch
+
+        monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", self.reset_peak_memory_stats)
+        monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda device=None: self.peak)
+        monkeypatch.setattr(torch.cuda, "max_memory_reserved", lambda device=None: self.reserved_peak)
+        monkeypatch.setattr(torch.cuda, "memory_snapshot", self.memory_snapshot)
+        return self

@@ -60,6 +60,24 @@ def test_a_lost_speedup_a_failure_and_growth_beyond_the_limits_are_regressions()
     assert status[0].regression and status[0].why == "was ok, now error: boom"
 
 
+def test_peak_memory_measured_two_ways_is_said_and_never_compared():
+    # A reduce-overhead baseline written before the CUDA graphs' pools were counted read far too low; the same case
+    # measured now (pools counted) must not fail the gate as a memory rise.
+    before, after = base(), base()
+    for side, kind, peak in ((before, "cuda_max_allocated", 1), (after, "cuda_steady", 65)):
+        for rep in side[1].repeats:
+            rep.peak_mem_bytes, rep.peak_mem_kind = peak * 2 ** 20, kind
+        side[1].derive()
+    (memory,) = [l for l in check.check(before, after, drift=QUIET)[0] if l.metric == "peak memory MiB"]
+    assert not memory.regression and memory.ratio is None
+    assert memory.why == "not compared: measured as cuda_max_allocated, then as cuda_steady"
+    for rep in before[1].repeats:
+        rep.peak_mem_kind = "cuda_steady"  # measured alike: 1 -> 65 MiB is a rise
+    before[1].derive()
+    (memory,) = [l for l in check.check(before, after, drift=QUIET)[0] if l.metric == "peak memory MiB"]
+    assert memory.regression
+
+
 def test_a_case_on_one_side_only_is_listed_and_never_fails():
     lines, _ = check.check(base(), base() + [res("detr", "eager", 30.0)], drift=QUIET)
     (only,) = [l for l in lines if l.metric == "case"]

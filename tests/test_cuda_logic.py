@@ -5,7 +5,7 @@ import time
 import pytest
 import torch
 from fakeclock import FakeClock
-from fakecuda import FakeCuda
+from fakecuda import FakeAllocator, FakeCuda
 
 from compilebench.core import machine
 from compilebench.core.case import Case
@@ -111,26 +111,6 @@ def test_warm_up_runs_until_its_minimum_time_has_passed():
     assert TimingPolicy(warmup_s=0).warmup_s_for("cuda:0") == 0
 
 
-class FakeAllocator:
-    """torch.cuda's peak-memory counters: a peak since the last reset, of allocated and of reserved bytes."""
-
-    def __init__(self):
-        self.now = self.peak = self.reserved_peak = 0
-
-    def use(self, n):
-        self.now = n
-        self.peak, self.reserved_peak = max(self.peak, n), max(self.reserved_peak, n + 512)
-
-    def install(self, monkeypatch):
-        def reset(device=None):
-            self.peak, self.reserved_peak = self.now, self.now + 512
-
-        monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", reset)
-        monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda device=None: self.peak)
-        monkeypatch.setattr(torch.cuda, "max_memory_reserved", lambda device=None: self.reserved_peak)
-        return self
-
-
 def test_peak_memory_is_the_steady_states_with_the_compiles_apart(monkeypatch):
     alloc = FakeAllocator().install(monkeypatch)
     memory = recording.Memory("cuda:0")
@@ -144,8 +124,9 @@ def test_peak_memory_is_the_steady_states_with_the_compiles_apart(monkeypatch):
     timing.measure(call, iters=3, warmup=2, clock=FakeClock(), before_timing=memory.steady)
     rep = Repeat()
     memory.record(rep)
-    assert (rep.peak_mem_bytes, rep.compile_peak_mem_bytes, rep.peak_mem_reserved_bytes) == (1000, 5000, 1512)
-    assert rep.peak_mem_kind == "cuda_max_allocated"
+    # the compile's 5000 bytes stay cached: reserved, not allocated
+    assert (rep.peak_mem_bytes, rep.compile_peak_mem_bytes, rep.peak_mem_reserved_bytes) == (1000, 5000, 5000)
+    assert rep.peak_mem_kind == "cuda_steady" and rep.cudagraph_pool_bytes == 0
 
 
 def test_energy_per_call_comes_from_the_loops_energy_over_its_calls():

@@ -4,38 +4,16 @@ with a fake as strict as the real API, and the self-checks that flag what no fak
 import types
 
 import pytest
+from fakecuda import FakeAllocator
 
 from compilebench.core.repeat import Repeat
 from compilebench.measure import conditions, fingerprint, precision, recording
 
 
-class FakeCudaMemory:
-    """torch.cuda's allocator statistics as the real ones behave: the peak only rises with allocations, and only
-    reset_peak_memory_stats brings it down (to what is allocated now)."""
-
-    def __init__(self):
-        self.allocated = self.peak = 0
-
-    def malloc(self, n: int) -> None:
-        self.allocated += n
-        self.peak = max(self.peak, self.allocated)
-
-    def free(self, n: int) -> None:
-        self.allocated -= n
-
-    def install(self, monkeypatch):
-        import torch
-
-        monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda device=None: self.peak)
-        monkeypatch.setattr(torch.cuda, "max_memory_reserved", lambda device=None: self.peak)
-        monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda device=None: setattr(self, "peak", self.allocated))
-        return self
-
-
 def test_shapes_steady_peak_is_the_loops_and_not_the_compiles(monkeypatch):
     """Issue 42, 2: a served sequence of shapes compiles before each shape's loop; its steady peak must be the
     largest loop's, and its compile peak what came between the loops (the compile workspaces, the recording)."""
-    mem = FakeCudaMemory().install(monkeypatch)
+    mem = FakeAllocator().install(monkeypatch)
     memory = recording.Memory("cuda:0")
     memory.start()
     for compile_bytes, steady_bytes in ((1000, 100), (2000, 150), (500, 120)):  # three shapes
@@ -53,7 +31,7 @@ def test_shapes_steady_peak_is_the_loops_and_not_the_compiles(monkeypatch):
 
 
 def test_one_loop_reads_the_steady_peak_as_before_and_a_steady_peak_above_the_compiles_is_flagged(monkeypatch):
-    mem = FakeCudaMemory().install(monkeypatch)
+    mem = FakeAllocator().install(monkeypatch)
     memory = recording.Memory("cuda:0")
     memory.start()
     mem.malloc(300 * 2**20)
@@ -67,6 +45,56 @@ def test_one_loop_reads_the_steady_peak_as_before_and_a_steady_peak_above_the_co
     rep = Repeat()            # should have been
     memory.record(rep)
     assert rep.self_checks and "steady peak memory (500 MiB) is above the compile's (300 MiB)" in rep.self_checks[0]
+
+
+def test_a_cuda_graphs_steady_peak_holds_the_pool_it_replays_into(monkeypatch):
+    """Found on an H200 (torch 2.11): a reduce-overhead model's steady peak read 0 MB beside eager's 35, because a
+    graph replays into its private pool's memory, which the allocator counts free once recording is done. The
+    steady peak must hold what the pools reserve beyond their live outputs; eager (no pool) reads as before."""
+    mem = FakeAllocator().install(monkeypatch)
+    memory = recording.Memory("cuda:0")
+    mem.malloc(10 * 2**20)  # the weights, before the memory is watched
+    memory.start()
+    mem.malloc(300 * 2**20)  # compile and autotune workspaces, freed (cached)
+    mem.free(300 * 2**20)
+    mem.record_graph((1, 0), working=64 * 2**20, outputs=2**20)  # the warm-up records the graph
+    memory.steady()
+    for _ in range(3):
+        pass  # replays: no allocator traffic at all, yet the graph uses its 65 MiB pool
+    rep = Repeat()
+    memory.record(rep)
+    assert rep.cudagraph_pool_bytes == 65 * 2**20 and rep.peak_mem_kind == "cuda_steady"
+    assert rep.peak_mem_bytes == (10 + 65) * 2**20  # weights + the pool (its live output counted once)
+    assert not rep.self_checks  # the steady state (75 MiB) is below the compile's peak (310 MiB)
+
+    shapes = recording.Memory("cuda:0")  # shapes: a graph per shape, the pools read after each loop
+    shapes.start()
+    for pool, working in (((2, 0), 8 * 2**20), ((3, 0), 16 * 2**20)):
+        mem.record_graph(pool, working=working, outputs=0)
+        shapes.steady()
+        shapes.after_loop()
+    rep = Repeat()
+    shapes.record(rep)
+    assert rep.cudagraph_pool_bytes == (65 + 8 + 16) * 2**20
+    assert rep.peak_mem_bytes == (10 + 65 + 8 + 16) * 2**20  # every pool recorded so far stays held
+
+
+def test_cuda_graphs_recorded_with_no_pool_in_the_snapshot_are_a_failed_self_check(monkeypatch):
+    """What no fake can prove: that the real allocator shows the graphs' pools. Graphs recorded and no pool seen is
+    said on the result, so a steady peak that may leave them out is never a silent number."""
+    FakeAllocator().install(monkeypatch)
+    recorder = recording.Recorder.__new__(recording.Recorder)
+    recorder.memory = recording.Memory("cuda:0")
+    recorder.memory.start()
+    recorder.memory.steady()
+    recorder.cudagraphs = types.SimpleNamespace(skips=0, recorded=2, reasons=[], engaged=True)
+    case = types.SimpleNamespace(device="cuda:0", variant=types.SimpleNamespace(compiled=True, uses_cudagraphs=True))
+    compiled = types.SimpleNamespace(compile_s=1.0, graphs=1, cache_hits=0, graph_breaks=0, break_reasons=[],
+                                     recompile_reasons=[], phases={}, limit_hits=0)
+    rep = Repeat()
+    recorder.finish(rep, case, types.SimpleNamespace(recompiles=0), compiled)
+    assert rep.cudagraphs_recorded == 2 and rep.cudagraph_pool_bytes == 0
+    assert any("no private pool" in c for c in rep.self_checks) and rep.status == "ok"
 
 
 class MigNvml(types.SimpleNamespace):

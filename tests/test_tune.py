@@ -252,9 +252,10 @@ def test_with_several_batch_sizes_the_pick_serves_them_under_each_dynamic_settin
     args = argparse.Namespace(min_effect=0.02, requests=10_000, mix=None, quiet=True)
     text = tunecmd._serve_shapes(argparse.Namespace(spec=spec), outcome, (1, 4), lambda s: [made[c.variant] for c in
                                                                                               s.cases()], args)
-    assert "dynamic=False: serves 10,000 requests of this mix soonest" in text
+    # the pick's mode is part of every setting's name: the shapes were served compiled in it
+    assert "dynamic=False, max-autotune-no-cudagraphs: serves 10,000 requests of this mix soonest" in text
     assert "torch.compile(model, mode='max-autotune-no-cudagraphs', dynamic=False)" in text
-    assert "| mark_dynamic |" in text and "model = model.to(torch.bfloat16)" in text
+    assert "| mark_dynamic, max-autotune-no-cudagraphs |" in text and "model = model.to(torch.bfloat16)" in text
 
 
 def test_a_mix_that_names_no_batch_size_is_refused_before_tune_measures_anything(main_here, tmp_path):

@@ -77,6 +77,32 @@ def test_batch_repeats_the_image_and_owlvit_gets_both_queries_per_image(photo):
     assert inputs["attention_mask"][0].sum() == 7 and inputs["input_ids"][0, 7:].eq(0).all()
 
 
+@pytest.mark.parametrize("name", list(EXPECTED_INPUTS))
+def test_a_batch_tiled_from_one_copy_is_the_processors_own_batch_of_copies(name, photo):
+    """Inputs of batch B are one copy's processor output tiled B times (fast at any B); for every zoo model that
+    must be exactly what the processor gives for B copies of the photo (DETR's pixel mask, OWL-ViT's queries
+    image by image included)."""
+    entry = zoo.get(name)
+    tiled = entry.inputs(photo, 3, "random", "tiny")
+    processor = entry.processor("random", "tiny")
+    own = dict(processor(images=[photo] * 3, return_tensors="pt"))
+    assert set(own) <= set(tiled)
+    for key, value in own.items():
+        assert tiled[key].shape == value.shape and torch.equal(tiled[key], value), key
+
+
+def test_an_output_the_processor_does_not_give_as_tensors_alone_is_its_own_batch():
+    calls = []
+
+    def processor(images, return_tensors):
+        calls.append(len(images))
+        return {"pixel_values": torch.ones(len(images), 3), "sizes": [(2, 2)] * len(images)}
+
+    out = zoo.entry.batch_of_copies(processor, 4, images=["photo"])
+    assert calls == [1, 4] and out["sizes"] == [(2, 2)] * 4 and out["pixel_values"].shape == (4, 3)
+    assert zoo.entry.batch_of_copies(lambda images, return_tensors: {"x": torch.ones(1, 2)}, 5, images=["p"])["x"].shape == (5, 2)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", suites.GUIDE_MODELS)
 def test_tiny_config_compiles_with_inductor_and_matches_eager(name):

@@ -113,13 +113,16 @@ class Repeat:
     loop_wall_s: float | None = None
     loop_started_at: float | None = None  # wall clock (epoch seconds) around the timed loop: when it held the device
     loop_ended_at: float | None = None
-    # CUDA: the steady state's (reset after warm-up); host: the process's peak RSS
+    # CUDA: the steady state's (reset after warm-up), its CUDA graphs' pools included; host: the process's peak RSS
     peak_mem_bytes: int | None = metric(over=most, csv=True)
-    peak_mem_kind: str | None = metric(over=found, csv=True)  # "cuda_max_allocated" or "host_max_rss"
+    # "cuda_steady" (allocated + graph pools), "host_max_rss", or "cuda_max_allocated" (results written before the
+    # pools were counted: a reduce-overhead case read too low)
+    peak_mem_kind: str | None = metric(over=found, csv=True)
     # CUDA: what the caching allocator held at the steady state's peak
     peak_mem_reserved_bytes: int | None = metric(over=most, csv=True)
     # CUDA: the peak of the first call and warm-up (compile, autotuning)
     compile_peak_mem_bytes: int | None = metric(over=most, csv=True)
+    cudagraph_pool_bytes: int | None = metric(over=most, csv=True)  # CUDA: what the CUDA graphs' private pools reserve
     timing: str | None = None  # "throughput" (pipelined calls, one synchronize) or "latency" (each call to completion)
     samples_over_wall: float | None = None  # CUDA events: the samples' sum over the loop's wall time (the clock check)
     # NVML's energy counter over the loop, per timed call; the CPU packages' RAPL counters over it

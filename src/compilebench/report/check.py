@@ -74,8 +74,17 @@ def check(baseline: list[Result], candidate: list[Result], limits: Limits = Limi
         lines.append(_latency(label, b, c, limits, min_effect, across))
         lines += _speedup(label, b, c, base, cand, limits, min_effect, across)
         lines += _by_value(label, "compile s", b.compile_s, c.compile_s, limits.compile_increase, 1, 1)
-        lines += _by_value(label, "peak memory MiB", _peak(b), _peak(c), limits.memory_increase, 1, 2 ** 20)
+        lines += _memory(label, b, c, limits)
     return lines, used
+
+
+def _memory(label, b: Result, c: Result, limits: Limits) -> list[Line]:
+    """Peak memory by value, where both sides measured it the same way: a CUDA graph's pool counted in one and not
+    the other (results written before the pools were counted) would read as a rise."""
+    if b.peak_mem_kind != c.peak_mem_kind and _peak(b) and _peak(c):
+        return [Line(label, "peak memory MiB", num(_peak(b) / 2 ** 20, 1), num(_peak(c) / 2 ** 20, 1), None, None,
+                     None, "", False, f"not compared: measured as {b.peak_mem_kind}, then as {c.peak_mem_kind}")]
+    return _by_value(label, "peak memory MiB", _peak(b), _peak(c), limits.memory_increase, 1, 2 ** 20)
 
 
 def _latency(label, b: Result, c: Result, limits: Limits, min_effect: float, across: Drift | None) -> Line:

@@ -150,7 +150,8 @@ def speedup_table(view: View) -> Table:
         "cold compile: the first repeat, from an empty compiler state; warm: later repeats, from the on-disk state "
         "the first left. break-even: cold compile seconds / per-inference saving, the number of inferences after "
         "which compiling has paid for itself; never when the compiled model saves nothing.",
-        "peak memory: CUDA max_memory_allocated of each case on a GPU; on a CPU the process's peak RSS, which for a "
+        "peak memory: on a GPU the allocator's peak over the steady state, plus the CUDA graphs' pools it counts "
+        "free though each replay writes into them; on a CPU the process's peak RSS, which for a "
         "compiled case includes the compiler itself."])
 
 

@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 
 from compilebench.core.errors import UnknownChoice, UserError
-from compilebench.zoo.entry import GUIDE_QUERIES, Checkpointed, ModelEntry
+from compilebench.zoo.entry import GUIDE_QUERIES, Checkpointed, ModelEntry, batch_of_copies
 from compilebench.zoo.textgen import TEXT_GENERATION, TextGenerationEntry, seeded_prompt, tokenized_prompt
 
 # task -> (transformers auto class, its *_MAPPING_NAMES table, the guide's task word for row labels)
@@ -71,9 +71,9 @@ class HubModel(Checkpointed, ModelEntry):
 
         if self.task == "zero-shot-object-detection":
             processor = transformers.AutoProcessor.from_pretrained(self.checkpoint)
-            return dict(processor(text=[GUIDE_QUERIES] * batch_size, images=[image] * batch_size, return_tensors="pt"))
+            return batch_of_copies(processor, batch_size, text=[GUIDE_QUERIES], images=[image])
         processor = transformers.AutoImageProcessor.from_pretrained(self.checkpoint)
-        return dict(processor(images=[image] * batch_size, return_tensors="pt"))
+        return batch_of_copies(processor, batch_size, images=[image])
 
 
 @dataclass(frozen=True)
