@@ -66,6 +66,19 @@ def test_gpu_summary_reads_kernels_and_counts_launches():
     assert "not of these calls" in impossible["problem"]
 
 
+def test_a_gpu_profiles_shares_are_of_the_timed_loops_call_not_the_profiled_pass():
+    """Seen on an H200: the profiler slowed the host's launches (4.7 ms a call profiled, 2.7 in the timed loop), and
+    the slowdown read as 'outside kernels' (framework overhead) at 47% where the device was busy 93% of the loop."""
+    events = [Event("sm90_xmma_gemm", 400.0, True), Event("triton_poi_fused_relu_0", 100.0, True)] * 2
+    p = profiling.summarize(events, 2, 2 * 1_800_000, on_device=True, steady_ms=0.55)  # 1.8 ms a call profiled
+    assert p["wall_ms"] == 0.55 and p["host_wall_ms"] == pytest.approx(1.8) and p["wall_from"] == "timed loop"
+    assert p["shares_ms"][OUTSIDE] == pytest.approx(0.05) and "problem" not in p
+    slower = profiling.summarize(events, 2, 2 * 1_800_000, on_device=True, steady_ms=0.4)  # kernels outlast the loop's
+    assert "more than the timed loop's 0.400 ms" in slower["problem"] and slower["kernels_over_wall"]
+    cpu = profiling.summarize([Event("aten::addmm", 300.0)], 1, 1_000_000, on_device=False, steady_ms=0.1)
+    assert cpu["wall_ms"] == 1.0 and cpu["wall_from"] == "profiled pass"  # a CPU's shares: one pass, one clock
+
+
 def test_compile_phases_split_dynamos_metrics():
     records = [SimpleNamespace(entire_frame_compile_time_s=3.0, backend_compile_time_s=2.5, inductor_compile_time_s=2.0,
                                code_gen_time_s=1.5),

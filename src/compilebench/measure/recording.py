@@ -137,8 +137,9 @@ def record_profiles(results, job, calls: dict[str, Callable[[], object]], n: int
     for r in results:
         rep, case = r.repeats[0], r.case
         try:
+            steady_ms = sum(rep.samples_ms) / len(rep.samples_ms) if rep.samples_ms else None
             rep.profile = profiling.profile(calls[case.variant.label], n, case.device,
-                                            traces.profile_path(job.traces, case, job.repeat), clock.sync)
+                                            traces.profile_path(job.traces, case, job.repeat), clock.sync, steady_ms)
             if rep.profile.get("kernels_over_wall"):
                 self_check(rep, f"--profile: {rep.profile['problem']}")
         except Exception as exc:  # noqa: BLE001 - a profiler problem must not lose the measurement

@@ -71,7 +71,8 @@ def time_tables(view: View) -> list[Table]:
 
 PROFILE_NOTE = ("Each profile is a separate pass of a few calls after the timed loop (profiling slows calls down: "
                 "compare shares, not milliseconds, with the tables above). On a GPU the shares are the device's kernel "
-                "time and the rest of the wall (the device waiting for the host); on a CPU, the operators' own time: "
+                "time and the rest of the timed loop's time per call (the device waiting for the host), so the "
+                "profiler's own slowing of the host is not counted as overhead; on a CPU, the operators' own time: "
                 "inductor's generated C++ kernels have no event of their own and count as the compiled graph's call. "
                 "Open a trace in chrome://tracing or https://ui.perfetto.dev.")
 
