@@ -121,6 +121,15 @@ def test_a_worker_that_kills_itself_is_a_crashed_result_naming_the_signal():
     assert "SIGKILL" in r.message and r.repeats[0].phase == "first call"
 
 
+def test_a_segfault_in_native_code_keeps_the_python_stack_where_it_happened():
+    # On an H200, AOTInductor's packaging died of SIGSEGV and the crashed repeat said no more than that; the worker's
+    # fault handler now prints where, and the driver keeps it.
+    r = run_in_process(case("fault-segfault"))
+    assert r.status == "crashed" and "SIGSEGV" in r.message and r.repeats[0].phase == "first call"
+    tail = r.repeats[0].traceback
+    assert "Segmentation fault" in tail and "compilebench_faults.py" in tail and "in forward" in tail
+
+
 def test_a_hung_case_is_killed_at_the_timeout():
     r = run_in_process(case("fault-hang"), timeout_s=5)
     assert r.status == "timeout"

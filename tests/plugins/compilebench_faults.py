@@ -1,6 +1,7 @@
 """Models and a backend that fail on purpose, loaded through COMPILEBENCH_PLUGINS so that every status
 (oom, error, invalid, crashed, timeout) is produced for real, in-process or in a worker process."""
 
+import ctypes
 import os
 import signal
 import time
@@ -31,6 +32,8 @@ class Small(nn.Module):
             raise MemoryError("injected host allocation failure")
         if self.behaviour == "crash":
             os.kill(os.getpid(), signal.SIGKILL)
+        if self.behaviour == "segfault":  # what a crash in native code does (AOTInductor's packaging did, on an H200)
+            ctypes.string_at(0)
         if self.behaviour == "kill-parent":  # the process running the worker (a Ray worker) dies
             os.kill(os.getppid(), signal.SIGKILL)
             time.sleep(60)  # the worker dies with its parent (PR_SET_PDEATHSIG) long before this ends
@@ -99,7 +102,7 @@ class FaultModel(ModelEntry):
 
 
 for behaviour in ("ok", "oom", "host-oom", "crash", "kill-parent", "hang", "slow", "recompile", "break", "handshake", "flaky",
-                  "paced"):
+                  "paced", "segfault"):
     zoo.register(FaultModel(f"fault-{behaviour}", f"Test/{behaviour}", "image-classification", "none", behaviour))
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import faulthandler
 import json
 import os
 import signal
@@ -242,6 +243,9 @@ def serve(job_path: str, result_path: str, phase_fd: int) -> None:
 
 
 def main(argv: list[str]) -> int:
+    # A crash in native code (a segfault while packaging, say) prints the Python stack where it happened to the
+    # worker's log, whose tail the driver keeps as the crashed repeat's traceback.
+    faulthandler.enable()
     confine()
     serve(argv[0], argv[1], int(argv[2]))
     return 0
