@@ -29,6 +29,9 @@ REWORDED = [
     ("peak memory: CUDA max_memory_allocated of each case on a GPU;",  # issue 42: the CUDA graphs' pools count
      "peak memory: on a GPU the allocator's peak over the steady state, plus the CUDA graphs' pools it counts free "
      "though each replay writes into them;"),
+    ("the interval comes from the per-process ratios.",  # issue 40: pairs of processes by round
+     "the interval comes from the per-process ratios. Paired by round: from 5 rounds of one run, the interval comes "
+     "from the ratios of each round's two processes, which ran back to back."),
 ]
 RUNS = (
     "--model resnet-50 --tiny --variant eager default --batch-size 1 2 --iters 5 --warmup 1 --repeats 2",
@@ -64,13 +67,16 @@ def test_a_release_file_reports_as_that_release_did(release_db, tmp_path):
     assert (out / "report.md").read_text() == released
     added = {"inputs", "environment", "cpu_energy_per_call_j", "energy_per_token_j", "cpu_energy_per_token_j",
              "across_runs_drift", "ttft_across_runs_drift", "per_token_across_runs_drift", "looks", "undecided_by", "unstable_groups", "tag",
-             "cudagraph_pool_bytes",
+             "cudagraph_pool_bytes", "pair_from", "paired_by", "ttft_paired_by", "per_token_paired_by",
              *flat.WHY, *flat.START,
              *flat.SHAPES}
     with open(out / "results.csv") as new, open(RELEASE / "results.csv") as old:
         new_rows, old_rows = list(csv.DictReader(new)), list(csv.DictReader(old))
     assert [{k: v for k, v in r.items() if k not in added} for r in new_rows] == old_rows
-    assert all(r[k] == "" for r in new_rows for k in added)
+    by = {"paired_by": "paired", "ttft_paired_by": "ttft_paired", "per_token_paired_by": "per_token_paired"}
+    assert all(r[k] == "" for r in new_rows for k in added - set(by))
+    # what the release called paired (the variants shared each process) is paired by process; nothing by round
+    assert all(r[k] == ("process" if r[p] == "True" else "") for r in new_rows for k, p in by.items())
     new_json, old_json = json.loads((out / "results.json").read_text()), json.loads((RELEASE / "results.json").read_text())
     assert [{k: v for k, v in r.items() if k not in added} for r in new_json] == old_json
 

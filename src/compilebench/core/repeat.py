@@ -93,6 +93,9 @@ class Repeat:
     # decided: "max-repeats" or "time budget" (set on the case's last repeat; None where the data decided it)
     looks: int | None = metric(over=most, csv=True)
     design: list[int] = metric(list, over=found)  # the processes at each look (stats.looks): which look a reading is
+    # the rounds from which its run's design pairs a comparison's processes by round (stats.PAIR_FROM); None: never
+    # (results written before the design paired them read as they did)
+    pair_from: int | None = metric(over=most, csv=True)
     undecided_by: str | None = metric(over=last, csv=True)
     message: str | None = None  # one line: why it is not ok
     traceback: str | None = None

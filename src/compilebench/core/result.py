@@ -130,12 +130,18 @@ class Result:
     def process_means(self, metric=None) -> dict[str, float]:
         """One mean per worker process that timed the case to the end, by process id: the unit of independence.
         `metric` picks another per-call series from a repeat (generation: its time to first token or per token)."""
-        out = {}
+        return {rep.process or str(rep.index): m for rep, m in self._means(metric)}
+
+    def round_means(self, metric=None) -> dict[tuple[str, int], float]:
+        """The same means by the round that measured them: (run, repeat index). A repeat whose run is not recorded
+        has none."""
+        return {(rep.run, rep.index): m for rep, m in self._means(metric) if rep.run}
+
+    def _means(self, metric):
         for rep in sorted(self.repeats, key=lambda r: r.index):
             values = (metric(rep) if metric else rep.samples_ms) if rep.status in MEASURED else None
             if values:
-                out[rep.process or str(rep.index)] = sum(values) / len(values)
-        return out
+                yield rep, sum(values) / len(values)
 
     def to_dict(self) -> dict:
         out = {**self.extra}

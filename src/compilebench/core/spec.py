@@ -19,9 +19,10 @@ from compilebench.core.variant import MODES, SCOPES, VARIANTS, Variant
 
 ISOLATIONS = ("process", "inline")
 DEFAULT_REPEATS = 3  # fresh processes per case: the unit of independence
-# Repeats until decided: an undecided case gets rounds up to this many processes (looks at 3, 5 and 7, at 97.2%,
-# 98.8% and 99.0%: stats.confidence). Chosen from benchmarks/decide.py on a 2-core VM: see docs/trust.md.
-DEFAULT_MAX_REPEATS = 7
+# Repeats until decided: an undecided case gets rounds up to this many processes (looks at 3, 5, 7, 9 and 11, at
+# 98.1%, 99.0%, 99.2%, 99.3% and 99.4%: stats.confidence). Chosen from benchmarks/decide.py on a 2-core VM (a
+# known 10% effect, paired by round, needed 9 rounds in the median): see docs/trust.md.
+DEFAULT_MAX_REPEATS = 11
 DEFAULT_TIMEOUT_S = 3600.0
 MAX_REPEATS = 100
 
@@ -150,7 +151,7 @@ def asked(*, models=None, suite: str | None = None, batch_sizes=None, variants=N
     """The RunSpec of a run asked for by its options' names (the Python API's keywords; the command line's options
     reach it under the same names). What is not given is the suite's where one is taken (no model and no suite:
     the quick suite), else the default; `shapes` serves each model's shapes (`compilebench shapes`). Repeats:
-    neither given, 3 and more until decided (up to 7); `repeats` alone, a fixed design of that many."""
+    neither given, 3 and more until decided (up to 11); `repeats` alone, a fixed design of that many."""
     if max_repeats is None and repeats is None and not shapes:
         max_repeats = DEFAULT_MAX_REPEATS
     given = suites.fill(suites.choose(suite, models), {

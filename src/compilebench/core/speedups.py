@@ -29,9 +29,10 @@ class Speedup:
     low: float | None
     high: float | None
     verdict: Verdict
-    paired: bool  # from per-process ratios: the variants shared each process (--interleave)
+    paired: bool  # from per-pair ratios: the variants shared each process (--interleave), or each round
     drift: float | None = None  # measured in different runs: the interval is widened by this drift either way
     confidence: float = 0.95  # of each look: below 95% never; above where the run looked several times
+    paired_by: str | None = None  # "process" (--interleave) or "round" (the rounds of one run); None: unpaired
 
     @property
     def improvement(self) -> float:
@@ -44,24 +45,31 @@ class Speedup:
 
 def speedup(eager: Result | None, other: Result | None, min_effect: float = stats.DEFAULT_MIN_EFFECT,
             metric=None, drift: Drift | None = None) -> Speedup | None:
-    """None unless both were measured ok. Paired where the two shared processes (--interleave), else from both
-    sides' per-process means (Welch: a run's rounds spread each side over the run, so a change of the machine's
-    state during it widens both sides' spread rather than biasing one; pairing the sides by round was measured
-    and lost, docs/trust.md). `drift`: the two come from different
-    runs (the caller knows: drift.across_runs), so the interval is widened by it either way: a verdict then needs
-    the effect beyond the drift as well, and `same` is out of reach within it. The interval's confidence is
-    split over the looks the results' design allowed (repeats until decided), so a verdict holds over all."""
+    """None unless both were measured ok. Paired where the two shared processes (--interleave), or by round where
+    their design pairs rounds (stats.PAIR_FROM) and both have that many rounds of one run: the two processes of a
+    round ran back to back, so the machine's state then is in both and cancels in their ratio. Else from both
+    sides' per-process means (Welch). `drift`: the two come from different runs (the caller knows:
+    drift.across_runs), so the interval is widened by it either way: a verdict then needs the effect beyond the
+    drift as well, and `same` is out of reach within it. The interval's confidence is split over the looks the
+    results' design allowed (repeats until decided), so a verdict holds over all."""
     if mean(eager) is None or mean(other) is None:
         return None
     e, o = eager.process_means(metric), other.process_means(metric)
     if not e or not o:
         return None
-    confidence = _confidence(eager, other, min(len(e), len(o)))
     shared = [p for p in e if p in o]
     if eager.case.interleave and other.case.interleave and len(shared) >= 2:
         return of_means([e[p] for p in shared], [o[p] for p in shared], min_effect, pair=True, drift=drift,
-                        confidence=confidence)
-    return of_means(list(e.values()), list(o.values()), min_effect, drift=drift, confidence=confidence)
+                        confidence=_confidence(eager, other, len(shared)), paired_by="process")
+    pair_from = min(eager.pair_from or 0, other.pair_from or 0)
+    if pair_from:
+        re, ro = eager.round_means(metric), other.round_means(metric)
+        rounds = [k for k in re if k in ro]
+        if len(rounds) >= pair_from:
+            return of_means([re[k] for k in rounds], [ro[k] for k in rounds], min_effect, pair=True, drift=drift,
+                            confidence=_confidence(eager, other, len(rounds)), paired_by="round")
+    return of_means(list(e.values()), list(o.values()), min_effect, drift=drift,
+                    confidence=_confidence(eager, other, min(len(e), len(o))))
 
 
 def _confidence(eager: Result, other: Result, processes: int) -> float:
@@ -74,13 +82,15 @@ def _confidence(eager: Result, other: Result, processes: int) -> float:
 
 
 def of_means(eager_means: list[float], other_means: list[float], min_effect: float = stats.DEFAULT_MIN_EFFECT, *,
-             pair: bool = False, drift: Drift | None = None, confidence: float = 0.95) -> Speedup:
+             pair: bool = False, drift: Drift | None = None, confidence: float = 0.95,
+             paired_by: str | None = None) -> Speedup:
     """The speed-up from each side's per-process means (any per-process quantity: a case's latency, the time a
     process took to serve a mix), its interval widened by `drift` where the two come from different runs."""
     s, low, high = stats.speedup(eager_means, other_means, pair=pair, confidence=confidence)
     if drift is not None and low is not None and high is not None:  # what a rerun of either side may move, too
         low, high = low / (1 + drift.value), high * (1 + drift.value)
-    return Speedup(s, low, high, Verdict.of(low, high, min_effect), pair, drift.value if drift else None, confidence)
+    return Speedup(s, low, high, Verdict.of(low, high, min_effect), pair, drift.value if drift else None, confidence,
+                   paired_by or ("process" if pair else None))
 
 
 def best(candidates: Iterable[tuple[T, Speedup | None]]) -> tuple[T, Speedup] | None:

@@ -174,6 +174,7 @@ def _speedup_columns(prefix: str, s: speedups.Speedup | None) -> dict:
         f"{prefix}improvement_ci95_high_pct": s.improvement_interval[1] if s else None,
         f"{prefix}verdict": s.verdict if s else None,
         f"{prefix}paired": s.paired if s else None,
+        f"{prefix}paired_by": s.paired_by if s else None,  # "process" (--interleave) or "round"
         f"{prefix}across_runs_drift": s.drift if s else None,  # measured in different runs: the drift its interval holds
     }
 

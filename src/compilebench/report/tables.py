@@ -123,7 +123,7 @@ def speedup_table(view: View) -> Table:
     """Every compiled result against its eager baseline: the speed-up with its 95% interval and verdict, and
     what compiling cost: cold and warm compile seconds and the inferences it takes to pay them back."""
     def paired(s: Speedup | None) -> str:
-        return "" if s is None else "paired" if s.paired else "unpaired"
+        return "" if s is None else {"process": "paired", "round": "paired by round"}.get(s.paired_by, "unpaired")
 
     items = [(g, c, m, comp, g.result(m, c.eager), g.speedup(m, c)) for g in view.groups for c in g.compiled_columns
              for m in g.models if (comp := g.result(m, c)) is not None]
@@ -145,7 +145,8 @@ def speedup_table(view: View) -> Table:
     return table("", columns, items, [
         "speed-up = eager time / compiled time, from each side's per-process means (geometric, in log space): the "
         "interval widens with how much a rerun moves. Paired: the variants shared each process (--interleave), and "
-        "the interval comes from the per-process ratios.",
+        "the interval comes from the per-process ratios. Paired by round: from 5 rounds of one run, the interval "
+        "comes from the ratios of each round's two processes, which ran back to back.",
         verdict_note(view.min_effect, view.looks, view.design),
         "cold compile: the first repeat, from an empty compiler state; warm: later repeats, from the on-disk state "
         "the first left. break-even: cold compile seconds / per-inference saving, the number of inferences after "

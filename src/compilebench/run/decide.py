@@ -21,10 +21,10 @@ from compilebench.run.dispatch import Target, Unit
 from compilebench.run.schedule import blocks
 
 MAX_REPEATS, TIME_BUDGET = "max-repeats", "time budget"  # why a run stopped measuring an undecided case
-# Extra rounds take at most 1.5x as long as the planned ones took, unless --extra-time says: enough for a one-pair
-# run to reach the cap (3 -> 7 processes is 4 more per 3 planned, 1.33x, and the estimate needs a margin); at 1.0
-# such runs stopped at 5 and a known 10% effect went undecided (benchmarks/decide.py known).
-EXTRA_SHARE = 1.5
+# Extra rounds take at most 3x as long as the planned ones took, unless --extra-time says: enough for a one-pair
+# run to reach the cap (3 -> 11 processes is 8 more per 3 planned, 2.67x, and the estimate needs a margin); with
+# less such runs stopped short and a known 10% effect went undecided (benchmarks/decide.py known).
+EXTRA_SHARE = 3.0
 
 
 @dataclass(frozen=True)

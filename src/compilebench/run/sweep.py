@@ -13,7 +13,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from compilebench.core import machine
+from compilebench.core import machine, stats
 from compilebench.core.case import Case
 from compilebench.core.job import Job
 from compilebench.core.result import Result
@@ -195,6 +195,7 @@ class _Sweep:
             result.placement = unit.target.placement
             for rep in result.repeats:
                 rep.run, rep.looks, rep.design, rep.tag = self.run_id, len(self.spec.looks), self.spec.looks, self.tag
+                rep.pair_from = stats.PAIR_FROM
             if result.flops is None:
                 result.flops = self._eager_flops(result.case, unit)
             result.result_id = self.series[(key, rid, unit.repeat)]
