@@ -16,7 +16,7 @@ and after it are measured the same way on the same machine:
 
 Usage: python benchmarks/decide.py quick [--runs 5] [--tree PATH] [--keep DIR] [--before-s S] [--extra "..."]
        python benchmarks/decide.py known [--effects 0,0.05,0.1,0.2] [--runs 4] [--tree PATH] [--against PATH]
-                                         [--extra "..."]
+                                         [--extra "..."] [--keep DIR]
        python benchmarks/decide.py quick --read DIR   (reads the runs a --keep DIR left, measures nothing)
 """
 
@@ -112,7 +112,9 @@ def known(args) -> None:
     got: dict[tuple[str, float], list] = defaultdict(list)
     plugin = {"COMPILEBENCH_PLUGINS": "compilebench_matmul", "PYTHONPATH": HERE}
     numbers = itertools.count()
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = args.keep or scratch
+        os.makedirs(tmp, exist_ok=True)
         for i in range(args.runs):
             for effect in (float(e) for e in args.effects.split(",")):
                 for name, tree in trees:  # the designs alternate run by run: the machine's moves hit both alike
@@ -167,6 +169,7 @@ def main() -> None:
     k.add_argument("--effects", default="0,0.05,0.1,0.2")
     k.add_argument("--runs", type=int, default=4)
     k.add_argument("--against", help="another checkout, measured alternately with --tree (e.g. the code before)")
+    k.add_argument("--keep", help="a folder that keeps every run's results file (run0.db, run1.db, ...)")
     for p in (q, k):
         p.add_argument("--tree", default=TREE, help="the compilebench checkout to measure")
         p.add_argument("--extra", default="", help="more options for every run")
