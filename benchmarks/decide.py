@@ -14,10 +14,11 @@ and after it are measured the same way on the same machine:
   slower in another, the fraction of run pairs whose intervals overlap (goal >= 90%), and each run's wall time
   (goal: at most 1.5x the same measure before the change).
 
-Usage: python benchmarks/decide.py quick [--runs 5] [--tree PATH] [--keep DIR] [--before-s S] [--extra "..."]
+Usage: python benchmarks/decide.py quick [--runs 5] [--tree PATH] [--against PATH] [--keep DIR] [--before-s S]
+                                         [--extra "..."]
        python benchmarks/decide.py known [--effects 0,0.05,0.1,0.2] [--runs 4] [--tree PATH] [--against PATH]
                                          [--extra "..."] [--keep DIR]
-       python benchmarks/decide.py quick --read DIR   (reads the runs a --keep DIR left, measures nothing)
+       python benchmarks/decide.py quick --read DIR [--against PATH]  (reads the runs a --keep DIR left)
 """
 
 from __future__ import annotations
@@ -58,25 +59,42 @@ def _overlap(a: dict, b: dict) -> bool:
 
 
 def quick(args) -> None:
+    """The quick suite N times (with --against, the two checkouts alternating run by run, each into a folder of its
+    own), then per checkout what its runs decided."""
     folder = args.read or args.keep or tempfile.mkdtemp()
-    os.makedirs(folder, exist_ok=True)
-    walls = []
+    trees = [("this design", args.tree)] + ([("the other design", args.against)] if args.against else [])
+    where = {name: folder if len(trees) == 1 else os.path.join(folder, "this" if name == "this design" else "other")
+             for name, _ in trees}
     if not args.read:
         for i in range(args.runs):
-            db, out = f"{folder}/run{i + 1}.db", f"{folder}/run{i + 1}"
-            wall, p = cli("run", "--db", db, "--out", out, "--quiet", *shlex.split(args.extra), tree=args.tree,
-                          cwd=folder)
-            walls.append(wall)
-            with open(f"{out}/wall_s", "w") as f:
-                f.write(f"{wall:.1f}\n")
-            with open(f"{out}/printed.txt", "w") as f:  # what the run printed: its summary
-                f.write(p.stdout)
-            print(f"run {i + 1}: {wall:.0f} s", flush=True)
-    runs = []
-    for out in sorted(glob.glob(f"{folder}/run*/"), key=lambda p: int(p.rstrip("/").rsplit("run", 1)[1])):
-        runs.append(_read_run(out))
-        if args.read and os.path.exists(f"{out}wall_s"):
-            walls.append(float(open(f"{out}wall_s").read()))
+            for name, tree in trees:
+                os.makedirs(where[name], exist_ok=True)
+                db, out = f"{where[name]}/run{i + 1}.db", f"{where[name]}/run{i + 1}"
+                wall, p = cli("run", "--db", db, "--out", out, "--quiet", *shlex.split(args.extra), tree=tree,
+                              cwd=where[name])
+                with open(f"{out}/wall_s", "w") as f:
+                    f.write(f"{wall:.1f}\n")
+                with open(f"{out}/printed.txt", "w") as f:  # what the run printed: its summary
+                    f.write(p.stdout)
+                print(f"run {i + 1}, {name}: {wall:.0f} s", flush=True)
+    other = _walls(where["the other design"]) if args.against else []
+    before_s = args.before_s or (statistics.median(other) if other else None)  # the other design's, measured alike
+    for name, tree in trees:
+        if len(trees) > 1 or args.read:
+            print(f"\n{name} ({tree}), runs in {where[name]}:")
+        _summarize_quick(where[name], before_s if name == "this design" else None)
+
+
+def _runs(folder: str) -> list[str]:
+    return sorted(glob.glob(f"{folder}/run*/"), key=lambda p: int(p.rstrip("/").rsplit("run", 1)[1]))
+
+
+def _walls(folder: str) -> list[float]:
+    return [float(open(f"{out}wall_s").read()) for out in _runs(folder) if os.path.exists(f"{out}wall_s")]
+
+
+def _summarize_quick(folder: str, before_s: float | None) -> None:
+    runs, walls = [_read_run(out) for out in _runs(folder)], _walls(folder)
     cases = sorted({k for r in runs for k in r})
     pairs = hits = 0
     for case in cases:
@@ -101,8 +119,8 @@ def quick(args) -> None:
     if pairs:
         print(f"intervals overlap in {hits}/{pairs} = {hits / pairs:.0%} of run pairs (goal >= 90%)")
     if walls:
-        goal = f"goal <= 1.5x the {args.before_s:.0f} s before: <= {1.5 * args.before_s:.0f} s" if args.before_s else \
-            "goal: at most 1.5x the same measure before the change (--before-s)"
+        goal = f"goal <= 1.5x the {before_s:.0f} s before: <= {1.5 * before_s:.0f} s" if before_s else \
+            "goal: at most 1.5x the same measure before the change (--before-s, or --against)"
         print(f"wall time per run: {', '.join(f'{w:.0f}' for w in walls)} s; median {statistics.median(walls):.0f} s "
               f"({goal})")
 
@@ -165,6 +183,7 @@ def main() -> None:
     q.add_argument("--keep", help="a folder that keeps every run's results file and report")
     q.add_argument("--read", help="read the runs a --keep folder holds; measure nothing")
     q.add_argument("--before-s", type=float, help="the median wall time per run before the change, for the goal")
+    q.add_argument("--against", help="another checkout whose runs alternate with --tree's (e.g. the code before)")
     k = sub.add_parser("known")
     k.add_argument("--effects", default="0,0.05,0.1,0.2")
     k.add_argument("--runs", type=int, default=4)

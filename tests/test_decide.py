@@ -121,6 +121,10 @@ def test_the_time_budget_ends_the_extra_rounds_and_says_so(tmp_path):
 def test_repeats_alone_keep_a_fixed_design_and_the_defaults_add_rounds():
     assert asked(models=["resnet-50"], repeats=5).looks == [5]
     assert asked(models=["resnet-50"]).looks == [3, 5, 7, 9, 11] and DEFAULT_MAX_REPEATS == 11
+    # the quick suite, a first look of a few minutes, stops at 7; what the user gives wins over the suite's
+    assert asked().looks == asked(suite="quick").looks == [3, 5, 7]
+    assert asked(suite="quick", max_repeats=11).looks == [3, 5, 7, 9, 11] and asked(suite="quick", repeats=4).looks == [4]
+    assert asked(suite="seed").looks == [3, 5, 7, 9, 11]
     assert asked(models=["resnet-50"], repeats=3, max_repeats=8).looks == [3, 5, 7, 8]
     with pytest.raises(UserError, match="--max-repeats 2 is fewer than --repeats 3"):
         asked(models=["resnet-50"], repeats=3, max_repeats=2)

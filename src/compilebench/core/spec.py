@@ -151,10 +151,12 @@ def asked(*, models=None, suite: str | None = None, batch_sizes=None, variants=N
     """The RunSpec of a run asked for by its options' names (the Python API's keywords; the command line's options
     reach it under the same names). What is not given is the suite's where one is taken (no model and no suite:
     the quick suite), else the default; `shapes` serves each model's shapes (`compilebench shapes`). Repeats:
-    neither given, 3 and more until decided (up to 11); `repeats` alone, a fixed design of that many."""
+    neither given, 3 and more until decided (up to 11, or the suite's most); `repeats` alone, a fixed design of
+    that many."""
+    taken = suites.choose(suite, models)
     if max_repeats is None and repeats is None and not shapes:
-        max_repeats = DEFAULT_MAX_REPEATS
-    given = suites.fill(suites.choose(suite, models), {
+        max_repeats = (taken and taken.max_repeats) or DEFAULT_MAX_REPEATS
+    given = suites.fill(taken, {
         "models": tuple(models) if models else None, "batch_sizes": batch_sizes, "variants": variants,
         "fullgraph": fullgraph, "warmup": warmup, "max_time_s": max_time_s})
     options = tuple(inductor_options.items() if isinstance(inductor_options, dict) else inductor_options)

@@ -33,7 +33,7 @@ LOOK_STEP = 2  # repeats until decided: rounds added between two looks
 # processes of a round run back to back, so a change of the machine's state hits both. On this VM (Intel Xeon,
 # 2026-11-26) the log means of a round's two processes correlated in 17 of 18 fixed runs of 15 rounds (median
 # +0.45), and replaying the looks on them decided a known 10% effect in 5 of 6 where unpaired gave 1 of 6. Not
-# before 5: at 3 rounds a paired t has 2 degrees of freedom (7.65 at 98.3%), where unpaired it has about 4.
+# before 5: at 3 rounds a paired t has 2 degrees of freedom (7.1 at the first look's 98.1%), unpaired about 4 (3.8).
 PAIR_FROM = 5
 # A case's per-process means fall into separate groups (the machine changed state during the run) where sorted
 # they leave a gap of more than 10% that is over 3 times the spread inside either side.
