@@ -81,6 +81,12 @@ def improvement_interval(s: Speedup | None) -> str:
     return "" if s is None else interval(*s.improvement_interval)
 
 
+def break_even(compiled: Result, eager: Result | None) -> str:
+    """The calls after which compiling has paid for itself, in words: a count, or never."""
+    be = stats.break_even(compiled.compile_s, eager.mean if eager is not None else None, compiled.mean)
+    return "never" if be is None else f"{be:,.0f}"
+
+
 def verdict(s: Speedup | None) -> str:
     """'faster'; 'inconclusive (across runs)' where the two sides come from different runs (drift_note says why)."""
     return "" if s is None else s.verdict if s.drift is None else f"{s.verdict} (across runs)"

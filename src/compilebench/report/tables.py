@@ -12,7 +12,7 @@ import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
-from compilebench.core import speedups, stats
+from compilebench.core import speedups
 from compilebench.core.result import Result
 from compilebench.core.speedups import Speedup
 from compilebench.core.stats import Estimate
@@ -21,6 +21,7 @@ from compilebench.report import data
 from compilebench.report.cells import (
     Columns,
     Table,
+    break_even,
     cell,
     improvement,
     improvement_interval,
@@ -114,11 +115,6 @@ def flags_note(view: View) -> list[str]:
     return [f"- {flag}: {n} result(s). {FLAGS[flag].remedy[0].upper()}{FLAGS[flag].remedy[1:]}." for flag, n in counts.items() if n]
 
 
-def _break_even(compiled: Result, eager: Result | None) -> str:
-    be = stats.break_even(compiled.compile_s, speedups.mean(eager), compiled.mean)
-    return "never" if be is None else f"{be:,.0f}"
-
-
 def speedup_table(view: View) -> Table:
     """Every compiled result against its eager baseline: the speed-up with its 95% interval and verdict, and
     what compiling cost: cold and warm compile seconds and the inferences it takes to pay them back."""
@@ -139,7 +135,7 @@ def speedup_table(view: View) -> Table:
         ("interval from", lambda x: paired(x[5])),
         ("cold compile s", lambda x: num(x[3].cold_compile_s, 1)),
         ("warm compile s", lambda x: num(x[3].warm_compile_s, 1)),
-        ("break-even (inferences)", lambda x: "" if x[5] is None else _break_even(x[3], x[4])),
+        ("break-even (inferences)", lambda x: "" if x[5] is None else break_even(x[3], x[4])),
         ("peak memory compiled / eager", lambda x: _memory_ratio(x[4], x[3])),
     ]
     return table("", columns, items, [
@@ -194,7 +190,7 @@ def _recommended(p: _Pick, min_effect: float) -> list[str]:
         return ["no compile", "", "", "", why]
     c, s, r = p.best
     return [c.header.removeprefix(f"torch {p.torch} - "), ratio(s), ratio_interval(s),
-            _break_even(r, p.base) if c.variant.compiled else "0", ""]
+            break_even(r, p.base) if c.variant.compiled else "0", ""]
 
 
 def recommendation_table(view: View) -> Table:
@@ -204,9 +200,7 @@ def recommendation_table(view: View) -> Table:
     picks = []
     for g in view.groups:
         for torch in dict.fromkeys(c.torch for c in g.columns):
-            eagers = [c for c in g.columns if c.torch == torch and not c.variant.compiled]
-            if eagers:
-                baseline = min(eagers, key=lambda c: (len(c.settings), c.variant.order))  # plain eager where there is one
+            if (baseline := g.baseline(torch)) is not None:
                 picks += [p for m in g.models if (p := _pick(view, g, torch, baseline, m))]
     said = {id(p): _recommended(p, view.min_effect) for p in picks}
     columns: Columns = [("hardware", lambda p: p.g.hardware), ("torch", lambda p: f"torch {p.torch}"),

@@ -10,12 +10,12 @@ import sys
 import textwrap
 from dataclasses import dataclass
 
-from compilebench.core import speedups, stats
+from compilebench.core import speedups
 from compilebench.core.result import Result
 from compilebench.core.speedups import Speedup
 from compilebench.core.vocab import Verdict
 from compilebench.report import data
-from compilebench.report.cells import cell
+from compilebench.report.cells import break_even, cell
 from compilebench.report.data import Column
 from compilebench.report.view import Group, View
 
@@ -94,10 +94,7 @@ def _verdict(s: Speedup | None) -> str:
 
 
 def _break_even(row: Row) -> str:
-    if row.compiled is None or row.speedup is None:
-        return ""
-    be = stats.break_even(row.compiled.compile_s, speedups.mean(row.eager), row.compiled.mean)
-    return "never" if be is None else f"{be:,.0f}"
+    return "" if row.compiled is None or row.speedup is None else break_even(row.compiled, row.eager)
 
 
 def rows(view: View, g: Group) -> list[Row]:
@@ -105,10 +102,9 @@ def rows(view: View, g: Group) -> list[Row]:
     out = []
     torches = list(dict.fromkeys(c.torch for c in g.columns))
     for torch in torches:
-        eagers = [c for c in g.columns if c.torch == torch and not c.variant.compiled]
-        if not eagers:
+        baseline = g.baseline(torch)
+        if baseline is None:
             continue
-        baseline = min(eagers, key=lambda c: (len(c.settings), c.variant.order))  # plain eager where there is one
         for m in g.models:
             eager = g.result(m, baseline)
             if eager is None:

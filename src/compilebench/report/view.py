@@ -64,6 +64,12 @@ class Group:
     def label(self, model: str) -> str:
         return data.model_label(self.results, model)
 
+    def baseline(self, torch: str) -> Column | None:
+        """The eager column a torch version's speed-ups are read against: plain eager where there is one (no
+        settings, no static cache), else the simplest; None where the table has no eager column of that torch."""
+        eagers = [c for c in self.columns if c.torch == torch and not c.variant.compiled]
+        return min(eagers, key=lambda c: (len(c.settings), c.variant.order)) if eagers else None
+
     def result(self, model: str, column: Column) -> Result | None:
         cell = self.cells.get((model, column))
         return cell.result if cell else None
