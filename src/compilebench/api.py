@@ -181,14 +181,15 @@ def _declare_environments(settings: dict) -> None:
 
 
 def shapes(model, *, batch_sizes=None, image_sizes=(), prompt_lens=(), dynamic=traffic.DEFAULT_DYNAMIC, pad_to=(),
-           mode: str = "default", mix: str | None = None, requests: int = DEFAULT_REQUESTS, inputs=None, device: str | None = None,
-           iters: int | None = None, db: str | None = None, quiet: bool = True, gpus=None, executor: str = "local",
-           ray_address: str | None = None, accelerator_type: str | None = None, cpus_per_case: int | None = None,
-           **settings) -> ShapesResults:
+           mode: str = "default", mix: str | None = None, requests: int = DEFAULT_REQUESTS, inputs=None,
+           device: str | None = None, iters: int | None = None, db: str | None = None, quiet: bool = True, gpus=None,
+           executor: str = "local", ray_address: str | None = None, accelerator_type: str | None = None,
+           cpus_per_case: int | None = None, **settings) -> ShapesResults:
     """`compilebench shapes` from Python: `model` serves each shape (batch_sizes, at each of image_sizes ((W, H)
     or "WxH") or prompt_lens) under eager and each setting of `dynamic` (auto, true, false, mark) and, with
-    `pad_to`, padded to those buckets, each compiled in `mode` (default, reduce-overhead, ...). `mix` ("1:50,4:30,16:20") and `requests` weigh the time to serve. Other
-    settings, and where the cases run, as benchmark()'s (repeats, dtype, backend, warmup, gpus, ...)."""
+    `pad_to`, padded to those buckets, each compiled in `mode` (default, reduce-overhead, ...). `mix`
+    ("1:50,4:30,16:20") and `requests` weigh the time to serve. Other settings, and where the cases run, as
+    benchmark()'s (repeats, dtype, backend, warmup, gpus, ...)."""
     _declare_environments(settings)
     _check_known("shapes()", settings, _SETTINGS - _NOT_SHAPES)
     name, inputs_ref, inline = _model_name(model, inputs)
