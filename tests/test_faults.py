@@ -428,7 +428,7 @@ def test_a_result_a_killed_driver_never_stored_is_taken_in_by_the_next_run(tmp_p
 def test_a_signal_after_the_command_has_ended_changes_nothing(tmp_path):
     """The fault run's Ctrl-C and SIGTERM 5 s into a run landed after its last line, while its workers closed: a
     traceback with exit 0, or a silent death by SIGTERM. Once the outcome is decided, signals are ignored."""
-    code = ("import os, signal, sys; from compilebench import cli; sys.argv = ['compilebench', 'models']; "
+    code = ("import os, signal, sys; from compilebench import cli; sys.argv = ['compilebench', 'env']; "
             "code = cli.main(); os.kill(os.getpid(), signal.SIGINT); os.kill(os.getpid(), signal.SIGTERM); "
             "print('closed'); raise SystemExit(code)")
     p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
