@@ -62,12 +62,11 @@ def quick(args) -> None:
     """The quick suite N times (with --against, the two checkouts alternating run by run, each into a folder of its
     own), then per checkout what its runs decided."""
     folder = args.read or args.keep or tempfile.mkdtemp()
-    trees = [("this design", args.tree)] + ([("the other design", args.against)] if args.against else [])
-    where = {name: folder if len(trees) == 1 else os.path.join(folder, "this" if name == "this design" else "other")
-             for name, _ in trees}
+    trees = _designs(args)
+    where = {name: os.path.join(folder, sub) if args.against else folder for name, _, sub in trees}
     if not args.read:
         for i in range(args.runs):
-            for name, tree in trees:
+            for name, tree, _ in trees:
                 os.makedirs(where[name], exist_ok=True)
                 db, out = f"{where[name]}/run{i + 1}.db", f"{where[name]}/run{i + 1}"
                 wall, p = cli("run", "--db", db, "--out", out, "--quiet", *shlex.split(args.extra), tree=tree,
@@ -79,10 +78,17 @@ def quick(args) -> None:
                 print(f"run {i + 1}, {name}: {wall:.0f} s", flush=True)
     other = _walls(where["the other design"]) if args.against else []
     before_s = args.before_s or (statistics.median(other) if other else None)  # the other design's, measured alike
-    for name, tree in trees:
-        if len(trees) > 1 or args.read:
+    for name, tree, _ in trees:
+        if args.against or args.read:
             print(f"\n{name} ({tree}), runs in {where[name]}:")
         _summarize_quick(where[name], before_s if name == "this design" else None)
+
+
+def _designs(args) -> list[tuple[str, str, str]]:
+    """The checkouts measured, as (name, path, the folder of its runs under --keep): --tree, and with --against the
+    other one, alternating with it run by run."""
+    other = [("the other design", args.against, "other")] if args.against else []
+    return [("this design", args.tree, "this"), *other]
 
 
 def _runs(folder: str) -> list[str]:
@@ -126,7 +132,7 @@ def _summarize_quick(folder: str, before_s: float | None) -> None:
 
 
 def known(args) -> None:
-    trees = [("this design", args.tree)] + ([("the other design", args.against)] if args.against else [])
+    trees = {name: tree for name, tree, _ in _designs(args)}
     got: dict[tuple[str, float], list] = defaultdict(list)
     plugin = {"COMPILEBENCH_PLUGINS": "compilebench_matmul", "PYTHONPATH": HERE}
     numbers = itertools.count()
@@ -135,7 +141,7 @@ def known(args) -> None:
         os.makedirs(tmp, exist_ok=True)
         for i in range(args.runs):
             for effect in (float(e) for e in args.effects.split(",")):
-                for name, tree in trees:  # the designs alternate run by run: the machine's moves hit both alike
+                for name, tree in trees.items():  # the designs alternate run by run: the machine's moves hit both alike
                     db = f"{tmp}/run{next(numbers)}.db"  # a file of its own: never a resume of another
                     wall, _ = cli("run", "--model", "matmul", "--variant", "eager", "--device", "cpu", "--db", db,
                                   "--quiet", "--format", "csv", "--env", f"A={sys.executable}", "--env",
@@ -148,7 +154,7 @@ def known(args) -> None:
     for (name, effect), runs in sorted(got.items()):
         v = Counter(x[0] for x in runs)
         goal = "A/A: goal 0 faster/slower" if effect == 0 else "goal: decided slower"
-        print(f"{name} ({dict(trees)[name]}), effect {effect:.0%}: " + ", ".join(f"{n} {k}" for k, n in sorted(v.items()))
+        print(f"{name} ({trees[name]}), effect {effect:.0%}: " + ", ".join(f"{n} {k}" for k, n in sorted(v.items()))
               + f" of {len(runs)} ({goal}); median repeats {statistics.median(x[1] for x in runs):g}; "
               f"median wall {statistics.median(x[2] for x in runs):.0f} s")
 

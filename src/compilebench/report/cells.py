@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, TypeVar
 
-from compilebench.core import stats
+from compilebench.core import speedups, stats
 from compilebench.core.drift import Drift
 from compilebench.core.result import Result
 from compilebench.core.speedups import Speedup
@@ -83,7 +83,7 @@ def improvement_interval(s: Speedup | None) -> str:
 
 def break_even(compiled: Result, eager: Result | None) -> str:
     """The calls after which compiling has paid for itself, in words: a count, or never."""
-    be = stats.break_even(compiled.compile_s, eager.mean if eager is not None else None, compiled.mean)
+    be = stats.break_even(compiled.compile_s, speedups.mean(eager), compiled.mean)
     return "never" if be is None else f"{be:,.0f}"
 
 
