@@ -85,3 +85,24 @@ def test_long_names_are_cut_not_wrapped():
     lines = terminal.summary(View(long), 100).splitlines()
     row = next(line for line in lines if line.startswith("VVV"))
     assert len(row) <= 100 and "~" in row and "2.00x" in row
+
+
+def test_an_undecided_case_is_told_to_interleave_only_if_it_did_not():
+    """'--interleave may decide' is no remedy for a comparison that shared its processes already."""
+    spread = [9.0, 10.0, 11.0]  # a wide interval around 1.0x: inconclusive
+    shared = ["p1", "p2", "p3"]
+    interleaved = View([fr.result("resnet-50", 1, "eager", 10.0, processes=spread, process_ids=shared,
+                                  interleave=True),
+                        fr.result("resnet-50", 1, "default", 10.0, processes=spread[::-1], process_ids=shared,
+                                  compile_s=20.0, interleave=True)])
+    apart = View([fr.result("resnet-50", 1, "eager", 10.0, processes=spread),
+                  fr.result("resnet-50", 1, "default", 10.0, processes=spread[::-1], compile_s=20.0)])
+    for view, remedy in ((interleaved, "more repeats may decide"), (apart, "more repeats or --interleave may decide")):
+        g = view.groups[0]
+        s = view.speedup(*(g.result("resnet-50", c) for c in g.columns))
+        assert s.verdict == Verdict.inconclusive and s.paired_by == ("process" if view is interleaved else None)
+        said = terminal.summary(view, 100).replace("\n  ", " ")
+        assert f"not shown faster beyond 5% (default{' interleaved' if view is interleaved else ''} {s.value:.2f}x" in said
+        assert said.count(remedy) == 1
+        (why,) = [r["why"] for r in tables.recommendation_table(view).records()]
+        assert why == f"nothing measured is faster than eager beyond 5% (1 inconclusive: {remedy})"

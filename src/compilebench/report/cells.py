@@ -87,6 +87,13 @@ def break_even(compiled: Result, eager: Result | None) -> str:
     return "never" if be is None else f"{be:,.0f}"
 
 
+def may_decide(undecided: Iterable[Speedup]) -> str:
+    """What may decide inconclusive speed-ups: more repeats, and --interleave unless every one already shared its
+    processes (suggesting what the run did is no remedy)."""
+    interleaved = all(s.paired_by == "process" for s in undecided)
+    return "more repeats may decide" if interleaved else "more repeats or --interleave may decide"
+
+
 def verdict(s: Speedup | None) -> str:
     """'faster'; 'inconclusive (across runs)' where the two sides come from different runs (drift_note says why)."""
     return "" if s is None else s.verdict if s.drift is None else f"{s.verdict} (across runs)"

@@ -27,6 +27,7 @@ from compilebench.report.cells import (
     improvement_interval,
     improvement_verdict,
     interval,
+    may_decide,
     num,
     pct,
     ratio,
@@ -168,7 +169,7 @@ class _Pick:
     model: str
     base: Result
     best: tuple[Column, Speedup, Result] | None
-    undecided: int  # candidates whose verdict was inconclusive
+    undecided: list[Speedup]  # of the candidates whose verdict was inconclusive
 
 
 def _pick(view: View, g: Group, torch: str, baseline: Column, model: str) -> _Pick | None:
@@ -177,7 +178,7 @@ def _pick(view: View, g: Group, torch: str, baseline: Column, model: str) -> _Pi
         return None
     others = [(c, g.result(model, c)) for c in g.columns if c != baseline and c.torch == torch]
     measured = [(cr, view.speedup(base, cr[1])) for cr in others]
-    undecided = sum(1 for _, s in measured if s is not None and s.verdict == Verdict.inconclusive)
+    undecided = [s for _, s in measured if s is not None and s.verdict == Verdict.inconclusive]
     picked = speedups.best(measured)
     return _Pick(g, torch, model, base, (picked[0][0], picked[1], picked[0][1]) if picked else None, undecided)
 
@@ -186,7 +187,7 @@ def _recommended(p: _Pick, min_effect: float) -> list[str]:
     """recommended, speed-up, 95% CI, break-even and why."""
     if p.best is None:
         why = (f"nothing measured is faster than eager beyond {min_effect:.0%}"
-               + (f" ({p.undecided} inconclusive: more repeats or --interleave may decide)" if p.undecided else ""))
+               + (f" ({len(p.undecided)} inconclusive: {may_decide(p.undecided)})" if p.undecided else ""))
         return ["no compile", "", "", "", why]
     c, s, r = p.best
     return [c.header.removeprefix(f"torch {p.torch} - "), ratio(s), ratio_interval(s),

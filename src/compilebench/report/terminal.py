@@ -15,7 +15,7 @@ from compilebench.core.result import Result
 from compilebench.core.speedups import Speedup
 from compilebench.core.vocab import Verdict
 from compilebench.report import data
-from compilebench.report.cells import break_even, cell
+from compilebench.report.cells import break_even, cell, may_decide
 from compilebench.report.data import Column
 from compilebench.report.view import Group, View
 
@@ -72,8 +72,7 @@ class Row:
             return f"{self.name}: no compile - no compiled variant measured ok"
         said = (f"{_variant(self.column)} {s.value:.2f}x {_interval(s)}, {_verdict(s)}")
         if s.verdict == Verdict.inconclusive:
-            return (f"{self.name}: no compile - not shown faster beyond {min_effect:.0%} ({said}); more repeats or "
-                    "--interleave may decide")
+            return f"{self.name}: no compile - not shown faster beyond {min_effect:.0%} ({said}); {may_decide([s])}"
         return f"{self.name}: no compile - nothing measured is faster than eager beyond {min_effect:.0%} ({said})"
 
 
