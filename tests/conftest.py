@@ -1,4 +1,5 @@
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -15,7 +16,11 @@ os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PLUGINS), str(ROOT 
 sys.path[:0] = [str(PLUGINS)]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # The tests' own device locks: a benchmark running on this machine neither waits for them nor they for it.
-os.environ.setdefault("COMPILEBENCH_LOCK_DIR", tempfile.mkdtemp(prefix="compilebench-test-locks-"))
+if "COMPILEBENCH_LOCK_DIR" not in os.environ:
+    _LOCKS = os.environ["COMPILEBENCH_LOCK_DIR"] = tempfile.mkdtemp(prefix="compilebench-test-locks-")
+
+    def pytest_sessionfinish(session, exitstatus):
+        shutil.rmtree(_LOCKS, ignore_errors=True)  # a developer's /tmp does not gather one folder per session
 
 
 def stored(db) -> list[dict]:

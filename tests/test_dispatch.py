@@ -294,7 +294,8 @@ def test_a_worker_dies_with_the_process_that_started_it(tmp_path):
               "ProcessExecutor(600).run(Job([Case('fault-handshake', 1, Variant('eager'))], TimingPolicy(5, 0, min_iters=1)),"
               " {}, print)\n")
     parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.DEVNULL,
-                              env={**os.environ, "COMPILEBENCH_FAULT_FIFO": str(fifo), "COMPILEBENCH_FAULT_REPLY": str(never)})
+                              env={**os.environ, "COMPILEBENCH_FAULT_FIFO": str(fifo), "COMPILEBENCH_FAULT_REPLY": str(never),
+                                   "TMPDIR": str(tmp_path)})  # the killed driver's job folder stays there
     try:
         with open(fifo) as f:
             worker = int(f.readline().split()[0])  # the handshake: the worker is running
