@@ -12,7 +12,9 @@ reads what it stored. Under 10 minutes on one H100 (most of it compiling ResNet-
                    graphs recorded, and reduce-overhead `faster` than default
   generation       SmolLM2-135M (random weights) eager vs reduce-overhead, 16 new tokens: zero skipped CUDA
                    graphs and greedy tokens equal to eager's
-  launcher         a launcher preloading ResNet-50's class and inductor says ready (its imports left CUDA alone)
+  launcher         a launcher preloading ResNet-50's class and inductor says ready (its imports left the CUDA driver
+                   uninitialized), and ResNet-50 eager and default, 2 repeats, run `ok` in workers forked from
+                   launchers (the run never fell back to new interpreters)
   tf32             float32 ResNet-50 compiled under torch's default TF32 (cuDNN convolutions): `ok`, not `mismatch`,
                    checked against the TF32 tolerance
   oom              ResNet-50 at a batch larger than the GPU holds: stored as `oom`; the next case (batch 1) `ok`
@@ -37,7 +39,7 @@ reads what it stored. Under 10 minutes on one H100 (most of it compiling ResNet-
 Usage: python benchmarks/gpu_acceptance.py [--only clock,oom] [--keep DIR] [--list] [--tiny] [--rehearse]
 
 --tiny builds the models of the checks whose figures do not depend on the model's size (generation, shapes, mega,
-aot-inductor, shapes-graphs: CUDA graphs recorded, graphs compiled, caches loaded) from tiny configs, so the whole
+aot-inductor, shapes-graphs, launcher: CUDA graphs recorded, graphs compiled, caches loaded, workers forked) from tiny configs, so the whole
 script fits a short lease of a GPU; clock, reduce-overhead, tf32, oom and profile keep the real sizes their figures
 need.
 
@@ -63,7 +65,7 @@ sys.path.insert(0, os.path.join(TREE, "src"))
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.join(TREE, "src"), os.environ.get("PYTHONPATH")]))
 
 # The results files (one a command) of the checks whose figures hold on a tiny config of the same architecture.
-SIZE_FREE = ("generation", "shapes", "mega", "aot", "shapes-graphs", "shapes-text")
+SIZE_FREE = ("generation", "shapes", "mega", "aot", "shapes-graphs", "shapes-text", "launcher")
 CHECKS = ("clock", "cuda:1", "reduce-overhead", "generation", "launcher", "tf32", "oom", "nvml", "shapes", "profile",
           "mega", "aot-inductor", "shapes-graphs", "energy")
 
@@ -187,11 +189,21 @@ class Checks:
         started = launcher.Launcher({}, models=("resnet-50",), inductor=True)
         try:
             started.wait_ready()
-            self.say("launcher", True, f"ready in {time.perf_counter() - t0:.1f} s")
+            fit, said = True, f"ready in {time.perf_counter() - t0:.1f} s"
         except launcher.LauncherDied as exc:  # unfit, or died
-            self.say("launcher", False, f"{type(exc).__name__}: {exc}")
+            fit, said = False, f"{type(exc).__name__}: {exc}"
         finally:
             started.close()
+        # Then the path itself: eager and compiled repeats in workers forked from launchers, using the GPU.
+        found = self.run("launcher", "--model", "resnet-50", "--variant", "eager", "default", "--iters", 20,
+                         "--repeats", 2)
+        with open(os.path.join(self.tmp, "launcher.log")) as f:
+            fell_back = "workers start as new interpreters" in f.read()
+        ok = fit and not fell_back and len(found) == 2 and all(r["status"] == "ok" for r in found)
+        self.say("launcher", ok, f"{said}; forked workers: "
+                                 f"{', '.join(r['case']['variant']['mode'] + ' ' + r['status'] for r in found)} on "
+                                 f"{sorted({r['case']['device'] for r in found})}"
+                                 + ("; the run fell back to new interpreters" if fell_back else ""))
 
     def tf32(self) -> None:
         found = [r for r in self.run("tf32", "--model", "resnet-50", "--variant", "eager", "default", "--iters", 50,

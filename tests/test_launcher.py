@@ -2,6 +2,8 @@
 yet as fresh as new interpreters where it matters (the compiler's folders are the job's; no CUDA in the parent)."""
 
 import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -41,8 +43,36 @@ def test_cuda_touched_by_a_launchers_imports_is_seen(tmp_path):
     touched = tmp_path / "touched"
     touched.write_text(clean.read_text() + "7f02-7f03 r-xp 00000000 08:01 2 /usr/lib/x86_64-linux-gnu/libcuda.so.550.54\n")
     assert launcher.cuda_touched(str(clean)) is None
-    assert launcher.cuda_touched(str(touched)) == "it loaded the CUDA driver (libcuda)"
+    # a driver this process has not loaded cannot be asked: unfit, to be safe
+    assert launcher.cuda_touched(str(touched)) == ("it loaded the CUDA driver (libcuda), which could not be asked "
+                                                   "whether it was initialized")
     assert launcher.cuda_touched() is None  # this CPU test process, with torch imported
+
+
+# A driver as strict as the real one where the launcher asks it: before cuInit, every call answers
+# CUDA_ERROR_NOT_INITIALIZED (cuda.h); after, cuDeviceGetCount counts.
+FAKE_DRIVER = """
+static int initialized = 0;
+int cuInit(unsigned int flags) { initialized = 1; return flags == 0 ? 0 : 1; }
+int cuDeviceGetCount(int *count) { if (!initialized) return 3; *count = 1; return 0; }
+"""
+
+
+def test_a_loaded_driver_is_fit_to_fork_until_something_initializes_it(tmp_path):
+    """CUDA 13's cuBLASLt loads libcuda when torch is imported: a launcher stays fit (its children initialize the
+    driver themselves) until something in it calls cuInit."""
+    (tmp_path / "driver.c").write_text(FAKE_DRIVER)
+    driver = tmp_path / "libcuda.so.1"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(driver), str(tmp_path / "driver.c")], check=True)
+    code = ("import ctypes, sys\nfrom compilebench.run import launcher\n"
+            "print(launcher.cuda_touched())\n"
+            "driver = ctypes.CDLL(sys.argv[1])\nprint(launcher.cuda_touched())\n"
+            "driver.cuInit(0)\nprint(launcher.cuda_touched())\n")
+    said = subprocess.run([sys.executable, "-c", code, str(driver)], capture_output=True, text=True, check=True)
+    assert said.stdout.splitlines() == [
+        "None",  # no driver loaded
+        "None",  # loaded, not initialized: as after `import torch` with CUDA 13
+        "it initialized the CUDA driver (libcuda answered cuDeviceGetCount with 0, not 'not initialized')"]
 
 
 class UnfitLauncher:

@@ -5,7 +5,8 @@ The launcher is a process of its own, started with the slot's environment. It wa
 takes no CPU while a case runs), and for each job forks a child that takes the job's environment (its private
 compiler-state folders), starts a session of its own, and runs the worker. The child is as fresh as a new
 interpreter where it matters: it holds no model, no compiled graph, no CUDA context (the launcher never touches
-CUDA, and checks that nothing it imported did: if something did, the executor starts new interpreters instead),
+CUDA, and checks that nothing it imported initialized the driver: if something did, the executor starts new
+interpreters instead),
 and inductor's on-disk folders are the job's (the few that inductor fixes on import are pointed there in the
 child: compiler_state.follow_environment). The launcher dies with the driver; its children die with it.
 
@@ -176,20 +177,54 @@ def main(fd: int, preload: dict) -> None:
         sock.sendall((json.dumps({"pid": pid, "returncode": os.waitstatus_to_exitcode(status)}) + "\n").encode())
 
 
+# The CUDA driver's answer to a question asked before cuInit (cuda.h).
+CUDA_ERROR_NOT_INITIALIZED = 3
+
+
 def cuda_touched(maps_path: str = "/proc/self/maps") -> str | None:
     """Why this process's children could not use CUDA, or None: CUDA is initialized in torch, or the driver library
-    is loaded (something asked it a question, which initializes it in this process only)."""
+    is (something asked it a question: cuInit, in this process only, and a forked child cannot initialize it again).
+    Loaded alone, the driver is harmless: CUDA 13's cuBLASLt loads it as torch is imported (seen with torch
+    2.11+cu130: LD_DEBUG names libcublasLt.so.13), and a child initializes it for itself, as after `import torch`.
+    So a loaded driver is asked how many devices it has; before cuInit every driver answers "not initialized"."""
     import torch
 
     if torch.cuda.is_initialized():
         return "torch initialized CUDA in it"
+    driver = _mapped_driver(maps_path)
+    if driver is None:
+        return None
+    answer = _device_count_answer(driver)
+    if answer == CUDA_ERROR_NOT_INITIALIZED:
+        return None
+    if answer is None:
+        return "it loaded the CUDA driver (libcuda), which could not be asked whether it was initialized"
+    return f"it initialized the CUDA driver (libcuda answered cuDeviceGetCount with {answer}, not 'not initialized')"
+
+
+def _mapped_driver(maps_path: str) -> str | None:
+    """The path of the CUDA driver library this process has loaded, or None."""
     try:
         with open(maps_path) as f:
-            if any("libcuda.so" in line for line in f):
-                return "it loaded the CUDA driver (libcuda)"
+            for line in f:
+                path = line.split(maxsplit=5)[-1].strip()
+                if os.path.basename(path).startswith("libcuda.so"):
+                    return path
     except OSError:
         pass
     return None
+
+
+def _device_count_answer(path: str) -> int | None:
+    """cuDeviceGetCount's return code from the driver already loaded at `path` (never loading it), or None."""
+    import ctypes
+
+    try:
+        driver = ctypes.CDLL(path, mode=os.RTLD_NOLOAD)  # the loaded one's handle, or an error: nothing is loaded
+        count = ctypes.c_int(0)
+        return int(driver.cuDeviceGetCount(ctypes.byref(count)))
+    except (OSError, AttributeError):
+        return None
 
 
 def _preload_model(name: str):
