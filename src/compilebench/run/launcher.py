@@ -6,9 +6,8 @@ takes no CPU while a case runs), and for each job forks a child that takes the j
 compiler-state folders), starts a session of its own, and runs the worker. The child is as fresh as a new
 interpreter where it matters: it holds no model, no compiled graph, no CUDA context (the launcher never touches
 CUDA, and checks that nothing it imported initialized the driver: if something did, the executor starts new
-interpreters instead),
-and inductor's on-disk folders are the job's (the few that inductor fixes on import are pointed there in the
-child: compiler_state.follow_environment). The launcher dies with the driver; its children die with it.
+interpreters instead), and inductor's on-disk folders are the job's (the few that inductor fixes on import are
+pointed there in the child: compiler_state.follow_environment). The launcher dies with the driver; its children die with it.
 
 Processes forked from one launcher share its memory layout (address-space randomisation happens once, at its
 start), and with it an offset of their own: measured here, one launcher's children ran ResNet-50 9% slower than
