@@ -205,3 +205,18 @@ def test_the_gpu_acceptance_script_lists_every_check_with_the_path_it_covers():
     for name in ("clock", "shapes", "profile", "mega", "aot-inductor", "shapes-graphs", "energy"):
         assert name in listed and len(listed[name]) > 40, out
     assert "no annotation" in listed["profile"] and "missed 0" in listed["mega"]
+
+
+def test_the_gpu_acceptance_script_skips_what_its_budget_cannot_hold_and_says_so(tmp_path):
+    """A lease's time limit must end no check halfway: a check that would not fit the budget is skipped, in words."""
+    import os
+    import subprocess
+    import sys
+
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks", "gpu_acceptance.py")
+    out = subprocess.run([sys.executable, script, "--rehearse", "--only", "aot-inductor,launcher", "--budget", "60",
+                          "--keep", str(tmp_path)], capture_output=True, text=True, check=True).stdout
+    lines = out.splitlines()
+    assert [line.split()[:2] for line in lines[1:3]] == [["skipped", "aot-inductor"], ["skipped", "launcher"]], out
+    assert "needs about 92 s" in lines[1] and "needs about 120 s" in lines[2], out
+    assert lines[-1].startswith("0 passed, 0 failed, 2 skipped of 2 checks") and os.listdir(tmp_path) == [], out
