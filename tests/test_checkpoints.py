@@ -95,14 +95,14 @@ def test_run_with_pretrained_weights_from_a_local_directory(tmp_path, checkpoint
     assert not offline.exists()
 
 
-def test_a_checkpoint_of_another_task_names_the_supported_tasks(tmp_path):
+def test_a_checkpoint_of_another_task_names_the_supported_tasks(tmp_path, main_here):
     from transformers import BertConfig
 
     BertConfig(hidden_size=8, num_hidden_layers=1, num_attention_heads=1, intermediate_size=8,
                architectures=["BertForMaskedLM"]).save_pretrained(tmp_path / "bert")
-    p = run_cli("run", "--model", tmp_path / "bert", "--device", "cpu", "--db", "r.db", cwd=tmp_path)
-    assert p.returncode == 2 and p.stderr.count("\n") == 1
-    assert "'BertForMaskedLM' is not a model compilebench measures" in p.stderr and "image-classification" in p.stderr
+    code, _, err = main_here("run", "--model", tmp_path / "bert", "--device", "cpu", "--db", "r.db")
+    assert code == 2 and err.count("\n") == 1
+    assert "'BertForMaskedLM' is not a model compilebench measures" in err and "image-classification" in err
     assert not (tmp_path / "r.db").exists()
 
 
@@ -112,18 +112,18 @@ def test_an_unknown_task_is_refused(checkpoint):
         zoo.get(str(path), "audio-classification")
 
 
-def test_tiny_is_refused_for_a_checkpoint(tmp_path, checkpoint):
-    p = run_cli("run", "--model", checkpoint[0], "--tiny", "--device", "cpu", "--db", "r.db", cwd=tmp_path)
-    assert p.returncode == 2 and "--tiny" in p.stderr and not (tmp_path / "r.db").exists()
+def test_tiny_is_refused_for_a_checkpoint(tmp_path, checkpoint, main_here):
+    code, _, err = main_here("run", "--model", checkpoint[0], "--tiny", "--device", "cpu", "--db", "r.db")
+    assert code == 2 and "--tiny" in err and not (tmp_path / "r.db").exists()
 
 
-def test_an_image_file_that_is_not_an_image_is_refused(tmp_path):
+def test_an_image_file_that_is_not_an_image_is_refused(tmp_path, main_here):
     (tmp_path / "photo.jpg").write_text("not really a jpeg")
-    p = run_cli("run", "--model", "vit", "--image", "photo.jpg", "--device", "cpu", "--db", "r.db", cwd=tmp_path)
-    assert p.returncode == 2 and p.stderr.count("\n") == 1
-    assert "--image 'photo.jpg' is not an image file" in p.stderr and not (tmp_path / "r.db").exists()
-    p = run_cli("run", "--model", "vit", "--image", "missing.png", "--device", "cpu", "--db", "r.db", cwd=tmp_path)
-    assert p.returncode == 2 and "no such file" in p.stderr
+    code, _, err = main_here("run", "--model", "vit", "--image", "photo.jpg", "--device", "cpu", "--db", "r.db")
+    assert code == 2 and err.count("\n") == 1
+    assert "--image 'photo.jpg' is not an image file" in err and not (tmp_path / "r.db").exists()
+    code, _, err = main_here("run", "--model", "vit", "--image", "missing.png", "--device", "cpu", "--db", "r.db")
+    assert code == 2 and "no such file" in err
 
 
 def test_another_image_can_be_given(tmp_path, main_here):

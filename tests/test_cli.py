@@ -175,10 +175,10 @@ def test_unwritable_db_path_is_refused(tmp_path):
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "not a writable directory" in p.stderr
 
 
-def test_a_file_that_is_not_a_results_db_is_refused_and_untouched(tmp_path):
+def test_a_file_that_is_not_a_results_db_is_refused_and_untouched(tmp_path, main_here):
     (tmp_path / "notes.db").write_text("my notes\n" * 50)
-    p = run_cli("run", "--model", "vit", "--device", "cpu", "--db", "notes.db", cwd=tmp_path)
-    assert p.returncode == 2 and "not a compilebench results file" in p.stderr and p.stderr.count("\n") == 1
+    code, _, err = main_here("run", "--model", "vit", "--device", "cpu", "--db", "notes.db")
+    assert code == 2 and "not a compilebench results file" in err and err.count("\n") == 1
     assert (tmp_path / "notes.db").read_text() == "my notes\n" * 50
 
 

@@ -128,13 +128,14 @@ def test_2b_a_results_file_locked_by_another_program_while_storing_loses_nothing
     assert [r["status"] for r in stored(tmp_path / "r.db")] == ["ok"]
 
 
-def test_3_a_damaged_results_file_is_refused_before_anything_is_measured(tmp_path):
+def test_3_a_damaged_results_file_is_refused_before_anything_is_measured(tmp_path, main_here, monkeypatch):
     fr.fill(tmp_path / "r.db", [fr.result("vit", b, "eager", 9.0) for b in range(1, 40)])
     fr.damage(tmp_path / "r.db")
     log = tmp_path / "calls.log"
-    p = run_cli("run", "--model", "fault-slow", "--variant", "eager", "--iters", "3", *QUICK, "--db", "r.db",
-                cwd=tmp_path, env={**os.environ, "COMPILEBENCH_FAULT_LOG": str(log)})
-    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "is damaged" in p.stderr, p.stderr
+    monkeypatch.setenv("COMPILEBENCH_FAULT_LOG", str(log))  # what a worker would write, had one started
+    code, _, err = main_here("run", "--model", "fault-slow", "--variant", "eager", "--iters", "3", *QUICK, "--db",
+                             "r.db")
+    assert code == 2 and err.count("\n") == 1 and "is damaged" in err, err
     assert not log.exists()  # nothing was measured
 
 
@@ -264,11 +265,11 @@ def test_9_every_numeric_option_is_range_checked_before_anything_is_written(tmp_
     assert list(tmp_path.iterdir()) == []
 
 
-def test_10_pretrained_weights_that_cannot_be_had_are_refused_up_front(tmp_path):
-    p = run_cli("run", "--model", "resnet-50", "--weights", "pretrained", "--device", "cpu", "--db", "out/r.db",
-                cwd=tmp_path)
-    assert p.returncode == 2 and p.stderr.count("\n") == 1
-    assert "--weights pretrained: cannot load 'microsoft/resnet-50': no local copy" in p.stderr
+def test_10_pretrained_weights_that_cannot_be_had_are_refused_up_front(tmp_path, main_here):
+    code, _, err = main_here("run", "--model", "resnet-50", "--weights", "pretrained", "--device", "cpu", "--db",
+                             "out/r.db")
+    assert code == 2 and err.count("\n") == 1
+    assert "--weights pretrained: cannot load 'microsoft/resnet-50': no local copy" in err
     assert list(tmp_path.iterdir()) == []
 
 
