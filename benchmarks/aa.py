@@ -30,15 +30,16 @@ def main() -> None:
     ap.add_argument("--model", default="resnet-50")
     ap.add_argument("--variant", default="eager")
     ap.add_argument("--iters", type=int, default=100)
-    ap.add_argument("--min-effect", type=float, default=0.02)
+    ap.add_argument("--min-effect", type=float, default=None, help="the margin (default: the product's, 5%%)")
     ap.add_argument("--extra", default="", help="more options for every run")
     ap.add_argument("--tree", default=TREE)
     ap.add_argument("--env", action="store_true", help="each pair: one run with A and B as two --env environments")
     args = ap.parse_args()
 
-    from compilebench.core import speedups
+    from compilebench.core import speedups, stats
     from compilebench.core.result import Result
 
+    min_effect = stats.DEFAULT_MIN_EFFECT if args.min_effect is None else args.min_effect
 
     got = {"A": [], "B": []}
     with tempfile.TemporaryDirectory() as tmp:
@@ -52,15 +53,16 @@ def main() -> None:
                     got[r["case"].get("environment") or side].append(r)
     verdicts = Counter()
     for i, (a, b) in enumerate(zip(got["A"], got["B"])):
-        s = speedups.speedup(Result.from_dict(a), Result.from_dict(b), args.min_effect)  # A's time over B's: how B reads against A
+        s = speedups.speedup(Result.from_dict(a), Result.from_dict(b), min_effect)  # A's time over B's: how B reads against A
         verdicts[s.verdict] += 1
         low = f"{1 / s.high:.3f}" if s.high else "-"
         high = f"{1 / s.low:.3f}" if s.low else "-"
-        print(f"pair {i + 1}: A {a['stats']['mean']:.2f} ms, B {b['stats']['mean']:.2f} ms; B/A {1 / s.value:.3f} "
-              f"(95% CI {low} to {high}): {s.verdict}")
+        print(f"pair {i + 1}: A {a['stats']['mean']:.2f} ms, B {b['stats']['mean']:.2f} ms, {len(a['repeats'])} and "
+              f"{len(b['repeats'])} processes; B/A {1 / s.value:.3f} ({s.confidence:.1%} interval {low} to {high}"
+              f"{', paired by ' + s.paired_by if s.paired_by else ''}): {s.verdict}", flush=True)
     wrong = verdicts["faster"] + verdicts["slower"]
     how = "within one run each (--env)" if args.env else "across two invocations each"
-    print(f"A/A, {how}: {wrong} faster/slower verdict(s) in {args.k} pairs (goal 0); "
+    print(f"A/A, {how}, margin {min_effect:.0%}: {wrong} faster/slower verdict(s) in {args.k} pairs (goal 0); "
           + ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items())))
 
 

@@ -39,9 +39,9 @@ reads what it stored. Under 10 minutes on one H100 (most of it compiling ResNet-
 Usage: python benchmarks/gpu_acceptance.py [--only clock,oom] [--keep DIR] [--list] [--tiny] [--rehearse] [--budget S]
 
 --tiny builds the models of the checks whose figures do not depend on the model's size (generation, shapes, mega,
-aot-inductor, shapes-graphs, launcher: CUDA graphs recorded, graphs compiled, caches loaded, workers forked) from tiny configs, so the whole
-script fits a short lease of a GPU; clock, reduce-overhead, tf32, oom and profile keep the real sizes their figures
-need.
+aot-inductor, shapes-graphs, launcher: CUDA graphs recorded, graphs compiled, caches loaded, workers forked) from
+tiny configs, so the whole script fits a short lease of a GPU; clock, reduce-overhead, tf32, oom and profile keep
+the real sizes their figures need.
 
 --budget S skips (and says so) each check that would not end within S seconds of the script's start, by the
 seconds it took on an H200 with --tiny (SECONDS; 120 where none was measured yet): a lease's time limit then ends

@@ -7,7 +7,8 @@ compiler-state folders), starts a session of its own, and runs the worker. The c
 interpreter where it matters: it holds no model, no compiled graph, no CUDA context (the launcher never touches
 CUDA, and checks that nothing it imported initialized the driver: if something did, the executor starts new
 interpreters instead), and inductor's on-disk folders are the job's (the few that inductor fixes on import are
-pointed there in the child: compiler_state.follow_environment). The launcher dies with the driver; its children die with it.
+pointed there in the child: compiler_state.follow_environment). The launcher dies with the driver; its children
+die with it.
 
 Processes forked from one launcher share its memory layout (address-space randomisation happens once, at its
 start), and with it an offset of their own: measured here, one launcher's children ran ResNet-50 9% slower than
