@@ -57,7 +57,9 @@ def _sweep(tmp_path, latency, quiet=True, **options):
 
 def test_repeats_run_in_rounds_across_the_whole_run_each_case_beside_its_eager_twin(tmp_path):
     outcome, stored, order = _sweep(tmp_path, lambda c, i: 10.0 if c.variant.name == "eager" else 5.0, repeats=3)
-    assert order == [(i, f"{m} b1 {v}") for i in (1, 2, 3) for m in ("resnet-50", "detr") for v in ("eager", "default")]
+    # each model beside its eager twin, the twin first in odd rounds and last in even ones
+    assert order == [(i, f"{m} b1 {v}") for i in (1, 2, 3) for m in ("resnet-50", "detr")
+                     for v in (("eager", "default") if i % 2 else ("default", "eager"))]
     assert all(len(r.repeats) == 3 for r in stored.values()) and outcome.extra == 0
 
 
@@ -75,7 +77,9 @@ def test_a_case_the_planned_repeats_leave_inconclusive_gets_rounds_until_decided
     said = capsys.readouterr().err
     assert "detr b1 default: " in said and "% after 3, measuring 2 more" in said and "resnet-50 b1 default:" not in said
     assert extra and {o[1] for o in extra} == {"detr b1 eager", "detr b1 default"}  # resnet was decided at 3
-    assert [o[0] for o in extra] == sorted(o[0] for o in extra)  # round by round
+    # round by round, the twin first in odd rounds and last in even ones, as in the planned rounds
+    assert extra == [(i, f"detr b1 {v}") for i in range(4, max(o[0] for o in extra) + 1)
+                     for v in (("eager", "default") if i % 2 else ("default", "eager"))]
     detr = stored["detr b1 default"]
     assert len(detr.repeats) == max(o[0] for o in extra) and len(stored["resnet-50 b1 default"].repeats) == 3
     assert all(r.looks == 3 and r.design == [3, 5, 7] == stats.looks(3, 7) for r in detr.repeats)

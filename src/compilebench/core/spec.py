@@ -93,7 +93,7 @@ class RunSpec(Settings):
         return self.compile.backend == "inductor" and any(Variant.named(v).compiled for v in self.variants)
 
     def cases(self, models: dict[str, ModelKind] | None = None) -> list[Case]:
-        """The grid, model-major (eager before its compiled variants: the order of each round, run/schedule.py),
+        """The grid, model-major (eager before its compiled variants: the order of odd rounds, run/schedule.py),
         each under every environment. `models`: what each model is (a ModelKind, or its zoo entry); one it does not
         name is a vision model."""
         known = {m: (models or {}).get(m) or ModelKind() for m in self.models}

@@ -18,7 +18,7 @@ from compilebench.core.spec import RunSpec
 from compilebench.core.speedups import Speedup
 from compilebench.core.vocab import Verdict
 from compilebench.run.dispatch import Target, Unit
-from compilebench.run.schedule import blocks
+from compilebench.run.schedule import blocks, within_round
 
 MAX_REPEATS, TIME_BUDGET = "max-repeats", "time budget"  # why a run stopped measuring an undecided case
 # Extra rounds take at most 3x as long as the planned ones took, unless --extra-time says: enough for a one-pair
@@ -107,11 +107,16 @@ def next_look(looks: list[int], repeats: int) -> int | None:
 def rounds(wanted: dict[tuple[int, int], tuple[int, int]], groups: list[list[Case]], targets: list[Target],
            block_of: dict[int, int]) -> list[Unit]:
     """The units of the extra rounds: `wanted` maps (group, target index) to the repeats it gets (first, last).
-    Round-major (round i of every undecided model, then round i + 1), each round in the planned order."""
-    order = sorted(wanted, key=lambda gt: (block_of[gt[0]], gt[1], gt[0]))
+    Round-major (round i of every undecided model, then round i + 1), each round in the planned rounds' order
+    (schedule.within_round: reversed in even rounds)."""
     first, last = min((a for a, _ in wanted.values()), default=1), max((b for _, b in wanted.values()), default=0)
-    return [Unit(targets[t], tuple(c for c in groups[gi] if targets[t].takes(c)), i, gi)
-            for i in range(first, last + 1) for gi, t in order if wanted[(gi, t)][0] <= i <= wanted[(gi, t)][1]]
+    units = []
+    for i in range(first, last + 1):
+        for b in sorted({block_of[gi] for gi, _ in wanted}):
+            mine = sorted((gt for gt in wanted if block_of[gt[0]] == b), key=lambda gt: (gt[1], gt[0]))
+            units += [Unit(targets[t], tuple(c for c in groups[gi] if targets[t].takes(c)), i, gi)
+                      for gi, t in within_round(mine, i) if wanted[(gi, t)][0] <= i <= wanted[(gi, t)][1]]
+    return units
 
 
 class Rounds:
