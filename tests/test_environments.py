@@ -261,8 +261,12 @@ def test_an_a_a_pair_of_environments_alternates_and_is_never_called_faster_or_sl
     results = stored(db)
     assert len(results) == 4 and all(len(r["repeats"]) == 4 for r in results)
     assert {(r["env"]["environment"], r["env"]["environment_python"]) for r in results} == {("a", PY), ("b", PY)}
-    by_start = sorted((rep["loop_started_at"], r["case"]["environment"]) for r in results for rep in r["repeats"])
-    assert [env for _, env in by_start] == ["a", "a", "b", "b"] * 4  # repeat by repeat: a's variants, then b's
+    by_start = sorted((rep["loop_started_at"], r["case"]["environment"], r["case"]["variant"]["mode"], rep["index"])
+                      for r in results for rep in r["repeats"])
+    # repeat by repeat: a's variants, then b's in odd rounds; the reverse in even ones
+    planned = [("a", "eager"), ("a", "default"), ("b", "eager"), ("b", "default")]
+    assert [(e, v, i) for _, e, v, i in by_start] == [(e, v, i) for i in (1, 2, 3, 4)
+                                                      for e, v in (planned if i % 2 else planned[::-1])]
     report = (tmp_path / "report" / "report.md").read_text()
     section = report[report.index("torch versions and environments"):report.index("## Details")]
     row = [line for line in section.splitlines() if line.startswith("| Image Classification")][0]
