@@ -253,3 +253,43 @@ def test_default_device_is_cpu_without_cuda(monkeypatch):
 )
 def test_hardware_is_named_like_the_guide(env, name):
     assert machine.hardware_name(env) == name
+
+
+def test_a_workers_fingerprint_takes_the_driver_from_nvml_and_the_rest_once(monkeypatch):
+    """Issue 50: setup took 7-9 s a worker on an H100, nvidia-smi and package metadata among it. The driver's version
+    comes from NVML, which the worker opens anyway (nvidia-smi only where NVML cannot be opened), and what cannot
+    change within the process (versions, host, CPU) is collected once: a launcher's forked children inherit it."""
+    import subprocess
+    import types
+
+    from compilebench.measure import conditions
+
+    props = types.SimpleNamespace(uuid="5a7c")
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device: (9, 0))
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device: "NVIDIA H100 80GB HBM3")
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: props)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    smi, real_run = [], subprocess.run
+
+    def run(argv, **kw):
+        if argv[0] != "nvidia-smi":  # platform asks uname
+            return real_run(argv, **kw)
+        smi.append(argv[0])
+        return types.SimpleNamespace(stdout="550.54.15\n")
+
+    monkeypatch.setattr(subprocess, "run", run)
+    pynvml = types.SimpleNamespace(nvmlSystemGetDriverVersion=lambda: b"550.54.15")  # bytes, as older pynvml gives
+    monkeypatch.setattr(conditions.Nvml, "open", classmethod(lambda cls, uuid, index: cls(pynvml, "handle", 1)))
+    fingerprint.static.cache_clear()
+    env = fingerprint.collect("cuda:0")
+    assert env["driver"] == "550.54.15" and smi == [] and "nvml" not in env
+    assert (env["gpu_uuid"], env["compute_capability"], env["device_name"]) == ("GPU-5a7c", "9.0", "NVIDIA H100 80GB HBM3")
+
+    def no_nvml(cls, uuid, index):
+        cls.error = "pynvml is not installed (pip install compilebench[nvidia])"
+
+    monkeypatch.setattr(conditions.Nvml, "open", classmethod(no_nvml))
+    env = fingerprint.collect("cuda:0")
+    assert env["driver"] == "550.54.15" and smi == ["nvidia-smi"] and env["nvml"].startswith("pynvml is not installed")
+    monkeypatch.setattr(fingerprint, "_version", lambda package: pytest.fail("package metadata read again"))
+    assert fingerprint.collect("cpu")["torch"] == torch.__version__  # from the process's first collection

@@ -152,6 +152,11 @@ class Nvml:
         r.other_processes = sorted(pids)
         return r
 
+    def driver_version(self) -> str | None:
+        """The NVIDIA driver's version, as nvidia-smi prints it."""
+        got = _try(self._n.nvmlSystemGetDriverVersion)
+        return got.decode() if isinstance(got, bytes) else got  # older pynvml answers bytes
+
     def facts(self) -> dict:
         """What the board is set to, for the environment: what a number depends on beside the code."""
         n, h = self._n, self._h

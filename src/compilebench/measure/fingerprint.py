@@ -3,6 +3,7 @@ and, on a GPU, what NVML says of it."""
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import os
 import platform
@@ -41,11 +42,14 @@ def _nvidia_driver() -> str | None:
         return None
 
 
-def collect(device: str) -> dict:
-    """Everything that can change a number: hardware, software versions, threads, matmul precision."""
+@functools.cache
+def static() -> dict:
+    """What cannot change while one interpreter on one host runs: the host, the OS, the versions of Python and the
+    packages, the CPU. Collected once a process (package metadata is read from disk): a launcher collects it as it
+    starts, and the workers it forks inherit it."""
     import torch
 
-    env = {
+    return {
         "hostname": socket.gethostname(),
         "os": platform.platform(),
         "python": platform.python_version(),
@@ -55,12 +59,21 @@ def collect(device: str) -> dict:
         "compilebench": _version("compilebench"),
         "cpu": cpu_model(),
         "cpu_count": os.cpu_count(),
+    }
+
+
+def collect(device: str) -> dict:
+    """Everything that can change a number: hardware, software versions, threads, matmul precision."""
+    import torch
+
+    env = {
+        **static(),
         "torch_threads": torch.get_num_threads(),
         "float32_matmul_precision": precision.matmul_precision_words(),
         "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
         "device": device,
-        "device_name": cpu_model(),
+        "device_name": static()["cpu"],
         "cuda": None,
         "driver": None,
         "tf32_matmul": None,
@@ -74,7 +87,6 @@ def collect(device: str) -> dict:
             compute_capability=f"{major}.{minor}",
             cuda=torch.version.cuda,
             cudnn=torch.backends.cudnn.version(),
-            driver=_nvidia_driver(),
         )
         used = precision.effective()  # read through the API the installed torch has (the other one may raise)
         env.update(tf32_matmul=used.pop("matmul") == "tf32", tf32_cudnn=used.pop("conv") == "tf32",
@@ -82,10 +94,10 @@ def collect(device: str) -> dict:
         from compilebench.measure.conditions import Nvml
 
         nvml = Nvml.open(env["gpu_uuid"], torch.cuda.current_device())
-        if nvml:
-            env.update(nvml.facts())
+        if nvml:  # the driver's version from NVML, which the worker opens anyway: nvidia-smi took a second a worker
+            env.update(driver=nvml.driver_version(), **nvml.facts())
         else:  # clocks, power and energy will be missing: the environment says why
-            env["nvml"] = Nvml.error
+            env.update(driver=_nvidia_driver(), nvml=Nvml.error)
     return env
 
 
