@@ -29,7 +29,7 @@ def test_a_model_that_does_not_export_is_an_error_with_exports_reason_in_one_lin
     assert by["eager"].status == "ok"
     aot = by["aot-inductor"]
     assert aot.status == "error" and aot.message.startswith("ExportFailed: torch.export could not export the model: ")
-    assert "\n" not in aot.message and aot.repeats[0].phase == "exporting and packaging"
+    assert "\n" not in aot.message and aot.repeats[0].phase == "exporting"
     assert "| error |" in results.table()
 
 
@@ -65,9 +65,34 @@ def test_the_first_repeat_builds_the_package_and_a_fresh_process_loads_it_and_ag
     assert r.repeats[0].process != r.repeats[1].process  # a fresh process loaded it
     assert r.compile_s == pytest.approx(built["export_s"] + built["package_s"]) and r.repeats[1].compile_s is None
     assert r.aot_inductor["start_from"] == "fresh processes that loaded it"
+    making = ("exporting", "compiling ahead of time", "packaging", "loading the package")
+    assert [p for p in r.repeats[0].phases if p in making] == list(making)  # a crash is named by its step
+    assert [p for p in r.repeats[1].phases if p in making] == ["loading the package"]
     assert r.aot_inductor["start_s"] == pytest.approx(loaded["load_s"] + r.repeats[1].first_call_s)
     row = results.to_pandas().set_index("variant").loc["aot-inductor"]
     assert row.aot_package_bytes == built["package_bytes"] and row.aot_start_s == pytest.approx(r.aot_inductor["start_s"])
+
+
+def test_making_a_package_enters_a_phase_for_each_step(tmp_path, monkeypatch):
+    """Issue 50: "exporting and packaging" covered export, compile, package and load, so a crash in any of them read
+    the same; aoti_compile_and_package packages through torch._inductor.package.package_aoti, where the phase turns."""
+    import torch
+    import torch._inductor.package as package
+
+    def compile_and_package(program, package_path, inductor_configs):
+        phases.append("(compiling)")
+        package.package_aoti(package_path, [])
+
+    def package_aoti(path, files):
+        open(path, "wb").close()
+
+    phases = []
+    monkeypatch.setattr(torch.export, "export", lambda model, args, kwargs: "program")
+    monkeypatch.setattr(torch._inductor, "aoti_compile_and_package", compile_and_package)
+    monkeypatch.setattr(package, "package_aoti", package_aoti)
+    built = aot_inductor.build(make_branchy(), make_inputs(1), str(tmp_path / "m.pt2"), {}, phases.append)
+    assert phases == ["exporting", "compiling ahead of time", "(compiling)", "packaging"]
+    assert package.package_aoti is package_aoti and built["package_bytes"] == 0  # put back once packaged
 
 
 def test_aot_inductor_is_refused_with_ray(main_here):

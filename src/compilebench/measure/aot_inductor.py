@@ -5,6 +5,7 @@ compile cost); every later repeat is a fresh process that only loads it, as a re
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
@@ -21,12 +22,18 @@ def package_path(folder: str, case) -> str:
     return os.path.join(folder, hashlib.sha1(case.key().encode()).hexdigest()[:16] + ".pt2")
 
 
-def build(model, inputs: dict, path: str, options: dict) -> dict:
-    """Export and package the model, written whole to `path` (a worker starting meanwhile never loads half of
-    it): the seconds of each step and the package's size."""
+# A worker's phases while it makes the package, each its own: a crash (AOTInductor's died of SIGSEGV on an H200 and
+# an H100, torch 2.11) is then named by the step it happened in.
+EXPORTING, COMPILING, PACKAGING, LOADING = ("exporting", "compiling ahead of time", "packaging", "loading the package")
+
+
+def build(model, inputs: dict, path: str, options: dict, enter=lambda phase: None) -> dict:
+    """Export, compile and package the model, written whole to `path` (a worker starting meanwhile never loads
+    half of it): the seconds of each step and the package's size."""
     import torch
 
     with torch.inference_mode(False), torch.no_grad():  # export traces autograd-free, outside inference mode
+        enter(EXPORTING)
         start = time.perf_counter()
         _as_normal_tensors(model)
         inputs = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
@@ -38,10 +45,34 @@ def build(model, inputs: dict, path: str, options: dict) -> dict:
             raise ExportFailed(f"torch.export could not export the model: {why}") from exc
         exported = time.perf_counter()
         tmp = f"{path[:-len('.pt2')]}.{os.getpid()}.tmp.pt2"
-        torch._inductor.aoti_compile_and_package(program, package_path=tmp, inductor_configs=options or None)
+        enter(COMPILING)
+        with _announced_packaging(enter):
+            torch._inductor.aoti_compile_and_package(program, package_path=tmp, inductor_configs=options or None)
         os.replace(tmp, path)
     return {"export_s": exported - start, "package_s": time.perf_counter() - exported,
             "package_bytes": os.path.getsize(path)}
+
+
+@contextlib.contextmanager
+def _announced_packaging(enter):
+    """aoti_compile_and_package compiles, then calls torch._inductor.package.package_aoti: the worker's phase
+    changes there (where a torch has no such function, the compile's phase covers packaging too)."""
+    import torch._inductor.package as package
+
+    original = getattr(package, "package_aoti", None)
+    if original is None:
+        yield
+        return
+
+    def announced(*args, **kwargs):
+        enter(PACKAGING)
+        return original(*args, **kwargs)
+
+    package.package_aoti = announced
+    try:
+        yield
+    finally:
+        package.package_aoti = original
 
 
 def _as_normal_tensors(model) -> None:
@@ -77,9 +108,9 @@ def weights_fingerprint(model) -> list[float]:
             if isinstance(t, torch.Tensor) and t.is_floating_point()]
 
 
-def prepare(model, inputs: dict, folder: str, case) -> tuple[object, dict]:
-    """The callable to time, and what it took: built here (export, package) where no earlier repeat left a
-    package, then loaded. A package holds the weights of the process that built it: one built from other weights
+def prepare(model, inputs: dict, folder: str, case, enter=lambda phase: None) -> tuple[object, dict]:
+    """The callable to time, and what it took: built here (export, compile, package) where no earlier repeat left
+    a package, then loaded. A package holds the weights of the process that built it: one built from other weights
     than this process's model (whose eager output it is checked against) is refused, never compared."""
     path = package_path(folder, case)
     mine = weights_fingerprint(model)
@@ -96,6 +127,7 @@ def prepare(model, inputs: dict, folder: str, case) -> tuple[object, dict]:
     else:
         with open(path + ".weights.json", "w") as f:  # before the package: a loader that finds it finds this
             json.dump(mine, f)
-        built = {**build(model, inputs, path, dict(case.variant.options)), "built": True}
+        built = {**build(model, inputs, path, dict(case.variant.options), enter), "built": True}
+    enter(LOADING)
     runner, loaded = load(path, case.device)
     return runner, {**built, **loaded}

@@ -6,7 +6,6 @@ compilation), warm up, time the loop, then check the compiled output against it.
 from __future__ import annotations
 
 import contextlib
-import os
 
 from compilebench.core.case import Case
 from compilebench.core.job import Job
@@ -92,9 +91,7 @@ def _callables(model, inputs: dict, cases: list[Case], job: Job, enter) -> tuple
     fns, packaged = {}, {}
     for c in cases:
         if c.variant.ahead_of_time:
-            built = os.path.exists(aot_inductor.package_path(job.packages, c))
-            enter("loading the package" if built else "exporting and packaging")
-            fns[c.variant.label], packaged[c.variant.label] = aot_inductor.prepare(model, inputs, job.packages, c)
+            fns[c.variant.label], packaged[c.variant.label] = aot_inductor.prepare(model, inputs, job.packages, c, enter)
         else:
             fns[c.variant.label] = compiler.apply(model, c.variant, shared=len(cases) > 1)
     return fns, packaged
