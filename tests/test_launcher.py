@@ -75,6 +75,78 @@ def test_a_loaded_driver_is_fit_to_fork_until_something_initializes_it(tmp_path)
         "it initialized the CUDA driver (libcuda answered cuDeviceGetCount with 0, not 'not initialized')"]
 
 
+# NVML as torch's fork-safe check uses it: nvmlInit counts up, nvmlShutdown down (NVML_ERROR_UNINITIALIZED, 1, once
+# every init is undone), and the count answers only while initialized; it never touches the CUDA driver.
+FAKE_NVML = """
+static int inits = 0;
+int nvmlInit(void) { inits++; return 0; }
+int nvmlInit_v2(void) { inits++; return 0; }
+int nvmlShutdown(void) { if (!inits) return 1; inits--; return 0; }
+int nvmlDeviceGetCount_v2(unsigned int *count) { if (!inits) return 1; *count = 1; return 0; }
+"""
+
+# What torch 2.11+cu130 does on a GPU machine, on this CPU build: the CUDA driver loaded with torch (cuBLASLt loads
+# it), torch.cuda.is_available() answered by cudaGetDeviceCount, which runs cuInit, and inductor asking it as
+# torch/_inductor/runtime/benchmarking.py is imported (its line 20). Then the launcher's own preload.
+AS_TORCH_2_11 = """
+import ctypes, importlib.abc, importlib.machinery, os, sys
+import torch
+
+driver = ctypes.CDLL("libcuda.so.1")
+
+def cuda_get_device_count():
+    driver.cuInit(0)
+    count = ctypes.c_int(0)
+    driver.cuDeviceGetCount(ctypes.byref(count))
+    return count.value
+
+def is_available_as_a_cuda_build():  # the binding exists only while asked: the rest of this build stays a CPU one
+    torch._C._cuda_getDeviceCount = cuda_get_device_count
+    try:
+        return torch.cuda.is_available()
+    finally:
+        del torch._C._cuda_getDeviceCount
+
+class AsksAsItIsImported(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def find_spec(self, name, path, target=None):
+        if name != "torch._inductor.runtime.benchmarking":
+            return None
+        self.spec = importlib.machinery.PathFinder.find_spec(name, path)
+        return importlib.machinery.ModuleSpec(name, self, origin=self.spec.origin)
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        module.__file__ = self.spec.origin
+        self.spec.loader.exec_module(module)
+        print("is_available at import:", is_available_as_a_cuda_build())
+
+sys.meta_path.insert(0, AsksAsItIsImported())
+from compilebench.run import launcher
+print(launcher.imported({"inductor": True, "models": ["resnet-50"]}))
+print(os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK"), ctypes.CDLL("libnvidia-ml.so.1").nvmlShutdown())
+"""
+
+
+def test_a_launcher_on_torch_2_11_with_a_gpu_leaves_the_driver_uninitialized(tmp_path):
+    """Issue 50: on an H100 every launcher was unfit: torch 2.11's inductor asks torch.cuda.is_available() as it is
+    imported, and its default answer initializes the driver. The launcher imports under torch's NVML-based check,
+    then shuts NVML down and puts the variable back."""
+    for name, source in (("libcuda.so.1", FAKE_DRIVER), ("libnvidia-ml.so.1", FAKE_NVML)):
+        (tmp_path / f"{name}.c").write_text(source)
+        subprocess.run(["cc", "-shared", "-fPIC", "-o", str(tmp_path / name), str(tmp_path / f"{name}.c")], check=True)
+    env = {**os.environ, "LD_LIBRARY_PATH": str(tmp_path), "PYTHONWARNINGS": "ignore"}
+    env.pop("PYTORCH_NVML_BASED_CUDA_CHECK", None)
+    said = subprocess.run([sys.executable, "-c", AS_TORCH_2_11], capture_output=True, text=True, env=env)
+    assert said.returncode == 0, said.stderr[-3000:]
+    assert said.stdout.splitlines() == [
+        "is_available at import: True",  # NVML counted the GPU...
+        "None",  # ...and the driver is still uninitialized: fit to fork CUDA workers
+        "None 1",  # the variable as it was, NVML shut down as often as torch initialized it
+    ]
+
+
 class UnfitLauncher:
     """A launcher whose imports touched CUDA, as the real one reports it."""
 

@@ -5,10 +5,11 @@ The launcher is a process of its own, started with the slot's environment. It wa
 takes no CPU while a case runs), and for each job forks a child that takes the job's environment (its private
 compiler-state folders), starts a session of its own, and runs the worker. The child is as fresh as a new
 interpreter where it matters: it holds no model, no compiled graph, no CUDA context (the launcher never touches
-CUDA, and checks that nothing it imported initialized the driver: if something did, the executor starts new
-interpreters instead), and inductor's on-disk folders are the job's (the few that inductor fixes on import are
-pointed there in the child: compiler_state.follow_environment). The launcher dies with the driver; its children
-die with it.
+CUDA: it imports under torch's NVML-based CUDA check, since torch 2.11's inductor asks torch.cuda.is_available() as
+it is imported, and it checks after each import that the driver is still uninitialized: if an import initialized
+it, the executor starts new interpreters instead, and says which import), and inductor's on-disk folders are the
+job's (the few that inductor fixes on import are pointed there in the child: compiler_state.follow_environment).
+The launcher dies with the driver; its children die with it.
 
 Processes forked from one launcher share its memory layout (address-space randomisation happens once, at its
 start), and with it an offset of their own: measured here, one launcher's children ran ResNet-50 9% slower than
@@ -21,6 +22,7 @@ and the choice with COMPILEBENCH_LAUNCH=exec."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -142,17 +144,11 @@ def _child(job: dict, phase_fd: int, log_fd: int) -> None:
 
 
 def main(fd: int, preload: dict) -> None:
-    import importlib
-
     from compilebench.measure import worker
 
     worker.confine()  # die with the driver
     sock = socket.socket(fileno=fd)
-    for module in PRELOAD + ((INDUCTOR,) if preload.get("inductor") else ()):
-        importlib.import_module(module)
-    for model in preload.get("models", ()):
-        _preload_model(model)
-    touched = cuda_touched()
+    touched = imported(preload)
     sock.sendall(f"unfit {touched}\n".encode() if touched else b"ready\n")
     if touched:
         return
@@ -177,6 +173,65 @@ def main(fd: int, preload: dict) -> None:
         sock.sendall((json.dumps({"pid": pid, "returncode": os.waitstatus_to_exitcode(status)}) + "\n").encode())
 
 
+def imported(preload: dict) -> str | None:
+    """Import what every child shares (PRELOAD, inductor where the run compiles with it, the run's model classes)
+    and the environment's fingerprint; why the children could not use CUDA afterwards, naming the import after
+    which it was so, or None. torch.cuda.is_available() answers through NVML meanwhile: torch 2.11's inductor asks
+    it at import (torch/_inductor/runtime/benchmarking.py), and its default answer runs cuInit."""
+    import importlib
+
+    from compilebench.measure import fingerprint
+
+    steps = [(m, lambda m=m: importlib.import_module(m)) for m in PRELOAD + ((INDUCTOR,) if preload.get("inductor") else ())]
+    steps += [(f"the classes of {model}", lambda model=model: _preload_model(model)) for model in preload.get("models", ())]
+    steps.append(("the fingerprint", fingerprint.static))  # forked children inherit it, collected once
+    with _nvml_based_cuda_check():
+        for what, step in steps:
+            step()
+            touched = cuda_touched()
+            if touched:
+                return f"{touched}, after importing {what}"
+    return None
+
+
+# torch's fork-safe availability check: while set, torch.cuda.is_available() counts devices with NVML instead of
+# cudaGetDeviceCount, which initializes the driver. Where NVML cannot answer (not installed, MIG UUIDs in
+# CUDA_VISIBLE_DEVICES) torch asks CUDA after all, and the launcher is unfit.
+NVML_CHECK = "PYTORCH_NVML_BASED_CUDA_CHECK"
+NVML_ERROR_UNINITIALIZED = 1  # nvml.h: nvmlShutdown's answer once every nvmlInit is undone
+
+
+@contextlib.contextmanager
+def _nvml_based_cuda_check():
+    """The launcher's imports under torch's NVML-based check; then NVML shut down as often as torch initialized it
+    (it never shuts it down), so no child inherits an NVML session, and the variable as it was."""
+    before = os.environ.get(NVML_CHECK)
+    os.environ[NVML_CHECK] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(NVML_CHECK, None)
+        else:
+            os.environ[NVML_CHECK] = before
+        _shut_nvml_down()
+
+
+def _shut_nvml_down(maps_path: str = "/proc/self/maps") -> None:
+    import ctypes
+
+    path = _mapped("libnvidia-ml.so", maps_path)
+    if path is None:
+        return
+    try:
+        nvml = ctypes.CDLL(path, mode=os.RTLD_NOLOAD)
+        for _ in range(1000):  # one nvmlInit per question torch asked
+            if nvml.nvmlShutdown() == NVML_ERROR_UNINITIALIZED:
+                break
+    except (OSError, AttributeError):
+        pass
+
+
 # The CUDA driver's answer to a question asked before cuInit (cuda.h).
 CUDA_ERROR_NOT_INITIALIZED = 3
 
@@ -191,7 +246,7 @@ def cuda_touched(maps_path: str = "/proc/self/maps") -> str | None:
 
     if torch.cuda.is_initialized():
         return "torch initialized CUDA in it"
-    driver = _mapped_driver(maps_path)
+    driver = _mapped("libcuda.so", maps_path)
     if driver is None:
         return None
     answer = _device_count_answer(driver)
@@ -202,13 +257,13 @@ def cuda_touched(maps_path: str = "/proc/self/maps") -> str | None:
     return f"it initialized the CUDA driver (libcuda answered cuDeviceGetCount with {answer}, not 'not initialized')"
 
 
-def _mapped_driver(maps_path: str) -> str | None:
-    """The path of the CUDA driver library this process has loaded, or None."""
+def _mapped(library: str, maps_path: str) -> str | None:
+    """The path of the library (libcuda.so, libnvidia-ml.so) this process has loaded, or None."""
     try:
         with open(maps_path) as f:
             for line in f:
                 path = line.split(maxsplit=5)[-1].strip()
-                if os.path.basename(path).startswith("libcuda.so"):
+                if os.path.basename(path).startswith(library):
                     return path
     except OSError:
         pass
