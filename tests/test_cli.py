@@ -34,6 +34,9 @@ def test_end_to_end_eager_and_inductor_on_a_tiny_model(tmp_path):
         assert r["isolation"] == "process" and r["stats"]["repeats"] == 2
         assert r["env"]["torch"].startswith("2.") and r["machine_id"]
         assert len({rep["process"] for rep in r["repeats"]}) == 2  # two fresh processes
+    # the random weights drawn by the run's first process, loaded by every process (measure/weights.py)
+    spent = [rep["phases"] for r in (eager, compiled) for rep in r["repeats"]]
+    assert sum("making the random weights" in p for p in spent) == 1 and all("build" in p for p in spent)
     # the first repeat compiled from an empty compiler state, the second from what the first left
     assert [rep["compile_cache"] for rep in compiled["repeats"]] == ["cold", "warm"]
     assert [rep["compile_cache_hits"] for rep in compiled["repeats"]][0] == 0 and compiled["repeats"][1]["compile_cache_hits"] >= 1

@@ -69,13 +69,14 @@ class Job:
     measure_machine: bool = False  # a CPU's bandwidth and matmul rate after the timed loop (once per run and dtype)
     mega_path: str | None = None  # --compile-cache mega: the artifacts file a cold repeat writes and a mega one loads
     packages: str | None = None  # aot-inductor: the folder its packages are built into (by the first repeat) and loaded from
+    weights: str | None = None  # the run's folder of random weights, drawn once a model and loaded by every process
 
     def to_dict(self) -> dict:
         return {"cases": [c.to_dict() for c in self.cases], "policy": dataclasses.asdict(self.policy), "repeat": self.repeat,
                 "compile_cache": self.compile_cache, "count_flops": self.count_flops, "check": self.check,
                 "claim": self.claim, "environment": self.environment, "traces": self.traces, "profile": self.profile,
                 "compile_trace": self.compile_trace, "measure_machine": self.measure_machine, "mega_path": self.mega_path,
-                "packages": self.packages}
+                "packages": self.packages, "weights": self.weights}
 
     @classmethod
     def from_dict(cls, d: dict) -> Job:
@@ -84,4 +85,4 @@ class Job:
         return cls([Case.from_dict(c) for c in d["cases"]], policy, d.get("repeat", 1), d.get("compile_cache"),
                    d.get("count_flops", True), d.get("check", True), d.get("claim"), d.get("environment"),
                    d.get("traces"), d.get("profile", False), d.get("compile_trace", False),
-                   d.get("measure_machine", False), d.get("mega_path"), d.get("packages"))
+                   d.get("measure_machine", False), d.get("mega_path"), d.get("packages"), d.get("weights"))

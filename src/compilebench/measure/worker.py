@@ -37,11 +37,11 @@ from compilebench.measure import (
     precision,
     recording,
     timing,
+    weights,
 )
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 TRACEBACK_LINES = 60  # the end of a traceback: where it was raised, and the message
-WEIGHTS_SEED = 0
 
 
 def one_line(exc: BaseException, limit: int = 500) -> str:
@@ -150,8 +150,8 @@ def _measure(entry, results: list[Result], job: Job, clock: timing.HostClock, wa
         loaded = compiler_state.load_artifacts(job.mega_path)
     case = results[0].case
     unit = serving if case.shapes else generation if case.generation else forward
-    # random weights, the same in every process: a package one repeat built is checked against another's eager
-    torch.manual_seed(WEIGHTS_SEED)
+    torch.manual_seed(weights.SEED)
+    entry = weights.reusing(entry, case, job.weights, enter)
     with _compile_trace(job, results):
         unit.run(entry, results, job, clock, watch, enter)
     if loaded is not None:

@@ -283,17 +283,21 @@ def _device_count_answer(path: str) -> int | None:
 
 
 def _preload_model(name: str):
-    """Import a zoo model's class here, once for every repeat and variant its children run (1.6 s for the first
-    one: most of transformers' modeling code): importing it is part of no measurement, and it is what a user's
-    script imports before it builds the model anyway. Returns the class, or None (not a zoo model, or it cannot be
-    imported)."""
+    """Import a zoo model's class and its image processor's here, once for every repeat and variant its children
+    run (1.6 s for the first one: most of transformers' modeling code): importing them is part of no measurement,
+    and it is what a user's script imports before it builds the model anyway. Returns the model's class, or None
+    (not a zoo model, or it cannot be imported)."""
     try:
         from compilebench import zoo
 
-        class_name = getattr(zoo.REGISTRY.get(name), "model_class", None)
+        entry = zoo.REGISTRY.get(name)
+        class_name = getattr(entry, "model_class", None)
         if class_name:
             import transformers
 
+            processor = getattr(entry, "processor_class", None)
+            if processor:  # as HFModel.processor finds it
+                getattr(transformers, processor, None) or getattr(transformers, processor.removesuffix("Pil"), None)
             return getattr(transformers, class_name)
     except Exception:  # a model that cannot be imported is the worker's to report
         pass

@@ -133,8 +133,10 @@ class _Sweep:
         # aot-inductor packages outlive the repeat that built them: every later repeat of the case loads them
         packages = self.states.folder(f"{self._state(unit)}-packages") if any(
             c.variant.ahead_of_time for c in todo) else None
+        # random weights are drawn once a run (measure/weights.py), on this host: a Ray node draws its own
+        weights = None if unit.target.placement else self.states.folder("weights")
         return Work(Job(todo, self.spec.timing, unit.repeat, cache, count_flops, check, mine, environment, where,
-                        profile, compile_trace, measure, mega_path, packages), env)
+                        profile, compile_trace, measure, mega_path, packages, weights), env)
 
     def _claim(self, case: Case, unit: Unit) -> bool:
         key, rid = case.key(), unit.target.resume_id

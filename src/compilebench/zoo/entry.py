@@ -45,6 +45,9 @@ class ModelEntry:
     checkpoint: str  # where the weights come from (a hub id for the guide's models)
     kind = "vision"  # what is timed: a forward pass ("vision") or generate() ("generation"); asked of the entry only here
     default_prompt_len = None  # a text-generation model's prompt length where a run names none
+    # Whether a run may draw its random weights once and load them in every process (measure/weights.py): a model
+    # your code builds makes its own.
+    random_weights_reusable = False
 
     def build(self, weights: str, size: str):
         """The model in eval mode on the CPU in float32; the worker moves and casts it."""
@@ -66,7 +69,10 @@ class ModelEntry:
 
 
 class Checkpointed:
-    """A mixin for entries whose pretrained weights are their checkpoint's."""
+    """A mixin for entries whose pretrained weights are their checkpoint's, and whose random weights transformers
+    draws for the config's architecture."""
+
+    random_weights_reusable = True
 
     @property
     def pretrained_from(self) -> str | None:

@@ -119,7 +119,7 @@ def _qwen_tiny():
 
     return Qwen2Config(vocab_size=512, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
                        num_key_value_heads=1, max_position_embeddings=512, use_sliding_window=False, sliding_window=None,
-                       max_window_layers=2, bos_token_id=0, eos_token_id=0)
+                       max_window_layers=2, bos_token_id=0, eos_token_id=0, tie_word_embeddings=True)
 
 
 def _smollm2_135m():
