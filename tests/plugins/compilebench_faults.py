@@ -4,6 +4,7 @@
 import ctypes
 import os
 import signal
+import threading
 import time
 from dataclasses import dataclass
 
@@ -32,8 +33,12 @@ class Small(nn.Module):
             raise MemoryError("injected host allocation failure")
         if self.behaviour == "crash":
             os.kill(os.getpid(), signal.SIGKILL)
-        if self.behaviour == "segfault":  # what a crash in native code does (AOTInductor's packaging did, on an H200)
-            ctypes.string_at(0)
+        if self.behaviour == "segfault":  # a crash in native code (AOTInductor's packaging), in a thread, with as many
+            # extension modules as the GPU image
+            _load_extension_modules()
+            crashing = threading.Thread(target=_crash_in_a_thread, name="crashing")
+            crashing.start()
+            crashing.join()
         if self.behaviour == "kill-parent":  # the process running the worker (a Ray worker) dies
             os.kill(os.getppid(), signal.SIGKILL)
             time.sleep(60)  # the worker dies with its parent (PR_SET_PDEATHSIG) long before this ends
@@ -80,6 +85,19 @@ class Small(nn.Module):
             # dynamo guards on this flag: when it flips, the frame after the break compiles again
             return {"logits": self.conv(pixel_values) * (2.0 if self.switched else 1.0)}
         return {"logits": self.conv(pixel_values)}
+
+
+def _load_extension_modules():
+    """scipy's subpackages: a few hundred extension modules, whose names faulthandler lists after the stacks."""
+    import importlib
+
+    for sub in ("linalg", "sparse", "signal", "stats", "optimize", "special", "interpolate", "integrate", "spatial",
+                "ndimage", "fft", "io", "cluster", "odr"):
+        importlib.import_module(f"scipy.{sub}")
+
+
+def _crash_in_a_thread():
+    ctypes.string_at(0)
 
 
 @torch._dynamo.disable

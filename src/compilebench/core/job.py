@@ -18,6 +18,9 @@ DEFAULT_FIRST_CALLS = 5  # generate() calls timed one by one before the steady s
 MIN_WARMUP_CUDAGRAPHS = 3
 # A GPU needs time, not just calls, to reach steady clocks: ten calls of a 3 ms model are 30 ms of a ramp.
 DEFAULT_GPU_WARMUP_S = 1.0
+# When the driver asked for the worker process (time.monotonic(), one clock for every process of the machine): the
+# worker records the time until its first phase as the phase "start" (the fork, or the interpreter and its imports).
+SPAWNED_AT = "COMPILEBENCH_SPAWNED_AT"
 
 
 @dataclass(frozen=True)

@@ -16,18 +16,19 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import weakref
 from typing import Callable
 
 from compilebench.core.environment import Environment
-from compilebench.core.job import Job
+from compilebench.core.job import SPAWNED_AT, Job
 from compilebench.core.repeat import Repeat
 from compilebench.core.result import Result
-from compilebench.run import interpreters, launcher
+from compilebench.run import crashes, interpreters, launcher
 
 LOG_TAIL_CHARS = 4000
 JOB_FOLDER = "compilebench-job-"  # in the temporary folder: the job, its result, the worker's log (leftovers.py reads them)
-JOB_FILE, RESULT_FILE = "job.json", "result.json"
+JOB_FILE, RESULT_FILE, CRASH_FILE = "job.json", "result.json", "crash.txt"  # the last: faulthandler's, if it crashed
 
 
 class Cancelled(Exception):
@@ -89,7 +90,8 @@ class ProcessExecutor:
             result_path = os.path.join(tmp, RESULT_FILE)
             with open(job_path, "w") as f:
                 json.dump(job.to_dict(), f)
-            return self._run_worker(job, job_path, result_path, os.path.join(tmp, "worker.log"), env, on_phase)
+            return self._run_worker(job, [job_path, result_path, os.path.join(tmp, CRASH_FILE)],
+                                    os.path.join(tmp, "worker.log"), env, on_phase)
 
     def start_launchers(self, repeats, environments=(None,), wait: bool = True) -> None:
         """Start the launchers these repeats will use (under each of these environments: None is this interpreter),
@@ -128,7 +130,7 @@ class ProcessExecutor:
         for key in list(self._launchers):
             self._forget_launcher(*key)
 
-    def _spawn(self, job: Job, job_path: str, result_path: str, env: dict, write_fd: int, log) -> tuple[int, Callable[[], int]]:
+    def _spawn(self, job: Job, paths: list[str], env: dict, write_fd: int, log) -> tuple[int, Callable[[], int]]:
         """Start the worker; returns its pid and a blocking wait for its exit code. Repeat i of every case is forked
         by launcher i: processes forked from one launcher share its memory layout and measured closer to each other
         than separate processes do (an A/A test called them different), so the repeats of a case come from
@@ -138,7 +140,7 @@ class ProcessExecutor:
         if self.fork and job.repeat <= launcher.MAX_LAUNCHERS:
             chosen = self._launcher(environment, job.repeat)
             try:
-                pid = chosen.start([job_path, result_path], env, write_fd, log.fileno())
+                pid = chosen.start(paths, env, write_fd, log.fileno())
                 return pid, lambda: chosen.wait(pid)
             except launcher.LauncherUnfit as exc:
                 self._stop_forking(exc)
@@ -147,7 +149,7 @@ class ProcessExecutor:
                 raise
         python, variables = (environment.python, interpreters.variables(environment)) if environment else (sys.executable, {})
         proc = subprocess.Popen(
-            [python, "-m", "compilebench.measure.worker", job_path, result_path, str(write_fd)],
+            [python, "-m", "compilebench.measure.worker", paths[0], paths[1], str(write_fd), paths[2]],
             pass_fds=(write_fd,),
             stdin=subprocess.DEVNULL,
             stdout=log,
@@ -163,11 +165,14 @@ class ProcessExecutor:
         if gone is not None:
             gone.close()
 
-    def _run_worker(self, job, job_path, result_path, log_path, env, on_phase) -> list[Result]:
+    def _run_worker(self, job, paths: list[str], log_path, env, on_phase) -> list[Result]:
+        """`paths`: the job's file, its result's and its crash stack's (the worker writes the last two)."""
+        result_path, crash_path = paths[1], paths[2]
         read_fd, write_fd = os.pipe()
+        spawned_at = time.monotonic()
         with open(log_path, "wb") as log:
             try:
-                pid, wait = self._spawn(job, job_path, result_path, env, write_fd, log)
+                pid, wait = self._spawn(job, paths, {**env, SPAWNED_AT: repr(spawned_at)}, write_fd, log)
             except launcher.LauncherDied as exc:
                 os.close(write_fd)
                 os.close(read_fd)
@@ -208,17 +213,28 @@ class ProcessExecutor:
             return failure(job, "timeout", f"killed after the {timeout_s:g} s --timeout, during {phase[0]}", phase[0])
         if os.path.exists(result_path):  # whole (written by rename): it finished, whatever came after
             with open(result_path) as f:
-                return [Result.from_dict(d) for d in json.load(f)]
+                results = [Result.from_dict(d) for d in json.load(f)]
+            for rep in (r.repeats[0] for r in results):  # after its last phase: writing its result, and its exit
+                rep.phases["end"] = round(max(0.0, time.monotonic() - spawned_at - sum(rep.phases.values())), 4)
+            return results
         if pid in self._cancelled:
             raise Cancelled
-        tail = _tail(log_path)
-        if returncode < 0:
-            name = signal.Signals(-returncode).name
-            hint = " (often the kernel's out-of-memory killer)" if name == "SIGKILL" else ""
-            message = f"worker killed by {name}{hint} during {phase[0]}"
-        else:
-            message = f"worker exited with code {returncode} without a result, during {phase[0]}"
-        return failure(job, "crashed", message, phase[0], tail)
+        return failure(job, "crashed", _why_crashed(returncode, phase[0]), phase[0], _evidence(crash_path, log_path))
+
+
+def _why_crashed(returncode: int, phase: str) -> str:
+    if returncode < 0:
+        name = signal.Signals(-returncode).name
+        hint = " (often the kernel's out-of-memory killer)" if name == "SIGKILL" else ""
+        return f"worker killed by {name}{hint} during {phase}"
+    return f"worker exited with code {returncode} without a result, during {phase}"
+
+
+def _evidence(crash_path: str, log_path: str) -> str:
+    """Where a worker that died was (its threads' stacks, if it crashed in native code), then what it printed last."""
+    tail = _tail(log_path)
+    crashed = crashes.read(crash_path)
+    return f"{crashed}\n\n--- the end of the worker's output:\n{tail[-LOG_TAIL_CHARS // 2:]}" if crashed else tail
 
 
 def _environment(job: Job) -> Environment | None:

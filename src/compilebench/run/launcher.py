@@ -93,7 +93,8 @@ class Launcher:
         return line.strip()
 
     def start(self, argv: list[str], env: dict[str, str], phase_fd: int, log_fd: int) -> int:
-        """Fork a worker running `python -m compilebench.measure.worker ARGV` with `env` added; returns its pid."""
+        """Fork a worker as `python -m compilebench.measure.worker JOB RESULT PHASE_FD CRASH` would run, with `env`
+        added (argv: JOB, RESULT, CRASH); returns its pid."""
         message = json.dumps({"argv": argv, "env": env}).encode()
         self.wait_ready()
         try:
@@ -140,7 +141,8 @@ def _child(job: dict, phase_fd: int, log_fd: int) -> None:
     os.environ["COMPILEBENCH_PARENT_PID"] = str(os.getppid())  # dies with the launcher, which dies with the driver
     compiler_state.follow_environment()  # the job's folders, not the launcher's
     sys.argv = ["compilebench.measure.worker", *job["argv"]]
-    worker.main([*job["argv"][:2], str(phase_fd)])
+    job_path, result_path, crash_path = job["argv"]
+    worker.main([job_path, result_path, str(phase_fd), crash_path])
 
 
 def main(fd: int, preload: dict) -> None:
