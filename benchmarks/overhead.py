@@ -11,16 +11,24 @@
 4. A whole sweep (default: the quick suite, `compilebench run`) as a user runs it: per worker process, the wall
    time spent outside compile, warm-up and the timed loop, and the sweep's efficiency, (compile + warm-up +
    timed loop) / wall. Goals (issue 17): <= 3 s per process and >= 90%.
+5. A worker's start (issue 50): ResNet-50 (full size, random weights, batch 1, CPU) eager and default, in workers
+   forked from launchers and in new interpreters, alternated: each phase's median ("start": before the worker's
+   first phase), its start (start + setup + build) and its overhead (its wall time as the driver saw it, less
+   the first call, warm-up and timed loop). Goals: a forked worker starts in <= 0.3 s; a new interpreter in no
+   more than its imports (`import torch, transformers` and the model's classes, timed in a bare interpreter).
 
-Usage: python benchmarks/overhead.py [--iters 30] [--rounds 10] [--parts loop,timer,isolation,sweep]
+Usage: python benchmarks/overhead.py [--iters 30] [--rounds 10] [--parts loop,timer,isolation,sweep,start]
                                      [--sweep-args "..."] [--tree PATH] [--keep PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 
@@ -130,6 +138,75 @@ def sweep(args: list[str], tree: str, keep: str | None) -> None:
           f"efficiency {measured / wall:.0%} (goal >= 90%)")
 
 
+MEASURED = ("first call", "warm-up", "timing")  # a worker's measurement; everything else is its start and end
+
+
+def starts(rounds: int, iters: int) -> None:
+    """Part 5: ResNet-50 eager and default, each in `rounds` processes per way of starting, the two ways and the two
+    variants alternated round by round; one process of each first, unreported, as a run's first process of a model
+    (which may prepare what later ones reuse)."""
+    import dataclasses
+
+    from compilebench.core.case import Case
+    from compilebench.core.job import Job, TimingPolicy
+    from compilebench.core.variant import Variant
+    from compilebench.measure import compiler_state
+    from compilebench.run.executors import ProcessExecutor
+
+    policy = TimingPolicy(iters=iters, warmup=3, min_iters=1)
+    cases = {v: Case("resnet-50", 1, Variant(v), device="cpu") for v in ("eager", "default")}
+    states = compiler_state.StateFolders()
+    shared = {"weights": states.folder("weights")} if "weights" in {f.name for f in dataclasses.fields(Job)} else {}
+    executors = {"forked": ProcessExecutor(timeout_s=1800, models=("resnet-50",), inductor=True),
+                 "new interpreter": ProcessExecutor(timeout_s=1800, fork=False)}
+    executors["forked"].start_launchers(range(1, rounds + 2))
+    got: dict[tuple[str, str], list[dict]] = {}
+    for r in range(rounds + 1):
+        order = [(how, v) for how in executors for v in cases]
+        order = order if r % 2 else order[::-1]
+        for how, variant in order:
+            env = compiler_state.env_for(states.folder(f"{how.replace(' ', '-')}-{variant}-{r}"))  # a space breaks C++ compiles
+            job = Job([cases[variant]], policy, repeat=r + 1, compile_cache="cold", count_flops=False, **shared)
+            seen: list[tuple[str, float]] = []
+            t0 = time.perf_counter()
+            (result,) = executors[how].run(job, env, lambda p: seen.append((p, time.perf_counter())))
+            wall = time.perf_counter() - t0
+            if result.status != "ok":
+                print(f"  {how} {variant}: {result.status}: {result.message}\n{result.repeats[0].traceback or ''}"[:3000])
+                continue
+            phases = dict(result.repeats[0].phases)
+            if "start" not in phases:  # recorded by the worker since issue 50; before, read off the phases relayed
+                first = next((t for p, t in seen if p not in ("setup", "start")), None)
+                phases["start"] = (first - t0 - phases.get("setup", 0.0)) if first else float("nan")
+            phases["wall"] = wall
+            if r:  # the first round prepares what a run's first process of a model would
+                got.setdefault((how, variant), []).append(phases)
+    imports = _imports_s(rounds)
+    print(f"5. worker start, ResNet-50 full size, batch 1, CPU: median of {rounds} processes each "
+          f"(`import torch, transformers` and ResNet-50's classes in a bare interpreter: {imports:.2f} s)")
+    for (how, variant), runs in got.items():
+        median = {k: statistics.median(p.get(k, 0.0) for p in runs) for k in {k for p in runs for k in p}}
+        start = median["start"] + median.get("setup", 0.0) + median.get("build", 0.0)
+        overhead = statistics.median(p["wall"] - sum(p.get(k, 0.0) for k in MEASURED) for p in runs)
+        goal = "goal <= 0.30 s" if how == "forked" else f"goal <= the imports, {imports:.2f} s"
+        shown = ", ".join(f"{k} {v:.3f}" for k, v in median.items() if k != "wall")
+        print(f"   {how:15} {variant:7}: start {start:.2f} s ({goal}); overhead {overhead:.2f} s; phases: {shown}")
+
+
+def _imports_s(rounds: int) -> float:
+    """Seconds from asking for a bare interpreter until it has imported what a ResNet-50 worker must: torch,
+    transformers, the model's and its processor's classes (median of `rounds`; its exit left out)."""
+    code = ("import time, torch, transformers; transformers.ResNetForImageClassification; "
+            "transformers.ConvNextImageProcessorPil; print(time.monotonic())")
+    times = []
+    for _ in range(rounds):
+        t0 = time.monotonic()
+        out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True,
+                             env={**os.environ, "PYTHONWARNINGS": "ignore"}).stdout
+        times.append(float(out.split()[-1]) - t0)
+    return statistics.median(times)
+
+
 def _report(what: str, a: list[float], b: list[float], target: str) -> None:
     ratios = sorted(x / y for x, y in zip(a, b))
     print(f"{what} = {statistics.median(ratios):.3f} median of {len(ratios)} paired rounds "
@@ -140,7 +217,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--rounds", type=int, default=10)
-    ap.add_argument("--parts", default="loop,timer,isolation,sweep", help="which of loop, timer, isolation, sweep to run")
+    ap.add_argument("--parts", default="loop,timer,isolation,sweep,start",
+                    help="which of loop, timer, isolation, sweep, start to run")
     ap.add_argument("--sweep-args", default="", help="options of the swept `compilebench run` (default: the quick suite)")
     ap.add_argument("--tree", default=None, help="the compilebench checkout whose sweep to time (default: this one)")
     ap.add_argument("--keep", default=None, help="copy the sweep's results file here (for a report)")
@@ -155,6 +233,8 @@ def main() -> None:
         from _runs import TREE
 
         sweep(shlex.split(args.sweep_args), args.tree or TREE, args.keep)
+    if "start" in parts:
+        starts(min(args.rounds, 5), args.iters)
 
 
 if __name__ == "__main__":
