@@ -19,9 +19,20 @@ def case(model, mode="eager", backend="eager", **kw):
     return Case(model, kw.pop("batch_size", 1), Variant(mode, backend=backend, **kw), device="cpu", model_size="tiny")
 
 
+_EXECUTORS: dict[float, ProcessExecutor] = {}
+
+
+def executor(timeout_s: float = 300) -> ProcessExecutor:
+    """One per timeout for the whole module: its launcher's start (2-3 s of imports) is paid once, and a worker
+    that crashes or hangs takes its own process down, never the launcher."""
+    if timeout_s not in _EXECUTORS:
+        _EXECUTORS[timeout_s] = ProcessExecutor(timeout_s=timeout_s)
+    return _EXECUTORS[timeout_s]
+
+
 def run_in_process(c, policy=FAST, timeout_s=300, phases=None, env=None):
     on_phase = phases.append if phases is not None else (lambda p: None)
-    (r,) = ProcessExecutor(timeout_s=timeout_s).run(Job([c], policy), env or {}, on_phase)
+    (r,) = executor(timeout_s).run(Job([c], policy), env or {}, on_phase)
     return r
 
 
@@ -230,12 +241,12 @@ def test_a_frozen_resnet_compiles_with_inductor_and_matches_eager():
 def test_interleave_measures_the_variants_of_a_model_together_in_one_worker():
     cases = [Case("fault-ok", 1, Variant(m, backend="eager"), device="cpu", model_size="tiny", interleave=True)
              for m in ("eager", "default")]
-    results = ProcessExecutor(timeout_s=120).run(Job(cases, FAST), {}, lambda phase: None)
+    results = executor().run(Job(cases, FAST), {}, lambda phase: None)
     assert [r.status for r in results] == ["ok", "ok"], [r.message for r in results]
     assert [r.case for r in results] == cases and [r.stats.n for r in results] == [FAST.iters] * 2
     assert results[1].graphs == 1 and results[1].max_abs_err == 0.0 and results[0].compile_s is None
     assert results[0].repeats[0].process == results[1].repeats[0].process  # one process: their repeats pair up
-    crashed = ProcessExecutor(timeout_s=120).run(
+    crashed = executor().run(
         Job([Case("fault-crash", 1, Variant(m, backend="eager"), device="cpu", interleave=True) for m in ("eager", "default")],
             FAST), {}, lambda phase: None)
     assert [r.status for r in crashed] == ["crashed", "crashed"]
