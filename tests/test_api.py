@@ -4,6 +4,7 @@ import pytest
 from tiny_factories import make_inputs, make_model
 
 import compilebench
+from compilebench.core import spec
 from compilebench.core.errors import UserError
 
 FAST = dict(iters=5, warmup=1, backend="eager", repeats=2)
@@ -99,6 +100,23 @@ def test_the_command_line_and_the_api_ask_for_the_same_run_by_the_same_names(mon
     for call in (compilebench.benchmark, compilebench.shapes):
         with pytest.raises(UserError, match="--min-iters 5 is more than --iters 3"):
             call("resnet-50", batch_sizes=(1, 2), iters=3, min_iters=5)
+
+
+@pytest.mark.parametrize("model", ["resnet-50", "smollm2-135m"])
+def test_an_option_left_unset_is_the_same_run_from_the_api_and_the_command_line(monkeypatch, model):
+    """Issue 51: benchmark() passed iters=300 where `run` passes none, so it timed 300 generate() calls of a causal
+    LM where the command line times 20. Nothing given but the model: every option at its default, the same spec."""
+    from compilebench import cli
+    from compilebench.cli import options, run
+
+    seen = _asked(monkeypatch)
+    parser = options.parser(cli._commands())
+    compilebench.benchmark(model)
+    assert seen[0][0] == run.run_spec(parser.parse_args(["run", "--model", model]))
+    compilebench.shapes(model)
+    shaped = parser.parse_args(["shapes", "--model", model])
+    assert seen[1][0] == run.run_spec(shaped, shapes=True, variants=spec.shape_variants(shaped.mode))
+    assert seen[0][0].timing.iters is None  # each timed unit's own default: 300 forward calls, 20 generate() calls
 
 
 def test_the_api_says_where_cases_run_as_the_command_line_does(monkeypatch, tmp_path):

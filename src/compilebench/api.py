@@ -26,7 +26,6 @@ from typing import Callable
 
 from compilebench import report as reportmod, zoo
 from compilebench.core import (
-    job as jobmod,
     settings as settingsmod,
     spec as specmod,
     stats,
@@ -120,7 +119,7 @@ _NOT_SHAPES = {"interleave", "compile_scope", "regions"}  # shapes() serves whol
 
 
 def benchmark(model=None, *, suite: str | None = None, inputs: str | Callable[[int], dict] | None = None,
-              variants=None, batch_sizes=None, device: str | None = None, iters: int | None = jobmod.DEFAULT_ITERS,
+              variants=None, batch_sizes=None, device: str | None = None, iters: int | None = None,
               db: str | None = None, quiet: bool = True, gpus=None, executor: str = "local",
               ray_address: str | None = None, accelerator_type: str | None = None, cpus_per_case: int | None = None,
               **settings) -> Results:
