@@ -345,3 +345,17 @@ def test_greedy_tokens_that_diverge_where_eager_was_decisive_are_a_mismatch():
     assert v.ok and v.first_divergence == 2 and v.agreement == {"tokens": 0.5}
     v = correctness.check_generation(ref_tokens, logits, flipped, logits, "float32")
     assert not v.ok and "diverge from eager's at new token 3" in v.problems[0]
+
+
+def test_a_job_travels_to_its_worker_whole():
+    """Every field of a Job, each away from its default, comes back from the file the driver writes: the job is
+    written from its fields (it was 14 positional fields written by hand), and a field the worker does not know is
+    left, not an error."""
+    import dataclasses
+
+    given = dict(repeat=3, compile_cache="warm", count_flops=False, check=False, claim={"result": "r1"},
+                 environment={"name": "nightly"}, traces="/t", profile=True, compile_trace=True, measure_machine=True,
+                 mega_path="/m", packages="/p", weights="/w")
+    assert set(given) == {f.name for f in dataclasses.fields(Job)} - {"cases", "policy"}
+    job = Job([case("fault-ok"), case("fault-ok", "default")], TimingPolicy(iters=7, warmup=1, min_iters=2), **given)
+    assert Job.from_dict({**job.to_dict(), "from_a_newer_driver": 1}) == job

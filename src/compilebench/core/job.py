@@ -75,17 +75,14 @@ class Job:
     weights: str | None = None  # the run's folder of random weights, drawn once a model and loaded by every process
 
     def to_dict(self) -> dict:
-        return {"cases": [c.to_dict() for c in self.cases], "policy": dataclasses.asdict(self.policy), "repeat": self.repeat,
-                "compile_cache": self.compile_cache, "count_flops": self.count_flops, "check": self.check,
-                "claim": self.claim, "environment": self.environment, "traces": self.traces, "profile": self.profile,
-                "compile_trace": self.compile_trace, "measure_machine": self.measure_machine, "mega_path": self.mega_path,
-                "packages": self.packages, "weights": self.weights}
+        """Every field by its name: the cases and the timing policy as their own dicts."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {**out, "cases": [c.to_dict() for c in self.cases], "policy": dataclasses.asdict(self.policy)}
 
     @classmethod
     def from_dict(cls, d: dict) -> Job:
+        """A job a driver wrote; fields it did not write take their defaults, fields this version lacks are left."""
         known = {f.name for f in dataclasses.fields(TimingPolicy)}
         policy = TimingPolicy(**{k: v for k, v in d["policy"].items() if k in known})
-        return cls([Case.from_dict(c) for c in d["cases"]], policy, d.get("repeat", 1), d.get("compile_cache"),
-                   d.get("count_flops", True), d.get("check", True), d.get("claim"), d.get("environment"),
-                   d.get("traces"), d.get("profile", False), d.get("compile_trace", False),
-                   d.get("measure_machine", False), d.get("mega_path"), d.get("packages"), d.get("weights"))
+        fields = {f.name for f in dataclasses.fields(cls)} - {"cases", "policy"}
+        return cls([Case.from_dict(c) for c in d["cases"]], policy, **{k: v for k, v in d.items() if k in fields})

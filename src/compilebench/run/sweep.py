@@ -135,8 +135,10 @@ class _Sweep:
             c.variant.ahead_of_time for c in todo) else None
         # random weights are drawn once a run (measure/weights.py), on this host: a Ray node draws its own
         weights = None if unit.target.placement else self.states.folder("weights")
-        return Work(Job(todo, self.spec.timing, unit.repeat, cache, count_flops, check, mine, environment, where,
-                        profile, compile_trace, measure, mega_path, packages, weights), env)
+        return Work(Job(todo, self.spec.timing, repeat=unit.repeat, compile_cache=cache, count_flops=count_flops,
+                        check=check, claim=mine, environment=environment, traces=where, profile=profile,
+                        compile_trace=compile_trace, measure_machine=measure, mega_path=mega_path, packages=packages,
+                        weights=weights), env)
 
     def _claim(self, case: Case, unit: Unit) -> bool:
         key, rid = case.key(), unit.target.resume_id
