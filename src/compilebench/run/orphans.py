@@ -79,7 +79,6 @@ def _store(store: Store, result: Result, mine: dict, repeat: int, done) -> int:
     for rep in result.repeats:
         rep.run = mine.get("run")
     if result.flops is None:  # as the driver would: its eager twin's count
-        twin = store.latest(result.case.eager_key(), rid)
-        result.flops = twin.flops if twin else None
+        result.flops = store.eager_flops(result.case, rid)
     store.add_repeat(result)
     return 1

@@ -113,7 +113,7 @@ class _Sweep:
             return None
         stored = [self.plan.stored.get((c.key(), unit.target.resume_id)) for c in todo]
         # FLOPs are the eager model's: counted once per model and settings, by whichever variant comes first
-        count_flops = any((s is None or s.flops is None) and self._eager_flops(c, unit) is None
+        count_flops = any((s is None or s.flops is None) and self.store.eager_flops(c, unit.target.resume_id) is None
                           for c, s in zip(todo, stored))
         env, cache, mega_path = compiler_state.for_job(self.spec.compile_cache, self.states, self._state(unit),
                                               every_repeat_cold=bool(todo[0].shapes))
@@ -201,7 +201,7 @@ class _Sweep:
                 rep.run, rep.looks, rep.design, rep.tag = self.run_id, len(self.spec.looks), self.spec.looks, self.tag
                 rep.pair_from = stats.PAIR_FROM
             if result.flops is None:
-                result.flops = self._eager_flops(result.case, unit)
+                result.flops = self.store.eager_flops(result.case, rid)
             result.result_id = self.series[(key, rid, unit.repeat)]
             if not result.label:  # the worker never got as far as its model: the driver's lookup names it
                 result.label, result.task = self.labels.get(result.case.model, (result.case.model, result.case.task or ""))
@@ -268,12 +268,6 @@ class _Sweep:
                 rep.compile_trace = {**rep.compile_trace, **rendered[where]}
             if waiting:
                 self.plan.stored[key] = _store(self.store, result)
-
-    def _eager_flops(self, case: Case, unit: Unit) -> int | None:
-        """The FLOPs its eager twin (same model and settings, uncompiled) has stored: compiling does not change the
-        math of one eager forward."""
-        twin = self.plan.stored.get((case.eager_key(), unit.target.resume_id))
-        return twin.flops if twin else None
 
     def _state(self, unit: Unit) -> str:
         return schedule.state_name(self.groups[unit.group], unit.target)

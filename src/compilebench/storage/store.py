@@ -20,6 +20,7 @@ import time
 import uuid
 from dataclasses import dataclass
 
+from compilebench.core.case import Case
 from compilebench.core.errors import UserError
 from compilebench.core.result import Result
 from compilebench.storage import schema
@@ -125,6 +126,12 @@ class Store:
             "SELECT data FROM results WHERE case_key = ? AND (machine_id = ? OR json_extract(data, '$.placement') = ?) "
             "ORDER BY created_at DESC, rowid DESC LIMIT 1", (case_key, resume_id, resume_id)).fetchone()
         return None if row is None else self._result(row[0])
+
+    def eager_flops(self, case: Case, resume_id: str) -> int | None:
+        """The FLOPs the case's eager twin (same model and settings, uncompiled) has stored here: compiling does not
+        change the math of one eager forward."""
+        twin = self.latest(case.eager_key(), resume_id)
+        return twin.flops if twin else None
 
     def _result(self, data: str) -> Result:
         d = json.loads(data)
