@@ -111,7 +111,7 @@ def test_inline_executor_relays_phases():
     phases = []
     (r,) = InlineExecutor().run(Job([case("fault-ok")], FAST), {}, phases.append)
     assert r.status == "ok" and r.isolation == "inline"
-    assert phases == ["build", "first call", "warm-up", "timing", "counting FLOPs"]
+    assert phases == ["build", "first call", "warm-up", "timing", "counting FLOPs", "check"]  # it compiled nothing
 
 
 def test_flops_are_not_counted_again_when_a_case_already_has_them():
@@ -152,6 +152,35 @@ def test_a_crash_keeps_the_crashing_threads_stack_first_whatever_the_extension_m
     assert any("in forward" in t for t in others)  # the thread that waited for it, after
     loaded = int(re.search(r"\((\d+) extension modules were loaded\)", stack).group(1))
     assert loaded > 100 and "Extension modules:" not in stack
+
+
+def test_an_eager_process_that_compiled_a_graph_is_invalid_in_every_timed_unit(main_here):
+    """Issue 51: the check existed in the generation and shapes units only; a forward pass of a model that compiles
+    part of itself was stored as eager, `ok`. One skeleton (measure/unit.py) holds it for all three."""
+    r = run_case(case("fault-compiles"), FAST, isolation="inline")
+    assert r.status == "invalid" and r.message == "1 graph(s) compiled while measuring no compile: it was not eager"
+    code, _, err = main_here("shapes", "--model", "fault-compiles", "--batch-size", "1", "2", "--dynamic", "false",
+                             "--backend", "eager", "--iters", "2", "--repeats", "1", "--device", "cpu", "--isolation",
+                             "inline", "--quiet", "--db", "s.db")
+    import compilebench
+
+    eager = [x for x in compilebench.load("s.db").view.results if not x.case.variant.compiled]
+    assert eager and eager[0].status == "invalid" and "it was not eager" in eager[0].message
+
+
+@pytest.mark.parametrize("model, settings", [("fault-ok", {}), ("smollm2-135m", {"new_tokens": 2, "prompt_len": 4}),
+                                             ("fault-ok", {"shapes": ("b1", "b2")})], ids=["forward", "generation", "shapes"])
+def test_a_warm_compile_cache_is_warmed_by_every_repeat_whether_or_not_it_checks(model, settings):
+    """--compile-cache warm gives each repeat a fresh folder that the worker warms itself: forward warmed it only
+    beside its eager reference, which later repeats (already checked, FLOPs counted) skip, so they compiled cold
+    (13.3 s against 0.05 s for the first, no cache hit) and were stored as warm; generation and shapes never did."""
+    c = Case(model, 1, Variant("default", backend="eager"), device="cpu", model_size="tiny", compile_cache="warm",
+             **settings)
+    phases = []
+    (r,) = InlineExecutor().run(Job([c], FAST, repeat=2, compile_cache="warm", count_flops=False, check=False), {},
+                                phases.append)
+    assert r.status == "ok", (r.message, r.repeats[0].traceback)
+    assert "warming the compile cache" in phases and phases.index("warming the compile cache") < phases.index("first call")
 
 
 def test_a_hung_case_is_killed_at_the_timeout():

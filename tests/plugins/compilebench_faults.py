@@ -74,6 +74,8 @@ class Small(nn.Module):
                 os.kill(os.getpid(), signal.SIGKILL)
             if mode == "error":
                 raise ValueError("injected error")
+        if self.behaviour == "compiles":  # a model that compiles part of itself: its "eager" is not eager
+            return {"logits": _compiled_scale(self.conv(pixel_values))}
         if self.behaviour == "break":
             x = self.conv(pixel_values)
             scale = x.abs().max().item()  # a Python number from a tensor: dynamo breaks the graph here
@@ -85,6 +87,11 @@ class Small(nn.Module):
             # dynamo guards on this flag: when it flips, the frame after the break compiles again
             return {"logits": self.conv(pixel_values) * (2.0 if self.switched else 1.0)}
         return {"logits": self.conv(pixel_values)}
+
+
+@torch.compile(backend="eager")
+def _compiled_scale(x):
+    return x * 2.0
 
 
 def _load_extension_modules():
@@ -120,7 +127,7 @@ class FaultModel(ModelEntry):
 
 
 for behaviour in ("ok", "oom", "host-oom", "crash", "kill-parent", "hang", "slow", "recompile", "break", "handshake", "flaky",
-                  "paced", "segfault"):
+                  "paced", "segfault", "compiles"):
     zoo.register(FaultModel(f"fault-{behaviour}", f"Test/{behaviour}", "image-classification", "none", behaviour))
 
 

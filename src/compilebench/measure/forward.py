@@ -13,7 +13,8 @@ from compilebench.core.repeat import Repeat
 from compilebench.core.result import Result
 from compilebench.diagnostics import bandwidth, profiling
 from compilebench.measure import aot_inductor, compiler, correctness, timing
-from compilebench.measure.recording import Recorder, record, record_aot, record_check, record_profiles
+from compilebench.measure.recording import Recorder, record, record_aot, record_check
+from compilebench.measure.unit import TimedUnit
 from compilebench.zoo.entry import default_image_path, load_image
 
 
@@ -76,83 +77,82 @@ def _inductor_bytes(job: Job, compiled: list[Case]):
     return bandwidth.inductor_bytes() if len(compiled) == 1 and job.compile_cache == "cold" else contextlib.nullcontext({})
 
 
-def _warm(model, inputs: dict, compiled: list[Case], enter) -> None:
-    """--compile-cache warm: compile each variant once, then forget it in memory; what stays is on disk, as for a
-    second process."""
-    enter("warming the compile cache")
-    for c in compiled:
-        if not c.variant.ahead_of_time:  # its package is what a later repeat loads: no cache to warm
-            compiler.apply(model, c.variant, shared=True)(**inputs)
-    compiler.forget_compiled()
+class Forward(TimedUnit):
+    """Measure one case, or (--interleave) the variants of one model and batch in alternating blocks on one model."""
 
+    profiled_calls = profiling.FORWARD_CALLS
 
-def _callables(model, inputs: dict, cases: list[Case], job: Job, enter) -> tuple[dict, dict]:
-    """What each variant times, by label, and what building or loading an aot-inductor package took."""
-    fns, packaged = {}, {}
-    for c in cases:
-        if c.variant.ahead_of_time:
-            fns[c.variant.label], packaged[c.variant.label] = aot_inductor.prepare(model, inputs, job.packages, c, enter)
-        else:
-            fns[c.variant.label] = compiler.apply(model, c.variant, shared=len(cases) > 1)
-    return fns, packaged
+    def build(self) -> None:
+        self.model, self.inputs = prepare(self.entry, self.first)
+        self.expected, self.counted, self.inductor_counted = None, {}, {}
+
+    def wants_reference(self) -> bool:
+        return bool(self.compiled) and (self.job.check or self.job.count_flops)  # the eager call is counted, once
+
+    def reference(self) -> None:
+        with _counted(self.job.count_flops) as self.counted:
+            self.expected = correctness.snapshot(self.model(**self.inputs))
+
+    def warm(self) -> None:
+        for c in self.compiled:
+            if not c.variant.ahead_of_time:  # its package is what a later repeat loads: no cache to warm
+                compiler.apply(self.model, c.variant, shared=True)(**self.inputs)
+
+    def variants(self) -> None:
+        """Each variant's callable, and what building or loading an aot-inductor package took."""
+        self.fns, self.packaged = {}, {}
+        for c in self.cases:
+            if c.variant.ahead_of_time:
+                self.fns[c.variant.label], self.packaged[c.variant.label] = aot_inductor.prepare(
+                    self.model, self.inputs, self.job.packages, c, self.enter)
+            else:
+                self.fns[c.variant.label] = compiler.apply(self.model, c.variant, shared=len(self.cases) > 1)
+        if all(c.variant.ahead_of_time for c in self.cases):
+            self.model = None  # a replica holds the package's weights only: the model's leave the peak memory measured
+
+    def loops(self, recorder: Recorder) -> dict:
+        policy, first, inputs = self.job.policy, self.first, self.inputs
+        timed = dict(iters=policy.iters_for(False), min_iters=policy.min_iters_for(False), max_time_s=policy.max_time_s,
+                     warmup_s=policy.warmup_s_for(first.device), sync_each_call=first.sync_each_call, clock=self.clock,
+                     graph_count=compiler.graph_count if self.compiled else None, watch=self.watch,
+                     before_timing=recorder.memory.steady, on_phase=self.enter)
+        with _inductor_bytes(self.job, self.compiled) as self.inductor_counted:
+            if len(self.cases) == 1:
+                fn = self.fns[first.variant.label]
+                return {first.variant.label: timing.measure(lambda: fn(**inputs), warmup=policy.warmup_for(first.variant),
+                                                            **timed)}
+            return timing.measure_interleaved({name: (lambda f=f: f(**inputs)) for name, f in self.fns.items()},
+                                              warmup={c.variant.label: policy.warmup_for(c.variant) for c in self.cases},
+                                              **timed)
+
+    def after_loops(self) -> None:
+        if not self.compiled and self.job.count_flops:
+            self.enter("counting FLOPs")  # after timing: an extra call before would not leave the first call first
+            with _counted(True) as self.counted:
+                self.model(**self.inputs)
+
+    def record(self, r: Result, m) -> None:
+        rep: Repeat = r.repeats[0]
+        record(rep, m, self.clock, self.first.sync_each_call, alone=len(self.cases) == 1)
+        r.flops = self.counted.get("flops")
+        rep.bytes_moved = self.inductor_counted.get("bytes") if r.case.variant.compiled else self.counted.get("bytes")
+        rep.regions = compiler.regions_of(self.fns[r.case.variant.label])
+        if r.case.variant.ahead_of_time:
+            record_aot(rep, self.packaged[r.case.variant.label])
+
+    def check_of(self, r: Result):
+        if not (r.case.variant.compiled and self.job.check):
+            return None
+        fn, rep, inputs, math = self.fns[r.case.variant.label], r.repeats[0], self.inputs, self.recorder.math
+
+        def check() -> list[str]:
+            return record_check(rep, correctness.check(self.expected, correctness.snapshot(fn(**inputs)), math), math)
+
+        return check
+
+    def profiled(self) -> dict:
+        return {name: (lambda f=f: f(**self.inputs)) for name, f in self.fns.items()}
 
 
 def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, enter) -> None:
-    """Measure one case, or (--interleave) the variants of one model and batch in alternating blocks on one
-    model. Fills each result's repeat; raises on a failure of the case (the worker records it)."""
-    policy, count_flops = job.policy, job.count_flops
-    cases = [r.case for r in results]
-    first = cases[0]
-    enter("build")
-    model, inputs = prepare(entry, first)
-    compiled = [c for c in cases if c.variant.compiled]
-    expected, counted = None, {}
-    if compiled and (job.check or count_flops):
-        enter("eager reference")
-        with _counted(count_flops) as counted:  # the eager call is counted, not repeated
-            expected = correctness.snapshot(model(**inputs))
-        if first.compile_cache == "warm":
-            _warm(model, inputs, compiled, enter)
-    recorder = Recorder(first, results[0].env)
-    fns, packaged = _callables(model, inputs, cases, job, enter)
-    if all(c.variant.ahead_of_time for c in cases):
-        model = None  # a replica holds the package's weights only: the model's leave the peak memory measured
-    graph_count = compiler.graph_count if compiled else None
-    iters, floor = policy.iters_for(False), policy.min_iters_for(False)
-    timed = dict(iters=iters, min_iters=floor, max_time_s=policy.max_time_s, warmup_s=policy.warmup_s_for(first.device),
-                 sync_each_call=first.sync_each_call, clock=clock, graph_count=graph_count, watch=watch,
-                 before_timing=recorder.memory.steady, on_phase=enter)
-    with recorder.loops(), _inductor_bytes(job, compiled) as compiled_bytes:
-        if len(cases) == 1:
-            fn = fns[first.variant.label]
-            measured = {first.variant.label: timing.measure(lambda: fn(**inputs), warmup=policy.warmup_for(first.variant),
-                                                            **timed)}
-        else:
-            measured = timing.measure_interleaved(
-                {name: (lambda f=f: f(**inputs)) for name, f in fns.items()},
-                warmup={c.variant.label: policy.warmup_for(c.variant) for c in cases}, **timed)
-    if not compiled and count_flops:
-        enter("counting FLOPs")  # after timing: an extra call before would not leave the first call first
-        with _counted(True) as counted:
-            model(**inputs)
-    compile_stats = None
-    if compiled:
-        enter("check")
-        compile_stats = compiler.compile_stats()
-    for r in results:
-        rep: Repeat = r.repeats[0]
-        m = measured[r.case.variant.label]
-        record(rep, m, clock, first.sync_each_call, alone=len(cases) == 1)
-        r.flops = counted.get("flops")
-        rep.bytes_moved = compiled_bytes.get("bytes") if r.case.variant.compiled else counted.get("bytes")
-        rep.regions = compiler.regions_of(fns[r.case.variant.label])
-
-        def check(fn=fns[r.case.variant.label], rep=rep) -> list[str]:
-            output = correctness.snapshot(fn(**inputs))
-            return record_check(rep, correctness.check(expected, output, recorder.math), recorder.math)
-
-        recorder.finish(rep, r.case, m, compile_stats, check if r.case.variant.compiled and job.check else list)
-        if r.case.variant.ahead_of_time:
-            record_aot(rep, packaged[r.case.variant.label])
-    record_profiles(results, job, {name: (lambda f=f: f(**inputs)) for name, f in fns.items()}, profiling.FORWARD_CALLS,
-                    clock, enter)
+    Forward(entry, results, job, clock, watch, enter).run()

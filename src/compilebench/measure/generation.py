@@ -19,7 +19,8 @@ from compilebench.core.repeat import Repeat
 from compilebench.core.result import Result
 from compilebench.diagnostics import bandwidth, profiling
 from compilebench.measure import compiler, correctness, timing
-from compilebench.measure.recording import Recorder, record_check, record_loop, record_profiles
+from compilebench.measure.recording import Recorder, record_check, record_loop
+from compilebench.measure.unit import TimedUnit
 
 
 class _Stamps:
@@ -139,60 +140,80 @@ def _tokens_and_logits(call, prompt_len: int):
     return out.sequences[:, prompt_len:].clone(), [step.detach().clone() for step in out.logits]
 
 
-def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, enter) -> None:
-    policy = job.policy
-    cases = [r.case for r in results]
-    first = cases[0]
-    enter("build")
-    model, input_ids = prepare(entry, first)
-    new_tokens, prompt_len = first.new_tokens, input_ids.shape[1]
-    moved = bandwidth.decode_bytes(model, first.batch_size, prompt_len, new_tokens)
-    check = job.check and any(c.variant.compiled or c.variant.cache == "static" for c in cases)
-    if check:
-        enter("eager reference")
-        baseline = _caller(model, input_ids, generation_config(model, new_tokens, None), None)
-        eager_tokens, eager_logits = _tokens_and_logits(baseline, prompt_len)
-        compiler.reset_dynamo()  # the eager call compiled nothing, and nothing it did may count
-    recorder = Recorder(first, results[0].env)
-    calls, regions = _calls(model, input_ids, cases, new_tokens)
-    compiled = any(c.variant.compiled for c in cases)
-    per_call: dict[str, list[dict]] = {name: [] for name in calls}
-    seen = {"compile_s": 0.0}
+class Generation(TimedUnit):
+    """Each variant's generate() calls: the first ones timed one by one (they hold the compiles), then the steady
+    ones, split into time to first token and per-token latency."""
 
-    def after_first_call(name: str, i: int) -> None:
-        s = compiler.compile_stats()
-        per_call[name].append({"graphs": s.graphs, "compile_s": s.compile_s - seen["compile_s"]})
-        seen["compile_s"] = s.compile_s
+    profiled_calls = profiling.GENERATE_CALLS
+    reference_may_compile = True
 
-    with recorder.loops():
-        measured = timing.measure_generation(
-            calls, first_calls=policy.first_calls, iters=policy.iters_for(True), min_iters=policy.min_iters_for(True),
-            max_time_s=policy.max_time_s, clock=clock, graph_count=compiler.graph_count, watch=watch,
-            after_first_call=after_first_call, before_timing=recorder.memory.steady, on_phase=enter)
-    stats_after = compiler.compile_stats()
-    enter("check")
-    for r in results:
+    def build(self) -> None:
+        self.model, self.input_ids = prepare(self.entry, self.first)
+        self.new_tokens, self.prompt_len = self.first.new_tokens, self.input_ids.shape[1]
+        self.moved = bandwidth.decode_bytes(self.model, self.first.batch_size, self.prompt_len, self.new_tokens)
+
+    def _checked(self, case: Case) -> bool:
+        """A compiled variant, or eager on the static cache: held to the dynamic cache's eager tokens."""
+        return self.job.check and (case.variant.compiled or case.variant.cache == "static")
+
+    def wants_reference(self) -> bool:
+        return any(self._checked(c) for c in self.cases)
+
+    def reference(self) -> None:
+        baseline = _caller(self.model, self.input_ids, generation_config(self.model, self.new_tokens, None), None)
+        self.eager_tokens, self.eager_logits = _tokens_and_logits(baseline, self.prompt_len)
+
+    def warm(self) -> None:
+        calls, _ = _calls(self.model, self.input_ids, self.compiled, self.new_tokens)
+        for call in calls.values():
+            call(lambda: None)
+
+    def variants(self) -> None:
+        self.calls, self.regions = _calls(self.model, self.input_ids, self.cases, self.new_tokens)
+
+    def loops(self, recorder: Recorder) -> dict:
+        policy = self.job.policy
+        self.per_call: dict[str, list[dict]] = {name: [] for name in self.calls}
+        seen = {"compile_s": 0.0}
+
+        def after_first_call(name: str, i: int) -> None:
+            s = compiler.compile_stats()
+            self.per_call[name].append({"graphs": s.graphs, "compile_s": s.compile_s - seen["compile_s"]})
+            seen["compile_s"] = s.compile_s
+
+        return timing.measure_generation(
+            self.calls, first_calls=policy.first_calls, iters=policy.iters_for(True), min_iters=policy.min_iters_for(True),
+            max_time_s=policy.max_time_s, clock=self.clock, graph_count=compiler.graph_count, watch=self.watch,
+            after_first_call=after_first_call, before_timing=recorder.memory.steady, on_phase=self.enter)
+
+    def record(self, r: Result, m) -> None:
         rep: Repeat = r.repeats[0]
         name = r.case.variant.label
-        m = measured[name]
-        _record(rep, m, per_call[name], new_tokens, first.batch_size, prompt_len, alone=len(cases) == 1)
-        rep.generation["decode_bytes"] = moved
-        rep.regions = regions.get(name, {})
-        rep.graphs, rep.recompiles_in_timed_loop = stats_after.graphs if compiled else compiler.graph_count(), m.recompiles
+        _record(rep, m, self.per_call[name], self.new_tokens, self.first.batch_size, self.prompt_len,
+                alone=len(self.cases) == 1)
+        rep.generation["decode_bytes"] = self.moved
+        rep.regions = self.regions.get(name, {})
+        rep.graphs, rep.recompiles_in_timed_loop = compiler.graph_count(), m.recompiles
 
-        def check_tokens(name=name, rep=rep) -> list[str]:
-            tokens, logits = _tokens_and_logits(calls[name], prompt_len)
-            verdict = correctness.check_generation(eager_tokens, eager_logits, tokens, logits, recorder.math)
+    def check_of(self, r: Result):
+        if not self._checked(r.case):
+            return None
+        call, rep, math = self.calls[r.case.variant.label], r.repeats[0], self.recorder.math
+
+        def check_tokens() -> list[str]:
+            tokens, logits = _tokens_and_logits(call, self.prompt_len)
+            verdict = correctness.check_generation(self.eager_tokens, self.eager_logits, tokens, logits, math)
             rep.generation["first_divergence"] = verdict.first_divergence
-            return record_check(rep, verdict, recorder.math)
+            return record_check(rep, verdict, math)
 
-        checked = check and (r.case.variant.compiled or r.case.variant.cache == "static")
-        recorder.finish(rep, r.case, m, stats_after, check_tokens if checked else list)
-        if not compiled and rep.graphs:  # an eager process compiled something: not what its label says
-            rep.status = "invalid"
-            rep.message = f"{rep.graphs} graph(s) compiled while measuring {r.case.variant.label}: it was not eager"
-    record_profiles(results, job, {name: (lambda c=c: c(lambda: None)) for name, c in calls.items()},
-                    profiling.GENERATE_CALLS, clock, enter)
+        return check_tokens
+
+    def profiled(self) -> dict:
+        return {name: (lambda c=c: c(lambda: None)) for name, c in self.calls.items()}
+
+
+def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, enter) -> None:
+    Generation(entry, results, job, clock, watch, enter).run()
 
 
 def _record(rep: Repeat, m: timing.GenerationMeasurement, first_calls: list[dict], new_tokens: int, batch_size: int,

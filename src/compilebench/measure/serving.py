@@ -17,62 +17,79 @@ from compilebench.core.result import Result
 from compilebench.core.vocab import CLOCK
 from compilebench.measure import compiler, conditions, correctness, forward, generation, recording, timing
 from compilebench.measure.recording import Recorder
+from compilebench.measure.unit import TimedUnit
 
 DEFAULT_GENERATION_ITERS = 5  # generate() calls per prompt length: each is many forwards
 
 
-def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, enter) -> None:
-    (result,) = results  # one setting per process: its compiles are its own
-    case, policy, rep = result.case, job.policy, result.repeats[0]
-    shapes = [traffic.Shape.parse(t) for t in case.shapes]
-    enter("build")
-    served = (_Text if case.generation else _Vision)(entry, case, shapes)
-    expected = {}
-    if case.variant.compiled and job.check:
-        enter("eager reference")
-        expected = {s.token: served.expected(s) for s in shapes}
-        compiler.reset_dynamo()  # the eager calls compiled nothing, and nothing they did may count
-    recorder = Recorder(case, result.env)
-    call = served.callable(case.variant)
-    iters = policy.iters or (DEFAULT_GENERATION_ITERS if case.generation else traffic.DEFAULT_SHAPE_ITERS)
-    per_shape, loop_recompiles = {}, 0
-    with recorder.loops():
-        for s in shapes:
+class Serving(TimedUnit):
+    """One setting per process (its compiles are its own): every shape's loop in order, then the second pass."""
+
+    reference_may_compile = True
+
+    def build(self) -> None:
+        self.case, self.rep = self.first, self.results[0].repeats[0]
+        self.shapes = [traffic.Shape.parse(t) for t in self.case.shapes]
+        self.served = (_Text if self.case.generation else _Vision)(self.entry, self.case, self.shapes)
+        self.expected: dict = {}
+
+    def reference(self) -> None:
+        self.expected = {s.token: self.served.expected(s) for s in self.shapes}
+
+    def warm(self) -> None:
+        call = self.served.callable(self.case.variant)
+        for s in self.shapes:
+            call(s)
+
+    def variants(self) -> None:
+        self.call = self.served.callable(self.case.variant)
+
+    def loops(self, recorder: Recorder) -> dict:
+        case, policy, call = self.case, self.job.policy, self.call
+        iters = policy.iters or (DEFAULT_GENERATION_ITERS if case.generation else traffic.DEFAULT_SHAPE_ITERS)
+        self.per_shape, loop_recompiles = {}, 0
+        for s in self.shapes:
             records, graphs = compiler.compile_records(), compiler.graph_count()
-            m = timing.measure(lambda s=s: call(s), iters=iters, warmup=policy.warmup_for(case.variant), clock=clock,
+            m = timing.measure(lambda s=s: call(s), iters=iters, warmup=policy.warmup_for(case.variant), clock=self.clock,
                                min_iters=min(policy.min_iters, iters), max_time_s=policy.max_time_s,
                                warmup_s=policy.warmup_s_for(case.device), sync_each_call=case.sync_each_call,
-                               graph_count=compiler.graph_count, watch=watch, on_phase=enter,
+                               graph_count=compiler.graph_count, watch=self.watch, on_phase=self.enter,
                                before_timing=recorder.memory.steady)  # the shape's first call is a compile's
             recorder.memory.after_loop()
-            per_shape[s.token] = _shape_record(m, compiler.compiled_since(records, graphs), s, case.variant,
-                                               recording.clock_check(m, clock, case.sync_each_call))
+            self.per_shape[s.token] = _shape_record(m, compiler.compiled_since(records, graphs), s, case.variant,
+                                                    recording.clock_check(m, self.clock, case.sync_each_call))
             loop_recompiles += m.recompiles or 0
-        enter("second pass")
-        for s in shapes:
+        self.enter("second pass")
+        for s in self.shapes:
             records, graphs = compiler.compile_records(), compiler.graph_count()
-            per_shape[s.token]["second_call_ms"] = timing.first_call(lambda s=s: call(s), clock) / 1e6
-            per_shape[s.token]["second_compiles"] = compiler.compiled_since(records, graphs)["compiles"]
-    compiled = compiler.compile_stats() if case.variant.compiled else None
+            self.per_shape[s.token]["second_call_ms"] = timing.first_call(lambda s=s: call(s), self.clock) / 1e6
+            self.per_shape[s.token]["second_compiles"] = compiler.compiled_since(records, graphs)["compiles"]
+        return {case.variant.label: SimpleNamespace(recompiles=loop_recompiles)}
 
-    def check() -> list[str]:
-        problems = []
-        for s in shapes:
-            if s.token in expected:
-                verdict = served.check(expected[s.token], call, s, recorder.math)
-                per_shape[s.token].update(max_rel_err=verdict.max_rel_err, agreement=verdict.agreement,
-                                          problems=verdict.problems)
-                problems += [f"{s.words}: {p}" for p in verdict.problems]
-        return problems
+    def record(self, r: Result, m) -> None:
+        first = self.per_shape[self.shapes[0].token]
+        self.rep.first_call_s = first["first_call_s"]
+        self.rep.timing = "latency" if self.case.sync_each_call else "throughput"
+        self.rep.flags = sorted({f for p in self.per_shape.values() for f in p.pop("flags")})
+        self.rep.shapes = {"served": list(self.case.shapes), "per_shape": self.per_shape}
 
-    enter("check")
-    first = per_shape[shapes[0].token]
-    rep.first_call_s, rep.timing = first["first_call_s"], "latency" if case.sync_each_call else "throughput"
-    rep.flags = sorted({f for r in per_shape.values() for f in r.pop("flags")})
-    rep.shapes = {"served": list(case.shapes), "per_shape": per_shape}
-    recorder.finish(rep, case, SimpleNamespace(recompiles=loop_recompiles), compiled, check)
-    if not case.variant.compiled and compiler.graph_count():
-        rep.status, rep.message = "invalid", "a graph was compiled while serving eagerly: it was not eager"
+    def check_of(self, r: Result):
+        def check() -> list[str]:
+            problems = []
+            for s in self.shapes:
+                if s.token in self.expected:
+                    verdict = self.served.check(self.expected[s.token], self.call, s, self.recorder.math)
+                    self.per_shape[s.token].update(max_rel_err=verdict.max_rel_err, agreement=verdict.agreement,
+                                                   problems=verdict.problems)
+                    problems += [f"{s.words}: {p}" for p in verdict.problems]
+            return problems
+
+        return check
+
+
+def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, enter) -> None:
+    (result,) = results  # one setting per process: its compiles are its own
+    Serving(entry, results, job, clock, watch, enter).run()
 
 
 def _shape_record(m: timing.Measurement, compiled: dict, shape: traffic.Shape, variant, samples_over_wall) -> dict:
