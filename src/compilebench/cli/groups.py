@@ -31,32 +31,58 @@ def what_to_measure(run) -> None:
     g.add_argument("--suite", default=None, metavar="NAME",
                    help=f"a named sweep: {', '.join(f'{k} ({v.description})' for k, v in suites.SUITES.items())}. "
                         f"With no --model and no --suite: {suites.DEFAULT_SUITE}")
-    g.add_argument("--task", default=None, help=f"task of a checkpoint whose config does not say: {', '.join(hub.TASKS)}")
+    task(g)
     g.add_argument("--batch-size", nargs="+", action="extend", type=int, default=None, dest="batch_sizes", metavar="N",
                    help="batch sizes (default: 1); given twice, both count")
     g.add_argument("--variant", nargs="+", action="extend", default=None, dest="variants", metavar="V",
                    help=f"eager, torch.compile modes and/or aot-inductor (exported and packaged ahead of time): "
                         f"{', '.join(variantmod.VARIANTS)} (default: eager default)")
-    g.add_argument("--image", default=None, metavar="PATH", help="vision: the photo to preprocess (default: the one shipped)")
     g.add_argument("--prompt-len", type=int, default=None, metavar="L",
                    help="text generation: prompt tokens (default: the model's, `compilebench models`)")
+    inputs_and_weights(g)
+
+
+def inputs_and_weights(g) -> None:
+    """The model's inputs and weights, as `run` and `shapes` take them."""
+    g.add_argument("--image", default=None, metavar="PATH", help="vision: the photo to preprocess (default: the one shipped)")
     g.add_argument("--new-tokens", type=int, default=settings.DEFAULT_NEW_TOKENS, metavar="K",
                    help=f"text generation: tokens each generate() call makes (default: {settings.DEFAULT_NEW_TOKENS})")
+    weights(g)
+
+
+def weights(g) -> None:
     g.add_argument("--weights", default=settings.default("weights"),
                    help="random (offline, default) or pretrained (from_pretrained)")
     g.add_argument("--tiny", action="store_true",
                    help="build each model from a tiny config of the same architecture (a smoke test; not comparable)")
 
 
-def how_to_compile(run) -> None:
-    g = run.add_argument_group("how to compile")
+def task(g) -> None:
+    g.add_argument("--task", default=None, help=f"task of a checkpoint whose config does not say: {', '.join(hub.TASKS)}")
+
+
+def compile_flags(g, dynamic: bool = True) -> None:
+    """torch.compile's arguments beside its mode, as `run` and `shapes` take them (`shapes` compares --dynamic
+    settings of its own)."""
     g.add_argument("--backend", default="inductor", help="torch.compile backend (default: inductor)")
     g.add_argument("--fullgraph", action="store_true", help="compile with fullgraph=True: a graph break is an error")
-    g.add_argument("--dynamic", action=argparse.BooleanOptionalAction, default=None,
-                   help="compile with dynamic=True/False (default: torch's automatic dynamic shapes)")
+    if dynamic:
+        g.add_argument("--dynamic", action=argparse.BooleanOptionalAction, default=None,
+                       help="compile with dynamic=True/False (default: torch's automatic dynamic shapes)")
     g.add_argument("--inductor-option", action="append", default=[], metavar="KEY=VALUE",
                    help="an inductor config option for the compiled variants, e.g. freezing=True (repeatable)")
     g.add_argument("--freezing", action="store_true", help="shorthand for --inductor-option freezing=True")
+
+
+def min_effect(g, what: str = "the smallest speed-up worth acting on: faster/slower need the whole 95%% interval "
+                                "beyond it, same needs it inside") -> None:
+    g.add_argument("--min-effect", type=percent, default=stats.DEFAULT_MIN_EFFECT, metavar="P",
+                   help=f"{what} (default: {stats.DEFAULT_MIN_EFFECT * 100:g}%%)")
+
+
+def how_to_compile(run) -> None:
+    g = run.add_argument_group("how to compile")
+    compile_flags(g)
     g.add_argument("--compile-scope", default=None, metavar="SCOPE",
                    help="model (default: torch.compile of the whole model) or regions (each repeated block compiled "
                         "alone, so identical blocks share one graph: the model's own list of repeated layers, or "
@@ -121,9 +147,7 @@ def how_to_time(run) -> None:
     g.add_argument("--interleave", action="store_true",
                    help="time the variants of each model and batch in one process per repeat, alternating blocks of "
                         "10 calls, so drift hits them alike and speed-ups pair up per process")
-    g.add_argument("--min-effect", type=percent, default=stats.DEFAULT_MIN_EFFECT, metavar="P",
-                   help="the smallest speed-up worth acting on: faster/slower need the whole 95%% interval beyond it, "
-                        f"same needs it inside (default: {stats.DEFAULT_MIN_EFFECT * 100:g}%%)")
+    min_effect(g)
     g.add_argument("--timeout", type=float, default=specmod.DEFAULT_TIMEOUT_S, dest="timeout_s", metavar="S",
                    help="kill a case after this many seconds (process isolation; default: 3600)")
 

@@ -7,9 +7,8 @@ import argparse
 
 from compilebench import __version__, report as reportmod
 from compilebench.cli import groups
-from compilebench.core import settings, stats, traffic, variant
+from compilebench.core import traffic, variant
 from compilebench.storage import schema
-from compilebench.zoo import hub
 
 EXIT_BAD_INPUT = 2
 
@@ -65,8 +64,7 @@ def parser(commands: dict) -> argparse.ArgumentParser:
     cmp_.add_argument("--machine-a", default=None, metavar="TEXT",
                       help="use A's results from the machine whose id or hardware name contains TEXT")
     cmp_.add_argument("--machine-b", default=None, metavar="TEXT", help="the same for B")
-    cmp_.add_argument("--min-effect", type=groups.percent, default=stats.DEFAULT_MIN_EFFECT, metavar="P",
-                      help=f"the smallest difference worth calling faster or slower (default: {stats.DEFAULT_MIN_EFFECT * 100:g}%%)")
+    groups.min_effect(cmp_, "the smallest difference worth calling faster or slower")
     cmp_.set_defaults(func=commands["compare"])
 
     _check(sub, commands)
@@ -97,13 +95,8 @@ def _shapes(sub, commands: dict) -> None:
                         "aspect ratio (DETR's) see other shapes: 800x600 640x640 ...")
     g.add_argument("--prompt-len", nargs="+", action="extend", type=int, default=[], dest="prompt_lens", metavar="L",
                    help="text generation: prompt lengths served, in this order (default: the model's)")
-    g.add_argument("--new-tokens", type=int, default=settings.DEFAULT_NEW_TOKENS, metavar="K",
-                   help=f"text generation: tokens each generate() call makes (default: {settings.DEFAULT_NEW_TOKENS})")
-    g.add_argument("--task", default=None, help=f"task of a checkpoint whose config does not say: {', '.join(hub.TASKS)}")
-    g.add_argument("--image", default=None, metavar="PATH", help="vision: the photo (default: the one shipped)")
-    g.add_argument("--weights", default=settings.default("weights"),
-                   help="random (offline, default) or pretrained (from_pretrained)")
-    g.add_argument("--tiny", action="store_true", help="a tiny config of the same architecture (a smoke test)")
+    groups.task(g)
+    groups.inputs_and_weights(g)
     g = shp.add_argument_group("settings compared (each beside eager)")
     g.add_argument("--dynamic", nargs="+", action="extend", default=None, dest="dynamic_settings", metavar="SETTING",
                    help=f"{', '.join(traffic.DYNAMIC_SETTINGS)}: torch's automatic dynamic shapes, dynamic=True, "
@@ -118,11 +111,7 @@ def _shapes(sub, commands: dict) -> None:
     g.add_argument("--mode", default="default",
                    help=f"the compile mode of every compiled setting: {', '.join(variant.MODES)} (default: default; "
                         "reduce-overhead records a CUDA graph per shape)")
-    g.add_argument("--backend", default="inductor", help="torch.compile backend (default: inductor)")
-    g.add_argument("--fullgraph", action="store_true", help="compile with fullgraph=True")
-    g.add_argument("--inductor-option", action="append", default=[], metavar="KEY=VALUE",
-                   help="an inductor config option, e.g. freezing=True (repeatable)")
-    g.add_argument("--freezing", action="store_true", help="shorthand for --inductor-option freezing=True")
+    groups.compile_flags(g, dynamic=False)
     groups.model_settings(shp)
     groups.how_to_time(shp)
     groups.where_to_run(shp)
@@ -140,14 +129,11 @@ def _tune(sub, commands: dict) -> None:
                            "settings of its pick serve them all (as `compilebench shapes`)")
     tune.add_argument("--budget", default="20m", metavar="TIME",
                       help="wall time the search may take, e.g. 90s, 20m, 1h (default: 20m)")
-    tune.add_argument("--task", default=None, help="task of a checkpoint whose config does not say")
+    groups.task(tune)
     tune.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available, else cpu)")
-    tune.add_argument("--weights", default=settings.default("weights"),
-                   help="random (offline, default) or pretrained (from_pretrained)")
+    groups.weights(tune)
     tune.add_argument("--db", default=schema.DEFAULT_PATH, help=f"results file (default: {schema.DEFAULT_PATH})")
-    tune.add_argument("--tiny", action="store_true", help="a tiny config of the same architecture (a smoke test)")
-    tune.add_argument("--min-effect", type=groups.percent, default=stats.DEFAULT_MIN_EFFECT, metavar="P",
-                      help=f"the smallest speed-up worth acting on (default: {stats.DEFAULT_MIN_EFFECT * 100:g}%%)")
+    groups.min_effect(tune, "the smallest speed-up worth acting on")
     tune.add_argument("--quiet", action="store_true", help="no progress bar")
     groups.requests(tune)
     groups.mix(tune)
@@ -161,8 +147,7 @@ def _report(sub, commands: dict) -> None:
     rep.add_argument("--out", default=None, metavar="DIR", help="output folder (default: a report/ folder beside the first DB)")
     rep.add_argument("--format", default=",".join(reportmod.FORMATS),
                      help=f"comma-separated: {','.join(reportmod.FORMATS)} (default: all)")
-    rep.add_argument("--min-effect", type=groups.percent, default=stats.DEFAULT_MIN_EFFECT, metavar="P",
-                     help=f"the smallest speed-up worth calling faster or slower (default: {stats.DEFAULT_MIN_EFFECT * 100:g}%%)")
+    groups.min_effect(rep, "the smallest difference worth calling faster or slower")
     rep.add_argument("--reference", default=None, metavar="NAME",
                      help="set published figures beside yours: guide (the transformers guide's A100, V100 and T4 "
                           "speed-ups)")
@@ -181,8 +166,7 @@ def _history(sub, commands: dict) -> None:
                    help="where history.html, history.csv and history.json go (default: a history/ folder beside "
                         "the first path)")
     h.add_argument("--format", default="html,csv,json", help="comma-separated: html, csv, json (default: all)")
-    h.add_argument("--min-effect", type=groups.percent, default=stats.DEFAULT_MIN_EFFECT, metavar="P",
-                   help=f"the smallest step worth naming (default: {stats.DEFAULT_MIN_EFFECT * 100:g}%%)")
+    groups.min_effect(h, "the smallest step worth naming")
     h.set_defaults(func=commands["history"])
 
 
@@ -210,8 +194,7 @@ def _check(sub, commands: dict) -> None:
                           "the files' history, else 25%%)")
     chk.add_argument("--machine", default=None, metavar="TEXT",
                      help="use the results of the machine whose id or hardware name contains TEXT")
-    chk.add_argument("--min-effect", type=groups.percent, default=stats.DEFAULT_MIN_EFFECT, metavar="P",
-                     help=f"the smallest difference worth calling faster or slower (default: {stats.DEFAULT_MIN_EFFECT * 100:g}%%)")
+    groups.min_effect(chk, "the smallest difference worth calling faster or slower")
     chk.add_argument("--summary", default=None, metavar="FILE", help="also write the table as markdown (a CI job summary)")
     chk.add_argument("--junit", default=None, metavar="FILE", help="also write JUnit XML, one test case per case and metric")
     chk.set_defaults(func=commands["check"])
