@@ -60,17 +60,17 @@ def test_the_first_repeat_builds_the_package_and_a_fresh_process_loads_it_and_ag
     (r,) = [r for r in results.view.results if r.case.variant.ahead_of_time]
     built, loaded = (rep.aot_inductor for rep in r.repeats)
     assert r.status == "ok" and r.max_abs_err is not None  # checked against eager, within tolerance
-    assert built["built"] and built["export_s"] > 0 and built["package_s"] > 0 and built["package_bytes"] > 0
-    assert "built" not in loaded and loaded["load_s"] > 0 and loaded["package_bytes"] == built["package_bytes"]
+    assert built.built and built.export_s > 0 and built.package_s > 0 and built.package_bytes > 0
+    assert not loaded.built and loaded.load_s > 0 and loaded.package_bytes == built.package_bytes
     assert r.repeats[0].process != r.repeats[1].process  # a fresh process loaded it
-    assert r.compile_s == pytest.approx(built["export_s"] + built["package_s"]) and r.repeats[1].compile_s is None
-    assert r.aot_inductor["start_from"] == "fresh processes that loaded it"
+    assert r.compile_s == pytest.approx(built.export_s + built.package_s) and r.repeats[1].compile_s is None
+    assert r.aot_inductor.start_from == "fresh processes that loaded it"
     making = ("exporting", "compiling ahead of time", "packaging", "loading the package")
     assert [p for p in r.repeats[0].phases if p in making] == list(making)  # a crash is named by its step
     assert [p for p in r.repeats[1].phases if p in making] == ["loading the package"]
-    assert r.aot_inductor["start_s"] == pytest.approx(loaded["load_s"] + r.repeats[1].first_call_s)
+    assert r.aot_inductor.start_s == pytest.approx(loaded.load_s + r.repeats[1].first_call_s)
     row = results.to_pandas().set_index("variant").loc["aot-inductor"]
-    assert row.aot_package_bytes == built["package_bytes"] and row.aot_start_s == pytest.approx(r.aot_inductor["start_s"])
+    assert row.aot_package_bytes == built.package_bytes and row.aot_start_s == pytest.approx(r.aot_inductor.start_s)
 
 
 def test_making_a_package_enters_a_phase_for_each_step(tmp_path, monkeypatch):

@@ -46,7 +46,7 @@ def test_the_summary_gives_the_start_a_replica_sees_from_the_repeats_that_loaded
                     mega_cache={"loaded_bytes": 1000, "load_s": 0.5, "missed": 0}) for i, f in ((2, 3.0), (3, 5.0))]
     r = Result(case, [cold, *loads])
     assert r.cold_compile_s == 19.0 and r.warm_compile_s is None  # a loaded compile is not a warm local cache
-    assert r.mega_cache == {"bytes": 1000, "repeats": 2, "load_s": 0.5, "compile_s": 3.0, "first_call_s": 4.0,
+    assert r.mega_cache.to_dict() == {"bytes": 1000, "repeats": 2, "load_s": 0.5, "compile_s": 3.0, "first_call_s": 4.0,
                             "start_s": 4.5, "missed": 0}
 
 
@@ -55,7 +55,7 @@ def test_a_backend_that_leaves_no_artifacts_says_so_and_the_next_repeat_compiles
                                      repeats=2, iters=3, warmup=0, db=str(tmp_path / "r.db"))
     (r,) = [r for r in results.view.results if r.case.variant.compiled]
     assert r.status == "ok" and [rep.compile_cache for rep in r.repeats] == ["cold", "cold"]
-    assert "no portable artifacts" in r.mega_cache["problem"]
+    assert "no portable artifacts" in r.mega_cache.problem
     assert "mega-cache" in r.case.variant.label or "mega-cache" in " ".join(r.case.words())
 
 
@@ -90,11 +90,11 @@ def test_repeat_two_loads_what_repeat_one_saved_and_a_later_run_reuses_the_kept_
     (r,) = first.view.results
     cold, loaded = r.repeats
     assert r.status == "ok" and (cold.compile_cache, loaded.compile_cache) == ("cold", "mega")
-    assert cold.mega_cache["saved_bytes"] > 0 and cold.mega_cache["artifacts"]["inductor"] >= 1
-    assert loaded.mega_cache["loaded_bytes"] == cold.mega_cache["saved_bytes"]
-    assert loaded.graphs >= 1 and loaded.compile_cache_hits == loaded.graphs and loaded.mega_cache["missed"] == 0
-    assert r.mega_cache["start_s"] == pytest.approx(loaded.mega_cache["load_s"] + loaded.first_call_s)
+    assert cold.mega_cache.saved_bytes > 0 and cold.mega_cache.artifacts["inductor"] >= 1
+    assert loaded.mega_cache.loaded_bytes == cold.mega_cache.saved_bytes
+    assert loaded.graphs >= 1 and loaded.compile_cache_hits == loaded.graphs and loaded.mega_cache.missed == 0
+    assert r.mega_cache.start_s == pytest.approx(loaded.mega_cache.load_s + loaded.first_call_s)
     assert [f for f in os.listdir(kept) if f.endswith(".megacache")]
     again = compilebench.benchmark("tiny_factories:make_stacked", repeats=1, db=str(tmp_path / "b.db"), **common)
     (r2,) = again.view.results
-    assert r2.repeats[0].compile_cache == "mega" and r2.mega_cache["missed"] == 0
+    assert r2.repeats[0].compile_cache == "mega" and r2.mega_cache.missed == 0

@@ -7,6 +7,7 @@ from fakeresults import CPU, result
 
 from compilebench.core.case import Case
 from compilebench.core.repeat import Repeat
+from compilebench.core.starts import AotPackage, MegaCache, Start
 from compilebench.core.variant import Variant
 from compilebench.measure import recording
 from compilebench.report import start
@@ -16,7 +17,8 @@ from compilebench.report.view import View
 def _started(r, *starts):
     """Give each repeat the start it recorded: (build, first call) or (build, load, first call) seconds."""
     for rep, s in zip(r.repeats, starts):
-        rep.start = dict(zip(("build_s", "load_s", "first_call_s") if len(s) == 3 else ("build_s", "first_call_s"), s))
+        rep.start = Start(**dict(zip(("build_s", "load_s", "first_call_s") if len(s) == 3 else ("build_s", "first_call_s"),
+                                     s)))
         rep.first_call_s = s[-1]
     r.derive()
     return r
@@ -64,7 +66,7 @@ def test_a_mega_cache_run_adds_its_start_and_its_first_repeat_does_not_replace_t
     mega = result("resnet-50", 1, "default", 6.0, env=CPU, compile_s=30.0, compile_cache="mega",
                   processes=[6.0, 6.0])
     mega.repeats[1].compile_cache = "mega"
-    mega.repeats[1].mega_cache = {"loaded_bytes": 2_000_000, "load_s": 0.5, "missed": 0}
+    mega.repeats[1].mega_cache = MegaCache(loaded_bytes=2_000_000, load_s=0.5, missed=0)
     mega.repeats[1].compile_s = 29.0
     _started(mega, (1.0, 40.0), (1.0, 0.5, 2.5))
     view = _stacked(mega=mega)
@@ -85,13 +87,13 @@ def test_an_aot_inductor_start_comes_from_the_processes_that_only_loaded_the_pac
     for rep, info in zip(aot.repeats, ({"built": True, "export_s": 2.0, "package_s": 40.0, "load_s": 0.1,
                                          "package_bytes": 10**8}, {"load_s": 0.3, "package_bytes": 10**8},
                                         {"load_s": 0.5, "package_bytes": 10**8})):
-        rep.aot_inductor, rep.first_call_s = info, 0.01
+        rep.aot_inductor, rep.first_call_s = AotPackage(**info), 0.01
         recording.record_start(rep, aot.case)
     aot.derive()
     (m,) = start.models(_stacked(aot=aot))
     s = next(s for s in m.starts if s.name == "AOTInductor, package loaded")
     assert s.processes == 2 and s.parts == {"load": pytest.approx(0.4), "first call": 0.01}  # no build
-    assert aot.aot_inductor["start_from"] == "fresh processes that loaded it"
+    assert aot.aot_inductor.start_from == "fresh processes that loaded it"
 
 
 def test_results_that_recorded_no_start_have_no_start_up_view():
@@ -105,13 +107,13 @@ def test_results_that_recorded_no_start_have_no_start_up_view():
 def test_record_start_leaves_the_build_out_of_a_package_and_adds_a_load():
     rep = Repeat(first_call_s=0.2, phases={"build": 1.5}, mega_cache={"load_s": 0.3})
     recording.record_start(rep, Case("m", 1, Variant("default")))
-    assert rep.start == {"build_s": 1.5, "load_s": 0.3, "first_call_s": 0.2}
+    assert rep.start.to_dict() == {"build_s": 1.5, "load_s": 0.3, "first_call_s": 0.2}
     rep = Repeat(first_call_s=0.2, phases={"build": 1.5}, aot_inductor={"load_s": 0.4})
     recording.record_start(rep, Case("m", 1, Variant("aot-inductor")))
-    assert rep.start == {"load_s": 0.4, "first_call_s": 0.2}
+    assert rep.start.to_dict() == {"load_s": 0.4, "first_call_s": 0.2}
     failed = Repeat(status="error", phases={"build": 1.5})
     recording.record_start(failed, Case("m", 1, Variant("default")))
-    assert failed.start == {}
+    assert failed.start.to_dict() == {}
 
 
 @pytest.mark.parametrize("command", [("report", "x.db"), ("run", "--model", "resnet-50")])

@@ -8,6 +8,7 @@ from compilebench import tune
 from compilebench.core import speedups
 from compilebench.core.case import Case
 from compilebench.core.errors import UserError
+from compilebench.core.starts import AotPackage, Start
 from compilebench.core.variant import Variant
 
 BASE = Case("resnet-50", 1, Variant("eager"), device="cpu", model_size="tiny")
@@ -215,10 +216,10 @@ def test_the_table_gives_each_configurations_start_beside_its_speed():
     out = tune.search(BASE, space, planted, lambda: clock[0], budget_s=10_000)
     for t in out.tried:  # what the workers record: a cold compile's start, a package's load
         for rep in t.result.repeats:
-            rep.start = {"load_s": 0.5, "first_call_s": 0.01} if t.config.variant.mode == "aot-inductor" else {
-                "build_s": 1.0, "first_call_s": 30.0}
+            aot = t.config.variant.mode == "aot-inductor"
+            rep.start = Start(load_s=0.5, first_call_s=0.01) if aot else Start(build_s=1.0, first_call_s=30.0)
             rep.compile_cache = "cold"
-            rep.aot_inductor = {"built": True, "load_s": 0.5} if t.config.variant.mode == "aot-inductor" else {}
+            rep.aot_inductor = AotPackage(built=True, load_s=0.5) if aot else AotPackage()
     text = render(out, 0.02, "r.db")
     assert "start s (how)" in text
     assert "| 31.00 (cold start) |" in text and "| 0.51 (package loaded) |" in text

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from compilebench.core import stats
+from compilebench.core.record import coerce, part, plain, typed
+from compilebench.core.starts import AotPackage, MegaCache, Start
 from compilebench.core.vocab import MEASURED, NOISY, STATUSES
 
 # A rule: the case's figure from its repeats' values (every repeat, oldest index first), the values of the repeats
@@ -159,13 +161,14 @@ class Repeat:
     # --profile: where the time goes (diagnostics/profiling.summarize), and its trace
     profile: dict = metric(dict, over=found)
     compile_trace: dict = metric(dict, over=found)  # --compile-trace: the TORCH_TRACE folder, tlparse's HTML
-    mega_cache: dict = field(default_factory=dict)  # --compile-cache mega: the artifacts saved or loaded
-    aot_inductor: dict = field(default_factory=dict)  # aot-inductor: export, package (the repeat that built it), load
-    start: dict = field(default_factory=dict)  # until the first answer: build_s, load_s, first_call_s
+    mega_cache: MegaCache = part(MegaCache)  # --compile-cache mega: the artifacts saved or loaded
+    aot_inductor: AotPackage = part(AotPackage)  # aot-inductor: export, package (the repeat that built it), load
+    start: Start = part(Start)  # until the first answer
     shapes: dict = field(default_factory=dict)  # `compilebench shapes`: each shape's first call, compiles, samples
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
+        coerce(self)
         if self.status not in STATUSES:
             raise ValueError(f"status {self.status!r} is not one of {STATUSES}")
 
@@ -180,14 +183,13 @@ class Repeat:
         return self.stats.get("mean") if self.status in MEASURED and self.samples_ms else None
 
     def to_dict(self) -> dict:
-        d = dataclasses.asdict(self)
-        return {**d.pop("extra"), **d}
+        """Every field (its records as their dicts), with the fields a newer compilebench wrote."""
+        return {**self.extra, **{f.name: plain(getattr(self, f.name)) for f in dataclasses.fields(self)
+                                 if f.name != "extra"}}
 
     @classmethod
     def from_dict(cls, d: dict) -> Repeat:
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in names and k != "extra"},
-                   extra={k: v for k, v in d.items() if k not in names})
+        return cls(**typed(cls, d))
 
 
 METRICS = tuple(f for f in dataclasses.fields(Repeat) if "over" in f.metadata)

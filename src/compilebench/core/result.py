@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 
 from compilebench.core import stats
 from compilebench.core.case import Case, eager_key_of, key_of
+from compilebench.core.record import part, plain
 from compilebench.core.repeat import METRICS, Repeat, derived, empty, utc_now
+from compilebench.core.starts import AotStart, MegaStart
 from compilebench.core.vocab import FLAGS, MEASURED, SELF_CHECK, SEVERITY, UNSTABLE
 
 
@@ -45,9 +47,9 @@ class Result:
     compile_s: float | None = None  # the cold compile where a repeat had one, else the warm one
     cold_compile_s: float | None = None
     warm_compile_s: float | None = None  # median over the repeats that compiled from a warm on-disk cache
-    mega_cache: dict = field(default_factory=dict)  # --compile-cache mega: artifacts' size, load and start (medians)
+    mega_cache: MegaStart = part(MegaStart)  # --compile-cache mega: artifacts' size, load and start (medians)
     compile_phases: dict = field(default_factory=dict)  # of the compile compile_s is
-    aot_inductor: dict = field(default_factory=dict)  # aot-inductor: build seconds, package size, load and start
+    aot_inductor: AotStart = part(AotStart)  # aot-inductor: build seconds, package size, load and start
     flags: list[str] = field(default_factory=list)
     generation: dict = field(default_factory=dict)  # new_tokens, batch_size; ttft and per_token as Estimates
     shapes: dict = field(default_factory=dict)  # `compilebench shapes`: per shape, over the repeats (_shapes_summary)
@@ -101,9 +103,9 @@ class Result:
         warm = [r.compile_s for r in reps if r.compile_s is not None and r.compile_cache not in ("cold", "mega")]
         self.cold_compile_s = cold[0] if cold else None
         self.warm_compile_s = pystats.median(warm) if warm else None
-        self.mega_cache = _mega_summary(reps)
-        self.aot_inductor = _aot_summary(reps)
-        self.compile_s = self.cold_compile_s if cold else (self.warm_compile_s if warm else self.mega_cache.get("compile_s"))
+        self.mega_cache = MegaStart.of(reps)
+        self.aot_inductor = AotStart.of(reps)
+        self.compile_s = self.cold_compile_s if cold else (self.warm_compile_s if warm else self.mega_cache.compile_s)
         phased = [r for r in reps if r.compile_phases]
         self.compile_phases = next((r.compile_phases for r in phased if r.compile_cache == "cold" or not cold), {})
 
@@ -147,7 +149,7 @@ class Result:
         out = {**self.extra}
         for f in dataclasses.fields(self):
             if f.name not in ("case", "repeats", "extra", "case_extra"):
-                out[f.name] = getattr(self, f.name)
+                out[f.name] = plain(getattr(self, f.name))
         out.update({f.name: getattr(self, f.name) for f in METRICS})
         out["stats"] = self.stats.to_dict()
         out["generation"] = {k: v.to_dict() if k in _ESTIMATES else v for k, v in self.generation.items()}
@@ -161,6 +163,7 @@ class Result:
         names = {f.name for f in dataclasses.fields(cls)}
         kw = {k: v for k, v in d.items() if k in names and k not in ("case", "repeats", "extra", "case_extra")}
         derived_ = {f.name for f in METRICS} | {"case_key"}  # made again from the repeats
+        kw = {k: v for k, v in kw.items() if "record" not in _FIELDS[k].metadata}  # so are its records
         extra = {k: v for k, v in d.items() if k not in names and k not in derived_}
         case_fields = {f.name for f in dataclasses.fields(Case)}
         case_extra = {k: v for k, v in d["case"].items() if k not in case_fields}
@@ -169,6 +172,7 @@ class Result:
 
 
 _ESTIMATES = ("ttft", "per_token")  # the generation summary's estimates
+_FIELDS = {f.name: f for f in dataclasses.fields(Result)}
 
 
 def _unstable(measured: list[Repeat]) -> list[dict]:
@@ -181,43 +185,6 @@ def _unstable(measured: list[Repeat]) -> list[dict]:
         return []
     return [{"mean_ms": stats.estimate([means[i] for i in g])[0], "repeats": sorted(reps[i].index for i in g),
              "from": min(reps[i].created_at for i in g), "to": max(reps[i].created_at for i in g)} for g in found]
-
-
-def _aot_summary(reps: list[Repeat]) -> dict:
-    """aot-inductor: the build (export and package seconds, the package's size) and, over the repeats, the
-    median load seconds and start (load + first call). The start is taken from the repeats that only loaded
-    (fresh processes, as a replica) where there are any; `start_from` says which."""
-    done = [r for r in reps if r.aot_inductor and r.first_call_s is not None]
-    if not done:
-        return {}
-    built = next((r.aot_inductor for r in done if r.aot_inductor.get("built")), {})
-    loaded = [r for r in done if not r.aot_inductor.get("built")] or done
-    median = lambda xs: pystats.median(xs)  # noqa: E731
-    return {**{k: built[k] for k in ("export_s", "package_s") if k in built},
-            "package_bytes": done[0].aot_inductor["package_bytes"],
-            "load_s": median([r.aot_inductor["load_s"] for r in loaded]),
-            "first_call_s": median([r.first_call_s for r in loaded]),
-            "start_s": median([r.aot_inductor["load_s"] + r.first_call_s for r in loaded]),
-            "start_from": "fresh processes that loaded it" if loaded is not done or not built
-            else "the process that built it"}
-
-
-def _mega_summary(reps: list[Repeat]) -> dict:
-    """--compile-cache mega: the artifacts' size; over the repeats that loaded them, the median load seconds,
-    compile seconds left after loading, first call, and start (load + first call: what a new replica waits)."""
-    saved = next((r.mega_cache for r in reps if "saved_bytes" in r.mega_cache), {})
-    loads = [r for r in reps if "loaded_bytes" in r.mega_cache and r.first_call_s is not None]
-    out = {"bytes": saved["saved_bytes"]} if saved else {}
-    if loads:
-        median = lambda xs: pystats.median(xs) if xs else None  # noqa: E731
-        out.update(bytes=loads[0].mega_cache["loaded_bytes"], repeats=len(loads),
-                   load_s=median([r.mega_cache["load_s"] for r in loads]),
-                   compile_s=median([r.compile_s for r in loads if r.compile_s is not None]),
-                   first_call_s=median([r.first_call_s for r in loads]),
-                   start_s=median([r.mega_cache["load_s"] + r.first_call_s for r in loads]),
-                   missed=max(r.mega_cache.get("missed") or 0 for r in loads))
-    problem = next((r.mega_cache["problem"] for r in reps if "problem" in r.mega_cache), None)
-    return {**out, **({"problem": problem} if problem else {})}
 
 
 def _shapes_summary(reps: list[Repeat]) -> dict:

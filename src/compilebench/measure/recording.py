@@ -9,6 +9,7 @@ import resource
 from typing import Callable
 
 from compilebench.core.repeat import Repeat
+from compilebench.core.starts import AotPackage, Start
 from compilebench.core.vocab import CLOCK, CUDAGRAPHS_SKIPPED, RECOMPILE_LIMIT
 from compilebench.diagnostics import profiling, traces
 from compilebench.measure import conditions, fingerprint, invariants, timing
@@ -210,7 +211,7 @@ def record_compile(rep: Repeat, compiled, recompiles: int | None, cudagraphs: in
 def record_aot(rep: Repeat, packaged: dict) -> None:
     """An aot-inductor variant: dynamo compiled nothing (its counters say nothing of it); its compile cost is the
     export and package of the repeat that built the package, and its start the load."""
-    rep.aot_inductor = packaged
+    rep.aot_inductor = AotPackage.from_dict(packaged)
     rep.compile_s = packaged["export_s"] + packaged["package_s"] if packaged.get("built") else None
     rep.graphs = rep.graph_breaks = rep.compile_cache_hits = None
     rep.compile_phases = {}
@@ -223,9 +224,9 @@ def record_start(rep: Repeat, case) -> None:
     launcher that made them already, and every way of starting pays them alike."""
     if rep.first_call_s is None:
         return
-    load = rep.aot_inductor.get("load_s", rep.mega_cache.get("load_s"))
-    rep.start = {**({} if case.variant.ahead_of_time else {"build_s": rep.phases.get("build", 0.0)}),
-                 **({} if load is None else {"load_s": load}), "first_call_s": rep.first_call_s}
+    load = rep.aot_inductor.load_s if rep.aot_inductor.load_s is not None else rep.mega_cache.load_s
+    rep.start = Start(build_s=None if case.variant.ahead_of_time else rep.phases.get("build", 0.0), load_s=load,
+                      first_call_s=rep.first_call_s)
 
 
 def record_cudagraphs(rep: Repeat, seen: invariants.CudaGraphs, case) -> None:

@@ -27,6 +27,7 @@ from compilebench.core.case import Case
 from compilebench.core.job import SPAWNED_AT, Job
 from compilebench.core.repeat import Repeat
 from compilebench.core.result import Result
+from compilebench.core.starts import MegaCache
 from compilebench.diagnostics import bandwidth, traces
 from compilebench.measure import (
     compiler,
@@ -169,9 +170,9 @@ def _mega(results: list[Result], what: dict) -> None:
     for r in results:
         rep = r.repeats[0]
         if r.case.variant.compiled:
-            rep.mega_cache = dict(what)
+            rep.mega_cache = MegaCache.from_dict(what)
             if "loaded_bytes" in what and rep.graphs is not None:
-                rep.mega_cache["missed"] = max(0, rep.graphs - (rep.compile_cache_hits or 0))
+                rep.mega_cache.missed = max(0, rep.graphs - (rep.compile_cache_hits or 0))
 
 
 def _saved(path: str) -> dict:

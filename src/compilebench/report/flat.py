@@ -17,6 +17,7 @@ import json
 
 from compilebench.core import repeat, settings, speedups, stats
 from compilebench.core.result import Result
+from compilebench.core.starts import AotStart, MegaStart
 from compilebench.core.stats import Estimate
 from compilebench.diagnostics import bandwidth, profiling
 from compilebench.report import data
@@ -147,21 +148,15 @@ def _why_columns(r) -> dict:
     }
 
 
-START = ("regions", "recompile_limit_hits", "mega_cache_bytes", "mega_load_s", "mega_compile_s", "mega_first_call_s",
-         "mega_start_s", "mega_missed_graphs", "aot_export_s", "aot_package_s", "aot_package_bytes", "aot_load_s",
-         "aot_start_s")
+START = ("regions", "recompile_limit_hits", *MegaStart.columns(), *AotStart.columns())
 
 
 def _start_columns(r) -> dict:
     """What was compiled and how it starts: the blocks a regional compile compiled (class=count), the frames
     dynamo stopped compiling at its recompile limit, the mega-cache's artifacts and the start they gave, and an
     aot-inductor package's build, size, load and start."""
-    mega = r.mega_cache
     return {"regions": " ".join(f"{k}={n}" for k, n in r.regions.items()),
-            "recompile_limit_hits": r.recompile_limit_hits, "mega_cache_bytes": mega.get("bytes"),
-            **{f"mega_{k}": mega.get(k) for k in ("load_s", "compile_s", "first_call_s", "start_s")},
-            "mega_missed_graphs": mega.get("missed"),
-            **{f"aot_{k}": r.aot_inductor.get(k) for k in ("export_s", "package_s", "package_bytes", "load_s", "start_s")}}
+            "recompile_limit_hits": r.recompile_limit_hits, **r.mega_cache.row(), **r.aot_inductor.row()}
 
 
 def _speedup_columns(prefix: str, s: speedups.Speedup | None) -> dict:

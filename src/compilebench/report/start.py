@@ -79,7 +79,7 @@ def _starts_of(r: Result) -> list[Start]:
     reps = [p for p in r.repeats if p.start]
     v = r.case.variant
     if v.ahead_of_time:
-        reps = [p for p in reps if not p.aot_inductor.get("built")] or reps
+        reps = [p for p in reps if not p.aot_inductor.built] or reps
         states = {(f"{v.label}, package loaded", ""): reps} if reps else {}
     elif v.compiled:
         states = {}
@@ -90,8 +90,8 @@ def _starts_of(r: Result) -> list[Start]:
         states = {(v.label, ""): reps} if reps else {}
     if not states and r.status in FAILED:  # it never answered: a row that says why
         return [Start(v.label, r, {}, 0)]
-    return [Start(name, r, {part: _median([p.start[key] for p in mine if key in p.start])
-                            for part, key in PARTS if any(key in p.start for p in mine)}, len(mine), state)
+    return [Start(name, r, {part: _median([p.start.parts[key] for p in mine if key in p.start.parts])
+                            for part, key in PARTS if any(key in p.start.parts for p in mine)}, len(mine), state)
             for (name, state), mine in states.items()]
 
 
@@ -178,10 +178,10 @@ def start_tables(view: View) -> list[Table]:
             ("pays off after (requests)", lambda s: _break_even_text(s, m.eager)),
             (f"{requests:,} requests s", lambda s: num(serving_s(s, requests), 1)),
         ]
-        builds = [f"- {s.name}: the package was built once, in {s.result.aot_inductor['export_s']:.1f} s of export "
-                  f"and {s.result.aot_inductor['package_s']:.1f} s of packaging ({_mb(s.result.aot_inductor)} MB)"
-                  for s in m.starts if s.result.aot_inductor.get("package_s") is not None]
-        megas = [_mega_note(s) for s in m.starts if s.name.endswith(STARTS["mega"]) and s.result.mega_cache.get("bytes")]
+        builds = [f"- {s.name}: the package was built once, in {s.result.aot_inductor.export_s:.1f} s of export "
+                  f"and {s.result.aot_inductor.package_s:.1f} s of packaging ({_mb(s.result.aot_inductor)} MB)"
+                  for s in m.starts if s.result.aot_inductor.package_s is not None]
+        megas = [_mega_note(s) for s in m.starts if s.name.endswith(STARTS["mega"]) and s.result.mega_cache.bytes]
         out.append(table(title_of(m), columns, m.starts, [*builds, *megas]))
     return out
 
@@ -190,18 +190,18 @@ def _mega_note(s: Start) -> str:
     """The artifacts' size, the graphs they missed, and what the first call still compiled after loading them
     (dynamo's compile timer: on a CPU inductor builds its C++ kernels again)."""
     mega = s.result.mega_cache
-    note = f"- {s.name}: {mega['bytes'] / 1e6:.1f} MB of artifacts"
-    if mega.get("missed"):
-        note += f"; {mega['missed']} graph(s) inductor's cache did not hold were compiled anyway"
-    if mega.get("compile_s") is not None:
-        note += f"; after loading them the first call still compiled for {mega['compile_s']:.1f} s"
+    note = f"- {s.name}: {mega.bytes / 1e6:.1f} MB of artifacts"
+    if mega.missed:
+        note += f"; {mega.missed} graph(s) inductor's cache did not hold were compiled anyway"
+    if mega.compile_s is not None:
+        note += f"; after loading them the first call still compiled for {mega.compile_s:.1f} s"
         if s.result.cold_compile_s is not None:
             note += f" (the cold compile: {s.result.cold_compile_s:.1f} s)"
     return note
 
 
-def _mb(aot: dict) -> str:
-    return f"{aot['package_bytes'] / 1e6:.1f}"
+def _mb(aot) -> str:
+    return f"{aot.package_bytes / 1e6:.1f}"
 
 
 def _steady(r: Result) -> str:

@@ -1,0 +1,104 @@
+"""Record: a typed part of a repeat or of a result, one concern each (how it starts, its generation, the shapes it
+served, its profile, ...), its fields declared once with their meaning.
+
+A record is stored as a dict of the fields that are set (a field at its default is left out, as the plain dicts
+before records were written); a dict is read back into the record's fields, and the keys a newer compilebench
+wrote, which this one does not know, are kept (`extra`) and written back unchanged. A record nested in another, or
+in a Repeat or Result, is a field declared with `part(Kind)`; a record with nothing set is false, as an empty dict
+was."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def column(default=None, *, csv: str) -> Any:
+    """A field with a column of its own, named `csv`, in the CSV and JSON rows (report/flat.py)."""
+    return field(default=default, metadata={"csv": csv})
+
+
+def part(kind: type, **metadata) -> Any:
+    """A field holding a record of `kind` (empty where nothing was recorded)."""
+    return field(default_factory=kind, metadata={"record": kind, **metadata})
+
+
+def parts(kind: type) -> Any:
+    """A field holding records of `kind` by name (a shapes run's per-shape records, by shape)."""
+    return field(default_factory=dict, metadata={"records": kind})
+
+
+@dataclass(kw_only=True)
+class Record:
+    extra: dict = field(default_factory=dict, repr=False)  # keys a newer compilebench wrote, kept as they were
+
+    def to_dict(self) -> dict:
+        out = dict(self.extra)
+        for f in dataclasses.fields(self):
+            if f.name != "extra" and getattr(self, f.name) != default(f):
+                out[f.name] = plain(getattr(self, f.name))
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict | None):
+        return cls(**typed(cls, d or {}))
+
+    def __bool__(self) -> bool:
+        return bool(self.to_dict())
+
+    @classmethod
+    def columns(cls) -> tuple[str, ...]:
+        """The CSV and JSON columns its fields declare, in their order."""
+        return tuple(f.metadata["csv"] for f in dataclasses.fields(cls) if "csv" in f.metadata)
+
+    def row(self) -> dict:
+        """Its columns' values (None where not set)."""
+        return {f.metadata["csv"]: getattr(self, f.name) for f in dataclasses.fields(self) if "csv" in f.metadata}
+
+
+def default(f: dataclasses.Field):
+    return f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+
+
+def plain(value):
+    """A value as JSON holds it: records as their dicts."""
+    if isinstance(value, Record):
+        return value.to_dict()
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+def coerce(obj) -> None:
+    """Its record fields given as dicts (a test, a caller writing one by hand) made records."""
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if "record" in f.metadata and isinstance(value, dict):
+            setattr(obj, f.name, f.metadata["record"].from_dict(value))
+        elif "records" in f.metadata and any(isinstance(v, dict) for v in value.values()):
+            setattr(obj, f.name, {k: v if isinstance(v, Record) else f.metadata["records"].from_dict(v)
+                                  for k, v in value.items()})
+
+
+def typed(cls, d: dict) -> dict:
+    """The keyword arguments of `cls` (a dataclass) from a stored dict: records made from their dicts, keys it does
+    not know in `extra` (where it has one)."""
+    known = {f.name: f for f in dataclasses.fields(cls) if f.init and f.name != "extra"}
+    kwargs, extra = {}, {}
+    for k, v in d.items():
+        f = known.get(k)
+        if f is None:
+            extra[k] = v
+        elif "record" in f.metadata:
+            kwargs[k] = v if isinstance(v, Record) else f.metadata["record"].from_dict(v)
+        elif "records" in f.metadata:
+            kind = f.metadata["records"]
+            kwargs[k] = {name: r if isinstance(r, Record) else kind.from_dict(r) for name, r in (v or {}).items()}
+        else:
+            kwargs[k] = v
+    if any(f.name == "extra" for f in dataclasses.fields(cls)):
+        kwargs["extra"] = extra
+    return kwargs
