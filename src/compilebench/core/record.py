@@ -16,12 +16,17 @@ from typing import Any
 
 def column(default=None, *, csv: str) -> Any:
     """A field with a column of its own, named `csv`, in the CSV and JSON rows (report/flat.py)."""
-    return field(default=default, metadata={"csv": csv})
+    return field(default=default, metadata={"column": csv})
 
 
 def part(kind: type, **metadata) -> Any:
     """A field holding a record of `kind` (empty where nothing was recorded)."""
     return field(default_factory=kind, metadata={"record": kind, **metadata})
+
+
+def items(kind: type) -> Any:
+    """A field holding a list of records of `kind`."""
+    return field(default_factory=list, metadata={"items": kind})
 
 
 def parts(kind: type) -> Any:
@@ -50,11 +55,11 @@ class Record:
     @classmethod
     def columns(cls) -> tuple[str, ...]:
         """The CSV and JSON columns its fields declare, in their order."""
-        return tuple(f.metadata["csv"] for f in dataclasses.fields(cls) if "csv" in f.metadata)
+        return tuple(f.metadata["column"] for f in dataclasses.fields(cls) if "column" in f.metadata)
 
     def row(self) -> dict:
         """Its columns' values (None where not set)."""
-        return {f.metadata["csv"]: getattr(self, f.name) for f in dataclasses.fields(self) if "csv" in f.metadata}
+        return {f.metadata["column"]: getattr(self, f.name) for f in dataclasses.fields(self) if "column" in f.metadata}
 
 
 def default(f: dataclasses.Field):
@@ -81,6 +86,8 @@ def coerce(obj) -> None:
         elif "records" in f.metadata and any(isinstance(v, dict) for v in value.values()):
             setattr(obj, f.name, {k: v if isinstance(v, Record) else f.metadata["records"].from_dict(v)
                                   for k, v in value.items()})
+        elif "items" in f.metadata and any(isinstance(v, dict) for v in value):
+            setattr(obj, f.name, [v if isinstance(v, Record) else f.metadata["items"].from_dict(v) for v in value])
 
 
 def typed(cls, d: dict) -> dict:
@@ -97,6 +104,8 @@ def typed(cls, d: dict) -> dict:
         elif "records" in f.metadata:
             kind = f.metadata["records"]
             kwargs[k] = {name: r if isinstance(r, Record) else kind.from_dict(r) for name, r in (v or {}).items()}
+        elif "items" in f.metadata:
+            kwargs[k] = [r if isinstance(r, Record) else f.metadata["items"].from_dict(r) for r in v or []]
         else:
             kwargs[k] = v
     if any(f.name == "extra" for f in dataclasses.fields(cls)):

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from compilebench.core import stats
-from compilebench.core.record import coerce, part, plain, typed
+from compilebench.core.record import Record, coerce, part, plain, typed
 from compilebench.core.starts import AotPackage, MegaCache, Start
+from compilebench.core.why import CompilePhases, CompileTrace, Profile
 from compilebench.core.vocab import MEASURED, NOISY, STATUSES
 
 # A rule: the case's figure from its repeats' values (every repeat, oldest index first), the values of the repeats
@@ -73,7 +74,8 @@ def metric(default=None, *, over: Rule, csv: bool = False):
     """A per-repeat figure a case shows too, derived from its repeats `over` this rule; `csv`: a column of its own
     in the CSV and JSON rows (the others are shown in columns of their own making: report/flat.py)."""
     kind = {"default_factory": default} if callable(default) else {"default": default}
-    return field(**kind, metadata={"over": over, "csv": csv})
+    record = {"record": default} if isinstance(default, type) and issubclass(default, Record) else {}
+    return field(**kind, metadata={"over": over, "csv": csv, **record})
 
 
 def utc_now() -> str:
@@ -144,7 +146,7 @@ class Repeat:
     graph_breaks: int | None = metric(over=most, csv=True)
     break_reasons: list[str] = metric(list, over=each_sorted)
     recompile_reasons: list[str] = metric(list, over=each)  # dynamo's reason for each recompile (a guard failed)
-    compile_phases: dict = field(default_factory=dict)  # compile seconds by phase: dynamo, aot, inductor (codegen)
+    compile_phases: CompilePhases = part(CompilePhases)  # compile seconds by phase: dynamo, aot, inductor (codegen)
     recompiles_in_timed_loop: int | None = metric(over=most, csv=True)
     recompile_limit_hits: int | None = metric(over=most)  # frames dynamo stopped compiling at its recompile limit
     regions: dict = metric(dict, over=found)  # --compile-scope regions: the blocks compiled, by class
@@ -159,8 +161,8 @@ class Repeat:
     # per call: eager, its operators' inputs and outputs; compiled, inductor's count
     bytes_moved: int | None = metric(over=found)
     # --profile: where the time goes (diagnostics/profiling.summarize), and its trace
-    profile: dict = metric(dict, over=found)
-    compile_trace: dict = metric(dict, over=found)  # --compile-trace: the TORCH_TRACE folder, tlparse's HTML
+    profile: Profile = metric(Profile, over=found)
+    compile_trace: CompileTrace = metric(CompileTrace, over=found)  # --compile-trace: the TORCH_TRACE folder, tlparse's HTML
     mega_cache: MegaCache = part(MegaCache)  # --compile-cache mega: the artifacts saved or loaded
     aot_inductor: AotPackage = part(AotPackage)  # aot-inductor: export, package (the repeat that built it), load
     start: Start = part(Start)  # until the first answer

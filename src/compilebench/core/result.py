@@ -15,6 +15,7 @@ from compilebench.core.case import Case, eager_key_of, key_of
 from compilebench.core.record import part, plain
 from compilebench.core.repeat import METRICS, Repeat, derived, empty, utc_now
 from compilebench.core.starts import AotStart, MegaStart
+from compilebench.core.why import CompilePhases
 from compilebench.core.vocab import FLAGS, MEASURED, SELF_CHECK, SEVERITY, UNSTABLE
 
 
@@ -48,7 +49,7 @@ class Result:
     cold_compile_s: float | None = None
     warm_compile_s: float | None = None  # median over the repeats that compiled from a warm on-disk cache
     mega_cache: MegaStart = part(MegaStart)  # --compile-cache mega: artifacts' size, load and start (medians)
-    compile_phases: dict = field(default_factory=dict)  # of the compile compile_s is
+    compile_phases: CompilePhases = part(CompilePhases)  # of the compile compile_s is
     aot_inductor: AotStart = part(AotStart)  # aot-inductor: build seconds, package size, load and start
     flags: list[str] = field(default_factory=list)
     generation: dict = field(default_factory=dict)  # new_tokens, batch_size; ttft and per_token as Estimates
@@ -107,7 +108,8 @@ class Result:
         self.aot_inductor = AotStart.of(reps)
         self.compile_s = self.cold_compile_s if cold else (self.warm_compile_s if warm else self.mega_cache.compile_s)
         phased = [r for r in reps if r.compile_phases]
-        self.compile_phases = next((r.compile_phases for r in phased if r.compile_cache == "cold" or not cold), {})
+        self.compile_phases = next((r.compile_phases for r in phased if r.compile_cache == "cold" or not cold),
+                                   CompilePhases())
 
     @property
     def case_key(self) -> str:
@@ -150,7 +152,7 @@ class Result:
         for f in dataclasses.fields(self):
             if f.name not in ("case", "repeats", "extra", "case_extra"):
                 out[f.name] = plain(getattr(self, f.name))
-        out.update({f.name: getattr(self, f.name) for f in METRICS})
+        out.update({f.name: plain(getattr(self, f.name)) for f in METRICS})
         out["stats"] = self.stats.to_dict()
         out["generation"] = {k: v.to_dict() if k in _ESTIMATES else v for k, v in self.generation.items()}
         out["case"] = {**self.case_extra, **self.case.to_dict()}

@@ -10,6 +10,7 @@ from typing import Callable
 
 from compilebench.core.repeat import Repeat
 from compilebench.core.starts import AotPackage, Start
+from compilebench.core.why import CompilePhases, Profile
 from compilebench.core.vocab import CLOCK, CUDAGRAPHS_SKIPPED, RECOMPILE_LIMIT
 from compilebench.diagnostics import profiling, traces
 from compilebench.measure import conditions, fingerprint, invariants, timing
@@ -139,12 +140,13 @@ def record_profiles(results, job, calls: dict[str, Callable[[], object]], n: int
         rep, case = r.repeats[0], r.case
         try:
             steady_ms = sum(rep.samples_ms) / len(rep.samples_ms) if rep.samples_ms else None
-            rep.profile = profiling.profile(calls[case.variant.label], n, case.device,
-                                            traces.profile_path(job.traces, case, job.repeat), clock.sync, steady_ms)
-            if rep.profile.get("kernels_over_wall"):
-                self_check(rep, f"--profile: {rep.profile['problem']}")
+            rep.profile = Profile.from_dict(profiling.profile(calls[case.variant.label], n, case.device,
+                                                              traces.profile_path(job.traces, case, job.repeat),
+                                                              clock.sync, steady_ms))
+            if rep.profile.kernels_over_wall:
+                self_check(rep, f"--profile: {rep.profile.problem}")
         except Exception as exc:  # noqa: BLE001 - a profiler problem must not lose the measurement
-            rep.profile = {"problem": f"the profiled pass failed: {type(exc).__name__}: {exc}"[:300]}
+            rep.profile = Profile(problem=f"the profiled pass failed: {type(exc).__name__}: {exc}"[:300])
 
 
 def self_check(rep: Repeat, failed: str) -> None:
@@ -200,7 +202,7 @@ def record_compile(rep: Repeat, compiled, recompiles: int | None, cudagraphs: in
     interleaved group share it), and whether it recompiled while timed."""
     rep.compile_s, rep.graphs, rep.compile_cache_hits = compiled.compile_s, compiled.graphs, compiled.cache_hits
     rep.graph_breaks, rep.break_reasons = compiled.graph_breaks, compiled.break_reasons
-    rep.recompile_reasons, rep.compile_phases = compiled.recompile_reasons, compiled.phases
+    rep.recompile_reasons, rep.compile_phases = compiled.recompile_reasons, CompilePhases.from_dict(compiled.phases)
     rep.recompiles_in_timed_loop = recompiles
     rep.recompile_limit_hits = compiled.limit_hits
     if compiled.limit_hits and RECOMPILE_LIMIT.name not in rep.flags:
@@ -214,7 +216,7 @@ def record_aot(rep: Repeat, packaged: dict) -> None:
     rep.aot_inductor = AotPackage.from_dict(packaged)
     rep.compile_s = packaged["export_s"] + packaged["package_s"] if packaged.get("built") else None
     rep.graphs = rep.graph_breaks = rep.compile_cache_hits = None
-    rep.compile_phases = {}
+    rep.compile_phases = CompilePhases()
 
 
 def record_start(rep: Repeat, case) -> None:

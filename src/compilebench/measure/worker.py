@@ -28,6 +28,7 @@ from compilebench.core.job import SPAWNED_AT, Job
 from compilebench.core.repeat import Repeat
 from compilebench.core.result import Result
 from compilebench.core.starts import MegaCache
+from compilebench.core.why import CompileTrace
 from compilebench.diagnostics import bandwidth, traces
 from compilebench.measure import (
     compiler,
@@ -199,7 +200,7 @@ def _compile_trace(job: Job, results: list[Result]):
         return contextlib.nullcontext()
     trace_dir = traces.compile_trace_dir(job.traces, compiled[0].case, job.repeat)
     for r in compiled:
-        r.repeats[0].compile_trace = {"dir": trace_dir}
+        r.repeats[0].compile_trace = CompileTrace(dir=trace_dir)
     return traces.compile_trace(trace_dir)
 
 

@@ -127,19 +127,19 @@ WHY = ("compile_dynamo_s", "compile_aot_s", "compile_inductor_s", "compile_codeg
 
 def _why_columns(r) -> dict:
     """The compile's phases and recompile reasons, the compile trace kept, and the profile's split of a call."""
-    phases, p = r.compile_phases, r.profile
-    shares = p.get("shares_ms") or {}
+    p = r.profile
+    shares = p.shares_ms
     return {
-        **{f"compile_{k}": phases.get(k) for k in ("dynamo_s", "aot_s", "inductor_s", "codegen_s")},
+        **r.compile_phases.row(),
         "recompile_reasons": "; ".join(r.recompile_reasons),
-        "compile_trace": r.compile_trace.get("html") or r.compile_trace.get("dir"),
-        "profile_trace": p.get("trace"),
-        "profile_ms": p.get("wall_ms"),
+        "compile_trace": r.compile_trace.shown,
+        "profile_trace": p.trace,
+        "profile_ms": p.wall_ms,
         "profile_matmul_conv_ms": shares.get(profiling.MATMUL_CONV),
         "profile_other_kernels_ms": shares.get(profiling.OTHER),
         "profile_outside_kernels_ms": shares.get(profiling.OUTSIDE),
-        "profile_op_calls": p.get("op_calls"),
-        "profile_gpu_kernels": p.get("kernels"),
+        "profile_op_calls": p.op_calls,
+        "profile_gpu_kernels": p.kernels,
         "bytes_moved": r.bytes_moved,
         "flop_per_byte": bandwidth.intensity(r.flops, r.bytes_moved),
         "achieved_gbs": data.achieved_gbs(r),

@@ -5,6 +5,7 @@ breaks and recompiles of the whole run, --compile-trace's logs), and how close t
 from __future__ import annotations
 
 from compilebench.core.result import Result
+from compilebench.core.why import Profile
 from compilebench.diagnostics import bandwidth, profiling
 from compilebench.report import data, drawing
 from compilebench.report.cells import Table, table
@@ -20,7 +21,7 @@ def _order(r: Result) -> tuple:
 
 def profiled(view: View) -> list[tuple[str, str, list[Result]]]:
     """(hardware, model label, its profiled results in table order), per model measured with --profile."""
-    results = [r for r in view.latest if r.profile.get("shares_ms")]
+    results = [r for r in view.latest if r.profile.shares_ms]
     out = []
     for hw in dict.fromkeys(data.hardware(r) for r in results):
         mine = [r for r in results if data.hardware(r) == hw]
@@ -34,14 +35,14 @@ def title(label: str, hw: str) -> str:
     return f"Where the time goes: {label}, {hw}"
 
 
-def _ms_share(p: dict, share: str) -> str:
-    ms, wall = p["shares_ms"][share], p["wall_ms"]
+def _ms_share(p: Profile, share: str) -> str:
+    ms, wall = p.shares_ms[share], p.wall_ms
     return f"{ms:.3f} ({ms / wall:.0%})" if wall else f"{ms:.3f}"
 
 
-def _top(p: dict) -> str:
-    named = [t for t in p["top"] if t["share"] is not None][:TOP_SHOWN]
-    return "; ".join(f"{t['name']} {t['self_ms']:.3f}" for t in named)
+def _top(p: Profile) -> str:
+    named = [t for t in p.top if t.share is not None][:TOP_SHOWN]
+    return "; ".join(f"{t.name} {t.self_ms:.3f}" for t in named)
 
 
 def variant_label(r: Result) -> str:
@@ -53,18 +54,18 @@ def time_tables(view: View) -> list[Table]:
     its operator calls (and GPU kernels) and top operators per call, eager and compiled side by side."""
     out = []
     for hw, label, rows in profiled(view):
-        gpu = any(r.profile.get("kernels") is not None for r in rows)
+        gpu = any(r.profile.kernels is not None for r in rows)
         columns = [
             ("Batch", lambda r: str(r.case.batch_size)),
             ("Variant", variant_label),
-            ("ms per call (profiled)", lambda r: f"{r.profile['wall_ms']:.3f}"),
+            ("ms per call (profiled)", lambda r: f"{r.profile.wall_ms:.3f}"),
             *[(f"{share} ms (share)", lambda r, s=share: _ms_share(r.profile, s)) for share in profiling.SHARES],
-            ("operator calls per call", lambda r: f"{r.profile['op_calls']:.0f}"),
-            *([("GPU kernels per call", lambda r: f"{r.profile['kernels']:.0f}")] if gpu else []),
+            ("operator calls per call", lambda r: f"{r.profile.op_calls:.0f}"),
+            *([("GPU kernels per call", lambda r: f"{r.profile.kernels:.0f}")] if gpu else []),
             (f"top {TOP_SHOWN} by own time (ms per call)", lambda r: _top(r.profile)),
-            ("trace", lambda r: r.profile.get("trace") or ""),
+            ("trace", lambda r: r.profile.trace or ""),
         ]
-        notes = [f"- {r.case.describe()}: {r.profile['problem']}" for r in rows if r.profile.get("problem")]
+        notes = [f"- {r.case.describe()}: {r.profile.problem}" for r in rows if r.profile.problem]
         out.append(_linked(table(title(label, hw), columns, rows, notes)))
     return out
 
@@ -83,13 +84,12 @@ def _linked(t: Table) -> Table:
 
 
 def _phase(r: Result, name: str) -> str:
-    value = r.compile_phases.get(name)
+    value = getattr(r.compile_phases, name)
     return "" if value is None else f"{value:.2f}"
 
 
 def _compile_trace(r: Result) -> str:
-    t = r.compile_trace
-    return t.get("html") or t.get("dir") or ""
+    return r.compile_trace.shown or ""
 
 
 def _explained(view: View) -> list[Result]:
@@ -123,7 +123,7 @@ def compiler_table(view: View) -> Table | None:
           if any(r.recompile_limit_hits for r in rows) else []),
         ("compile trace", _compile_trace),
     ]
-    missing = sorted({r.compile_trace["why_not"] for r in rows if r.compile_trace.get("why_not")})
+    missing = sorted({r.compile_trace.why_not for r in rows if r.compile_trace.why_not})
     notes = ["The phases are dynamo's own compilation metrics, summed over the graphs compiled: dynamo's tracing, "
              "AOT autograd, inductor (code generation is part of inductor's). A warm compile's inductor phase is "
              "mostly cache reads. A compile traced with --compile-trace takes longer for the writing.",
@@ -243,7 +243,7 @@ def charts(view: View, out_dir: str, taken: set[str]) -> list[Chart]:
     out = []
     for hw, label, rows in profiled(view):
         t = title(label, hw)
-        widths = {share: [r.profile["shares_ms"][share] for r in rows] for share in profiling.SHARES}
+        widths = {share: [r.profile.shares_ms[share] for r in rows] for share in profiling.SHARES}
         out.append(drawing.stacked(("why", t), t, [f"b{r.case.batch_size} {variant_label(r)}" for r in rows], widths,
                                    drawing.stem(out_dir, f"time-split-{label}-{hw}", taken),
                                    "milliseconds per call in the profiled pass (profiling adds its own overhead)"))

@@ -18,6 +18,7 @@ from compilebench.core.case import Case
 from compilebench.core.job import Job
 from compilebench.core.result import Result
 from compilebench.core.spec import RunSpec
+from compilebench.core.why import CompileTrace
 from compilebench.core.vocab import FAILED
 from compilebench.diagnostics import traces
 from compilebench.measure import compiler_state
@@ -260,12 +261,12 @@ class _Sweep:
         and stored with its repeat."""
         rendered: dict[str, dict] = {}
         for key, result in list(self.plan.stored.items()):
-            waiting = [rep for rep in result.repeats if rep.compile_trace.get("dir") and "html" not in rep.compile_trace]
+            waiting = [rep for rep in result.repeats if rep.compile_trace.dir and not rep.compile_trace.rendered]
             for rep in waiting:
-                where = rep.compile_trace["dir"]
+                where = rep.compile_trace.dir
                 if where not in rendered:
                     rendered[where] = traces.render(where)
-                rep.compile_trace = {**rep.compile_trace, **rendered[where]}
+                rep.compile_trace = CompileTrace.from_dict({**rep.compile_trace.to_dict(), **rendered[where]})
             if waiting:
                 self.plan.stored[key] = _store(self.store, result)
 
