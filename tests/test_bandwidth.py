@@ -5,6 +5,7 @@ import fakeresults as fr
 import pytest
 
 from compilebench import zoo
+from compilebench.core.generation import GenerateCalls
 from compilebench.diagnostics import bandwidth, peaks
 from compilebench.report import data, why
 from compilebench.report.view import View
@@ -52,7 +53,7 @@ def test_decode_gbs_of_a_tiny_lm_is_its_bytes_over_its_time_per_token():
     job = Job([case], TimingPolicy(iters=3, first_calls=1), count_flops=False)
     (r,) = worker.run_cases(job, isolation="inline")
     assert r.status == "ok", r.message
-    per_token_ms = r.generation["per_token"].mean
+    per_token_ms = r.generation.per_token.mean
     expected = _by_hand(_tiny_lm(), 1, 12, 6) / (per_token_ms / 1e3) / 1e9
     mean, low, high = data.decode_gbs(r)
     assert mean == pytest.approx(expected, rel=1e-6) and low is high is None  # one process: no interval
@@ -102,9 +103,9 @@ def test_the_report_places_each_case_against_its_machines_peaks():
     gpu = fr.result("smollm2-135m", 1, "eager", 100.0, env={**fr.A100, "device_name": "NVIDIA H100 80GB HBM3"},
                     prompt_len=32, new_tokens=8)
     for rep in gpu.repeats:
-        rep.generation = {"ttft_ms": [5.0], "per_token_ms": [2.0], "new_tokens": 8, "batch_size": 1,
-                          "decode_bytes": {"per_step": 670_000_000, "weights": 600_000_000, "kv_cache": 70_000_000,
-                                           "mean_len": 36}}
+        rep.generation = GenerateCalls.from_dict({
+            "ttft_ms": [5.0], "per_token_ms": [2.0], "new_tokens": 8, "batch_size": 1,
+            "decode_bytes": {"per_step": 670_000_000, "weights": 600_000_000, "kv_cache": 70_000_000, "mean_len": 36}})
     gpu.derive()
     forward, decode = why.hardware_tables(View([eager, compiled, gpu]))
     rows = {r["Variant"]: r for r in forward.records()}

@@ -16,6 +16,7 @@ from PIL import Image
 
 from compilebench import report
 from compilebench.core import speedups, suites
+from compilebench.core.generation import GenerateCalls
 from compilebench.diagnostics import peaks
 from compilebench.report import charts, details, drawing, tables
 from compilebench.report.view import View
@@ -535,9 +536,10 @@ def generation_result(model, mode, ttft, per_token, *, status="ok", first=(30.0,
     r = fr.result(model, 1, mode, ttft + per_token * 7, env=fr.CPU, status=status, prompt_len=16, new_tokens=8, **kw)
     for rep in r.repeats:
         scale = rep.stats["mean"] / (ttft + per_token * 7)
-        rep.generation = {"new_tokens": 8, "batch_size": 1, "prompt_len": 16, "ttft_ms": [ttft * scale] * 3,
-                             "per_token_ms": [per_token * scale] * 3,
-                             "first_calls": [{"total_ms": s * 1e3, "ttft_ms": 1.0, "per_token_ms": 1.0} for s in first]}
+        rep.generation = GenerateCalls.from_dict({
+            "new_tokens": 8, "batch_size": 1, "prompt_len": 16, "ttft_ms": [ttft * scale] * 3,
+            "per_token_ms": [per_token * scale] * 3,
+            "first_calls": [{"total_ms": s * 1e3, "ttft_ms": 1.0, "per_token_ms": 1.0} for s in first]})
     r.derive()
     return r
 

@@ -311,12 +311,12 @@ def test_a_generation_case_splits_each_call_into_prefill_and_decoded_tokens():
     assert r.status == "ok", (r.message, r.repeats[0].traceback)
     rep = r.repeats[0]
     gen = rep.generation
-    assert len(rep.samples_ms) == 3 and len(gen["ttft_ms"]) == 3 and len(gen["token_ms"]) == 3
-    assert all(len(tokens) == 4 for tokens in gen["token_ms"])  # 5 new tokens: the first, then 4 decoded
-    for total, ttft, tokens in zip(rep.samples_ms, gen["ttft_ms"], gen["token_ms"]):
+    assert len(rep.samples_ms) == 3 and len(gen.ttft_ms) == 3 and len(gen.token_ms) == 3
+    assert all(len(tokens) == 4 for tokens in gen.token_ms)  # 5 new tokens: the first, then 4 decoded
+    for total, ttft, tokens in zip(rep.samples_ms, gen.ttft_ms, gen.token_ms):
         assert 0 < ttft < total and ttft + sum(tokens) <= total
-    assert [f["graphs"] for f in gen["first_calls"]] == [0, 0]
-    assert r.generation["ttft"].repeats == 1 and r.generation["per_token"].mean > 0
+    assert [f.graphs for f in gen.first_calls] == [0, 0]
+    assert r.generation.ttft.repeats == 1 and r.generation.per_token.mean > 0
 
 
 def test_a_compiled_generation_compiles_and_matches_eager_greedy_tokens():
@@ -324,8 +324,8 @@ def test_a_compiled_generation_compiles_and_matches_eager_greedy_tokens():
     assert r.status == "ok", (r.message, r.repeats[0].traceback)
     assert r.graphs >= 1 and r.compile_s > 0 and r.recompiles_in_timed_loop == 0
     assert r.agreement == {"tokens": 1.0} and r.max_rel_err < 1e-3
-    firsts = r.repeats[0].generation["first_calls"]
-    assert firsts[0]["graphs"] >= 1 and firsts[0]["compile_s"] > 0
+    firsts = r.repeats[0].generation.first_calls
+    assert firsts[0].graphs >= 1 and firsts[0].compile_s > 0
 
 
 def test_eager_with_a_static_cache_compiles_nothing_even_where_transformers_would(monkeypatch):

@@ -67,8 +67,8 @@ def default(f: dataclasses.Field):
 
 
 def plain(value):
-    """A value as JSON holds it: records as their dicts."""
-    if isinstance(value, Record):
+    """A value as JSON holds it: records (and estimates) as their dicts."""
+    if hasattr(value, "to_dict"):
         return value.to_dict()
     if isinstance(value, dict):
         return {k: plain(v) for k, v in value.items()}
@@ -81,7 +81,7 @@ def coerce(obj) -> None:
     """Its record fields given as dicts (a test, a caller writing one by hand) made records."""
     for f in dataclasses.fields(obj):
         value = getattr(obj, f.name)
-        if "record" in f.metadata and isinstance(value, dict):
+        if "record" in f.metadata and (value is None or isinstance(value, dict)):
             setattr(obj, f.name, f.metadata["record"].from_dict(value))
         elif "records" in f.metadata and any(isinstance(v, dict) for v in value.values()):
             setattr(obj, f.name, {k: v if isinstance(v, Record) else f.metadata["records"].from_dict(v)
@@ -100,7 +100,8 @@ def typed(cls, d: dict) -> dict:
         if f is None:
             extra[k] = v
         elif "record" in f.metadata:
-            kwargs[k] = v if isinstance(v, Record) else f.metadata["record"].from_dict(v)
+            kind = f.metadata["record"]
+            kwargs[k] = v if isinstance(v, kind) else kind.from_dict(v)
         elif "records" in f.metadata:
             kind = f.metadata["records"]
             kwargs[k] = {name: r if isinstance(r, Record) else kind.from_dict(r) for name, r in (v or {}).items()}

@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from compilebench.core import stats
+from compilebench.core.generation import GenerateCalls
 from compilebench.core.record import Record, coerce, part, plain, typed
 from compilebench.core.starts import AotPackage, MegaCache, Start
-from compilebench.core.why import CompilePhases, CompileTrace, Profile
 from compilebench.core.vocab import MEASURED, NOISY, STATUSES
+from compilebench.core.why import CompilePhases, CompileTrace, Profile
 
 # A rule: the case's figure from its repeats' values (every repeat, oldest index first), the values of the repeats
 # timed to the end (`measured`), and the field's empty value.
@@ -155,7 +156,7 @@ class Repeat:
     agreement: dict = metric(dict, over=least_each)  # task-aware checks: {"top1": 1.0}, {"tokens": 1.0}
     conditions: dict = field(default_factory=dict)  # what else used the machine during the timed loop
     flags: list[str] = field(default_factory=list)  # busy, throttled, noisy
-    generation: dict = field(default_factory=dict)  # text generation: per-call prefill / decode samples, first calls
+    generation: GenerateCalls = part(GenerateCalls)  # text generation: per-call prefill / decode samples, first calls
     cpus: int | None = None  # CPU cores the worker could run on
     phases: dict = field(default_factory=dict)  # seconds the worker spent in each phase, from its start
     # per call: eager, its operators' inputs and outputs; compiled, inductor's count

@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 
 from compilebench.core import stats
 from compilebench.core.case import Case, eager_key_of, key_of
+from compilebench.core.generation import Generation
 from compilebench.core.record import part, plain
 from compilebench.core.repeat import METRICS, Repeat, derived, empty, utc_now
 from compilebench.core.starts import AotStart, MegaStart
-from compilebench.core.why import CompilePhases
 from compilebench.core.vocab import FLAGS, MEASURED, SELF_CHECK, SEVERITY, UNSTABLE
+from compilebench.core.why import CompilePhases
 
 
 @dataclass
@@ -52,7 +53,7 @@ class Result:
     compile_phases: CompilePhases = part(CompilePhases)  # of the compile compile_s is
     aot_inductor: AotStart = part(AotStart)  # aot-inductor: build seconds, package size, load and start
     flags: list[str] = field(default_factory=list)
-    generation: dict = field(default_factory=dict)  # new_tokens, batch_size; ttft and per_token as Estimates
+    generation: Generation = part(Generation)  # text generation: time to first token and per token
     shapes: dict = field(default_factory=dict)  # `compilebench shapes`: per shape, over the repeats (_shapes_summary)
     # its per-process means in two groups far apart (the machine changed state): each group's mean and when
     unstable: list[dict] = field(default_factory=list)
@@ -60,7 +61,6 @@ class Result:
     def __post_init__(self):
         if isinstance(self.stats, dict):  # as stored
             self.stats = stats.Estimate.from_dict(self.stats)
-        self.generation = {k: stats.Estimate.from_dict(v) if k in _ESTIMATES else v for k, v in self.generation.items()}
         self.derive()
 
     def add(self, repeat: Repeat) -> None:
@@ -86,7 +86,7 @@ class Result:
         self.stats = stats.case_summary([r.samples_ms for r in measured])
         self._derive_compile(reps)
         self.flags = [f for f in FLAGS if any(f in r.flags for r in measured)]
-        self.generation = _generation_summary(measured)
+        self.generation = Generation.of(measured)
         self.shapes = _shapes_summary(reps)
         if self.shapes:  # its loops' conditions are per shape: every repeat that served them to the end
             self.flags = [f for f in FLAGS if any(f in r.flags for r in reps if r.status in MEASURED)]
@@ -154,7 +154,6 @@ class Result:
                 out[f.name] = plain(getattr(self, f.name))
         out.update({f.name: plain(getattr(self, f.name)) for f in METRICS})
         out["stats"] = self.stats.to_dict()
-        out["generation"] = {k: v.to_dict() if k in _ESTIMATES else v for k, v in self.generation.items()}
         out["case"] = {**self.case_extra, **self.case.to_dict()}
         out["case_key"] = self.case_key
         out["repeats"] = [r.to_dict() for r in sorted(self.repeats, key=lambda r: r.index)]
@@ -173,7 +172,6 @@ class Result:
                    case_extra=case_extra)
 
 
-_ESTIMATES = ("ttft", "per_token")  # the generation summary's estimates
 _FIELDS = {f.name: f for f in dataclasses.fields(Result)}
 
 
@@ -218,16 +216,3 @@ def _shapes_summary(reps: list[Repeat]) -> dict:
             "second_compiles": sum(p["second_compiles"] for p in out.values()),
             "limit_hits": sum(p["limit_hits"] for p in out.values()),
             "compile_s": sum(p["compile_s"] for p in out.values())}
-
-
-def _generation_summary(measured: list[Repeat]) -> dict:
-    """Text generation: prefill (time to first token), per-token decode and tokens/s estimated over the repeats,
-    as the call time is."""
-    gen = [r.generation for r in measured if r.generation]
-    if not gen:
-        return {}
-    ttft = stats.case_summary([g["ttft_ms"] for g in gen])
-    per_token = stats.case_summary([g["per_token_ms"] for g in gen])
-    moved = next((g["decode_bytes"] for g in gen if g.get("decode_bytes")), None)
-    return {"new_tokens": gen[0].get("new_tokens"), "batch_size": gen[0].get("batch_size"), "ttft": ttft,
-            "per_token": per_token, **({"decode_bytes": moved} if moved else {})}

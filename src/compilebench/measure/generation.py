@@ -14,6 +14,7 @@ here passes disable_compile=True, so each variant is exactly what its label says
 from __future__ import annotations
 
 from compilebench.core.case import Case
+from compilebench.core.generation import DecodeBytes, FirstCall, GenerateCalls
 from compilebench.core.job import Job
 from compilebench.core.repeat import Repeat
 from compilebench.core.result import Result
@@ -191,7 +192,7 @@ class Generation(TimedUnit):
         name = r.case.variant.label
         _record(rep, m, self.per_call[name], self.new_tokens, self.first.batch_size, self.prompt_len,
                 alone=len(self.cases) == 1)
-        rep.generation["decode_bytes"] = self.moved
+        rep.generation.decode_bytes = DecodeBytes.from_dict(self.moved)
         rep.regions = self.regions.get(name, {})
         rep.graphs, rep.recompiles_in_timed_loop = compiler.graph_count(), m.recompiles
 
@@ -203,7 +204,7 @@ class Generation(TimedUnit):
         def check_tokens() -> list[str]:
             tokens, logits = _tokens_and_logits(call, self.prompt_len)
             verdict = correctness.check_generation(self.eager_tokens, self.eager_logits, tokens, logits, math)
-            rep.generation["first_divergence"] = verdict.first_divergence
+            rep.generation.first_divergence = verdict.first_divergence
             return record_check(rep, verdict, math)
 
         return check_tokens
@@ -238,10 +239,9 @@ def _record(rep: Repeat, m: timing.GenerationMeasurement, first_calls: list[dict
     rep.warmup_s = sum(t.total_ns for t in m.first_calls[1:]) / 1e9
     record_loop(rep, m, [t.total_ns for t in m.calls], alone)
     rep.timing = "latency"  # every generate() call ends with its tokens on the host
-    rep.generation = {
-        "new_tokens": new_tokens, "batch_size": batch_size, "prompt_len": prompt_len,
-        "ttft_ms": [c["ttft_ms"] for c in steady],
-        "per_token_ms": [c["per_token_ms"] for c in steady if c["per_token_ms"] is not None],
-        "token_ms": [c["token_ms"] for c in steady],
-        "first_calls": firsts,
-    }
+    rep.generation = GenerateCalls(
+        new_tokens=new_tokens, batch_size=batch_size, prompt_len=prompt_len,
+        ttft_ms=[c["ttft_ms"] for c in steady],
+        per_token_ms=[c["per_token_ms"] for c in steady if c["per_token_ms"] is not None],
+        token_ms=[c["token_ms"] for c in steady],
+        first_calls=[FirstCall(**f) for f in firsts])

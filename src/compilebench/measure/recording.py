@@ -10,8 +10,8 @@ from typing import Callable
 
 from compilebench.core.repeat import Repeat
 from compilebench.core.starts import AotPackage, Start
-from compilebench.core.why import CompilePhases, Profile
 from compilebench.core.vocab import CLOCK, CUDAGRAPHS_SKIPPED, RECOMPILE_LIMIT
+from compilebench.core.why import CompilePhases, Profile
 from compilebench.diagnostics import profiling, traces
 from compilebench.measure import conditions, fingerprint, invariants, timing
 

@@ -152,9 +152,9 @@ def _compile_curve(g: Group, stem: str) -> Chart | None:
     for model in g.models:
         for c in g.columns:
             r = g.result(model, c)
-            first = r.repeats[0].generation.get("first_calls") or [] if r and r.repeats else []
+            first = r.repeats[0].generation.first_calls if r and r.repeats else []
             if first:
-                lines.append((f"{g.label(model)}, {c.header}", [f["total_ms"] / 1e3 for f in first]))
+                lines.append((f"{g.label(model)}, {c.header}", [f.total_ms / 1e3 for f in first]))
     if not lines:
         return None
     def draw(ax):

@@ -199,9 +199,8 @@ def achieved_gbs(r: Result) -> float | None:
 def decode_gbs(r: Result) -> tuple[float, float | None, float | None] | None:
     """Text generation: the bytes a decode step must read over the time per token, GB/s with its 95% interval (the
     slow end of the time's interval is the low end of the bandwidth's)."""
-    moved = (r.generation.get("decode_bytes") or {}).get("per_step")
-    est = r.generation.get("per_token")
-    if not moved or est is None or not est.mean or r.status not in ("ok", "mismatch"):
+    moved, est = r.generation.decode_bytes.per_step, r.generation.per_token
+    if not moved or not est.mean or r.status not in ("ok", "mismatch"):
         return None
     rate = lambda ms: moved / (ms / 1e3) / 1e9 if ms else None  # noqa: E731
     return rate(est.mean), rate(est.ci95_high), rate(est.ci95_low)
@@ -217,17 +216,17 @@ def flag_counts(results: list[Result]) -> dict[str, int]:
 
 def TTFT(rep: Repeat) -> list[float]:
     """A repeat's time to first token of each steady-state generate() call."""
-    return rep.generation.get("ttft_ms") or []
+    return rep.generation.ttft_ms
 
 
 def PER_TOKEN(rep: Repeat) -> list[float]:
     """A repeat's mean time per decoded token of each steady-state generate() call."""
-    return rep.generation.get("per_token_ms") or []
+    return rep.generation.per_token_ms
 
 
 def decode_tokens_per_s(r: Result) -> float | None:
     """Tokens decoded per second after the first, every sequence of the batch counted."""
-    per_token = r.generation["per_token"].mean if "per_token" in r.generation else None
+    per_token = r.generation.per_token.mean
     return r.case.batch_size * 1e3 / per_token if r.mean is not None and per_token else None
 
 

@@ -18,7 +18,6 @@ import json
 from compilebench.core import repeat, settings, speedups, stats
 from compilebench.core.result import Result
 from compilebench.core.starts import AotStart, MegaStart
-from compilebench.core.stats import Estimate
 from compilebench.diagnostics import bandwidth, profiling
 from compilebench.report import data
 from compilebench.report.view import View
@@ -95,7 +94,7 @@ def _generation_columns(view: View, r: Result, eager: Result | None) -> dict:
     tokens/s, and where the tokens first diverged from eager's."""
     row = {}
     for metric, name in ((data.TTFT, "ttft"), (data.PER_TOKEN, "per_token")):
-        est = r.generation.get(name) or Estimate()
+        est = getattr(r.generation, name)
         row[f"{name}_ms"] = est.mean
         row[f"{name}_ci95_low_ms"], row[f"{name}_ci95_high_ms"] = est.ci95_low, est.ci95_high
         row.update(_speedup_columns(f"{name}_", view.speedup(eager, r, metric) if eager else None))
@@ -104,8 +103,8 @@ def _generation_columns(view: View, r: Result, eager: Result | None) -> dict:
     row["cpu_energy_per_token_j"] = r.cpu_energy_per_call_j / tokens if r.cpu_energy_per_call_j is not None else None
     row["decode_tokens_per_s"] = data.decode_tokens_per_s(r)
     row["e2e_tokens_per_s"] = data.e2e_tokens_per_s(r)
-    row["first_divergence"] = min((rep.generation["first_divergence"] for rep in r.repeats
-                                   if rep.generation.get("first_divergence") is not None), default=None)
+    row["first_divergence"] = min((rep.generation.first_divergence for rep in r.repeats
+                                   if rep.generation.first_divergence is not None), default=None)
     return row
 
 
@@ -143,7 +142,7 @@ def _why_columns(r) -> dict:
         "bytes_moved": r.bytes_moved,
         "flop_per_byte": bandwidth.intensity(r.flops, r.bytes_moved),
         "achieved_gbs": data.achieved_gbs(r),
-        "decode_bytes_per_step": (r.generation.get("decode_bytes") or {}).get("per_step"),
+        "decode_bytes_per_step": r.generation.decode_bytes.per_step,
         **dict(zip(("decode_gbs", "decode_gbs_ci95_low", "decode_gbs_ci95_high"), data.decode_gbs(r) or (None,) * 3)),
     }
 

@@ -295,8 +295,8 @@ def _against_eager(s: Speedup | None) -> str:
 
 
 def _first_calls(r: Result) -> str:
-    first = r.repeats[0].generation.get("first_calls") or [] if r.repeats else []
-    return " / ".join(f"{f['total_ms'] / 1e3:.2f}" for f in first)
+    first = r.repeats[0].generation.first_calls if r.repeats else []
+    return " / ".join(f"{f.total_ms / 1e3:.2f}" for f in first)
 
 
 def generation_table(view: View, g: Group) -> Table:
@@ -304,7 +304,7 @@ def generation_table(view: View, g: Group) -> Table:
     tokens per second, each with its interval, and against eager the % improvement of each with its interval and
     verdict."""
     def measured(x, name: str) -> tuple[str, str]:
-        return _estimate(x[2].result.generation.get(name) if speedups.mean(x[2].result) is not None else None)
+        return _estimate(getattr(x[2].result.generation, name) if speedups.mean(x[2].result) is not None else None)
 
     items = [(m, c, g.cells[(m, c)]) for m in g.models for c in g.columns if (m, c) in g.cells]
     columns: Columns = [

@@ -11,6 +11,7 @@ import textwrap
 from dataclasses import dataclass
 
 from compilebench.core import speedups
+from compilebench.core.generation import Generation
 from compilebench.core.result import Result
 from compilebench.core.speedups import Speedup
 from compilebench.core.vocab import Verdict
@@ -187,9 +188,9 @@ def generation_summary(view: View, width: int = WIDTH) -> list[str]:
                 if (x := g.cells.get((m, c))) is None:
                     continue
                 r, s = x.result, x.per_token
-                gen = r.generation if speedups.mean(r) is not None else {}
-                body.append([g.label(m).rsplit("/", 1)[-1], _variant(c), _mean(gen.get("ttft")),
-                             _mean(gen.get("per_token")), _tokens(r),
+                gen = r.generation if speedups.mean(r) is not None else Generation()
+                body.append([g.label(m).rsplit("/", 1)[-1], _variant(c), _mean(gen.ttft),
+                             _mean(gen.per_token), _tokens(r),
                              "" if s is None else f"{s.value:.2f}x {_interval(s)}", _verdict(s) or r.status])
         if body:
             out += ["", g.title, *fit(GEN_HEADER, body, width, free=(0, 1), left=(0, 1, 6), optional=(4, 2))]

@@ -205,14 +205,14 @@ def _decode_table(rows: list[Result], peaks_of) -> Table:
         return f"{data.decode_gbs(r)[0] * 1e9 / bw[0]:.0%}" if bw else ""
 
     def moved(r):
-        m = r.generation["decode_bytes"]
-        return f"{m['per_step'] / 1e6:.4g} ({m['weights'] / 1e6:.4g} + {m['kv_cache'] / 1e6:.3g})"
+        m = r.generation.decode_bytes
+        return f"{m.per_step / 1e6:.4g} ({m.weights / 1e6:.4g} + {m.kv_cache / 1e6:.3g})"
 
     columns = [
         ("Task/Model", lambda r: r.label), ("Batch", lambda r: str(r.case.batch_size)), ("Variant", variant_label),
         ("prompt", lambda r: str(r.case.prompt_len)),
         ("MB per decode step (weights + KV cache)", moved),
-        ("ms per token", lambda r: f"{r.generation['per_token'].mean:.3f}"),
+        ("ms per token", lambda r: f"{r.generation.per_token.mean:.3f}"),
         ("decode GB/s (95% CI)", gbs),
         ("of peak bandwidth", of_peak),
     ]

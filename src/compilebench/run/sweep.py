@@ -18,8 +18,8 @@ from compilebench.core.case import Case
 from compilebench.core.job import Job
 from compilebench.core.result import Result
 from compilebench.core.spec import RunSpec
-from compilebench.core.why import CompileTrace
 from compilebench.core.vocab import FAILED
+from compilebench.core.why import CompileTrace
 from compilebench.diagnostics import traces
 from compilebench.measure import compiler_state
 from compilebench.run import claims, decide, orphans, schedule, tags
