@@ -31,7 +31,7 @@ def _setting(results, name: str) -> Result:
 
 
 def _compiles(r: Result) -> list[int]:
-    return [p["compiles"] for p in r.shapes["per_shape"].values()]
+    return [p.compiles for p in r.shapes.per_shape.values()]
 
 
 def test_dynamic_false_compiles_a_graph_per_batch_size_and_gives_dynamos_reason_for_each_recompile(tmp_path):
@@ -39,12 +39,12 @@ def test_dynamic_false_compiles_a_graph_per_batch_size_and_gives_dynamos_reason_
                                  db=str(tmp_path / "r.db"), **FAST)
     r = _setting(served, "dynamic=False")
     assert r.status == "ok" and r.case.shapes == ("b1", "b2", "b3")
-    assert _compiles(r) == [1, 1, 1] and r.shapes["compiles"] == 3 and r.shapes["recompiles"] == 2
-    reasons = [p["recompile_reasons"] for p in r.shapes["per_shape"].values()]
+    assert _compiles(r) == [1, 1, 1] and r.shapes.compiles == 3 and r.shapes.recompiles == 2
+    reasons = [p.recompile_reasons for p in r.shapes.per_shape.values()]
     assert reasons[0] == []
     assert "size mismatch at index 0. expected 1, actual 2" in reasons[1][0]
     assert "size mismatch at index 0. expected 2, actual 3" in reasons[2][0]
-    assert r.shapes["second_compiles"] == 0 and r.shapes["limit_hits"] == 0
+    assert r.shapes.second_compiles == 0 and r.shapes.limit_hits == 0
     rows = served.to_pandas()
     assert len(rows) == 6  # no compile and dynamic=False, three shapes each
     static = rows[rows.setting.str.startswith("dynamic=False")]
@@ -60,8 +60,8 @@ def test_automatic_dynamic_settles_after_its_first_recompile_and_the_second_pass
         r = _setting(served, name)
         # batch 1 is specialized (torch treats sizes 0 and 1 apart); batch 2 compiles the dynamic graph, which serves 3, 4
         assert _compiles(r) == [1, 1, 0, 0], name
-        assert r.shapes["second_compiles"] == 0 and [p["second_compiles"] for p in r.shapes["per_shape"].values()] == [0] * 4
-        assert all(p["max_rel_err"] is not None and not p["problems"] for p in r.shapes["per_shape"].values())
+        assert r.shapes.second_compiles == 0 and [p.second_compiles for p in r.shapes.per_shape.values()] == [0] * 4
+        assert all(p.max_rel_err is not None and not p.problems for p in r.shapes.per_shape.values())
     eager = _setting(served, "no compile")
     assert _compiles(eager) == [0] * 4 and eager.status == "ok"
     (m,) = shapesmod.models(served.view)
@@ -72,10 +72,10 @@ def test_padding_to_4_serves_batch_3_as_4_and_returns_3_rows(tmp_path):
     served = compilebench.shapes(make_model(), inputs=make_inputs, batch_sizes=(1, 3), dynamic=(), pad_to=(4,),
                                  db=str(tmp_path / "r.db"), **FAST)
     r = _setting(served, "pad to 4")
-    per = r.shapes["per_shape"]
-    assert per["b3"]["served_as"] == "b4" and per["b1"]["served_as"] == "b4"
+    per = r.shapes.per_shape
+    assert per["b3"].served_as == "b4" and per["b1"].served_as == "b4"
     assert _compiles(r) == [1, 0]  # one static graph, for the bucket
-    assert per["b3"]["max_rel_err"] < 1e-5 and not per["b3"]["problems"]  # 3 rows, compared with eager's 3
+    assert per["b3"].max_rel_err < 1e-5 and not per["b3"].problems  # 3 rows, compared with eager's 3
     assert r.case.variant.dynamic is False and r.case.variant.pad_to == (4,)
 
     inputs = make_inputs(3)
@@ -279,9 +279,9 @@ def test_a_shapes_loop_timed_by_cuda_events_that_miss_the_wall_clock_is_flagged(
 
     m = timing.Measurement(0, 0, 0, 10, 1, [1_000] * 10, 20_000, False, 0)
     ratio = recording.clock_check(m, timing.CudaClock("cuda:0"), sync_each_call=False)
-    record = serving._shape_record(m, {"compiles": 0}, traffic.Shape(2), Variant("default"), ratio)
-    assert record["samples_over_wall"] == 0.5 and "clock" in record["flags"]
+    record, flags = serving._shape_record(m, {"compiles": 0}, traffic.Shape(2), Variant("default"), ratio)
+    assert record.samples_over_wall == 0.5 and "clock" in flags
     fine = timing.Measurement(0, 0, 0, 10, 1, [1_000] * 10, 10_100, False, 0)
     ratio = recording.clock_check(fine, timing.CudaClock("cuda:0"), sync_each_call=False)
-    assert "clock" not in serving._shape_record(fine, {}, traffic.Shape(2), Variant("default"), ratio)["flags"]
+    assert "clock" not in serving._shape_record(fine, {}, traffic.Shape(2), Variant("default"), ratio)[1]
     assert recording.clock_check(m, timing.HostClock(), sync_each_call=False) is None

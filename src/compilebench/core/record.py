@@ -1,11 +1,11 @@
 """Record: a typed part of a repeat or of a result, one concern each (how it starts, its generation, the shapes it
 served, its profile, ...), its fields declared once with their meaning.
 
-A record is stored as a dict of the fields that are set (a field at its default is left out, as the plain dicts
-before records were written); a dict is read back into the record's fields, and the keys a newer compilebench
-wrote, which this one does not know, are kept (`extra`) and written back unchanged. A record nested in another, or
-in a Repeat or Result, is a field declared with `part(Kind)`; a record with nothing set is false, as an empty dict
-was."""
+A record is stored as a dict of its fields that are known (a None is left out: read back, it is None again), and
+a record with nothing recorded (every field at its default) as an empty dict, as before records; a dict is read
+back into the record's fields, and the keys a newer compilebench wrote, which this one does not know, are kept
+(`extra`) and written back unchanged. A record nested in another, or in a Repeat or Result, is a field declared
+with `part(Kind)`; a record with nothing recorded is false, as an empty dict was."""
 
 from __future__ import annotations
 
@@ -40,17 +40,21 @@ class Record:
 
     def to_dict(self) -> dict:
         out = dict(self.extra)
-        for f in dataclasses.fields(self):
-            if f.name != "extra" and getattr(self, f.name) != default(f):
-                out[f.name] = plain(getattr(self, f.name))
+        if self._recorded():
+            for f in dataclasses.fields(self):
+                if f.name != "extra" and getattr(self, f.name) is not None:
+                    out[f.name] = plain(getattr(self, f.name))
         return out
+
+    def _recorded(self) -> bool:
+        return any(f.name != "extra" and getattr(self, f.name) != default(f) for f in dataclasses.fields(self))
 
     @classmethod
     def from_dict(cls, d: dict | None):
         return cls(**typed(cls, d or {}))
 
     def __bool__(self) -> bool:
-        return bool(self.to_dict())
+        return bool(self.extra) or self._recorded()
 
     @classmethod
     def columns(cls) -> tuple[str, ...]:

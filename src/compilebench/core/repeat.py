@@ -17,6 +17,7 @@ from typing import Callable
 from compilebench.core import stats
 from compilebench.core.generation import GenerateCalls
 from compilebench.core.record import Record, coerce, part, plain, typed
+from compilebench.core.served import ShapesServed
 from compilebench.core.starts import AotPackage, MegaCache, Start
 from compilebench.core.vocab import MEASURED, NOISY, STATUSES
 from compilebench.core.why import CompilePhases, CompileTrace, Profile
@@ -167,7 +168,7 @@ class Repeat:
     mega_cache: MegaCache = part(MegaCache)  # --compile-cache mega: the artifacts saved or loaded
     aot_inductor: AotPackage = part(AotPackage)  # aot-inductor: export, package (the repeat that built it), load
     start: Start = part(Start)  # until the first answer
-    shapes: dict = field(default_factory=dict)  # `compilebench shapes`: each shape's first call, compiles, samples
+    shapes: ShapesServed = part(ShapesServed)  # `compilebench shapes`: each shape's first call, compiles, samples
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self):

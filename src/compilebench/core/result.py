@@ -15,6 +15,7 @@ from compilebench.core.case import Case, eager_key_of, key_of
 from compilebench.core.generation import Generation
 from compilebench.core.record import part, plain
 from compilebench.core.repeat import METRICS, Repeat, derived, empty, utc_now
+from compilebench.core.served import Shapes
 from compilebench.core.starts import AotStart, MegaStart
 from compilebench.core.vocab import FLAGS, MEASURED, SELF_CHECK, SEVERITY, UNSTABLE
 from compilebench.core.why import CompilePhases
@@ -54,7 +55,7 @@ class Result:
     aot_inductor: AotStart = part(AotStart)  # aot-inductor: build seconds, package size, load and start
     flags: list[str] = field(default_factory=list)
     generation: Generation = part(Generation)  # text generation: time to first token and per token
-    shapes: dict = field(default_factory=dict)  # `compilebench shapes`: per shape, over the repeats (_shapes_summary)
+    shapes: Shapes = part(Shapes)  # `compilebench shapes`: per shape, over the repeats
     # its per-process means in two groups far apart (the machine changed state): each group's mean and when
     unstable: list[dict] = field(default_factory=list)
 
@@ -87,7 +88,7 @@ class Result:
         self._derive_compile(reps)
         self.flags = [f for f in FLAGS if any(f in r.flags for r in measured)]
         self.generation = Generation.of(measured)
-        self.shapes = _shapes_summary(reps)
+        self.shapes = Shapes.of(reps, MEASURED)
         if self.shapes:  # its loops' conditions are per shape: every repeat that served them to the end
             self.flags = [f for f in FLAGS if any(f in r.flags for r in reps if r.status in MEASURED)]
         self.unstable = _unstable(measured)
@@ -185,34 +186,3 @@ def _unstable(measured: list[Repeat]) -> list[dict]:
         return []
     return [{"mean_ms": stats.estimate([means[i] for i in g])[0], "repeats": sorted(reps[i].index for i in g),
              "from": min(reps[i].created_at for i in g), "to": max(reps[i].created_at for i in g)} for g in found]
-
-
-def _shapes_summary(reps: list[Repeat]) -> dict:
-    """`compilebench shapes`: per shape, over the repeats that served every shape, the steady latency's estimate
-    between processes (as a case's), the median first call and compile seconds, the most compiles any repeat made
-    (in the first pass and in the second, which must make none) and the worst correctness; and the totals."""
-    served = [r for r in reps if r.shapes and r.status in MEASURED]
-    if not served:
-        return {}
-    out = {}
-    for token in served[0].shapes["served"]:
-        per = [r.shapes["per_shape"][token] for r in served]
-        errs = [p["max_rel_err"] for p in per if p.get("max_rel_err") is not None]
-        agreement = {k: min(p["agreement"][k] for p in per if k in p.get("agreement", {}))
-                     for k in dict.fromkeys(k for p in per for k in p.get("agreement", {}))}
-        out[token] = {"served_as": per[0]["served_as"], "steady": stats.case_summary([p["samples_ms"] for p in per]).to_dict(),
-                      "first_call_s": pystats.median(p["first_call_s"] for p in per),
-                      "compile_s": pystats.median(p["compile_s"] for p in per),
-                      "compiles": max(p["compiles"] for p in per),
-                      "recompiles": max(len(p["recompile_reasons"]) for p in per),
-                      "recompile_reasons": list(dict.fromkeys(x for p in per for x in p["recompile_reasons"])),
-                      "second_compiles": max(p["second_compiles"] for p in per),
-                      "limit_hits": max(p["limit_hits"] for p in per),
-                      "max_rel_err": max(errs) if errs else None, "agreement": agreement,
-                      "problems": list(dict.fromkeys(x for p in per for x in p.get("problems", [])))}
-    return {"per_shape": out, "repeats": len(served),
-            "compiles": sum(p["compiles"] for p in out.values()),
-            "recompiles": sum(p["recompiles"] for p in out.values()),
-            "second_compiles": sum(p["second_compiles"] for p in out.values()),
-            "limit_hits": sum(p["limit_hits"] for p in out.values()),
-            "compile_s": sum(p["compile_s"] for p in out.values())}

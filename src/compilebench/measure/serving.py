@@ -14,6 +14,7 @@ from types import SimpleNamespace
 from compilebench.core import traffic
 from compilebench.core.job import Job
 from compilebench.core.result import Result
+from compilebench.core.served import ShapeServed, ShapesServed
 from compilebench.core.vocab import CLOCK
 from compilebench.measure import compiler, conditions, correctness, forward, generation, recording, timing
 from compilebench.measure.recording import Recorder
@@ -47,7 +48,9 @@ class Serving(TimedUnit):
     def loops(self, recorder: Recorder) -> dict:
         case, policy, call = self.case, self.job.policy, self.call
         iters = policy.iters or (DEFAULT_GENERATION_ITERS if case.generation else traffic.DEFAULT_SHAPE_ITERS)
-        self.per_shape, loop_recompiles = {}, 0
+        self.per_shape: dict[str, ShapeServed] = {}
+        self.flags: dict[str, list[str]] = {}
+        loop_recompiles = 0
         for s in self.shapes:
             records, graphs = compiler.compile_records(), compiler.graph_count()
             m = timing.measure(lambda s=s: call(s), iters=iters, warmup=policy.warmup_for(case.variant), clock=self.clock,
@@ -56,22 +59,23 @@ class Serving(TimedUnit):
                                graph_count=compiler.graph_count, watch=self.watch, on_phase=self.enter,
                                before_timing=recorder.memory.steady)  # the shape's first call is a compile's
             recorder.memory.after_loop()
-            self.per_shape[s.token] = _shape_record(m, compiler.compiled_since(records, graphs), s, case.variant,
-                                                    recording.clock_check(m, self.clock, case.sync_each_call))
+            self.per_shape[s.token], self.flags[s.token] = _shape_record(
+                m, compiler.compiled_since(records, graphs), s, case.variant,
+                recording.clock_check(m, self.clock, case.sync_each_call))
             loop_recompiles += m.recompiles or 0
         self.enter("second pass")
         for s in self.shapes:
             records, graphs = compiler.compile_records(), compiler.graph_count()
-            self.per_shape[s.token]["second_call_ms"] = timing.first_call(lambda s=s: call(s), self.clock) / 1e6
-            self.per_shape[s.token]["second_compiles"] = compiler.compiled_since(records, graphs)["compiles"]
+            self.per_shape[s.token].second_call_ms = timing.first_call(lambda s=s: call(s), self.clock) / 1e6
+            self.per_shape[s.token].second_compiles = compiler.compiled_since(records, graphs)["compiles"]
         return {case.variant.label: SimpleNamespace(recompiles=loop_recompiles)}
 
     def record(self, r: Result, m) -> None:
         first = self.per_shape[self.shapes[0].token]
-        self.rep.first_call_s = first["first_call_s"]
+        self.rep.first_call_s = first.first_call_s
         self.rep.timing = "latency" if self.case.sync_each_call else "throughput"
-        self.rep.flags = sorted({f for p in self.per_shape.values() for f in p.pop("flags")})
-        self.rep.shapes = {"served": list(self.case.shapes), "per_shape": self.per_shape}
+        self.rep.flags = sorted({f for flags in self.flags.values() for f in flags})
+        self.rep.shapes = ShapesServed(served=list(self.case.shapes), per_shape=self.per_shape)
 
     def check_of(self, r: Result):
         def check() -> list[str]:
@@ -79,8 +83,8 @@ class Serving(TimedUnit):
             for s in self.shapes:
                 if s.token in self.expected:
                     verdict = self.served.check(self.expected[s.token], self.call, s, self.recorder.math)
-                    self.per_shape[s.token].update(max_rel_err=verdict.max_rel_err, agreement=verdict.agreement,
-                                                   problems=verdict.problems)
+                    p = self.per_shape[s.token]
+                    p.max_rel_err, p.agreement, p.problems = verdict.max_rel_err, verdict.agreement, verdict.problems
                     problems += [f"{s.words}: {p}" for p in verdict.problems]
             return problems
 
@@ -92,15 +96,16 @@ def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, 
     Serving(entry, results, job, clock, watch, enter).run()
 
 
-def _shape_record(m: timing.Measurement, compiled: dict, shape: traffic.Shape, variant, samples_over_wall) -> dict:
-    """One shape's first call, what it compiled, its steady samples, and the flags of its loop (its conditions,
+def _shape_record(m: timing.Measurement, compiled: dict, shape: traffic.Shape, variant,
+                  samples_over_wall) -> tuple[ShapeServed, list[str]]:
+    """One shape's first call, what it compiled and its steady samples; and the flags of its loop (its conditions,
     and on a GPU the events' clock against the loop's wall time)."""
     served_as = shape.padded(variant.pad_to)
     flags = conditions.flags(m.conditions) + ([CLOCK.name] if recording.clock_suspect(samples_over_wall) else [])
-    return {"served_as": served_as.token if served_as != shape else None,
-            "first_call_s": m.first_call_ns / 1e9, **compiled, "warmup_iters": m.warmup_iters,
-            "samples_ms": [x / 1e6 for x in m.samples_ns], "recompiles_in_timed_loop": m.recompiles,
-            "stopped_early": m.stopped_early, "samples_over_wall": samples_over_wall, "flags": flags}
+    return ShapeServed(served_as=served_as.token if served_as != shape else None, first_call_s=m.first_call_ns / 1e9,
+                       **compiled, warmup_iters=m.warmup_iters, samples_ms=[x / 1e6 for x in m.samples_ns],
+                       recompiles_in_timed_loop=m.recompiles, stopped_early=m.stopped_early,
+                       samples_over_wall=samples_over_wall), flags
 
 
 def _rows_per_item(v, batch: int) -> int | None:

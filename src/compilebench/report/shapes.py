@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from compilebench.core import speedups, stats, traffic
 from compilebench.core.result import Result
+from compilebench.core.served import ShapeSummary
 from compilebench.core.speedups import Speedup
 from compilebench.core.variant import Variant
 from compilebench.core.vocab import MEASURED, Verdict
@@ -54,13 +55,13 @@ class Setting:
 
     @property
     def settles(self) -> bool:
-        return not self.result.shapes.get("second_compiles")
+        return not self.result.shapes.second_compiles
 
     def median(self) -> traffic.Served:
         """First calls: the median over processes; steady: the estimate between them (as a case's mean)."""
-        per = self.result.shapes["per_shape"]
+        per = self.result.shapes.per_shape
         return traffic.Served({t: statistics.median(p.first_s[t] for p in self.processes) for t in per},
-                              {t: per[t]["steady"]["mean"] for t in per})
+                              {t: per[t].steady.mean for t in per})
 
     def totals(self, mix: dict[str, float], n: int) -> list[float]:
         return [p.total_s(mix, n) for p in self.processes]
@@ -70,9 +71,9 @@ def _processes(r: Result) -> list[traffic.Served]:
     out = []
     for rep in r.repeats:
         if rep.status in MEASURED and rep.shapes:
-            per = rep.shapes["per_shape"]
-            out.append(traffic.Served({t: p["first_call_s"] for t, p in per.items()},
-                                      {t: sum(p["samples_ms"]) / len(p["samples_ms"]) for t, p in per.items()}))
+            per = rep.shapes.per_shape
+            out.append(traffic.Served({t: p.first_call_s for t, p in per.items()},
+                                      {t: p.steady_ms for t, p in per.items()}))
     return out
 
 
@@ -167,13 +168,13 @@ def summary_table(view, m: Model) -> Table:
     n = view.requests
     columns = [
         ("setting", lambda s: s.name),
-        ("graphs", lambda s: str(s.result.shapes.get("compiles", "")) if s.result.case.variant.compiled else ""),
-        ("recompiles", lambda s: str(s.result.shapes.get("recompiles", "")) if s.result.case.variant.compiled else ""),
-        ("compile s", lambda s: f"{s.result.shapes['compile_s']:.1f}" if s.result.shapes and
+        ("graphs", lambda s: _total(s, "compiles")),
+        ("recompiles", lambda s: _total(s, "recompiles")),
+        ("compile s", lambda s: f"{s.result.shapes.compile_s:.1f}" if s.result.shapes and
          s.result.case.variant.compiled else ""),
         ("settles", lambda s: "" if not s.result.shapes else "yes" if s.settles else
-         f"no: {s.result.shapes['second_compiles']} compile(s) in the second pass"),
-        ("recompile limit", lambda s: ("reached" if s.result.shapes.get("limit_hits") else "not reached")
+         f"no: {s.result.shapes.second_compiles} compile(s) in the second pass"),
+        ("recompile limit", lambda s: ("reached" if s.result.shapes.limit_hits else "not reached")
          if s.result.shapes and s.result.case.variant.compiled else ""),
         ("peak memory MB", lambda s: f"{s.result.peak_mem_bytes / 1e6:,.0f}" if s.result.peak_mem_bytes else ""),
         (f"{n:,} requests s", lambda s: f"{e[0]:.2f}" if (e := serve_time(s, m, n)) else _status(s)),
@@ -191,11 +192,11 @@ def summary_table(view, m: Model) -> Table:
 
 def setting_table(view, m: Model, s: Setting) -> Table:
     """One setting, a row per shape in the order served."""
-    per = s.result.shapes.get("per_shape", {})
+    per = s.result.shapes.per_shape
 
     def steady(t: str) -> str:
-        e = per[t]["steady"]
-        return f"{e['mean']:.3f}" + (f" ({e['ci95_low']:.3f}-{e['ci95_high']:.3f})" if e.get("ci95_low") else "")
+        e = per[t].steady
+        return f"{e.mean:.3f}" + (f" ({e.ci95_low:.3f}-{e.ci95_high:.3f})" if e.ci95_low else "")
 
     def vs(t: str) -> str:
         sp = shape_versus(view, m, s, t)
@@ -203,26 +204,31 @@ def setting_table(view, m: Model, s: Setting) -> Table:
 
     columns = [
         ("shape", lambda t: traffic.Shape.parse(t).words),
-        ("served as", lambda t: traffic.Shape.parse(per[t]["served_as"]).words if per[t]["served_as"] else ""),
-        ("first call s", lambda t: f"{per[t]['first_call_s']:.3f}"),
-        ("graphs compiled", lambda t: str(per[t]["compiles"])),
-        ("compile s", lambda t: f"{per[t]['compile_s']:.2f}" if per[t]["compiles"] else ""),
-        ("why it recompiled (dynamo)", lambda t: "; ".join(per[t]["recompile_reasons"])[:REASON_CHARS]),
+        ("served as", lambda t: traffic.Shape.parse(per[t].served_as).words if per[t].served_as else ""),
+        ("first call s", lambda t: f"{per[t].first_call_s:.3f}"),
+        ("graphs compiled", lambda t: str(per[t].compiles)),
+        ("compile s", lambda t: f"{per[t].compile_s:.2f}" if per[t].compiles else ""),
+        ("why it recompiled (dynamo)", lambda t: "; ".join(per[t].recompile_reasons)[:REASON_CHARS]),
         ("steady ms (95% CI)", steady),
         ("vs no compile", vs),
-        ("second pass", lambda t: f"{per[t]['second_compiles']} compile(s)" if per[t]["second_compiles"] else "nothing compiled"),
+        ("second pass", lambda t: f"{per[t].second_compiles} compile(s)" if per[t].second_compiles else "nothing compiled"),
         ("correct", lambda t: _correct(per[t])),
     ]
     return table(f"{s.name}: {m.label}, {m.hardware}", columns, [t for t in per] if per else [])
 
 
-def _correct(p: dict) -> str:
-    if p.get("problems"):
-        return "no: " + "; ".join(p["problems"])
-    if p.get("max_rel_err") is None:
+def _correct(p: ShapeSummary) -> str:
+    if p.problems:
+        return "no: " + "; ".join(p.problems)
+    if p.max_rel_err is None:
         return ""
-    agreement = ", ".join(f"{k} {v:.0%}" for k, v in p["agreement"].items())
-    return f"yes (max rel err {p['max_rel_err']:.1e}{', ' + agreement if agreement else ''})"
+    agreement = ", ".join(f"{k} {v:.0%}" for k, v in p.agreement.items())
+    return f"yes (max rel err {p.max_rel_err:.1e}{', ' + agreement if agreement else ''})"
+
+
+def _total(s: Setting, name: str) -> str:
+    """A compiled setting's total over its shapes (graphs, recompiles); nothing for no compile."""
+    return str(getattr(s.result.shapes, name)) if s.result.case.variant.compiled and s.result.shapes else ""
 
 
 NOTE = ("Each setting served the shapes in one process per repeat, in the order listed: each shape's first call "
@@ -256,20 +262,20 @@ def rows(view) -> list[dict]:
         for s in m.settings:
             total = serve_time(s, m, view.requests)
             sp = versus(view, m, s, view.requests)
-            for t, p in s.result.shapes.get("per_shape", {}).items():
-                shape, est, ssp = traffic.Shape.parse(t), p["steady"], shape_versus(view, m, s, t)
+            for t, p in s.result.shapes.per_shape.items():
+                shape, est, ssp = traffic.Shape.parse(t), p.steady, shape_versus(view, m, s, t)
                 out.append({
                     "hardware": m.hardware, "torch": m.torch, "model": s.result.case.model, "label": m.label,
                     "setting": s.name, "variant_label": s.result.case.variant.label, "status": s.result.status,
                     "result_id": s.result.result_id, "shape": t, "batch_size": shape.batch,
                     "image_size": f"{shape.image[0]}x{shape.image[1]}" if shape.image else None,
-                    "prompt_len": shape.prompt, "served_as": p["served_as"], "mix_share": m.mix[t],
-                    "first_call_s": p["first_call_s"], "graphs_compiled": p["compiles"], "compile_s": p["compile_s"],
-                    "recompile_reasons": "; ".join(p["recompile_reasons"]), "second_pass_compiles": p["second_compiles"],
-                    "recompile_limit_hits": p["limit_hits"], "steady_ms": est["mean"], "steady_ci95_low_ms":
-                    est["ci95_low"], "steady_ci95_high_ms": est["ci95_high"], "repeats": est["repeats"],
+                    "prompt_len": shape.prompt, "served_as": p.served_as, "mix_share": m.mix[t],
+                    "first_call_s": p.first_call_s, "graphs_compiled": p.compiles, "compile_s": p.compile_s,
+                    "recompile_reasons": "; ".join(p.recompile_reasons), "second_pass_compiles": p.second_compiles,
+                    "recompile_limit_hits": p.limit_hits, "steady_ms": est.mean, "steady_ci95_low_ms": est.ci95_low,
+                    "steady_ci95_high_ms": est.ci95_high, "repeats": est.repeats,
                     "speedup": ssp.value if ssp else None, "speedup_verdict": str(ssp.verdict) if ssp else None,
-                    "max_rel_err": p["max_rel_err"], "correct": not p["problems"] if p["max_rel_err"] is not None else None,
+                    "max_rel_err": p.max_rel_err, "correct": not p.problems if p.max_rel_err is not None else None,
                     "peak_mem_bytes": s.result.peak_mem_bytes, "requests": view.requests,
                     "serve_s": total[0] if total else None, "serve_ci95_low_s": total[1] if total else None,
                     "serve_ci95_high_s": total[2] if total else None, "serve_speedup": sp.value if sp else None,
@@ -302,10 +308,10 @@ def _latency_chart(m: Model, stem: str) -> Chart | None:
     def draw(ax):
         x = list(range(len(m.shapes)))
         for k, s in enumerate(usable):
-            per = s.result.shapes["per_shape"]
-            est = [per[sh.token]["steady"] for sh in m.shapes]
-            err = [[e["mean"] - (e["ci95_low"] or e["mean"]) for e in est], [(e["ci95_high"] or e["mean"]) - e["mean"] for e in est]]
-            line = ax.errorbar(x, [e["mean"] for e in est], yerr=err, marker="o", capsize=2, label=s.name)
+            per = s.result.shapes.per_shape
+            est = [per[sh.token].steady for sh in m.shapes]
+            err = [[e.mean - (e.ci95_low or e.mean) for e in est], [(e.ci95_high or e.mean) - e.mean for e in est]]
+            line = ax.errorbar(x, [e.mean for e in est], yerr=err, marker="o", capsize=2, label=s.name)
             line.lines[0].set_gid(f"line-{k}")
         ax.set_xticks(x, [sh.words for sh in m.shapes], fontsize=7)
         ax.set_ylim(bottom=0)
