@@ -79,9 +79,9 @@ def resnet_ratios(iters: int, rounds: int, parts: set[str]) -> None:
         for r in range(rounds_timer):  # paired rounds, order alternated, so drift hits both sides alike
             if r % 2:
                 theirs.append(timer.timeit(iters).mean * 1e3)
-                ours.append(run_case(case, policy, isolation="inline").stats["mean"])
+                ours.append(run_case(case, policy, isolation="inline").stats.mean)
             else:
-                ours.append(run_case(case, policy, isolation="inline").stats["mean"])
+                ours.append(run_case(case, policy, isolation="inline").stats.mean)
                 theirs.append(timer.timeit(iters).mean * 1e3)
             print(f"  round {r + 1}: compilebench {ours[-1]:.2f} ms, torch.utils.benchmark.Timer {theirs[-1]:.2f} ms")
     if rounds_timer:
@@ -104,7 +104,7 @@ def resnet_ratios(iters: int, rounds: int, parts: set[str]) -> None:
                 (result,) = (forked if how == "forked" else execd).run(Job([case], policy), {}, lambda p: None)
             if result.status != "ok":
                 print(f"  round {r + 1}: {how} {result.status}: {result.message}")
-            got[how].append(result.stats.get("mean"))
+            got[how].append(result.stats.mean)
         print(f"  round {r + 1}: forked worker {got['forked'][-1]:.2f} ms, new interpreter {got['exec'][-1]:.2f} ms, "
               f"in-process {got['inline'][-1]:.2f} ms ({order[0]} first)")
     _report("3. ResNet-50 eager, forked worker / in-process", got["forked"], got["inline"], "(target within a few %)")

@@ -143,10 +143,10 @@ def speedup_truth(model: str, device: str, runs: int, iters: int) -> None:
                 eager, compiled = compilebench_result(cases, policy)
             else:
                 (eager,), (compiled,) = (compilebench_result([c], policy) for c in cases)
-            s = eager.stats["mean"] / compiled.stats["mean"]  # one process each: a speed-up, and no interval
+            s = eager.stats.mean / compiled.stats.mean  # one process each: a speed-up, and no interval
             speedups.append(s)
-            print(f"  {method} run {i + 1}: eager {eager.stats['mean']:.2f} ms (CV within {eager.stats['within_cv'] * 100:.1f}%), "
-                  f"compiled {compiled.stats['mean']:.2f} ms (CV within {compiled.stats['within_cv'] * 100:.1f}%): "
+            print(f"  {method} run {i + 1}: eager {eager.stats.mean:.2f} ms (CV within {eager.stats.within_cv * 100:.1f}%), "
+                  f"compiled {compiled.stats.mean:.2f} ms (CV within {compiled.stats.within_cv * 100:.1f}%): "
                   f"speed-up {s:.3f} [{time.monotonic() - t0:.0f} s]", flush=True)
         spread = statistics.stdev(speedups) / statistics.mean(speedups) if len(speedups) > 1 else float("nan")
         print(f"2. {model} {device} {method}: speed-up over {runs} runs: mean {statistics.mean(speedups):.3f}, "

@@ -7,6 +7,7 @@ import types
 
 import pytest
 
+from compilebench.core.conditions import Conditions
 from compilebench.measure import conditions
 from compilebench.measure.conditions import CpuReading, Nvml, Watch
 
@@ -14,16 +15,16 @@ from compilebench.measure.conditions import CpuReading, Nvml, Watch
 def test_other_processes_share_of_the_cpu_is_counted_without_the_workers_own_time():
     before = CpuReading(total=1000, busy=100, own=50, loadavg=0.2)
     after = CpuReading(total=1200, busy=250, own=100, loadavg=1.1)  # 150 busy ticks, 50 of them the worker's
-    c = conditions.cpu_conditions(before, after)
-    assert c["other_cpu_share"] == pytest.approx(100 / 200) and c["loadavg_1m"] == 1.1
+    c = Conditions(**conditions.cpu_conditions(before, after))
+    assert c.other_cpu_share == pytest.approx(100 / 200) and c.loadavg_1m == 1.1
     assert conditions.flags(c) == ["busy"]
-    quiet = conditions.cpu_conditions(before, CpuReading(total=1200, busy=153, own=100, loadavg=0.2))
-    assert quiet["other_cpu_share"] == pytest.approx(3 / 200) and conditions.flags(quiet) == []
+    quiet = Conditions(**conditions.cpu_conditions(before, CpuReading(total=1200, busy=153, own=100, loadavg=0.2)))
+    assert quiet.other_cpu_share == pytest.approx(3 / 200) and conditions.flags(quiet) == []
 
 
 def test_a_loop_too_short_to_judge_gets_no_share_and_no_flag():
-    c = conditions.cpu_conditions(CpuReading(1000, 0, 0, None), CpuReading(1010, 10, 0, None))
-    assert c["other_cpu_share"] is None and conditions.flags(c) == []
+    c = Conditions(**conditions.cpu_conditions(CpuReading(1000, 0, 0, None), CpuReading(1010, 10, 0, None)))
+    assert c.other_cpu_share is None and conditions.flags(c) == []
 
 
 class FakePynvml(types.SimpleNamespace):
@@ -107,32 +108,32 @@ def watch_over(readings, own_pid=4242):
 
 def test_a_quiet_gpu_is_recorded_and_not_flagged():
     c = watch_over([reading(), reading(reasons=0x1)])  # 0x1: idle, not a slowdown
-    assert c["gpu_sm_clock_mhz"] == [1980, 1980] and c["gpu_temperature_c"] == [61, 61]
-    assert c["gpu_power_w"] == [350.0, 350.0] and c["gpu_power_limit_w"] == 700.0
-    assert c["gpu_throttle_reasons"] == [] and c["gpu_other_processes"] == []  # only this worker is on it
+    assert c.gpu_sm_clock_mhz == [1980, 1980] and c.gpu_temperature_c == [61, 61]
+    assert c.gpu_power_w == [350.0, 350.0] and c.gpu_power_limit_w == 700.0
+    assert c.gpu_throttle_reasons == [] and c.gpu_other_processes == []  # only this worker is on it
     assert conditions.flags(c) == []
 
 
 def test_a_power_cap_is_recorded_but_only_heat_and_hardware_slowdowns_throttle():
     # An H100 at full power sits at its software power cap: recorded, not a reason to distrust the number.
     c = watch_over([reading(), reading(reasons=0x4, sm=1410)])
-    assert c["gpu_throttle_reasons"] == ["power cap"] and conditions.flags(c) == []
+    assert c.gpu_throttle_reasons == ["power cap"] and conditions.flags(c) == []
     c = watch_over([reading(violation=(0, 10)), reading(violation=(5_000_000, 10))])
-    assert c["gpu_throttle_reasons"] == ["power violation"] and conditions.flags(c) == []
+    assert c.gpu_throttle_reasons == ["power violation"] and conditions.flags(c) == []
     for bit, name in ((0x8, "hardware slowdown"), (0x20, "thermal (software)"), (0x40, "thermal (hardware)"),
                       (0x80, "power brake")):
         c = watch_over([reading(), reading(reasons=bit | 0x4)])
-        assert name in c["gpu_throttle_reasons"] and conditions.flags(c) == ["throttled"], name
+        assert name in c.gpu_throttle_reasons and conditions.flags(c) == ["throttled"], name
     # a slowdown between the two readings leaves its trace in the violation counters
     c = watch_over([reading(violation=(0, 10)), reading(violation=(0, 5_000_000))])
-    assert c["gpu_throttle_reasons"] == ["thermal violation"] and conditions.flags(c) == ["throttled"]
+    assert c.gpu_throttle_reasons == ["thermal violation"] and conditions.flags(c) == ["throttled"]
 
 
 def test_energy_comes_from_the_total_energy_counter_around_the_loop():
     first, second = reading(), reading()
     first["energy_mj"], second["energy_mj"] = 1_000_000, 1_090_500
-    assert watch_over([first, second])["gpu_energy_j"] == pytest.approx(90.5)
-    assert watch_over([reading(), reading()])["gpu_energy_j"] is None  # a GPU without the counter: unknown
+    assert watch_over([first, second]).gpu_energy_j == pytest.approx(90.5)
+    assert watch_over([reading(), reading()]).gpu_energy_j is None  # a GPU without the counter: unknown
 
 
 def test_board_settings_are_read_for_the_environment():
@@ -159,10 +160,10 @@ def test_busy_counts_only_the_cpus_the_worker_may_use():
 
 def test_another_process_on_the_gpu_makes_the_result_busy():
     c = watch_over([reading(pids=(4242, 777)), reading(pids=(4242, 777))])
-    assert c["gpu_other_processes"] == [777] and conditions.flags(c) == ["busy"]
+    assert c.gpu_other_processes == [777] and conditions.flags(c) == ["busy"]
     # in a container NVML reports host pids: this worker is then one of those it cannot recognise
     c = watch_over([reading(pids=(98765,)), reading(pids=(98765,))], own_pid=12)
-    assert c["gpu_other_processes"] == []
+    assert c.gpu_other_processes == []
 
 
 def test_a_machine_burning_a_core_flags_the_result_busy():
@@ -181,7 +182,7 @@ def test_a_machine_burning_a_core_flags_the_result_busy():
         burner.kill()
         burner.wait()
     rep = r.repeats[0]
-    assert rep.conditions["other_cpu_share"] > 0.3, rep.conditions  # one of this machine's cores, or more
+    assert rep.conditions.other_cpu_share > 0.3, rep.conditions  # one of this machine's cores, or more
     assert r.flags == ["busy"] and rep.flags == ["busy"]
 
 

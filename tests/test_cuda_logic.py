@@ -9,6 +9,7 @@ from fakecuda import FakeAllocator, FakeCuda
 
 from compilebench.core import machine
 from compilebench.core.case import Case
+from compilebench.core.conditions import Conditions
 from compilebench.core.errors import UserError
 from compilebench.core.job import TimingPolicy
 from compilebench.core.repeat import Repeat
@@ -130,7 +131,7 @@ def test_peak_memory_is_the_steady_states_with_the_compiles_apart(monkeypatch):
 
 
 def test_energy_per_call_comes_from_the_loops_energy_over_its_calls():
-    m = timing.Measurement(0, 0, 0, 4, 1, [10] * 4, 40, False, None, conditions={"gpu_energy_j": 2.0})
+    m = timing.Measurement(0, 0, 0, 4, 1, [10] * 4, 40, False, None, conditions=Conditions(gpu_energy_j=2.0))
     rep = Repeat()
     recording.record(rep, m, timing.HostClock(), sync_each_call=False, alone=True)
     assert rep.energy_per_call_j == 0.5 and rep.timing == "throughput"

@@ -178,15 +178,16 @@ def test_an_energy_counter_that_did_not_advance_is_not_reported_and_is_flagged()
     """Issue 42, 6: NVML's energy was only checked for presence; a counter that reads 0 (or wrapped) over a loop that
     ran cannot be energy per call."""
     from compilebench.core.case import Case
+    from compilebench.core.conditions import Conditions
     from compilebench.core.result import Result
     from compilebench.core.variant import Variant
 
     m = types.SimpleNamespace(iters_requested=3, min_iters=1, stopped_early=False, loop_wall_ns=3_000_000,
-                              loop_started_at=1.0, loop_ended_at=1.003, conditions={"gpu_energy_j": 0.0})
+                              loop_started_at=1.0, loop_ended_at=1.003, conditions=Conditions(gpu_energy_j=0.0))
     rep = Repeat()
     recording.record_loop(rep, m, [1_000_000] * 3, alone=True)
     assert rep.energy_per_call_j is None and "energy counter moved 0 J" in rep.self_checks[0]
-    m.conditions = {"gpu_energy_j": 0.9}
+    m.conditions = Conditions(gpu_energy_j=0.9)
     fine = Repeat()
     recording.record_loop(fine, m, [1_000_000] * 3, alone=True)
     assert fine.energy_per_call_j == pytest.approx(0.3) and not fine.self_checks

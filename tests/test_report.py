@@ -535,7 +535,7 @@ def test_the_html_page_holds_the_same_numbers_as_the_markdown(tmp_path):
 def generation_result(model, mode, ttft, per_token, *, status="ok", first=(30.0, 2.0, 0.2), **kw):
     r = fr.result(model, 1, mode, ttft + per_token * 7, env=fr.CPU, status=status, prompt_len=16, new_tokens=8, **kw)
     for rep in r.repeats:
-        scale = rep.stats["mean"] / (ttft + per_token * 7)
+        scale = rep.stats.mean / (ttft + per_token * 7)
         rep.generation = GenerateCalls.from_dict({
             "new_tokens": 8, "batch_size": 1, "prompt_len": 16, "ttft_ms": [ttft * scale] * 3,
             "per_token_ms": [per_token * scale] * 3,

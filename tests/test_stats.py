@@ -27,22 +27,22 @@ def test_summary_of_a_textbook_sample():
     # 2, 4, 4, 4, 5, 5, 7, 9: mean 5, population sd 2 (Wikipedia "Standard deviation", worked example);
     # sample sd = sqrt(32/7)
     s = stats.summarize([2, 4, 4, 4, 5, 5, 7, 9])
-    assert s["n"] == 8 and s["mean"] == 5 and s["median"] == 4.5
-    assert s["std"] == pytest.approx(math.sqrt(32 / 7))
-    assert s["min"] == 2 and s["max"] == 9
-    assert s["cv"] == pytest.approx(math.sqrt(32 / 7) / 5)
+    assert s.n == 8 and s.mean == 5 and s.median == 4.5
+    assert s.std == pytest.approx(math.sqrt(32 / 7))
+    assert s.min == 2 and s.max == 9
+    assert s.cv == pytest.approx(math.sqrt(32 / 7) / 5)
 
 
 def test_percentiles_are_hyndman_fan_type_7():
     # Type 7 (R's default, numpy's linear): p-th of 1..10 is 1 + p*(n-1)
     s = stats.summarize(list(range(1, 11)))
-    assert s["p90"] == pytest.approx(9.1)
-    assert s["p99"] == pytest.approx(9.91)
+    assert s.p90 == pytest.approx(9.1)
+    assert s.p99 == pytest.approx(9.91)
 
 
 def test_no_samples_gives_empty_statistics():
     s = stats.summarize([])
-    assert s["n"] == 0 and s["mean"] is None
+    assert s.n == 0 and s.mean is None
 
 
 def test_paired_difference_matches_rs_t_test_on_the_sleep_data():

@@ -294,7 +294,7 @@ def test_the_timed_loop_records_its_conditions_and_its_place_in_time():
     assert r.status == "ok" and rep.loop_started_at < rep.loop_ended_at
     assert rep.loop_ended_at - rep.loop_started_at == pytest.approx(rep.loop_wall_s, abs=0.05)
     c = rep.conditions
-    assert 0 <= c["other_cpu_share"] <= 1 and c["loadavg_1m"] is not None and c["window_s"] >= 0.6
+    assert 0 <= c.other_cpu_share <= 1 and c.loadavg_1m is not None and c.window_s >= 0.6
     assert rep.cpus >= 1
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from compilebench.core import stats
+from compilebench.core.conditions import Conditions
 from compilebench.core.generation import GenerateCalls
 from compilebench.core.record import Record, coerce, part, plain, typed
 from compilebench.core.served import ShapesServed
@@ -108,7 +109,7 @@ class Repeat:
     phase: str | None = None  # the phase it was in when it failed
     created_at: str = field(default_factory=utc_now)
     samples_ms: list[float] = field(default_factory=list)
-    stats: dict = field(default_factory=dict)  # within this process only: see stats.summarize
+    stats: stats.Summary = part(stats.Summary)  # within this process only
     # the first call alone; for a compiled model it holds the compilation
     first_call_s: float | None = metric(over=first, csv=True)
     compile_s: float | None = None  # dynamo's own compile timer, summed over every graph compiled
@@ -155,7 +156,7 @@ class Repeat:
     max_abs_err: float | None = metric(over=most, csv=True)
     max_rel_err: float | None = metric(over=most, csv=True)  # max abs error over eager's largest magnitude
     agreement: dict = metric(dict, over=least_each)  # task-aware checks: {"top1": 1.0}, {"tokens": 1.0}
-    conditions: dict = field(default_factory=dict)  # what else used the machine during the timed loop
+    conditions: Conditions = part(Conditions)  # what else used the machine during the timed loop
     flags: list[str] = field(default_factory=list)  # busy, throttled, noisy
     generation: GenerateCalls = part(GenerateCalls)  # text generation: per-call prefill / decode samples, first calls
     cpus: int | None = None  # CPU cores the worker could run on
@@ -179,12 +180,12 @@ class Repeat:
     def set_samples(self, samples_ns: list[int]) -> None:
         self.samples_ms = [s / 1e6 for s in samples_ns]
         self.stats = stats.summarize(self.samples_ms)
-        if NOISY.raised_by(self.stats.get("cv")) and "noisy" not in self.flags:
+        if NOISY.raised_by(self.stats.cv) and "noisy" not in self.flags:
             self.flags.append(NOISY.name)
 
     @property
     def mean_ms(self) -> float | None:
-        return self.stats.get("mean") if self.status in MEASURED and self.samples_ms else None
+        return self.stats.mean if self.status in MEASURED and self.samples_ms else None
 
     def to_dict(self) -> dict:
         """Every field (its records as their dicts), with the fields a newer compilebench wrote."""

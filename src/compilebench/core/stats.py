@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# Fields of summarize(): one process's samples.
-FIELDS = ("n", "mean", "median", "std", "min", "max", "p90", "p99", "cv")
+from compilebench.core.record import Record
+
 # A speed-up within 5% either way is "same": the band PyTorch's HUD and asv call no change, and wider than the
 # narrowest interval a 2-core VM gives (about +-3% after 7 repeats): at 2%, `same` could never be reached.
 DEFAULT_MIN_EFFECT = 0.05
@@ -107,25 +107,31 @@ def t_critical(df: float, confidence: float = 0.95) -> float:
     return float(t.ppf(0.5 + confidence / 2, df))
 
 
-def summarize(samples) -> dict:
-    """One process's samples. Percentiles are linear interpolation (Hyndman-Fan type 7, numpy's default); std is
-    the sample standard deviation (n-1); cv is std / mean."""
+@dataclass(kw_only=True)
+class Summary(Record):
+    """One process's samples (milliseconds), within that process only: the case's estimate is between processes."""
+
+    n: int = 0
+    mean: float | None = None
+    median: float | None = None
+    std: float | None = None  # the sample standard deviation (n-1)
+    min: float | None = None
+    max: float | None = None
+    p90: float | None = None  # percentiles by linear interpolation (Hyndman-Fan type 7, numpy's default)
+    p99: float | None = None
+    cv: float | None = None  # std / mean
+
+
+def summarize(samples) -> Summary:
+    """One process's samples."""
     x = np.asarray(samples, dtype=float)
     if x.size == 0:
-        return {k: None for k in FIELDS} | {"n": 0}
+        return Summary()
     mean = float(x.mean())
     std = float(x.std(ddof=1)) if x.size > 1 else 0.0
-    return {
-        "n": int(x.size),
-        "mean": mean,
-        "median": float(np.median(x)),
-        "std": std,
-        "min": float(x.min()),
-        "max": float(x.max()),
-        "p90": float(np.percentile(x, 90)),
-        "p99": float(np.percentile(x, 99)),
-        "cv": std / mean if mean > 0 else None,
-    }
+    return Summary(n=int(x.size), mean=mean, median=float(np.median(x)), std=std, min=float(x.min()),
+                   max=float(x.max()), p90=float(np.percentile(x, 90)), p99=float(np.percentile(x, 99)),
+                   cv=std / mean if mean > 0 else None)
 
 
 def mean_interval(values, confidence: float = 0.95) -> tuple[float, float | None, float | None]:
@@ -245,7 +251,7 @@ def case_summary(per_process: list[list[float]]) -> Estimate:
     mean, low, high = estimate(means)
     logs = np.log(means)
     pooled = np.concatenate([np.asarray(p, dtype=float) for p in per_process])
-    cvs = [c for c in (summarize(p)["cv"] for p in per_process) if c is not None]
+    cvs = [c for c in (summarize(p).cv for p in per_process) if c is not None]
     return Estimate(
         repeats=len(per_process),
         n=int(pooled.size),

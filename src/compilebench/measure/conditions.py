@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from compilebench.core.conditions import Conditions
 from compilebench.core.vocab import BUSY, THROTTLED
 
 # Too few clock ticks (10 ms each) between the two readings to tell a share from rounding: no verdict.
@@ -206,13 +207,12 @@ def gpu_conditions(before: GpuReading | None, after: GpuReading | None) -> dict:
     }
 
 
-def flags(conditions: dict) -> list[str]:
+def flags(conditions: Conditions) -> list[str]:
     """`busy` and `throttled`, from what a Watch recorded."""
     out = []
-    share = conditions.get("other_cpu_share")
-    if BUSY.raised_by(share) or conditions.get("gpu_other_processes"):
+    if BUSY.raised_by(conditions.other_cpu_share) or conditions.gpu_other_processes:
         out.append(BUSY.name)
-    if set(conditions.get("gpu_throttle_reasons") or ()) & set(THROTTLING):
+    if set(conditions.gpu_throttle_reasons) & set(THROTTLING):
         out.append(THROTTLED.name)
     return out
 
@@ -289,13 +289,12 @@ class Watch:
         self._before = (self._cpu(), self._gpu() if self._gpu else None, self._energy() if self._energy else None,
                         time.time())
 
-    def stop(self) -> dict:
+    def stop(self) -> Conditions:
         cpu_before, gpu_before, energy_before, t0 = self._before
         cpu_after, gpu_after = self._cpu(), (self._gpu() if self._gpu else None)
         energy_after = self._energy() if self._energy else None
-        out = {"window_s": time.time() - t0, **cpu_conditions(cpu_before, cpu_after),
-               **gpu_conditions(gpu_before, gpu_after), **energy_conditions(energy_before, energy_after)}
-        return out
+        return Conditions(window_s=time.time() - t0, **cpu_conditions(cpu_before, cpu_after),
+                          **gpu_conditions(gpu_before, gpu_after), **energy_conditions(energy_before, energy_after))
 
 
 class NoWatch(Watch):
@@ -304,5 +303,5 @@ class NoWatch(Watch):
     def __init__(self):
         super().__init__(cpu=lambda: None, energy=None)
 
-    def stop(self) -> dict:
-        return {}
+    def stop(self) -> Conditions:
+        return Conditions()

@@ -165,7 +165,7 @@ def record_loop(rep: Repeat, m, samples_ns: list[int], alone: bool) -> None:
     rep.conditions = m.conditions
     rep.flags = conditions.flags(m.conditions)
     rep.set_samples(samples_ns)
-    energy, cpu_energy = m.conditions.get("gpu_energy_j"), m.conditions.get("cpu_energy_j")
+    energy, cpu_energy = m.conditions.gpu_energy_j, m.conditions.cpu_energy_j
     if energy is not None and energy <= 0:  # a counter that did not advance over a loop that ran, or wrapped
         self_check(rep, f"the GPU's energy counter moved {energy:g} J over the timed loop: no energy is reported")
         energy = None

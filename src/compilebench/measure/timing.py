@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from compilebench.core.conditions import Conditions
 from compilebench.measure.conditions import NoWatch, Watch
 
 
@@ -102,7 +103,7 @@ class Measurement:
     recompiles: int | None  # new graphs compiled during the timed loop; None when not tracked
     loop_started_at: float = 0.0  # wall clock (epoch seconds) at both ends of the timed loop
     loop_ended_at: float = 0.0
-    conditions: dict = field(default_factory=dict)  # what else used the machine meanwhile (conditions.Watch)
+    conditions: Conditions = field(default_factory=Conditions)  # what else used the machine meanwhile (conditions.Watch)
 
 
 def first_call(fn: Callable[[], object], clock: HostClock) -> int:
@@ -281,7 +282,7 @@ class GenerationMeasurement:
     recompiles: int | None
     loop_started_at: float = 0.0
     loop_ended_at: float = 0.0
-    conditions: dict = field(default_factory=dict)
+    conditions: Conditions = field(default_factory=Conditions)
 
 
 Call = Callable[[Callable[[], None]], object]  # call(stamp) runs one generate(), calling stamp() as each token comes

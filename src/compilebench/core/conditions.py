@@ -1,0 +1,30 @@
+"""What else used the machine around one timed loop (measure/conditions.py reads it): the CPU's other processes
+and load, the GPU's clocks, temperature, power, throttling and other processes, and the energy counters."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from compilebench.core.record import Record
+
+
+@dataclass(kw_only=True)
+class Conditions(Record):
+    """Readings before and after one timed loop; a pair [before, after] where a reading is a level."""
+
+    window_s: float | None = None  # from the first reading to the last
+    loadavg_1m: float | None = None
+    loadavg_1m_before: float | None = None
+    cpu_ticks: int | None = None  # CPU time that passed on the cores the worker could run on
+    other_cpu_share: float | None = None  # other processes' share of it (None: too few ticks to tell)
+    gpu_energy_j: float | None = None  # NVML's energy counter over the loop
+    gpu_sm_clock_mhz: list | None = None
+    gpu_mem_clock_mhz: list | None = None
+    gpu_temperature_c: list | None = None
+    gpu_power_w: list | None = None
+    gpu_power_limit_w: float | None = None
+    gpu_throttle_reasons: list[str] = field(default_factory=list)  # NVML's clock-event reasons, in words
+    gpu_other_processes: list[int] = field(default_factory=list)  # pids of other processes on the GPU
+    cpu_energy_j: float | None = None  # the CPU packages' RAPL counters over the loop
+    cpu_energy_domains: list[str] = field(default_factory=list)
+    cpu_energy_absent: str | None = None  # why the CPU's energy is not known
