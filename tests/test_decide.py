@@ -207,8 +207,9 @@ def test_a_case_whose_processes_fall_into_two_groups_is_flagged_unstable():
     r = fr.result("resnet-50", 1, "eager", 1.0, env=fr.CPU, run="r", processes=[54.2, 79.0, 55.1, 78.8])
     assert "unstable" in r.flags
     low, high = r.unstable
-    assert low["repeats"] == [1, 3] and high["repeats"] == [2, 4]
-    assert low["mean_ms"] == pytest.approx(math.sqrt(54.2 * 55.1), rel=1e-3)
+    assert low.repeats == [1, 3] and high.repeats == [2, 4]
+    assert low.mean_ms == pytest.approx(math.sqrt(54.2 * 55.1), rel=1e-3)
+    assert set(low.to_dict()) == {"mean_ms", "repeats", "from", "to"}  # stored as before
     note = stability.notes(View([r]))[0]
     assert note.startswith("unstable: ") and "repeats 1, 3" in note and "the machine changed state" in note
     assert "unstable" not in fr.result("resnet-50", 1, "eager", 55.0, env=fr.CPU).flags

@@ -19,6 +19,11 @@ def column(default=None, *, csv: str) -> Any:
     return field(default=default, metadata={"column": csv})
 
 
+def stored_as(key: str, default=None) -> Any:
+    """A field stored under another key than its name (a Python keyword: "from")."""
+    return field(default=default, metadata={"key": key})
+
+
 def part(kind: type, **metadata) -> Any:
     """A field holding a record of `kind` (empty where nothing was recorded)."""
     return field(default_factory=kind, metadata={"record": kind, **metadata})
@@ -43,7 +48,7 @@ class Record:
         if self._recorded():
             for f in dataclasses.fields(self):
                 if f.name != "extra" and getattr(self, f.name) is not None:
-                    out[f.name] = plain(getattr(self, f.name))
+                    out[f.metadata.get("key", f.name)] = plain(getattr(self, f.name))
         return out
 
     def _recorded(self) -> bool:
@@ -97,13 +102,15 @@ def coerce(obj) -> None:
 def typed(cls, d: dict) -> dict:
     """The keyword arguments of `cls` (a dataclass) from a stored dict: records made from their dicts, keys it does
     not know in `extra` (where it has one)."""
-    known = {f.name: f for f in dataclasses.fields(cls) if f.init and f.name != "extra"}
+    known = {f.metadata.get("key", f.name): f for f in dataclasses.fields(cls) if f.init and f.name != "extra"}
     kwargs, extra = {}, {}
-    for k, v in d.items():
-        f = known.get(k)
+    for key, v in d.items():
+        f = known.get(key)
         if f is None:
-            extra[k] = v
-        elif "record" in f.metadata:
+            extra[key] = v
+            continue
+        k = f.name
+        if "record" in f.metadata:
             kind = f.metadata["record"]
             kwargs[k] = v if isinstance(v, kind) else kind.from_dict(v)
         elif "records" in f.metadata:

@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from compilebench.core import stats
 from compilebench.core.case import Case, eager_key_of, key_of
 from compilebench.core.generation import Generation
-from compilebench.core.record import part, plain
+from compilebench.core.record import items, part, plain
 from compilebench.core.repeat import METRICS, Repeat, derived, empty, utc_now
 from compilebench.core.served import Shapes
 from compilebench.core.starts import AotStart, MegaStart
+from compilebench.core.stats import Group
 from compilebench.core.vocab import FLAGS, MEASURED, SELF_CHECK, SEVERITY, UNSTABLE
 from compilebench.core.why import CompilePhases
 
@@ -57,7 +58,7 @@ class Result:
     generation: Generation = part(Generation)  # text generation: time to first token and per token
     shapes: Shapes = part(Shapes)  # `compilebench shapes`: per shape, over the repeats
     # its per-process means in two groups far apart (the machine changed state): each group's mean and when
-    unstable: list[dict] = field(default_factory=list)
+    unstable: list[Group] = items(Group)
 
     def __post_init__(self):
         if isinstance(self.stats, dict):  # as stored
@@ -176,13 +177,10 @@ class Result:
 _FIELDS = {f.name: f for f in dataclasses.fields(Result)}
 
 
-def _unstable(measured: list[Repeat]) -> list[dict]:
-    """The per-process means in two groups far apart (stats.groups): each group's mean (ms), repeats and when
-    they were measured; none where the means are one group."""
+def _unstable(measured: list[Repeat]) -> list[Group]:
+    """The per-process means in two groups far apart (stats.groups); none where the means are one group."""
     reps = [r for r in measured if r.samples_ms]
     means = [sum(r.samples_ms) / len(r.samples_ms) for r in reps]
-    found = stats.groups(means)
-    if not found:
-        return []
-    return [{"mean_ms": stats.estimate([means[i] for i in g])[0], "repeats": sorted(reps[i].index for i in g),
-             "from": min(reps[i].created_at for i in g), "to": max(reps[i].created_at for i in g)} for g in found]
+    return [Group(mean_ms=stats.estimate([means[i] for i in g])[0], repeats=sorted(reps[i].index for i in g),
+                  started=min(reps[i].created_at for i in g), ended=max(reps[i].created_at for i in g))
+            for g in stats.groups(means) or []]

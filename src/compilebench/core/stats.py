@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from compilebench.core.record import Record
+from compilebench.core.record import Record, stored_as
 
 # A speed-up within 5% either way is "same": the band PyTorch's HUD and asv call no change, and wider than the
 # narrowest interval a 2-core VM gives (about +-3% after 7 repeats): at 2%, `same` could never be reached.
@@ -120,6 +120,17 @@ class Summary(Record):
     p90: float | None = None  # percentiles by linear interpolation (Hyndman-Fan type 7, numpy's default)
     p99: float | None = None
     cv: float | None = None  # std / mean
+
+
+@dataclass(kw_only=True)
+class Group(Record):
+    """Processes of one case whose means fell together, apart from another group (groups): the machine changed
+    state during the run."""
+
+    mean_ms: float | None = None  # the estimate between this group's processes
+    repeats: list[int] = field(default_factory=list)
+    started: str | None = stored_as("from")  # when its first process was measured, and its last
+    ended: str | None = stored_as("to")
 
 
 def summarize(samples) -> Summary:

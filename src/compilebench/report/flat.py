@@ -68,8 +68,8 @@ def rows(view: View) -> list[dict]:
             "achieved_tflops": data.achieved_tflops(r),
             "min_effect": min_effect,
             # unstable: each group of per-process means, "mean ms (repeats) from-to"
-            "unstable_groups": "; ".join(f"{g['mean_ms']:.4g} ms ({','.join(map(str, g['repeats']))}) {g['from']} to "
-                                         f"{g['to']}" for g in r.unstable),
+            "unstable_groups": "; ".join(f"{g.mean_ms:.4g} ms ({','.join(map(str, g.repeats))}) {g.started} to "
+                                         f"{g.ended}" for g in r.unstable),
         }
         p = data.peak(r)
         row["peak_tflops"], row["peak_math"] = (p.tflops, p.math) if p else (None, None)

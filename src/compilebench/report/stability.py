@@ -30,8 +30,8 @@ def _when(stamp: str) -> str:
 def _groups(r: Result) -> str | None:
     if not r.unstable:
         return None
-    parts = [f"{g['mean_ms']:.2f} ms (repeat{'s' if len(g['repeats']) > 1 else ''} "
-             f"{', '.join(map(str, g['repeats']))}, {_when(g['from'])} to {_when(g['to'])[11:]})" for g in r.unstable]
+    parts = [f"{g.mean_ms:.2f} ms (repeat{'s' if len(g.repeats) > 1 else ''} "
+             f"{', '.join(map(str, g.repeats))}, {_when(g.started)} to {_when(g.ended)[11:]})" for g in r.unstable]
     return (f"unstable: {_name(r)}: its processes fell into two groups, {' and '.join(parts)}: the machine changed "
             "state during the run, and the interval holds both")
 
