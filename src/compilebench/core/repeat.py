@@ -85,14 +85,11 @@ def utc_now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat()
 
 
-@dataclass
-class Repeat:
-    """What one worker process measured for one case."""
+@dataclass(kw_only=True)
+class Figures:
+    """Every figure a case shows of its repeats, declared once: a Repeat holds its own, a Result (core/result.py)
+    the case's, each made from its repeats' by the rule its declaration names (derived)."""
 
-    index: int = 1  # 1..R: which repeat of the case
-    status: str = "ok"
-    process: str = field(default_factory=lambda: uuid.uuid4().hex)  # shared by the variants of an interleaved process
-    run: str | None = None  # the run (one command's plan) that measured it: core/drift.py tells runs apart by it
     # its run's label (--tag, COMPILEBENCH_TAG or the git commit): `history` reads a series by it
     tag: str | None = metric(over=last, csv=True)
     # Repeats until decided: the looks at the data its run's design allowed (stats.looks: its verdicts' 5% is split
@@ -104,25 +101,10 @@ class Repeat:
     # (results written before the design paired them read as they did)
     pair_from: int | None = metric(over=most, csv=True)
     undecided_by: str | None = metric(over=last, csv=True)
-    message: str | None = None  # one line: why it is not ok
-    traceback: str | None = None
-    phase: str | None = None  # the phase it was in when it failed
-    created_at: str = field(default_factory=utc_now)
-    samples_ms: list[float] = field(default_factory=list)
-    stats: stats.Summary = part(stats.Summary)  # within this process only
     # the first call alone; for a compiled model it holds the compilation
     first_call_s: float | None = metric(over=first, csv=True)
-    compile_s: float | None = None  # dynamo's own compile timer, summed over every graph compiled
-    compile_cache: str | None = None  # the on-disk compiler state it started from: cold, warm or dir
     compile_cache_hits: int | None = metric(over=first, csv=True)  # inductor FX-graph cache hits of the measured compile
-    warmup_iters: int | None = None
-    warmup_s: float | None = None
-    iters_requested: int | None = None
-    min_iters: int | None = None
     stopped_early: bool = metric(False, over=any_of, csv=True)  # the time budget ended the timed loop before iters_requested
-    loop_wall_s: float | None = None
-    loop_started_at: float | None = None  # wall clock (epoch seconds) around the timed loop: when it held the device
-    loop_ended_at: float | None = None
     # CUDA: the steady state's (reset after warm-up), its CUDA graphs' pools included; host: the process's peak RSS
     peak_mem_bytes: int | None = metric(over=most, csv=True)
     # "cuda_steady" (allocated + graph pools), "host_max_rss", or "cuda_max_allocated" (results written before the
@@ -133,13 +115,9 @@ class Repeat:
     # CUDA: the peak of the first call and warm-up (compile, autotuning)
     compile_peak_mem_bytes: int | None = metric(over=most, csv=True)
     cudagraph_pool_bytes: int | None = metric(over=most, csv=True)  # CUDA: what the CUDA graphs' private pools reserve
-    timing: str | None = None  # "throughput" (pipelined calls, one synchronize) or "latency" (each call to completion)
-    samples_over_wall: float | None = None  # CUDA events: the samples' sum over the loop's wall time (the clock check)
     # NVML's energy counter over the loop, per timed call; the CPU packages' RAPL counters over it
     energy_per_call_j: float | None = metric(over=median_measured, csv=True)
     cpu_energy_per_call_j: float | None = metric(over=median_measured, csv=True)
-    cudagraph_skips: int | None = None  # graphs inductor did not record as CUDA graphs (a GPU compiled variant)
-    cudagraphs_recorded: int | None = None
     cudagraph_skip_reasons: list[str] = metric(list, over=each)
     self_checks: list[str] = metric(list, over=each)  # the self-checks it failed, in words (vocab.SELF_CHECK)
     # what the correctness tolerance was chosen for: float32, tf32, float16, bfloat16
@@ -149,23 +127,52 @@ class Repeat:
     graph_breaks: int | None = metric(over=most, csv=True)
     break_reasons: list[str] = metric(list, over=each_sorted)
     recompile_reasons: list[str] = metric(list, over=each)  # dynamo's reason for each recompile (a guard failed)
-    compile_phases: CompilePhases = part(CompilePhases)  # compile seconds by phase: dynamo, aot, inductor (codegen)
     recompiles_in_timed_loop: int | None = metric(over=most, csv=True)
     recompile_limit_hits: int | None = metric(over=most)  # frames dynamo stopped compiling at its recompile limit
     regions: dict = metric(dict, over=found)  # --compile-scope regions: the blocks compiled, by class
     max_abs_err: float | None = metric(over=most, csv=True)
     max_rel_err: float | None = metric(over=most, csv=True)  # max abs error over eager's largest magnitude
     agreement: dict = metric(dict, over=least_each)  # task-aware checks: {"top1": 1.0}, {"tokens": 1.0}
-    conditions: Conditions = part(Conditions)  # what else used the machine during the timed loop
-    flags: list[str] = field(default_factory=list)  # busy, throttled, noisy
-    generation: GenerateCalls = part(GenerateCalls)  # text generation: per-call prefill / decode samples, first calls
-    cpus: int | None = None  # CPU cores the worker could run on
-    phases: dict = field(default_factory=dict)  # seconds the worker spent in each phase, from its start
     # per call: eager, its operators' inputs and outputs; compiled, inductor's count
     bytes_moved: int | None = metric(over=found)
     # --profile: where the time goes (diagnostics/profiling.summarize), and its trace
     profile: Profile = metric(Profile, over=found)
     compile_trace: CompileTrace = metric(CompileTrace, over=found)  # --compile-trace: the TORCH_TRACE folder, tlparse's HTML
+
+
+@dataclass
+class Repeat(Figures):
+    """What one worker process measured for one case: its figures (Figures) and the rest below."""
+
+    index: int = 1  # 1..R: which repeat of the case
+    status: str = "ok"
+    process: str = field(default_factory=lambda: uuid.uuid4().hex)  # shared by the variants of an interleaved process
+    run: str | None = None  # the run (one command's plan) that measured it: core/drift.py tells runs apart by it
+    message: str | None = None  # one line: why it is not ok
+    traceback: str | None = None
+    phase: str | None = None  # the phase it was in when it failed
+    created_at: str = field(default_factory=utc_now)
+    samples_ms: list[float] = field(default_factory=list)
+    stats: stats.Summary = part(stats.Summary)  # within this process only
+    compile_s: float | None = None  # dynamo's own compile timer, summed over every graph compiled
+    compile_cache: str | None = None  # the on-disk compiler state it started from: cold, warm or dir
+    warmup_iters: int | None = None
+    warmup_s: float | None = None
+    iters_requested: int | None = None
+    min_iters: int | None = None
+    loop_wall_s: float | None = None
+    loop_started_at: float | None = None  # wall clock (epoch seconds) around the timed loop: when it held the device
+    loop_ended_at: float | None = None
+    timing: str | None = None  # "throughput" (pipelined calls, one synchronize) or "latency" (each call to completion)
+    samples_over_wall: float | None = None  # CUDA events: the samples' sum over the loop's wall time (the clock check)
+    cudagraph_skips: int | None = None  # graphs inductor did not record as CUDA graphs (a GPU compiled variant)
+    cudagraphs_recorded: int | None = None
+    compile_phases: CompilePhases = part(CompilePhases)  # compile seconds by phase: dynamo, aot, inductor (codegen)
+    conditions: Conditions = part(Conditions)  # what else used the machine during the timed loop
+    flags: list[str] = field(default_factory=list)  # busy, throttled, noisy
+    generation: GenerateCalls = part(GenerateCalls)  # text generation: per-call prefill / decode samples, first calls
+    cpus: int | None = None  # CPU cores the worker could run on
+    phases: dict = field(default_factory=dict)  # seconds the worker spent in each phase, from its start
     mega_cache: MegaCache = part(MegaCache)  # --compile-cache mega: the artifacts saved or loaded
     aot_inductor: AotPackage = part(AotPackage)  # aot-inductor: export, package (the repeat that built it), load
     start: Start = part(Start)  # until the first answer
@@ -197,7 +204,7 @@ class Repeat:
         return cls(**typed(cls, d))
 
 
-METRICS = tuple(f for f in dataclasses.fields(Repeat) if "over" in f.metadata)
+METRICS = dataclasses.fields(Figures)
 COLUMNS = tuple(f.name for f in METRICS if f.metadata["csv"])  # the metrics with a CSV column of their own
 
 

@@ -14,7 +14,7 @@ from compilebench.core import stats
 from compilebench.core.case import Case, eager_key_of, key_of
 from compilebench.core.generation import Generation
 from compilebench.core.record import items, part, plain
-from compilebench.core.repeat import METRICS, Repeat, derived, empty, utc_now
+from compilebench.core.repeat import METRICS, Figures, Repeat, derived, empty, utc_now
 from compilebench.core.served import Shapes
 from compilebench.core.starts import AotStart, MegaStart
 from compilebench.core.stats import Group
@@ -23,10 +23,10 @@ from compilebench.core.why import CompilePhases
 
 
 @dataclass
-class Result:
-    """A case on one machine: its repeats and what they add up to. Besides the fields below, every metric a Repeat
-    declares (core/repeat.py: first_call_s, graphs, max_rel_err, peak_mem_bytes, ...) is an attribute, derived
-    from the repeats by its rule."""
+class Result(Figures):
+    """A case on one machine: its repeats and what they add up to: every figure a repeat declares (core/repeat.py's
+    Figures: first_call_s, graphs, max_rel_err, peak_mem_bytes, ...), derived from the repeats by its rule, and the
+    fields below."""
 
     case: Case
     repeats: list[Repeat] = field(default_factory=list)
@@ -154,7 +154,6 @@ class Result:
         for f in dataclasses.fields(self):
             if f.name not in ("case", "repeats", "extra", "case_extra"):
                 out[f.name] = plain(getattr(self, f.name))
-        out.update({f.name: plain(getattr(self, f.name)) for f in METRICS})
         out["stats"] = self.stats.to_dict()
         out["case"] = {**self.case_extra, **self.case.to_dict()}
         out["case_key"] = self.case_key
@@ -164,9 +163,9 @@ class Result:
     @classmethod
     def from_dict(cls, d: dict) -> Result:
         names = {f.name for f in dataclasses.fields(cls)}
-        kw = {k: v for k, v in d.items() if k in names and k not in ("case", "repeats", "extra", "case_extra")}
-        derived_ = {f.name for f in METRICS} | {"case_key"}  # made again from the repeats
-        kw = {k: v for k, v in kw.items() if "record" not in _FIELDS[k].metadata}  # so are its records
+        derived_ = {f.name for f in METRICS} | {"case_key"}  # made again from the repeats, as its records are
+        kw = {k: v for k, v in d.items() if k in names and k not in ("case", "repeats", "extra", "case_extra")
+              and k not in derived_ and "record" not in _FIELDS[k].metadata}
         extra = {k: v for k, v in d.items() if k not in names and k not in derived_}
         case_fields = {f.name for f in dataclasses.fields(Case)}
         case_extra = {k: v for k, v in d["case"].items() if k not in case_fields}
