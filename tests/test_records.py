@@ -4,7 +4,6 @@ keys a newer compilebench wrote kept and written back, and a Result's figures de
 import dataclasses
 import json
 
-from compilebench.core.record import Record
 from compilebench.core.repeat import METRICS, Figures, Repeat
 from compilebench.core.result import Result
 from compilebench.core.served import ShapesServed

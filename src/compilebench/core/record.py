@@ -68,7 +68,12 @@ class Record:
 
     def row(self) -> dict:
         """Its columns' values (None where not set)."""
-        return {f.metadata["column"]: getattr(self, f.name) for f in dataclasses.fields(self) if "column" in f.metadata}
+        return columns_of(self)
+
+
+def columns_of(obj) -> dict:
+    """The columns a dataclass's fields declare (`column`), with their values."""
+    return {f.metadata["column"]: getattr(obj, f.name) for f in dataclasses.fields(obj) if "column" in f.metadata}
 
 
 def default(f: dataclasses.Field):

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from compilebench.core.record import Record, stored_as
+from compilebench.core.record import Record, column, columns_of, stored_as
 
 # A speed-up within 5% either way is "same": the band PyTorch's HUD and asv call no change, and wider than the
 # narrowest interval a 2-core VM gives (about +-3% after 7 repeats): at 2%, `same` could never be reached.
@@ -229,22 +229,26 @@ class Estimate:
     """A case's number from the samples of each of its processes (milliseconds): the estimate between processes
     with its 95% interval, and what the samples say within them. Stored as a dict of these names."""
 
-    repeats: int = 0
-    n: int = 0
-    n_min: int | None = None
-    mean: float | None = None  # the geometric mean of the per-process means
-    ci95_low: float | None = None
-    ci95_high: float | None = None
-    between_cv: float | None = None  # sd of the log means: the relative spread between processes
-    median: float | None = None
-    p90: float | None = None
-    p99: float | None = None
-    min: float | None = None
-    max: float | None = None
-    within_cv: float | None = None  # the median CV within one process
+    repeats: int = column(0, csv="repeats")
+    n: int = column(0, csv="n")
+    n_min: int | None = column(csv="n_min")
+    mean: float | None = column(csv="mean_ms")  # the geometric mean of the per-process means
+    ci95_low: float | None = column(csv="ci95_low_ms")
+    ci95_high: float | None = column(csv="ci95_high_ms")
+    between_cv: float | None = column(csv="between_cv")  # sd of the log means: the relative spread between processes
+    median: float | None = column(csv="median_ms")
+    p90: float | None = column(csv="p90_ms")
+    p99: float | None = column(csv="p99_ms")
+    min: float | None = column(csv="min_ms")
+    max: float | None = column(csv="max_ms")
+    within_cv: float | None = column(csv="within_cv")  # the median CV within one process
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+    def row(self) -> dict:
+        """Its CSV and JSON columns (milliseconds where a time)."""
+        return columns_of(self)
 
     @classmethod
     def from_dict(cls, d: dict | None) -> Estimate:

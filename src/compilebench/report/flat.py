@@ -22,8 +22,6 @@ from compilebench.diagnostics import bandwidth, profiling
 from compilebench.report import data
 from compilebench.report.view import View
 
-STATS = ("repeats", "n", "n_min", "mean_ms", "ci95_low_ms", "ci95_high_ms", "between_cv", "median_ms", "p90_ms",
-         "p99_ms", "min_ms", "max_ms", "within_cv")
 # The case's own figures: every metric its repeats declare a column for (core/repeat.py), then the result's.
 RESULT = (*repeat.COLUMNS, "compile_s", "cold_compile_s", "warm_compile_s", "flops", "isolation", "message",
           "inline_model")
@@ -60,7 +58,7 @@ def rows(view: View) -> list[dict]:
             **shape_columns(r),
             "environment": c.environment,
             **{k: getattr(c, k) for k in settings.names() if k != "task"},  # the task has its column above
-            **{name: getattr(s, name.removesuffix("_ms")) for name in STATS},
+            **s.row(),
             **{k: getattr(r, k) for k in RESULT},
             "iters_per_repeat": "/".join(str(len(rep.samples_ms)) for rep in r.repeats),
             "break_reasons": "; ".join(r.break_reasons),
