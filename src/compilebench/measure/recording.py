@@ -213,8 +213,8 @@ def record_compile(rep: Repeat, compiled, recompiles: int | None, cudagraphs: in
 def record_aot(rep: Repeat, packaged: dict) -> None:
     """An aot-inductor variant: dynamo compiled nothing (its counters say nothing of it); its compile cost is the
     export and package of the repeat that built the package, and its start the load."""
-    rep.aot_inductor = AotPackage.from_dict(packaged)
-    rep.compile_s = packaged["export_s"] + packaged["package_s"] if packaged.get("built") else None
+    rep.aot_inductor = package = AotPackage.from_dict(packaged)
+    rep.compile_s = package.export_s + package.package_s if package.built else None
     rep.graphs = rep.graph_breaks = rep.compile_cache_hits = None
     rep.compile_phases = CompilePhases()
 
