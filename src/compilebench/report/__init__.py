@@ -9,6 +9,7 @@ GPU, nothing that runs a case."""
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
@@ -34,7 +35,6 @@ from compilebench.report.cells import Table
 from compilebench.report.view import View
 from compilebench.storage import interrupts, paths
 
-FORMATS = ("md", "html", "csv", "json")
 FILES = {"md": "report.md", "html": "report.html", "csv": "results.csv", "json": "results.json"}
 REFERENCE_CSV = "reference.csv"  # with --reference: your speed-ups beside the published ones, one row per pair
 SHAPES = {"csv": "shapes.csv", "json": "shapes.json"}  # `compilebench shapes`: a row per setting and shape served
@@ -131,6 +131,55 @@ def intro(view: View, sources: list[str]) -> list[str]:
             "N and noise."]
 
 
+class Rendered:
+    """What the formats share, each made once, the first time one asks for it: the charts (drawn into the scratch
+    folder), the sections of the markdown and HTML reports, the flat rows of CSV and JSON."""
+
+    def __init__(self, view: View, sources: list[str], published: tuple[str, list] | None, scratch: str):
+        self.view, self.sources, self.published, self.scratch = view, sources, published, scratch
+
+    @functools.cached_property
+    def charts(self) -> list[chartsmod.Chart]:
+        return chartsmod.render(self.view, os.path.join(self.scratch, CHARTS_DIR))
+
+    @functools.cached_property
+    def sections(self) -> list:
+        return sections(self.view, self.charts, self.published)
+
+    @functools.cached_property
+    def intro(self) -> list[str]:
+        return intro(self.view, self.sources)
+
+    @functools.cached_property
+    def rows(self) -> list[dict]:
+        return flat.rows(self.view)
+
+    @functools.cached_property
+    def served(self) -> list[dict]:
+        """`compilebench shapes`: a row per setting and shape served (none for any other run)."""
+        return shapes.rows(self.view)
+
+
+def _csv(r: Rendered) -> dict[str, str]:
+    pairs = referencemod.rows(r.view, r.published[1]) if r.published else []
+    return {FILES["csv"]: flat.to_csv(r.rows), **({REFERENCE_CSV: flat.to_csv(pairs)} if pairs else {}),
+            **({SHAPES["csv"]: flat.to_csv(r.served)} if r.served else {})}
+
+
+def _json(r: Rendered) -> dict[str, str]:
+    return {FILES["json"]: flat.to_json(r.rows), **({SHAPES["json"]: flat.to_json(r.served)} if r.served else {})}
+
+
+# One exporter a format: the files it writes (name inside the output folder -> content).
+EXPORTERS = {
+    "md": lambda r: {FILES["md"]: markdown.report(r.sections, r.intro, CHARTS_DIR)},
+    "html": lambda r: {FILES["html"]: html.page("compilebench report", r.intro, r.sections)},
+    "csv": _csv,
+    "json": _json,
+}
+FORMATS = tuple(EXPORTERS)  # --format's choices, all written by default
+
+
 def write(view: View, out_dir: str, formats: tuple[str, ...], sources: list[str],
           published: tuple[str, list] | None = None) -> list[str]:
     """Render every requested format into out_dir; returns the paths written. The View is built once by the caller,
@@ -145,28 +194,11 @@ def write(view: View, out_dir: str, formats: tuple[str, ...], sources: list[str]
     except OSError as exc:
         raise UserError(f"cannot write the report to {out_dir!r} ({exc.strerror or exc})") from None
     try:
+        rendered = Rendered(view, sources, published, scratch)
         files: dict[str, str] = {}  # name inside out_dir -> content
-        charts: list[chartsmod.Chart] = []
-        if {"md", "html"} & set(formats):
-            charts = chartsmod.render(view, os.path.join(scratch, CHARTS_DIR))
-            secs = sections(view, charts, published)
-            if "md" in formats:
-                files[FILES["md"]] = markdown.report(secs, intro(view, sources), CHARTS_DIR)
-            if "html" in formats:
-                files[FILES["html"]] = html.page("compilebench report", intro(view, sources), secs)
-        if {"csv", "json"} & set(formats):
-            rows = flat.rows(view)
-            if "csv" in formats:
-                files[FILES["csv"]] = flat.to_csv(rows)
-                pairs = referencemod.rows(view, published[1]) if published else []
-                if pairs:
-                    files[REFERENCE_CSV] = flat.to_csv(pairs)
-            if "json" in formats:
-                files[FILES["json"]] = flat.to_json(rows)
-            served = shapes.rows(view)
-            if served:
-                files.update({SHAPES[f]: (flat.to_csv if f == "csv" else flat.to_json)(served)
-                              for f in ("csv", "json") if f in formats})
+        for f in formats:
+            files.update(EXPORTERS[f](rendered))
+        charts = rendered.charts if "charts" in vars(rendered) else []
         for name, content in files.items():
             with open(os.path.join(scratch, name), "w", encoding="utf-8") as f:
                 f.write(content)
