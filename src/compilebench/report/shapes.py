@@ -226,8 +226,7 @@ def _correct(p: ShapeSummary) -> str:
     return f"yes (max rel err {p.max_rel_err:.1e}{', ' + agreement if agreement else ''})"
 
 
-def _total(s: Setting, name: str) -> str:
-    """A compiled setting's total over its shapes (graphs, recompiles); nothing for no compile."""
+def _total(s: Setting, name: str) -> str:  # a compiled setting's total over its shapes; nothing for no compile
     return str(getattr(s.result.shapes, name)) if s.result.case.variant.compiled and s.result.shapes else ""
 
 
