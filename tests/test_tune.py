@@ -10,6 +10,7 @@ from compilebench.core.case import Case
 from compilebench.core.errors import UserError
 from compilebench.core.starts import AotPackage, Start
 from compilebench.core.variant import Variant
+from compilebench.tune import halving
 
 BASE = Case("resnet-50", 1, Variant("eager"), device="cpu", model_size="tiny")
 
@@ -101,10 +102,10 @@ def test_the_first_rung_climbs_from_the_best_so_far_one_change_at_a_time():
 def test_where_nothing_adds_to_the_best_the_climb_takes_the_likeliest_left():
     plain, bf16, cl = tune.Config.make(), tune.Config.make(dtype="bfloat16"), tune.Config.make(channels_last=True)
     both = tune.Config.make(dtype="bfloat16", channels_last=True)
-    assert tune._climb([cl, both], bf16) == both
-    assert tune._climb([cl, both], None) == cl
-    assert tune._climb([cl], bf16) == cl  # cl does not add to bf16: it changes something else
-    assert tune._climb([bf16, cl], plain) == bf16
+    assert halving._climb([cl, both], bf16) == both
+    assert halving._climb([cl, both], None) == cl
+    assert halving._climb([cl], bf16) == cl  # cl does not add to bf16: it changes something else
+    assert halving._climb([bf16, cl], plain) == bf16
 
 
 def test_nothing_faster_than_eager_is_said_plainly():
@@ -198,7 +199,7 @@ def test_regions_and_aot_inductor_configurations_make_their_own_cases_and_code()
     regions, aot = tune.Config.make(scope="regions"), tune.Config.make("aot-inductor", dtype="bfloat16")
     assert regions.case(BASE).variant == Variant("default", scope="regions")
     assert aot.case(BASE).variant.ahead_of_time and aot.case(BASE).dtype == "bfloat16"
-    assert regions.describe() == "default, regions" and ("scope", "regions") in tune._changes(regions)
+    assert regions.describe() == "default, regions" and ("scope", "regions") in halving._changes(regions)
     assert "block.compile()" in regions.code() and "model._no_split_modules" in regions.code()
     code = aot.code()
     assert "torch.export.export(model" in code and "aoti_compile_and_package" in code and "aoti_load_package" in code
@@ -227,16 +228,15 @@ def test_the_table_gives_each_configurations_start_beside_its_speed():
 
 def test_with_several_batch_sizes_the_pick_serves_them_under_each_dynamic_setting_and_the_best_is_code():
     """The shapes stage after the search: its spec, what it prints from the shapes view (measured by a fake)."""
-    import argparse
-
     from test_shapes import _served_result
 
     from compilebench.cli import tune as tunecmd
     from compilebench.core.spec import RunSpec
+    from compilebench.report.view import View
 
     spec = RunSpec(models=("resnet-50",), batch_sizes=(4,), variants=("eager", "default"), device="cpu", repeats=1)
     pick = tune.Config.make("max-autotune-no-cudagraphs", dtype="bfloat16")
-    served = tunecmd._shapes_spec(spec, pick, (1, 4))
+    served = tune.served_spec(spec, pick, (1, 4))
     cases = served.cases()
     assert [c.variant.label for c in cases] == [
         "no compile", "compile (max-autotune-no-cudagraphs)", "compile (max-autotune-no-cudagraphs, dynamic)",
@@ -250,9 +250,8 @@ def test_with_several_batch_sizes_the_pick_serves_them_under_each_dynamic_settin
             for v in (c.variant for c in cases)}
     outcome = tune.Outcome(None, [tune.Tried(pick, speedup=speedups.Speedup(2.0, 1.9, 2.1, "faster", False))])
     outcome.tried[0].rungs = 3
-    args = argparse.Namespace(min_effect=0.02, requests=10_000, mix=None, quiet=True)
-    text = tunecmd._serve_shapes(argparse.Namespace(spec=spec), outcome, (1, 4), lambda s: [made[c.variant] for c in
-                                                                                              s.cases()], args)
+    view = View([made[c.variant] for c in cases], 0.02, 10_000, None)
+    text = tunecmd._served(outcome, view)
     # the pick's mode is part of every setting's name: the shapes were served compiled in it
     assert "dynamic=False, max-autotune-no-cudagraphs: serves 10,000 requests of this mix soonest" in text
     assert "torch.compile(model, mode='max-autotune-no-cudagraphs', dynamic=False)" in text
@@ -263,3 +262,15 @@ def test_a_mix_that_names_no_batch_size_is_refused_before_tune_measures_anything
     code, out, err = main_here("tune", "--model", "resnet-50", "--tiny", "--device", "cpu", "--batch-size", "1", "4",
                                "--mix", "2:1", "--db", "r.db")
     assert code == 2 and "--mix" in err and not (tmp_path / "r.db").exists()
+
+
+@pytest.mark.slow
+def test_the_python_entry_point_is_the_command(tmp_path):
+    """Issue 51: `tune` had no Python entry point. compilebench.fastest runs the search the command runs."""
+    import compilebench
+
+    tuned = compilebench.fastest("resnet-50", model_size="tiny", device="cpu", budget="1s", db=str(tmp_path / "r.db"))
+    assert tuned.path == str(tmp_path / "r.db") and tuned.served is None
+    assert len(tuned.outcome.tried) == 1 and len(tuned.outcome.untried) == 26  # the likeliest alone, as the command
+    assert tuned.code() is None if tuned.winner is None else "torch.compile(model" in tuned.code()
+    assert {r.case.variant.mode for r in compilebench.load(tuned.path)} == {"eager", "default"}

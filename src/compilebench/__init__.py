@@ -1,12 +1,13 @@
 """compilebench: what torch.compile does for a Hugging Face model, on this machine, with numbers you can trust.
 
-The Python API (benchmark, shapes, load, Results) is imported on first use, so the command line starts fast."""
+The Python API (benchmark, shapes, fastest, load, Results) is imported on first use, so the command line starts
+fast."""
 
 __version__ = "0.2.0"
 
 
 def __getattr__(name: str):
-    if name in ("benchmark", "shapes", "load", "Results", "ShapesResults"):
+    if name in ("benchmark", "shapes", "fastest", "load", "Results", "ShapesResults", "Tuned"):
         from compilebench import api
 
         return getattr(api, name)

@@ -18,12 +18,13 @@ Measurement is exactly what `compilebench run` does: the same repeats, intervals
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import tempfile
 from typing import Callable
 
-from compilebench import zoo
+from compilebench import tune, zoo
 from compilebench.core import (
     settings as settingsmod,
     spec as specmod,
@@ -85,6 +86,42 @@ def benchmark(model=None, *, suite: str | None = None, inputs: str | Callable[[i
     finally:
         if inline:
             zoo.REGISTRY.pop(name, None)  # registered for this call only
+
+
+@dataclasses.dataclass
+class Tuned:
+    """What `compilebench tune` found: the search (each configuration tried, its speed-up, why one was dropped, the
+    winner: tune.Outcome), the winner's results served over several batch sizes under each dynamic-shape setting
+    (where several were asked), and the results file every measurement is in."""
+
+    outcome: tune.Outcome
+    served: Results | None
+    path: str
+
+    @property
+    def winner(self) -> tune.Tried | None:
+        """The fastest configuration `faster` than eager; None: keep the model uncompiled."""
+        return self.outcome.winner
+
+    def code(self) -> str | None:
+        """The winner as code to paste."""
+        return self.winner.config.code() if self.winner else None
+
+
+def fastest(model: str, *, batch_sizes=(1,), budget: str | float = "20m", device: str | None = None,
+            weights: str = "random", model_size: str = "full", task: str | None = None,
+            min_effect: float = stats.DEFAULT_MIN_EFFECT, requests: int = DEFAULT_REQUESTS, mix: str | None = None,
+            db: str | None = None, quiet: bool = True) -> Tuned:
+    """`compilebench tune` from Python: the fastest correct way to compile `model` here, searched within `budget`
+    (seconds, or "90s", "20m", "1h"); with several `batch_sizes` the search runs at the largest, then its pick
+    serves them all under each dynamic-shape setting, weighed by `requests` of the `mix`. `quiet=False` says what
+    it measures on stderr. Results go to `db` (default: a new results file in a temporary folder)."""
+    path = db or os.path.join(tempfile.mkdtemp(prefix="compilebench-"), "results.db")
+    found = tune.tuning(model, path, batch_sizes=batch_sizes, budget=budget, device=device, weights=weights,
+                        model_size=model_size, task=task, min_effect=min_effect, mix=mix, requests=requests,
+                        quiet=quiet, say=(lambda text: None) if quiet else (lambda text: print(text, file=sys.stderr)))
+    served = ShapesResults(found.served, path, min_effect, requests, mix) if found.served else None
+    return Tuned(found.outcome, served, path)
 
 
 def _check_known(who: str, settings: dict, allowed: set[str]) -> None:
@@ -187,4 +224,4 @@ def _model_name(model, inputs) -> tuple[str, str | None, bool]:
     return name, None, True
 
 
-__all__ = ["Results", "ShapesResults", "benchmark", "load", "shapes"]
+__all__ = ["Results", "ShapesResults", "Tuned", "benchmark", "fastest", "load", "shapes"]

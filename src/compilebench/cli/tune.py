@@ -6,106 +6,38 @@ results file, as any run's does."""
 
 from __future__ import annotations
 
-import dataclasses
 import sys
-import time
 
 from compilebench import tune
 from compilebench.cli import resume
 from compilebench.cli.run import EXIT_FAILED
-from compilebench.core import settings, spec as specmod, traffic
-from compilebench.core.machine import hardware_name
+from compilebench.core import traffic
 from compilebench.core.result import Result
-from compilebench.core.variant import MODES, Variant
-from compilebench.measure import compiler_state
 from compilebench.report import cells, markdown, shapes, start
 from compilebench.report.cells import Table, interval
 from compilebench.report.view import View
-from compilebench.run import plan, sweep
-from compilebench.storage import interrupts, schema, store as storemod
+from compilebench.run import sweep
 
 
 def cmd_tune(args) -> int:
-    budget = tune.parse_budget(args.budget)
-    settings.integer("--requests", args.requests, 1)
-    batches = tuple(dict.fromkeys(args.batch_sizes or (1,)))
-    spec = specmod.asked(models=(args.model,), batch_sizes=(max(batches),), variants=("eager", "default"),
-                         device=args.device, weights=args.weights, model_size="tiny" if args.tiny else "full",
-                         task=args.task, min_effect=args.min_effect, repeats=1)
-    schema.check_path(args.db)
-    prepared = plan.prepare(spec)
-    (target,) = prepared.targets
-    base = prepared.cases[0]
-    configs = tune.space(prepared.spec.device, vision=prepared.models[args.model].kind == "vision")
-    served = _shapes_spec(prepared.spec, tune.Config(), batches) if len(batches) > 1 else None
-    if served:  # the mix and the shapes refused before anything runs
-        plan.Plan(served, prepared.models, prepared.dispatcher, prepared.targets).check_mix(args.mix)
-        budget *= tune.SHAPES_SHARE
-    with storemod.Store.open(args.db) as store:  # a file it cannot use is refused before anything is said or made
-        print(f"tuning {args.model} (batch {max(batches)}) on {hardware_name(target.env)}: {len(configs)} "
-              f"configurations, budget {budget:.0f} s" + (f", then its pick over batch sizes "
-                                                             f"{', '.join(map(str, batches))}" if served else ""),
-              file=sys.stderr)
-        states = compiler_state.StateFolders()  # kept across rungs: a configuration measured again compiles warm
-
-        def measure(cases, repeats, policy):
-            rung = dataclasses.replace(prepared.spec, repeats=repeats, timing=policy)
-            outcome = prepared.run(store, cases=cases, spec=rung, states=states, quiet=args.quiet)
-            if outcome.interrupted:
-                raise interrupts.Interrupted(outcome.interrupted)
-            return {c.key(): store.latest(c.key(), target.resume_id) for c in cases}
-
-        try:
-            result = tune.search(base, configs, measure, time.monotonic, budget, args.min_effect,
-                                 on_rung=lambda r, n: print(f"rung {r + 1}: {n} configuration(s)", file=sys.stderr))
-            shapes_text = _serve_shapes(prepared, result, batches, measure_shapes(prepared, store, args), args) \
-                if served else ""
-        except sweep.StoreFailed as exc:
-            print(resume.failed(exc.message, args), file=sys.stderr)
-            return EXIT_FAILED
-        finally:
-            states.close()
-    print(render(result, args.min_effect, args.db) + shapes_text)
+    try:
+        found = tune.tuning(args.model, args.db, batch_sizes=args.batch_sizes or (1,), budget=args.budget,
+                            device=args.device, weights=args.weights, model_size="tiny" if args.tiny else "full",
+                            task=args.task, min_effect=args.min_effect, mix=args.mix, requests=args.requests,
+                            quiet=args.quiet, say=lambda text: print(text, file=sys.stderr))
+    except sweep.StoreFailed as exc:
+        print(resume.failed(exc.message, args), file=sys.stderr)
+        return EXIT_FAILED
+    served = View(found.served, args.min_effect, args.requests, args.mix) if found.served else None
+    print(render(found.outcome, args.min_effect, args.db) + (_served(found.outcome, served) if served else ""))
     return 0
 
 
-def _shapes_spec(spec: specmod.RunSpec, config: tune.Config, batches: tuple[int, ...]) -> specmod.RunSpec:
-    """The pick (its mode, options and settings) served over the batch sizes under every dynamic-shape setting,
-    and padded to the largest."""
-    v = config.variant
-    return dataclasses.replace(spec, shapes=True, batch_sizes=batches, variants=("eager", _served_mode(v)),
-                               dynamic_settings=traffic.DYNAMIC_SETTINGS, pad_to=(max(batches),),
-                               compile=Variant("default", fullgraph=v.fullgraph, options=v.options),
-                               repeats=tune.SHAPES_REPEATS, timing=tune.SHAPES_TIMING, **config.settings.changes())
-
-
-def _served_mode(v: Variant) -> str:
-    """The torch.compile mode a pick serves shapes with: its own, or plain compile for an AOTInductor package."""
-    return v.mode if v.mode in MODES else "default"
-
-
-def measure_shapes(prepared, store, args):
-    """Measure a shapes spec's cases into the store; their stored results."""
-    (target,) = prepared.targets
-
-    def measure(spec: specmod.RunSpec) -> list[Result]:
-        cases = plan.Plan(spec, prepared.models, prepared.dispatcher, prepared.targets).cases
-        outcome = prepared.run(store, cases=cases, spec=spec, quiet=args.quiet)
-        if outcome.interrupted:
-            raise interrupts.Interrupted(outcome.interrupted)
-        return [r for c in cases if (r := store.latest(c.key(), target.resume_id))]
-
-    return measure
-
-
-def _serve_shapes(prepared, result: tune.Outcome, batches: tuple[int, ...], measure, args) -> str:
-    """The pick (or plain compile) over every batch size, under each dynamic-shape setting: the one that serves
-    --requests of the --mix soonest, as code, and the shapes table."""
-    config = result.winner.config if result.winner else tune.Config()
-    # served as a whole-model torch.compile: an AOTInductor package or regional compile takes no dynamic setting here
-    config = config.compiled(scope="model", mode=_served_mode(config.variant))
-    print(f"serving batch sizes {', '.join(map(str, batches))} under each dynamic-shape setting", file=sys.stderr)
-    view = View(measure(_shapes_spec(prepared.spec, config, batches)), args.min_effect, args.requests, args.mix)
+def _served(outcome: tune.Outcome, view: View) -> str:
+    """The pick over every batch size, under each dynamic-shape setting: the one that serves --requests of the
+    --mix soonest, as code, and the shapes table."""
+    config = tune.served_config(outcome)
+    batches = sorted({traffic.Shape.parse(t).batch for r in view.served for t in r.case.shapes})
     out = ["", f"Dynamic shapes, serving batch sizes {', '.join(map(str, batches))}:"]
     for m in shapes.models(view):
         pick, _, why = shapes.best(view, m)

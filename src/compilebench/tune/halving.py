@@ -1,22 +1,6 @@
-"""`compilebench tune`: the fastest correct way to compile one model on this machine, found within a time budget.
-
-The space: the compile settings that can change a number on this device (modes, freezing, dtype, channels-last,
-fullgraph, dynamic shapes, regional compilation, an AOTInductor package for a vision model, CUDA-graph modes and
-coordinate-descent tuning on a GPU); each is reported with the start it gives beside its speed. The search is successive
-halving: every configuration gets one short repeat (one fresh process) in the first rung, the best third a
-second, longer repeat in the next, the best two a third; each rung measures eager again beside them. A
-configuration's compiler state is kept between rungs, so its later repeats compile warm. Configurations that
-fail, disagree with eager or recompile while timed are dropped, with the reason. The budget is wall time: a
-rung stops taking configurations when the next would not fit, and the final rung always runs.
-
-A cold compile costs most of a measurement (about 22 of 28 s for ResNet-50 on 2 CPU cores), so a small budget
-measures few configurations, and the best ones combine several changes whose worth depends on each other
-(measured here for ResNet-50 on CPU: max-autotune alone makes plain compile slower, 0.70x eager against 0.83x,
-but bfloat16 with channels-last faster, 2.29x against 1.96x). So the first rung climbs: after plain
-torch.compile, it measures next the configuration that adds one change to the best so far (the likeliest
-change first), and only where none is left, the rest in order of likelihood.
-
-The measuring is injected (`Measure`): the sweep in a real run, a fake with a fake clock in tests."""
+"""The search: successive halving over the configurations that can matter (Config, space), climbing from the best so
+far in the first rung; what it found (Outcome) and the code of a configuration. The measuring is injected
+(`Measure`): a real run's (tune/session.py), or a fake with a fake clock in tests."""
 
 from __future__ import annotations
 
@@ -27,13 +11,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
-from compilebench.core import speedups, stats
+from compilebench.core import speedups, stats, traffic
 from compilebench.core.case import Case
 from compilebench.core.errors import UserError
 from compilebench.core.job import TimingPolicy
 from compilebench.core.result import Result
 from compilebench.core.settings import Settings
-from compilebench.core.variant import AOT_INDUCTOR, Variant
+from compilebench.core.variant import AOT_INDUCTOR, MODES, Variant
 from compilebench.core.vocab import STATUS_WORDS
 
 # (share of the budget a rung may use up to, repeats a configuration has after it, how many go on, timing)
@@ -272,6 +256,28 @@ def search(base: Case, configs: list[Config], measure: Measure, now: Callable[[]
 SHAPES_SHARE = 0.6  # of the budget, the search's where several batch sizes are served: the rest is the shapes'
 SHAPES_TIMING = TimingPolicy(iters=10, warmup=2, min_iters=3)
 SHAPES_REPEATS = 3  # each compiles cold: the compiles vary between processes, and are in the time to serve
+
+
+def served_config(outcome: Outcome) -> Config:
+    """What serves several batch sizes: the pick (or plain compile), as a whole-model torch.compile (an AOTInductor
+    package or a regional compile takes no dynamic-shape setting here)."""
+    config = outcome.winner.config if outcome.winner else Config()
+    return config.compiled(scope="model", mode=_served_mode(config.variant))
+
+
+def served_spec(spec, config: Config, batches: tuple[int, ...]):
+    """The configuration served over the batch sizes under every dynamic-shape setting, and padded to the largest
+    (as `compilebench shapes`): a RunSpec."""
+    v = config.variant
+    return dataclasses.replace(spec, shapes=True, batch_sizes=batches, variants=("eager", _served_mode(v)),
+                               dynamic_settings=traffic.DYNAMIC_SETTINGS, pad_to=(max(batches),),
+                               compile=Variant("default", fullgraph=v.fullgraph, options=v.options),
+                               repeats=SHAPES_REPEATS, timing=SHAPES_TIMING, **config.settings.changes())
+
+
+def _served_mode(v: Variant) -> str:
+    """The torch.compile mode a pick serves shapes with: its own, or plain compile for an AOTInductor package."""
+    return v.mode if v.mode in MODES else "default"
 
 
 def shapes_code(config: Config, variant: Variant) -> str:

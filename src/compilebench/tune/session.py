@@ -1,0 +1,83 @@
+"""A search measured for real (`compilebench tune` and `compilebench.fastest`): the plan checked whole before
+anything runs, each rung measured through the run's sweep into the results file (a configuration's compiler state
+kept across rungs, so a later repeat compiles warm), then, with several batch sizes, the pick served over them
+under each dynamic-shape setting (as `compilebench shapes`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from compilebench.core import settings, spec as specmod
+from compilebench.core.machine import hardware_name
+from compilebench.core.result import Result
+from compilebench.measure import compiler_state
+from compilebench.run import plan
+from compilebench.storage import interrupts, schema, store as storemod
+from compilebench.tune.halving import SHAPES_SHARE, Outcome, parse_budget, search, served_config, served_spec, space
+
+
+@dataclass
+class Tuning:
+    """What a search found (Outcome), and where several batch sizes were asked, the stored results of its pick
+    served over them under each dynamic-shape setting."""
+
+    outcome: Outcome
+    served: list[Result] = field(default_factory=list)
+
+
+def tuning(model: str, db: str, *, batch_sizes=(1,), budget: str | float = "20m", device: str | None = None,
+           weights: str = "random", model_size: str = "full", task: str | None = None, min_effect: float,
+           mix: str | None = None, requests: int = 1, quiet: bool = True,
+           say: Callable[[str], None] = lambda text: None) -> Tuning:
+    """Search the configurations that can matter for `model` here within `budget` (seconds, or "90s", "20m", "1h"),
+    at the largest of `batch_sizes`, every measurement into the results file `db`; then serve the pick over the
+    batch sizes. `say` is told what it measures (each rung); `quiet`: no progress bar."""
+    seconds = budget if isinstance(budget, (int, float)) and not isinstance(budget, bool) else parse_budget(budget)
+    settings.integer("--requests", requests, 1)
+    batches = tuple(dict.fromkeys(batch_sizes or (1,)))
+    spec = specmod.asked(models=(model,), batch_sizes=(max(batches),), variants=("eager", "default"), device=device,
+                         weights=weights, model_size=model_size, task=task, min_effect=min_effect, repeats=1)
+    schema.check_path(db)
+    prepared = plan.prepare(spec)
+    configs = space(prepared.spec.device, vision=prepared.models[model].kind == "vision")
+    if len(batches) > 1:  # the mix and the shapes refused before anything runs
+        _plan_of(prepared, served_spec(prepared.spec, served_config(Outcome(None)), batches)).check_mix(mix)
+        seconds *= SHAPES_SHARE
+    with storemod.Store.open(db) as store:  # a file it cannot use is refused before anything is said or made
+        say(f"tuning {model} (batch {max(batches)}) on {hardware_name(prepared.targets[0].env)}: {len(configs)} "
+            f"configurations, budget {seconds:.0f} s" + (f", then its pick over batch sizes "
+                                                          f"{', '.join(map(str, batches))}" if len(batches) > 1 else ""))
+        states = compiler_state.StateFolders()
+
+        def rung(cases, repeats, policy) -> dict:
+            spec_ = dataclasses.replace(prepared.spec, repeats=repeats, timing=policy)
+            return dict(zip((c.key() for c in cases), _measured(prepared, store, spec_, cases, states, quiet)))
+
+        try:
+            outcome = search(prepared.cases[0], configs, rung, time.monotonic, seconds, min_effect,
+                             on_rung=lambda r, n: say(f"rung {r + 1}: {n} configuration(s)"))
+            if len(batches) < 2:
+                return Tuning(outcome)
+            say(f"serving batch sizes {', '.join(map(str, batches))} under each dynamic-shape setting")
+            spec_ = served_spec(prepared.spec, served_config(outcome), batches)
+            found = _measured(prepared, store, spec_, _plan_of(prepared, spec_).cases, None, quiet)
+            return Tuning(outcome, [r for r in found if r is not None])
+        finally:
+            states.close()
+
+
+def _plan_of(prepared: plan.Plan, spec: specmod.RunSpec) -> plan.Plan:
+    return plan.Plan(spec, prepared.models, prepared.dispatcher, prepared.targets)
+
+
+def _measured(prepared: plan.Plan, store, spec: specmod.RunSpec, cases: list, states, quiet: bool) -> list:
+    """The cases measured under `spec` into the store (an interruption raised as one): their stored results (None
+    where a case has none)."""
+    outcome = prepared.run(store, cases=cases, spec=spec, states=states, quiet=quiet)
+    if outcome.interrupted:
+        raise interrupts.Interrupted(outcome.interrupted)
+    (target,) = prepared.targets
+    return [store.latest(c.key(), target.resume_id) for c in cases]
