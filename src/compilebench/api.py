@@ -58,20 +58,26 @@ def benchmark(model=None, *, suite: str | None = None, inputs: str | Callable[[i
               db: str | None = None, quiet: bool = True, gpus=None, executor: str = "local",
               ray_address: str | None = None, accelerator_type: str | None = None, cpus_per_case: int | None = None,
               **settings) -> Results:
-    """Measure `model` (or a suite's models: suite="quick", "seed", ...; `compilebench run --suite`) as
-    `compilebench run` would, and return its results. Variants and batch sizes: the suite's, else eager and
-    default at batch 1. `settings` are the run's other options by their names: repeats, max_repeats, extra_time_s,
-    min_effect, dtype,
-    autocast, channels_last, tf32, attn, backend, fullgraph, dynamic, inductor_options (a dict), compile_scope
-    ("model" or "regions"), regions (block class names), compile_cache,
-    interleave, sync_each_call, weights, model_size ("tiny"), task, prompt_len, new_tokens, timeout_s, rerun,
-    retry_failed, profile, compile_trace (their files beside `db`); and the timing's: warmup, warmup_s,
-    max_time_s, min_iters, first_calls. `environments` (a dict of name: interpreter or virtual environment folder)
-    measures every case under each, as `--env`, and
-    `environment_vars` ({name: {variable: value}}) is `--env-set`. Where the cases run, as `--gpus` and
-    `--executor ray`: `gpus` ("0,1", [0, 1] or "all": local GPUs at once, one case on each), `executor="ray"` with
-    `ray_address`, `accelerator_type` ("H100,A100" or "all") and `cpus_per_case` (pip install compilebench[ray]).
-    Results go to `db` (default: a new results file in a temporary folder)."""
+    """Measure `model` (or a suite's models) as `compilebench run` would, and return its results.
+
+    Args:
+        model: a zoo name, a hub id or local checkpoint folder, a "module:function" factory, or an nn.Module.
+        suite: a named sweep ("quick", "seed", ...: `compilebench run --suite`); its models, batch sizes, variants
+            and timing unless given.
+        inputs: the keyword arguments of one call for a batch size, for a model your code builds.
+        variants, batch_sizes, device, iters: as --variant, --batch-size, --device, --iters (each unit's own
+            default iterations: 300 forward passes, 20 generate() calls).
+        db: the results file (default: a new one in a temporary folder). quiet: no progress bar.
+        gpus, executor, ray_address, accelerator_type, cpus_per_case: where the cases run, as --gpus ("0,1",
+            [0, 1] or "all") and --executor ray (pip install compilebench[ray]).
+        **settings: the run's other options by their names: repeats, max_repeats, extra_time_s, min_effect, dtype,
+            autocast, channels_last, tf32, attn, backend, fullgraph, dynamic, inductor_options (a dict),
+            compile_scope ("model" or "regions"), regions, compile_cache, interleave, sync_each_call, weights,
+            model_size ("tiny"), task, prompt_len, new_tokens, timeout_s, rerun, retry_failed, profile,
+            compile_trace, tag; the timing's warmup, warmup_s, max_time_s, min_iters, first_calls;
+            environments ({name: interpreter or virtual environment folder}: --env) and environment_vars
+            ({name: {variable: value}}: --env-set).
+    """
     _declare_environments(settings)
     _check_known("benchmark()", settings, _SETTINGS)
     if model is None and suite is None:

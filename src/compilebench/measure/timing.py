@@ -1,5 +1,6 @@
-"""The only code that touches a clock. measure() times a callable: the first call on its own, then warm-up,
-then the timed loop. Clocks are injectable, so the logic is tested with a fake clock (tests/fakeclock.py), without sleeping."""
+"""The only code that times a model's calls (the phases of a worker and of its start are timed beside them, never
+inside a loop). measure() times a callable: the first call on its own, then warm-up, then the timed loop. Clocks are
+injectable, so the logic is tested with a fake clock (tests/fakeclock.py), without sleeping."""
 
 from __future__ import annotations
 
