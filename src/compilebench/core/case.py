@@ -60,8 +60,9 @@ class Case(Settings):
         return f"{self.model} {what}" + (f" [{self.environment}]" if self.environment else "")
 
 
-_VARIANT_KEY_DEFAULTS = {"options": [], "cache": None, "scope": "model", "regions": [], "mark_dynamic": False,
-                         "pad_to": []}
+# Variant fields added after the key's format was set: left out at their default, so older results still resume.
+_VARIANT_KEY_DEFAULTS = {k: v for k, v in Variant().to_dict().items()
+                         if k in ("options", "cache", "scope", "regions", "mark_dynamic", "pad_to")}
 _KEY_DEFAULTS = {**settingsmod.key_defaults(), "environment": None, "shapes": []}
 
 

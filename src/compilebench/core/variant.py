@@ -92,20 +92,17 @@ class Variant:
         """What sets this way of compiling apart from its mode's plain call, one word (or KEY=VALUE) each: its
         scope, backend, fullgraph, dynamic shapes, shape handling and inductor options. The column headers and
         `tune` both say a variant in these words."""
-        extras = []
-        if self.scope != "model":
-            extras.append(f"regions {'+'.join(self.regions)}" if self.regions else "regions")
-        if self.backend not in ("inductor", "none"):
-            extras.append(f"backend={self.backend}")
-        if self.fullgraph:
-            extras.append("fullgraph")
-        if self.dynamic is not None:
-            extras.append("dynamic" if self.dynamic else "static")
-        if self.mark_dynamic:
-            extras.append("mark dynamic")
-        if self.pad_to:
-            extras.append(f"pad to {'/'.join(map(str, self.pad_to))}")
-        return extras + [f"{k}={v}" for k, v in self.options]
+        compiled = self.compile_words()
+        shapes = [*(["dynamic" if self.dynamic else "static"] if self.dynamic is not None else []),
+                  *(["mark dynamic"] if self.mark_dynamic else []),
+                  *([f"pad to {'/'.join(map(str, self.pad_to))}"] if self.pad_to else [])]
+        return compiled[:len(compiled) - len(self.options)] + shapes + compiled[len(compiled) - len(self.options):]
+
+    def compile_words(self) -> list[str]:
+        """words() without how shapes are handled: its scope, backend, fullgraph and inductor options."""
+        return [*([f"regions {'+'.join(self.regions)}" if self.regions else "regions"] if self.scope != "model" else []),
+                *([f"backend={self.backend}"] if self.backend not in ("inductor", "none") else []),
+                *(["fullgraph"] if self.fullgraph else []), *(f"{k}={v}" for k, v in self.options)]
 
     @property
     def label(self) -> str:
