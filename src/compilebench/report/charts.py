@@ -136,7 +136,7 @@ def _improvement_by(pairs: list[tuple[Group, Column]], series_name) -> tuple[lis
     models = data.model_order(results)
     series = []
     for g, c in pairs:
-        both = [(g.result(m, c.eager), g.result(m, c)) for m in models]
+        both = [(g.eager(m, c), g.result(m, c)) for m in models]
         speedups = [g.speedup(m, c) for m in models]
         values = [s.improvement if s else None for s in speedups]
         errors = [_around(s.improvement, *s.improvement_interval) if s else None for s in speedups]

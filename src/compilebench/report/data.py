@@ -103,12 +103,6 @@ class Column:
     def header(self) -> str:
         return with_settings(f"torch {self.torch} - {self.variant.label}", self.settings)
 
-    @property
-    def eager(self) -> Column:
-        """The uncompiled baseline of this column."""
-        v = Variant("eager")
-        return Column(_sort_key(self.sort_key[0], v, self.settings), self.torch, v, self.settings)
-
 
 def _sort_key(version_key: tuple, v: Variant, settings_: tuple[str, ...]) -> tuple:
     return (version_key, settings_, v.order, v.label)

@@ -122,7 +122,7 @@ def speedup_table(view: View) -> Table:
     def paired(s: Speedup | None) -> str:
         return "" if s is None else {"process": "paired", "round": "paired by round"}.get(s.paired_by, "unpaired")
 
-    items = [(g, c, m, comp, g.result(m, c.eager), g.speedup(m, c)) for g in view.groups for c in g.compiled_columns
+    items = [(g, c, m, comp, g.eager(m, c), g.speedup(m, c)) for g in view.groups for c in g.compiled_columns
              for m in g.models if (comp := g.result(m, c)) is not None]
     columns: Columns = [
         ("hardware", lambda x: x[0].hardware),

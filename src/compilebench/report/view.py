@@ -23,6 +23,7 @@ class Cell:
     no compile): None for the baseline itself and wherever either side was not measured ok."""
 
     result: Result
+    eager: Result | None = None  # its eager twin (the same case uncompiled, on the same torch): what it is held to
     speedup: Speedup | None = None
     ttft: Speedup | None = None  # text generation: the time to first token
     per_token: Speedup | None = None  # text generation: each decoded token after the first
@@ -77,6 +78,11 @@ class Group:
     def speedup(self, model: str, column: Column) -> Speedup | None:
         cell = self.cells.get((model, column))
         return cell.speedup if cell else None
+
+    def eager(self, model: str, column: Column) -> Result | None:
+        """The eager twin a cell's speed-ups are against."""
+        cell = self.cells.get((model, column))
+        return cell.eager if cell else None
 
 
 class View:
@@ -160,8 +166,10 @@ class View:
         out = []
         for (hw, batch, tokens), rs in sorted(split.items()):
             placed = {(r.case.model, data.column(r, labels)): r for r in rs}
-            cells = {k: self._cell(r, placed.get((k[0], k[1].eager)) if k[1] != k[1].eager else None)
-                     for k, r in placed.items()}
+            # the eager twin: its case's eager key (core/case.eager_key_of), on the same torch and --env
+            cases = {(r.case_key, data.stack(r, labels)): r for r in placed.values()}
+            cells = {k: self._cell(r, cases.get((r.eager_key, data.stack(r, labels))) if r.case.variant.compiled
+                                   or r.case.variant.cache else None) for k, r in placed.items()}
             out.append(Group(hardware=hw, batch_size=batch, columns=sorted({c for _, c in placed}),
                              models=data.model_order(rs), cells=cells, results=rs, tokens=tokens or None))
         return out
@@ -170,5 +178,6 @@ class View:
         if eager is None:
             return Cell(r)
         if not r.case.generation:
-            return Cell(r, self.speedup(eager, r))
-        return Cell(r, self.speedup(eager, r), self.speedup(eager, r, data.TTFT), self.speedup(eager, r, data.PER_TOKEN))
+            return Cell(r, eager, self.speedup(eager, r))
+        return Cell(r, eager, self.speedup(eager, r), self.speedup(eager, r, data.TTFT),
+                    self.speedup(eager, r, data.PER_TOKEN))
