@@ -8,6 +8,7 @@ import sys
 import textwrap
 
 from compilebench import report as reportmod
+from compilebench.cli import groups
 from compilebench.core import stats, steps as stepsmod
 from compilebench.core.errors import UserError
 from compilebench.report import check as checkmod, data as reportdata, history, history_page, markdown
@@ -123,3 +124,15 @@ def _line(s: history.Series, step: stepsmod.Step | None, bad: bool, max_slowdown
                          step.low if step else None, step.high if step else None,
                          "step" if step else "no step", bad, why)
 
+
+def add_parser(sub):
+    """`compilebench history`: its options."""
+    h = sub.add_parser("history", help="every run of every case over time, per machine, with the steps found in "
+                                       "each series and what changed at each")
+    h.add_argument("paths", nargs="+", metavar="FILE_OR_DIR", help="results files, or folders of them (*.db)")
+    h.add_argument("--out", default=None, metavar="DIR",
+                   help="where history.html, history.csv and history.json go (default: a history/ folder beside "
+                        "the first path)")
+    h.add_argument("--format", default="html,csv,json", help="comma-separated: html, csv, json (default: all)")
+    groups.min_effect(h, "the smallest step worth naming")
+    return h

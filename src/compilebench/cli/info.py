@@ -42,3 +42,16 @@ def cmd_models(args) -> int:
     for row in [header, *rows]:
         print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
     return 0
+
+
+def env_parser(sub):
+    """`compilebench env`: its options."""
+    env = sub.add_parser("env", help="print this machine's environment fingerprint")
+    env.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
+    env.add_argument("--json", action="store_true", help="print JSON")
+    return env
+
+
+def models_parser(sub):
+    """`compilebench models`: no options."""
+    return sub.add_parser("models", help="list the model zoo")

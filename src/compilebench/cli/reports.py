@@ -7,7 +7,7 @@ import os
 import sys
 
 from compilebench import report as reportmod
-from compilebench.cli import history as historycmd
+from compilebench.cli import groups, history as historycmd
 from compilebench.core import settings, stats
 from compilebench.core.drift import Drift
 from compilebench.core.errors import UserError
@@ -161,3 +161,65 @@ def _write(path: str, content: str) -> None:
         with contextlib.suppress(OSError):
             os.remove(tmp)
         raise UserError(f"cannot write {path!r} ({exc.strerror or exc})") from None
+
+
+def report_parser(sub):
+    """`compilebench report`: its options."""
+    rep = sub.add_parser("report", help="render tables, charts, HTML, CSV and JSON from one or more results files")
+    rep.add_argument("dbs", nargs="*", metavar="DB", help=f"results files to merge (default: {schema.DEFAULT_PATH})")
+    rep.add_argument("--out", default=None, metavar="DIR", help="output folder (default: a report/ folder beside the first DB)")
+    rep.add_argument("--format", default=",".join(reportmod.FORMATS),
+                     help=f"comma-separated: {','.join(reportmod.FORMATS)} (default: all)")
+    groups.min_effect(rep, "the smallest difference worth calling faster or slower")
+    rep.add_argument("--reference", default=None, metavar="NAME",
+                     help="set published figures beside yours: guide (the transformers guide's A100, V100 and T4 "
+                          "speed-ups)")
+    groups.details(rep)
+    groups.requests(rep)
+    groups.mix(rep)
+    return rep
+
+
+def compare_parser(sub):
+    """`compilebench compare`: its options."""
+    cmp_ = sub.add_parser("compare", help="two results files side by side per case, with the ratio B/A and a verdict")
+    cmp_.add_argument("a", metavar="A.db")
+    cmp_.add_argument("b", metavar="B.db", nargs="?", default=None,
+                      help="default: A.db again, for two environments of one run (--env-a, --env-b)")
+    cmp_.add_argument("--env-a", default=None, metavar="NAME", help="use A's results measured under --env NAME")
+    cmp_.add_argument("--env-b", default=None, metavar="NAME", help="the same for B")
+    cmp_.add_argument("--machine-a", default=None, metavar="TEXT",
+                      help="use A's results from the machine whose id or hardware name contains TEXT")
+    cmp_.add_argument("--machine-b", default=None, metavar="TEXT", help="the same for B")
+    groups.min_effect(cmp_, "the smallest difference worth calling faster or slower")
+    return cmp_
+
+
+def check_parser(sub):
+    """`compilebench check`: its options."""
+    chk = sub.add_parser("check", help="a regression gate for CI: exit 1 when the candidate is worse than the baseline")
+    chk.add_argument("candidate", metavar="CANDIDATE.db", nargs="?")
+    chk.add_argument("--history", nargs="+", default=None, metavar="FILE_OR_DIR",
+                     help="gate on a series of runs instead: exit 1 when the newest two runs of a case complete a "
+                          "step for the worse beyond --max-slowdown (`compilebench history` shows the series)")
+    chk.add_argument("--baseline", default=None, metavar="BASELINE.db",
+                     help="the results file to hold it against (default: CANDIDATE.db itself, with --baseline-env)")
+    chk.add_argument("--baseline-env", default=None, metavar="NAME",
+                     help="the baseline is the environment NAME (--env) of its run: `check RUN.db --baseline-env stable`")
+    chk.add_argument("--candidate-env", default=None, metavar="NAME",
+                     help="the candidate is the environment NAME of its run (default: the one other environment)")
+    chk.add_argument("--max-slowdown", type=groups.percent, default=0.05, metavar="P",
+                     help="latency or speed-up over eager worse beyond this is a regression (default: 5%%)")
+    chk.add_argument("--max-compile-increase", type=groups.percent, default=0.15, metavar="P",
+                     help="compile seconds up beyond this is a regression (default: 15%%)")
+    chk.add_argument("--max-memory-increase", type=groups.percent, default=0.10, metavar="P",
+                     help="peak memory up beyond this is a regression (default: 10%%)")
+    chk.add_argument("--drift", type=groups.percent, default=None, metavar="P",
+                     help="how far a mean moves between runs on the machine(s) measured (default: estimated from "
+                          "the files' history, else 25%%)")
+    chk.add_argument("--machine", default=None, metavar="TEXT",
+                     help="use the results of the machine whose id or hardware name contains TEXT")
+    groups.min_effect(chk, "the smallest difference worth calling faster or slower")
+    chk.add_argument("--summary", default=None, metavar="FILE", help="also write the table as markdown (a CI job summary)")
+    chk.add_argument("--junit", default=None, metavar="FILE", help="also write JUnit XML, one test case per case and metric")
+    return chk

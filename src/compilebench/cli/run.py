@@ -7,7 +7,7 @@ import sys
 import textwrap
 
 from compilebench import report as reportmod
-from compilebench.cli import resume
+from compilebench.cli import groups, resume
 from compilebench.cli.reports import default_out, main_file
 from compilebench.core import settings, spec as specmod, variant
 from compilebench.report import details, markdown, stability, tables, terminal
@@ -96,3 +96,12 @@ def run_spec(args, **overrides) -> specmod.RunSpec:
 
 def placement(args) -> Placement:
     return Placement(args.executor, args.gpus, args.ray_address, args.accelerator_type, args.cpus_per_case)
+
+
+def add_parser(sub):
+    """`compilebench run`: its options, in groups of one concern each (groups.py)."""
+    run = sub.add_parser("run", help="measure eager vs compiled latency and store every result")
+    for add in (groups.what_to_measure, groups.how_to_compile, groups.model_settings, groups.how_to_time,
+                groups.why_it_is, groups.where_to_run, groups.results):
+        add(run)
+    return run

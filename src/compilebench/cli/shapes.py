@@ -4,8 +4,8 @@ shapes tables: compiles and why, steady latency per shape, and the time to serve
 
 from __future__ import annotations
 
-from compilebench.cli import run as runcmd
-from compilebench.core import settings, spec as specmod
+from compilebench.cli import groups, run as runcmd
+from compilebench.core import settings, spec as specmod, traffic, variant
 from compilebench.report import markdown, shapes
 from compilebench.report.view import View
 
@@ -18,3 +18,42 @@ def cmd_shapes(args) -> int:
 
 def _tables(view: View) -> str:
     return markdown.tables(shapes.tables(view))
+
+
+def add_parser(sub):
+    """`compilebench shapes`: what it serves and the settings it compares; how to time, where and the results as
+    `run` takes them."""
+    shp = sub.add_parser("shapes", help="serve a sequence of input shapes: recompiles, dynamic-shape settings and the "
+                                        "time to serve a mix of requests")
+    g = shp.add_argument_group("what it serves")
+    g.add_argument("--model", nargs="+", action="extend", dest="models", required=True, metavar="NAME",
+                   help="zoo short names (`compilebench models`), hub ids or local checkpoint directories")
+    g.add_argument("--batch-size", nargs="+", action="extend", type=int, default=None, dest="batch_sizes", metavar="N",
+                   help="batch sizes served, in this order (default: 1)")
+    g.add_argument("--image-size", nargs="+", action="extend", default=[], dest="image_sizes", metavar="WxH",
+                   help="vision: the photo resized to each size before the processor, so models that keep the "
+                        "aspect ratio (DETR's) see other shapes: 800x600 640x640 ...")
+    g.add_argument("--prompt-len", nargs="+", action="extend", type=int, default=[], dest="prompt_lens", metavar="L",
+                   help="text generation: prompt lengths served, in this order (default: the model's)")
+    groups.task(g)
+    groups.inputs_and_weights(g)
+    g = shp.add_argument_group("settings compared (each beside eager)")
+    g.add_argument("--dynamic", nargs="+", action="extend", default=None, dest="dynamic_settings", metavar="SETTING",
+                   help=f"{', '.join(traffic.DYNAMIC_SETTINGS)}: torch's automatic dynamic shapes, dynamic=True, "
+                        "dynamic=False (a graph per shape), mark_dynamic on the batch (text: sequence) dimension "
+                        f"before each first call (default: {' '.join(traffic.DEFAULT_DYNAMIC)})")
+    g.add_argument("--pad-to", nargs="+", action="extend", type=int, default=[], metavar="SIZE",
+                   help="also: each input padded up to the smallest of these bucket sizes (batch, or prompt length), "
+                        "compiled with dynamic=False, its outputs sliced back")
+    g.add_argument("--mix", default=None, metavar="SHAPE:WEIGHT,...",
+                   help="the requests' shares of the shapes, e.g. 1:50,4:30,16:20 (default: uniform); a shape is "
+                        "named by what varies: its batch size, WxH or prompt length")
+    g.add_argument("--mode", default="default",
+                   help=f"the compile mode of every compiled setting: {', '.join(variant.MODES)} (default: default; "
+                        "reduce-overhead records a CUDA graph per shape)")
+    groups.compile_flags(g, dynamic=False)
+    groups.model_settings(shp)
+    groups.how_to_time(shp)
+    groups.where_to_run(shp)
+    groups.results(shp)
+    return shp

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 from compilebench import tune
-from compilebench.cli import resume
+from compilebench.cli import groups, resume
 from compilebench.cli.run import EXIT_FAILED
 from compilebench.core import traffic
 from compilebench.core.result import Result
@@ -17,6 +17,7 @@ from compilebench.report import cells, markdown, shapes, start
 from compilebench.report.cells import Table, interval
 from compilebench.report.view import View
 from compilebench.run import sweep
+from compilebench.storage import schema
 
 
 def cmd_tune(args) -> int:
@@ -99,3 +100,24 @@ def stats_break_even(eager: Result | None, compiled: Result | None) -> int | Non
 
     e, c = speedups.mean(eager), speedups.mean(compiled)
     return stats.break_even(compiled.cold_compile_s, e, c) if e and c else None
+
+
+def add_parser(sub):
+    """`compilebench tune`: its options."""
+    tune = sub.add_parser("tune", help="search the compile settings that matter here for the fastest correct one")
+    tune.add_argument("--model", required=True, metavar="NAME", help="a zoo model, a hub id or a local checkpoint directory")
+    tune.add_argument("--batch-size", nargs="+", action="extend", type=int, default=None, dest="batch_sizes",
+                      metavar="N",
+                      help="batch size (default: 1); several: the search runs at the largest, then the dynamic-shape "
+                           "settings of its pick serve them all (as `compilebench shapes`)")
+    tune.add_argument("--budget", default="20m", metavar="TIME",
+                      help="wall time the search may take, e.g. 90s, 20m, 1h (default: 20m)")
+    groups.task(tune)
+    tune.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available, else cpu)")
+    groups.weights(tune)
+    tune.add_argument("--db", default=schema.DEFAULT_PATH, help=f"results file (default: {schema.DEFAULT_PATH})")
+    groups.min_effect(tune, "the smallest speed-up worth acting on")
+    tune.add_argument("--quiet", action="store_true", help="no progress bar")
+    groups.requests(tune)
+    groups.mix(tune)
+    return tune
