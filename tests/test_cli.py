@@ -61,21 +61,22 @@ def test_end_to_end_eager_and_inductor_on_a_tiny_model(tmp_path):
     assert cells[3] == f"{(got[0][4] - got[1][4]) / got[0][4] * 100:.1f}%"
 
 
-def test_each_status_lands_in_the_store_and_the_table_and_the_sweep_goes_on(tmp_path):
-    p = run_cli("run", "--model", "fault-oom", "fault-crash", "--model", "fault-ok", "--variant", "eager", "--repeats", "2",
-                "--iters", "3", "--warmup", "0", "--device", "cpu", "--db", "r.db", "--format", "csv", cwd=tmp_path)
-    assert p.returncode == 0, p.stderr
+def test_each_status_lands_in_the_store_and_the_table_and_the_sweep_goes_on(tmp_path, main_here):
+    code, out, err = main_here("run", "--model", "fault-oom", "fault-crash", "--model", "fault-ok", "--variant",
+                               "eager", "--repeats", "2", "--iters", "3", "--warmup", "0", "--device", "cpu", "--db",
+                               "r.db", "--format", "csv")
+    assert code == 0, err
     got = stored(tmp_path / "r.db")
     assert [(r["case"]["model"], r["status"], len(r["repeats"])) for r in got] == [
         ("fault-oom", "oom", 1), ("fault-crash", "crashed", 1), ("fault-ok", "ok", 2)]  # a failed case stops its repeats
-    summary = p.stdout.splitlines()
+    summary = out.splitlines()
     assert ["oom", "OOM"] in [line.split() for line in summary] and ["crash", "crashed"] in [line.split() for line in summary]
-    assert "fault-crash b1 eager (repeat 1/2): crashed: worker killed by SIGKILL" in p.stderr
+    assert "fault-crash b1 eager (repeat 1/2): crashed: worker killed by SIGKILL" in err
     # stderr is not a terminal here: one plain line per finished repeat, no progress bar's carriage returns
-    assert "\r" not in p.stderr
-    assert re.search(r"^\[\d+/\d+\] fault-ok b1 eager \(repeat 2/2\): \d+\.\d{3} ms$", p.stderr, re.M), p.stderr
-    assert re.search(r"^\[\d+/\d+\] fault-oom b1 eager \(repeat 1/2\): oom$", p.stderr, re.M), p.stderr
-    assert "2 were not run because an earlier repeat of the case failed" in p.stderr
+    assert "\r" not in err
+    assert re.search(r"^\[\d+/\d+\] fault-ok b1 eager \(repeat 2/2\): \d+\.\d{3} ms$", err, re.M), err
+    assert re.search(r"^\[\d+/\d+\] fault-oom b1 eager \(repeat 1/2\): oom$", err, re.M), err
+    assert "2 were not run because an earlier repeat of the case failed" in err
 
 
 def test_finished_repeats_are_kept_more_repeats_are_added_and_rerun_measures_again(tmp_path, main_here):

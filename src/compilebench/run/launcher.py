@@ -35,8 +35,10 @@ from compilebench.run import interpreters
 # A launcher per repeat index up to this many (each holds torch and transformers: a few hundred MB); later repeats
 # start new interpreters.
 MAX_LAUNCHERS = 8
-PRELOAD = ("torch", "transformers", "PIL.Image", "numpy", "compilebench.measure.worker", "compilebench.measure.forward",
-           "compilebench.measure.generation", "compilebench.zoo")
+# torch._dynamo: every worker resets it and reads its counters, eager ones too (a second of import each where the run
+# compiles nothing with inductor and so preloads none of it).
+PRELOAD = ("torch", "torch._dynamo", "transformers", "PIL.Image", "numpy", "compilebench.measure.worker",
+           "compilebench.measure.forward", "compilebench.measure.generation", "compilebench.zoo")
 # What torch.compile with inductor imports on its first call (0.9 s here, in every compiled case's worker until it
 # was preloaded), for runs that compile with inductor; the folders it fixes on import follow each job's environment
 # in the child.
@@ -184,7 +186,10 @@ def imported(preload: dict) -> str | None:
 
     from compilebench.measure import fingerprint
 
+    from compilebench import zoo
+
     steps = [(m, lambda m=m: importlib.import_module(m)) for m in PRELOAD + ((INDUCTOR,) if preload.get("inductor") else ())]
+    steps.append(("the plugins of $COMPILEBENCH_PLUGINS", zoo.models))  # their models, registered once
     steps += [(f"the classes of {model}", lambda model=model: _preload_model(model)) for model in preload.get("models", ())]
     steps.append(("the fingerprint", fingerprint.static))  # forked children inherit it, collected once
     with _nvml_based_cuda_check():
