@@ -103,6 +103,32 @@ def test_the_command_exits_0_1_or_2_and_writes_junit_and_a_summary(tmp_path):
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "--max-slowdown" in p.stderr
 
 
+def test_a_case_the_gate_could_not_decide_is_said_apart_and_fails_only_when_asked(tmp_path, main_here):
+    """Issue 53: a candidate 36% slower, two files of 3 repeats each, no --drift (25% by default): the interval
+    holds 1.0, and the gate said 'no regression in 1 case(s)', exit 0, a pass in JUnit."""
+    spread = [0.9, 1.0, 1.1]  # three processes each, as noisy as this VM's
+    fr.fill(tmp_path / "base.db", [fr.result("vit", 1, "eager", 10.0, processes=[10.0 * x for x in spread], env=fr.CPU)])
+    fr.fill(tmp_path / "slower.db", [fr.result("vit", 1, "eager", 13.6, processes=[13.6 * x for x in spread],
+                                               env=fr.CPU)])
+    code, out, _ = main_here("check", "slower.db", "--baseline", "base.db", "--junit", "j.xml")
+    assert code == 0 and "no regression" not in out, out
+    assert ("1 case(s) undecided across runs (Image Classification/ViT b1 no compile, latency ms: 1.36x slower, the "
+            "interval holds the run-to-run drift (25%): measure both in one run (--env), or give --drift)") in out
+    assert "UNDECIDED: 1.36x slower" in out
+    (case,) = ElementTree.parse(tmp_path / "j.xml").getroot().findall("testcase")
+    assert case.find("skipped").get("message").startswith("undecided: 1.36x slower") and case.find("failure") is None
+    code, out, _ = main_here("check", "slower.db", "--baseline", "base.db", "--fail-undecided")
+    assert code == 1 and "undecided across runs" in out
+    code, out, _ = main_here("check", "slower.db", "--baseline", "base.db", "--drift", "2%", "--fail-undecided")
+    assert code == 1 and "1 regression(s)" in out and "undecided" not in out  # a known drift decides it
+    code, out, _ = main_here("compare", "base.db", "slower.db")  # the same words
+    assert code == 0 and ("1 case(s) undecided across runs (Image Classification/ViT b1 no compile: B 1.36x slower, the "
+                          "interval holds the run-to-run drift (25%): measure both in one run (--env), or give "
+                          "--drift).") in out
+    code, out, _ = main_here("compare", "base.db", "slower.db", "--drift", "2%")
+    assert code == 0 and "undecided" not in out and "| slower (across runs) |" in out
+
+
 @pytest.mark.slow  # three real runs
 def test_a_model_made_thirty_percent_slower_fails_the_gate(tmp_path):
     args = ["run", "--model", "fault-paced", "--variant", "eager", "--iters", "30", "--warmup", "2", "--repeats", "3",

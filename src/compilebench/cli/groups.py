@@ -80,6 +80,12 @@ def min_effect(g, what: str = "the smallest speed-up worth acting on: faster/slo
                    help=f"{what} (default: {stats.DEFAULT_MIN_EFFECT * 100:g}%%)")
 
 
+def drift(g) -> None:
+    g.add_argument("--drift", type=percent, default=None, metavar="P",
+                   help="how far a mean moves between runs on the machine(s) measured (default: estimated from the "
+                        "files' history, else 25%%)")
+
+
 def how_to_compile(run) -> None:
     g = run.add_argument_group("how to compile")
     compile_flags(g)

@@ -97,11 +97,9 @@ def cmd_check_history(args, finish) -> int:
     series = load(args.history, args.min_effect)
     verdicts = history.gate(series, args.max_slowdown)
     lines = [_line(s, step, bad, args.max_slowdown) for s, step, bad in verdicts]
-    regressions = [l for l in lines if l.regression]
     text = markdown.table(checkmod.table(lines, f"the newest runs of {', '.join(args.history)} against the runs "
                                                 "before them"))
-    said = (f"{len(regressions)} regression(s) in {len(lines)} series" if regressions else
-            f"no regression in {len(lines)} series") + \
+    said = checkmod.summary(lines, "series") + \
         (". A regression: the newest two runs complete a step for the worse, significant at 95% with each run's "
          f"interval and the machine's run-to-run drift, beyond --max-slowdown ({args.max_slowdown:.0%}), each of "
          "the two beyond it too.")
@@ -122,7 +120,24 @@ def _line(s: history.Series, step: stepsmod.Step | None, bad: bool, max_slowdown
     return checkmod.Line(f"{s.case} on {s.machine}", s.metric, f"{mean(before):.4g} ({len(before)} runs)",
                          f"{mean(after):.4g} ({len(after)} runs)", step.ratio if step else mean(after) / mean(before),
                          step.low if step else None, step.high if step else None,
-                         "step" if step else "no step", bad, why)
+                         "step" if step else "no step", bad, why,
+                         "" if bad else _undecided(s, step, max_slowdown))
+
+
+def _undecided(s: history.Series, step: stepsmod.Step | None, max_slowdown: float) -> str:
+    """Why a series' gate is open: the newest step is worse beyond --max-slowdown but its newest runs are not all
+    beyond it, or (no new step) the newest run is, against the runs since the series' last step; "" where nothing
+    points that way."""
+    higher = s.metric in history.HIGHER_IS_BETTER
+    beyond = (lambda r: r < 1 / (1 + max_slowdown)) if higher else (lambda r: r > 1 + max_slowdown)
+    level = [p.value for p in s.points[max((st.at for st in s.steps), default=0):-1]]
+    ratio = step.ratio if step else s.points[-1].value / (sum(level) / len(level)) if level else 1.0
+    if not beyond(ratio):
+        return ""
+    size = f"{1 / ratio:.2f}x lower" if higher else f"{ratio:.2f}x slower"
+    if step:
+        return f"a step {size}, but its newest runs are not all beyond --max-slowdown: the next run decides"
+    return f"the newest run is {size} than the runs before it, but no step of two runs beyond it: the next run decides"
 
 
 def add_parser(sub):

@@ -66,7 +66,8 @@ def cmd_compare(args) -> int:
         sides.append((_side(path, machine, "--machine-" + which, env, "--env-" + which),
                       f"{path} [{env}]" if env else path))
     (a, a_name), (b, b_name) = sides
-    print(markdown.table(comparemod.compare(a, b, a_name, b_name, args.min_effect)))
+    given = Drift(args.drift, "given with --drift") if args.drift is not None else None
+    print(markdown.table(comparemod.compare(a, b, a_name, b_name, args.min_effect, given)))
     return 0
 
 
@@ -104,12 +105,10 @@ def cmd_check(args) -> int:
     limits = checkmod.Limits(args.max_slowdown, args.max_compile_increase, args.max_memory_increase)
     given = Drift(args.drift, "given with --drift") if args.drift is not None else None
     lines, moved = checkmod.check(base, cand, limits, args.min_effect, given)
-    regressions = [l for l in lines if l.regression]
     names = [f"{path} [{env}]" if env else path for path, env in ((args.candidate, _candidate_env(args)),
                                                                    (baseline_path, args.baseline_env))]
     text = markdown.table(checkmod.table(lines, f"{names[0]} against {names[1]}"))
-    said = (f"{len(regressions)} regression(s) in {len({l.label for l in lines})} case(s)" if regressions else
-            f"no regression in {len({l.label for l in lines})} case(s)") + \
+    said = checkmod.summary(lines) + \
         (f". Latency and speed-up verdicts across runs hold the run-to-run drift, {moved.describe()}." if moved else
          ". No verdict compared results of different runs (environments of one run alternate): no run-to-run drift "
          "to allow for.")
@@ -118,13 +117,14 @@ def cmd_check(args) -> int:
 
 def finish_check(args, command: str, text: str, said: str, lines: list[checkmod.Line]) -> int:
     """A gate's end, for check and check --history alike: the table and its sentence printed, the markdown summary
-    and JUnit written where asked; exit 1 on any regression."""
+    and JUnit written where asked; exit 1 on any regression (and, with --fail-undecided, on any case undecided)."""
     print(text + "\n" + said)
     if args.summary:
         _write(args.summary, f"**{command}: {said}**\n\n{text}\n")
     if args.junit:
         _write(args.junit, checkmod.junit(lines))
-    return 1 if any(line.regression for line in lines) else 0
+    failed = any(line.regression or (args.fail_undecided and line.undecided) for line in lines)
+    return 1 if failed else 0
 
 
 def _check_limits(args) -> None:
@@ -192,6 +192,7 @@ def compare_parser(sub):
                       help="use A's results from the machine whose id or hardware name contains TEXT")
     cmp_.add_argument("--machine-b", default=None, metavar="TEXT", help="the same for B")
     groups.min_effect(cmp_, "the smallest difference worth calling faster or slower")
+    groups.drift(cmp_)
     return cmp_
 
 
@@ -214,9 +215,10 @@ def check_parser(sub):
                      help="compile seconds up beyond this is a regression (default: 15%%)")
     chk.add_argument("--max-memory-increase", type=groups.percent, default=0.10, metavar="P",
                      help="peak memory up beyond this is a regression (default: 10%%)")
-    chk.add_argument("--drift", type=groups.percent, default=None, metavar="P",
-                     help="how far a mean moves between runs on the machine(s) measured (default: estimated from "
-                          "the files' history, else 25%%)")
+    chk.add_argument("--fail-undecided", action="store_true",
+                     help="exit 1 also when a case is undecided: its interval reaches beyond --max-slowdown on the "
+                          "worse side without lying beyond it (by default: said apart, and JUnit marks it skipped)")
+    groups.drift(chk)
     chk.add_argument("--machine", default=None, metavar="TEXT",
                      help="use the results of the machine whose id or hardware name contains TEXT")
     groups.min_effect(chk, "the smallest difference worth calling faster or slower")

@@ -43,6 +43,9 @@ class Line:
     verdict: str
     regression: bool
     why: str
+    # why it could not be decided: its interval reaches beyond the limit on the worse side without lying beyond it
+    # (a regression it can neither call nor rule out); "" where decided
+    undecided: str = ""
 
 
 def check(baseline: list[Result], candidate: list[Result], limits: Limits = Limits(),
@@ -91,7 +94,8 @@ def _latency(label, b: Result, c: Result, limits: Limits, min_effect: float, acr
     s = speedups.speedup(b, c, min_effect, drift=across)  # baseline time over the candidate's
     slower = Verdict.of(s.low, s.high, limits.slowdown) == Verdict.slower
     return Line(label, "latency ms", f"{b.mean:.3f}", f"{c.mean:.3f}", 1 / s.value, _inv(s.high), _inv(s.low),
-                verdict(s), slower, f"slower beyond {limits.slowdown:.0%}" if slower else "")
+                verdict(s), slower, f"slower beyond {limits.slowdown:.0%}" if slower else "",
+                "" if slower else _undecided(s.value, s.low, limits, across, "slower", "faster"))
 
 
 def _speedup(label, b: Result, c: Result, base: dict, cand: dict, limits: Limits, min_effect: float,
@@ -108,7 +112,16 @@ def _speedup(label, b: Result, c: Result, base: dict, cand: dict, limits: Limits
     said = Verdict.of(low, high, min_effect)
     return [Line(label, "speed-up over eager", f"{sb.value:.2f}x", f"{sc.value:.2f}x", ratio, low, high,
                  f"{said} (across runs)" if across else said, worse,
-                 f"speed-up fell beyond {limits.slowdown:.0%}" if worse else "")]
+                 f"speed-up fell beyond {limits.slowdown:.0%}" if worse else "",
+                 "" if worse else _undecided(ratio, low, limits, across, "lower", "higher"))]
+
+
+def _undecided(value: float, low: float | None, limits: Limits, across: Drift | None, worse: str, better: str) -> str:
+    """Why a metric whose `value` is better above 1 (with the low end of its interval) was not decided: its
+    interval reaches beyond the limit on the worse side; "" where it does not (decided: no regression)."""
+    if low is not None and low >= 1 / (1 + limits.slowdown):
+        return ""
+    return compare.undecided(f"{1 / value:.2f}x {worse}" if value < 1 else f"{value:.2f}x {better}", across)
 
 
 def _ratio_of(sb: Speedup, sc: Speedup, across: Drift | None) -> tuple[float, float | None, float | None]:
@@ -151,18 +164,41 @@ def _inv(x: float | None) -> float | None:
 def table(lines: list[Line], title: str) -> Table:
     return Table(title, ["case", "metric", "baseline", "candidate", "candidate/baseline", "95% CI", "verdict", "result"],
                  [[l.label, l.metric, l.baseline, l.candidate, num(l.ratio, 3), interval(l.low, l.high, "{:.3f}"),
-                   l.verdict, ("REGRESSION: " + l.why) if l.regression else l.why or "ok"] for l in lines])
+                   l.verdict, _result(l)] for l in lines])
+
+
+def _result(l: Line) -> str:
+    return f"REGRESSION: {l.why}" if l.regression else f"UNDECIDED: {l.undecided}" if l.undecided else l.why or "ok"
+
+
+def summary(lines: list[Line], unit: str = "case(s)") -> str:
+    """The gate's sentence: regressions, and cases undecided apart (never counted among those without one)."""
+    labels = list(dict.fromkeys(l.label for l in lines))
+    bad = list(dict.fromkeys(l.label for l in lines if l.regression))
+    undecided = [l for l in lines if l.undecided and l.label not in bad]
+    open_ = list(dict.fromkeys(l.label for l in undecided))
+    fine = len(labels) - len(bad) - len(open_)
+    said = [f"{len(bad)} regression(s) in {len(labels)} {unit}"] if bad else \
+        [f"no regression in {fine} {unit}"] if fine or not open_ else []
+    if open_:
+        across = all("drift" in l.undecided for l in undecided)
+        said.append(f"{len(open_)} {unit} undecided{' across runs' if across else ''} ("
+                    + "; ".join(f"{l.label}, {l.metric}: {l.undecided}" for l in undecided) + ")")
+    return "; ".join(said)
 
 
 def junit(lines: list[Line]) -> str:
     """JUnit XML: one test case per case and metric, a regression its failure."""
     suite = ElementTree.Element("testsuite", name="compilebench check", tests=str(len(lines)),
-                                failures=str(sum(l.regression for l in lines)))
+                                failures=str(sum(l.regression for l in lines)),
+                                skipped=str(sum(bool(l.undecided) or (l.metric == "case") for l in lines)))
     for l in lines:
         case = ElementTree.SubElement(suite, "testcase", classname=l.label, name=l.metric)
         if l.regression:
             failure = ElementTree.SubElement(case, "failure", message=l.why)
             failure.text = f"baseline {l.baseline}, candidate {l.candidate}, candidate/baseline {num(l.ratio, 3)}"
+        elif l.undecided:  # neither a pass nor a failure: what it would take to decide
+            ElementTree.SubElement(case, "skipped", message=f"undecided: {l.undecided}")
         elif l.metric == "case":
             ElementTree.SubElement(case, "skipped", message=l.why)
     return ElementTree.tostring(ElementTree.ElementTree(suite).getroot(), encoding="unicode", xml_declaration=True)

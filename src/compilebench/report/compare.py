@@ -12,6 +12,7 @@ from compilebench.core import drift, speedups, stats
 from compilebench.core.case import eager_key_of, key_of
 from compilebench.core.errors import UserError
 from compilebench.core.result import Result
+from compilebench.core.vocab import Verdict
 from compilebench.report import data
 from compilebench.report.cells import Columns, Table, cell, drift_note, interval, num, table, verdict, verdict_note
 
@@ -64,7 +65,17 @@ def _describe(results: list[Result]) -> str:
     return "; ".join(parts)
 
 
-def compare(a: list[Result], b: list[Result], a_name: str, b_name: str, min_effect: float = stats.DEFAULT_MIN_EFFECT) -> Table:
+def undecided(size: str, across: drift.Drift | None) -> str:
+    """Why a comparison was left undecided, and what decides it: `check` and `compare` say it alike."""
+    if across:
+        return (f"{size}, the interval holds the run-to-run drift ({across.value:.0%}): measure both in one run "
+                "(--env), or give --drift")
+    return f"{size}, its interval is too wide to tell: more repeats decide it (a larger --repeats)"
+
+
+def compare(a: list[Result], b: list[Result], a_name: str, b_name: str, min_effect: float = stats.DEFAULT_MIN_EFFECT,
+            given: drift.Drift | None = None) -> Table:
+    """A's results against B's, case by case; `given`: the run-to-run drift (--drift), else estimated."""
     stats.check_min_effect(min_effect)
     a_cases = one_per_case(a, a_name, "--machine-a", "--env-a")
     b_cases = one_per_case(b, b_name, "--machine-b", "--env-b")
@@ -78,7 +89,7 @@ def compare(a: list[Result], b: list[Result], a_name: str, b_name: str, min_effe
         r = a_cases.get(k) or b_cases[k]
         return (order[r.case.model], r.case.batch_size, data.settings(r), r.case.variant.order, k)
 
-    moved = drift.estimate([*a, *b])
+    moved = given or drift.estimate([*a, *b])
 
     def speedup(k) -> speedups.Speedup | None:
         """A's time over B's (B's speed-up over A), whose verdict reads as B against A; B/A is its inverse. Results of
@@ -111,8 +122,21 @@ def compare(a: list[Result], b: list[Result], a_name: str, b_name: str, min_effe
                f"B: {b_name} ({_describe(list(b_cases.values()))})",
                "B/A below 1: B takes less time; B vs A says how B reads against A: faster means B is faster. The "
                "interval comes from both files' per-process means.", verdict_note(min_effect),
-               *([drift_note(moved)] if any(s and s.drift is not None for s in said.values()) else [])],
+               *([drift_note(moved)] if any(s and s.drift is not None for s in said.values()) else []),
+               *_undecided_note([(case(k), s) for k, s in said.items()], moved)],
     )
+
+
+def _undecided_note(pairs: list, moved: drift.Drift) -> list[str]:
+    """The cases left inconclusive, counted apart, each with what decides it."""
+    open_ = [(r, s) for r, s in pairs if s is not None and s.verdict == Verdict.inconclusive]
+    if not open_:
+        return []
+    across = all(s.drift is not None for _, s in open_)
+    words = "; ".join(f"{data.model_label([r], r.case.model)} b{r.case.batch_size} {r.case.variant.label}: " +
+                      undecided(f"B {1 / s.value:.2f}x slower" if s.value < 1 else f"B {s.value:.2f}x faster",
+                                moved if s.drift is not None else None) for r, s in open_)
+    return [f"{len(open_)} case(s) undecided{' across runs' if across else ''} ({words})."]
 
 
 def _inv(x: float | None) -> float | None:

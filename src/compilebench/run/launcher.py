@@ -184,9 +184,8 @@ def imported(preload: dict) -> str | None:
     it at import (torch/_inductor/runtime/benchmarking.py), and its default answer runs cuInit."""
     import importlib
 
-    from compilebench.measure import fingerprint
-
     from compilebench import zoo
+    from compilebench.measure import fingerprint
 
     steps = [(m, lambda m=m: importlib.import_module(m)) for m in PRELOAD + ((INDUCTOR,) if preload.get("inductor") else ())]
     steps.append(("the plugins of $COMPILEBENCH_PLUGINS", zoo.models))  # their models, registered once
