@@ -118,3 +118,21 @@ def test_bad_history_input_is_one_line_and_writes_nothing(tmp_path, main_here):
         code, out, err = main_here(*args)
         assert code == 2 and err.count("\n") == 1 and said in err, (args, err)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "notes.db", "one.db"]
+
+
+def test_a_new_tag_is_a_new_run_of_the_same_file_and_the_same_tag_resumes(tmp_path, main_here):
+    """Issue 53: appending nightly runs to one file measured nothing without --rerun (the second run, with a new
+    tag, kept what the first stored), and `check --history` then found one run of each case."""
+    run = ["run", "--model", "fault-ok", "--variant", "eager", "--iters", "3", "--warmup", "0", "--min-iters", "1",
+           "--repeats", "2", "--device", "cpu", "--isolation", "inline", "--quiet", "--format", "csv", "--db", "h.db"]
+    code, _, err = main_here(*run, "--tag", "night1")
+    assert code == 0 and "2 repeat(s) measured" in err, err
+    code, _, err = main_here(*run, "--tag", "night1")  # the same run again: resumed, nothing to measure
+    assert code == 0 and "0 repeat(s) measured" in err and "a new run" not in err, err
+    for night in range(2, 7):
+        code, _, err = main_here(*run, "--tag", f"night{night}")
+        assert code == 0 and "2 repeat(s) measured" in err, err
+    assert ("a new run: tag night6; h.db holds run(s) night1, night2, night3, night4, night5 (1 case(s) measured "
+            "again as results of this run)") in err
+    (latency,) = [s for s in history.series(_load("h.db"), 0.05) if s.metric == history.LATENCY]
+    assert [r.tag for r in latency.runs] == [f"night{i}" for i in range(1, 7)]

@@ -11,7 +11,7 @@ in one case's mean."""
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from compilebench.core.case import Case
 from compilebench.core.result import Result
@@ -58,13 +58,18 @@ class Schedule:
     units: list[Unit]
     stored: dict[tuple[str, str], Result]  # (case key, resume id) -> the stored result a repeat continues
     uses: dict[str, int]  # compiler-state folder -> units left that use it
+    # (case key, resume id) measured again as a new result: stored under another run's tag (a run of its own)
+    new_runs: set[tuple[str, str]] = field(default_factory=set)
 
 
-def schedule(spec: RunSpec, cases: list[Case], store: Store, targets: list[Target], outcome) -> Schedule:
-    """Every unit still to measure on each target, in the order they run; `outcome` counts what resume skipped."""
+def schedule(spec: RunSpec, cases: list[Case], store: Store, targets: list[Target], outcome,
+             tag: str | None = None) -> Schedule:
+    """Every unit still to measure on each target, in the order they run; `outcome` counts what resume skipped.
+    `tag`: this run's; a case stored under another tag is a run of its own, measured again (the same tag resumes)."""
     together = groups(cases, spec.interleave)
     stored: dict[tuple[str, str], Result] = {}
-    needed = [_needed(spec, together, store, t, stored, outcome) for t in targets]
+    new_runs: set[tuple[str, str]] = set()
+    needed = [_needed(spec, together, store, t, stored, outcome, tag, new_runs) for t in targets]
     units, uses = [], {}
     for i in range(1, spec.repeats + 1):
         for block in blocks(together):
@@ -75,11 +80,11 @@ def schedule(spec: RunSpec, cases: list[Case], store: Store, targets: list[Targe
                     units.append(Unit(targets[t], tuple(todo), i, gi))
                     folder = state_name(together[gi], targets[t])
                     uses[folder] = uses.get(folder, 0) + 1
-    return Schedule(units, stored, uses)
+    return Schedule(units, stored, uses, new_runs)
 
 
-def _needed(spec: RunSpec, groups: list[list[Case]], store: Store, target: Target, stored: dict,
-            outcome) -> dict[int, dict[int, list[Case]]]:
+def _needed(spec: RunSpec, groups: list[list[Case]], store: Store, target: Target, stored: dict, outcome,
+            tag: str | None, new_runs: set) -> dict[int, dict[int, list[Case]]]:
     """Group -> repeat -> the cases of the group still to measure on the target (those it takes)."""
     needed: dict[int, dict[int, list[Case]]] = {}
     for gi, group in enumerate(groups):
@@ -87,6 +92,9 @@ def _needed(spec: RunSpec, groups: list[list[Case]], store: Store, target: Targe
             if not target.takes(case):
                 continue
             latest = None if spec.rerun else store.latest(case.key(), target.resume_id)
+            if latest is not None and tag and latest.tag and latest.tag != tag:
+                new_runs.add((case.key(), target.resume_id))
+                latest = None
             if latest is not None:
                 stored[(case.key(), target.resume_id)] = latest
             have = {r.index: r.status for r in (latest.repeats if latest else [])}

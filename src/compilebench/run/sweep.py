@@ -92,9 +92,13 @@ class _Sweep:
         self.run_id = run_id
         self.tag = spec.tag or tags.default()
         self.groups = schedule.groups(cases, spec.interleave)
-        self.plan = schedule.schedule(spec, cases, store, targets, outcome)
+        self.plan = schedule.schedule(spec, cases, store, targets, outcome, self.tag)
         self.progress = Bar(sum(len(u.cases) for u in self.plan.units), spec.repeats, quiet)
         self.bar = self.progress.bar
+        if self.plan.new_runs:  # a tag names a run: the cases stored under another are measured again
+            held = [t for t in store.tags() if t != self.tag]
+            self.progress.note(f"a new run: tag {self.tag}; {store.path} holds run(s) {', '.join(held)} "
+                               f"({len(self.plan.new_runs)} case(s) measured again as results of this run)")
         self.own_states = states is None
         self.states = states or compiler_state.StateFolders()
         self.failed: set[tuple[str, str]] = set()  # (case key, resume id) of cases a repeat failed in this run
@@ -147,7 +151,8 @@ class _Sweep:
             self.outcome.after_failure += 1
             self.bar.update(1)
             return False
-        given = self.series.setdefault((key, rid, 0), uuid.uuid4().hex) if self.spec.rerun else None  # a new result
+        new = self.spec.rerun or (key, rid) in self.plan.new_runs  # a new result: --rerun, or another run's tag
+        given = self.series.setdefault((key, rid, 0), uuid.uuid4().hex) if new else None
         try:
             result_id, holder = self.store.claim(key, rid, unit.repeat, given, self.done(unit.repeat))
         except (sqlite3.Error, OSError) as exc:

@@ -127,6 +127,13 @@ class Store:
             "ORDER BY created_at DESC, rowid DESC LIMIT 1", (case_key, resume_id, resume_id)).fetchone()
         return None if row is None else self._result(row[0])
 
+    def tags(self) -> list[str]:
+        """The runs the file holds, by their tags, oldest first (results stored without one are left out)."""
+        rows = self._conn.execute(
+            "SELECT json_extract(r.value, '$.tag') AS tag, MIN(results.created_at) AS first FROM results, "
+            "json_each(results.data, '$.repeats') AS r WHERE tag IS NOT NULL GROUP BY tag ORDER BY first").fetchall()
+        return [tag for tag, _ in rows]
+
     def eager_flops(self, case: Case, resume_id: str) -> int | None:
         """The FLOPs the case's eager twin (same model and settings, uncompiled) has stored here: compiling does not
         change the math of one eager forward."""
