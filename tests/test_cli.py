@@ -101,8 +101,9 @@ def test_a_budget_never_ends_a_repeat_before_min_iters(tmp_path, main_here):
     (r,) = stored(tmp_path / "r.db")
     assert [len(rep["samples_ms"]) for rep in r["repeats"]] == [10, 10]
     assert all(rep["min_iters"] == 10 and rep["stopped_early"] for rep in r["repeats"])
-    # R and N in the details table, with why N is short; the status in words a user knows (issue 39)
-    assert "| ok |  | " in out and "| 2 | 10/10 (--max-time) |" in out and "(budget)" not in out
+    # R and N in the details table, with why N is short; the status in words a user knows (issue 39). The flags
+    # column beside the status is left out: a loaded machine may flag the slow model's samples noisy
+    assert "| no compile | ok | " in out and "| 2 | 10/10 (--max-time) |" in out and "(budget)" not in out
 
 
 def test_sync_each_call_is_part_of_the_case_and_says_what_it_timed(tmp_path, main_here):
