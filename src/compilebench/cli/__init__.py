@@ -9,7 +9,7 @@ from __future__ import annotations
 import signal
 import sys
 
-from compilebench.cli import options, resume
+from compilebench.cli import from_row, options, resume
 from compilebench.core.errors import EnvironmentFailure, UserError
 from compilebench.storage import interrupts
 
@@ -28,9 +28,12 @@ def _commands() -> dict:
 def main(argv: list[str] | None = None) -> int:
     program = argv is None  # the process is this command: once its outcome is decided, signals change nothing
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = options.parser(_commands()).parse_args(argv)
+    parser = options.parser(_commands())
+    args = parser.parse_args(argv)
     args.argv = argv  # the command that resumes this one
     try:
+        if getattr(args, "from_row", None):  # run --from-row ID: the row's own command
+            args = from_row.resolve(args, parser)
         # SIGTERM as Ctrl-C, wherever the command is; ignored once it has ended (its line said, its workers closing)
         with interrupts.stop_signals(then=signal.SIG_IGN if program else None):
             return args.func(args)

@@ -104,4 +104,7 @@ def add_parser(sub):
     for add in (groups.what_to_measure, groups.how_to_compile, groups.model_settings, groups.how_to_time,
                 groups.why_it_is, groups.where_to_run, groups.results):
         add(run)
+    run.add_argument("--from-row", default=None, metavar="RESULT_ID",
+                     help="measure a stored result's case again into --db, as it was measured (its command: the "
+                          "details table's reproduce column); RESULT_ID: its id, or the first characters of it")
     return run

@@ -20,6 +20,7 @@ class Table:
     rows: list[list[str]]
     notes: list[str] = field(default_factory=list)  # lines shown under the table ("- " starts a list item)
     links: tuple[str, ...] = ()  # columns whose cells are paths of files kept beside the results: shown as links
+    commands: tuple[str, ...] = ()  # columns whose cells are shell commands: shown as code (HTML: with a copy button)
 
     def records(self) -> list[dict[str, str]]:
         """Each row as {column name: cell}: how a reader (or a test) finds a cell."""

@@ -3,6 +3,7 @@ a number), and the environment each machine measured in."""
 
 from __future__ import annotations
 
+from compilebench.core import reproduce
 from compilebench.core.machine import hardware_name
 from compilebench.core.result import Result
 from compilebench.core.vocab import CUDAGRAPHS_SKIPPED
@@ -25,7 +26,7 @@ def details_table(view: View) -> Table:
     checks = [f"- {_name(r)}: {'; '.join(r.self_checks)}" for r in results if r.self_checks]
     tolerances = sorted({(r.math, r.rel_tolerance) for r in results if r.math and r.rel_tolerance})
     flags = flags_note(view)
-    return table(
+    t = table(
         "", COLUMNS, results,
         notes=["mean: the geometric mean of the per-process means of the R repeats (fresh worker processes); its 95% "
                "interval is between processes, so it holds what a rerun would see. N: timed calls in each repeat. CV "
@@ -41,8 +42,13 @@ def details_table(view: View) -> Table:
            if tolerances else [])
         + ((["CUDA graphs skipped (inductor's reason):"] + skipped) if skipped else [])
         + ((["Self-checks failed (a figure that real hardware contradicted):"] + checks) if checks else [])
-        + ((["Not ok:"] + notes) if notes else []),
+        + ((["Not ok:"] + notes) if notes else [])
+        + (["reproduce: the command that measures the case again (into the results file you name with --db); "
+            "`compilebench run --from-row RESULT_ID --db FILE` measures it again into its own file."]
+           if any(reproduce.command(r) for r in results) else []),
     )
+    t.commands = ("reproduce",)
+    return t
 
 
 def _measured(r: Result) -> bool:
@@ -83,6 +89,8 @@ COLUMNS: Columns = [
     ("GFLOP", lambda r: f"{r.flops / 1e9:.3g}" if r.flops else ""),  # significant digits: tiny configs are MFLOPs
     ("TFLOP/s", lambda r: "" if (t := data.achieved_tflops(r)) is None else f"{t:.3g}"),
     ("of peak", _of_peak),
+    ("id", lambda r: r.result_id[:8]),  # what `run --from-row` takes
+    ("reproduce", lambda r: reproduce.command(r) or ""),
 ]
 
 

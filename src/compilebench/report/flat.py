@@ -15,7 +15,7 @@ import csv
 import io
 import json
 
-from compilebench.core import repeat, settings, speedups, stats
+from compilebench.core import repeat, reproduce, settings, speedups, stats
 from compilebench.core.result import Result
 from compilebench.core.starts import AotStart, MegaStart
 from compilebench.diagnostics import bandwidth, profiling
@@ -41,6 +41,7 @@ def rows(view: View) -> list[dict]:
             "result_id": r.result_id,
             "created_at": r.created_at,
             "machine_id": r.machine_id,
+            "reproduce": reproduce.command(r),  # the command that measures the case again
             "hardware": data.hardware(r),
             "torch": data.torch_version(r),
             "status": r.status,

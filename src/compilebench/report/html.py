@@ -1,9 +1,11 @@
-"""The HTML report: one self-contained file (charts embedded as data URIs, no script, no network), every piece
-of text from a result escaped. A Content-Security-Policy forbids scripts and remote loads as a second guard."""
+"""The HTML report: one self-contained file (charts embedded as data URIs, no network), every piece of text from a
+result escaped. Its one script is the copy buttons of the commands that measure a result again; a
+Content-Security-Policy lets that script alone run (by its hash) and forbids remote loads, as a second guard."""
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import html
 import os
 import pathlib
@@ -21,7 +23,18 @@ th { background: #f3f3f3; text-align: center; } td:first-child { text-align: lef
 td.fail { color: #b00020; font-weight: 600; }
 img { max-width: 100%; height: auto; display: block; margin: 0.5em 0 1.5em; }
 p.note, li { font-size: 13px; color: #444; }
+td.command { text-align: left; white-space: nowrap; }
+td.command code { user-select: all; }
 """
+# A command cell's copy button puts its command on the clipboard (a click on the command selects it whole, where a
+# browser keeps the clipboard from a page).
+_SCRIPT = """document.addEventListener("click", function (event) {
+  var button = event.target.closest("button.copy");
+  if (!button) return;
+  navigator.clipboard.writeText(button.dataset.command).then(function () { button.textContent = "copied"; });
+});"""
+SCRIPT_HASH = "sha256-" + base64.b64encode(hashlib.sha256(_SCRIPT.encode()).digest()).decode("ascii")
+CSP = f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src '{SCRIPT_HASH}'"
 
 _FAILURES = {"OOM", *(s for s in STATUSES if s not in ("ok", "oom"))}  # cells that show a status instead of a number
 
@@ -35,12 +48,13 @@ def table(t: Table) -> str:
     out.append("<table>")
     out.append("<thead><tr>" + "".join(f"<th>{escape(h)}</th>" for h in t.header) + "</tr></thead>")
     out.append("<tbody>")
-    linked = [h in t.links for h in t.header]
+    kinds = ["link" if h in t.links else "command" if h in t.commands else "" for h in t.header]
     for row in t.rows:
         cells = "".join(
             f'<td class="fail">{escape(c)}</td>' if c in _FAILURES else
-            f'<td><a href="{escape(pathlib.Path(c).as_uri())}">{escape(os.path.basename(c))}</a></td>' if link and c
-            else f"<td>{escape(c)}</td>" for c, link in zip(row, linked)
+            f'<td><a href="{escape(pathlib.Path(c).as_uri())}">{escape(os.path.basename(c))}</a></td>'
+            if kind == "link" and c else command(c) if kind == "command" and c
+            else f"<td>{escape(c)}</td>" for c, kind in zip(row, kinds)
         )
         out.append(f"<tr>{cells}</tr>")
     out.append("</tbody></table>")
@@ -49,6 +63,12 @@ def table(t: Table) -> str:
     if items:
         out.append("<ul>" + "".join(f"<li>{escape(n[2:])}</li>" for n in items) + "</ul>")
     return "\n".join(out)
+
+
+def command(text: str) -> str:
+    """A command's cell: the command as code, and a button that copies it."""
+    return (f'<td class="command"><button type="button" class="copy" data-command="{escape(text)}">copy</button> '
+            f"<code>{escape(text)}</code></td>")
 
 
 def image(alt: str, svg_path: str) -> str:
@@ -75,11 +95,12 @@ def page(title: str, intro: list[str], sections: list[tuple[str, list]]) -> str:
     return "\n".join([
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
-        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; img-src data:; style-src \'unsafe-inline\'">',
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
         f"<title>{escape(title)}</title>",
         f"<style>{_STYLE}</style>",
         "</head><body>",
         *body,
+        f"<script>{_SCRIPT}</script>",
         "</body></html>",
         "",
     ])

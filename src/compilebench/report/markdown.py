@@ -15,6 +15,16 @@ def escape(text: str) -> str:
     return html.escape(str(text), quote=False).replace("|", "\\|").replace("\r", " ").replace("\n", " ")
 
 
+def code(text: str) -> str:
+    """A command as an inline code span in a table cell: shown as written (a code span shows entities as typed, so
+    only the pipe is escaped), fenced by two backticks where it holds one."""
+    if not text:
+        return ""
+    fence = "``" if "`" in text else "`"
+    one_line = text.replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+    return f"{fence}{one_line}{fence}"
+
+
 def heading(text: str, level: int) -> str:
     return f"{'#' * level} {html.escape(text, quote=False)}"
 
@@ -23,9 +33,10 @@ def table(t: Table, level: int = 3) -> str:
     lines = [heading(t.title, level), ""] if t.title else []
     lines.append("| " + " | ".join(escape(h) for h in t.header) + " |")
     lines.append("|" + ":---:|" * len(t.header))
-    linked = [h in t.links for h in t.header]
-    lines += ["| " + " | ".join(f"[{escape(os.path.basename(c))}](<{c}>)" if link and c else escape(c)
-                                for c, link in zip(row, linked)) + " |" for row in t.rows]
+    kinds = ["link" if h in t.links else "command" if h in t.commands else "" for h in t.header]
+    lines += ["| " + " | ".join(f"[{escape(os.path.basename(c))}](<{c}>)" if kind == "link" and c else
+                                code(c) if kind == "command" else escape(c)
+                                for c, kind in zip(row, kinds)) + " |" for row in t.rows]
     if t.notes:
         lines += ["", *map(escape, t.notes)]
     return "\n".join(lines) + "\n"
