@@ -97,6 +97,9 @@ def test_the_command_exits_0_1_or_2_and_writes_junit_and_a_summary(tmp_path):
     assert suite.tag == "testsuite" and suite.get("failures") == "2" and len(suite.findall("testcase")) == 4
     summary = (tmp_path / "out" / "s.md").read_text()
     assert summary.startswith("**compilebench check: 2 regression(s)") and "| case | metric |" in summary
+    # the candidate's suite summed up beside the gate (issue 53): its pass rate, speed-up and memory per setting
+    assert "#### The suite: worse.db" in summary and "| pass rate |" in summary and "| 1/1 (100%) |" in summary
+    assert "Pass rate of the suite: 2 of 2 case(s) ok (100%)" in summary
     p = run_cli("check", "missing.db", "--baseline", "base.db", cwd=tmp_path)
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "does not exist" in p.stderr
     p = run_cli("check", "same.db", "--baseline", "base.db", "--max-slowdown", "-5", cwd=tmp_path)

@@ -1,5 +1,6 @@
 """Correctness of a compiled output against eager: errors, task-aware agreement, dtype tolerances."""
 
+import pytest
 import torch
 
 from compilebench.measure import correctness
@@ -48,3 +49,26 @@ def test_snapshots_name_every_tensor_and_are_compared_by_name():
     assert list(ref) == ["logits", "hidden_states.0", "hidden_states.1"]
     out["logits"] += 1  # a snapshot is a copy: a CUDA-graph replay overwriting the output cannot change it
     assert correctness.check(ref, correctness.snapshot({**out, "logits": torch.ones(1, 2)}), "float32").max_abs_err == 0.0
+
+
+def test_eager_s_own_difference_floors_the_tolerance_and_says_so():
+    eager = {"logits": torch.tensor([[1.0, 0.5, 0.0]])}
+    compiled = {"logits": torch.tensor([[1.0, 0.503, 0.0]])}  # 3e-3 relative: beyond float32's 1e-3
+    assert correctness.check(eager, compiled, "float32").problems == [
+        "max relative error 3.00e-03 > 1e-03 allowed for float32"]
+    v = correctness.check(eager, compiled, "float32", eager_self_rel_err=4e-3)
+    assert v.ok and v.tolerance == 4e-3
+    v = correctness.check(eager, {"logits": torch.tensor([[1.0, 0.51, 0.0]])}, "float32", eager_self_rel_err=4e-3)
+    assert v.problems == ["max relative error 1.00e-02 > 4.0e-03 allowed (eager's own two calls differ by that much)"]
+    assert correctness.check(eager, compiled, "float32", eager_self_rel_err=1e-6).tolerance == 1e-3
+
+
+def test_two_generate_calls_are_compared_up_to_the_first_token_they_disagree_on():
+    tokens = torch.tensor([[5, 6, 7]])
+    logits = [torch.tensor([[0.0, 1.0]]), torch.tensor([[0.0, 2.0]]), torch.tensor([[0.0, 4.0]])]
+    same = correctness.generation_self_difference(tokens, logits, tokens.clone(), [x.clone() for x in logits])
+    assert same == 0.0
+    # step 2 (index 1) differs by 1%, its token too; step 3 sees another token, so it is left out
+    again = [logits[0].clone(), torch.tensor([[0.0, 2.02]]), torch.tensor([[0.0, 40.0]])]
+    assert correctness.generation_self_difference(tokens, logits, torch.tensor([[5, 9, 7]]), again) == \
+        pytest.approx(0.01)

@@ -18,7 +18,7 @@ from compilebench import report
 from compilebench.core import speedups, suites
 from compilebench.core.generation import GenerateCalls
 from compilebench.diagnostics import peaks
-from compilebench.report import charts, details, drawing, html, tables
+from compilebench.report import charts, details, drawing, html, suite, tables, terminal
 from compilebench.report.view import View
 
 GUIDE = Path(__file__).parent / "data" / "guide_a100_batch1.md"
@@ -696,3 +696,27 @@ def test_report_reference_guide_sets_the_guides_speedups_beside_yours(tmp_path, 
     assert float(one[0]["speedup"]) == pytest.approx(40 / 44, rel=1e-3)
     bad = cli("report", "r.db", "--out", "out2", "--reference", "paper")
     assert bad.returncode == 2 and "reference" in bad.stderr and "guide" in bad.stderr and not (tmp_path / "out2").exists()
+
+
+def _peaks(r, mib: float):
+    for rep in r.repeats:
+        rep.peak_mem_bytes, rep.peak_mem_kind = int(mib * 2 ** 20), "cuda_steady"
+    r.derive()
+    return r
+
+
+def test_the_suite_summary_gives_the_pass_rate_speed_up_and_memory_compression():
+    """Issue 53, as the HUD's compilers dashboard: the pass rate (cases ok over cases run), and per compiled setting
+    the geomean speed-up and memory compression (eager peak / compiled peak) over the models ok both ways."""
+    results = [_peaks(fr.result("vit", 1, "eager", 10.0), 100), _peaks(fr.result("vit", 1, "default", 5.0), 50),
+               _peaks(fr.result("beit", 1, "eager", 10.0), 100), _peaks(fr.result("beit", 1, "default", 8.0), 80),
+               fr.result("detr", 1, "eager", 10.0), fr.result("detr", 1, "default", 9.0, status="mismatch")]
+    view = View(results)
+    (row,) = suite.summary_table(view).records()
+    assert (row["pass rate"], row["models"], row["geomean speed-up"], row["memory compression"]) == \
+        ("2/3 (67%)", "2", "1.58x", "1.58x")
+    assert suite.pass_rate(view) == "5 of 6 case(s) ok (83%)"
+    said = terminal.summary(view, 100)
+    assert "pass rate: 5 of 6 case(s) ok (83%)" in said
+    assert "pass rate 2/3 (67%), geomean speed-up 1.58x over 2 model(s), memory compression 1.58x" in \
+        " ".join(said.split())

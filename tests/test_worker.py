@@ -91,6 +91,19 @@ def test_a_compiled_model_that_differs_from_eager_is_kept_and_marked_mismatch():
     assert "allowed for float32" in r.message
 
 
+def test_eager_that_differs_from_itself_is_flagged_and_floors_the_compiled_tolerance():
+    # fault-jitter's calls alternate between 1.02 x and x: the reference is the first (1.02 x), eager again the
+    # second; with 6 timed calls the checked call is the 12th (x), as far from the reference as eager's own second
+    r = run_case(case("fault-jitter", "default"), TimingPolicy(iters=6, warmup=2, min_iters=1), isolation="inline")
+    assert r.status == "ok", r.message  # it was a mismatch at float32's 1e-3
+    assert r.eager_self_rel_err == pytest.approx(0.02 / 1.02, rel=1e-4) and r.rel_tolerance == r.eager_self_rel_err
+    assert r.max_rel_err == r.eager_self_rel_err  # the compiled output checked differed by that much
+    assert "eager-nondeterministic" in r.flags
+    steady = run_case(case("fault-ok", "default"), FAST, isolation="inline")
+    assert steady.status == "ok" and steady.eager_self_rel_err == 0.0 and steady.rel_tolerance == 1e-3
+    assert "eager-nondeterministic" not in steady.flags
+
+
 def test_a_graph_break_is_counted_with_its_reason_and_fullgraph_makes_it_an_error():
     r = run_case(case("fault-break", "default"), FAST, isolation="inline")
     assert r.status == "ok", r.traceback

@@ -14,7 +14,8 @@ from torch import nn
 from compilebench import zoo
 from compilebench.zoo.entry import ModelEntry
 
-RECOMPILE_AT_CALL = 5  # with --warmup 2: call 1 is the first call, 2-3 warm-up, 4+ timed
+RECOMPILE_AT_CALL = 6  # with --warmup 2: calls 1-2 are eager (the reference, and again: is it steady?), 3 the
+# first compiled call, 4-5 warm-up, 6+ timed
 
 
 class Small(nn.Module):
@@ -82,6 +83,8 @@ class Small(nn.Module):
             if scale > 1e9:  # and branching on it cannot be captured even by fullgraph=True
                 x = x * 0
             return {"logits": x}
+        if self.behaviour == "jitter":  # eager that differs from itself: every other call 2% larger
+            return {"logits": _jitter(self, self.conv(pixel_values))}
         if self.behaviour == "recompile":
             _tick(self)
             # dynamo guards on this flag: when it flips, the frame after the break compiles again
@@ -114,6 +117,15 @@ def _tick(module):
         module.switched = True
 
 
+@torch._dynamo.disable
+def _jitter(module, x):
+    module.calls += 1
+    return x * (1.0 + JITTER * (module.calls % 2))
+
+
+JITTER = 0.02
+
+
 @dataclass(frozen=True)
 class FaultModel(ModelEntry):
     behaviour: str = "ok"
@@ -127,7 +139,7 @@ class FaultModel(ModelEntry):
 
 
 for behaviour in ("ok", "oom", "host-oom", "crash", "kill-parent", "hang", "slow", "recompile", "break", "handshake", "flaky",
-                  "paced", "segfault", "compiles"):
+                  "paced", "segfault", "compiles", "jitter"):
     zoo.register(FaultModel(f"fault-{behaviour}", f"Test/{behaviour}", "image-classification", "none", behaviour))
 
 

@@ -11,13 +11,15 @@ from compilebench import report as reportmod
 from compilebench.cli import groups
 from compilebench.core import stats, steps as stepsmod
 from compilebench.core.errors import UserError
+from compilebench.core.result import Result
 from compilebench.report import check as checkmod, data as reportdata, history, history_page, markdown
 
 FORMATS = tuple(history_page.FILES)
 
 
-def load(paths: list[str], min_effect: float) -> list[history.Series]:
-    """The series the files hold; one clear error where they hold no history (no run, or one run of each case)."""
+def load(paths: list[str], min_effect: float) -> tuple[list[Result], list[history.Series]]:
+    """The files' results and the series they hold; one clear error where they hold no history (no run, or one
+    run of each case)."""
     stats.check_min_effect(min_effect)
     results = reportdata.load(history.files(paths))
     if not results:
@@ -26,7 +28,7 @@ def load(paths: list[str], min_effect: float) -> list[history.Series]:
     if not any(len(s.points) >= 2 for s in series):
         raise UserError(f"{', '.join(paths)} hold(s) one run of each case: a history needs two runs or more of a case "
                         "on one machine (`compilebench run --rerun` measures a case again)")
-    return series
+    return results, series
 
 
 def cmd_history(args) -> int:
@@ -37,7 +39,7 @@ def cmd_history(args) -> int:
                         f"{', '.join(FORMATS)})")
     out_dir = args.out or os.path.join(os.path.dirname(os.path.abspath(args.paths[0])), "history")
     reportmod.check_out_dir(out_dir)
-    series = load(args.paths, args.min_effect)
+    _, series = load(args.paths, args.min_effect)
     print(text(series))
     written = history_page.write(series, out_dir, formats, intro(series, args.paths))
     print(f"wrote {len(written)} file(s) to {out_dir}", file=sys.stderr)
@@ -94,7 +96,7 @@ def _moves(series: list[history.Series]) -> list[str]:
 def cmd_check_history(args, finish) -> int:
     """check --history: exit 0 when no series' newest runs complete a step for the worse, 1 when one does.
     `finish(args, command, text, said, lines)`: check's own end (print, summary, JUnit, exit code)."""
-    series = load(args.history, args.min_effect)
+    results, series = load(args.history, args.min_effect)
     verdicts = history.gate(series, args.max_slowdown)
     lines = [_line(s, step, bad, args.max_slowdown) for s, step, bad in verdicts]
     text = markdown.table(checkmod.table(lines, f"the newest runs of {', '.join(args.history)} against the runs "
@@ -103,7 +105,8 @@ def cmd_check_history(args, finish) -> int:
         (". A regression: the newest two runs complete a step for the worse, significant at 95% with each run's "
          f"interval and the machine's run-to-run drift, beyond --max-slowdown ({args.max_slowdown:.0%}), each of "
          "the two beyond it too.")
-    return finish(args, "compilebench check --history", text, said, lines)
+    # the suite as its newest run of each case left it
+    return finish(args, "compilebench check --history", text, said, lines, ("the newest run of each case", results))
 
 
 def _line(s: history.Series, step: stepsmod.Step | None, bad: bool, max_slowdown: float) -> checkmod.Line:

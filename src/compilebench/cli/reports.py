@@ -11,12 +11,14 @@ from compilebench.cli import groups, history as historycmd
 from compilebench.core import settings, stats
 from compilebench.core.drift import Drift
 from compilebench.core.errors import UserError
+from compilebench.core.result import Result
 from compilebench.report import (
     check as checkmod,
     compare as comparemod,
     data as reportdata,
     markdown,
     reference as referencemod,
+    suite,
     tables,
     terminal,
 )
@@ -49,7 +51,7 @@ def cmd_report(args) -> int:
     written = reportmod.write(view, out_dir, formats, dbs, published)
     beside = referencemod.reference_table(view, published[1], published[0]) if published else None
     if args.details:
-        print(markdown.tables([tables.summary_table(view), *tables.guide_tables(view), *([beside] if beside else [])]))
+        print(markdown.tables([suite.summary_table(view), *tables.guide_tables(view), *([beside] if beside else [])]))
     else:
         print(terminal.summary(view, terminal.width()) + (f"\n\n{markdown.table(beside)}" if beside else ""))
     print(f"wrote {len(written)} file(s) to {out_dir}; open {main_file(written, out_dir)}", file=sys.stderr)
@@ -112,15 +114,19 @@ def cmd_check(args) -> int:
         (f". Latency and speed-up verdicts across runs hold the run-to-run drift, {moved.describe()}." if moved else
          ". No verdict compared results of different runs (environments of one run alternate): no run-to-run drift "
          "to allow for.")
-    return finish_check(args, "compilebench check", text, said, lines)
+    return finish_check(args, "compilebench check", text, said, lines, (names[0], cand))
 
 
-def finish_check(args, command: str, text: str, said: str, lines: list[checkmod.Line]) -> int:
+def finish_check(args, command: str, text: str, said: str, lines: list[checkmod.Line],
+                 checked: tuple[str, list[Result]]) -> int:
     """A gate's end, for check and check --history alike: the table and its sentence printed, the markdown summary
-    and JUnit written where asked; exit 1 on any regression (and, with --fail-undecided, on any case undecided)."""
+    (with the suite summed up: `checked`, what was checked and its results) and JUnit written where asked; exit 1
+    on any regression (and, with --fail-undecided, on any case undecided)."""
     print(text + "\n" + said)
     if args.summary:
-        _write(args.summary, f"**{command}: {said}**\n\n{text}\n")
+        what, results = checked
+        summed = markdown.table(suite.summary_table(View(results, args.min_effect)), level=4)
+        _write(args.summary, f"**{command}: {said}**\n\n{text}\n\n#### The suite: {what}\n\n{summed}")
     if args.junit:
         _write(args.junit, checkmod.junit(lines))
     failed = any(line.regression or (args.fail_undecided and line.undecided) for line in lines)

@@ -132,6 +132,8 @@ class Figures:
     regions: dict = metric(dict, over=found)  # --compile-scope regions: the blocks compiled, by class
     max_abs_err: float | None = metric(over=most, csv=True)
     max_rel_err: float | None = metric(over=most, csv=True)  # max abs error over eager's largest magnitude
+    # how far two eager calls on the same input differed (relative, as max_rel_err): the tolerance's floor
+    eager_self_rel_err: float | None = metric(over=most, csv=True)
     agreement: dict = metric(dict, over=least_each)  # task-aware checks: {"top1": 1.0}, {"tokens": 1.0}
     # per call: eager, its operators' inputs and outputs; compiled, inductor's count
     bytes_moved: int | None = metric(over=found)

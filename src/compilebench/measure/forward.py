@@ -92,6 +92,9 @@ class Forward(TimedUnit):
     def reference(self) -> None:
         with _counted(self.job.count_flops) as self.counted:
             self.expected = correctness.snapshot(self.model(**self.inputs))
+        self.eager_self = None
+        if self.job.check:  # eager again on the same input: how far it differs from itself floors the tolerance
+            self.eager_self = correctness.self_difference(self.expected, correctness.snapshot(self.model(**self.inputs)))
 
     def warm(self) -> None:
         for c in self.compiled:
@@ -146,7 +149,8 @@ class Forward(TimedUnit):
         fn, rep, inputs, math = self.fns[r.case.variant.label], r.repeats[0], self.inputs, self.recorder.math
 
         def check() -> list[str]:
-            return record_check(rep, correctness.check(self.expected, correctness.snapshot(fn(**inputs)), math), math)
+            return record_check(rep, correctness.check(self.expected, correctness.snapshot(fn(**inputs)), math,
+                                                       self.eager_self), math)
 
         return check
 

@@ -163,6 +163,9 @@ class Generation(TimedUnit):
     def reference(self) -> None:
         baseline = _caller(self.model, self.input_ids, generation_config(self.model, self.new_tokens, None), None)
         self.eager_tokens, self.eager_logits = _tokens_and_logits(baseline, self.prompt_len)
+        # eager again on the same prompt: how far it differs from itself floors the tolerance
+        self.eager_self = correctness.generation_self_difference(self.eager_tokens, self.eager_logits,
+                                                                 *_tokens_and_logits(baseline, self.prompt_len))
 
     def warm(self) -> None:
         calls, _ = _calls(self.model, self.input_ids, self.compiled, self.new_tokens)
@@ -203,7 +206,8 @@ class Generation(TimedUnit):
 
         def check_tokens() -> list[str]:
             tokens, logits = _tokens_and_logits(call, self.prompt_len)
-            verdict = correctness.check_generation(self.eager_tokens, self.eager_logits, tokens, logits, math)
+            verdict = correctness.check_generation(self.eager_tokens, self.eager_logits, tokens, logits, math,
+                                                   self.eager_self)
             rep.generation.first_divergence = verdict.first_divergence
             return record_check(rep, verdict, math)
 

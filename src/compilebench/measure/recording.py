@@ -10,7 +10,7 @@ from typing import Callable
 
 from compilebench.core.repeat import Repeat
 from compilebench.core.starts import AotPackage, Start
-from compilebench.core.vocab import CLOCK, CUDAGRAPHS_SKIPPED, RECOMPILE_LIMIT
+from compilebench.core.vocab import CLOCK, CUDAGRAPHS_SKIPPED, EAGER_NONDETERMINISTIC, RECOMPILE_LIMIT
 from compilebench.core.why import CompilePhases, Profile
 from compilebench.diagnostics import profiling, traces
 from compilebench.measure import conditions, fingerprint, invariants, timing
@@ -244,11 +244,12 @@ def record_cudagraphs(rep: Repeat, seen: invariants.CudaGraphs, case) -> None:
 
 
 def record_check(rep: Repeat, verdict, math: str) -> list[str]:
-    """A correctness verdict into the repeat, with the math whose tolerance judged it; returns its problems."""
-    from compilebench.measure.correctness import REL_TOLERANCE
-
+    """A correctness verdict into the repeat, with the math and the tolerance that judged it (flagged where eager
+    differed from itself, which raised it); returns its problems."""
     rep.max_abs_err, rep.max_rel_err, rep.agreement = verdict.max_abs_err, verdict.max_rel_err, verdict.agreement
-    rep.math, rep.rel_tolerance = math, REL_TOLERANCE[math]
+    rep.math, rep.rel_tolerance, rep.eager_self_rel_err = math, verdict.tolerance, verdict.eager_self_rel_err
+    if EAGER_NONDETERMINISTIC.raised_by(verdict.eager_self_rel_err):
+        rep.flags.append(EAGER_NONDETERMINISTIC.name)
     return verdict.problems
 
 

@@ -15,7 +15,7 @@ from compilebench.core import traffic
 from compilebench.core.job import Job
 from compilebench.core.result import Result
 from compilebench.core.served import ShapeServed, ShapesServed
-from compilebench.core.vocab import CLOCK
+from compilebench.core.vocab import CLOCK, EAGER_NONDETERMINISTIC
 from compilebench.measure import compiler, conditions, correctness, forward, generation, recording, timing
 from compilebench.measure.recording import Recorder
 from compilebench.measure.unit import TimedUnit
@@ -36,6 +36,8 @@ class Serving(TimedUnit):
 
     def reference(self) -> None:
         self.expected = {s.token: self.served.expected(s) for s in self.shapes}
+        # eager again on each shape: how far it differs from itself floors the tolerance
+        self.eager_self = max(self.served.self_difference(self.expected[s.token], s) for s in self.shapes)
 
     def warm(self) -> None:
         call = self.served.callable(self.case.variant)
@@ -82,10 +84,15 @@ class Serving(TimedUnit):
             problems = []
             for s in self.shapes:
                 if s.token in self.expected:
-                    verdict = self.served.check(self.expected[s.token], self.call, s, self.recorder.math)
+                    verdict = self.served.check(self.expected[s.token], self.call, s, self.recorder.math,
+                                                self.eager_self)
                     p = self.per_shape[s.token]
                     p.max_rel_err, p.agreement, p.problems = verdict.max_rel_err, verdict.agreement, verdict.problems
                     problems += [f"{s.words}: {p}" for p in verdict.problems]
+            if self.expected:
+                self.rep.eager_self_rel_err = self.eager_self
+                if EAGER_NONDETERMINISTIC.raised_by(self.eager_self):
+                    self.rep.flags.append(EAGER_NONDETERMINISTIC.name)
             return problems
 
         return check
@@ -172,8 +179,11 @@ class _Vision:
 
         return padded
 
-    def check(self, expected: dict, call, s: traffic.Shape, math: str):
-        return correctness.check(expected, correctness.snapshot(call(s)), math)
+    def self_difference(self, expected: dict, s: traffic.Shape) -> float:
+        return correctness.self_difference(expected, self.expected(s))
+
+    def check(self, expected: dict, call, s: traffic.Shape, math: str, eager_self: float):
+        return correctness.check(expected, correctness.snapshot(call(s)), math, eager_self)
 
 
 class _Text:
@@ -221,10 +231,13 @@ class _Text:
 
         return call
 
-    def check(self, expected, call, s: traffic.Shape, math: str):
+    def self_difference(self, expected, s: traffic.Shape) -> float:
+        return correctness.generation_self_difference(*expected, *self.expected(s))
+
+    def check(self, expected, call, s: traffic.Shape, math: str, eager_self: float):
         out = call(s, output_logits=True, return_dict_in_generate=True)
         tokens = out.sequences[:, -self.case.new_tokens:]
-        return correctness.check_generation(expected[0], expected[1], tokens, list(out.logits), math)
+        return correctness.check_generation(expected[0], expected[1], tokens, list(out.logits), math, eager_self)
 
 
 def _left_padded(ids, length: int, pad_id: int):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from compilebench.core import reproduce
 from compilebench.core.machine import hardware_name
 from compilebench.core.result import Result
-from compilebench.core.vocab import CUDAGRAPHS_SKIPPED
+from compilebench.core.vocab import CUDAGRAPHS_SKIPPED, EAGER_NONDETERMINISTIC
 from compilebench.report import data
 from compilebench.report.cells import Columns, Table, interval, num, table
 from compilebench.report.tables import flags_note
@@ -24,7 +24,10 @@ def details_table(view: View) -> Table:
     skipped = [f"- {_name(r)}: "
                f"{'; '.join(r.cudagraph_skip_reasons)}" for r in results if CUDAGRAPHS_SKIPPED.name in r.flags]
     checks = [f"- {_name(r)}: {'; '.join(r.self_checks)}" for r in results if r.self_checks]
-    tolerances = sorted({(r.math, r.rel_tolerance) for r in results if r.math and r.rel_tolerance})
+    unsteady = [f"- {_name(r)}: by {r.eager_self_rel_err:.1e} relative; allowed {r.rel_tolerance:.1e}"
+                for r in results if EAGER_NONDETERMINISTIC.name in r.flags]
+    tolerances = sorted({(r.math, r.rel_tolerance) for r in results
+                         if r.math and r.rel_tolerance and EAGER_NONDETERMINISTIC.name not in r.flags})
     flags = flags_note(view)
     t = table(
         "", COLUMNS, results,
@@ -42,6 +45,8 @@ def details_table(view: View) -> Table:
            if tolerances else [])
         + ((["CUDA graphs skipped (inductor's reason):"] + skipped) if skipped else [])
         + ((["Self-checks failed (a figure that real hardware contradicted):"] + checks) if checks else [])
+        + ((["Eager differed from itself (two calls, same input), so its compiled twin was allowed that much:"]
+            + unsteady) if unsteady else [])
         + ((["Not ok:"] + notes) if notes else [])
         + (["reproduce: the command that measures the case again (into the results file you name with --db); "
             "`compilebench run --from-row RESULT_ID --db FILE` measures it again into its own file."]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
+import itertools
 import os
 import pathlib
 
@@ -58,10 +59,11 @@ def table(t: Table) -> str:
         )
         out.append(f"<tr>{cells}</tr>")
     out.append("</tbody></table>")
-    items = [n for n in t.notes if n.startswith("- ")]
-    out += [f'<p class="note">{escape(n)}</p>' for n in t.notes if not n.startswith("- ")]
-    if items:
-        out.append("<ul>" + "".join(f"<li>{escape(n[2:])}</li>" for n in items) + "</ul>")
+    for is_item, notes in itertools.groupby(t.notes, key=lambda n: n.startswith("- ")):  # in order: a list under
+        if is_item:                                                                      # the line that heads it
+            out.append("<ul>" + "".join(f"<li>{escape(n[2:])}</li>" for n in notes) + "</ul>")
+        else:
+            out += [f'<p class="note">{escape(n)}</p>' for n in notes]
     return "\n".join(out)
 
 

@@ -8,15 +8,14 @@ verdict, and the compile seconds. The guide's other two tables compare torch ver
 
 from __future__ import annotations
 
-import math
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass
 
 from compilebench.core import speedups
 from compilebench.core.result import Result
 from compilebench.core.speedups import Speedup
 from compilebench.core.stats import Estimate
-from compilebench.core.vocab import FLAGS, VERDICTS, Verdict
+from compilebench.core.vocab import FLAGS, Verdict
 from compilebench.report import data
 from compilebench.report.cells import (
     Columns,
@@ -64,50 +63,6 @@ def guide_table(view: View, g: Group) -> Table:
 
 def guide_tables(view: View) -> list[Table]:
     return [guide_table(view, g) for g in view.groups if not g.generation]
-
-
-@dataclass(frozen=True)
-class _Summary:
-    """One compiled column of one group, over the models measured ok both ways."""
-
-    g: Group
-    column: Column
-    speedups: list[tuple[float, str]]  # (speed-up, model label)
-    verdicts: Counter
-    not_ok: int
-
-    @property
-    def geomean(self) -> str:
-        return f"{math.exp(sum(math.log(s) for s, _ in self.speedups) / len(self.speedups)):.2f}x" if self.speedups else ""
-
-    def extreme(self, pick) -> str:
-        return "" if not self.speedups else f"{(e := pick(self.speedups))[1]} ({e[0]:.2f}x)"
-
-
-def _summarise(g: Group, c: Column) -> _Summary:
-    measured = [(s, g.label(m)) for m in g.models if (s := g.speedup(m, c)) is not None]
-    not_ok = sum(1 for m in g.models if (r := g.result(m, c)) is not None and r.status != "ok")
-    return _Summary(g, c, [(s.value, label) for s, label in measured], Counter(s.verdict for s, _ in measured), not_ok)
-
-
-def summary_table(view: View) -> Table:
-    """Per hardware, batch size and compiled column: the geometric-mean speed-up over the models measured ok both
-    ways, how many verdicts of each kind, and the best and worst model."""
-    columns: Columns = [
-        ("hardware", lambda s: s.g.hardware),
-        ("batch size", lambda s: str(s.g.batch_size)),
-        ("compiled variant", lambda s: s.column.header),
-        ("models", lambda s: str(len(s.speedups))),
-        ("geomean speed-up", lambda s: s.geomean),
-        ("verdicts", lambda s: ", ".join(f"{s.verdicts[v]} {v}" for v in VERDICTS if s.verdicts[v])),
-        ("best", lambda s: s.extreme(max)),
-        ("worst", lambda s: s.extreme(min)),
-        ("compiled not ok", lambda s: str(s.not_ok)),
-    ]
-    items = [_summarise(g, c) for g in view.groups for c in g.compiled_columns]
-    return table("", columns, items, [
-        "speed-up = eager time / compiled time (1.25x: the compiled model takes 80% of the time), over the models "
-        "measured ok both ways; each model's verdict needs its 95% interval clear of the minimum effect."])
 
 
 def flags_note(view: View) -> list[str]:

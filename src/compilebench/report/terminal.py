@@ -15,7 +15,7 @@ from compilebench.core.generation import Generation
 from compilebench.core.result import Result
 from compilebench.core.speedups import Speedup
 from compilebench.core.vocab import Verdict
-from compilebench.report import data
+from compilebench.report import data, suite
 from compilebench.report.cells import break_even, cell, may_decide
 from compilebench.report.data import Column
 from compilebench.report.view import Group, View
@@ -164,6 +164,9 @@ def summary(view: View, width: int = WIDTH) -> str:
     out += generation_summary(view, width)
     if said:
         out += ["", *[line for s in dict.fromkeys(said) for line in textwrap.wrap(s, width, subsequent_indent="  ")]]
+    if out:  # the suite in a few lines: its pass rate, each compiled setting's geomean speed-up and memory
+        lines = [f"pass rate: {suite.pass_rate(view)}", *(s.sentence() for s in suite.summaries(view))]
+        out += ["", *[line for s in lines for line in textwrap.wrap(s, width, subsequent_indent="  ")]]
     if out:
         confidence = ("95%; where a run adds repeats to decide, each look's share of 5%, as --details says"
                       if view.looks > 1 else "95%")

@@ -1,0 +1,109 @@
+"""The suite summed up, as the PyTorch HUD's compilers dashboard does: its pass rate (cases ok over cases run) and,
+per hardware, batch size and compiled setting, the pass rate, the geometric-mean speed-up with its verdicts, the
+best and worst model and the memory compression ratio (eager's peak over compiled's), over the models measured ok
+both ways. The report's summary table, `run`'s last lines and `check --summary` say it."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+
+from compilebench.core.result import Result
+from compilebench.core.vocab import VERDICTS
+from compilebench.report.cells import Columns, Table, table
+from compilebench.report.data import Column
+from compilebench.report.view import Group, View
+
+
+@dataclass(frozen=True)
+class _Summary:
+    """One compiled column of one group: its pass rate, and over the models measured ok both ways, the speed-ups,
+    verdicts and memory compression ratios."""
+
+    g: Group
+    column: Column
+    speedups: list[tuple[float, str]]  # (speed-up, model label)
+    verdicts: Counter
+    not_ok: int
+    run: int  # compiled results of the column, whatever their status
+    memory: list[float]  # eager peak memory / compiled peak memory, where both were measured alike
+
+    @property
+    def geomean(self) -> str:
+        return f"{_geomean([s for s, _ in self.speedups]):.2f}x" if self.speedups else ""
+
+    @property
+    def pass_rate(self) -> str:
+        return f"{self.run - self.not_ok}/{self.run} ({(self.run - self.not_ok) / self.run:.0%})" if self.run else ""
+
+    @property
+    def memory_compression(self) -> str:
+        return f"{_geomean(self.memory):.2f}x" if self.memory else ""
+
+    def extreme(self, pick) -> str:
+        return "" if not self.speedups else f"{(e := pick(self.speedups))[1]} ({e[0]:.2f}x)"
+
+    def sentence(self) -> str:
+        """The column in one line: `run` prints it under its summary."""
+        said = [f"pass rate {self.pass_rate}"]
+        if self.speedups:
+            said.append(f"geomean speed-up {self.geomean} over {len(self.speedups)} model(s)")
+        if self.memory:
+            said.append(f"memory compression {self.memory_compression}")
+        return f"{self.column.header} ({self.g.hardware}, batch {self.g.batch_size}): {', '.join(said)}"
+
+
+def _geomean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def _summarise(g: Group, c: Column) -> _Summary:
+    measured = [(m, s) for m in g.models if (s := g.speedup(m, c)) is not None]
+    compiled = [r for m in g.models if (r := g.result(m, c)) is not None]
+    memory = [e.peak_mem_bytes / r.peak_mem_bytes for m, _ in measured
+              if (r := g.result(m, c)) and (e := g.eager(m, c)) and _alike_peaks(e, r)]
+    return _Summary(g, c, [(s.value, g.label(m)) for m, s in measured], Counter(s.verdict for _, s in measured),
+                    sum(1 for r in compiled if r.status != "ok"), len(compiled), memory)
+
+
+def _alike_peaks(eager: Result, compiled: Result) -> bool:
+    """Both peaks measured, and measured the same way (the allocator's, or the process's RSS)."""
+    return bool(eager.peak_mem_bytes and compiled.peak_mem_bytes and eager.peak_mem_kind == compiled.peak_mem_kind)
+
+
+def summaries(view: View) -> list[_Summary]:
+    """Every compiled column of every group, summed up."""
+    return [_summarise(g, c) for g in view.groups for c in g.compiled_columns]
+
+
+def pass_rate(view: View) -> str:
+    """The suite's: cases ok over cases run (every variant, eager too; shapes results as cases)."""
+    latest = view.latest + view.served
+    ok = sum(1 for r in latest if r.status == "ok")
+    return f"{ok} of {len(latest)} case(s) ok ({ok / len(latest):.0%})" if latest else "no case run"
+
+
+def summary_table(view: View) -> Table:
+    """Per hardware, batch size and compiled column: the pass rate; over the models measured ok both ways, the
+    geometric-mean speed-up, how many verdicts of each kind, the best and worst model, and the geometric-mean
+    memory compression ratio."""
+    columns: Columns = [
+        ("hardware", lambda s: s.g.hardware),
+        ("batch size", lambda s: str(s.g.batch_size)),
+        ("compiled variant", lambda s: s.column.header),
+        ("pass rate", lambda s: s.pass_rate),
+        ("models", lambda s: str(len(s.speedups))),
+        ("geomean speed-up", lambda s: s.geomean),
+        ("verdicts", lambda s: ", ".join(f"{s.verdicts[v]} {v}" for v in VERDICTS if s.verdicts[v])),
+        ("best", lambda s: s.extreme(max)),
+        ("worst", lambda s: s.extreme(min)),
+        ("memory compression", lambda s: s.memory_compression),
+    ]
+    return table("", columns, summaries(view), [
+        f"Pass rate of the suite: {pass_rate(view)}. A compiled variant's pass rate: its cases ok over its cases "
+        "run (a mismatch, a recompile while timed, an error, OOM, timeout or crash fails one).",
+        "speed-up = eager time / compiled time (1.25x: the compiled model takes 80% of the time), over the models "
+        "measured ok both ways; each model's verdict needs its 95% interval clear of the minimum effect.",
+        "memory compression = eager's peak memory / compiled's (above 1: compiling saved memory), geometric mean over "
+        "the same models; on a CPU a peak is the process's RSS, which for a compiled case includes the compiler."])
