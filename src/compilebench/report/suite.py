@@ -51,7 +51,7 @@ class _Summary:
             said.append(f"geomean speed-up {self.geomean} over {len(self.speedups)} model(s)")
         if self.memory:
             said.append(f"memory compression {self.memory_compression}")
-        return f"{self.column.header} ({self.g.hardware}, batch {self.g.batch_size}): {', '.join(said)}"
+        return f"{self.column.header}, {self.g.hardware}, batch {self.g.batch_size}: {', '.join(said)}"
 
 
 def _geomean(values: list[float]) -> float:
