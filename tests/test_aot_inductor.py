@@ -2,14 +2,16 @@
 and timed by every repeat; a model that does not export is an error with export's own reason."""
 
 import json
+from types import SimpleNamespace
 
 import pytest
 from tiny_factories import make_branchy, make_inputs
 
 import compilebench
 from compilebench.core.case import Case
+from compilebench.core.repeat import Repeat
 from compilebench.core.variant import Variant
-from compilebench.measure import aot_inductor
+from compilebench.measure import aot_inductor, invariants, recording
 
 
 def test_the_variant_is_not_torch_compile_and_keeps_only_inductors_options():
@@ -20,6 +22,16 @@ def test_the_variant_is_not_torch_compile_and_keeps_only_inductors_options():
                                                                       (("freezing", True),))
     assert v.label == "AOTInductor (freezing=True)" and Variant.named("aot-inductor").label == "AOTInductor"
     assert Case("m", 1, v).key() != Case("m", 1, Variant("default")).key()
+
+
+def test_dynamos_counters_never_overwrite_the_packages_compile_cost():
+    # the worker records the package first, then what dynamo counted (nothing): the package's cost stands
+    rep, case = Repeat(index=1), Case("m", 1, Variant("aot-inductor"))
+    recording.record_aot(rep, {"export_s": 2.0, "package_s": 3.0, "package_bytes": 10, "built": True, "load_s": 0.5})
+    nothing = SimpleNamespace(compile_s=0.0, graphs=0, cache_hits=0, graph_breaks=0, break_reasons=[],
+                              recompile_reasons=[], phases={}, limit_hits=0)
+    recording.record_compile(rep, nothing, 0, invariants.CudaGraphs(), case)
+    assert (rep.compile_s, rep.graphs, rep.recompiles_in_timed_loop) == (5.0, None, 0)
 
 
 def test_a_model_that_does_not_export_is_an_error_with_exports_reason_in_one_line(tmp_path):

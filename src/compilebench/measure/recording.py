@@ -199,11 +199,14 @@ def clock_suspect(ratio: float | None) -> bool:
 
 def record_compile(rep: Repeat, compiled, recompiles: int | None, cudagraphs: invariants.CudaGraphs, case) -> None:
     """What the compiler did for a compiled variant (dynamo counts per process: the compiled variants of an
-    interleaved group share it), and whether it recompiled while timed."""
+    interleaved group share it), and whether it recompiled while timed. An aot-inductor variant's compile is its
+    package's (record_aot): dynamo's counters say nothing of it."""
+    rep.recompiles_in_timed_loop = recompiles
+    if case.variant.ahead_of_time:
+        return
     rep.compile_s, rep.graphs, rep.compile_cache_hits = compiled.compile_s, compiled.graphs, compiled.cache_hits
     rep.graph_breaks, rep.break_reasons = compiled.graph_breaks, compiled.break_reasons
     rep.recompile_reasons, rep.compile_phases = compiled.recompile_reasons, CompilePhases.from_dict(compiled.phases)
-    rep.recompiles_in_timed_loop = recompiles
     rep.recompile_limit_hits = compiled.limit_hits
     if compiled.limit_hits and RECOMPILE_LIMIT.name not in rep.flags:
         rep.flags.append(RECOMPILE_LIMIT.name)
