@@ -7,6 +7,7 @@ import pytest
 from fakecuda import FakeAllocator
 
 from compilebench.core.repeat import Repeat
+from compilebench.core.variant import Variant
 from compilebench.measure import conditions, fingerprint, precision, recording
 
 
@@ -88,7 +89,7 @@ def test_cuda_graphs_recorded_with_no_pool_in_the_snapshot_are_a_failed_self_che
     recorder.memory.start()
     recorder.memory.steady()
     recorder.cudagraphs = types.SimpleNamespace(skips=0, recorded=2, reasons=[], engaged=True)
-    case = types.SimpleNamespace(device="cuda:0", variant=types.SimpleNamespace(compiled=True, uses_cudagraphs=True))
+    case = types.SimpleNamespace(device="cuda:0", variant=Variant(mode="reduce-overhead"))  # a real variant: every field
     compiled = types.SimpleNamespace(compile_s=1.0, graphs=1, cache_hits=0, graph_breaks=0, break_reasons=[],
                                      recompile_reasons=[], phases={}, limit_hits=0)
     rep = Repeat()
