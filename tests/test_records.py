@@ -10,7 +10,7 @@ from compilebench.core.served import ShapesServed
 from compilebench.core.starts import AotPackage, Start
 
 # Mappings by nature: their keys are open (phase names, block classes, a task's checks, the environment's facts).
-MAPPINGS = {"phases", "regions", "agreement", "extra", "env", "timing_policy", "case_extra"}
+MAPPINGS = {"phases", "regions", "agreement", "quality", "extra", "env", "timing_policy", "case_extra"}
 
 
 def test_a_results_figures_are_declared_fields_not_attributes_set_from_outside():

@@ -95,12 +95,13 @@ def test_a_release_file_reports_as_that_release_did(release_db, tmp_path):
              "across_runs_drift", "ttft_across_runs_drift", "per_token_across_runs_drift", "looks", "undecided_by", "unstable_groups", "tag",
              "cudagraph_pool_bytes", "pair_from", "paired_by", "ttft_paired_by", "per_token_paired_by",
              *flat.WHY, *flat.START,
-             *flat.SHAPES, "eager_self_rel_err", "reproduce"}
+             *flat.SHAPES, "eager_self_rel_err", "reproduce", "quantize", "quality", "weight_bytes"}
     with open(out / "results.csv") as new, open(RELEASE / "results.csv") as old:
         new_rows, old_rows = list(csv.DictReader(new)), list(csv.DictReader(old))
     assert [{k: v for k, v in r.items() if k not in added} for r in new_rows] == old_rows
     by = {"paired_by": "paired", "ttft_paired_by": "ttft_paired", "per_token_paired_by": "per_token_paired"}
-    assert all(r[k] == "" for r in new_rows for k in added - set(by) - {"reproduce"})
+    assert all(r[k] == "" for r in new_rows for k in added - set(by) - {"reproduce", "quantize", "weight_bytes"})
+    assert {r["quantize"] for r in new_rows} == {"none"}  # issue 52: the release quantized nothing
     # issue 53: each row's command is the release's run of its model, with its device and batch size named
     for r in new_rows:
         (run,) = [c for c in RUNS if c.startswith(f"--model {r['model']} ")]

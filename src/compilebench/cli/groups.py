@@ -37,6 +37,10 @@ def what_to_measure(run) -> None:
     g.add_argument("--variant", nargs="+", action="extend", default=None, dest="variants", metavar="V",
                    help=f"eager, torch.compile modes and/or aot-inductor (exported and packaged ahead of time): "
                         f"{', '.join(variantmod.VARIANTS)} (default: eager default)")
+    g.add_argument("--quantize", nargs="+", action="extend", default=None, dest="quantizations", metavar="Q",
+                   help=f"torchao quantizations of the linear layers, each crossed with every variant (beside eager in "
+                        f"the model's dtype, the baseline): {', '.join(settings.QUANTIZATIONS)} (default: none; pip "
+                        "install compilebench[quant])")
     g.add_argument("--prompt-len", type=int, default=None, metavar="L",
                    help="text generation: prompt tokens (default: the model's, `compilebench models`)")
     inputs_and_weights(g)

@@ -135,6 +135,10 @@ class Figures:
     # how far two eager calls on the same input differed (relative, as max_rel_err): the tolerance's floor
     eager_self_rel_err: float | None = metric(over=most, csv=True)
     agreement: dict = metric(dict, over=least_each)  # task-aware checks: {"top1": 1.0}, {"tokens": 1.0}
+    # --quantize: its predictions against the float model's on the same input, in the task's terms ({"top1": 0.98,
+    # "top5": 1.0}; generation: {"tokens": 0.9, "first_divergence": 12})
+    quality: dict = metric(dict, over=least_each)
+    weight_bytes: int | None = metric(over=most, csv=True)  # the model's parameters and buffers as stored (quantized)
     # per call: eager, its operators' inputs and outputs; compiled, inductor's count
     bytes_moved: int | None = metric(over=found)
     # --profile: where the time goes (diagnostics/profiling.summarize), and its trace

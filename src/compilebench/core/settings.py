@@ -23,6 +23,8 @@ ATTNS = ("sdpa", "eager")  # transformers' attention implementations
 COMPILE_CACHES = ("cold", "warm", "mega")  # or a directory path, or mega:DIR (the portable artifacts kept there)
 MEGA = "mega"
 WEIGHTS = ("random", "pretrained")
+# torchao's quantization of the linear layers (measure/quantization.py maps each to its config); none: the dtype alone
+QUANTIZATIONS = ("none", "int8-weight-only", "int8-dynamic", "int4-weight-only", "float8-dynamic")
 MODEL_SIZES = ("full", "tiny")
 KINDS = ("vision", "generation")  # what a model does with its inputs: a forward pass, or generate()
 DEFAULT_NEW_TOKENS = 32
@@ -76,6 +78,8 @@ class Settings:
     dtype: str = setting("float32", keyed_at_default=True, example="bfloat16",
                          words=lambda s: None if s.dtype == "float32" else
                          (f"autocast {s.dtype}" if s.autocast else s.dtype))
+    quantize: str = setting("none", example="int8-weight-only",
+                            words=lambda s: None if s.quantize == "none" else s.quantize)
     channels_last: bool = setting(False, only="vision", example=True,
                                   words=lambda s: "channels-last" if s.channels_last else None)
     # Allow TF32 matmuls and convolutions; None: leave torch's setting (recorded in the env).
@@ -160,6 +164,7 @@ def check(s: Settings) -> None:
     """Every check of the settings a user gave (device None and prompt_len None mean: found later, per model)."""
     _choice("dtype", s.dtype, DTYPES)
     _choice("weights", s.weights, WEIGHTS)
+    _choice("quantization", s.quantize, QUANTIZATIONS)
     _choice("model size", s.model_size, MODEL_SIZES)
     if s.autocast and s.dtype == "float32":
         raise UserError("--autocast needs --dtype float16 or bfloat16 (the dtype autocast computes in)")

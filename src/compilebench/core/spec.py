@@ -62,6 +62,9 @@ class RunSpec(Settings):
     rerun: bool = False
     retry_failed: bool = False
     environments: tuple[Environment, ...] = ()  # --env: every case under each; none: the driver's own interpreter
+    # --quantize: every variant of every model under each (the quantize setting where none is given), beside one
+    # eager float baseline
+    quantizations: tuple[str, ...] = ()
     profile: bool = False  # --profile: where the time goes, from a profiled pass after each case's timed loop
     compile_trace: bool = False  # --compile-trace: keep each compiled case's TORCH_TRACE log (and tlparse's HTML)
     # `compilebench shapes`: each model serves its shapes (the batch sizes at each --image-size, or each
@@ -74,7 +77,7 @@ class RunSpec(Settings):
 
     def __post_init__(self):
         # A value given twice (`--batch-size 1 1`) is one case, measured once.
-        for name in ("models", "batch_sizes", "variants"):
+        for name in ("models", "batch_sizes", "variants", "quantizations"):
             object.__setattr__(self, name, tuple(dict.fromkeys(getattr(self, name))))
         validate(self)
 
@@ -94,7 +97,7 @@ class RunSpec(Settings):
 
     def cases(self, models: dict[str, ModelKind] | None = None) -> list[Case]:
         """The grid, model-major (eager before its compiled variants: the order of odd rounds, run/schedule.py),
-        each under every environment. `models`: what each model is (a ModelKind, or its zoo entry); one it does not
+        each under every quantization (and eager float beside them) and every environment. `models`: what each model is (a ModelKind, or its zoo entry); one it does not
         name is a vision model."""
         known = {m: (models or {}).get(m) or ModelKind() for m in self.models}
         kinds = {m: known[m].kind for m in self.models}
@@ -104,11 +107,15 @@ class RunSpec(Settings):
             return [c for m, env in itertools.product(self.models, names)
                     for c in self._shape_cases(m, env, kinds[m], prompts[m])]
         out = []
-        for m, b, v, env in itertools.product(self.models, self.batch_sizes, self.variants, names):
+        quantized = self.quantizations or (self.quantize,)
+        for m, b in itertools.product(self.models, self.batch_sizes):
             taken = self.for_kind(kinds[m])
             if kinds[m] == "generation":
                 taken["prompt_len"] = self.prompt_len or prompts[m]
-            out.append(Case(m, b, Variant.named(v, self.compile), env, **taken))
+            if "none" not in quantized:  # the eager float baseline every quantization is read against
+                out += [Case(m, b, Variant(), env, **{**taken, "quantize": "none"}) for env in names]
+            out += [Case(m, b, Variant.named(v, self.compile), env, **{**taken, "quantize": q})
+                    for q, v, env in itertools.product(quantized, self.variants, names)]
         return list(dict.fromkeys(out))
 
     def shape_settings(self) -> list[Variant]:
@@ -147,7 +154,7 @@ def asked(*, models=None, suite: str | None = None, batch_sizes=None, variants=N
           regions=(), iters: int | None = None, warmup: int | None = None, max_time_s: float | None = None,
           min_iters: int | None = None, first_calls: int | None = None, warmup_s: float | None = None,
           shapes: bool = False, image_sizes=(), prompt_lens=(), dynamic_settings=None, pad_to=(),
-          repeats: int | None = None, max_repeats: int | None = None, **rest) -> RunSpec:
+          repeats: int | None = None, max_repeats: int | None = None, quantizations=None, **rest) -> RunSpec:
     """The RunSpec of a run asked for by its options' names (the Python API's keywords; the command line's options
     reach it under the same names). What is not given is the suite's where one is taken (no model and no suite:
     the quick suite), else the default; `shapes` serves each model's shapes (`compilebench shapes`). Repeats:
@@ -173,7 +180,9 @@ def asked(*, models=None, suite: str | None = None, batch_sizes=None, variants=N
                   dynamic_settings=tuple(dict.fromkeys(dynamic_settings or traffic.DEFAULT_DYNAMIC))) if shapes else {}
     return RunSpec(models=given.get("models", ()), batch_sizes=tuple(given.get("batch_sizes", (1,))),
                    variants=tuple(given.get("variants", ("eager", "default"))), compile=compiling, timing=timing,
-                   repeats=DEFAULT_REPEATS if repeats is None else repeats, max_repeats=max_repeats, **served, **rest)
+                   repeats=DEFAULT_REPEATS if repeats is None else repeats, max_repeats=max_repeats,
+                   quantizations=(quantizations,) if isinstance(quantizations, str) else tuple(quantizations or ()),
+                   **served, **rest)
 
 
 # Every name `asked` takes: its own keywords and the spec's fields (the command line's option destinations and the
@@ -213,6 +222,11 @@ def validate(spec: RunSpec) -> None:
             raise UnknownChoice("variant", v, list(VARIANTS))
     if spec.isolation not in ISOLATIONS:
         raise UnknownChoice("isolation", spec.isolation, list(ISOLATIONS))
+    for q in spec.quantizations:
+        if q not in settingsmod.QUANTIZATIONS:
+            raise UnknownChoice("quantization", q, list(settingsmod.QUANTIZATIONS))
+    if (spec.quantizations or spec.quantize != "none") and spec.shapes:
+        raise UserError("--quantize is measured by `compilebench run`; `shapes` serves the model in its dtype")
     if spec.environments and spec.isolation != "process":
         raise UserError("--env starts each case's workers from the environment's interpreter; --isolation inline runs "
                         "them in this one")

@@ -27,6 +27,19 @@ MATMUL_TRIES = 3
 _INDUCTOR_METRICS_LOG = "torch._inductor.compile_fx.__inductor_metrics"
 
 
+def stored_bytes(tensor) -> int:
+    """The bytes a tensor holds: a tensor subclass (torchao's quantized weights) by the tensors it is made of."""
+    if hasattr(tensor, "__tensor_flatten__"):
+        return sum(stored_bytes(getattr(tensor, name)) for name in tensor.__tensor_flatten__()[0])
+    return tensor.numel() * tensor.element_size()
+
+
+def weight_bytes(model) -> int:
+    """The model's parameters and buffers as stored (a tied weight once; quantized ones as their parts)."""
+    tensors = {id(t): t for t in (*model.parameters(), *model.buffers())}
+    return sum(stored_bytes(t) for t in tensors.values())
+
+
 def decode_bytes(model, batch_size: int, prompt_len: int, new_tokens: int) -> dict | None:
     """The bytes one decode step must read, on average over the steps of a generate() call: the weights and the KV
     cache at its mean length (step i of new_tokens - 1 attends to prompt_len + i positions). None where the
@@ -38,17 +51,17 @@ def decode_bytes(model, batch_size: int, prompt_len: int, new_tokens: int) -> di
 
 
 def _decode_bytes(model, batch_size: int, prompt_len: int, new_tokens: int) -> dict:
-    params = {p.data_ptr(): p for p in model.parameters()}.values()  # a shared (tied) weight is read once
-    weights = sum(p.numel() * p.element_size() for p in params)
+    params = {id(p): p for p in model.parameters()}.values()  # a shared (tied) weight is read once
+    weights = sum(stored_bytes(p) for p in params)  # quantized weights as stored
     embedding, output = model.get_input_embeddings(), model.get_output_embeddings()
-    if embedding is not None and (output is None or output.weight.data_ptr() != embedding.weight.data_ptr()):
+    if embedding is not None and (output is None or output.weight is not embedding.weight):
         table = embedding.weight
-        weights -= table.numel() * table.element_size()  # only the looked-up rows are read
+        weights -= stored_bytes(table)  # only the looked-up rows are read
         weights += batch_size * table.shape[1] * table.element_size()
     text = model.config.get_text_config(decoder=True)
     heads = getattr(text, "num_key_value_heads", None) or text.num_attention_heads
     head_dim = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
-    element = next(iter(params)).element_size()
+    element = embedding.weight.element_size() if embedding is not None else next(iter(params)).element_size()
     per_position = 2 * text.num_hidden_layers * heads * head_dim * element  # a key and a value per layer
     mean_len = prompt_len + new_tokens / 2
     kv = batch_size * per_position * mean_len

@@ -10,12 +10,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# Max error relative to eager's largest magnitude, per math the model computes in.
-REL_TOLERANCE = {"float32": 1e-3, "tf32": 1e-2, "float16": 2e-2, "bfloat16": 5e-2}
+# Max error relative to eager's largest magnitude, per math the model computes in. int8 and float8: activations
+# quantized on the fly (--quantize int8-dynamic, float8-dynamic), whose compiled kernels may round an activation to
+# the next step where eager's did not (int8 per row: a step is 1/127 of the row's largest value; float8 e4m3 keeps
+# 3 mantissa bits).
+REL_TOLERANCE = {"float32": 1e-3, "tf32": 1e-2, "float16": 2e-2, "bfloat16": 5e-2, "int8": 2e-2, "float8": 1e-1}
+ACTIVATIONS_QUANTIZED = {"int8-dynamic": "int8", "float8-dynamic": "float8"}
 
 
-def math_of(dtype: str, tf32: bool) -> str:
-    """The math whose tolerance applies: the dtype, or tf32 for float32 that ran on TF32 tensor cores."""
+def math_of(dtype: str, tf32: bool, quantize: str = "none") -> str:
+    """The math whose tolerance applies: the quantized activations' (a weight-only quantization computes in the
+    dtype: its weights are the same tensors eager and compiled), else the dtype, or tf32 for float32 that ran on
+    TF32 tensor cores."""
+    if quantize in ACTIVATIONS_QUANTIZED:
+        return ACTIVATIONS_QUANTIZED[quantize]
     return "tf32" if dtype == "float32" and tf32 else dtype
 # Fraction of top-1 classes, pixels, queries or boxes that must agree.
 MIN_AGREEMENT = 0.99
@@ -92,6 +100,27 @@ def task_agreement(expected: dict, actual: dict, rel_tolerance: float = 0.0) -> 
         box = float((diff <= BOX_TOLERANCE).double().mean())
         out["box"] = (box, box)
     return out
+
+
+def quality(reference: dict, actual: dict) -> dict[str, float]:
+    """How a quantized model's predictions agree with the float model's on the same input, in the task's terms (a
+    quantized model is not expected to match float within a float tolerance): every position of each check
+    task_agreement makes (top-1, each pixel's class, each query's class, boxes) and, for a classifier, top-5 (the
+    float model's class among the quantized model's five best)."""
+    agreement = {name: everything for name, (everything, _) in task_agreement(reference, actual).items()}
+    logits = reference.get("logits")
+    if logits is not None and logits.is_floating_point() and logits.dim() == 2 and logits.shape[-1] >= 5:
+        best5 = actual["logits"].topk(5, dim=-1).indices
+        agreement["top5"] = float((best5 == logits.argmax(-1, keepdim=True)).any(-1).double().mean())
+    return agreement
+
+
+def generation_quality(reference_tokens, tokens) -> dict[str, float]:
+    """A quantized model's greedy tokens against the float model's: the fraction equal, and the first new token
+    where any sequence differs (1-based; absent where none does)."""
+    same = tokens == reference_tokens
+    differs = (~same).any(0).nonzero()
+    return {"tokens": float(same.double().mean()), **({"first_divergence": int(differs[0]) + 1} if differs.numel() else {})}
 
 
 @dataclass

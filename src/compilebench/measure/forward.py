@@ -12,7 +12,7 @@ from compilebench.core.job import Job
 from compilebench.core.repeat import Repeat
 from compilebench.core.result import Result
 from compilebench.diagnostics import bandwidth, profiling
-from compilebench.measure import aot_inductor, compiler, correctness, timing
+from compilebench.measure import aot_inductor, compiler, correctness, quantization, timing
 from compilebench.measure.recording import Recorder, record, record_aot, record_check
 from compilebench.measure.unit import TimedUnit
 from compilebench.zoo.entry import default_image_path, load_image
@@ -85,6 +85,8 @@ class Forward(TimedUnit):
     def build(self) -> None:
         self.model, self.inputs = prepare(self.entry, self.first)
         self.expected, self.counted, self.inductor_counted = None, {}, {}
+        self.float_expected = quantization.of_case(self.model, self.first, self.job.check, self.enter,
+                                                   lambda: correctness.snapshot(self.model(**self.inputs)))
 
     def wants_reference(self) -> bool:
         return bool(self.compiled) and (self.job.check or self.job.count_flops)  # the eager call is counted, once
@@ -144,13 +146,18 @@ class Forward(TimedUnit):
             record_aot(rep, self.packaged[r.case.variant.label])
 
     def check_of(self, r: Result):
-        if not (r.case.variant.compiled and self.job.check):
+        compiled = r.case.variant.compiled
+        if not self.job.check or not (compiled or self.float_expected is not None):
             return None
         fn, rep, inputs, math = self.fns[r.case.variant.label], r.repeats[0], self.inputs, self.recorder.math
 
         def check() -> list[str]:
-            return record_check(rep, correctness.check(self.expected, correctness.snapshot(fn(**inputs)), math,
-                                                       self.eager_self), math)
+            out = correctness.snapshot(fn(**inputs))
+            if self.float_expected is not None:  # quantized: what it predicts against the float model
+                rep.quality = correctness.quality(self.float_expected, out)
+            if not compiled:
+                return []
+            return record_check(rep, correctness.check(self.expected, out, math, self.eager_self), math)
 
         return check
 

@@ -19,7 +19,7 @@ from compilebench.core.job import Job
 from compilebench.core.repeat import Repeat
 from compilebench.core.result import Result
 from compilebench.diagnostics import bandwidth, profiling
-from compilebench.measure import compiler, correctness, timing
+from compilebench.measure import compiler, correctness, quantization, timing
 from compilebench.measure.recording import Recorder, record_check, record_loop
 from compilebench.measure.unit import TimedUnit
 
@@ -151,6 +151,8 @@ class Generation(TimedUnit):
     def build(self) -> None:
         self.model, self.input_ids = prepare(self.entry, self.first)
         self.new_tokens, self.prompt_len = self.first.new_tokens, self.input_ids.shape[1]
+        self.float_tokens = quantization.of_case(self.model, self.first, self.job.check, self.enter,
+                                                 lambda: _tokens_and_logits(self._eager(), self.prompt_len)[0])
         self.moved = bandwidth.decode_bytes(self.model, self.first.batch_size, self.prompt_len, self.new_tokens)
 
     def _checked(self, case: Case) -> bool:
@@ -160,8 +162,12 @@ class Generation(TimedUnit):
     def wants_reference(self) -> bool:
         return any(self._checked(c) for c in self.cases)
 
+    def _eager(self):
+        """generate() of the model as it is, on the dynamic cache."""
+        return _caller(self.model, self.input_ids, generation_config(self.model, self.new_tokens, None), None)
+
     def reference(self) -> None:
-        baseline = _caller(self.model, self.input_ids, generation_config(self.model, self.new_tokens, None), None)
+        baseline = self._eager()
         self.eager_tokens, self.eager_logits = _tokens_and_logits(baseline, self.prompt_len)
         # eager again on the same prompt: how far it differs from itself floors the tolerance
         self.eager_self = correctness.generation_self_difference(self.eager_tokens, self.eager_logits,
@@ -200,12 +206,17 @@ class Generation(TimedUnit):
         rep.graphs, rep.recompiles_in_timed_loop = compiler.graph_count(), m.recompiles
 
     def check_of(self, r: Result):
-        if not self._checked(r.case):
+        checked = self._checked(r.case)
+        if not (checked or (self.job.check and self.float_tokens is not None)):
             return None
         call, rep, math = self.calls[r.case.variant.label], r.repeats[0], self.recorder.math
 
         def check_tokens() -> list[str]:
             tokens, logits = _tokens_and_logits(call, self.prompt_len)
+            if self.float_tokens is not None:  # quantized: its tokens against the float model's
+                rep.quality = correctness.generation_quality(self.float_tokens, tokens)
+            if not checked:
+                return []
             verdict = correctness.check_generation(self.eager_tokens, self.eager_logits, tokens, logits, math,
                                                    self.eager_self)
             rep.generation.first_divergence = verdict.first_divergence

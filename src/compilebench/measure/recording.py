@@ -105,7 +105,7 @@ class Recorder:
         self.device = case.device
         self.memory = Memory(case.device)
         self.memory.start()
-        self.math = correctness.math_of(case.dtype, fingerprint.uses_tf32(env, case.dtype))
+        self.math = correctness.math_of(case.dtype, fingerprint.uses_tf32(env, case.dtype), case.quantize)
         self.cudagraphs: invariants.CudaGraphs | None = None
 
     @contextlib.contextmanager

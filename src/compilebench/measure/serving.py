@@ -32,6 +32,7 @@ class Serving(TimedUnit):
         self.case, self.rep = self.first, self.results[0].repeats[0]
         self.shapes = [traffic.Shape.parse(t) for t in self.case.shapes]
         self.served = (_Text if self.case.generation else _Vision)(self.entry, self.case, self.shapes)
+        self.model = self.served.model
         self.expected: dict = {}
 
     def reference(self) -> None:

@@ -19,6 +19,7 @@ from typing import Callable
 
 from compilebench.core.job import Job
 from compilebench.core.result import Result
+from compilebench.diagnostics import bandwidth
 from compilebench.measure import compiler, timing
 from compilebench.measure.recording import Recorder, record_profiles
 
@@ -40,6 +41,7 @@ class TimedUnit:
         """Measure the job's cases; fills each result's repeat, raises on a failure of the case."""
         self.enter("build")
         self.build()
+        weights = bandwidth.weight_bytes(self.model)  # as built (and quantized): before a replica drops the model
         if self.wants_reference():
             self.enter("eager reference")
             self.reference()
@@ -60,6 +62,7 @@ class TimedUnit:
         eager_graphs = 0 if self.compiled else compiler.graph_count() - graphs
         for r in self.results:
             rep, m = r.repeats[0], measured[r.case.variant.label]
+            rep.weight_bytes = weights
             self.record(r, m)
             recorder.finish(rep, r.case, m, stats, self.check_of(r) or list)
             if eager_graphs:  # not what its label says
@@ -71,7 +74,7 @@ class TimedUnit:
     # -- the steps a unit fills in ------------------------------------------------------------------------------
 
     def build(self) -> None:
-        """The model and its inputs, on the device."""
+        """The model (self.model) and its inputs, on the device."""
         raise NotImplementedError
 
     def wants_reference(self) -> bool:

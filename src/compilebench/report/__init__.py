@@ -24,6 +24,7 @@ from compilebench.report import (
     flat,
     html,
     markdown,
+    quantization,
     reference as referencemod,
     shapes,
     stability,
@@ -97,6 +98,7 @@ def sections(view: View, charts: list[chartsmod.Chart], reference: tuple[str, li
     return [
         ("Summary", summary),
         ("Results", results_items),
+        ("Quantization", quantization.tables(view)),
         ("Recommendation", [tables.recommendation_table(view), *filter(None, [start.recommendation_rows(view)])]
          if guide else []),
         ("Speed-ups and compile cost", [tables.speedup_table(view)] if guide else []),

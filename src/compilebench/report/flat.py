@@ -64,6 +64,7 @@ def rows(view: View) -> list[dict]:
             "iters_per_repeat": "/".join(str(len(rep.samples_ms)) for rep in r.repeats),
             "break_reasons": "; ".join(r.break_reasons),
             "agreement": "; ".join(f"{k}={val:.4f}" for k, val in r.agreement.items()),
+            "quality": "; ".join(f"{k}={val:.4g}" for k, val in r.quality.items()),  # --quantize: vs float's
             "achieved_tflops": data.achieved_tflops(r),
             "min_effect": min_effect,
             # unstable: each group of per-process means, "mean ms (repeats) from-to"

@@ -16,7 +16,7 @@ from compilebench.core.result import Result
 from compilebench.core.speedups import Speedup
 from compilebench.core.stats import Estimate
 from compilebench.core.vocab import FLAGS, Verdict
-from compilebench.report import data
+from compilebench.report import data, quantization
 from compilebench.report.cells import (
     Columns,
     Table,
@@ -145,8 +145,10 @@ def _recommended(p: _Pick, min_effect: float) -> list[str]:
                + (f" ({len(p.undecided)} inconclusive: {may_decide(p.undecided)})" if p.undecided else ""))
         return ["no compile", "", "", "", why]
     c, s, r = p.best
+    kept = quantization.quality_words(r)  # a quantized pick says what it kept of the float model's predictions
     return [c.header.removeprefix(f"torch {p.torch} - "), ratio(s), ratio_interval(s),
-            break_even(r, p.base) if c.variant.compiled else "0", ""]
+            break_even(r, p.base) if c.variant.compiled else "0",
+            f"quantized {r.case.quantize}: {kept or 'quality not measured'}" if r.case.quantize != "none" else ""]
 
 
 def recommendation_table(view: View) -> Table:

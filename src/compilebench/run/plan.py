@@ -21,7 +21,7 @@ from compilebench.core import (
 )
 from compilebench.core.errors import UnknownChoice, UserError
 from compilebench.core.result import Result
-from compilebench.measure import compiler
+from compilebench.measure import compiler, quantization
 from compilebench.run import dispatch, interpreters, sweep
 from compilebench.run.placement import Placement
 from compilebench.zoo import factory, hub
@@ -58,6 +58,30 @@ def check_variants(spec: specmod.RunSpec, entries: dict) -> None:
         raise UnknownChoice("backend", backend, compiler.backends())
     if spec.compile.options and backend != "inductor":
         raise UserError(f"--inductor-option configures inductor; --backend {backend} would ignore it")
+
+
+def check_quantizations(quantized: list[str], entries: dict, spec: specmod.RunSpec, targets) -> None:
+    """A quantization the device cannot run, or of a model without a linear layer, refused before anything runs
+    (the model's skeleton built on the meta device: no memory, no weights)."""
+    for q in quantized:
+        for t in targets:
+            why = quantization.refusal(q, str(t.env.get("device") or spec.device or "cpu"),
+                                       t.env.get("compute_capability"))
+            if why:
+                raise UserError(why)
+    if not quantized:
+        return
+    import torch
+
+    for name, entry in entries.items():
+        try:
+            with torch.device("meta"):
+                skeleton = entry.build("random", spec.model_size)
+        except Exception:  # noqa: BLE001 - a model that cannot be built on meta is checked by its worker instead
+            continue
+        if not quantization.linear_layers(skeleton):
+            raise UserError(f"--quantize {quantized[0]}: {name} has no linear layer to quantize (torchao quantizes "
+                            "nn.Linear layers; its convolutions would stay as they are)")
 
 
 @dataclass
@@ -108,8 +132,11 @@ def prepare(spec: specmod.RunSpec, placement: Placement = Placement()) -> Plan:
     compiler.check_options(spec.compile.options)
     models = resolve_models(spec)
     check_variants(spec, models)
+    quantized = [q for q in spec.quantizations or (spec.quantize,) if q != "none"]
+    quantization.check_installed(quantized)
     fingerprints = interpreters.probe(spec.environments)
     spec, dispatcher, targets = placement.resolve(spec)
+    check_quantizations(quantized, models, spec, targets)
     if spec.environments:
         targets = environment_targets(spec.environments, fingerprints, targets)
     made = Plan(spec, models, dispatcher, targets)

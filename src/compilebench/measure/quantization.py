@@ -1,0 +1,70 @@
+"""--quantize: torchao's quantization of a model's linear layers, each name mapped to torchao's config (in torchao's
+words: int8 weight-only, int8 dynamic activation with int8 weight, int4 weight-only, float8 dynamic activation
+with float8 weight). Applied in place after the model is built in its dtype and before anything is compiled, as
+torchao documents it. torchao's recommended inductor settings are not applied (set_inductor_config=False): a
+case's inductor options are the ones its run names (--inductor-option), so its key says what was compiled.
+
+Which device can run which: int4 weight-only needs CUDA kernels (its CPU path is a prototype config), float8 needs
+a CUDA device of compute capability 8.9 or later; the int8 ones run on a CPU too, eagerly and compiled."""
+
+from __future__ import annotations
+
+import importlib.util
+
+from compilebench.core.errors import UserError
+
+CONFIGS = {"int8-weight-only": "Int8WeightOnlyConfig", "int8-dynamic": "Int8DynamicActivationInt8WeightConfig",
+           "int4-weight-only": "Int4WeightOnlyConfig", "float8-dynamic": "Float8DynamicActivationFloat8WeightConfig"}
+MISSING = "--quantize needs torchao: pip install compilebench[quant]"
+FLOAT8_CAPABILITY = (8, 9)
+
+
+def check_installed(quantizations) -> None:
+    """torchao importable where a run quantizes (found without importing it: its import takes seconds)."""
+    if any(q != "none" for q in quantizations) and importlib.util.find_spec("torchao") is None:
+        raise UserError(MISSING)
+
+
+def refusal(quantization: str, device: str, capability: str | None) -> str | None:
+    """Why this device cannot run the quantization (None: it can). `capability`: the CUDA device's compute
+    capability ("9.0"), None where it is not known yet."""
+    cuda = device.startswith("cuda")
+    if quantization == "int4-weight-only" and not cuda:
+        return "--quantize int4-weight-only needs a CUDA device (torchao's int4 kernels; its CPU path is a prototype)"
+    if quantization == "float8-dynamic":
+        if not cuda:
+            return "--quantize float8-dynamic needs a CUDA device of compute capability 8.9 or later"
+        if capability and tuple(int(x) for x in capability.split(".")[:2]) < FLOAT8_CAPABILITY:
+            return (f"--quantize float8-dynamic needs compute capability 8.9 or later; this GPU has {capability} "
+                    "(int8-weight-only and int8-dynamic run on it)")
+    return None
+
+
+def linear_layers(model) -> int:
+    """How many nn.Linear layers the model holds: what torchao quantizes."""
+    import torch
+
+    return sum(1 for m in model.modules() if isinstance(m, torch.nn.Linear))
+
+
+def apply(model, quantization: str) -> None:
+    """The model's linear layers quantized in place; a model with none is refused (nothing would change)."""
+    import torchao.quantization as ao
+
+    if not linear_layers(model):
+        raise ValueError(f"--quantize {quantization}: the model has no linear layer to quantize")
+    ao.quantize_(model, getattr(ao, CONFIGS[quantization])(set_inductor_config=False))
+
+
+def of_case(model, case, check: bool, enter, float_output):
+    """A case's quantization, in place (nothing where it has none), once its float output (`float_output()`, what
+    its quality is read against) is kept where this process checks outputs (`check`); returns that output."""
+    if case.quantize == "none":
+        return None
+    kept = None
+    if check:
+        enter("float reference")
+        kept = float_output()
+    enter("quantizing")
+    apply(model, case.quantize)
+    return kept
