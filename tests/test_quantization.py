@@ -130,3 +130,31 @@ def test_the_report_sets_each_quantization_beside_the_float_baseline():
     (pick,) = tables.recommendation_table(view).records()
     assert pick["recommended"] == "compile, int8-dynamic" and pick["why"] == "quantized int8-dynamic: top1 97%, top5 100%"
     assert quantreport.tables(View(results[:2])) == []
+
+
+def test_check_and_compare_hold_each_quantized_case_against_its_own(tmp_path):
+    """A quantized case is matched with the same quantization in the other file, never with float; its quality
+    falling beyond --max-quality-drop fails the gate by value."""
+    from compilebench.report import check, compare
+
+    def side(int8_ms, top1):
+        out = []
+        for mode, ms, q in (("eager", 10.0, "none"), ("eager", 8.0, "int8-dynamic"), ("default", int8_ms, "int8-dynamic")):
+            r = fr.result("vit", 1, mode, ms, env=fr.CPU, quantize=q, processes=[ms / 1.001, ms, ms * 1.001])
+            if q != "none":
+                for rep in r.repeats:
+                    rep.quality = {"top1": top1, "top5": 1.0}
+            r.derive()
+            out.append(r)
+        return out
+
+    lines, _ = check.check(side(4.0, 0.99), side(6.0, 0.95), drift=check.Drift(0.02, "given"))
+    bad = {(l.label, l.metric) for l in lines if l.regression}
+    assert bad == {("Image Classification/ViT b1 compile, int8-dynamic", "latency ms"),
+                   ("Image Classification/ViT b1 compile, int8-dynamic", "speed-up over eager"),
+                   ("Image Classification/ViT b1 compile, int8-dynamic", "quality top1"),
+                   ("Image Classification/ViT b1 no compile, int8-dynamic", "quality top1")}, bad
+    assert not any(l.regression for l in check.check(side(4.0, 0.99), side(4.0, 0.985))[0])  # within one point
+    rows = compare.compare(side(4.0, 0.99), side(4.0, 0.99), "a", "b").records()
+    assert sorted(r["variant"] for r in rows) == ["compile, int8-dynamic", "no compile", "no compile, int8-dynamic"]
+    assert all(r["A ms"] == r["B ms"] != "" for r in rows)  # each matched with its own quantization

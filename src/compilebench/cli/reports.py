@@ -104,7 +104,8 @@ def cmd_check(args) -> int:
     baseline_path = args.baseline or args.candidate
     base = _side(baseline_path, args.machine, "--machine", args.baseline_env, "--baseline-env")
     cand = _side(args.candidate, args.machine, "--machine", _candidate_env(args), "--candidate-env")
-    limits = checkmod.Limits(args.max_slowdown, args.max_compile_increase, args.max_memory_increase)
+    limits = checkmod.Limits(args.max_slowdown, args.max_compile_increase, args.max_memory_increase,
+                             args.max_quality_drop)
     given = Drift(args.drift, "given with --drift") if args.drift is not None else None
     lines, moved = checkmod.check(base, cand, limits, args.min_effect, given)
     names = [f"{path} [{env}]" if env else path for path, env in ((args.candidate, _candidate_env(args)),
@@ -135,7 +136,8 @@ def finish_check(args, command: str, text: str, said: str, lines: list[checkmod.
 
 def _check_limits(args) -> None:
     for option, value in (("--max-slowdown", args.max_slowdown), ("--max-compile-increase", args.max_compile_increase),
-                          ("--max-memory-increase", args.max_memory_increase), ("--drift", args.drift)):
+                          ("--max-memory-increase", args.max_memory_increase),
+                          ("--max-quality-drop", args.max_quality_drop), ("--drift", args.drift)):
         if value is not None and not 0 <= value < 10:
             raise UserError(f"{option} must be a percentage from 0% to below 1000%, got {value * 100:g}%")
     for path in (args.summary, args.junit):
@@ -221,6 +223,9 @@ def check_parser(sub):
                      help="compile seconds up beyond this is a regression (default: 15%%)")
     chk.add_argument("--max-memory-increase", type=groups.percent, default=0.10, metavar="P",
                      help="peak memory up beyond this is a regression (default: 10%%)")
+    chk.add_argument("--max-quality-drop", type=groups.percent, default=0.01, metavar="P",
+                     help="--quantize: a quality measure's agreement with the float model down more than P points "
+                          "(top1 99%% to 97%%) is a regression (default: 1%%)")
     chk.add_argument("--fail-undecided", action="store_true",
                      help="exit 1 also when a case is undecided: its interval reaches beyond --max-slowdown on the "
                           "worse side without lying beyond it (by default: said apart, and JUnit marks it skipped)")

@@ -2,8 +2,8 @@
 hold, each metric of the candidate against the baseline, and a regression where the candidate is worse beyond
 that metric's limit: latency and speed-up over eager by their intervals (widened by the run-to-run drift, as two
 files are two runs), compile time and peak memory by value (one cold compile and one peak per result: no
-interval to read), and a case that was ok and no longer is, always. Cases on one side only are listed, never a
-failure. Out: a table, markdown for a CI summary, JUnit XML for CI systems to list."""
+interval to read), a quantized case's quality against its float model by value, and a case that was ok and no
+longer is, always. Cases on one side only are listed, never a failure. Out: a table, markdown for a CI summary, JUnit XML for CI systems to list."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ class Limits:
     slowdown: float = 0.05  # latency, and the speed-up over eager
     compile_increase: float = 0.15
     memory_increase: float = 0.10
+    quality_drop: float = 0.01  # --quantize: a quality measure's agreement with float, in points (0.99 to 0.97 fails)
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,20 @@ def check(baseline: list[Result], candidate: list[Result], limits: Limits = Limi
         lines += _speedup(label, b, c, base, cand, limits, min_effect, across)
         lines += _by_value(label, "compile s", b.compile_s, c.compile_s, limits.compile_increase, 1, 1)
         lines += _memory(label, b, c, limits)
+        lines += _quality(label, b, c, limits)
     return lines, used
+
+
+def _quality(label, b: Result, c: Result, limits: Limits) -> list[Line]:
+    """A quantized case's agreement with its float model (--quantize), each measure both sides hold by value: one
+    input, seeded weights, so a drop is the quantization's (or the kernels') and no noise to read an interval of."""
+    out = []
+    for name in (n for n in b.quality if n in c.quality and n != "first_divergence"):
+        was, now = b.quality[name], c.quality[name]
+        worse = was - now > limits.quality_drop
+        out.append(Line(label, f"quality {name}", f"{was:.1%}", f"{now:.1%}", now / was if was else None, None, None,
+                        "by value", worse, f"fell more than {limits.quality_drop * 100:g} point(s)" if worse else ""))
+    return out
 
 
 def _memory(label, b: Result, c: Result, limits: Limits) -> list[Line]:

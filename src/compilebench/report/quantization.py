@@ -5,49 +5,109 @@ baseline) and over eager of the same quantization (what compiling adds), and the
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from compilebench.core import settings
 from compilebench.core.result import Result
 from compilebench.core.speedups import Speedup
+from compilebench.core.variant import Variant
 from compilebench.report import data
-from compilebench.report.cells import Table, ratio, verdict
+from compilebench.report.cells import Table, ratio, ratio_interval, verdict
 from compilebench.report.view import View
 
 
-def tables(view: View) -> list[Table]:
-    """One table per model whose results hold a quantization; none where nothing was quantized."""
+@dataclass(frozen=True)
+class Cell:
+    """One variant under one quantization, against eager float (the baseline) and eager of the same quantization."""
+
+    quantization: str
+    variant: Variant
+    result: Result
+    vs_float: Speedup | None
+    vs_same: Speedup | None  # what compiling adds to the quantized model: None for eager, and for float
+
+
+@dataclass(frozen=True)
+class Model:
+    """A model's quantizations on one machine, batch size and settings (the float baseline's)."""
+
+    first: Result
+    metric: object  # what is compared: per token for generation, else the latency (None)
+    cells: list[Cell]
+
+    @property
+    def title(self) -> str:
+        f = self.first
+        words = ", ".join(w for w in data.settings(f) if w != f.case.quantize)
+        return (f"{f.label or f.case.model} on {data.hardware(f)}, torch {data.torch_version(f)}, batch "
+                f"{f.case.batch_size}" + (f" ({words})" if words else ""))
+
+    def quantizations(self) -> list[str]:
+        return list(dict.fromkeys(c.quantization for c in self.cells))
+
+    def compiled(self) -> list[Variant]:
+        return list(dict.fromkeys(c.variant for c in self.cells if c.variant.compiled))
+
+    def cell(self, quantization: str, variant: Variant) -> Cell | None:
+        return next((c for c in self.cells if (c.quantization, c.variant) == (quantization, variant)), None)
+
+    def eager(self, quantization: str) -> Cell | None:
+        return next((c for c in self.cells if c.quantization == quantization and not c.variant.compiled), None)
+
+
+def models(view: View) -> list[Model]:
+    """Each model whose results hold a quantization, its cells in the order of QUANTIZATIONS, eager first."""
     if not any(r.case.quantize != "none" for r in view.latest):
         return []
     by_baseline: dict[tuple, list[Result]] = {}
     for r in view.latest:
         by_baseline.setdefault((r.machine_id, r.case.eager_key(quantize="none")), []).append(r)
-    return [_table(view, rs) for rs in by_baseline.values() if any(r.case.quantize != "none" for r in rs)]
+    return [_model(view, rs) for rs in by_baseline.values() if any(r.case.quantize != "none" for r in rs)]
 
 
-def _table(view: View, results: list[Result]) -> Table:
+def _model(view: View, results: list[Result]) -> Model:
     first = results[0]
     baseline = next((r for r in results if r.case_key == first.case.eager_key(quantize="none")), None)
     metric = data.PER_TOKEN if first.case.generation else None
-    compiled = sorted({r.case.variant for r in results if r.case.variant.compiled}, key=lambda v: (v.order, v.label))
     order = {q: i for i, q in enumerate(settings.QUANTIZATIONS)}
+    results = sorted(results, key=lambda r: (order.get(r.case.quantize, len(order)), r.case.variant.compiled,
+                                             r.case.variant.order, r.case.variant.label))
+    cells = []
+    for r in results:
+        q, compiled = r.case.quantize, r.case.variant.compiled
+        eager = next((x for x in results if x.case.quantize == q and not x.case.variant.compiled), None)
+        vs_float = view.speedup(baseline, r, metric) if baseline is not None and r is not baseline else None
+        vs_same = view.speedup(eager, r, metric) if compiled and q != "none" and eager is not None else None
+        cells.append(Cell(q, r.case.variant, r, vs_float, vs_same))
+    return Model(first, metric, cells)
+
+
+def tables(view: View) -> list[Table]:
+    """One table per model whose results hold a quantization (the legend under the last); none where nothing was
+    quantized."""
+    out = [_table(m) for m in models(view)]
+    if out:
+        out[-1].notes.append(NOTE)
+    return out
+
+
+def _table(m: Model) -> Table:
     rows = []
-    for q in sorted({r.case.quantize for r in results}, key=order.get):
-        eager = next((r for r in results if r.case.quantize == q and not r.case.variant.compiled), None)
-        row = [q, _time(eager, metric), _speedup(view.speedup(baseline, eager, metric) if q != "none" else None),
-               quality_words(eager), _mib(eager)]
-        for v in compiled:
-            r = next((x for x in results if x.case.quantize == q and x.case.variant == v), None)
-            row += [_time(r, metric), _speedup(view.speedup(baseline, r, metric)),
-                    _speedup(view.speedup(eager, r, metric)) if q != "none" else "", quality_words(r)]
+    for q in m.quantizations():
+        eager = m.eager(q)
+        r = eager.result if eager else None
+        row = [q, _time(r, m.metric), _speedup(eager.vs_float if eager else None), quality_words(r), _mib(r)]
+        for v in m.compiled():
+            c = m.cell(q, v)
+            row += [_time(c and c.result, m.metric), _speedup(c and c.vs_float), _speedup(c and c.vs_same),
+                    quality_words(c and c.result)]
         rows.append(row)
-    unit = "ms/token" if metric else "ms"
+    unit = "ms/token" if m.metric else "ms"
     header = ["quantization", f"eager {unit}", "eager vs float", "eager quality", "weights MiB"]
-    for v in compiled:
+    for v in m.compiled():
         header += [f"{v.label} {unit}", f"{v.label} vs eager float", f"{v.label} vs eager, same quantization",
                    f"{v.label} quality"]
-    words = ", ".join(w for w in data.settings(first) if w != first.case.quantize)
-    title = (f"{first.label or first.case.model} on {data.hardware(first)}, torch {data.torch_version(first)}, batch "
-             f"{first.case.batch_size}" + (f" ({words})" if words else ""))
-    return Table(title, header, rows, [NOTE])
+    return Table(m.title, header, rows)
 
 
 def _time(r: Result | None, metric) -> str:
@@ -60,7 +120,11 @@ def _time(r: Result | None, metric) -> str:
 
 
 def _speedup(s: Speedup | None) -> str:
-    return "" if s is None else f"{ratio(s)} ({verdict(s)})"
+    """'1.500x (1.200x to 1.900x, faster)': the ratio, its interval where it has one, and the verdict."""
+    if s is None:
+        return ""
+    between = ratio_interval(s)
+    return f"{ratio(s)} ({between + ', ' if between else ''}{verdict(s)})"
 
 
 def quality_words(r: Result | None) -> str:

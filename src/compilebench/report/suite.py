@@ -51,7 +51,8 @@ class _Summary:
             said.append(f"geomean speed-up {self.geomean} over {len(self.speedups)} model(s)")
         if self.memory:
             said.append(f"memory compression {self.memory_compression}")
-        return f"{self.column.header}, {self.g.hardware}, batch {self.g.batch_size}: {', '.join(said)}"
+        kind = ", generation" if self.g.generation else ""  # the LMs' group apart from the vision models'
+        return f"{self.column.header}, {self.g.hardware}, batch {self.g.batch_size}{kind}: {', '.join(said)}"
 
 
 def _geomean(values: list[float]) -> float:

@@ -15,7 +15,7 @@ from compilebench.core.generation import Generation
 from compilebench.core.result import Result
 from compilebench.core.speedups import Speedup
 from compilebench.core.vocab import Verdict
-from compilebench.report import data, suite
+from compilebench.report import data, quantization, suite
 from compilebench.report.cells import break_even, cell, may_decide
 from compilebench.report.data import Column
 from compilebench.report.view import Group, View
@@ -66,12 +66,14 @@ class Row:
             be = _break_even(self)
             pays = "" if be in ("", "never") else f", pays off after {be} calls"
             verb = "compile" if self.column.variant.compiled else "run"  # an eager setting can win too
-            return f"{self.name}: {verb} ({_variant(self.column)}) - {s.value:.2f}x {_interval(s)}{pays}"
+            kept = quantization.quality_words(self.compiled)  # a quantized pick says what it kept of float's
+            return (f"{self.name}: {verb} ({_variant(self.column)}) - {s.value:.2f}x {_interval(s)}{pays}"
+                    + (f"; quality against float: {kept}" if kept else ""))
         if s is None:
             if self.eager.status != "ok":
                 return f"{self.name}: eager {cell(self.eager)}, so no speed-up to read (compiled: {cell(self.compiled)})"
             return f"{self.name}: no compile - no compiled variant measured ok"
-        said = (f"{_variant(self.column)} {s.value:.2f}x {_interval(s)}, {_verdict(s)}")
+        said = " ".join(filter(None, [_variant(self.column), f"{s.value:.2f}x", _interval(s)])) + f", {_verdict(s)}"
         if s.verdict == Verdict.inconclusive:
             return f"{self.name}: no compile - not shown faster beyond {min_effect:.0%} ({said}); {may_decide([s])}"
         return f"{self.name}: no compile - nothing measured is faster than eager beyond {min_effect:.0%} ({said})"
@@ -162,6 +164,7 @@ def summary(view: View, width: int = WIDTH) -> str:
         several = sum(1 for x in view.groups if not x.generation) > 1
         said += [w for r in found if (w := r.words(view.min_effect, several))]
     out += generation_summary(view, width)
+    out += quantization_summary(view, width)
     if said:
         out += ["", *[line for s in dict.fromkeys(said) for line in textwrap.wrap(s, width, subsequent_indent="  ")]]
     if out:  # the suite in a few lines: its pass rate, each compiled setting's geomean speed-up and memory
@@ -207,3 +210,31 @@ def _mean(estimate) -> str:
 def _tokens(r: Result) -> str:
     t = data.decode_tokens_per_s(r)
     return "" if t is None else f"{t:.1f}"
+
+
+def quantization_summary(view: View, width: int = WIDTH) -> list[str]:
+    """--quantize: per model, each quantization's eager and compiled variants, their time, their speed-up over eager
+    float and over eager of the same quantization, and the quality kept against the float model."""
+    out = []
+    for m in quantization.models(view):
+        unit = "ms/token" if m.metric else "ms"
+        body = [[c.quantization, _variant_of(c.variant), _time_of(c.result, m.metric), _against(c.vs_float),
+                 _against(c.vs_same), quantization.quality_words(c.result)] for c in m.cells]
+        header = ["quantization", "variant", unit, "vs eager float", "vs eager same quant.", "quality"]
+        out += ["", m.title, *fit(header, body, width, free=(1, 5), left=(0, 1, 5), optional=())]
+    return out
+
+
+def _variant_of(v) -> str:
+    return v.label.removeprefix("compile").strip(" ()") or "default" if v.compiled else v.label
+
+
+def _time_of(r: Result, metric) -> str:
+    if r.status != "ok":
+        return r.status
+    est = r.generation.per_token if metric else r.stats
+    return "" if est.mean is None else f"{est.mean:.3f}"
+
+
+def _against(s: Speedup | None) -> str:
+    return "" if s is None else f"{s.value:.2f}x {_verdict(s)}"
