@@ -39,6 +39,12 @@ reads what it stored. Under 10 minutes on one H100 (most of it compiling ResNet-
                    without its reason), the steady peak memory below the compile peak, no `self-check` flag
   energy           NVML energy per call of the clock check's result: above 0 and below the board's power limit
                    times the call's time
+  eager-cudagraphs ResNet-50 batch 1, eager, eager-cudagraphs and reduce-overhead interleaved, 3 repeats: eager
+                   in a CUDA graph `ok` (its output checked against eager's), its graph's private pool seen by
+                   the allocator, `faster` than eager; the figure gives reduce-overhead over eager and over eager
+                   in a CUDA graph (compile's own gain)
+  quantize         ViT eager and default under every --quantize (torchao: carry its wheel), 1 repeat: every case
+                   `ok` with its quality figure (float8 refused below compute capability 8.9, in one line)
 
 Usage: python benchmarks/gpu_acceptance.py [--only clock,oom] [--keep DIR] [--list] [--tiny] [--rehearse] [--budget S]
 
@@ -73,9 +79,9 @@ sys.path.insert(0, os.path.join(TREE, "src"))
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.join(TREE, "src"), os.environ.get("PYTHONPATH")]))
 
 # The results files (one a command) of the checks whose figures hold on a tiny config of the same architecture.
-SIZE_FREE = ("generation", "shapes", "mega", "aot", "shapes-graphs", "shapes-text", "launcher")
+SIZE_FREE = ("generation", "shapes", "mega", "aot", "shapes-graphs", "shapes-text", "launcher", "quantize")
 CHECKS = ("quick", "clock", "cuda:1", "reduce-overhead", "generation", "launcher", "tf32", "oom", "nvml", "shapes", "profile",
-          "mega", "aot-inductor", "shapes-graphs", "energy")
+          "mega", "aot-inductor", "shapes-graphs", "energy", "eager-cudagraphs", "quantize")
 
 # Seconds each check took on one H200 with --tiny (2026-11-25, torch 2.11); the others are not measured yet.
 SECONDS = {"clock": 27, "nvml": 0, "energy": 0, "profile": 58, "reduce-overhead": 93, "shapes-graphs": 152, "mega": 68,
@@ -219,6 +225,42 @@ class Checks:
         if s is not None:
             figure += f", {s.value:.2f}x ({s.low:.2f}-{s.high:.2f}) {s.verdict}"
         self.say("reduce-overhead", ok, figure + (f"; {ro.get('message')}" if ro.get("message") else ""))
+
+    def eager_cudagraphs(self) -> None:
+        from compilebench.core import speedups
+        from compilebench.core.result import Result
+
+        found = {Result.from_dict(r).case.variant.name: r for r in self.run(
+            "eager-cudagraphs", "--model", "resnet-50", "--variant", "eager", "eager-cudagraphs", "reduce-overhead",
+            "--interleave", "--iters", 200, "--repeats", 3)}
+        eager, graphed, ro = (found.get(n) for n in ("eager", "eager-cudagraphs", "reduce-overhead"))
+        if not eager or not graphed:
+            self.say("eager-cudagraphs", False, f"results: {sorted(found)}")
+            return
+        pools = [rep.get("cudagraph_pool_bytes") for rep in graphed["repeats"]]
+        gain = speedups.speedup(Result.from_dict(eager), Result.from_dict(graphed))
+        ok = (graphed["status"] == "ok" and all((p or 0) > 0 for p in pools) and gain is not None
+              and gain.verdict == "faster" and "clock" not in graphed.get("flags", []))
+        figure = f"{graphed['status']}, pools {pools}"
+        if gain is not None:
+            figure += f"; eager in a CUDA graph over eager {gain.value:.2f}x ({gain.low:.2f}-{gain.high:.2f}) {gain.verdict}"
+        if ro and ro["status"] == "ok":
+            for name, base in (("eager", eager), ("eager in a CUDA graph", graphed)):
+                s = speedups.speedup(Result.from_dict(base), Result.from_dict(ro))
+                figure += f"; reduce-overhead over {name} {s.value:.2f}x ({s.low:.2f}-{s.high:.2f})" if s else ""
+        self.say("eager-cudagraphs", ok, figure + (f"; {graphed.get('message')}" if graphed.get("message") else ""))
+
+    def quantize(self) -> None:
+        from compilebench.core.result import Result
+
+        found = [Result.from_dict(r) for r in self.run(
+            "quantize", "--model", "vit", "--variant", "eager", "default", "--quantize", "none", "int8-weight-only",
+            "int8-dynamic", "int4-weight-only", "float8-dynamic", "--iters", 50, "--repeats", 1)]
+        said = [f"{r.case.quantize} {r.case.variant.name} {r.status} {dict(r.quality)}" for r in found]
+        ok = bool(found) and all(r.status == "ok" and (r.quality or r.case.quantize == "none") for r in found)
+        log = os.path.join(self.tmp, "quantize.log")
+        why = open(log).read().split("--- stderr")[-1].strip()[-300:] if not found and os.path.exists(log) else ""
+        self.say("quantize", ok, "; ".join(said) or f"no result: {why}")
 
     def generation(self) -> None:
         found = {r["case"]["variant"]["mode"]: r for r in self.run(
@@ -437,7 +479,8 @@ def main() -> None:
              "launcher": checks.launcher, "tf32": checks.tf32, "oom": checks.oom,
              "nvml": lambda: checks.nvml(clock_result), "shapes": checks.shapes, "profile": checks.profile,
              "mega": checks.mega, "aot-inductor": checks.aot_inductor, "shapes-graphs": checks.shapes_graphs,
-             "energy": lambda: checks.energy(clock_result)}
+             "energy": lambda: checks.energy(clock_result), "eager-cudagraphs": checks.eager_cudagraphs,
+             "quantize": checks.quantize}
     for name in only:
         if name not in steps:
             continue

@@ -140,3 +140,109 @@ class FakeAllocator:
         monkeypatch.setattr(torch.cuda, "max_memory_reserved", lambda device=None: self.reserved_peak)
         monkeypatch.setattr(torch.cuda, "memory_snapshot", self.memory_snapshot)
         return self
+
+
+class FakeGraphs:
+    """torch.cuda's graph capture as strict as the real API where a hand-made capture goes wrong: a capture
+    (torch.cuda.graph) runs its body once and records the kernels launched in it; a replay runs those kernels on the
+    memory they were recorded with (nothing a Python call does between replays reaches them: new inputs count only
+    when copied into the captured ones), never Python. A library's lazy first-call work (a cuBLAS handle, cuDNN's
+    workspace) may not happen inside a capture: a model whose first call was not made before capture, on a stream
+    other than the default one, fails as the real capture fails. Synchronizing inside a capture fails; replaying
+    before capturing fails; a graph captures once. A FakeGraphModel's forward launches its kernels through `launch`."""
+
+    def __init__(self):
+        self.capturing = None  # the graph being captured
+        self.current = "default"  # the stream work goes to
+        self.warmed_on: set[str] = set()  # streams a model has been called on outside a capture
+        fake = self
+
+        class Stream:
+            def __init__(self, device=None, priority=0):
+                self.name = f"side{id(self)}"
+
+            def wait_stream(self, other):
+                pass
+
+        class CUDAGraph:
+            def __init__(self):
+                self.kernels, self.captured = None, False
+
+            def replay(self):
+                if not self.captured:
+                    raise RuntimeError("CUDA error: replay of a graph that was never captured")
+                for k in self.kernels:
+                    k()
+
+        class graph:
+            def __init__(self, g, pool=None, stream=None):
+                self.g = g
+
+            def __enter__(self):
+                if self.g.captured:
+                    raise RuntimeError("a CUDAGraph captures once")
+                fake.capturing, self.g.kernels = self.g, []
+                return self.g
+
+            def __exit__(self, *exc):
+                fake.capturing, self.g.captured = None, exc[0] is None
+                return False
+
+        self.Stream, self.CUDAGraph, self.graph = Stream, CUDAGraph, graph
+        self.default_stream = Stream()
+        self.default_stream.name = "default"
+
+    def current_stream(self, device=None):
+        return self.default_stream if self.current == "default" else self._streams[self.current]
+
+    def stream(self, s):
+        import contextlib
+
+        @contextlib.contextmanager
+        def on():
+            before, self.current = self.current, s.name
+            self._streams = {**getattr(self, "_streams", {}), s.name: s}
+            try:
+                yield
+            finally:
+                self.current = before
+        return on()
+
+    def synchronize(self, device=None):
+        if self.capturing is not None:
+            raise RuntimeError("CUDA error: operation not permitted when stream is capturing")
+
+    def launch(self, kernel) -> None:
+        """A kernel: run now, and recorded into the graph being captured."""
+        if self.capturing is not None:
+            if not self.warmed_on - {"default"}:
+                raise RuntimeError("CUDA error: operation not permitted when stream is capturing (a library's "
+                                   "first-call initialization inside a capture: warm up on a side stream first)")
+            self.capturing.kernels.append(kernel)
+        else:
+            self.warmed_on.add(self.current)
+        kernel()
+
+    def install(self, monkeypatch) -> FakeGraphs:
+        import torch
+
+        for name in ("Stream", "CUDAGraph", "graph", "current_stream", "stream", "synchronize"):
+            monkeypatch.setattr(torch.cuda, name, getattr(self, name))
+        return self
+
+
+class FakeGraphModel:
+    """y = 2x + 1 on static memory, as a GPU model's kernels are: its output buffer allocated once per call outside
+    a capture, and each op a kernel launched through the fake. `calls` counts Python calls of forward."""
+
+    def __init__(self, fake: FakeGraphs):
+        self.fake, self.calls = fake, 0
+
+    def __call__(self, pixel_values):
+        import torch
+
+        self.calls += 1
+        out = torch.empty_like(pixel_values)
+        self.fake.launch(lambda: torch.mul(pixel_values, 2, out=out))
+        self.fake.launch(lambda: out.add_(1))
+        return {"logits": out}

@@ -57,7 +57,7 @@ def test_a_quantization_the_device_cannot_run_is_refused(q, device, capability, 
     spec = asked(models=("vit",), quantizations=(q,), device=device.split(":")[0])
     if said:
         with pytest.raises(UserError, match=said):
-            plan.check_quantizations([q], {}, spec, [target])
+            plan.check_devices([q], spec, [target])
 
 
 def test_the_command_line_refuses_before_anything_runs(tmp_path, main_here, monkeypatch):
@@ -158,3 +158,50 @@ def test_check_and_compare_hold_each_quantized_case_against_its_own(tmp_path):
     rows = compare.compare(side(4.0, 0.99), side(4.0, 0.99), "a", "b").records()
     assert sorted(r["variant"] for r in rows) == ["compile, int8-dynamic", "no compile", "no compile, int8-dynamic"]
     assert all(r["A ms"] == r["B ms"] != "" for r in rows)  # each matched with its own quantization
+
+
+def test_torchaos_import_noise_on_a_cpu_build_is_dropped_and_every_other_line_kept():
+    import logging
+
+    import torch  # imported by then: torchao imports it first
+
+    from compilebench.core import quiet
+
+    assert torch.version.cuda is None  # this project's CPU build
+
+    def kept(name, msg):
+        return quiet._keep(logging.LogRecord(name, logging.WARNING, __file__, 1, msg, (), None))
+
+    assert not kept("torchao", "Failed to load /x/torchao/_C_mxfp8.so: Could not load this library")  # torch+cpu
+    assert not kept("torch.utils._pytree", "<enum 'K'> is an Enum subclass and is now natively supported by torch")
+    assert kept("torchao", "Skipping import of cpp extensions due to incompatible torch version")
+    assert quiet._keep in logging.getLogger("torchao").filters  # installed by the package's import
+
+
+@pytest.mark.slow
+def test_inductor_compiles_a_quantized_model_that_agrees_with_eager_of_the_same_quantization(tmp_path):
+    """One real compile of torchao's int8 dynamic quantization (its activations quantized inside the graph)."""
+    results = compilebench.benchmark("vit", model_size="tiny", variants=("eager", "default"),
+                                     quantizations=("int8-dynamic",), repeats=1, iters=3, warmup=1, device="cpu",
+                                     db=str(tmp_path / "r.db"))
+    compiled = next(r for r in results.view.results if r.case.variant.compiled)
+    assert compiled.status == "ok", compiled.message
+    assert compiled.math == "int8" and compiled.max_rel_err <= correctness.REL_TOLERANCE["int8"]
+    assert set(compiled.quality) == {"top1", "top5"} and compiled.graphs >= 1
+
+
+def test_a_decode_step_reads_the_quantized_weights_as_stored():
+    """The GB/s of a quantized model's decode step (the roofline view) counts its int8 weights, not float ones."""
+    from compilebench import zoo
+    from compilebench.diagnostics import bandwidth
+
+    model = zoo.get("smollm2-135m").build("random", "tiny")
+    before = bandwidth.decode_bytes(model, 1, 8, 4)
+    quantization.apply(model, "int8-weight-only")
+    after = bandwidth.decode_bytes(model, 1, 8, 4)
+    # the output layer tied to the embedding becomes its own int8 copy: a step reads it whole, the float
+    # embedding's looked-up row only
+    table = model.get_input_embeddings().weight
+    read = sum(bandwidth.stored_bytes(p) for p in {id(p): p for p in model.parameters()}.values() if p is not table)
+    assert after["weights"] == read + table.shape[1] * table.element_size()
+    assert after["weights"] < 0.4 * before["weights"]

@@ -274,3 +274,40 @@ def test_the_python_entry_point_is_the_command(tmp_path):
     assert len(tuned.outcome.tried) == 1 and len(tuned.outcome.untried) == 26  # the likeliest alone, as the command
     assert tuned.code() is None if tuned.winner is None else "torch.compile(model" in tuned.code()
     assert {r.case.variant.mode for r in compilebench.load(tuned.path)} == {"eager", "default"}
+
+
+def test_quantization_is_searched_only_when_asked_and_never_below_the_quality_floor():
+    """Issue 52: tune trades no quality silently. Quantized configurations join the space only when asked; one whose
+    quality falls below --min-agreement is dropped with its figure, however fast."""
+    assert not any(c.settings.quantize != "none" for c in configs())
+    space = tune.space("cpu", vision=True, quantizations=("int8-weight-only",))
+    quantized = [c for c in space if c.settings.quantize != "none"]
+    assert quantized and all(c.variant.mode != "aot-inductor" for c in quantized)
+    fast, kept = tune.Config.make(quantize="int8-weight-only"), tune.Config.make(dtype="bfloat16", quantize="int8-weight-only")
+    speedups = {c: 1.2 for c in space}
+    speedups[fast], speedups[kept] = 3.0, 2.5
+    clock = [0.0]
+    planted = Planted(clock, speedups)
+    quality = {fast: {"top1": 0.95, "top5": 1.0}, kept: {"top1": 0.995, "top5": 1.0}}
+
+    def measure(cases, repeats, policy):
+        out = planted(cases, repeats, policy)
+        for c in cases:
+            config = next((k for k in quality if k.case(BASE) == c), None)
+            if config is None and c.quantize != "none":
+                config = "other"
+            for rep in out[c.key()].repeats:
+                rep.quality = dict(quality.get(config, {"top1": 1.0}) if c.quantize != "none" else {})
+            out[c.key()].derive()
+        return out
+
+    out = tune.search(BASE, space, measure, lambda: clock[0], budget_s=100_000, min_agreement=0.99)
+    dropped = {t.config: t.dropped for t in out.tried if t.dropped}
+    assert dropped[fast] == "quality top1 95.0% of the float model's predictions, below --min-agreement 99.0%"
+    assert out.winner.config == kept
+    assert "torchao.quantization.quantize_(model, torchao.quantization.Int8WeightOnlyConfig())" in kept.code()
+
+
+def test_tune_refuses_a_quality_floor_out_of_range(main_here):
+    code, _, err = main_here("tune", "--model", "resnet-50", "--min-agreement", "99", "--device", "cpu")
+    assert code == 2 and "--min-agreement must be a fraction above 0 and at most 1" in err

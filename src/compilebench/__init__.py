@@ -5,6 +5,10 @@ fast."""
 
 __version__ = "0.2.0"
 
+from compilebench.core import quiet as _quiet  # noqa: E402 - other libraries' noise, dropped in every process
+
+_quiet.install()
+
 
 def __getattr__(name: str):
     if name in ("benchmark", "shapes", "fastest", "load", "Results", "ShapesResults", "Tuned"):

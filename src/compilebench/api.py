@@ -118,15 +118,17 @@ class Tuned:
 def fastest(model: str, *, batch_sizes=(1,), budget: str | float = "20m", device: str | None = None,
             weights: str = "random", model_size: str = "full", task: str | None = None,
             min_effect: float = stats.DEFAULT_MIN_EFFECT, requests: int = DEFAULT_REQUESTS, mix: str | None = None,
-            db: str | None = None, quiet: bool = True) -> Tuned:
+            db: str | None = None, quantizations=(), min_agreement: float | None = None, quiet: bool = True) -> Tuned:
     """`compilebench tune` from Python: the fastest correct way to compile `model` here, searched within `budget`
     (seconds, or "90s", "20m", "1h"); with several `batch_sizes` the search runs at the largest, then its pick
-    serves them all under each dynamic-shape setting, weighed by `requests` of the `mix`. `quiet=False` says what
-    it measures on stderr. Results go to `db` (default: a new results file in a temporary folder)."""
+    serves them all under each dynamic-shape setting, weighed by `requests` of the `mix`. Quantization only where
+    asked: `quantizations` (torchao's, as tune --quantize) or a quality floor `min_agreement` (tune
+    --min-agreement). `quiet=False` says what it measures on stderr. Results go to `db` (default: a new results file in a temporary folder)."""
     path = db or os.path.join(tempfile.mkdtemp(prefix="compilebench-"), "results.db")
     found = tune.tuning(model, path, batch_sizes=batch_sizes, budget=budget, device=device, weights=weights,
                         model_size=model_size, task=task, min_effect=min_effect, mix=mix, requests=requests,
-                        quiet=quiet, say=(lambda text: None) if quiet else (lambda text: print(text, file=sys.stderr)))
+                        quantizations=(quantizations,) if isinstance(quantizations, str) else tuple(quantizations),
+                        min_agreement=min_agreement, quiet=quiet, say=(lambda text: None) if quiet else (lambda text: print(text, file=sys.stderr)))
     served = ShapesResults(found.served, path, min_effect, requests, mix) if found.served else None
     return Tuned(found.outcome, served, path)
 

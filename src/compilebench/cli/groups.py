@@ -37,10 +37,7 @@ def what_to_measure(run) -> None:
     g.add_argument("--variant", nargs="+", action="extend", default=None, dest="variants", metavar="V",
                    help=f"eager, torch.compile modes and/or aot-inductor (exported and packaged ahead of time): "
                         f"{', '.join(variantmod.VARIANTS)} (default: eager default)")
-    g.add_argument("--quantize", nargs="+", action="extend", default=None, dest="quantizations", metavar="Q",
-                   help=f"torchao quantizations of the linear layers, each crossed with every variant (beside eager in "
-                        f"the model's dtype, the baseline): {', '.join(settings.QUANTIZATIONS)} (default: none; pip "
-                        "install compilebench[quant])")
+    quantize(g, "each crossed with every variant (beside eager in the model's dtype, the baseline)")
     g.add_argument("--prompt-len", type=int, default=None, metavar="L",
                    help="text generation: prompt tokens (default: the model's, `compilebench models`)")
     inputs_and_weights(g)
@@ -76,6 +73,12 @@ def compile_flags(g, dynamic: bool = True) -> None:
     g.add_argument("--inductor-option", action="append", default=[], metavar="KEY=VALUE",
                    help="an inductor config option for the compiled variants, e.g. freezing=True (repeatable)")
     g.add_argument("--freezing", action="store_true", help="shorthand for --inductor-option freezing=True")
+
+
+def quantize(g, how: str) -> None:
+    g.add_argument("--quantize", nargs="+", action="extend", default=None, dest="quantizations", metavar="Q",
+                   help=f"torchao quantizations of the linear layers, {how}: {', '.join(settings.QUANTIZATIONS)} "
+                        "(default: none; pip install compilebench[quant])")
 
 
 def min_effect(g, what: str = "the smallest speed-up worth acting on: faster/slower need the whole 95%% interval "

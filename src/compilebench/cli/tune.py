@@ -13,7 +13,7 @@ from compilebench.cli import groups, resume
 from compilebench.cli.run import EXIT_FAILED
 from compilebench.core import traffic
 from compilebench.core.result import Result
-from compilebench.report import cells, markdown, shapes, start
+from compilebench.report import cells, markdown, quantization, shapes, start
 from compilebench.report.cells import Table, interval
 from compilebench.report.view import View
 from compilebench.run import sweep
@@ -25,6 +25,7 @@ def cmd_tune(args) -> int:
         found = tune.tuning(args.model, args.db, batch_sizes=args.batch_sizes or (1,), budget=args.budget,
                             device=args.device, weights=args.weights, model_size="tiny" if args.tiny else "full",
                             task=args.task, min_effect=args.min_effect, mix=args.mix, requests=args.requests,
+                            quantizations=tuple(args.quantizations or ()), min_agreement=args.min_agreement,
                             quiet=args.quiet, say=lambda text: print(text, file=sys.stderr))
     except sweep.StoreFailed as exc:
         print(resume.failed(exc.message, args), file=sys.stderr)
@@ -65,6 +66,9 @@ def render(result: tune.Outcome, min_effect: float, db: str) -> str:
             out.append(f"Nothing measured is faster than eager beyond {min_effect:.0%}: keep the model uncompiled. "
                        f"The best was {w.config.describe()}: {s.value:.2f}x eager "
                        f"(95% CI {interval(s.low, s.high, '{:.2f}x')}), {s.verdict}.")
+        kept = quantization.quality_words(w.result)
+        if kept:  # a quantized pick: what it kept of the float model's predictions
+            out.append(f"Quality against the float model: {kept}.")
         out += ["", "```python", w.config.code(), "```", ""]
         cold, warm = w.result.cold_compile_s, w.result.warm_compile_s
         out.append(f"Compile cost: {cold:.1f} s cold" + (f", {warm:.1f} s from a warm cache" if warm else "")
@@ -117,6 +121,12 @@ def add_parser(sub):
     groups.weights(tune)
     tune.add_argument("--db", default=schema.DEFAULT_PATH, help=f"results file (default: {schema.DEFAULT_PATH})")
     groups.min_effect(tune, "the smallest speed-up worth acting on")
+    groups.quantize(tune, "tried as well, each on every mode and dtype, and kept only where its quality against the "
+                          "float model is at least --min-agreement")
+    tune.add_argument("--min-agreement", type=float, default=None, metavar="F",
+                      help="the quality floor of a quantized configuration: each of its task's measures (top-1, "
+                           "greedy tokens, ...) agreeing with the float model at least F (default with --quantize: "
+                           "0.99); given alone, every quantization this device runs is tried")
     tune.add_argument("--quiet", action="store_true", help="no progress bar")
     groups.requests(tune)
     groups.mix(tune)

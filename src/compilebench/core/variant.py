@@ -16,7 +16,9 @@ MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagrap
 # "aot-inductor" is compiled ahead of time: torch.export, packaged by AOTInductor, loaded by each worker
 # (measure/aot_inductor.py).
 AOT_INDUCTOR = "aot-inductor"
-VARIANTS = ("eager", "eager-static-cache", *MODES, AOT_INDUCTOR)
+# "eager-cudagraphs" is the eager model's call captured once in a CUDA graph and replayed (a GPU only): the control
+# that tells what reduce-overhead's CUDA graphs do from what the compiler does (measure/cudagraph.py).
+VARIANTS = ("eager", "eager-static-cache", "eager-cudagraphs", *MODES, AOT_INDUCTOR)
 SCOPES = ("model", "regions")  # --compile-scope: torch.compile of the whole model, or of each repeated block
 
 
@@ -30,6 +32,7 @@ class Variant:
     dynamic: bool | None = None  # None: torch's own automatic dynamic shapes
     options: tuple[tuple[str, object], ...] = ()  # inductor config options, sorted by name: (("freezing", True),)
     cache: str | None = None  # generation's KV cache: None is the variant's own (eager dynamic, compiled static)
+    cudagraph: bool = False  # eager only: its call captured once in a CUDA graph, replayed (eager-cudagraphs)
     scope: str = "model"  # what is compiled: the whole model, or each of its repeated blocks ("regions")
     regions: tuple[str, ...] = ()  # the block classes "regions" compiles (--region); none: the model's own list
     # Serving shapes (`compilebench shapes`): the batch (or sequence) dimension of each input marked dynamic before
@@ -51,6 +54,8 @@ class Variant:
             object.__setattr__(self, "regions", ())
             object.__setattr__(self, "mark_dynamic", False)
             object.__setattr__(self, "pad_to", ())
+        else:
+            object.__setattr__(self, "cudagraph", False)  # a compiled mode's CUDA graphs are its mode's
         if self.mode == AOT_INDUCTOR:  # not torch.compile: only inductor's options apply
             object.__setattr__(self, "backend", "inductor")
             object.__setattr__(self, "fullgraph", False)
@@ -64,15 +69,25 @@ class Variant:
         settings (`compile`: a variant whose mode is left aside)."""
         if name == "eager-static-cache":
             return cls("eager", cache="static")
+        if name == "eager-cudagraphs":
+            return cls("eager", cudagraph=True)
         return dataclasses.replace(compile or cls("default"), mode=name)
 
     @property
     def name(self) -> str:
-        return "eager-static-cache" if self.mode == "eager" and self.cache == "static" else self.mode
+        if self.mode == "eager" and self.cache == "static":
+            return "eager-static-cache"
+        return "eager-cudagraphs" if self.cudagraph else self.mode
 
     @property
     def compiled(self) -> bool:
         return self.mode != "eager"
+
+    @property
+    def against_eager(self) -> bool:
+        """Read against plain eager (a speed-up, a correctness check): a compiled variant, and an eager one changed
+        in what it runs (the static KV cache, a CUDA graph)."""
+        return self.compiled or self.cache is not None or self.cudagraph
 
     @property
     def ahead_of_time(self) -> bool:
@@ -108,6 +123,8 @@ class Variant:
     def label(self) -> str:
         """Short name for column headers: 'no compile', 'compile', 'compile (reduce-overhead, fullgraph)'."""
         if not self.compiled:
+            if self.cudagraph:
+                return "no compile, CUDA graph"
             return "no compile, static cache" if self.cache == "static" else "no compile"
         if self.ahead_of_time:
             name, extras = "AOTInductor", self.words()

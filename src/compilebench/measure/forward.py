@@ -12,7 +12,7 @@ from compilebench.core.job import Job
 from compilebench.core.repeat import Repeat
 from compilebench.core.result import Result
 from compilebench.diagnostics import bandwidth, profiling
-from compilebench.measure import aot_inductor, compiler, correctness, quantization, timing
+from compilebench.measure import aot_inductor, compiler, correctness, cudagraph, quantization, timing
 from compilebench.measure.recording import Recorder, record, record_aot, record_check
 from compilebench.measure.unit import TimedUnit
 from compilebench.zoo.entry import default_image_path, load_image
@@ -89,7 +89,8 @@ class Forward(TimedUnit):
                                                    lambda: correctness.snapshot(self.model(**self.inputs)))
 
     def wants_reference(self) -> bool:
-        return bool(self.compiled) and (self.job.check or self.job.count_flops)  # the eager call is counted, once
+        checked = any(c.variant.against_eager for c in self.cases)  # compiled, or eager in a CUDA graph
+        return bool(self.compiled) and self.job.count_flops or checked and self.job.check  # eager's call counted once
 
     def reference(self) -> None:
         with _counted(self.job.count_flops) as self.counted:
@@ -110,6 +111,9 @@ class Forward(TimedUnit):
             if c.variant.ahead_of_time:
                 self.fns[c.variant.label], self.packaged[c.variant.label] = aot_inductor.prepare(
                     self.model, self.inputs, self.job.packages, c, self.enter)
+            elif c.variant.cudagraph:
+                self.enter("capturing a CUDA graph")
+                self.fns[c.variant.label] = cudagraph.capture(self.model, self.inputs)
             else:
                 self.fns[c.variant.label] = compiler.apply(self.model, c.variant, shared=len(self.cases) > 1)
         if all(c.variant.ahead_of_time for c in self.cases):
@@ -144,10 +148,12 @@ class Forward(TimedUnit):
         rep.regions = compiler.regions_of(self.fns[r.case.variant.label])
         if r.case.variant.ahead_of_time:
             record_aot(rep, self.packaged[r.case.variant.label])
+        if r.case.variant.cudagraph:
+            rep.cudagraphs_recorded = 1  # its pool is then looked for in the allocator's snapshot (Recorder.finish)
 
     def check_of(self, r: Result):
-        compiled = r.case.variant.compiled
-        if not self.job.check or not (compiled or self.float_expected is not None):
+        checked = r.case.variant.against_eager  # compiled, or replayed from a CUDA graph: eager's output expected
+        if not self.job.check or not (checked or self.float_expected is not None):
             return None
         fn, rep, inputs, math = self.fns[r.case.variant.label], r.repeats[0], self.inputs, self.recorder.math
 
@@ -155,7 +161,7 @@ class Forward(TimedUnit):
             out = correctness.snapshot(fn(**inputs))
             if self.float_expected is not None:  # quantized: what it predicts against the float model
                 rep.quality = correctness.quality(self.float_expected, out)
-            if not compiled:
+            if not checked:
                 return []
             return record_check(rep, correctness.check(self.expected, out, math, self.eager_self), math)
 

@@ -47,34 +47,9 @@ def linear_layers(model) -> int:
     return sum(1 for m in model.modules() if isinstance(m, torch.nn.Linear))
 
 
-def _import_torchao():
-    """torchao, imported without the lines every worker would print that say nothing of the case: its CUDA kernels'
-    libraries failing to load into a torch built without CUDA, and a deprecation of its Enum registrations (on a
-    CUDA build a library that fails to load is still said)."""
-    import logging
-
-    import torch
-
-    cuda = torch.version.cuda is not None
-
-    def keep(record: logging.LogRecord) -> bool:
-        said = record.getMessage()
-        return not ("is an Enum subclass" in said or (not cuda and said.startswith("Failed to load")))
-
-    loggers = [logging.getLogger(name) for name in ("torchao", "torch.utils._pytree")]
-    for log in loggers:
-        log.addFilter(keep)
-    try:
-        import torchao.quantization as ao
-    finally:
-        for log in loggers:
-            log.removeFilter(keep)
-    return ao
-
-
 def apply(model, quantization: str) -> None:
     """The model's linear layers quantized in place; a model with none is refused (nothing would change)."""
-    ao = _import_torchao()
+    import torchao.quantization as ao
 
     if not linear_layers(model):
         raise ValueError(f"--quantize {quantization}: the model has no linear layer to quantize")

@@ -19,6 +19,7 @@ from compilebench.core.vocab import FLAGS
 from compilebench.report import (
     cells,
     charts as chartsmod,
+    cudagraphs,
     data,
     details,
     flat,
@@ -99,6 +100,7 @@ def sections(view: View, charts: list[chartsmod.Chart], reference: tuple[str, li
         ("Summary", summary),
         ("Results", results_items),
         ("Quantization", quantization.tables(view)),
+        ("CUDA graphs", cudagraphs.tables(view)),
         ("Recommendation", [tables.recommendation_table(view), *filter(None, [start.recommendation_rows(view)])]
          if guide else []),
         ("Speed-ups and compile cost", [tables.speedup_table(view)] if guide else []),

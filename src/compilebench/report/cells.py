@@ -74,6 +74,14 @@ def ratio_interval(s: Speedup | None) -> str:
     return "" if s is None else interval(s.low, s.high, "{:.3f}x")
 
 
+def ratio_said(s: Speedup | None) -> str:
+    """One cell: '1.500x (1.200x to 1.900x, faster)': the ratio, its interval where it has one, the verdict."""
+    if s is None:
+        return ""
+    between = ratio_interval(s)
+    return f"{ratio(s)} ({between + ', ' if between else ''}{verdict(s)})"
+
+
 def improvement(s: Speedup | None) -> str:
     return "" if s is None else pct(s.improvement)
 
@@ -83,7 +91,10 @@ def improvement_interval(s: Speedup | None) -> str:
 
 
 def break_even(compiled: Result, eager: Result | None) -> str:
-    """The calls after which compiling has paid for itself, in words: a count, or never."""
+    """The calls after which compiling has paid for itself, in words: a count, or never ("" for an eager variant:
+    nothing compiled to pay back)."""
+    if not compiled.case.variant.compiled:
+        return ""
     be = stats.break_even(compiled.compile_s, speedups.mean(eager), compiled.mean)
     return "never" if be is None else f"{be:,.0f}"
 

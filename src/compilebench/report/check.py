@@ -115,7 +115,7 @@ def _latency(label, b: Result, c: Result, limits: Limits, min_effect: float, acr
 def _speedup(label, b: Result, c: Result, base: dict, cand: dict, limits: Limits, min_effect: float,
              across: Drift | None) -> list[Line]:
     """A compiled case's speed-up over its own file's eager baseline, the candidate's against the baseline's."""
-    if not (b.case.variant.compiled or b.case.variant.cache):
+    if not b.case.variant.against_eager:
         return []
     eager_key = compare.match_key(b, eager=True)
     sb, sc = (speedups.speedup(side.get(eager_key), r, min_effect) for side, r in ((base, b), (cand, c)))

@@ -12,7 +12,7 @@ from compilebench.core.result import Result
 from compilebench.core.speedups import Speedup
 from compilebench.core.variant import Variant
 from compilebench.report import data
-from compilebench.report.cells import Table, ratio, ratio_interval, verdict
+from compilebench.report.cells import Table, ratio_said
 from compilebench.report.view import View
 
 
@@ -96,10 +96,10 @@ def _table(m: Model) -> Table:
     for q in m.quantizations():
         eager = m.eager(q)
         r = eager.result if eager else None
-        row = [q, _time(r, m.metric), _speedup(eager.vs_float if eager else None), quality_words(r), _mib(r)]
+        row = [q, _time(r, m.metric), ratio_said(eager.vs_float if eager else None), quality_words(r), _mib(r)]
         for v in m.compiled():
             c = m.cell(q, v)
-            row += [_time(c and c.result, m.metric), _speedup(c and c.vs_float), _speedup(c and c.vs_same),
+            row += [_time(c and c.result, m.metric), ratio_said(c and c.vs_float), ratio_said(c and c.vs_same),
                     quality_words(c and c.result)]
         rows.append(row)
     unit = "ms/token" if m.metric else "ms"
@@ -117,14 +117,6 @@ def _time(r: Result | None, metric) -> str:
         return r.status
     est = r.generation.per_token if metric else r.stats
     return "" if est.mean is None else f"{est.mean:.3f}"
-
-
-def _speedup(s: Speedup | None) -> str:
-    """'1.500x (1.200x to 1.900x, faster)': the ratio, its interval where it has one, and the verdict."""
-    if s is None:
-        return ""
-    between = ratio_interval(s)
-    return f"{ratio(s)} ({between + ', ' if between else ''}{verdict(s)})"
 
 
 def quality_words(r: Result | None) -> str:

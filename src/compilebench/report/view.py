@@ -150,7 +150,7 @@ class View:
         """The newest eager result of r's case on r's machine: what a compiled (or cached) result is measured
         against in the CSV; None for an eager result."""
         v = r.case.variant
-        if not (v.compiled or v.cache):
+        if not v.against_eager:
             return None
         return self._newest.get((r.eager_key, r.machine_id))
 
@@ -168,8 +168,8 @@ class View:
             placed = {(r.case.model, data.column(r, labels)): r for r in rs}
             # the eager twin: its case's eager key (core/case.eager_key_of), on the same torch and --env
             cases = {(r.case_key, data.stack(r, labels)): r for r in placed.values()}
-            cells = {k: self._cell(r, cases.get((r.eager_key, data.stack(r, labels))) if r.case.variant.compiled
-                                   or r.case.variant.cache else None) for k, r in placed.items()}
+            cells = {k: self._cell(r, cases.get((r.eager_key, data.stack(r, labels))) if r.case.variant.against_eager
+                                   else None) for k, r in placed.items()}
             out.append(Group(hardware=hw, batch_size=batch, columns=sorted({c for _, c in placed}),
                              models=data.model_order(rs), cells=cells, results=rs, tokens=tokens or None))
         return out

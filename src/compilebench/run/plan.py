@@ -21,6 +21,7 @@ from compilebench.core import (
 )
 from compilebench.core.errors import UnknownChoice, UserError
 from compilebench.core.result import Result
+from compilebench.core.variant import Variant
 from compilebench.measure import compiler, quantization
 from compilebench.run import dispatch, interpreters, sweep
 from compilebench.run.placement import Placement
@@ -46,6 +47,9 @@ def check_variants(spec: specmod.RunSpec, entries: dict) -> None:
     vision = [n for n in entries if n not in generation]
     if "eager-static-cache" in spec.variants and vision:
         raise UserError(f"--variant eager-static-cache is for text generation; {vision[0]} is a {entries[vision[0]].task} model")
+    if "eager-cudagraphs" in spec.variants and generation:
+        raise UserError(f"--variant eager-cudagraphs captures one forward call (a vision model); {generation[0]} "
+                        "generates text (its KV cache grows with each token: compiled reduce-overhead graphs it)")
     if generation and (spec.image or spec.channels_last):
         raise UserError(f"{'--image' if spec.image else '--channels-last'} is for vision models; {generation[0]} generates text")
     if (spec.prompt_len is not None or spec.prompt_lens) and not generation:
@@ -53,22 +57,30 @@ def check_variants(spec: specmod.RunSpec, entries: dict) -> None:
     if spec.image_sizes and not vision:
         raise UserError(f"--image-size resizes the photo of a vision model; {generation[0]} generates text")
     backend = spec.compile.backend
-    needs_backend = backend != "inductor" and any(v not in ("eager", "eager-static-cache") for v in spec.variants)
+    needs_backend = backend != "inductor" and any(Variant.named(v).compiled for v in spec.variants)
     if needs_backend and backend not in compiler.backends():  # listing them imports dynamo: seconds
         raise UnknownChoice("backend", backend, compiler.backends())
     if spec.compile.options and backend != "inductor":
         raise UserError(f"--inductor-option configures inductor; --backend {backend} would ignore it")
 
 
-def check_quantizations(quantized: list[str], entries: dict, spec: specmod.RunSpec, targets) -> None:
-    """A quantization the device cannot run, or of a model without a linear layer, refused before anything runs
-    (the model's skeleton built on the meta device: no memory, no weights)."""
-    for q in quantized:
-        for t in targets:
-            why = quantization.refusal(q, str(t.env.get("device") or spec.device or "cpu"),
-                                       t.env.get("compute_capability"))
+def check_devices(quantized: list[str], spec: specmod.RunSpec, targets) -> None:
+    """What the devices the cases will run on cannot run, refused before anything runs: a quantization (int4 and
+    float8 need CUDA, float8 a recent GPU), eager captured in a CUDA graph."""
+    for t in targets:
+        device = str(t.env.get("device") or spec.device or "cpu")
+        for q in quantized:
+            why = quantization.refusal(q, device, t.env.get("compute_capability"))
             if why:
                 raise UserError(why)
+        if "eager-cudagraphs" in spec.variants and not device.startswith("cuda"):
+            raise UserError(f"--variant eager-cudagraphs captures the eager model in a CUDA graph: it needs a CUDA "
+                            f"device (this run's is {device})")
+
+
+def check_quantizations(quantized: list[str], entries: dict, spec: specmod.RunSpec) -> None:
+    """A quantization of a model without a linear layer, refused before anything runs (the model's skeleton built
+    on the meta device: no memory, no weights)."""
     if not quantized:
         return
     import torch
@@ -136,7 +148,8 @@ def prepare(spec: specmod.RunSpec, placement: Placement = Placement()) -> Plan:
     quantization.check_installed(quantized)
     fingerprints = interpreters.probe(spec.environments)
     spec, dispatcher, targets = placement.resolve(spec)
-    check_quantizations(quantized, models, spec, targets)
+    check_devices(quantized, spec, targets)
+    check_quantizations(quantized, models, spec)
     if spec.environments:
         targets = environment_targets(spec.environments, fingerprints, targets)
     made = Plan(spec, models, dispatcher, targets)

@@ -56,6 +56,10 @@ class Config:
         lines = []
         if self.settings.dtype != "float32":
             lines.append(f"model = model.to(torch.{self.settings.dtype})  # and its floating-point inputs")
+        if self.settings.quantize != "none":
+            from compilebench.measure.quantization import CONFIGS
+
+            lines.append(f"torchao.quantization.quantize_(model, torchao.quantization.{CONFIGS[self.settings.quantize]}())")
         if self.settings.channels_last:
             lines.append("model = model.to(memory_format=torch.channels_last)  # and 4-D inputs")
         v = self.variant
@@ -90,8 +94,10 @@ class Config:
         return args
 
 
-def space(device: str, vision: bool) -> list[Config]:
-    """The configurations that can matter here, the likeliest first (a small budget tries those)."""
+def space(device: str, vision: bool, quantizations: tuple[str, ...] = ()) -> list[Config]:
+    """The configurations that can matter here, the likeliest first (a small budget tries those). `quantizations`:
+    torchao's to try as well (only where asked: a quantized model is judged by the quality it keeps, not by
+    matching float), each on every mode and dtype of the float ones."""
     gpu = device.startswith("cuda")
     modes = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs") if gpu else (
         "default", "max-autotune-no-cudagraphs")
@@ -108,12 +114,15 @@ def space(device: str, vision: bool) -> list[Config]:
     # no graph break, one shape and few repeated layers; tried once, on the plainest configuration, they say
     # whether they can matter
     out += [Config.make(fullgraph=True), Config.make(dynamic=False), Config.make(scope="regions")]
+    for q, mode, dtype in itertools.product(quantizations, modes, dtypes):
+        if mode != AOT_INDUCTOR:  # torchao's tensor subclasses: exported ahead of time is not what it documents
+            out.append(Config.make(mode, dtype=dtype, quantize=q))
     return sorted(set(out), key=_prior)
 
 
 # The changes likeliest to pay, first. Measured for ResNet-50 on 2 CPU cores: bfloat16 2.1x plain compile;
 # channels-last 1.4x; max-autotune 0.85x alone but 1.17x on top of both; freezing 0.98-1.01x in every company.
-_LIKELIEST = ("dtype", "channels_last", "mode", ("option", "freezing"), ("option", "coordinate_descent_tuning"),
+_LIKELIEST = ("dtype", "quantize", "channels_last", "mode", ("option", "freezing"), ("option", "coordinate_descent_tuning"),
               "fullgraph", "dynamic", "scope")
 
 
@@ -195,16 +204,27 @@ def _climb(pending: list[Config], best: Config | None) -> Config:
     return pending[0]
 
 
-def _why_dropped(r: Result | None) -> str | None:
+def _why_dropped(r: Result | None, min_agreement: float | None = None) -> str | None:
     if r is None:
         return "not measured"
-    if r.status == "ok":
-        return None
-    return f"{STATUS_WORDS[r.status]}: {r.message or ''}".rstrip(": ")
+    if r.status != "ok":
+        return f"{STATUS_WORDS[r.status]}: {r.message or ''}".rstrip(": ")
+    if r.case.quantize != "none":
+        kept = {k: v for k, v in r.quality.items() if k != "first_divergence"}
+        if not kept:
+            return "its quality against the float model was not measured"
+        below = {k: v for k, v in kept.items() if min_agreement is not None and v < min_agreement}
+        if below:
+            return (f"quality {', '.join(f'{k} {v:.1%}' for k, v in below.items())} of the float model's predictions, "
+                    f"below --min-agreement {min_agreement:.1%}")
+    return None
 
 
 def search(base: Case, configs: list[Config], measure: Measure, now: Callable[[], float], budget_s: float,
-           min_effect: float = stats.DEFAULT_MIN_EFFECT, on_rung: Callable[[int, int], None] = lambda rung, n: None) -> Outcome:
+           min_effect: float = stats.DEFAULT_MIN_EFFECT, on_rung: Callable[[int, int], None] = lambda rung, n: None,
+           min_agreement: float | None = None) -> Outcome:
+    """Successive halving over `configs` against eager (float); a quantized configuration whose quality falls below
+    `min_agreement` (any of its task's measures) is dropped, saying so."""
     start = now()
     eager_case = base
     tried = {c: Tried(c) for c in configs}
@@ -233,7 +253,7 @@ def search(base: Case, configs: list[Config], measure: Measure, now: Callable[[]
             eager = got.get(eager_case.key(), eager)
             t = tried[config]
             t.result, t.rungs = got.get(config.case(base).key()), rung + 1
-            t.dropped = _why_dropped(t.result)
+            t.dropped = _why_dropped(t.result, min_agreement)
             measured.append(config)
             if config not in order:
                 order.append(config)

@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from compilebench.core import settings, spec as specmod
+from compilebench.core.errors import UserError
 from compilebench.core.machine import hardware_name
 from compilebench.core.result import Result
-from compilebench.measure import compiler_state
+from compilebench.measure import compiler_state, correctness, quantization
 from compilebench.run import plan
 from compilebench.storage import interrupts, schema, store as storemod
 from compilebench.tune.halving import SHAPES_SHARE, Outcome, parse_budget, search, served_config, served_spec, space
@@ -30,19 +31,28 @@ class Tuning:
 
 def tuning(model: str, db: str, *, batch_sizes=(1,), budget: str | float = "20m", device: str | None = None,
            weights: str = "random", model_size: str = "full", task: str | None = None, min_effect: float,
-           mix: str | None = None, requests: int = 1, quiet: bool = True,
+           mix: str | None = None, requests: int = 1, quantizations: tuple[str, ...] = (),
+           min_agreement: float | None = None, quiet: bool = True,
            say: Callable[[str], None] = lambda text: None) -> Tuning:
     """Search the configurations that can matter for `model` here within `budget` (seconds, or "90s", "20m", "1h"),
     at the largest of `batch_sizes`, every measurement into the results file `db`; then serve the pick over the
-    batch sizes. `say` is told what it measures (each rung); `quiet`: no progress bar."""
+    batch sizes. Quantization only where asked: `quantizations` (torchao's), or a quality floor `min_agreement`
+    alone (every quantization the device runs); a quantized configuration below the floor (0.99 unless given) is
+    dropped. `say` is told what it measures (each rung); `quiet`: no progress bar."""
     seconds = budget if isinstance(budget, (int, float)) and not isinstance(budget, bool) else parse_budget(budget)
     settings.integer("--requests", requests, 1)
+    if min_agreement is not None and not 0 < min_agreement <= 1:
+        raise UserError(f"--min-agreement must be a fraction above 0 and at most 1 (0.99: 99%), got {min_agreement:g}")
     batches = tuple(dict.fromkeys(batch_sizes or (1,)))
+    asked_q = tuple(q for q in dict.fromkeys(quantizations) if q != "none")
     spec = specmod.asked(models=(model,), batch_sizes=(max(batches),), variants=("eager", "default"), device=device,
-                         weights=weights, model_size=model_size, task=task, min_effect=min_effect, repeats=1)
+                         weights=weights, model_size=model_size, task=task, min_effect=min_effect, repeats=1,
+                         quantizations=asked_q)  # refused here as a run refuses them: device, model, torchao
     schema.check_path(db)
     prepared = plan.prepare(spec)
-    configs = space(prepared.spec.device, vision=prepared.models[model].kind == "vision")
+    tried_q = asked_q or (_runnable(prepared, model) if min_agreement is not None else ())
+    floor = (min_agreement if min_agreement is not None else correctness.MIN_AGREEMENT) if tried_q else None
+    configs = space(prepared.spec.device, vision=prepared.models[model].kind == "vision", quantizations=tried_q)
     if len(batches) > 1:  # the mix and the shapes refused before anything runs
         _plan_of(prepared, served_spec(prepared.spec, served_config(Outcome(None)), batches)).check_mix(mix)
         seconds *= SHAPES_SHARE
@@ -58,7 +68,7 @@ def tuning(model: str, db: str, *, batch_sizes=(1,), budget: str | float = "20m"
 
         try:
             outcome = search(prepared.cases[0], configs, rung, time.monotonic, seconds, min_effect,
-                             on_rung=lambda r, n: say(f"rung {r + 1}: {n} configuration(s)"))
+                             on_rung=lambda r, n: say(f"rung {r + 1}: {n} configuration(s)"), min_agreement=floor)
             if len(batches) < 2:
                 return Tuning(outcome)
             say(f"serving batch sizes {', '.join(map(str, batches))} under each dynamic-shape setting")
@@ -67,6 +77,23 @@ def tuning(model: str, db: str, *, batch_sizes=(1,), budget: str | float = "20m"
             return Tuning(outcome, [r for r in found if r is not None])
         finally:
             states.close()
+
+
+def _runnable(prepared: plan.Plan, model: str) -> tuple[str, ...]:
+    """The quantizations this run's device can run on this model (--min-agreement without --quantize); torchao
+    missing is refused in one line, as --quantize is."""
+    found = []
+    for q in settings.QUANTIZATIONS[1:]:
+        try:
+            quantization.check_installed((q,))
+            plan.check_devices([q], prepared.spec, prepared.targets)
+            plan.check_quantizations([q], prepared.models, prepared.spec)
+        except UserError as exc:
+            if quantization.MISSING in str(exc):
+                raise
+            continue
+        found.append(q)
+    return tuple(found)
 
 
 def _plan_of(prepared: plan.Plan, spec: specmod.RunSpec) -> plan.Plan:
