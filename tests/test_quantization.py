@@ -29,6 +29,9 @@ def test_each_quantization_crosses_every_variant_beside_one_eager_float_baseline
         ("eager", "none"), ("default", "none"), ("eager", "int8-dynamic"), ("default", "int8-dynamic")]
     plain = asked(models=("vit",), device="cpu")
     assert plain.cases()[0].key() == with_none.cases()[0].key()  # a run without --quantize resumes as before
+    suite = asked(suite="quantized", device="cpu")  # a suite may name its quantizations; --quantize overrides them
+    assert suite.quantizations == ("none", "int8-weight-only", "int8-dynamic") and "smollm2-135m" in suite.models
+    assert asked(suite="quantized", quantizations="int8-dynamic", device="cpu").quantizations == ("int8-dynamic",)
     text = asked(models=("gpt2",), variants=("eager",), quantize="int8-dynamic", device="cpu")
     assert [c.quantize for c in text.cases({"gpt2": ModelKind("generation", 8)})] == ["none", "int8-dynamic"]
 
@@ -104,6 +107,11 @@ def test_a_quantized_model_is_measured_with_its_quality_and_its_weights_as_store
     (table,) = quantreport.tables(results.view)
     rows = {r["quantization"]: r for r in table.records()}
     assert rows["int8-weight-only"]["eager quality"] == "top1 100%, top5 100%"
+    again = compilebench.benchmark("vit", model_size="tiny", variants=("eager", "default"), backend="eager",
+                                   quantizations=("int8-weight-only",), repeats=1, iters=3, warmup=0, device="cpu",
+                                   db=str(tmp_path / "r.db"))  # the same run again resumes: nothing measured
+    processes = lambda rs: sorted(rep.process for r in rs.view.results for rep in r.repeats)  # noqa: E731
+    assert processes(again) == processes(results)
 
 
 def test_the_report_sets_each_quantization_beside_the_float_baseline():

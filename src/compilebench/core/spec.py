@@ -165,7 +165,8 @@ def asked(*, models=None, suite: str | None = None, batch_sizes=None, variants=N
         max_repeats = (taken and taken.max_repeats) or DEFAULT_MAX_REPEATS
     given = suites.fill(taken, {
         "models": tuple(models) if models else None, "batch_sizes": batch_sizes, "variants": variants,
-        "fullgraph": fullgraph, "warmup": warmup, "max_time_s": max_time_s})
+        "fullgraph": fullgraph, "warmup": warmup, "max_time_s": max_time_s,
+        "quantizations": (quantizations,) if isinstance(quantizations, str) else quantizations or None})
     options = tuple(inductor_options.items() if isinstance(inductor_options, dict) else inductor_options)
     if len(dict(options)) != len(options):
         raise UserError(f"--inductor-option: {[k for k, _ in options]}: an option is given twice")
@@ -181,8 +182,7 @@ def asked(*, models=None, suite: str | None = None, batch_sizes=None, variants=N
     return RunSpec(models=given.get("models", ()), batch_sizes=tuple(given.get("batch_sizes", (1,))),
                    variants=tuple(given.get("variants", ("eager", "default"))), compile=compiling, timing=timing,
                    repeats=DEFAULT_REPEATS if repeats is None else repeats, max_repeats=max_repeats,
-                   quantizations=(quantizations,) if isinstance(quantizations, str) else tuple(quantizations or ()),
-                   **served, **rest)
+                   quantizations=tuple(given.get("quantizations", ())), **served, **rest)
 
 
 # Every name `asked` takes: its own keywords and the spec's fields (the command line's option destinations and the

@@ -25,6 +25,7 @@ class Suite:
     # repeats until decided, up to this many where the run gives neither --repeats nor --max-repeats (None: the
     # run's default)
     max_repeats: int | None = None
+    quantizations: tuple[str, ...] = ()  # --quantize: torchao's, each crossed with the variants (none: float only)
 
 
 SUITES = {
@@ -47,6 +48,11 @@ SUITES["generation"] = Suite("the text-generation zoo: 5 causal LMs x eager, com
 # The torch.compile page's example: gemma-2b, compiled with reduce-overhead and fullgraph=True.
 SUITES["seed-generation"] = Suite("the torch.compile page's gemma-2b: eager vs default vs reduce-overhead, fullgraph",
                                   ("gemma-2b",), (1,), ("eager", "default", "reduce-overhead"), fullgraph=True)
+# The question after "does compiling pay?": one vision model and one causal LM (mostly linear layers, which torchao
+# quantizes), eager and compiled, under the int8 quantizations a CPU runs too.
+SUITES["quantized"] = Suite("ViT and SmolLM2-135M, eager and compiled, float and torchao's int8 quantizations",
+                            ("vit", "smollm2-135m"), (1,), ("eager", "default"),
+                            quantizations=("none", "int8-weight-only", "int8-dynamic"))
 DEFAULT_SUITE = "quick"
 
 
@@ -73,6 +79,8 @@ def fill(suite: Suite | None, given: dict) -> dict:
     if "variants" not in out:
         out["variants"] = suite.variants
         out["fullgraph"] = bool(out.get("fullgraph") or suite.fullgraph)
+    if suite.quantizations:
+        out.setdefault("quantizations", suite.quantizations)
     for name, value in (("warmup", suite.warmup), ("max_time_s", suite.max_time_s)):
         if value is not None:
             out.setdefault(name, value)
