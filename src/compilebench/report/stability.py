@@ -7,6 +7,7 @@ terminal."""
 from __future__ import annotations
 
 from compilebench.core.result import Result
+from compilebench.report import data
 from compilebench.report.view import View
 
 WHY = {"max-repeats": "--max-repeats ended it, not the data",
@@ -20,7 +21,9 @@ def notes(view: View) -> list[str]:
 
 
 def _name(r: Result) -> str:
-    return f"{r.label or r.case.model}: {r.case.describe().split(' ', 1)[1]}"
+    """'ViT: b1 eager (int8-dynamic)': the case with the settings that set it apart from its neighbours."""
+    words = data.settings(r)
+    return f"{r.label or r.case.model}: {r.case.describe().split(' ', 1)[1]}" + (f" ({', '.join(words)})" if words else "")
 
 
 def _when(stamp: str) -> str:

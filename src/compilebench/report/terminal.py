@@ -226,7 +226,7 @@ def quantization_summary(view: View, width: int = WIDTH) -> list[str]:
 
 
 def _variant_of(v) -> str:
-    return v.label.removeprefix("compile").strip(" ()") or "default" if v.compiled else v.label
+    return (v.label.removeprefix("compile").strip(" ()") or "default") if v.compiled else v.name  # 'eager
 
 
 def _time_of(r: Result, metric) -> str:
