@@ -39,7 +39,11 @@ def main() -> None:
     ap.add_argument("--tiny", action="store_true", help="a tiny config: a rehearsal of the script, not a figure")
     ap.add_argument("--quantize", nargs="+", default=None,
                     help="default: int8-weight-only; on a GPU also int4-weight-only and float8-dynamic")
+    ap.add_argument("--report", metavar="DB", default=None, help="print the figures of a results file it wrote")
     args = ap.parse_args()
+    if args.report:
+        report(args.report, None)
+        return
     device = args.device or ("cuda" if _has_cuda() else "cpu")
     quantize = args.quantize or (["int8-weight-only", "int4-weight-only", "float8-dynamic"] if device.startswith("cuda")
                                  else ["int8-weight-only"])
@@ -66,7 +70,8 @@ def report(db: str, wall: float) -> None:
     view = View(found)
     first = found[0]
     print(f"{first.label or first.case.model} on {data.hardware(first)}, torch {data.torch_version(first)}, batch "
-          f"{first.case.batch_size}, {first.case.new_tokens} new tokens; {wall:.0f} s; results in {db}\n")
+          f"{first.case.batch_size}, {first.case.new_tokens} new tokens"
+          + (f"; {wall:.0f} s" if wall is not None else "") + f"; results in {db}\n")
     by = {(r.case.quantize, r.case.variant.compiled): r for r in view.latest}
     print(f"{'quantization':18} {'variant':10} {'tokens/s':>9} {'95% interval':>17} {'GB/s':>7} {'weights MiB':>12}  "
           "quality")
@@ -76,7 +81,7 @@ def report(db: str, wall: float) -> None:
         print(f"{q:18} {'compiled' if compiled else 'eager':10} {_num(rate[0]):>9} "
               f"{_num(rate[2]) + '-' + _num(rate[1]):>17} {_num(gbs and gbs[0]):>7} "
               f"{_num(r.weight_bytes and r.weight_bytes / 2**20):>12}  {quality_words(r) or r.status}")
-    print("\nratio (per-token time, 95% interval)        here                      torchao, Llama-2-7B on A100")
+    print(f"\n{'ratio (per-token time, 95% interval)':44} {'here':40} torchao, Llama-2-7B on A100")
     eager, compiled = by.get(("none", False)), by.get(("none", True))
     _ratio(view, "compiled / eager", eager, compiled, PUBLISHED["compiled"] / PUBLISHED["eager"])
     for q in sorted({q for q, _ in by if q != "none"}):
@@ -97,7 +102,7 @@ def _ratio(view, name: str, base, other, published: float | None) -> None:
 
     s = view.speedup(base, other, data.PER_TOKEN) if base is not None and other is not None else None
     here = "not measured ok" if s is None else (f"{s.value:.2f}x [{_num(s.low)}-{_num(s.high)}] {s.verdict}")
-    print(f"{name:44} {here:25} {f'{published:.2f}x' if published else 'not published'}")
+    print(f"{name:44} {here:40} {f'{published:.2f}x' if published else 'not published'}")
 
 
 def _num(x) -> str:

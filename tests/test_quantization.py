@@ -87,6 +87,11 @@ def test_quality_is_read_in_the_tasks_terms():
     float_out = {"logits": torch.tensor([[5.0, 4.0, 3.0, 2.0, 1.0, 0.0], [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]])}
     quantized = {"logits": torch.tensor([[4.0, 5.0, 3.0, 2.0, 1.0, 0.0], [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]])}
     assert correctness.quality(float_out, quantized) == {"top1": 0.5, "top5": 1.0}
+    r = fr.result("vit", 1, "eager", 1.0, env=fr.CPU, quantize="int8-dynamic")
+    for rep in r.repeats:
+        rep.quality = {"top1": 0.9996, "top5": 1.0}
+    r.derive()
+    assert quantreport.quality_words(r) == "top1 99.9%, top5 100%"  # never rounded up to every prediction
     tokens = torch.tensor([[1, 2, 3, 4]])
     assert correctness.generation_quality(tokens, torch.tensor([[1, 2, 9, 9]])) == {"tokens": 0.5, "first_divergence": 3}
     assert correctness.generation_quality(tokens, tokens.clone()) == {"tokens": 1.0}

@@ -97,8 +97,8 @@ class RunSpec(Settings):
 
     def cases(self, models: dict[str, ModelKind] | None = None) -> list[Case]:
         """The grid, model-major (eager before its compiled variants: the order of odd rounds, run/schedule.py),
-        each under every quantization (and eager float beside them) and every environment. `models`: what each model is (a ModelKind, or its zoo entry); one it does not
-        name is a vision model."""
+        each under every quantization (eager float beside them) and every environment. `models`: what each model
+        is (a ModelKind, or its zoo entry); one it does not name is a vision model."""
         known = {m: (models or {}).get(m) or ModelKind() for m in self.models}
         kinds = {m: known[m].kind for m in self.models}
         prompts = {m: known[m].default_prompt_len for m in self.models}

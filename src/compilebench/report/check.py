@@ -3,7 +3,8 @@ hold, each metric of the candidate against the baseline, and a regression where 
 that metric's limit: latency and speed-up over eager by their intervals (widened by the run-to-run drift, as two
 files are two runs), compile time and peak memory by value (one cold compile and one peak per result: no
 interval to read), a quantized case's quality against its float model by value, and a case that was ok and no
-longer is, always. Cases on one side only are listed, never a failure. Out: a table, markdown for a CI summary, JUnit XML for CI systems to list."""
+longer is, always. Cases on one side only are listed, never a failure. Out: a table, markdown for a CI summary,
+JUnit XML for CI systems to list."""
 
 from __future__ import annotations
 

@@ -5,6 +5,7 @@ baseline) and over eager of the same quantization (what compiling adds), and the
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from compilebench.core import settings
@@ -85,10 +86,16 @@ def _model(view: View, results: list[Result]) -> Model:
 def tables(view: View) -> list[Table]:
     """One table per model whose results hold a quantization (the legend under the last); none where nothing was
     quantized."""
-    out = [_table(m) for m in models(view)]
+    found = models(view)
+    out = [_table(m) for m in found]
     if out:
-        out[-1].notes.append(NOTE)
+        out[-1].notes += [NOTE, *([RANDOM_WEIGHTS] if random_weights(found) else [])]
     return out
+
+
+def random_weights(found: list[Model]) -> bool:
+    """Whether any quality was read on random weights (the zoo's default)."""
+    return any(c.result.case.weights == "random" and c.result.quality for m in found for c in m.cells)
 
 
 def _table(m: Model) -> Table:
@@ -120,14 +127,19 @@ def _time(r: Result | None, metric) -> str:
 
 
 def quality_words(r: Result | None) -> str:
-    """What the quantized model kept of the float model's predictions: 'top1 98%, top5 100%'; 'tokens 90% (first
-    differs at 12)'."""
+    """What the quantized model kept of the float model's predictions: 'top1 98%, top5 100%'; 'tokens 90% (differs
+    at 12)': the first new token where they differ."""
     if r is None or not r.quality:
         return ""
     q = dict(r.quality)
     first = q.pop("first_divergence", None)
-    said = ", ".join(f"{k} {v:.0%}" for k, v in q.items())
-    return said + (f" (first differs at {first})" if first is not None else "")
+    said = ", ".join(f"{k} {_share(v)}" for k, v in q.items())
+    return said + (f" (differs at {first})" if first is not None else "")
+
+
+def _share(v: float) -> str:
+    """'100%' only where every prediction agreed: 0.996 is '99.6%', never rounded up to a whole agreement."""
+    return "100%" if v >= 1 else f"{math.floor(v * 1000) / 10:g}%"
 
 
 def _mib(r: Result | None) -> str:
@@ -141,3 +153,7 @@ NOTE = ("quantization: torchao's, of the linear layers (--quantize). vs (eager) 
         "check reads them; tokens: the greedy tokens equal, and the first new token where one differs); a "
         "compiled quantized model is still checked against eager of the same quantization within its math's "
         "tolerance (`mismatch` where it is not). weights: the parameters and buffers as stored.")
+RANDOM_WEIGHTS = ("random weights (the zoo's default): a model with random weights predicts near ties (a causal LM's "
+                  "next tokens, a classifier's classes), which any quantization flips, so its quality reads far lower "
+                  "than a trained model's would; read quality with --weights pretrained. Speed and weights' size do "
+                  "not depend on the weights' values.")

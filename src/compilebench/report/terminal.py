@@ -215,13 +215,15 @@ def _tokens(r: Result) -> str:
 def quantization_summary(view: View, width: int = WIDTH) -> list[str]:
     """--quantize: per model, each quantization's eager and compiled variants, their time, their speed-up over eager
     float and over eager of the same quantization, and the quality kept against the float model."""
-    out = []
-    for m in quantization.models(view):
+    out, found = [], quantization.models(view)
+    for m in found:
         unit = "ms/token" if m.metric else "ms"
         body = [[c.quantization, _variant_of(c.variant), _time_of(c.result, m.metric), _against(c.vs_float),
                  _against(c.vs_same), quantization.quality_words(c.result)] for c in m.cells]
-        header = ["quantization", "variant", unit, "vs eager float", "vs eager same quant.", "quality"]
+        header = ["quantization", "variant", unit, "vs eager float", "vs same quant.", "quality"]
         out += ["", m.title, *fit(header, body, width, free=(1, 5), left=(0, 1, 5), optional=())]
+    if quantization.random_weights(found):
+        out += textwrap.wrap(quantization.RANDOM_WEIGHTS, width)
     return out
 
 

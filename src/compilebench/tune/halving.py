@@ -59,7 +59,8 @@ class Config:
         if self.settings.quantize != "none":
             from compilebench.measure.quantization import CONFIGS
 
-            lines.append(f"torchao.quantization.quantize_(model, torchao.quantization.{CONFIGS[self.settings.quantize]}())")
+            config = CONFIGS[self.settings.quantize]
+            lines.append(f"torchao.quantization.quantize_(model, torchao.quantization.{config}())")
         if self.settings.channels_last:
             lines.append("model = model.to(memory_format=torch.channels_last)  # and 4-D inputs")
         v = self.variant
