@@ -83,7 +83,7 @@ def test_nothing_changed_finds_no_step_and_settings_apart_are_series_apart(tmp_p
     results += [run_of(i, "vit", "eager", 9.0 * WIGGLE[-i], channels_last=True) for i in range(1, 11)]
     found = history.series(results, 0.05)
     assert [(s.case, len(s.points), len(s.steps)) for s in found if s.metric == history.LATENCY] == [
-        ("vit b1 eager", 10, 0), ("vit b1 eager", 10, 0)]
+        ("vit b1 eager", 10, 0), ("vit b1 eager (channels-last)", 10, 0)]  # each named with its settings
     assert len({r.result.case_key for s in found for r in s.runs}) == 2
 
 
