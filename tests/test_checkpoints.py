@@ -82,6 +82,7 @@ def test_a_local_checkpoint_is_loaded_with_from_pretrained(checkpoint):
     assert all(torch.equal(loaded[k], saved[k]) for k in saved)
 
 
+@pytest.mark.slow  # a new interpreter end to end (10 s): CI's second step keeps the default under 4 minutes
 def test_run_with_pretrained_weights_from_a_local_directory(tmp_path, checkpoint, offline):
     path, _ = checkpoint
     p = run_cli("run", "--weights", "pretrained", "--model", path, "--variant", "eager", "default", "--backend", "eager",

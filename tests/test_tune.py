@@ -156,6 +156,7 @@ def test_tune_on_a_tiny_model_prints_a_pick_and_stores_every_measurement(tmp_pat
     assert all(r["status"] == "ok" for r in results) and max(len(r["repeats"]) for r in results) == 3
 
 
+@pytest.mark.slow  # a tune process signalled mid-run (6 s): CI's second step
 def test_sigterm_stops_tune_as_it_stops_run(tmp_path):
     import os
     import signal
