@@ -312,3 +312,15 @@ def test_quantization_is_searched_only_when_asked_and_never_below_the_quality_fl
 def test_tune_refuses_a_quality_floor_out_of_range(main_here):
     code, _, err = main_here("tune", "--model", "resnet-50", "--min-agreement", "99", "--device", "cpu")
     assert code == 2 and "--min-agreement must be a fraction above 0 and at most 1" in err
+
+
+def test_a_quality_floor_alone_tries_every_quantization_this_device_runs_on_this_model():
+    from compilebench.core.spec import asked
+    from compilebench.run import plan
+    from compilebench.tune import session
+
+    def runnable(model):
+        return session._runnable(plan.prepare(asked(models=(model,), device="cpu", model_size="tiny", repeats=1)))
+
+    assert runnable("vit") == ("int8-weight-only", "int8-dynamic")  # int4 and float8 need CUDA
+    assert runnable("fault-ok") == ()  # no linear layer: nothing to quantize

@@ -50,7 +50,7 @@ def tuning(model: str, db: str, *, batch_sizes=(1,), budget: str | float = "20m"
                          quantizations=asked_q)  # refused here as a run refuses them: device, model, torchao
     schema.check_path(db)
     prepared = plan.prepare(spec)
-    tried_q = asked_q or (_runnable(prepared, model) if min_agreement is not None else ())
+    tried_q = asked_q or (_runnable(prepared) if min_agreement is not None else ())
     floor = (min_agreement if min_agreement is not None else correctness.MIN_AGREEMENT) if tried_q else None
     configs = space(prepared.spec.device, vision=prepared.models[model].kind == "vision", quantizations=tried_q)
     if len(batches) > 1:  # the mix and the shapes refused before anything runs
@@ -79,7 +79,7 @@ def tuning(model: str, db: str, *, batch_sizes=(1,), budget: str | float = "20m"
             states.close()
 
 
-def _runnable(prepared: plan.Plan, model: str) -> tuple[str, ...]:
+def _runnable(prepared: plan.Plan) -> tuple[str, ...]:
     """The quantizations this run's device can run on this model (--min-agreement without --quantize); torchao
     missing is refused in one line, as --quantize is."""
     found = []
