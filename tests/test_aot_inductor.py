@@ -124,3 +124,20 @@ def test_a_package_is_loaded_onto_the_cases_device(tmp_path, monkeypatch, device
     runner, loaded = aot_inductor.load(str(path), device)
     assert runner == "runner" and seen == {"path": str(path), "device_index": index}
     assert loaded["package_bytes"] == 7 and loaded["load_s"] >= 0
+
+
+def test_a_native_crash_in_a_package_phase_says_what_to_do_in_one_line():
+    """Issue 50: AOTInductor died of SIGSEGV in export/package on two GPUs (torch 2.11, CUDA 13), cause not found yet:
+    the crashed result names the torch it died under and the ways around it; a crash elsewhere says nothing of it."""
+    from importlib import metadata
+
+    from compilebench.core.job import Job, TimingPolicy
+    from compilebench.run import executors
+
+    aot = Job([Case("resnet-50", 1, Variant("aot-inductor"), device="cuda", model_size="tiny")], TimingPolicy())
+    said = executors._why_crashed(-11, "packaging", aot)
+    assert said.startswith("worker killed by SIGSEGV during packaging: AOTInductor died in native code under torch "
+                           + metadata.version("torch")) and "--variant default" in said and "\n" not in said
+    assert executors._why_crashed(-11, "timing", aot) == "worker killed by SIGSEGV during timing"
+    eager = Job([Case("resnet-50", 1, Variant(), device="cuda", model_size="tiny")], TimingPolicy())
+    assert executors._why_crashed(-11, "packaging", eager) == "worker killed by SIGSEGV during packaging"

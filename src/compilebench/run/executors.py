@@ -219,15 +219,35 @@ class ProcessExecutor:
             return results
         if pid in self._cancelled:
             raise Cancelled
-        return failure(job, "crashed", _why_crashed(returncode, phase[0]), phase[0], _evidence(crash_path, log_path))
+        return failure(job, "crashed", _why_crashed(returncode, phase[0], job), phase[0],
+                       _evidence(crash_path, log_path))
 
 
-def _why_crashed(returncode: int, phase: str) -> str:
+# AOTInductor's own phases (measure/aot_inductor.py): a native crash there is torch's, not the model's
+AOT_PHASES = ("exporting", "compiling ahead of time", "packaging", "loading the package")
+
+
+def _why_crashed(returncode: int, phase: str, job: Job | None = None) -> str:
     if returncode < 0:
         name = signal.Signals(-returncode).name
         hint = " (often the kernel's out-of-memory killer)" if name == "SIGKILL" else ""
-        return f"worker killed by {name}{hint} during {phase}"
-    return f"worker exited with code {returncode} without a result, during {phase}"
+        return f"worker killed by {name}{hint} during {phase}" + _aot_hint(job, phase)
+    return f"worker exited with code {returncode} without a result, during {phase}" + _aot_hint(job, phase)
+
+
+def _aot_hint(job: Job | None, phase: str) -> str:
+    """What to do where AOTInductor died in native code: its cause is not found yet (it died so under torch 2.11
+    with CUDA 13 on an H200 and an H100, 2026-11-25/26), so the line names the torch and the ways around it."""
+    if job is None or phase not in AOT_PHASES or not any(c.variant.ahead_of_time for c in job.cases):
+        return ""
+    if job.environment:
+        torch = f"the {Environment.from_dict(job.environment).name} environment's torch"
+    else:
+        from importlib import metadata
+
+        torch = f"torch {metadata.version('torch')}"
+    return (f": AOTInductor died in native code under {torch} (its stack is in the details); torch.compile of the "
+            "same model (--variant default) is measured without a package, or another torch under --env")
 
 
 def _evidence(crash_path: str, log_path: str) -> str:
