@@ -127,7 +127,7 @@ def fastest(model: str, *, batch_sizes=(1,), budget: str | float = "20m", device
     path = db or os.path.join(tempfile.mkdtemp(prefix="compilebench-"), "results.db")
     found = tune.tuning(model, path, batch_sizes=batch_sizes, budget=budget, device=device, weights=weights,
                         model_size=model_size, task=task, min_effect=min_effect, mix=mix, requests=requests,
-                        quantizations=(quantizations,) if isinstance(quantizations, str) else tuple(quantizations),
+                        quantizations=quantizations,
                         min_agreement=min_agreement, quiet=quiet, say=(lambda text: None) if quiet else (lambda text: print(text, file=sys.stderr)))
     served = ShapesResults(found.served, path, min_effect, requests, mix) if found.served else None
     return Tuned(found.outcome, served, path)

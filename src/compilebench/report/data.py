@@ -85,6 +85,12 @@ def settings(r: Result) -> tuple[str, ...]:
     return r.case.words() + (("inline nn.Module",) if r.inline_model else ())
 
 
+def settings_said(r: Result) -> str:
+    """' (int8-dynamic, channels-last)': the settings that set a case apart from its neighbours, to follow its name."""
+    words = settings(r)
+    return f" ({', '.join(words)})" if words else ""
+
+
 def with_settings(label: str, settings_: tuple[str, ...]) -> str:
     """'compile' + ('bfloat16', 'channels-last') -> 'compile, bfloat16, channels-last'."""
     return ", ".join([label, *settings_])

@@ -101,8 +101,8 @@ def series(results: list[Result], min_effect: float) -> list[Series]:
     out: list[Series] = []
     for (where, key), found in runs.items():
         found.sort(key=lambda x: x.at)
-        words = data.settings(found[-1].result)  # dtype, quantization, ...: two series of one model apart
-        case = found[-1].result.case.describe() + (f" ({', '.join(words)})" if words else "")
+        # its settings (dtype, quantization, ...) set two series of one model apart
+        case = found[-1].result.case.describe() + data.settings_said(found[-1].result)
         out += _metrics(where, case, found, runs.get((where, found[-1].result.eager_key), []))
     for where in {s.machine for s in out}:
         mine = [s for s in out if s.machine == where]

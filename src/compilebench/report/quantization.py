@@ -103,10 +103,10 @@ def _table(m: Model) -> Table:
     for q in m.quantizations():
         eager = m.eager(q)
         r = eager.result if eager else None
-        row = [q, _time(r, m.metric), ratio_said(eager.vs_float if eager else None), quality_words(r), _mib(r)]
+        row = [q, time_cell(r, m.metric), ratio_said(eager.vs_float if eager else None), quality_words(r), _mib(r)]
         for v in m.compiled():
             c = m.cell(q, v)
-            row += [_time(c and c.result, m.metric), ratio_said(c and c.vs_float), ratio_said(c and c.vs_same),
+            row += [time_cell(c and c.result, m.metric), ratio_said(c and c.vs_float), ratio_said(c and c.vs_same),
                     quality_words(c and c.result)]
         rows.append(row)
     unit = "ms/token" if m.metric else "ms"
@@ -117,7 +117,8 @@ def _table(m: Model) -> Table:
     return Table(m.title, header, rows)
 
 
-def _time(r: Result | None, metric) -> str:
+def time_cell(r: Result | None, metric) -> str:
+    """Its mean (per token for generation), or its status where it was not ok."""
     if r is None:
         return ""
     if r.status != "ok":

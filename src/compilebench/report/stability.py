@@ -22,9 +22,7 @@ def notes(view: View) -> list[str]:
 
 def _name(r: Result) -> str:
     """'ViT: b1 eager (int8-dynamic)': the case with the settings that set it apart from its neighbours."""
-    words = data.settings(r)
-    said = f"{r.label or r.case.model}: {r.case.describe().split(' ', 1)[1]}"
-    return said + (f" ({', '.join(words)})" if words else "")
+    return f"{r.label or r.case.model}: {r.case.describe().split(' ', 1)[1]}{data.settings_said(r)}"
 
 
 def _when(stamp: str) -> str:

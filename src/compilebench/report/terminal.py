@@ -218,7 +218,7 @@ def quantization_summary(view: View, width: int = WIDTH) -> list[str]:
     out, found = [], quantization.models(view)
     for m in found:
         unit = "ms/token" if m.metric else "ms"
-        body = [[c.quantization, _variant_of(c.variant), _time_of(c.result, m.metric), _against(c.vs_float),
+        body = [[c.quantization, _variant_of(c.variant), quantization.time_cell(c.result, m.metric), _against(c.vs_float),
                  _against(c.vs_same), quantization.quality_words(c.result)] for c in m.cells]
         header = ["quantization", "variant", unit, "vs eager float", "vs same quant.", "quality"]
         out += ["", m.title, *fit(header, body, width, free=(1, 5), left=(0, 1, 5), optional=())]
@@ -229,13 +229,6 @@ def quantization_summary(view: View, width: int = WIDTH) -> list[str]:
 
 def _variant_of(v) -> str:
     return (v.label.removeprefix("compile").strip(" ()") or "default") if v.compiled else v.name  # 'eager
-
-
-def _time_of(r: Result, metric) -> str:
-    if r.status != "ok":
-        return r.status
-    est = r.generation.per_token if metric else r.stats
-    return "" if est.mean is None else f"{est.mean:.3f}"
 
 
 def _against(s: Speedup | None) -> str:

@@ -44,7 +44,8 @@ def tuning(model: str, db: str, *, batch_sizes=(1,), budget: str | float = "20m"
     if min_agreement is not None and not 0 < min_agreement <= 1:
         raise UserError(f"--min-agreement must be a fraction above 0 and at most 1 (0.99: 99%), got {min_agreement:g}")
     batches = tuple(dict.fromkeys(batch_sizes or (1,)))
-    asked_q = tuple(q for q in dict.fromkeys(quantizations) if q != "none")
+    named = (quantizations,) if isinstance(quantizations, str) else quantizations  # fastest(quantizations="int8-...")
+    asked_q = tuple(q for q in dict.fromkeys(named) if q != "none")
     spec = specmod.asked(models=(model,), batch_sizes=(max(batches),), variants=("eager", "default"), device=device,
                          weights=weights, model_size=model_size, task=task, min_effect=min_effect, repeats=1,
                          quantizations=asked_q)  # refused here as a run refuses them: device, model, torchao
