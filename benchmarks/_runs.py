@@ -1,11 +1,10 @@
 """Helpers the benchmarks share: run compilebench as a user does (a separate process, from a source tree) and
-read back what it stored. Results written before repeats existed hold one process each."""
+read back what it stored (with this tree's compilebench, which reads every schema). Results written before repeats
+existed hold one process each."""
 
 from __future__ import annotations
 
-import json
 import os
-import sqlite3
 import subprocess
 import sys
 import time
@@ -28,11 +27,11 @@ def cli(*args, tree: str = TREE, cwd: str | None = None, check: bool = True, env
 
 
 def results(db: str) -> list[dict]:
-    conn = sqlite3.connect(db)
-    try:
-        return [json.loads(r[0]) for r in conn.execute("SELECT data FROM results ORDER BY rowid")]
-    finally:
-        conn.close()
+    """Every result of a results file (of any schema), as Result.export gives it: as stored, with what it derives."""
+    from compilebench.storage.store import Store
+
+    with Store.open(db, create=False, write=False) as store:
+        return [r.export() for r in store.results()]
 
 
 def processes(result: dict) -> list[dict]:

@@ -162,13 +162,11 @@ def known(args) -> None:
 # B's verdict against A in one run, as `compare DB --env-a A --env-b B` says it, by the measured checkout's own rules
 # (its default minimum effect, its pairing, its confidence): run in a process of that checkout.
 VERDICT = """
-import json, sqlite3, sys
+import json, sys
 from compilebench.core import speedups
-from compilebench.core.result import Result
-rs = {}
-for (d,) in sqlite3.connect(sys.argv[1]).execute("SELECT data FROM results"):
-    r = Result.from_dict(json.loads(d))
-    rs[r.case.environment] = r
+from compilebench.storage.store import Store
+with Store.open(sys.argv[1], create=False, write=False) as store:
+    rs = {r.case.environment: r for r in store.results()}
 s = speedups.speedup(rs["A"], rs["B"])  # A over B: its verdict reads as B against A
 low, high = (f"{1 / s.high:.3f}", f"{1 / s.low:.3f}") if s.low else ("-", "-")
 print(json.dumps([str(s.verdict), f"{1 / s.value:.3f} [{low}-{high}]", len(rs["A"].process_means())]))

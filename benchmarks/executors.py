@@ -14,14 +14,14 @@ Usage: python benchmarks/executors.py [--rounds 2] [--device cpu] [--ray-cpus-pe
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+import _runs
 
 # 4 tiny models of the guide's architectures x eager/default = 8 cases, short timed loops.
 SWEEP = ["--model", "resnet-50", "--model", "vit", "--model", "convnext", "--model", "segformer",
@@ -39,8 +39,7 @@ def sweep(extra: list[str], device: str) -> tuple[float, float, int]:
         wall = time.perf_counter() - t0
         if proc.returncode != 0:
             raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-        with sqlite3.connect(db) as con:
-            stored = [json.loads(r[0]) for r in con.execute("SELECT data FROM results")]
+        stored = _runs.results(db)
         bad = [r["status"] for r in stored if r["status"] != "ok"]
         if bad:
             raise SystemExit(f"{' '.join(cmd)}: results not ok: {bad}")

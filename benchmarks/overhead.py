@@ -101,7 +101,8 @@ def resnet_ratios(iters: int, rounds: int, parts: set[str]) -> None:
             if how == "inline":
                 result = run_case(case, policy, isolation="inline")
             else:
-                (result,) = (forked if how == "forked" else execd).run(Job([case], policy), {}, lambda p: None)
+                (result,) = (forked if how == "forked" else execd).run(
+                    Job([case], policy.resolve(case.timed_unit, case.device)), {}, lambda p: None)
             if result.status != "ok":
                 print(f"  round {r + 1}: {how} {result.status}: {result.message}")
             got[how].append(result.stats.mean)
@@ -166,15 +167,16 @@ def starts(rounds: int, iters: int) -> None:
         order = order if r % 2 else order[::-1]
         for how, variant in order:
             env = compiler_state.env_for(states.folder(f"{how.replace(' ', '-')}-{variant}-{r}"))  # a space breaks C++ compiles
-            job = Job([cases[variant]], policy, repeat=r + 1, compile_cache="cold", count_flops=False, **shared)
+            job = Job([cases[variant]], policy.resolve("forward", cases[variant].device), repeat=r + 1,
+                      compile_cache="cold", count_flops=False, **shared)
             seen: list[tuple[str, float]] = []
             t0 = time.perf_counter()
             (result,) = executors[how].run(job, env, lambda p: seen.append((p, time.perf_counter())))
             wall = time.perf_counter() - t0
             if result.status != "ok":
-                print(f"  {how} {variant}: {result.status}: {result.message}\n{result.repeats[0].traceback or ''}"[:3000])
+                print(f"  {how} {variant}: {result.status}: {result.message}\n{result.traceback or ''}"[:3000])
                 continue
-            phases = dict(result.repeats[0].phases)
+            phases = dict(result.phases)  # the executor's answer is the worker's repeat
             if "start" not in phases:  # recorded by the worker since issue 50; before, read off the phases relayed
                 first = next((t for p, t in seen if p not in ("setup", "start")), None)
                 phases["start"] = (first - t0 - phases.get("setup", 0.0)) if first else float("nan")

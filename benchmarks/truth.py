@@ -79,7 +79,8 @@ def watched_apply(model, variant):
     return call
 
 compiler.apply = watched_apply
-(r,) = worker.run_cases(Job([case], TimingPolicy(iters=5, warmup=2, min_iters=1)), isolation="inline")
+(r,) = worker.run_cases(Job([case], TimingPolicy(iters=5, warmup=2, min_iters=1).resolve("forward", case.device)),
+                        isolation="inline")
 assert r.status == "ok", (r.status, r.message)
 print(json.dumps({"compile_s": r.compile_s, "first_call_s": r.first_call_s, "stopwatch_s": watch[0]}))
 """
@@ -101,11 +102,12 @@ def stopwatch_first_call_s(case: Case) -> float:
 def compilebench_result(cases: list[Case], policy: TimingPolicy):
     """One repeat (one fresh worker process) of the cases, each with its own cold compiler state."""
     with tempfile.TemporaryDirectory(prefix="truth-state-") as state:
-        results = ProcessExecutor(timeout_s=3600).run(Job(cases, policy), compiler_state.env_for(state), lambda p: None)
-    for r in results:
+        repeats = ProcessExecutor(timeout_s=3600).run(Job(cases, policy.resolve("forward", cases[0].device)),
+                                                      compiler_state.env_for(state), lambda p: None)
+    for c, r in zip(cases, repeats):
         if r.status != "ok":
-            sys.exit(f"{r.case.describe()}: {r.status}: {r.message}")
-    return results
+            sys.exit(f"{c.describe()}: {r.status}: {r.message}")
+    return repeats
 
 
 def compile_truth(model: str, device: str, rounds: int) -> None:
@@ -145,8 +147,8 @@ def speedup_truth(model: str, device: str, runs: int, iters: int) -> None:
                 (eager,), (compiled,) = (compilebench_result([c], policy) for c in cases)
             s = eager.stats.mean / compiled.stats.mean  # one process each: a speed-up, and no interval
             speedups.append(s)
-            print(f"  {method} run {i + 1}: eager {eager.stats.mean:.2f} ms (CV within {eager.stats.within_cv * 100:.1f}%), "
-                  f"compiled {compiled.stats.mean:.2f} ms (CV within {compiled.stats.within_cv * 100:.1f}%): "
+            print(f"  {method} run {i + 1}: eager {eager.stats.mean:.2f} ms (CV within {eager.stats.cv * 100:.1f}%), "
+                  f"compiled {compiled.stats.mean:.2f} ms (CV within {compiled.stats.cv * 100:.1f}%): "
                   f"speed-up {s:.3f} [{time.monotonic() - t0:.0f} s]", flush=True)
         spread = statistics.stdev(speedups) / statistics.mean(speedups) if len(speedups) > 1 else float("nan")
         print(f"2. {model} {device} {method}: speed-up over {runs} runs: mean {statistics.mean(speedups):.3f}, "

@@ -24,15 +24,12 @@ if "COMPILEBENCH_LOCK_DIR" not in os.environ:
 
 
 def stored(db) -> list[dict]:
-    """Every result a results file holds, as stored (raw JSON, oldest first): what the tests check."""
-    import json
-    import sqlite3
+    """Every result a results file holds, oldest first, as Result.export gives it: as stored (its case, identity and
+    repeats), with what it derives beside (status, stats, flops, ...), its environment and its runs' facts."""
+    from compilebench.storage.store import Store
 
-    conn = sqlite3.connect(db)
-    try:
-        return [json.loads(r[0]) for r in conn.execute("SELECT data FROM results ORDER BY created_at, rowid")]
-    finally:
-        conn.close()
+    with Store.open(str(db), create=False, write=False) as store:
+        return [r.export() for r in store.results()]
 
 
 def run_cli(*args, cwd, timeout=600, **kwargs) -> subprocess.CompletedProcess:

@@ -9,8 +9,10 @@ import uuid
 
 from compilebench.core import stats
 from compilebench.core.case import Case
+from compilebench.core.environment import Environment
 from compilebench.core.repeat import Repeat
 from compilebench.core.result import Result
+from compilebench.core.run import Run
 from compilebench.core.variant import Variant
 from compilebench.storage.store import Store
 from compilebench.zoo import REGISTRY
@@ -25,18 +27,21 @@ CPU = {"device": "cpu", "device_name": "AMD EPYC 7B13", "cpu": "AMD EPYC 7B13", 
 
 
 def machine(env: dict) -> str:
-    return f"{env['hostname']}|{env['device_name']}|torch {env['torch']}|transformers {env['transformers']}"
+    return Environment.from_dict(env).machine_id
 
 
 def result(model: str, batch: int, mode: str, mean_ms: float | None, *, env: dict = A100, status: str = "ok",
            compile_s: float | None = None, processes: list[float] | None = None, message: str | None = None,
            label: str | None = None, flags: tuple[str, ...] = (), process_ids: list[str] | None = None,
-           run: str | None = None, **case_fields) -> Result:
+           run: str | Run | None = None, **case_fields) -> Result:
     """One result. An ok result has three repeats whose means are mean_ms / 1.01, mean_ms and mean_ms * 1.01
     (their geometric mean is mean_ms to the last digit), or the given per-process means; each repeat's three
-    samples straddle its mean by 1%. A failed result has one repeat with that status. `run`: the run that measured
-    every repeat (None: a result from before runs were recorded)."""
+    samples straddle its mean by 1%. A failed result has one repeat with that status. Every repeat ran in `env`.
+    `run`: the run that measured every repeat, by id or whole (None: a result from before runs were recorded)."""
     case = Case(model, batch, Variant.named(mode), device=env["device"], **case_fields)
+    runs = (run,) if isinstance(run, Run) else (Run(run_id=run),) if run else ()
+    run = run.run_id if isinstance(run, Run) else run
+    environment = Environment.from_dict(env)
     entry = REGISTRY.get(model)
     repeats = []
     if status in ("ok", "invalid", "mismatch") and mean_ms is not None:
@@ -44,14 +49,14 @@ def result(model: str, batch: int, mode: str, mean_ms: float | None, *, env: dic
         for i, m in enumerate(means):
             rep = Repeat(index=i + 1, status=status, message=message, compile_s=compile_s if mode != "eager" else None,
                          compile_cache="cold" if i == 0 else "warm", flags=list(flags),
-                         process=(process_ids[i] if process_ids else uuid.uuid4().hex), run=run)
+                         process=(process_ids[i] if process_ids else uuid.uuid4().hex), run=run, environment=environment)
             rep.samples_ms = [m * f for f in (0.99, 1.0, 1.01)]
             rep.stats = stats.summarize(rep.samples_ms)
             repeats.append(rep)
     else:
-        repeats.append(Repeat(index=1, status=status, message=message))
-    r = Result(case, repeats, machine_id=machine(env), env=dict(env), label=label or (entry.label if entry else model),
-               task=entry.task if entry else "")
+        repeats.append(Repeat(index=1, status=status, message=message, run=run, environment=environment))
+    r = Result(case, repeats, machine_id=machine(env), label=label or (entry.label if entry else model),
+               task=entry.task if entry else "", runs=runs)
     # Distinct, increasing times: the order results arrived in.
     r.created_at = (datetime.datetime(2026, 1, 1) + datetime.timedelta(seconds=next(_clock))).isoformat()
     return r
@@ -93,3 +98,16 @@ def damage(path) -> None:
     with open(path, "r+b") as f:
         f.seek((root - 1) * page_size)
         f.write(b"\xff" * 12)
+
+
+def job(cases: list[Case], policy, **given):
+    """A worker's job, timed by `policy` (a TimingPolicy) resolved for its cases' kind of timed unit, as a plan
+    resolves it."""
+    from compilebench.core.job import Job
+
+    return Job(list(cases), policy.resolve(cases[0].timed_unit, cases[0].device), **given)
+
+
+def results_of(job_, repeats: list[Repeat]) -> list[Result]:
+    """What an executor brought back (a repeat per case of the job), each as a result of one repeat."""
+    return [Result(c, [rep]) for c, rep in zip(job_.cases, repeats)]

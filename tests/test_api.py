@@ -94,9 +94,10 @@ def test_the_command_line_and_the_api_ask_for_the_same_run_by_the_same_names(mon
     from_cli = run.run_spec(options.parser(cli._commands()).parse_args(argv))
     compilebench.benchmark("resnet-50", batch_sizes=(1, 2), iters=5, dtype="bfloat16",
                            inductor_options={"freezing": True}, fullgraph=True, max_time_s=2.0)
-    assert seen[0][0] == from_cli and from_cli.timing.min_iters == 5
+    assert seen[0][0] == from_cli and from_cli.timing.resolve("forward", "cpu").min_iters == 5
     compilebench.shapes("resnet-50", batch_sizes=(1, 2), iters=3)
-    assert seen[1][0].timing.min_iters == 3 and seen[1][0].timing.warmup == 2  # a shape's default warm-up
+    served = seen[1][0].timing.resolve("serving", "cpu")
+    assert served.min_iters == 3 and served.warmup == 2  # a shape's default warm-up
     for call in (compilebench.benchmark, compilebench.shapes):
         with pytest.raises(UserError, match="--min-iters 5 is more than --iters 3"):
             call("resnet-50", batch_sizes=(1, 2), iters=3, min_iters=5)

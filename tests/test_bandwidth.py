@@ -5,10 +5,12 @@ import fakeresults as fr
 import pytest
 
 from compilebench import zoo
+from compilebench.core.environment import HostPeaks
 from compilebench.core.generation import GenerateCalls
 from compilebench.diagnostics import bandwidth, peaks
 from compilebench.report import data, why
 from compilebench.report.view import View
+from compilebench.storage.store import Store
 
 
 def _tiny_lm():
@@ -45,13 +47,13 @@ def test_decode_bytes_are_the_weights_once_and_the_kv_cache_at_its_mean_length(t
 
 def test_decode_gbs_of_a_tiny_lm_is_its_bytes_over_its_time_per_token():
     from compilebench.core.case import Case
-    from compilebench.core.job import Job, TimingPolicy
+    from compilebench.core.job import TimingPolicy
     from compilebench.core.variant import Variant
     from compilebench.measure import worker
 
     case = Case("smollm2-135m", 1, Variant(), model_size="tiny", prompt_len=12, new_tokens=6)
-    job = Job([case], TimingPolicy(iters=3, first_calls=1), count_flops=False)
-    (r,) = worker.run_cases(job, isolation="inline")
+    job = fr.job([case], TimingPolicy(iters=3, first_calls=1), count_flops=False)
+    (r,) = fr.results_of(job, worker.run_cases(job, isolation="inline"))
     assert r.status == "ok", r.message
     per_token_ms = r.generation.per_token.mean
     expected = _by_hand(_tiny_lm(), 1, 12, 6) / (per_token_ms / 1e3) / 1e9
@@ -75,8 +77,8 @@ def test_bytes_counter_counts_each_operators_inputs_and_outputs_and_no_view():
 
 def test_host_peaks_measure_a_copy_and_a_matmul_in_the_cases_dtype():
     found = bandwidth.host_peaks("float32")
-    assert set(found) == {"host_stream_gbs", "host_matmul_gflops_float32"}
-    assert found["host_stream_gbs"] > 0.1 and found["host_matmul_gflops_float32"] > 0.1
+    assert set(found) == {"stream_gbs", "matmul_gflops"}
+    assert found["stream_gbs"] > 0.1 and found["matmul_gflops"] > 0.1
 
 
 @pytest.mark.parametrize("flops, moved, bound", [(100, 10, "compute"), (100, 1000, "memory"), (None, 10, None)])
@@ -93,10 +95,12 @@ def test_gpu_bandwidth_comes_from_the_datasheet_of_a_listed_board(name, board, g
 
 
 def test_the_report_places_each_case_against_its_machines_peaks():
-    cpu = {**fr.CPU, "host_stream_gbs": 40.0, "host_matmul_gflops_float32": 200.0}  # ridge: 5 FLOP per byte
-    eager = fr.result("resnet-50", 1, "eager", 10.0, env=cpu)
-    compiled = fr.result("resnet-50", 1, "default", 5.0, env=cpu)
-    eager.flops = compiled.flops = 4_000_000_000
+    eager = fr.result("resnet-50", 1, "eager", 10.0, env=fr.CPU)
+    compiled = fr.result("resnet-50", 1, "default", 5.0, env=fr.CPU)
+    # the machine's peaks, measured by one worker: ridge 5 FLOP per byte
+    eager.repeats[1].host_peaks = HostPeaks(dtype="float32", stream_gbs=40.0, matmul_gflops=200.0)
+    for r in (eager, compiled):
+        r.repeats[0].flops = 4_000_000_000
     eager.repeats[0].bytes_moved, compiled.repeats[0].bytes_moved = 2_000_000_000, 400_000_000
     for r in (eager, compiled):
         r.derive()
@@ -120,7 +124,6 @@ def test_the_report_places_each_case_against_its_machines_peaks():
 
 
 def test_a_cpus_peaks_are_measured_once_per_run_and_dtype_after_the_timed_loop(main_here, monkeypatch, tmp_path):
-    from conftest import stored
 
     from compilebench.run.executors import InlineExecutor
 
@@ -138,13 +141,13 @@ def test_a_cpus_peaks_are_measured_once_per_run_and_dtype_after_the_timed_loop(m
     assert code == 0, err
     assert [j for j in jobs if j[3]] == [("eager", "float32", 1, True)] and len(jobs) == 4
     assert phases.index("measuring the machine") > phases.index("timing")  # never before or during a timed loop
-    envs = [r["env"] for r in stored(tmp_path / "r.db")]
-    assert sum("host_stream_gbs" in e for e in envs) == 1
+    peaks = [rep.host_peaks for r in Store.open(str(tmp_path / "r.db"), write=False).results() for rep in r.repeats]
+    assert [(p.dtype, p.stream_gbs > 0, p.matmul_gflops > 0) for p in peaks if p] == [("float32", True, True)]
 
 
 def test_a_machine_that_cannot_be_measured_keeps_its_case_and_says_why(monkeypatch):
     from compilebench.core.case import Case
-    from compilebench.core.job import Job, TimingPolicy
+    from compilebench.core.job import TimingPolicy
     from compilebench.core.variant import Variant
     from compilebench.measure import worker
 
@@ -153,6 +156,6 @@ def test_a_machine_that_cannot_be_measured_keeps_its_case_and_says_why(monkeypat
 
     monkeypatch.setattr(bandwidth, "host_peaks", fails)
     case = Case("resnet-50", 1, Variant(), model_size="tiny")
-    job = Job([case], TimingPolicy(iters=3, warmup=0, min_iters=1), count_flops=False, measure_machine=True)
+    job = fr.job([case], TimingPolicy(iters=3, warmup=0, min_iters=1), count_flops=False, measure_machine=True)
     (r,) = worker.run_cases(job, isolation="inline")
-    assert r.status == "ok" and r.env["host_peaks_error"] == "MemoryError: cannot allocate 256 MiB"
+    assert r.status == "ok" and r.host_peaks.error == "MemoryError: cannot allocate 256 MiB"

@@ -7,13 +7,13 @@ import sqlite3
 import pytest
 from conftest import run_cli, stored
 
+from compilebench.storage.store import Store
+
 
 def rows(db):
-    conn = sqlite3.connect(db)
-    try:
-        return conn.execute("SELECT model, batch_size, variant, status, mean_ms, data FROM results ORDER BY created_at, rowid").fetchall()
-    finally:
-        conn.close()
+    """(model, batch size, variant, status, mean ms, the result as stored with what it derives) of each result."""
+    return [(r["case"]["model"], r["case"]["batch_size"], r["case"]["variant"]["mode"], r["status"], r["stats"]["mean"],
+             json.dumps(r)) for r in stored(db)]
 
 
 QUICK = ["--iters", "3", "--warmup", "0", "--min-iters", "1", "--device", "cpu", "--quiet", "--format", "csv"]
@@ -116,7 +116,8 @@ def test_sync_each_call_is_part_of_the_case_and_says_what_it_timed(tmp_path, mai
     assert piped["case_key"] != synced["case_key"] and synced["case"]["sync_each_call"]
     assert '"sync_each_call"' not in piped["case_key"]  # keys written before the setting existed still match
     assert (piped["repeats"][0]["timing"], synced["repeats"][0]["timing"]) == ("throughput", "latency")
-    assert synced["timing_policy"]["warmup_s"] == 0.01
+    with Store.open(str(tmp_path / "r.db"), write=False) as store:
+        assert [r.timing.warmup_s for r in store.results()] == [0.0, 0.01]  # as each one's run resolved it
     assert "latency (each call synced)" in out
 
 

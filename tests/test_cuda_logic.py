@@ -7,9 +7,9 @@ import torch
 from fakeclock import FakeClock
 from fakecuda import FakeAllocator, FakeCuda
 
-from compilebench.core import machine
 from compilebench.core.case import Case
 from compilebench.core.conditions import Conditions
+from compilebench.core.environment import Environment
 from compilebench.core.errors import UserError
 from compilebench.core.job import TimingPolicy
 from compilebench.core.repeat import Repeat
@@ -108,8 +108,9 @@ def test_warm_up_runs_until_its_minimum_time_has_passed():
     assert timing.warm_up(lambda: clock.advance(3_000_000), 50, clock, min_s=0.1)[0] == 50  # the count, when longer
     m = timing.measure(lambda: clock.advance(3_000_000), iters=5, warmup=2, clock=clock, warmup_s=0.1)
     assert m.warmup_iters == 34
-    assert TimingPolicy().warmup_s_for("cuda:0") == 1.0 and TimingPolicy().warmup_s_for("cpu") == 0.0
-    assert TimingPolicy(warmup_s=0).warmup_s_for("cuda:0") == 0
+    assert TimingPolicy().resolve("forward", "cuda:0").warmup_s == 1.0
+    assert TimingPolicy().resolve("forward", "cpu").warmup_s == 0.0
+    assert TimingPolicy(warmup_s=0).resolve("forward", "cuda:0").warmup_s == 0
 
 
 def test_peak_memory_is_the_steady_states_with_the_compiles_apart(monkeypatch):
@@ -175,8 +176,8 @@ def test_a_flag_reaches_the_result_the_tables_and_compare():
 
     rep = Repeat(flags=["cudagraphs-skipped"], cudagraph_skip_reasons=["skipping cudagraphs due to mutated inputs"])
     rep.set_samples([1_000_000] * 3)
-    r = Result(Case("resnet-50", 1, Variant("reduce-overhead"), device="cuda:0"), [rep], machine_id="m",
-               env={"device": "cuda:0", "torch": "2.13"})
+    rep.environment = Environment(device="cuda:0", torch="2.13")
+    r = Result(Case("resnet-50", 1, Variant("reduce-overhead"), device="cuda:0"), [rep], machine_id="m")
     assert r.flags == ["cudagraphs-skipped"] and r.cudagraph_skip_reasons == rep.cudagraph_skip_reasons
     assert cells.cell(r) == "1.000 (cudagraphs-skipped)"
     details = detailsmod.details_table(View([r]))
@@ -196,8 +197,8 @@ def test_the_worker_refuses_a_gpu_other_than_the_one_locked_for_it(monkeypatch):
     from compilebench.measure import worker
 
     monkeypatch.setattr(torch.cuda, "set_device", lambda device: None)
-    monkeypatch.setattr(fingerprint, "collect", lambda device: {"device": device, "gpu_uuid": "GPU-2222", "hostname": "h",
-                                                            "device_name": "H100", "torch": "2", "transformers": "5"})
+    monkeypatch.setattr(fingerprint, "collect", lambda device, **also: Environment(
+        device=device, gpu_uuid="GPU-2222", hostname="h", device_name="H100", torch="2", transformers="5"))
     monkeypatch.setenv(invariants.EXPECTED_GPU, "GPU-3333")
     r = worker.run_case(Case("fault-ok", 1, Variant("eager"), device="cuda:0"), TimingPolicy(iters=2, warmup=0, min_iters=1),
                         isolation="inline", clock=FakeClock())
@@ -214,10 +215,11 @@ def test_tf32_selects_the_looser_tolerance_only_where_tf32_ran():
     from compilebench.measure import correctness
 
     gpu = {"device": "cuda:0", "compute_capability": "8.0", "tf32_matmul": False, "tf32_cudnn": True}
-    assert fingerprint.uses_tf32(gpu, "float32")
-    assert not fingerprint.uses_tf32({**gpu, "compute_capability": "7.0"}, "float32")  # V100: no TF32 math
-    assert not fingerprint.uses_tf32({**gpu, "tf32_cudnn": False}, "float32")
-    assert not fingerprint.uses_tf32(gpu, "bfloat16") and not fingerprint.uses_tf32({**gpu, "device": "cpu"}, "float32")
+    tf32 = lambda env, dtype: Environment.from_dict(env).uses_tf32(dtype)  # noqa: E731
+    assert tf32(gpu, "float32")
+    assert not tf32({**gpu, "compute_capability": "7.0"}, "float32")  # V100: no TF32 math
+    assert not tf32({**gpu, "tf32_cudnn": False}, "float32")
+    assert not tf32(gpu, "bfloat16") and not tf32({**gpu, "device": "cpu"}, "float32")
     reference = {"logits": torch.tensor([[4.0, 1.0, 0.0]])}
     compiled = {"logits": torch.tensor([[4.02, 1.0, 0.0]])}  # 5e-3 of the largest magnitude, as TF32 fusions give
     assert correctness.check(reference, compiled, correctness.math_of("float32", False)).problems
@@ -253,7 +255,7 @@ def test_default_device_is_cpu_without_cuda(monkeypatch):
     ],
 )
 def test_hardware_is_named_like_the_guide(env, name):
-    assert machine.hardware_name(env) == name
+    assert Environment.from_dict(env).hardware == name
 
 
 def test_a_workers_fingerprint_takes_the_driver_from_nvml_and_the_rest_once(monkeypatch):
@@ -283,14 +285,14 @@ def test_a_workers_fingerprint_takes_the_driver_from_nvml_and_the_rest_once(monk
     monkeypatch.setattr(conditions.Nvml, "open", classmethod(lambda cls, uuid, index: cls(pynvml, "handle", 1)))
     fingerprint.static.cache_clear()
     env = fingerprint.collect("cuda:0")
-    assert env["driver"] == "550.54.15" and smi == [] and "nvml" not in env
-    assert (env["gpu_uuid"], env["compute_capability"], env["device_name"]) == ("GPU-5a7c", "9.0", "NVIDIA H100 80GB HBM3")
+    assert env.driver == "550.54.15" and smi == [] and env.nvml is None
+    assert (env.gpu_uuid, env.compute_capability, env.device_name) == ("GPU-5a7c", "9.0", "NVIDIA H100 80GB HBM3")
 
     def no_nvml(cls, uuid, index):
         cls.error = "pynvml is not installed (pip install compilebench[nvidia])"
 
     monkeypatch.setattr(conditions.Nvml, "open", classmethod(no_nvml))
     env = fingerprint.collect("cuda:0")
-    assert env["driver"] == "550.54.15" and smi == ["nvidia-smi"] and env["nvml"].startswith("pynvml is not installed")
-    monkeypatch.setattr(fingerprint, "_version", lambda package: pytest.fail("package metadata read again"))
-    assert fingerprint.collect("cpu")["torch"] == torch.__version__  # from the process's first collection
+    assert env.driver == "550.54.15" and smi == ["nvidia-smi"] and env.nvml.startswith("pynvml is not installed")
+    monkeypatch.setattr(fingerprint, "version", lambda package: pytest.fail("package metadata read again"))
+    assert fingerprint.collect("cpu").torch == torch.__version__  # from the process's first collection

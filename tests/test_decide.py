@@ -11,18 +11,19 @@ import pytest
 
 from compilebench.cli import run as cli_run
 from compilebench.core import speedups, stats
+from compilebench.core.environment import Environment
 from compilebench.core.errors import UserError
 from compilebench.core.repeat import Repeat
-from compilebench.core.result import Result
+from compilebench.core.run import Run
 from compilebench.core.spec import DEFAULT_MAX_REPEATS, RunSpec, asked
 from compilebench.core.vocab import Verdict
 from compilebench.report import cells, flat, stability
 from compilebench.report.view import View
-from compilebench.run import decide, schedule, sweep
+from compilebench.run import decide, plan, schedule, sweep
 from compilebench.run.dispatch import Target
 from compilebench.storage.store import Store
 
-TARGET = Target("cpu", fr.machine(fr.CPU), dict(fr.CPU))
+TARGET = Target("cpu", fr.machine(fr.CPU), Environment.from_dict(fr.CPU))
 
 
 class Scripted:
@@ -34,23 +35,26 @@ class Scripted:
 
     def run(self, units, open_unit, progress, deliver):
         for unit in units:
-            if open_unit(unit) is None:
+            work = open_unit(unit)
+            if work is None:
                 continue
-            self.order.append((unit.repeat, *(c.describe() for c in unit.cases)))
-            results = []
-            for case in unit.cases:
+            self.order.append((unit.repeat, *(c.describe() for c in work.job.cases)))
+            repeats = []
+            for case in work.job.cases:
                 rep = Repeat(index=unit.repeat)
                 m = self.latency(case, unit.repeat)
                 rep.set_samples([int(m * f * 1e6) for f in (0.99, 1.0, 1.01)])
-                results.append(Result(case, [rep]))
-            deliver(unit, results)
+                repeats.append(rep)
+            deliver(unit, work.job, repeats)
 
 
 def _sweep(tmp_path, latency, quiet=True, **options):
     spec = asked(models=["resnet-50", "detr"], device="cpu", **options)
     dispatcher = Scripted(latency)
     with Store.open(str(tmp_path / "r.db")) as store:
-        outcome = sweep.run(spec, store, dispatcher, [TARGET], quiet=quiet)
+        cases = spec.cases()
+        run = plan.Plan(spec, {}, dispatcher, [TARGET]).new_run(spec, cases)
+        outcome = sweep.run(spec, store, dispatcher, [TARGET], run, cases=cases, quiet=quiet)
         stored = {r.case.describe(): r for r in store.results()}
     return outcome, stored, dispatcher.order
 
@@ -82,9 +86,10 @@ def test_a_case_the_planned_repeats_leave_inconclusive_gets_rounds_until_decided
                      for v in (("eager", "default") if i % 2 else ("default", "eager"))]
     detr = stored["detr b1 default"]
     assert len(detr.repeats) == max(o[0] for o in extra) and len(stored["resnet-50 b1 default"].repeats) == 3
-    assert all(r.looks == 3 and r.design == [3, 5, 7] == stats.looks(3, 7) for r in detr.repeats)
+    (run,) = detr.runs  # the run's design, stored once
+    assert run.looks == 3 and run.design == [3, 5, 7] == stats.looks(3, 7) and {r.run for r in detr.repeats} == {run.run_id}
+    assert detr.looks == 3 and detr.design == [3, 5, 7] and detr.pair_from == stats.PAIR_FROM
     s = speedups.speedup(stored["detr b1 eager"], detr)
-    assert all(r.pair_from == stats.PAIR_FROM for r in detr.repeats)
     assert s.verdict == Verdict.faster and s.paired_by == ("round" if len(detr.repeats) >= stats.PAIR_FROM else None)
     assert s.confidence == pytest.approx(stats.confidence([3, 5, 7], len(detr.repeats))) and s.confidence < 0.991
     assert outcome.extra == len(extra) and not outcome.undecided
@@ -153,9 +158,9 @@ def test_the_looks_of_a_design_and_their_widened_intervals():
 
 
 def _paired_design(r, pair_from=stats.PAIR_FROM):
-    for rep in r.repeats:
-        rep.pair_from = pair_from
-    r.derive()
+    """The result as measured by a run whose design pairs rounds from `pair_from`."""
+    (run,) = r.runs
+    run.pair_from = pair_from
     return r
 
 
@@ -259,9 +264,6 @@ def test_each_look_spends_its_share_of_5_percent_and_the_shares_add_up_to_5_perc
                                                                                      0.99]
     assert stats.confidence([3]) == stats.confidence(None) == 0.95  # a fixed design
     # results written under the equal split (a count of looks, no design) read as they were
-    old = [fr.result("vit", 1, m, ms, env=fr.CPU) for m, ms in (("eager", 10.0), ("default", 8.0))]
-    for r in old:
-        for rep in r.repeats:
-            rep.looks, rep.design = 3, []
-        r.derive()
+    equal_split = Run(looks=3, design=[])
+    old = [fr.result("vit", 1, m, ms, env=fr.CPU, run=equal_split) for m, ms in (("eager", 10.0), ("default", 8.0))]
     assert speedups.speedup(*old).confidence == pytest.approx(1 - 0.05 / 3)

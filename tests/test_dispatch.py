@@ -9,13 +9,14 @@ import sys
 import threading
 import time
 
+import fakeresults as fr
 import pytest
 
 from compilebench.core.case import Case
+from compilebench.core.environment import Environment
 from compilebench.core.errors import UserError
-from compilebench.core.job import Job, TimingPolicy
+from compilebench.core.job import TimingPolicy
 from compilebench.core.repeat import Repeat
-from compilebench.core.result import Result
 from compilebench.core.spec import RunSpec
 from compilebench.core.variant import Variant
 from compilebench.measure import invariants
@@ -23,7 +24,7 @@ from compilebench.run import devices, dispatch, gpus as gpusmod, locks, placemen
 from compilebench.run.executors import Cancelled, ProcessExecutor
 
 POLICY = TimingPolicy(iters=5, warmup=2, min_iters=1)
-TARGET = dispatch.Target("here", "machine", {})
+TARGET = dispatch.Target("here", "machine", Environment())
 
 
 def units(n):
@@ -31,11 +32,11 @@ def units(n):
 
 
 def open_unit(unit):
-    return dispatch.Work(Job(list(unit.cases), POLICY))
+    return dispatch.Work(fr.job(list(unit.cases), POLICY))
 
 
 def ok(cases):
-    return [Result(c, [Repeat()]) for c in cases]
+    return [Repeat() for c in cases]
 
 
 class Recorder:
@@ -90,7 +91,7 @@ def test_a_pool_runs_one_case_per_device_at_a_time_and_every_device_at_once():
     devices = FakeDevices(["0", "1", "2"])
     delivered, threads = [], set()
 
-    def deliver(unit, results):
+    def deliver(unit, job, repeats):
         threads.add(threading.current_thread().name)
         delivered.append(unit.cases[0].model)
 
@@ -109,7 +110,7 @@ def test_one_slot_runs_in_the_callers_thread_in_order():
     devices = FakeDevices(["0"])
     order = []
     dispatch.LocalPool(devices.slots).run(units(5), open_unit, Recorder(),
-                                          lambda u, r: order.append((threading.current_thread().name, u.cases[0].model)))
+                                          lambda u, j, r: order.append((threading.current_thread().name, u.cases[0].model)))
     assert order == [("MainThread", f"model-{i}") for i in range(5)]
 
 
@@ -117,7 +118,7 @@ def test_a_unit_that_does_not_open_is_not_run():
     devices = FakeDevices(["0", "1"])
     delivered = []
     skip_odd = lambda u: None if int(u.cases[0].model.split("-")[1]) % 2 else open_unit(u)  # noqa: E731
-    dispatch.LocalPool(devices.slots).run(units(6), skip_odd, Recorder(), lambda u, r: delivered.append(u.cases[0].model))
+    dispatch.LocalPool(devices.slots).run(units(6), skip_odd, Recorder(), lambda u, j, r: delivered.append(u.cases[0].model))
     assert sorted(delivered) == ["model-0", "model-2", "model-4"]
 
 
@@ -144,7 +145,7 @@ def test_an_interrupted_pool_cancels_running_cases_and_keeps_those_that_finished
     slots = [dispatch.Slot("quick", "cpu", quick), dispatch.Slot("stuck", "cpu", stuck, cancel)]
     delivered = []
 
-    def deliver(unit, results):
+    def deliver(unit, job, repeats):
         delivered.append(unit.cases[0].model)
         if len(delivered) == 1:
             raise KeyboardInterrupt  # Ctrl-C while the first result is being stored
@@ -209,8 +210,8 @@ def fake_two_of_four_gpus(monkeypatch):
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda i=0: "NVIDIA H100 80GB HBM3")
     monkeypatch.setattr(torch.cuda, "get_device_properties",
                         lambda d: FakeProps(visible[torch.device(d).index if isinstance(d, str) else d]))
-    monkeypatch.setattr(devices.fingerprint, "collect", lambda device: {"device": device, "hostname": "h", "device_name": "H100",
-                                                                  "torch": "2.13", "transformers": "5"})
+    monkeypatch.setattr(devices.fingerprint, "collect", lambda device, **also: Environment(
+        device=device, hostname="h", device_name="H100", torch="2.13", transformers="5"))
 
 
 def test_gpus_all_under_an_inherited_cuda_visible_devices_runs_on_the_gpus_it_names(monkeypatch, tmp_path):
@@ -246,7 +247,8 @@ def test_without_uuids_the_inherited_list_still_names_the_physical_gpu(monkeypat
 
 def test_a_single_gpu_run_shows_its_worker_that_gpu_alone(monkeypatch):
     fake_two_of_four_gpus(monkeypatch)
-    monkeypatch.setattr(placement.devices, "probe", lambda device, gpus=None: {**devices._answer(device, gpus)})
+    monkeypatch.setattr(placement.devices, "probe", lambda device, gpus=None: (
+        lambda a: {**a, "env": Environment.from_dict(a["env"])})(devices._answer(device, gpus)))
     spec = RunSpec(models=("fault-ok",), variants=("eager",), device="cuda:1")
     spec, pool, targets = placement.this_device(spec)
     (slot,) = pool.slots
@@ -277,9 +279,9 @@ def test_a_worker_keeps_to_the_cpus_and_threads_it_is_given():
         pytest.skip("needs two CPU cores to tell a share from the whole")
     cpu = sorted(os.sched_getaffinity(0))[-1]
     executor = ProcessExecutor(timeout_s=300, env={"COMPILEBENCH_CPUS": str(cpu), "OMP_NUM_THREADS": "1"})
-    (r,) = executor.run(Job([Case("fault-ok", 1, Variant("eager"))], POLICY), {}, lambda p: None)
+    (r,) = executor.run(fr.job([Case("fault-ok", 1, Variant("eager"))], POLICY), {}, lambda p: None)
     assert r.status == "ok"
-    assert r.env["cpu_affinity"] == 1 and r.env["torch_threads"] == 1 and r.repeats[0].cpus == 1
+    assert r.environment.cpu_affinity == 1 and r.environment.torch_threads == 1 and r.cpus == 1
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="PR_SET_PDEATHSIG and pidfd are Linux's")
@@ -291,7 +293,7 @@ def test_a_worker_dies_with_the_process_that_started_it(tmp_path):
     os.mkfifo(never)  # the worker waits on it for a reply that never comes
     script = ("from compilebench.run.executors import ProcessExecutor\n"
               "from compilebench.core.case import Case\nfrom compilebench.core.job import Job, TimingPolicy\nfrom compilebench.core.spec import RunSpec\nfrom compilebench.core.variant import Variant\n"
-              "ProcessExecutor(600).run(Job([Case('fault-handshake', 1, Variant('eager'))], TimingPolicy(5, 0, min_iters=1)),"
+              "ProcessExecutor(600).run(Job([Case('fault-handshake', 1, Variant('eager'))], TimingPolicy(5, 0, min_iters=1).resolve('forward', 'cpu')),"
               " {}, print)\n")
     parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.DEVNULL,
                               env={**os.environ, "COMPILEBENCH_FAULT_FIFO": str(fifo), "COMPILEBENCH_FAULT_REPLY": str(never),

@@ -14,8 +14,8 @@ import pytest
 from conftest import stored
 
 from compilebench.core.case import Case
-from compilebench.core.environment import Environment
 from compilebench.core.errors import UserError
+from compilebench.core.interpreter import Interpreter
 from compilebench.core.spec import RunSpec
 from compilebench.core.variant import Variant
 from compilebench.report import check, compare, flat, markdown, tables
@@ -32,11 +32,11 @@ def test_environments_are_declared_with_their_variables_in_the_order_given(tmp_p
     declared = interpreters.declare([f"stable={PY}", f"nightly={folder}"],
                                     [["nightly", "TORCHINDUCTOR_FREEZING=1"], ["nightly", "OMP_NUM_THREADS=1"]])
     assert [e.name for e in declared] == ["stable", "nightly"]
-    assert declared[0] == Environment("stable", os.path.abspath(PY))
+    assert declared[0] == Interpreter("stable", os.path.abspath(PY))
     # a virtual environment's own bin/python, not the interpreter its link points to: that is what its packages need
     assert declared[1].python == str(folder / "bin" / "python")
     assert declared[1].set == (("OMP_NUM_THREADS", "1"), ("TORCHINDUCTOR_FREEZING", "1"))
-    assert Environment.from_dict(declared[1].to_dict()) == declared[1]
+    assert Interpreter.from_dict(declared[1].to_dict()) == declared[1]
 
 
 @pytest.mark.parametrize("envs, sets, says", [
@@ -77,14 +77,14 @@ def _probe_answer(**answer) -> str:
     ({"torch": "2.1.0+cu121"}, "torch 2.1.0+cu121 is older than compilebench supports (2.4 or newer"),
 ])
 def test_an_environment_that_cannot_run_the_worker_is_refused_saying_what_it_lacks(answer, says):
-    e = Environment("n", "/opt/n/bin/python")
+    e = Interpreter("n", "/opt/n/bin/python")
     with pytest.raises(UserError) as caught:
         interpreters.refusal_or_fingerprint(e, 0, _probe_answer(**answer), "")
     assert str(caught.value).startswith("--env n=/opt/n/bin/python: ") and says in str(caught.value)
 
 
 def test_a_probe_that_is_not_python_is_refused_and_a_good_one_gives_the_fingerprint():
-    e = Environment("n", "/bin/true")
+    e = Interpreter("n", "/bin/true")
     with pytest.raises(UserError, match="not a Python interpreter compilebench can use"):
         interpreters.refusal_or_fingerprint(e, 0, "", "")
     got = interpreters.refusal_or_fingerprint(e, 0, _probe_answer(torch="2.14.0.dev20261101", triton="3.5.0"), "")
@@ -115,7 +115,7 @@ def test_the_probe_runs_this_compilebench_in_the_environment_with_its_variables(
 
 
 def test_a_run_measures_every_case_under_every_environment_each_with_a_key_of_its_own():
-    envs = (Environment("a", PY), Environment("b", PY))
+    envs = (Interpreter("a", PY), Interpreter("b", PY))
     cases = RunSpec(models=("resnet-50",), variants=("eager", "default"), device="cpu", environments=envs).cases()
     assert [(c.variant.name, c.environment) for c in cases] == [("eager", "a"), ("eager", "b"), ("default", "a"),
                                                                 ("default", "b")]
@@ -126,7 +126,7 @@ def test_a_run_measures_every_case_under_every_environment_each_with_a_key_of_it
 
 def test_environments_and_inline_isolation_are_refused_together():
     with pytest.raises(UserError, match="--isolation inline runs them in this one"):
-        RunSpec(models=("resnet-50",), isolation="inline", environments=(Environment("a", PY),))
+        RunSpec(models=("resnet-50",), isolation="inline", environments=(Interpreter("a", PY),))
 
 
 class _Store:
@@ -137,7 +137,7 @@ class _Store:
 
 
 def test_the_repeats_of_a_case_alternate_between_environments():
-    envs = (Environment("a", PY), Environment("b", PY))
+    envs = (Interpreter("a", PY), Interpreter("b", PY))
     spec = RunSpec(models=("resnet-50",), variants=("eager", "default"), device="cpu", repeats=3, environments=envs)
     targets = [dispatch.Target(f"cpu [{e.name}]", f"m {e.name}", {}, environment=e) for e in envs]
     units = schedule.schedule(spec, spec.cases(), _Store(), targets, sweep.SweepOutcome()).units
@@ -284,7 +284,7 @@ def test_the_api_declares_environments_as_the_command_line_does():
 
     given = {"environments": {"a": PY}, "environment_vars": {"a": {"OMP_NUM_THREADS": 1}}, "repeats": 2}
     api._declare_environments(given)
-    assert given == {"environments": (Environment("a", os.path.abspath(PY), (("OMP_NUM_THREADS", "1"),)),), "repeats": 2}
+    assert given == {"environments": (Interpreter("a", os.path.abspath(PY), (("OMP_NUM_THREADS", "1"),)),), "repeats": 2}
     with pytest.raises(UserError, match="environments= is a dict"):
         api._declare_environments({"environments": [PY]})
     with pytest.raises(UserError, match="no environment 'b'"):

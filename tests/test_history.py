@@ -7,6 +7,7 @@ import json
 import fakeresults as fr
 import pytest
 
+from compilebench.core.run import Run
 from compilebench.report import history
 
 WIGGLE = [1.0, 1.015, 0.985, 1.01, 0.99, 1.005, 0.995, 1.012, 0.988, 1.0]  # within 3%
@@ -15,9 +16,10 @@ BOX2 = {**fr.CPU, "hostname": "box2"}
 
 def run_of(i: int, model: str, mode: str, ms: float, env=fr.CPU, tag=None, **kw):
     """Case `model`/`mode` as run i measured it: three processes, its own run id, tag and time."""
-    r = fr.result(model, 1, mode, ms, env=env, run=f"run{i}", compile_s=30.0 if mode != "eager" else None, **kw)
+    at = (datetime.datetime(2026, 11, 1) + datetime.timedelta(days=i)).isoformat()
+    run = Run(run_id=f"run{i}", tag=tag or f"commit{i}", started=at)
+    r = fr.result(model, 1, mode, ms, env=env, run=run, compile_s=30.0 if mode != "eager" else None, **kw)
     for rep in r.repeats:
-        rep.tag = tag or f"commit{i}"
         rep.created_at = (datetime.datetime(2026, 11, 1) + datetime.timedelta(days=i)).isoformat()
     r.created_at = r.repeats[0].created_at
     return r

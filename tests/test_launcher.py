@@ -6,10 +6,12 @@ import subprocess
 import sys
 import time
 
+import fakeresults as fr
 import pytest
 
 from compilebench.core.case import Case
-from compilebench.core.job import Job, TimingPolicy
+from compilebench.core.environment import Environment
+from compilebench.core.job import TimingPolicy
 from compilebench.core.variant import Variant
 from compilebench.measure import compiler_state
 from compilebench.run import executors, launcher
@@ -177,7 +179,7 @@ def test_a_launcher_that_could_not_fork_cuda_workers_gives_way_to_new_interprete
     UnfitLauncher.started = 0
     ex = executors.ProcessExecutor(timeout_s=120)  # found when the first job is sent
     case = Case("fault-ok", 1, Variant("eager"), device="cpu", model_size="tiny")
-    (result,) = ex.run(Job([case], FAST, repeat=1), {}, lambda p: None)
+    (result,) = ex.run(fr.job([case], FAST, repeat=1), {}, lambda p: None)
     assert result.status == "ok", result.message
     assert not ex.fork and UnfitLauncher.started == 1  # later jobs start new interpreters without asking again
     assert capfd.readouterr().err.count(message) == 1
@@ -223,7 +225,7 @@ def test_a_compile_in_a_forked_worker_writes_its_headers_into_its_own_folder_onl
     env = compiler_state.env_for(str(tmp_path / "state"))
     since = time.time()
     case = Case("resnet-50", 1, Variant("default"), device="cpu", model_size="tiny")
-    (r,) = ex.run(Job([case], FAST, compile_cache="cold"), env, lambda p: None)
+    (r,) = ex.run(fr.job([case], FAST, compile_cache="cold"), env, lambda p: None)
     assert r.status == "ok", (r.message, r.traceback)
     headers = [f for _, _, files in os.walk(env["TMPDIR"]) for f in files if f.endswith(".gch")]
     assert headers, "the compile made no precompiled header in its own folder"
@@ -245,7 +247,7 @@ def test_launchers_start_beside_the_probe_only_where_the_probe_cannot_refuse_the
         events.append(("probe", device))
         if device == "cuda":
             raise UserError("--device cuda: CUDA is not available on this machine (allowed here: cpu)")
-        env = {"hostname": "here", "device_name": "cpu", "torch": "2", "transformers": "5"}
+        env = Environment(hostname="here", device_name="cpu", torch="2", transformers="5")
         return {"device": "cpu", "env": env, "gpus": [], "gpu_ids": {}}
 
     monkeypatch.setattr(devices, "probe", probed)

@@ -1,28 +1,36 @@
 """The result schema declared once (issue 51): typed records per concern, stored as the plain dicts they replace,
-keys a newer compilebench wrote kept and written back, and a Result's figures declared as fields."""
+keys a newer compilebench wrote kept and written back; a Result's figures declared once (Figures) and derived from
+its repeats, never fields it stores (issue 56)."""
 
 import dataclasses
 import json
 
+from compilebench.core.case import Case
 from compilebench.core.repeat import METRICS, Figures, Repeat
 from compilebench.core.result import Result
 from compilebench.core.served import ShapesServed
 from compilebench.core.starts import AotPackage, Start
+from compilebench.core.variant import Variant
 
-# Mappings by nature: their keys are open (phase names, block classes, a task's checks, the environment's facts).
-MAPPINGS = {"phases", "regions", "agreement", "quality", "extra", "env", "timing_policy", "case_extra"}
+# Mappings by nature: their keys are open (phase names, block classes, a task's checks).
+MAPPINGS = {"phases", "regions", "agreement", "quality", "extra"}
 
 
-def test_a_results_figures_are_declared_fields_not_attributes_set_from_outside():
+def test_a_results_figures_are_declared_once_and_derived_never_stored():
     figures = {f.name for f in dataclasses.fields(Figures)}
     assert figures == {f.name for f in METRICS} and len(figures) > 25
-    assert figures <= {f.name for f in dataclasses.fields(Result)} and figures <= {f.name for f in dataclasses.fields(Repeat)}
+    assert figures <= {f.name for f in dataclasses.fields(Repeat)}
+    assert not figures & {f.name for f in dataclasses.fields(Result)}  # what it stores: its case, identity, repeats
+    r = Result(Case("vit", 1, Variant()), [Repeat(graphs=2), Repeat(index=2, graphs=3)])
+    assert r.graphs == 3 and all(name in vars(r) for name in figures)  # each derived by its rule
+    assert not figures & set(r.to_dict())
 
 
 def test_no_dict_field_on_a_repeat_or_a_result_but_the_mappings_by_nature():
     for cls in (Repeat, Result):
         plain = {f.name for f in dataclasses.fields(cls) if str(f.type).startswith("dict")}
-        assert plain <= MAPPINGS, (cls.__name__, plain - MAPPINGS)
+        assert plain <= MAPPINGS | {"case_extra"}, (cls.__name__, plain - MAPPINGS)
+    assert {f.name for f in dataclasses.fields(Result) if str(f.type).startswith("dict")} == {"extra", "case_extra"}
 
 
 def test_a_record_is_stored_as_the_dict_it_replaced_and_keeps_what_a_newer_version_wrote():

@@ -18,6 +18,8 @@ from compilebench import cli
 from compilebench.cli import options, run as runcmd
 from compilebench.core import reproduce, settings, spec as specmod, traffic
 from compilebench.core.case import Case
+from compilebench.core.job import TimingPolicy
+from compilebench.core.run import Run
 from compilebench.core.spec import ModelKind
 from compilebench.core.variant import Variant
 from compilebench.report import details, flat
@@ -50,10 +52,13 @@ def reproduced(r) -> tuple[list[Case], specmod.RunSpec]:
 
 def _result(model="vit", mode="default", variant=None, timing=None, device="cpu", **fields):
     batch = max(traffic.Shape.parse(s).batch for s in fields["shapes"]) if "shapes" in fields else 4
-    r = result(model, batch, mode, 10.0, env={**CPU, "device": device}, **fields)
+    case = result(model, batch, mode, 10.0, env={**CPU, "device": device}, **fields).case
     if variant is not None:
-        r.case = dataclasses.replace(r.case, variant=variant)
-    r.timing_policy = timing or {}
+        case = dataclasses.replace(case, variant=variant)
+    # the run that measured it, its timing resolved as a plan resolves it (none given: the defaults)
+    run = Run(timing={case.timed_unit: TimingPolicy(**(timing or {})).resolve(case.timed_unit, device)})
+    r = result(model, batch, mode, 10.0, env={**CPU, "device": device}, run=run, **fields)
+    r.case = case
     return r
 
 
@@ -100,7 +105,9 @@ def test_an_interleaved_case_is_measured_beside_another_variant():
 def test_the_timing_and_the_environment_come_back():
     timing = {"iters": 40, "warmup": 2, "max_time_s": 5.0, "min_iters": 7, "first_calls": 3, "warmup_s": 0.5}
     r = _result(timing=timing, environment="new")
-    r.env = {**r.env, "environment_python": sys.executable, "environment_set": "OMP_NUM_THREADS=1 FOO=a=b"}
+    for rep in r.repeats:
+        rep.environment = dataclasses.replace(rep.environment, environment_python=sys.executable,
+                                              environment_set="OMP_NUM_THREADS=1 FOO=a=b")
     _, spec = reproduced(r)
     assert dataclasses.asdict(spec.timing) == timing
     (env,) = spec.environments

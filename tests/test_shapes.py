@@ -13,6 +13,7 @@ from tiny_factories import make_inputs, make_model
 import compilebench
 from compilebench.core import traffic
 from compilebench.core.case import Case
+from compilebench.core.environment import Environment
 from compilebench.core.errors import UserError
 from compilebench.core.repeat import Repeat
 from compilebench.core.result import Result
@@ -149,8 +150,9 @@ def _served_result(variant: Variant, first_s: dict, steady: dict, *, second: int
                    "samples_ms": [steady[t] * f * g for g in (0.99, 1.0, 1.01)], "second_compiles": second,
                    "max_rel_err": 0.0 if variant.compiled else None, "agreement": {}, "problems": []}
                for t in first_s}
-        reps.append(Repeat(index=p + 1, shapes={"served": list(first_s), "per_shape": per}))
-    return Result(case, reps, machine_id=machine(CPU), env=dict(CPU), label="Image Classification/ResNet")
+        reps.append(Repeat(index=p + 1, shapes={"served": list(first_s), "per_shape": per},
+                           environment=Environment.from_dict(CPU)))
+    return Result(case, reps, machine_id=machine(CPU), label="Image Classification/ResNet")
 
 
 def test_the_best_setting_for_the_mix_is_named_with_its_verdict_and_one_that_never_settles_is_not():

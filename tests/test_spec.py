@@ -67,7 +67,7 @@ def test_fields_a_newer_version_wrote_are_ignored_by_the_case():
 
 
 def test_cudagraph_modes_get_a_minimum_warmup():
-    policy = TimingPolicy(warmup=0)
+    policy = TimingPolicy(warmup=0).resolve("forward", "cuda:0")
     assert policy.warmup_for(Variant("reduce-overhead")) == 3
     assert policy.warmup_for(Variant("default")) == 0
 

@@ -9,6 +9,7 @@ import fakeresults as fr
 import pytest
 
 from compilebench.core.case import Case
+from compilebench.core.environment import Environment
 from compilebench.core.errors import SchemaError, UserError
 from compilebench.core.repeat import Repeat
 from compilebench.core.result import Result
@@ -21,9 +22,9 @@ DATA = os.path.join(os.path.dirname(__file__), "data")
 
 def make_result(model="vit", batch=1, mode="eager", machine="m1", samples=(1_000_000, 2_000_000), index=1,
                 status="ok", result_id=None) -> Result:
-    rep = Repeat(index=index, status=status)
+    rep = Repeat(index=index, status=status, environment=Environment(torch="2.13.0", device="cpu"))
     rep.set_samples(list(samples))
-    r = Result(Case(model, batch, Variant(mode)), [rep], machine_id=machine, env={"torch": "2.13.0", "device": "cpu"})
+    r = Result(Case(model, batch, Variant(mode)), [rep], machine_id=machine)
     if result_id:
         r.result_id = result_id
     return r
@@ -90,11 +91,15 @@ def test_a_schema_1_file_reads_as_one_repeat_per_result_and_is_migrated_when_a_r
     samples = old[0].repeats[0].samples_ms
     assert samples and old[0].stats.mean == pytest.approx(sum(samples) / len(samples))
     assert old[1].cold_compile_s is not None
-    with Store.open(str(path)) as store:  # a run opens it: migrated in place
+    with Store.open(str(path)) as store:  # a run opens it: migrated in place, a copy of it as it was kept
         assert store.schema == SCHEMA_VERSION
         migrated = store.results()
     assert [r.to_dict() for r in migrated] == [r.to_dict() for r in old]
+    assert [(r.status, r.stats, r.env) for r in migrated] == [(r.status, r.stats, r.env) for r in old]
     assert sqlite3.connect(path).execute("SELECT value FROM meta").fetchone() == (str(SCHEMA_VERSION),)
+    kept = str(path) + ".schema1.bak"
+    assert sqlite3.connect(kept).execute("SELECT value FROM meta").fetchone() == ("1",)
+    assert sqlite3.connect(kept).execute("SELECT COUNT(*) FROM results").fetchone() == (2,)
 
 
 def test_fields_a_newer_version_wrote_are_kept(tmp_path):
@@ -366,10 +371,11 @@ def _left_job(folder, db, repeat_index, result, pid, started="1"):
     """A job folder as a driver that died (pid, started) left it, holding a finished result."""
     folder.mkdir()
     claim = {"db": os.path.realpath(db), "host": __import__("socket").gethostname(), "pid": pid, "started": started,
-             "resume_id": result.machine_id, "placement": "", "cases": {result.case.key(): ["series-1", result.case.to_dict()]}}
-    (folder / "job.json").write_text(json.dumps({"cases": [result.case.to_dict()], "policy": {}, "repeat": repeat_index,
+             "resume_id": result.machine_id, "placement": "", "run": "run-1",
+             "cases": {result.case.key(): ["series-1", result.case.to_dict(), "Image Classification/ViT", "image"]}}
+    (folder / "job.json").write_text(json.dumps({"cases": [result.case.to_dict()], "timing": {}, "repeat": repeat_index,
                                                  "claim": claim}))
-    (folder / "result.json").write_text(json.dumps([result.to_dict()]))
+    (folder / "result.json").write_text(json.dumps([rep.to_dict() for rep in result.repeats]))
 
 
 def test_a_dead_drivers_result_is_taken_in_once_and_only_by_a_run_on_its_results_file(tmp_path, monkeypatch):
@@ -393,4 +399,5 @@ def test_a_dead_drivers_result_is_taken_in_once_and_only_by_a_run_on_its_results
         assert orphans.take_in(store, done) == 1
         (result,) = store.results()
     assert result.result_id == "series-1" and [r.index for r in result.repeats] == [1, 2]
+    assert result.repeats[0].run == "run-1" and result.label == "Image Classification/ViT"
     assert sorted(p.name for p in (tmp_path / "tmp").iterdir()) == ["compilebench-job-c", "compilebench-job-d"]

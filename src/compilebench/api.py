@@ -188,7 +188,8 @@ def _benchmark(spec: specmod.RunSpec, where: Placement, db: str | None, quiet: b
                requests: int = DEFAULT_REQUESTS, mix: str | None = None) -> Results:
     if db is not None:
         schema.check_path(db)  # as `run` does: a results file that cannot be written is refused before anything runs
-    prepared = plan.prepare(spec, where)
+    prepared = plan.prepare(spec, where, f"python: compilebench.{'shapes' if spec.shapes else 'benchmark'}() "
+                                         f"of {', '.join(spec.models)}")
     settingsmod.integer("--requests", requests, 1)  # checked before anything runs
     prepared.check_mix(mix)  # so is the mix
     path = db or os.path.join(tempfile.mkdtemp(prefix="compilebench-"), "results.db")

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import argparse
 
-from compilebench import report as reportmod
+from compilebench import report as reportmod  # noqa: F401 - registers the report's exporters
 from compilebench.core import job as jobmod, settings, spec as specmod, stats, suites, variant as variantmod
+from compilebench.report import exporters
 from compilebench.report.view import DEFAULT_REQUESTS
 from compilebench.run import decide
 from compilebench.storage import schema
@@ -154,7 +155,7 @@ def how_to_time(run) -> None:
     g.add_argument("--min-iters", type=int, default=None, metavar="N",
                    help=f"no budget ends a timed loop before N calls (default: {jobmod.DEFAULT_MIN_ITERS}, or --iters "
                         "if fewer)")
-    g.add_argument("--first-calls", type=int, default=jobmod.DEFAULT_FIRST_CALLS, metavar="K",
+    g.add_argument("--first-calls", type=int, default=None, metavar="K",
                    help=f"text generation: generate() calls timed one by one before the steady state (default: "
                         f"{jobmod.DEFAULT_FIRST_CALLS}): where compiling stops costing anything")
     g.add_argument("--interleave", action="store_true",
@@ -175,9 +176,27 @@ def why_it_is(run) -> None:
                         "makes of it when tlparse is installed (pip install tlparse)")
 
 
+def db(g) -> None:
+    g.add_argument("--db", default=schema.DEFAULT_PATH, help=f"results file (default: {schema.DEFAULT_PATH})")
+
+
+def quiet(g) -> None:
+    g.add_argument("--quiet", action="store_true", help="no progress bar or per-case messages")
+
+
+def device(g) -> None:
+    g.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available, else cpu)")
+
+
+def formats(g, page: str = "report") -> None:
+    """--format: a page's formats (report/exporters.py), comma-separated, all by default."""
+    allowed = ",".join(exporters.formats(page))
+    g.add_argument("--format", default=allowed, help=f"{page} formats, comma-separated: {allowed} (default: all)")
+
+
 def where_to_run(run) -> None:
     g = run.add_argument_group("where to run")
-    g.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available, else cpu)")
+    device(g)
     g.add_argument("--isolation", default="process",
                    help="process (default: a fresh process and private compiler state per repeat) or inline")
     g.add_argument("--executor", default="local",
@@ -208,8 +227,8 @@ def requests(g) -> None:
 
 def mix(g) -> None:
     g.add_argument("--mix", default=None, metavar="SHAPE:WEIGHT,...",
-                   help="shapes results: the requests' shares of the shapes served, e.g. 1:50,4:30,16:20 (default: "
-                        "uniform)")
+                   help="shapes served: the requests' shares of the shapes, e.g. 1:50,4:30,16:20 (default: uniform); "
+                        "a shape is named by what varies: its batch size, WxH or prompt length")
 
 
 def details(g) -> None:
@@ -220,18 +239,17 @@ def details(g) -> None:
 
 def results(run) -> None:
     g = run.add_argument_group("results")
-    g.add_argument("--db", default=schema.DEFAULT_PATH, help=f"results file (default: {schema.DEFAULT_PATH})")
+    db(g)
     g.add_argument("--rerun", action="store_true", help="measure cases again even if the results file has them")
     g.add_argument("--retry-failed", action="store_true",
                    help="on resume, measure again the repeats that failed with error or oom too (crashed and timed "
                         "out ones are always tried again)")
-    g.add_argument("--quiet", action="store_true", help="no progress bar or per-case messages")
+    quiet(g)
     g.add_argument("--tag", default=None, metavar="TEXT",
                    help="this run's label in `compilebench history`: a commit, a nightly's date, a version (default: "
                         "$COMPILEBENCH_TAG, else the git commit of the current folder when it is in a repository)")
     details(g)
     g.add_argument("--out", default=None, metavar="DIR",
                    help="where the report of this run goes (default: a report/ folder beside --db)")
-    g.add_argument("--format", default=",".join(reportmod.FORMATS),
-                   help=f"report formats, comma-separated: {','.join(reportmod.FORMATS)} (default: all)")
+    formats(g)
     requests(g)

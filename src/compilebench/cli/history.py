@@ -12,9 +12,7 @@ from compilebench.cli import groups
 from compilebench.core import stats, steps as stepsmod
 from compilebench.core.errors import UserError
 from compilebench.core.result import Result
-from compilebench.report import check as checkmod, data as reportdata, history, history_page, markdown
-
-FORMATS = tuple(history_page.FILES)
+from compilebench.report import check as checkmod, data as reportdata, exporters, history, history_page, markdown
 
 
 def load(paths: list[str], min_effect: float) -> tuple[list[Result], list[history.Series]]:
@@ -32,11 +30,7 @@ def load(paths: list[str], min_effect: float) -> tuple[list[Result], list[histor
 
 
 def cmd_history(args) -> int:
-    formats = tuple(f.strip() for f in args.format.split(",") if f.strip())
-    unknown = [f for f in formats if f not in FORMATS]
-    if unknown or not formats:
-        raise UserError(f"unknown history format {', '.join(map(repr, unknown)) or repr(args.format)} (allowed: "
-                        f"{', '.join(FORMATS)})")
+    formats = exporters.parse_formats(args.format, "history")
     out_dir = args.out or os.path.join(os.path.dirname(os.path.abspath(args.paths[0])), "history")
     reportmod.check_out_dir(out_dir)
     _, series = load(args.paths, args.min_effect)
@@ -47,7 +41,7 @@ def cmd_history(args) -> int:
 
 
 def intro(series: list[history.Series], paths: list[str]) -> list[str]:
-    runs = {r.run or r.at for s in series for r in s.runs}
+    runs = {r.run_id or r.at for s in series for r in s.runs}
     return [f"{len(runs)} run(s) of {len({(s.machine, s.case) for s in series})} case(s) on "
             f"{len({s.machine for s in series})} machine(s), from {', '.join(paths)}. A machine is its host and "
             "hardware: a new one starts new series, never compared with the old."]
@@ -58,7 +52,7 @@ def text(series: list[history.Series]) -> str:
     lines = intro(series, [])[0].split(", from")[:1]
     for machine in dict.fromkeys(s.machine for s in series):
         mine = [s for s in series if s.machine == machine]
-        lines += ["", f"{machine}: {len({r.run or r.at for s in mine for r in s.runs})} run(s)"]
+        lines += ["", f"{machine}: {len({r.run_id or r.at for s in mine for r in s.runs})} run(s)"]
         for s in mine:
             said = ", ".join(f"{st.ratio:.2f}x [{st.low:.2f}-{st.high:.2f}] {'worse' if s.worse(st) else 'better'} "
                              f"at {s.runs[st.at].label}" for st in s.steps) or "no step"
@@ -151,6 +145,6 @@ def add_parser(sub):
     h.add_argument("--out", default=None, metavar="DIR",
                    help="where history.html, history.csv and history.json go (default: a history/ folder beside "
                         "the first path)")
-    h.add_argument("--format", default="html,csv,json", help="comma-separated: html, csv, json (default: all)")
+    groups.formats(h, "history")
     groups.min_effect(h, "the smallest step worth naming")
     return h

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 
 from compilebench import zoo
+from compilebench.cli import groups
 from compilebench.run import devices
 
 
 def cmd_env(args) -> int:
-    env = devices.probe(args.device)["env"]
+    env = devices.probe(args.device)["env"].shown()
     if args.json:
         print(json.dumps(env, indent=2))
     else:
@@ -47,7 +48,7 @@ def cmd_models(args) -> int:
 def env_parser(sub):
     """`compilebench env`: its options."""
     env = sub.add_parser("env", help="print this machine's environment fingerprint")
-    env.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
+    groups.device(env)
     env.add_argument("--json", action="store_true", help="print JSON")
     return env
 

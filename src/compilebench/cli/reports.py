@@ -176,8 +176,7 @@ def report_parser(sub):
     rep = sub.add_parser("report", help="render tables, charts, HTML, CSV and JSON from one or more results files")
     rep.add_argument("dbs", nargs="*", metavar="DB", help=f"results files to merge (default: {schema.DEFAULT_PATH})")
     rep.add_argument("--out", default=None, metavar="DIR", help="output folder (default: a report/ folder beside the first DB)")
-    rep.add_argument("--format", default=",".join(reportmod.FORMATS),
-                     help=f"comma-separated: {','.join(reportmod.FORMATS)} (default: all)")
+    groups.formats(rep)
     groups.min_effect(rep, "the smallest difference worth calling faster or slower")
     rep.add_argument("--reference", default=None, metavar="NAME",
                      help="set published figures beside yours: guide (the transformers guide's A100, V100 and T4 "

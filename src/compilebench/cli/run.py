@@ -38,7 +38,7 @@ def execute(args, spec: specmod.RunSpec, show, check=lambda prepared: None) -> i
     schema.check_path(args.db)
     out_dir = args.out or default_out(args.db)
     reportmod.check_out_dir(out_dir)
-    prepared = plan.prepare(spec, placement(args))
+    prepared = plan.prepare(spec, placement(args), resume.command(args))
     check(prepared)
 
     with storemod.Store.open(args.db) as store:  # the last check: nothing is written before it

@@ -45,9 +45,7 @@ def add_parser(sub):
     g.add_argument("--pad-to", nargs="+", action="extend", type=int, default=[], metavar="SIZE",
                    help="also: each input padded up to the smallest of these bucket sizes (batch, or prompt length), "
                         "compiled with dynamic=False, its outputs sliced back")
-    g.add_argument("--mix", default=None, metavar="SHAPE:WEIGHT,...",
-                   help="the requests' shares of the shapes, e.g. 1:50,4:30,16:20 (default: uniform); a shape is "
-                        "named by what varies: its batch size, WxH or prompt length")
+    groups.mix(g)
     g.add_argument("--mode", default="default",
                    help=f"the compile mode of every compiled setting: {', '.join(variant.MODES)} (default: default; "
                         "reduce-overhead records a CUDA graph per shape)")

@@ -17,7 +17,6 @@ from compilebench.report import cells, markdown, quantization, shapes, start
 from compilebench.report.cells import Table, interval
 from compilebench.report.view import View
 from compilebench.run import sweep
-from compilebench.storage import schema
 
 
 def cmd_tune(args) -> int:
@@ -26,7 +25,7 @@ def cmd_tune(args) -> int:
                             device=args.device, weights=args.weights, model_size="tiny" if args.tiny else "full",
                             task=args.task, min_effect=args.min_effect, mix=args.mix, requests=args.requests,
                             quantizations=tuple(args.quantizations or ()), min_agreement=args.min_agreement,
-                            quiet=args.quiet, say=lambda text: print(text, file=sys.stderr))
+                            quiet=args.quiet, say=lambda text: print(text, file=sys.stderr), command=resume.command(args))
     except sweep.StoreFailed as exc:
         print(resume.failed(exc.message, args), file=sys.stderr)
         return EXIT_FAILED
@@ -117,9 +116,9 @@ def add_parser(sub):
     tune.add_argument("--budget", default="20m", metavar="TIME",
                       help="wall time the search may take, e.g. 90s, 20m, 1h (default: 20m)")
     groups.task(tune)
-    tune.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available, else cpu)")
+    groups.device(tune)
     groups.weights(tune)
-    tune.add_argument("--db", default=schema.DEFAULT_PATH, help=f"results file (default: {schema.DEFAULT_PATH})")
+    groups.db(tune)
     groups.min_effect(tune, "the smallest speed-up worth acting on")
     groups.quantize(tune, "tried as well, each on every mode and dtype, and kept only where its quality against the "
                           "float model is at least --min-agreement")
@@ -127,7 +126,7 @@ def add_parser(sub):
                       help="the quality floor of a quantized configuration: each of its task's measures (top-1, "
                            "greedy tokens, ...) agreeing with the float model at least F (default with --quantize: "
                            "0.99); given alone, every quantization this device runs is tried")
-    tune.add_argument("--quiet", action="store_true", help="no progress bar")
+    groups.quiet(tune)
     groups.requests(tune)
     groups.mix(tune)
     return tune

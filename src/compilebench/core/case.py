@@ -55,6 +55,14 @@ class Case(Settings):
     def generation(self) -> bool:
         return self.kind == "generation"
 
+    @property
+    def timed_unit(self) -> str:
+        """The kind of timed unit that measures it (core/job.UNITS): a sequence of shapes served, generate() calls,
+        or forward calls. A run's timing is resolved per kind."""
+        if self.shapes:
+            return "serving generation" if self.generation else "serving"
+        return "generation" if self.generation else "forward"
+
     def describe(self) -> str:
         what = f"{len(self.shapes)} shapes {self.variant.label}" if self.shapes else f"b{self.batch_size} {self.variant.name}"
         return f"{self.model} {what}" + (f" [{self.environment}]" if self.environment else "")

@@ -29,7 +29,8 @@ class Drift:
 
 
 def runs(r: Result) -> set[str]:
-    return {rep.run for rep in r.repeats if rep.run}
+    """The runs that measured it, where recorded (core/run.py)."""
+    return r.run_ids
 
 
 def across_runs(a: Result, b: Result, unknown: bool) -> bool:

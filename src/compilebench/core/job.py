@@ -1,12 +1,16 @@
-"""What a worker process is asked to measure (a Job): its cases, how to time them (TimingPolicy), which repeat,
-the compiler state it starts from and what else to record. The driver writes it, the worker reads it. Pure data."""
+"""What a worker process is asked to measure (a Job): its cases, how to time them (a Timing: the run's TimingPolicy
+resolved for their kind of timed unit), which repeat, the compiler state it starts from and what else to record.
+The driver writes it, the worker reads it. Pure data."""
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
 
+from compilebench.core import traffic
 from compilebench.core.case import Case
+from compilebench.core.environment import is_cuda
+from compilebench.core.record import Record
 from compilebench.core.variant import Variant
 
 DEFAULT_ITERS = 300  # the guide: mean of 300 inferences
@@ -23,32 +27,56 @@ DEFAULT_GPU_WARMUP_S = 1.0
 SPAWNED_AT = "COMPILEBENCH_SPAWNED_AT"
 
 
+# The kinds of timed unit (Case.timed_unit): forward calls, generate() calls, and a sequence of shapes served by
+# either (`compilebench shapes`)
+UNITS = ("forward", "generation", "serving", "serving generation")
+DEFAULT_SERVED_GENERATION_ITERS = 5  # generate() calls per prompt length served: each is many forwards
+
+
 @dataclass(frozen=True)
 class TimingPolicy:
-    """How a case is timed. Recorded with each result but not part of the case key."""
+    """How a run's cases are timed, as asked (None: the default of the kind of timed unit). `resolve` fills in the
+    defaults once, at plan time, for each kind of timed unit the run has: the worker, serving and the reproduce
+    command read what it resolved."""
 
-    iters: int | None = None  # None: the timed unit's default (300 forward calls, 20 generate calls)
-    warmup: int = DEFAULT_WARMUP
+    iters: int | None = None  # None: 300 forward calls, 20 generate() calls, 20 calls per shape served (5 generate())
+    warmup: int | None = None  # None: 10 calls (2 per shape served)
     max_time_s: float | None = None  # budget for one repeat's timed loop; the real N is recorded
-    min_iters: int = DEFAULT_MIN_ITERS  # no budget ends a timed loop before this many samples
-    first_calls: int = DEFAULT_FIRST_CALLS  # generation: calls timed one by one before the steady state
+    min_iters: int | None = None  # no budget ends a timed loop before this many samples; None: 10, or fewer iters
+    first_calls: int | None = None  # generation: calls timed one by one before the steady state; None: 5
     warmup_s: float | None = None  # warm-up goes on until this long has passed too; None: 1 s on a GPU, 0 on a CPU
+
+    def resolve(self, unit: str, device: str | None) -> Timing:
+        """The timing of one kind of timed unit (UNITS) on a device."""
+        defaults = {"forward": DEFAULT_ITERS, "generation": DEFAULT_GENERATION_ITERS,
+                    "serving": traffic.DEFAULT_SHAPE_ITERS, "serving generation": DEFAULT_SERVED_GENERATION_ITERS}
+        iters = self.iters if self.iters is not None else defaults[unit]
+        warmup = self.warmup if self.warmup is not None else (
+            traffic.DEFAULT_SHAPE_WARMUP if unit.startswith("serving") else DEFAULT_WARMUP)
+        return Timing(iters=iters, warmup=warmup, max_time_s=self.max_time_s,
+                      min_iters=min(DEFAULT_MIN_ITERS if self.min_iters is None else self.min_iters, iters),
+                      first_calls=DEFAULT_FIRST_CALLS if self.first_calls is None else self.first_calls,
+                      warmup_s=self.warmup_s if self.warmup_s is not None else (
+                          DEFAULT_GPU_WARMUP_S if is_cuda(device) else 0.0))
+
+
+@dataclass(kw_only=True)
+class Timing(Record):
+    """How one kind of timed unit is timed in a run, every default filled in (TimingPolicy.resolve)."""
+
+    iters: int = DEFAULT_ITERS
+    warmup: int = DEFAULT_WARMUP
+    max_time_s: float | None = None
+    min_iters: int = DEFAULT_MIN_ITERS
+    first_calls: int = DEFAULT_FIRST_CALLS
+    warmup_s: float = 0.0
 
     def warmup_for(self, variant: Variant) -> int:
         return max(self.warmup, MIN_WARMUP_CUDAGRAPHS) if variant.uses_cudagraphs else self.warmup
 
-    def warmup_s_for(self, device: str) -> float:
-        if self.warmup_s is not None:
-            return self.warmup_s
-        return DEFAULT_GPU_WARMUP_S if device.startswith("cuda") else 0.0
-
-    def iters_for(self, generation: bool) -> int:
-        if self.iters is not None:
-            return self.iters
-        return DEFAULT_GENERATION_ITERS if generation else DEFAULT_ITERS
-
-    def min_iters_for(self, generation: bool) -> int:
-        return min(self.min_iters, self.iters_for(generation))
+    def to_dict(self) -> dict:
+        """Every field, always: a timing is stored whole."""
+        return {**self.extra, **{f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}}
 
 
 @dataclass
@@ -59,13 +87,13 @@ class Job:
     same code)."""
 
     cases: list[Case]
-    policy: TimingPolicy
+    timing: Timing  # its cases' kind of timed unit's, resolved at plan time
     repeat: int = 1
     compile_cache: str | None = None  # cold, warm, dir or mega: the state of the compiler folders it was given
     count_flops: bool = True
     check: bool = True  # compare compiled outputs with eager's (once per case and compiler state is enough)
     claim: dict | None = None  # the driver's claim (run/orphans.py): lets a later run store what a killed driver did not
-    environment: dict | None = None  # the Environment its cases run under, as a dict: the worker records it
+    environment: dict | None = None  # the --env Interpreter its cases run under, as a dict: the worker records it
     traces: str | None = None  # the folder its profile and compile trace go to (diagnostics/traces.py); None: neither is kept
     profile: bool = False  # a profiled pass after the timed loop (--profile; once per case)
     compile_trace: bool = False  # TORCH_TRACE of its compile (--compile-trace; once per case)
@@ -77,12 +105,11 @@ class Job:
     def to_dict(self) -> dict:
         """Every field by its name: the cases and the timing policy as their own dicts."""
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        return {**out, "cases": [c.to_dict() for c in self.cases], "policy": dataclasses.asdict(self.policy)}
+        return {**out, "cases": [c.to_dict() for c in self.cases], "timing": self.timing.to_dict()}
 
     @classmethod
     def from_dict(cls, d: dict) -> Job:
         """A job a driver wrote; fields it did not write take their defaults, fields this version lacks are left."""
-        known = {f.name for f in dataclasses.fields(TimingPolicy)}
-        policy = TimingPolicy(**{k: v for k, v in d["policy"].items() if k in known})
-        fields = {f.name for f in dataclasses.fields(cls)} - {"cases", "policy"}
-        return cls([Case.from_dict(c) for c in d["cases"]], policy, **{k: v for k, v in d.items() if k in fields})
+        fields = {f.name for f in dataclasses.fields(cls)} - {"cases", "timing"}
+        return cls([Case.from_dict(c) for c in d["cases"]], Timing.from_dict(d["timing"]),
+                   **{k: v for k, v in d.items() if k in fields})

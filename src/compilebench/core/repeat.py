@@ -16,6 +16,7 @@ from typing import Callable
 
 from compilebench.core import stats
 from compilebench.core.conditions import Conditions
+from compilebench.core.environment import Environment, HostPeaks
 from compilebench.core.generation import GenerateCalls
 from compilebench.core.record import Record, coerce, part, plain, typed
 from compilebench.core.served import ShapesServed
@@ -90,17 +91,6 @@ class Figures:
     """Every figure a case shows of its repeats, declared once: a Repeat holds its own, a Result (core/result.py)
     the case's, each made from its repeats' by the rule its declaration names (derived)."""
 
-    # its run's label (--tag, COMPILEBENCH_TAG or the git commit): `history` reads a series by it
-    tag: str | None = metric(over=last, csv=True)
-    # Repeats until decided: the looks at the data its run's design allowed (stats.looks: its verdicts' 5% is split
-    # over them; none or 1: a fixed design, 95%), and why the run stopped adding repeats before the verdict was
-    # decided: "max-repeats" or "time budget" (set on the case's last repeat; None where the data decided it)
-    looks: int | None = metric(over=most, csv=True)
-    design: list[int] = metric(list, over=found)  # the processes at each look (stats.looks): which look a reading is
-    # the rounds from which its run's design pairs a comparison's processes by round (stats.PAIR_FROM); None: never
-    # (results written before the design paired them read as they did)
-    pair_from: int | None = metric(over=most, csv=True)
-    undecided_by: str | None = metric(over=last, csv=True)
     # the first call alone; for a compiled model it holds the compilation
     first_call_s: float | None = metric(over=first, csv=True)
     compile_cache_hits: int | None = metric(over=first, csv=True)  # inductor FX-graph cache hits of the measured compile
@@ -139,6 +129,10 @@ class Figures:
     # "top5": 1.0}; generation: {"tokens": 0.9, "first_divergence": 12})
     quality: dict = metric(dict, over=least_each)
     weight_bytes: int | None = metric(over=most, csv=True)  # the model's parameters and buffers as stored (quantized)
+    # of one eager forward of the whole batch (torch.utils.flop_counter: matmuls, convs): counted by one process of
+    # the model's first case, given to the later ones (compiling does not change the math of one eager forward)
+    flops: int | None = metric(over=found, csv=True)
+    inline_model: bool = metric(False, over=any_of)  # an nn.Module object measured in the caller's process (the API)
     # per call: eager, its operators' inputs and outputs; compiled, inductor's count
     bytes_moved: int | None = metric(over=found)
     # --profile: where the time goes (diagnostics/profiling.summarize), and its trace
@@ -153,7 +147,7 @@ class Repeat(Figures):
     index: int = 1  # 1..R: which repeat of the case
     status: str = "ok"
     process: str = field(default_factory=lambda: uuid.uuid4().hex)  # shared by the variants of an interleaved process
-    run: str | None = None  # the run (one command's plan) that measured it: core/drift.py tells runs apart by it
+    run: str | None = None  # the run that measured it (core/run.py): its tag, design and timing are there
     message: str | None = None  # one line: why it is not ok
     traceback: str | None = None
     phase: str | None = None  # the phase it was in when it failed
@@ -178,6 +172,9 @@ class Repeat(Figures):
     flags: list[str] = field(default_factory=list)  # busy, throttled, noisy
     generation: GenerateCalls = part(GenerateCalls)  # text generation: per-call prefill / decode samples, first calls
     cpus: int | None = None  # CPU cores the worker could run on
+    environment: Environment = part(Environment)  # this process's: its host, GPU, software, threads
+    host_peaks: HostPeaks = part(HostPeaks)  # a CPU's bandwidth and matmul rate, where this process measured them
+    clock: str | None = None  # what timed its calls: "cuda_events", "perf_counter"
     phases: dict = field(default_factory=dict)  # seconds the worker spent in each phase, from its start
     mega_cache: MegaCache = part(MegaCache)  # --compile-cache mega: the artifacts saved or loaded
     aot_inductor: AotPackage = part(AotPackage)  # aot-inductor: export, package (the repeat that built it), load

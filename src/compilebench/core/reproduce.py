@@ -6,11 +6,10 @@ spelled as cli/groups.py declares them, which tests/test_reproduce.py checks by 
 
 from __future__ import annotations
 
-import dataclasses
 import shlex
 
 from compilebench.core import settings as settingsmod, traffic
-from compilebench.core.job import DEFAULT_FIRST_CALLS, DEFAULT_MIN_ITERS, DEFAULT_WARMUP, TimingPolicy
+from compilebench.core.job import TimingPolicy
 from compilebench.core.result import Result
 from compilebench.core.variant import Variant
 
@@ -18,7 +17,7 @@ PROGRAM = "compilebench"
 # Settings a command line spells otherwise than --NAME VALUE (a bool alone), or cannot say.
 _SPELLED = {"model_size": lambda v: ["--tiny"] if v == "tiny" else None,
             "tf32": lambda v: ["--tf32" if v else "--no-tf32"]}
-# Timing's options by TimingPolicy field: --NAME VALUE
+# Timing's options by Timing field: --NAME VALUE
 _TIMING = {"iters": "--iters", "warmup": "--warmup", "max_time_s": "--max-time", "min_iters": "--min-iters",
            "first_calls": "--first-calls", "warmup_s": "--warmup-time"}
 
@@ -123,29 +122,31 @@ def _settings(r: Result) -> list[str]:
 
 
 def _timing(r: Result) -> list[str]:
-    """The timing the result was measured with (as recorded), where it differs from a run's (or `shapes`')
-    defaults."""
-    known = {f.name for f in dataclasses.fields(TimingPolicy)}
-    policy = TimingPolicy(**{k: v for k, v in r.timing_policy.items() if k in known})
-    defaults = TimingPolicy(iters=None,
-                            warmup=traffic.DEFAULT_SHAPE_WARMUP if r.case.shapes else DEFAULT_WARMUP,
-                            min_iters=min(DEFAULT_MIN_ITERS, policy.iters) if policy.iters else DEFAULT_MIN_ITERS,
-                            first_calls=DEFAULT_FIRST_CALLS)
+    """The timing the result was measured with (its run's, resolved for its kind of timed unit), where it differs
+    from what the same command without timing options would resolve to."""
+    timing = r.timing
+    if timing is None:
+        return []
+    unit, device = r.case.timed_unit, r.case.device
+    plain = TimingPolicy().resolve(unit, device)
+    asked = TimingPolicy(**{name: getattr(timing, name) for name in _TIMING if name != "min_iters"
+                            and getattr(timing, name) != getattr(plain, name)})
+    floor = asked.resolve(unit, device)  # --min-iters' default follows --iters
     words = []
     for name, option in _TIMING.items():
-        value = getattr(policy, name)
-        if name in r.timing_policy and value is not None and value != getattr(defaults, name):
+        value = getattr(timing, name)
+        if value is not None and value != getattr(floor if name == "min_iters" else plain, name):
             words += [option, f"{value:g}" if isinstance(value, float) else str(value)]
     return words
 
 
 def _environment(r: Result) -> list[str]:
     """--env NAME=PATH (the interpreter it ran under, as recorded) and its --env-set variables."""
-    name, python = r.case.environment, r.env.get("environment_python")
+    name, python = r.case.environment, r.env.environment_python
     if not name:
         return []
     words = ["--env", f"{name}={python}"]
-    for assignment in (r.env.get("environment_set") or "").split():
+    for assignment in (r.env.environment_set or "").split():
         words += ["--env-set", name, assignment]
     return words
 

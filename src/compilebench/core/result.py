@@ -1,5 +1,8 @@
-"""Result: a case on one machine, with one Repeat per worker process. Raw samples are kept per repeat; the case's
-status, estimate, compile times and metrics are derived from its repeats (derive), never stored apart from them.
+"""Result: a case on one machine, with one Repeat per worker process. What is stored is the case, its identity
+(where it resumes, its row label) and its repeats, each with its own environment and raw samples; the runs that
+measured the repeats are stored once each, apart (core/run.py). Everything a case shows (its status, estimate and
+interval, compile times, flags and every metric its repeats declare) is derived from its repeats and their runs
+whenever a Result is made or a repeat joins it: never stored, so never stale (an export may include it).
 
 Fields a newer compilebench wrote and this one does not know are kept (`extra`) and written back unchanged."""
 
@@ -12,57 +15,44 @@ from dataclasses import dataclass, field
 
 from compilebench.core import stats
 from compilebench.core.case import Case, eager_key_of, key_of
+from compilebench.core.environment import Environment, disagreements
 from compilebench.core.generation import Generation
-from compilebench.core.record import items, part, plain
-from compilebench.core.repeat import METRICS, Figures, Repeat, derived, empty, utc_now
+from compilebench.core.repeat import METRICS, Repeat, derived, empty, utc_now
+from compilebench.core.run import Run
 from compilebench.core.served import Shapes
 from compilebench.core.starts import AotStart, MegaStart
 from compilebench.core.stats import Group
 from compilebench.core.vocab import FLAGS, MEASURED, SELF_CHECK, SEVERITY, UNSTABLE
 from compilebench.core.why import CompilePhases
 
+# What a Result derives from its repeats, beside every metric they declare (core/repeat.py's Figures): never stored.
+DERIVED = ("status", "message", "stats", "compile_s", "cold_compile_s", "warm_compile_s", "mega_cache",
+           "compile_phases", "aot_inductor", "flags", "generation", "shapes", "unstable")
+
 
 @dataclass
-class Result(Figures):
-    """A case on one machine: its repeats and what they add up to: every figure a repeat declares (core/repeat.py's
-    Figures: first_call_s, graphs, max_rel_err, peak_mem_bytes, ...), derived from the repeats by its rule, and the
-    fields below."""
+class Result:
+    """A case on one machine: its repeats and what it is stored under. Derived when made and when a repeat joins
+    (not fields): every figure its repeats declare (first_call_s, graphs, max_rel_err, peak_mem_bytes, ...; core/
+    repeat.py's Figures), each by its rule, and `status`, `message`, `stats` (the estimate between processes),
+    `compile_s` (cold where a repeat compiled cold, else warm), `cold_compile_s`, `warm_compile_s`, `mega_cache`,
+    `compile_phases`, `aot_inductor`, `flags`, `generation`, `shapes` and `unstable` (its per-process means in two
+    groups far apart, each group's mean and when)."""
 
     case: Case
     repeats: list[Repeat] = field(default_factory=list)
-    machine_id: str = ""
+    machine_id: str = ""  # the machine and software it resumes on (Environment.machine_id of where it ran)
+    placement: str = ""  # what a Ray sweep asked for ("ray|H100|torch ...|transformers ..."): its resume identity
     label: str = ""  # the guide's "Task/Model" row label
     task: str = ""
-    env: dict = field(default_factory=dict)
-    isolation: str = "process"
-    placement: str = ""  # what a Ray sweep asked for ("ray|H100|torch ...|transformers ..."): its resume identity
-    timing_policy: dict = field(default_factory=dict)
-    clock: str | None = None
-    flops: int | None = None  # of one eager forward of the whole batch (torch.utils.flop_counter: matmuls, convs)
-    inline_model: bool = False  # an nn.Module object measured in the caller's process (the Python API)
     result_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     created_at: str = field(default_factory=utc_now)
+    runs: tuple[Run, ...] = ()  # the runs its repeats belong to, as the runs table holds them (not stored here)
     extra: dict = field(default_factory=dict)  # fields a newer compilebench wrote, kept as they were
     case_extra: dict = field(default_factory=dict)  # the same, inside the case
-    # Derived from the repeats by derive():
-    status: str = "ok"
-    message: str | None = None
-    stats: stats.Estimate = field(default_factory=stats.Estimate)
-    compile_s: float | None = None  # the cold compile where a repeat had one, else the warm one
-    cold_compile_s: float | None = None
-    warm_compile_s: float | None = None  # median over the repeats that compiled from a warm on-disk cache
-    mega_cache: MegaStart = part(MegaStart)  # --compile-cache mega: artifacts' size, load and start (medians)
-    compile_phases: CompilePhases = part(CompilePhases)  # of the compile compile_s is
-    aot_inductor: AotStart = part(AotStart)  # aot-inductor: build seconds, package size, load and start
-    flags: list[str] = field(default_factory=list)
-    generation: Generation = part(Generation)  # text generation: time to first token and per token
-    shapes: Shapes = part(Shapes)  # `compilebench shapes`: per shape, over the repeats
-    # its per-process means in two groups far apart (the machine changed state): each group's mean and when
-    unstable: list[Group] = items(Group)
 
     def __post_init__(self):
-        if isinstance(self.stats, dict):  # as stored
-            self.stats = stats.Estimate.from_dict(self.stats)
+        self.runs = tuple(self.runs)
         self.derive()
 
     def add(self, repeat: Repeat) -> None:
@@ -73,12 +63,17 @@ class Result(Figures):
     def derive(self) -> None:
         """Everything the case shows, from its repeats: the status and message of the most telling one, the estimate
         between processes, the compile seconds (cold and warm), the summaries of starts, generation and shapes, and
-        every metric its repeats declare (core/repeat.py), each by its rule."""
+        every metric its repeats declare (core/repeat.py), each by its rule. Called when the result is made and
+        when a repeat joins; again only by code that changed a repeat in place (a test's hand-made repeat)."""
         reps = sorted(self.repeats, key=lambda r: r.index)
         measured = [r for r in reps if r.status in MEASURED and r.samples_ms]
         metrics = derived(reps, measured) if reps else {f.name: empty(f) for f in METRICS}
         for name, value in metrics.items():
             setattr(self, name, value)
+        self.status, self.message, self.stats, self.flags, self.unstable = "ok", None, stats.Estimate(), [], []
+        self.compile_s = self.cold_compile_s = self.warm_compile_s = None
+        self.mega_cache, self.compile_phases, self.aot_inductor = MegaStart(), CompilePhases(), AotStart()
+        self.generation, self.shapes = Generation(), Shapes()
         if not reps:
             return
         self.status = min((r.status for r in reps), key=SEVERITY.index)
@@ -123,6 +118,82 @@ class Result(Figures):
         """The resume key of its case's eager twin, as stored."""
         return eager_key_of({**self.case_extra, **self.case.to_dict()})
 
+    # -- what its repeats' environments say ----------------------------------------------------------------------
+
+    @property
+    def env(self) -> Environment:
+        """The environment its repeats share: the first's that recorded one (a repeat killed before it read its
+        own has the driver's). Where they disagree on what must be common, `disagreements` says so."""
+        return next((r.environment for r in sorted(self.repeats, key=lambda r: r.index) if r.environment),
+                    Environment(device=self.case.device))
+
+    @property
+    def environments(self) -> list[Environment]:
+        """Each repeat's environment, in repeat order (every recorded one)."""
+        return [r.environment for r in sorted(self.repeats, key=lambda r: r.index) if r.environment]
+
+    @property
+    def gpus(self) -> list[str]:
+        """The GPUs its repeats ran on, by UUID, in the order first met (--gpus spreads repeats over several)."""
+        return list(dict.fromkeys(e.gpu_uuid for e in self.environments if e.gpu_uuid))
+
+    @property
+    def disagreements(self) -> dict[str, list]:
+        """What its repeats must share and do not (GPU model, torch, driver, ...): each with its values."""
+        return disagreements(self.environments)
+
+    # -- what its runs say --------------------------------------------------------------------------------------
+
+    def run_of(self, rep: Repeat) -> Run | None:
+        return next((run for run in self.runs if run.run_id == rep.run), None)
+
+    @property
+    def run_ids(self) -> set[str]:
+        """The runs that measured it, where recorded (results written before runs were: none)."""
+        return {rep.run for rep in self.repeats if rep.run and (run := self.run_of(rep)) is not None and run.recorded}
+
+    def _runs(self) -> list[Run]:
+        """Its repeats' runs, in repeat order, once each."""
+        found = (self.run_of(r) for r in sorted(self.repeats, key=lambda r: r.index))
+        return list({id(x): x for x in found if x is not None}.values())
+
+    @property
+    def tag(self) -> str | None:
+        """Its newest run's label (--tag, $COMPILEBENCH_TAG or the git commit): `history` reads a series by it."""
+        return next((run.tag for run in reversed(self._runs()) if run.tag), None)
+
+    @property
+    def looks(self) -> int | None:
+        """The most looks at its verdicts its runs' designs allowed (None or 1: a fixed design, 95%)."""
+        return max((run.looks for run in self._runs() if run.looks), default=None)
+
+    @property
+    def design(self) -> list[int]:
+        """The processes at each look of its runs' design (stats.looks): which look a reading is."""
+        return next((run.design for run in self._runs() if run.design), [])
+
+    @property
+    def pair_from(self) -> int | None:
+        """The rounds from which its runs pair a comparison's processes by round (None: never)."""
+        return max((run.pair_from for run in self._runs() if run.pair_from), default=None)
+
+    @property
+    def undecided_by(self) -> str | None:
+        """Why its last run stopped adding repeats before its verdict was decided ("max-repeats", "time budget");
+        None where the data decided it."""
+        return next((run.undecided[self.result_id] for run in reversed(self._runs())
+                     if self.result_id in run.undecided), None)
+
+    @property
+    def timing(self):
+        """How it was timed (core/job.Timing): its first run's timing of its kind of timed unit."""
+        return next((run.timing[self.case.timed_unit] for run in self._runs() if self.case.timed_unit in run.timing),
+                    None)
+
+    @property
+    def isolation(self) -> str:
+        return next((run.isolation for run in self._runs()), "process")
+
     @property
     def mean(self) -> float | None:
         """The number a table may average: ok results only (invalid and failures have no number)."""
@@ -141,7 +212,8 @@ class Result(Figures):
     def round_means(self, metric=None) -> dict[tuple[str, int], float]:
         """The same means by the round that measured them: (run, repeat index). A repeat whose run is not recorded
         has none."""
-        return {(rep.run, rep.index): m for rep, m in self._means(metric) if rep.run}
+        known = self.run_ids
+        return {(rep.run, rep.index): m for rep, m in self._means(metric) if rep.run in known}
 
     def _means(self, metric):
         for rep in sorted(self.repeats, key=lambda r: r.index):
@@ -150,30 +222,39 @@ class Result(Figures):
                 yield rep, sum(values) / len(values)
 
     def to_dict(self) -> dict:
+        """As stored: its case, identity and repeats (never what is derived from them; never its runs, stored apart)."""
         out = {**self.extra}
         for f in dataclasses.fields(self):
-            if f.name not in ("case", "repeats", "extra", "case_extra"):
-                out[f.name] = plain(getattr(self, f.name))
-        out["stats"] = self.stats.to_dict()
+            if f.name not in ("case", "repeats", "extra", "case_extra", "runs"):
+                out[f.name] = getattr(self, f.name)
         out["case"] = {**self.case_extra, **self.case.to_dict()}
         out["case_key"] = self.case_key
         out["repeats"] = [r.to_dict() for r in sorted(self.repeats, key=lambda r: r.index)]
         return out
 
+    def export(self) -> dict:
+        """The whole result as JSON holds it, for a reader of its own (the tests, the benchmarks): as stored, with
+        what it derives beside (its status, estimate, every metric, ...), the environment its repeats shared and
+        its runs' facts (tag, isolation, the timing of its kind). Never read back: Result.from_dict reads to_dict's."""
+        from compilebench.core.record import plain
+
+        return {**self.to_dict(), **{name: plain(getattr(self, name)) for name in (*DERIVED, *(f.name for f in METRICS))},
+                "env": self.env.shown(), "tag": self.tag, "isolation": self.isolation, "looks": self.looks,
+                "design": self.design, "pair_from": self.pair_from, "undecided_by": self.undecided_by,
+                "timing": self.timing.to_dict() if self.timing else None}
+
     @classmethod
-    def from_dict(cls, d: dict) -> Result:
-        names = {f.name for f in dataclasses.fields(cls)}
-        derived_ = {f.name for f in METRICS} | {"case_key"}  # made again from the repeats, as its records are
-        kw = {k: v for k, v in d.items() if k in names and k not in ("case", "repeats", "extra", "case_extra")
-              and k not in derived_ and "record" not in _FIELDS[k].metadata}
-        extra = {k: v for k, v in d.items() if k not in names and k not in derived_}
+    def from_dict(cls, d: dict, runs: tuple[Run, ...] | dict = ()) -> Result:
+        """As stored (Result.to_dict); `runs`: the runs its repeats name (or every run of its file, by id)."""
+        names = {f.name for f in dataclasses.fields(cls)} - {"runs"}
+        kw = {k: v for k, v in d.items() if k in names and k not in ("case", "repeats", "extra", "case_extra")}
+        extra = {k: v for k, v in d.items() if k not in names and k != "case_key"}
         case_fields = {f.name for f in dataclasses.fields(Case)}
         case_extra = {k: v for k, v in d["case"].items() if k not in case_fields}
-        return cls(Case.from_dict(d["case"]), [Repeat.from_dict(r) for r in d.get("repeats") or []], **kw, extra=extra,
-                   case_extra=case_extra)
-
-
-_FIELDS = {f.name: f for f in dataclasses.fields(Result)}
+        repeats = [Repeat.from_dict(r) for r in d.get("repeats") or []]
+        if isinstance(runs, dict):
+            runs = tuple(runs[x] for x in dict.fromkeys(r.run for r in repeats) if x in runs)
+        return cls(Case.from_dict(d["case"]), repeats, **kw, runs=runs, extra=extra, case_extra=case_extra)
 
 
 def _unstable(measured: list[Repeat]) -> list[Group]:

@@ -6,14 +6,15 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import itertools
+import json
 import math
 from dataclasses import dataclass, field
 
 from compilebench.core import settings as settingsmod, stats, suites, traffic
 from compilebench.core.case import Case
-from compilebench.core.environment import Environment
 from compilebench.core.errors import UnknownChoice, UserError
-from compilebench.core.job import DEFAULT_FIRST_CALLS, DEFAULT_MIN_ITERS, DEFAULT_WARMUP, TimingPolicy
+from compilebench.core.interpreter import Interpreter
+from compilebench.core.job import TimingPolicy
 from compilebench.core.settings import Settings, integer as _integer
 from compilebench.core.variant import MODES, SCOPES, VARIANTS, Variant
 
@@ -61,7 +62,7 @@ class RunSpec(Settings):
     isolation: str = "process"
     rerun: bool = False
     retry_failed: bool = False
-    environments: tuple[Environment, ...] = ()  # --env: every case under each; none: the driver's own interpreter
+    environments: tuple[Interpreter, ...] = ()  # --env: every case under each; none: the driver's own interpreter
     # --quantize: every variant of every model under each (the quantize setting where none is given), beside one
     # eager float baseline
     quantizations: tuple[str, ...] = ()
@@ -172,9 +173,8 @@ def asked(*, models=None, suite: str | None = None, batch_sizes=None, variants=N
         raise UserError(f"--inductor-option: {[k for k, _ in options]}: an option is given twice")
     compiling = Variant("default", backend=backend, fullgraph=bool(given.get("fullgraph")), dynamic=dynamic,
                         options=options, scope=compile_scope or ("regions" if regions else "model"), regions=tuple(regions))
-    timing = TimingPolicy(iters=iters, warmup=given.get("warmup", traffic.DEFAULT_SHAPE_WARMUP if shapes else DEFAULT_WARMUP),
-                          max_time_s=given.get("max_time_s"), min_iters=_floor(min_iters, iters),
-                          first_calls=DEFAULT_FIRST_CALLS if first_calls is None else first_calls, warmup_s=warmup_s)
+    timing = TimingPolicy(iters=iters, warmup=given.get("warmup"), max_time_s=given.get("max_time_s"),
+                          min_iters=min_iters, first_calls=first_calls, warmup_s=warmup_s)
     served = dict(shapes=True, image_sizes=tuple(traffic.parse_image_size(s) if isinstance(s, str) else tuple(s)
                                                  for s in image_sizes),
                   prompt_lens=tuple(prompt_lens), pad_to=tuple(sorted(set(pad_to))),
@@ -191,11 +191,9 @@ ASKED = frozenset(set(inspect.signature(asked).parameters) - {"rest"} | {f.name 
                   - {"compile", "timing"})
 
 
-def _floor(min_iters: int | None, iters: int | None) -> int | None:
-    """--min-iters, by default 10 calls or --iters where fewer are asked for."""
-    if min_iters is not None or not isinstance(iters, int) or isinstance(iters, bool):
-        return DEFAULT_MIN_ITERS if min_iters is None else min_iters
-    return min(DEFAULT_MIN_ITERS, iters)
+def recorded(spec: RunSpec) -> dict:
+    """The spec as a run's record keeps it: every field, as JSON holds it."""
+    return json.loads(json.dumps(dataclasses.asdict(spec)))
 
 
 def _finite(value) -> bool:
@@ -264,13 +262,12 @@ def _validate_compile(c: Variant) -> None:
 
 
 def _validate_timing(t: TimingPolicy) -> None:
-    if t.iters is not None:
-        _integer("--iters", t.iters, 1)
-    _integer("--warmup", t.warmup, 0)
-    _integer("--min-iters", t.min_iters, 1)
-    if t.iters is not None and t.min_iters > t.iters:
+    for option, value, least in (("--iters", t.iters, 1), ("--warmup", t.warmup, 0), ("--min-iters", t.min_iters, 1),
+                                 ("--first-calls", t.first_calls, 1)):
+        if value is not None:
+            _integer(option, value, least)
+    if t.iters is not None and t.min_iters is not None and t.min_iters > t.iters:
         raise UserError(f"--min-iters {t.min_iters} is more than --iters {t.iters}: a timed loop cannot end before it starts")
-    _integer("--first-calls", t.first_calls, 1)
     _seconds("--max-time", t.max_time_s)
     if t.warmup_s is not None and not (_finite(t.warmup_s) and t.warmup_s >= 0):
         raise UserError(f"--warmup-time must be a finite number of seconds >= 0, got {t.warmup_s!r}")

@@ -145,8 +145,7 @@ def host_peaks(dtype: str) -> dict:
         if mm >= MATMUL_MIN_S or n >= MATMUL_MAX_N:
             break
         n *= 2
-    return {"host_stream_gbs": round(2 * STREAM_BYTES / best / 1e9, 2),
-            f"host_matmul_gflops_{dtype}": round(2 * n ** 3 / mm / 1e9, 1)}
+    return {"stream_gbs": round(2 * STREAM_BYTES / best / 1e9, 2), "matmul_gflops": round(2 * n ** 3 / mm / 1e9, 1)}
 
 
 def _best_copy_s(torch) -> float:

@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+from compilebench.core.environment import is_cuda
+
 CALL = "compilebench call"  # the record around each profiled call: its self time is code outside any operator
 FORWARD_CALLS = 5  # steady forward calls profiled (after the timed loop)
 GENERATE_CALLS = 1  # generate() calls profiled: each makes --new-tokens tokens
@@ -149,7 +151,7 @@ def profile(call: Callable[[], object], calls: int, device: str, trace_path: str
     from torch.autograd.profiler import record_function
     from torch.profiler import ProfilerActivity, profile as torch_profile
 
-    cuda = device.startswith("cuda")
+    cuda = is_cuda(device)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     with torch_profile(activities=activities) as prof:
         sync()

@@ -13,6 +13,8 @@ import math
 import os
 import time
 
+from compilebench.core.environment import is_cuda
+
 
 class ExportFailed(Exception):
     """torch.export could not capture the model: the variant's error, with export's own reason."""
@@ -94,7 +96,7 @@ def load(path: str, device: str = "cpu"):
     the inputs it was exported with, and the seconds loading took."""
     import torch
 
-    index = torch.device(device).index if device.startswith("cuda") else None
+    index = torch.device(device).index if is_cuda(device) else None
     start = time.perf_counter()
     runner = torch._inductor.aoti_load_package(path, device_index=-1 if index is None else index)
     return runner, {"load_s": time.perf_counter() - start, "package_bytes": os.path.getsize(path)}

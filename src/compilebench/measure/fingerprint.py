@@ -1,5 +1,5 @@
-"""The environment fingerprint recorded with every result: hardware, software versions, threads, matmul precision
-and, on a GPU, what NVML says of it."""
+"""The environment fingerprint every repeat records (core/environment.Environment): hardware, software versions,
+threads, matmul precision and, on a GPU, what NVML says of it."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ import platform
 import socket
 import subprocess
 
+from compilebench.core.environment import Environment, is_cuda
 from compilebench.measure import precision
 
 
-def _version(package: str) -> str | None:
+def version(package: str) -> str | None:
     try:
         return importlib.metadata.version(package)
     except importlib.metadata.PackageNotFoundError:
@@ -54,16 +55,17 @@ def static() -> dict:
         "os": platform.platform(),
         "python": platform.python_version(),
         "torch": torch.__version__,
-        "transformers": _version("transformers"),
-        "triton": _version("triton") or _version("pytorch-triton"),
-        "compilebench": _version("compilebench"),
+        "transformers": version("transformers"),
+        "triton": version("triton") or version("pytorch-triton"),
+        "compilebench": version("compilebench"),
         "cpu": cpu_model(),
         "cpu_count": os.cpu_count(),
     }
 
 
-def collect(device: str) -> dict:
-    """Everything that can change a number: hardware, software versions, threads, matmul precision."""
+def collect(device: str, **also) -> Environment:
+    """Everything that can change a number: hardware, software versions, threads, matmul precision; `also`: what
+    the caller knows of it (the --env it runs under)."""
     import torch
 
     env = {
@@ -79,7 +81,7 @@ def collect(device: str) -> dict:
         "tf32_matmul": None,
         "tf32_cudnn": None,
     }
-    if device.startswith("cuda"):
+    if is_cuda(device):
         major, minor = torch.cuda.get_device_capability(device)
         env.update(
             device_name=torch.cuda.get_device_name(device),
@@ -98,7 +100,7 @@ def collect(device: str) -> dict:
             env.update(driver=nvml.driver_version(), **nvml.facts())
         else:  # clocks, power and energy will be missing: the environment says why
             env.update(driver=_nvidia_driver(), nvml=Nvml.error)
-    return env
+    return Environment.from_dict({**env, **also})
 
 
 def gpu_uuid(device: str) -> str | None:
@@ -113,14 +115,3 @@ def gpu_uuid(device: str) -> str | None:
 
 def uses_mig() -> bool:
     return any(x.strip().startswith("MIG-") for x in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(","))
-
-
-def uses_tf32(env: dict, dtype: str) -> bool:
-    """Whether float32 math ran on TF32 tensor cores: a CUDA device of compute capability 8.0 or later with TF32
-    allowed for matmuls or convolutions (cuDNN allows it for convolutions by default)."""
-    if dtype != "float32" or not str(env.get("device", "")).startswith("cuda"):
-        return False
-    capability = env.get("compute_capability")
-    if capability is not None and int(str(capability).split(".")[0]) < 8:
-        return False  # no TF32 before Ampere, whatever the flags say
-    return bool(env.get("tf32_matmul") or env.get("tf32_cudnn"))

@@ -10,10 +10,9 @@ import contextlib
 from compilebench.core.case import Case
 from compilebench.core.job import Job
 from compilebench.core.repeat import Repeat
-from compilebench.core.result import Result
 from compilebench.diagnostics import bandwidth, profiling
 from compilebench.measure import aot_inductor, compiler, correctness, cudagraph, quantization, timing
-from compilebench.measure.recording import Recorder, record, record_aot, record_check
+from compilebench.measure.recording import Measuring, Recorder, record, record_aot, record_check
 from compilebench.measure.unit import TimedUnit
 from compilebench.zoo.entry import default_image_path, load_image
 
@@ -120,9 +119,9 @@ class Forward(TimedUnit):
             self.model = None  # a replica holds the package's weights only: the model's leave the peak memory measured
 
     def loops(self, recorder: Recorder) -> dict:
-        policy, first, inputs = self.job.policy, self.first, self.inputs
-        timed = dict(iters=policy.iters_for(False), min_iters=policy.min_iters_for(False), max_time_s=policy.max_time_s,
-                     warmup_s=policy.warmup_s_for(first.device), sync_each_call=first.sync_each_call, clock=self.clock,
+        policy, first, inputs = self.job.timing, self.first, self.inputs
+        timed = dict(iters=policy.iters, min_iters=policy.min_iters, max_time_s=policy.max_time_s,
+                     warmup_s=policy.warmup_s, sync_each_call=first.sync_each_call, clock=self.clock,
                      graph_count=compiler.graph_count if self.compiled else None, watch=self.watch,
                      before_timing=recorder.memory.steady, on_phase=self.enter)
         with _inductor_bytes(self.job, self.compiled) as self.inductor_counted:
@@ -140,10 +139,10 @@ class Forward(TimedUnit):
             with _counted(True) as self.counted:
                 self.model(**self.inputs)
 
-    def record(self, r: Result, m) -> None:
-        rep: Repeat = r.repeats[0]
+    def record(self, r: Measuring, m) -> None:
+        rep: Repeat = r.repeat
         record(rep, m, self.clock, self.first.sync_each_call, alone=len(self.cases) == 1)
-        r.flops = self.counted.get("flops")
+        rep.flops = self.counted.get("flops")
         rep.bytes_moved = self.inductor_counted.get("bytes") if r.case.variant.compiled else self.counted.get("bytes")
         rep.regions = compiler.regions_of(self.fns[r.case.variant.label])
         if r.case.variant.ahead_of_time:
@@ -151,11 +150,11 @@ class Forward(TimedUnit):
         if r.case.variant.cudagraph:
             rep.cudagraphs_recorded = 1  # its pool is then looked for in the allocator's snapshot (Recorder.finish)
 
-    def check_of(self, r: Result):
+    def check_of(self, r: Measuring):
         checked = r.case.variant.against_eager  # compiled, or replayed from a CUDA graph: eager's output expected
         if not self.job.check or not (checked or self.float_expected is not None):
             return None
-        fn, rep, inputs, math = self.fns[r.case.variant.label], r.repeats[0], self.inputs, self.recorder.math
+        fn, rep, inputs, math = self.fns[r.case.variant.label], r.repeat, self.inputs, self.recorder.math
 
         def check() -> list[str]:
             out = correctness.snapshot(fn(**inputs))
@@ -171,5 +170,5 @@ class Forward(TimedUnit):
         return {name: (lambda f=f: f(**self.inputs)) for name, f in self.fns.items()}
 
 
-def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, enter) -> None:
+def run(entry, results: list[Measuring], job: Job, clock: timing.HostClock, watch, enter) -> None:
     Forward(entry, results, job, clock, watch, enter).run()

@@ -17,10 +17,9 @@ from compilebench.core.case import Case
 from compilebench.core.generation import DecodeBytes, FirstCall, GenerateCalls
 from compilebench.core.job import Job
 from compilebench.core.repeat import Repeat
-from compilebench.core.result import Result
 from compilebench.diagnostics import bandwidth, profiling
 from compilebench.measure import compiler, correctness, quantization, timing
-from compilebench.measure.recording import Recorder, record_check, record_loop
+from compilebench.measure.recording import Measuring, Recorder, record_check, record_loop
 from compilebench.measure.unit import TimedUnit
 
 
@@ -182,7 +181,7 @@ class Generation(TimedUnit):
         self.calls, self.regions = _calls(self.model, self.input_ids, self.cases, self.new_tokens)
 
     def loops(self, recorder: Recorder) -> dict:
-        policy = self.job.policy
+        policy = self.job.timing
         self.per_call: dict[str, list[dict]] = {name: [] for name in self.calls}
         seen = {"compile_s": 0.0}
 
@@ -192,12 +191,12 @@ class Generation(TimedUnit):
             seen["compile_s"] = s.compile_s
 
         return timing.measure_generation(
-            self.calls, first_calls=policy.first_calls, iters=policy.iters_for(True), min_iters=policy.min_iters_for(True),
+            self.calls, first_calls=policy.first_calls, iters=policy.iters, min_iters=policy.min_iters,
             max_time_s=policy.max_time_s, clock=self.clock, graph_count=compiler.graph_count, watch=self.watch,
             after_first_call=after_first_call, before_timing=recorder.memory.steady, on_phase=self.enter)
 
-    def record(self, r: Result, m) -> None:
-        rep: Repeat = r.repeats[0]
+    def record(self, r: Measuring, m) -> None:
+        rep: Repeat = r.repeat
         name = r.case.variant.label
         _record(rep, m, self.per_call[name], self.new_tokens, self.first.batch_size, self.prompt_len,
                 alone=len(self.cases) == 1)
@@ -205,11 +204,11 @@ class Generation(TimedUnit):
         rep.regions = self.regions.get(name, {})
         rep.graphs, rep.recompiles_in_timed_loop = compiler.graph_count(), m.recompiles
 
-    def check_of(self, r: Result):
+    def check_of(self, r: Measuring):
         checked = self._checked(r.case)
         if not (checked or (self.job.check and self.float_tokens is not None)):
             return None
-        call, rep, math = self.calls[r.case.variant.label], r.repeats[0], self.recorder.math
+        call, rep, math = self.calls[r.case.variant.label], r.repeat, self.recorder.math
 
         def check_tokens() -> list[str]:
             tokens, logits = _tokens_and_logits(call, self.prompt_len)
@@ -228,7 +227,7 @@ class Generation(TimedUnit):
         return {name: (lambda c=c: c(lambda: None)) for name, c in self.calls.items()}
 
 
-def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, enter) -> None:
+def run(entry, results: list[Measuring], job: Job, clock: timing.HostClock, watch, enter) -> None:
     Generation(entry, results, job, clock, watch, enter).run()
 
 

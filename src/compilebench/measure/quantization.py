@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 
+from compilebench.core.environment import is_cuda
 from compilebench.core.errors import UserError
 
 CONFIGS = {"int8-weight-only": "Int8WeightOnlyConfig", "int8-dynamic": "Int8DynamicActivationInt8WeightConfig",
@@ -28,7 +29,7 @@ def check_installed(quantizations) -> None:
 def refusal(quantization: str, device: str, capability: str | None) -> str | None:
     """Why this device cannot run the quantization (None: it can). `capability`: the CUDA device's compute
     capability ("9.0"), None where it is not known yet."""
-    cuda = device.startswith("cuda")
+    cuda = is_cuda(device)
     if quantization == "int4-weight-only" and not cuda:
         return "--quantize int4-weight-only needs a CUDA device (torchao's int4 kernels; its CPU path is a prototype)"
     if quantization == "float8-dynamic":

@@ -1,19 +1,31 @@
-"""How a timed unit's measurement lands in a Repeat, and the device facts measured beside it: the clock to time
-with, the conditions watch around the timed loop, and peak memory."""
+"""How a timed unit's measurement lands in a Repeat (each case of a job and the repeat its process fills in: a
+Measuring), and the device facts measured beside it: the clock to time with, the conditions watch around the
+timed loop, and peak memory."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import resource
+from dataclasses import dataclass
 from typing import Callable
 
+from compilebench.core.case import Case
+from compilebench.core.environment import Environment, is_cuda
 from compilebench.core.repeat import Repeat
 from compilebench.core.starts import AotPackage, Start
 from compilebench.core.vocab import CLOCK, CUDAGRAPHS_SKIPPED, EAGER_NONDETERMINISTIC, RECOMPILE_LIMIT
 from compilebench.core.why import CompilePhases, Profile
 from compilebench.diagnostics import profiling, traces
 from compilebench.measure import conditions, fingerprint, invariants, timing
+
+
+@dataclass
+class Measuring:
+    """One case of a job and the repeat its worker process fills in (what the worker returns)."""
+
+    case: Case
+    repeat: Repeat
 
 
 class Memory:
@@ -32,7 +44,7 @@ class Memory:
     KIND = "cuda_steady"  # CUDA: the allocated peak of the loops plus what the graph pools hold that it leaves out
 
     def __init__(self, device: str):
-        self.cuda = device.startswith("cuda")
+        self.cuda = is_cuda(device)
         self.device = device
         self.compile_peak: int | None = None
         self.steady_peak: int | None = None  # the loops' own peaks, where after_loop() read them
@@ -99,13 +111,13 @@ class Recorder:
     the loops run, the math whose tolerance judges outputs, and what every repeat gets besides its loop's own
     fields. Start it after the eager call whose outputs are expected (not part of any variant's memory)."""
 
-    def __init__(self, case, env: dict):
+    def __init__(self, case, env: Environment):
         from compilebench.measure import correctness  # imports torch: only inside a worker
 
         self.device = case.device
         self.memory = Memory(case.device)
         self.memory.start()
-        self.math = correctness.math_of(case.dtype, fingerprint.uses_tf32(env, case.dtype), case.quantize)
+        self.math = correctness.math_of(case.dtype, env.uses_tf32(case.dtype), case.quantize)
         self.cudagraphs: invariants.CudaGraphs | None = None
 
     @contextlib.contextmanager
@@ -137,7 +149,7 @@ def record_profiles(results, job, calls: dict[str, Callable[[], object]], n: int
     enter("profile")
     os.makedirs(job.traces, exist_ok=True)
     for r in results:
-        rep, case = r.repeats[0], r.case
+        rep, case = r.repeat, r.case
         try:
             steady_ms = sum(rep.samples_ms) / len(rep.samples_ms) if rep.samples_ms else None
             rep.profile = Profile.from_dict(profiling.profile(calls[case.variant.label], n, case.device,
@@ -237,7 +249,7 @@ def record_start(rep: Repeat, case) -> None:
 def record_cudagraphs(rep: Repeat, seen: invariants.CudaGraphs, case) -> None:
     """What inductor did about CUDA graphs, for a compiled case on a GPU (on a CPU there are none to record). A
     CUDA-graph variant that recorded no graph ran as plain compile: flagged, with inductor's reason."""
-    if not case.device.startswith("cuda"):
+    if not is_cuda(case.device):
         return
     rep.cudagraph_skips, rep.cudagraphs_recorded = seen.skips, seen.recorded
     rep.cudagraph_skip_reasons = seen.reasons
@@ -258,7 +270,7 @@ def record_check(rep: Repeat, verdict, math: str) -> list[str]:
 
 def cuda_index(device: str) -> int | None:
     """The index of a CUDA device as this process sees it; None for the CPU."""
-    if not device.startswith("cuda"):
+    if not is_cuda(device):
         return None
     import torch
 
@@ -266,12 +278,12 @@ def cuda_index(device: str) -> int | None:
 
 
 def make_clock(device: str) -> timing.HostClock:
-    return timing.CudaClock(device) if device.startswith("cuda") else timing.HostClock()
+    return timing.CudaClock(device) if is_cuda(device) else timing.HostClock()
 
 
 def make_watch(device: str) -> conditions.Watch:
     """Other processes' CPU share always; the GPU's clocks, power and throttling through NVML where it works."""
-    if not device.startswith("cuda"):
+    if not is_cuda(device):
         return conditions.Watch()
     nvml = conditions.Nvml.open(fingerprint.gpu_uuid(device), cuda_index(device))
     return conditions.Watch(gpu=nvml.read if nvml else None)

@@ -13,14 +13,11 @@ from types import SimpleNamespace
 
 from compilebench.core import traffic
 from compilebench.core.job import Job
-from compilebench.core.result import Result
 from compilebench.core.served import ShapeServed, ShapesServed
 from compilebench.core.vocab import CLOCK, EAGER_NONDETERMINISTIC
 from compilebench.measure import compiler, conditions, correctness, forward, generation, recording, timing
-from compilebench.measure.recording import Recorder
+from compilebench.measure.recording import Measuring, Recorder
 from compilebench.measure.unit import TimedUnit
-
-DEFAULT_GENERATION_ITERS = 5  # generate() calls per prompt length: each is many forwards
 
 
 class Serving(TimedUnit):
@@ -29,7 +26,7 @@ class Serving(TimedUnit):
     reference_may_compile = True
 
     def build(self) -> None:
-        self.case, self.rep = self.first, self.results[0].repeats[0]
+        self.case, self.rep = self.first, self.results[0].repeat
         self.shapes = [traffic.Shape.parse(t) for t in self.case.shapes]
         self.served = (_Text if self.case.generation else _Vision)(self.entry, self.case, self.shapes)
         self.model = self.served.model
@@ -49,16 +46,16 @@ class Serving(TimedUnit):
         self.call = self.served.callable(self.case.variant)
 
     def loops(self, recorder: Recorder) -> dict:
-        case, policy, call = self.case, self.job.policy, self.call
-        iters = policy.iters or (DEFAULT_GENERATION_ITERS if case.generation else traffic.DEFAULT_SHAPE_ITERS)
+        case, policy, call = self.case, self.job.timing, self.call
+        iters = policy.iters
         self.per_shape: dict[str, ShapeServed] = {}
         self.flags: dict[str, list[str]] = {}
         loop_recompiles = 0
         for s in self.shapes:
             records, graphs = compiler.compile_records(), compiler.graph_count()
             m = timing.measure(lambda s=s: call(s), iters=iters, warmup=policy.warmup_for(case.variant), clock=self.clock,
-                               min_iters=min(policy.min_iters, iters), max_time_s=policy.max_time_s,
-                               warmup_s=policy.warmup_s_for(case.device), sync_each_call=case.sync_each_call,
+                               min_iters=policy.min_iters, max_time_s=policy.max_time_s,
+                               warmup_s=policy.warmup_s, sync_each_call=case.sync_each_call,
                                graph_count=compiler.graph_count, watch=self.watch, on_phase=self.enter,
                                before_timing=recorder.memory.steady)  # the shape's first call is a compile's
             recorder.memory.after_loop()
@@ -73,14 +70,14 @@ class Serving(TimedUnit):
             self.per_shape[s.token].second_compiles = compiler.compiled_since(records, graphs)["compiles"]
         return {case.variant.label: SimpleNamespace(recompiles=loop_recompiles)}
 
-    def record(self, r: Result, m) -> None:
+    def record(self, r: Measuring, m) -> None:
         first = self.per_shape[self.shapes[0].token]
         self.rep.first_call_s = first.first_call_s
         self.rep.timing = "latency" if self.case.sync_each_call else "throughput"
         self.rep.flags = sorted({f for flags in self.flags.values() for f in flags})
         self.rep.shapes = ShapesServed(served=list(self.case.shapes), per_shape=self.per_shape)
 
-    def check_of(self, r: Result):
+    def check_of(self, r: Measuring):
         def check() -> list[str]:
             problems = []
             for s in self.shapes:
@@ -99,7 +96,7 @@ class Serving(TimedUnit):
         return check
 
 
-def run(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, enter) -> None:
+def run(entry, results: list[Measuring], job: Job, clock: timing.HostClock, watch, enter) -> None:
     (result,) = results  # one setting per process: its compiles are its own
     Serving(entry, results, job, clock, watch, enter).run()
 

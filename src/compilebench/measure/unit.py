@@ -18,10 +18,9 @@ from __future__ import annotations
 from typing import Callable
 
 from compilebench.core.job import Job
-from compilebench.core.result import Result
 from compilebench.diagnostics import bandwidth
 from compilebench.measure import compiler, timing
-from compilebench.measure.recording import Recorder, record_profiles
+from compilebench.measure.recording import Measuring, Recorder, record_profiles
 
 
 class TimedUnit:
@@ -30,7 +29,7 @@ class TimedUnit:
     profiled_calls = 0  # calls of a --profile pass; 0: the unit has none
     reference_may_compile = False  # its eager calls may compile (generate()): nothing they did may count
 
-    def __init__(self, entry, results: list[Result], job: Job, clock: timing.HostClock, watch,
+    def __init__(self, entry, results: list[Measuring], job: Job, clock: timing.HostClock, watch,
                  enter: Callable[[str], None]):
         self.entry, self.results, self.job, self.clock, self.watch, self.enter = entry, results, job, clock, watch, enter
         self.cases = [r.case for r in results]
@@ -51,7 +50,7 @@ class TimedUnit:
             self.enter("warming the compile cache")
             self.warm()
             compiler.forget_compiled()
-        self.recorder = recorder = Recorder(self.first, self.results[0].env)
+        self.recorder = recorder = Recorder(self.first, self.results[0].repeat.environment)
         self.variants()
         graphs = compiler.graph_count()
         with recorder.loops():
@@ -61,7 +60,7 @@ class TimedUnit:
         stats = compiler.compile_stats() if self.compiled else None
         eager_graphs = 0 if self.compiled else compiler.graph_count() - graphs
         for r in self.results:
-            rep, m = r.repeats[0], measured[r.case.variant.label]
+            rep, m = r.repeat, measured[r.case.variant.label]
             rep.weight_bytes = weights
             self.record(r, m)
             recorder.finish(rep, r.case, m, stats, self.check_of(r) or list)
@@ -98,11 +97,11 @@ class TimedUnit:
     def after_loops(self) -> None:
         """Whatever must wait for every timed loop (counting an eager model's FLOPs)."""
 
-    def record(self, r: Result, m) -> None:
+    def record(self, r: Measuring, m) -> None:
         """The measurement `m` into the result's repeat."""
         raise NotImplementedError
 
-    def check_of(self, r: Result) -> Callable[[], list[str]] | None:
+    def check_of(self, r: Measuring) -> Callable[[], list[str]] | None:
         """The correctness check of a variant's output (its problems), or None: nothing to check."""
         return None
 

@@ -1,4 +1,4 @@
-"""run_cases(job) -> results: the one function every executor calls, in a fresh process or inline.
+"""run_cases(job) -> repeats: the one function every executor calls, in a fresh process or inline.
 
 It measures one repeat of one case, or (--interleave) one repeat of the variants of one model measured together,
 with the timed unit the model's task calls for: a forward pass (vision) or a generate() call (text generation).
@@ -18,13 +18,13 @@ import sys
 import time
 import traceback
 import uuid
-from dataclasses import asdict
 from typing import Callable
 
 from compilebench import zoo
-from compilebench.core import environment as environmentmod, machine
+from compilebench.core import interpreter
 from compilebench.core.case import Case
-from compilebench.core.job import SPAWNED_AT, Job
+from compilebench.core.environment import HostPeaks, is_cuda
+from compilebench.core.job import SPAWNED_AT, Job, TimingPolicy
 from compilebench.core.repeat import Repeat
 from compilebench.core.result import Result
 from compilebench.core.starts import MegaCache
@@ -41,6 +41,7 @@ from compilebench.measure import (
     timing,
     weights,
 )
+from compilebench.measure.recording import Measuring
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 TRACEBACK_LINES = 60  # the end of a traceback: where it was raised, and the message
@@ -76,9 +77,11 @@ def _is_oom(exc: BaseException) -> bool:
     return False
 
 
-def run_case(case: Case, policy, **kwargs) -> Result:
-    """One repeat of one case (tests, and the Python API's inline models)."""
-    return run_cases(Job([case], policy), **kwargs)[0]
+def run_case(case: Case, policy: TimingPolicy, **kwargs) -> Result:
+    """One repeat of one case, timed by `policy` (resolved here for the case, as a plan would), as a Result of one
+    repeat (tests, and the Python API's inline models)."""
+    job = Job([case], policy.resolve(case.timed_unit, case.device))
+    return Result(case, run_cases(job, **kwargs))
 
 
 def run_cases(
@@ -88,14 +91,14 @@ def run_cases(
     on_phase: Callable[[str], None] = lambda phase: None,
     clock: timing.HostClock | None = None,
     watch: conditions.Watch | None = None,
-) -> list[Result]:
-    """Measure one repeat of the job's cases; a result for each, whatever happens."""
+) -> list[Repeat]:
+    """Measure one repeat of the job's cases; a Repeat for each (in the job's order), whatever happens."""
     import torch
 
     cases, first = job.cases, job.cases[0]
     process = uuid.uuid4().hex  # the variants of an interleaved process share it: their repeats pair up
-    results = [Result(c, [Repeat(index=job.repeat, process=process, compile_cache=job.compile_cache or c.compile_cache)],
-                      isolation=isolation, timing_policy=asdict(job.policy)) for c in cases]
+    measuring = [Measuring(c, Repeat(index=job.repeat, process=process, compile_cache=job.compile_cache or c.compile_cache))
+                 for c in cases]
     phase, since, spent = "setup", time.perf_counter(), {}
     if isolation == "process" and os.environ.get(SPAWNED_AT):
         spent["start"] = time.monotonic() - float(os.environ[SPAWNED_AT])
@@ -109,39 +112,36 @@ def run_cases(
 
     try:
         entry = zoo.get(first.model, first.task, first.inputs)
-        if first.device.startswith("cuda"):
+        if is_cuda(first.device):
             torch.cuda.set_device(first.device)  # "the current device" is the case's, for any code that asks for it
         clock = clock or recording.make_clock(first.device)
         with torch.inference_mode(), precision.tf32(first.tf32), _autocast(first):
-            env = fingerprint.collect(first.device)  # inside: it records the TF32 setting the cases ran with
-            untaken = precision.not_taken(first.tf32, precision.effective()) if first.device.startswith("cuda") else None
-            if job.environment:
-                env.update(environmentmod.recorded(job.environment))
-            if first.device.startswith("cuda"):
-                invariants.check_device(first.device, os.environ.get(invariants.EXPECTED_GPU), env.get("gpu_uuid"))
-            for r in results:
-                r.label, r.task, r.clock, r.env, r.machine_id = entry.label, entry.task, clock.name, env, machine.machine_id(env)
+            # inside: it records the TF32 setting the cases ran with
+            env = fingerprint.collect(first.device, **(interpreter.recorded(job.environment) if job.environment else {}))
+            untaken = precision.not_taken(first.tf32, precision.effective()) if is_cuda(first.device) else None
+            if is_cuda(first.device):
+                invariants.check_device(first.device, os.environ.get(invariants.EXPECTED_GPU), env.gpu_uuid)
+            for m in measuring:
+                m.repeat.environment, m.repeat.clock, m.repeat.cpus = env, clock.name, env.cpu_affinity
+                m.repeat.inline_model = entry.in_process_only
                 if untaken:
-                    recording.self_check(r.repeats[0], untaken)
-                r.repeats[0].cpus = env.get("cpu_affinity")
-                r.inline_model = entry.in_process_only
+                    recording.self_check(m.repeat, untaken)
             compiler.reset_dynamo()
-            _measure(entry, results, job, clock, watch or recording.make_watch(first.device), enter)
+            _measure(entry, measuring, job, clock, watch or recording.make_watch(first.device), enter)
         if job.measure_machine and first.device == "cpu":
             enter("measuring the machine")  # after everything timed: its buffers stay out of the peak memory
-            _measure_machine(env, first.dtype)
+            measuring[0].repeat.host_peaks = _measure_machine(first.dtype)
     except Exception as exc:  # a failing case is a result, never the end of the sweep
-        for r in results:
-            failed(r.repeats[0], exc, phase, r.case)
+        for m in measuring:
+            failed(m.repeat, exc, phase, m.case)
     spent[phase] = spent.get(phase, 0.0) + time.perf_counter() - since
-    for r in results:
-        r.repeats[0].phases = {k: round(v, 4) for k, v in spent.items()}
-        recording.record_start(r.repeats[0], r.case)
-        r.derive()
-    return results
+    for m in measuring:
+        m.repeat.phases = {k: round(v, 4) for k, v in spent.items()}
+        recording.record_start(m.repeat, m.case)
+    return [m.repeat for m in measuring]
 
 
-def _measure(entry, results: list[Result], job: Job, clock: timing.HostClock, watch, enter) -> None:
+def _measure(entry, results: list[Measuring], job: Job, clock: timing.HostClock, watch, enter) -> None:
     """The cases' timed unit (a forward pass or generation), between loading the mega-cache's artifacts (a new
     replica's start: before anything is built) and saving them (after every timed loop)."""
     import torch
@@ -165,11 +165,11 @@ def _measure(entry, results: list[Result], job: Job, clock: timing.HostClock, wa
         _mega(results, _saved(job.mega_path))
 
 
-def _mega(results: list[Result], what: dict) -> None:
+def _mega(results: list[Measuring], what: dict) -> None:
     """The mega-cache artifacts loaded or saved, into each compiled repeat; a repeat that loaded them and still
     compiled a graph inductor's cache did not hold says how many it missed (read from the compile counters)."""
     for r in results:
-        rep = r.repeats[0]
+        rep = r.repeat
         if r.case.variant.compiled:
             rep.mega_cache = MegaCache.from_dict(what)
             if "loaded_bytes" in what and rep.graphs is not None:
@@ -184,15 +184,15 @@ def _saved(path: str) -> dict:
         return {"problem": f"saving the artifacts failed: {one_line(exc)}"}
 
 
-def _measure_machine(env: dict, dtype: str) -> None:
-    """A CPU's peaks into the env; a failure to measure them is recorded there, never the case's failure."""
+def _measure_machine(dtype: str) -> HostPeaks:
+    """A CPU's peaks; a failure to measure them is recorded with them, never the case's failure."""
     try:
-        env.update(bandwidth.host_peaks(dtype))
+        return HostPeaks(dtype=dtype, **bandwidth.host_peaks(dtype))
     except Exception as exc:  # noqa: BLE001 - the case was measured: this is a note beside it
-        env["host_peaks_error"] = one_line(exc)
+        return HostPeaks(dtype=dtype, error=one_line(exc))
 
 
-def _compile_trace(job: Job, results: list[Result]):
+def _compile_trace(job: Job, results: list[Measuring]):
     """--compile-trace: the job's compile logged to a folder named after its first compiled case (an interleaved
     job's variants compile in one process, one log)."""
     compiled = [r for r in results if r.case.variant.compiled]
@@ -200,7 +200,7 @@ def _compile_trace(job: Job, results: list[Result]):
         return contextlib.nullcontext()
     trace_dir = traces.compile_trace_dir(job.traces, compiled[0].case, job.repeat)
     for r in compiled:
-        r.repeats[0].compile_trace = CompileTrace(dir=trace_dir)
+        r.repeat.compile_trace = CompileTrace(dir=trace_dir)
     return traces.compile_trace(trace_dir)
 
 
@@ -239,10 +239,10 @@ def serve(job_path: str, result_path: str, phase_fd: int) -> None:
     with open(job_path) as f:
         job = Job.from_dict(json.load(f))
     phases = os.fdopen(phase_fd, "w", buffering=1)
-    results = run_cases(job, isolation="process", on_phase=lambda p: phases.write(p + "\n"))
+    repeats = run_cases(job, isolation="process", on_phase=lambda p: phases.write(p + "\n"))
     tmp = result_path + ".tmp"
     with open(tmp, "w") as f:
-        json.dump([r.to_dict() for r in results], f)
+        json.dump([r.to_dict() for r in repeats], f)
     os.replace(tmp, result_path)  # the driver sees a whole result or none
 
 

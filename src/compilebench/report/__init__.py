@@ -1,7 +1,7 @@
 """Reports from results alone: markdown and HTML (tables and charts), CSV and JSON (one flat row per result).
 
-`write()` renders into a scratch folder inside the output folder and moves each finished file into place, so
-an interrupted report leaves the previous files whole.
+`write()` renders them through the exporters' registry (exporters.py: into a scratch folder inside the output
+folder, each finished file moved into place, so an interrupted report leaves the previous files whole).
 
 Owns the View (view.py: groups, cells and speed-ups, built once) and everything drawn from it, and `compare` and
 `check`. Imports core, storage (to read results files) and diagnostics; never run, measure or zoo: no torch, no
@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
-import tempfile
 
-from compilebench.core.errors import UnknownChoice, UserError
 from compilebench.core.vocab import FLAGS
 from compilebench.report import (
     cells,
@@ -22,6 +19,7 @@ from compilebench.report import (
     cudagraphs,
     data,
     details,
+    exporters,
     flat,
     html,
     markdown,
@@ -35,40 +33,12 @@ from compilebench.report import (
     why,
 )
 from compilebench.report.cells import Table
+from compilebench.report.exporters import CHARTS_DIR, check_out_dir  # noqa: F401 - the commands' checks
 from compilebench.report.view import View
-from compilebench.storage import interrupts, paths
 
 FILES = {"md": "report.md", "html": "report.html", "csv": "results.csv", "json": "results.json"}
 REFERENCE_CSV = "reference.csv"  # with --reference: your speed-ups beside the published ones, one row per pair
 SHAPES = {"csv": "shapes.csv", "json": "shapes.json"}  # `compilebench shapes`: a row per setting and shape served
-CHARTS_DIR = "charts"
-
-
-def parse_formats(text: str) -> tuple[str, ...]:
-    formats = tuple(dict.fromkeys(f.strip() for f in text.split(",") if f.strip()))
-    if not formats:
-        raise UserError(f"--format needs at least one of {', '.join(FORMATS)}")
-    for f in formats:
-        if f not in FORMATS:
-            raise UnknownChoice("report format", f, list(FORMATS))
-    return formats
-
-
-def check_out_dir(out_dir: str) -> None:
-    """Refuse an output folder that cannot be written before anything is measured or rendered: the nearest
-    folder that exists on its path must take a file (tried for real, then removed; permission bits say nothing
-    to root or on a read-only file system)."""
-    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
-        raise UserError(f"--out {out_dir!r} is a file; give a folder for the report")
-    probe = paths.nearest_folder(out_dir)
-    if not os.path.isdir(probe):
-        raise UserError(f"cannot write the report to {out_dir!r}: {probe!r} is a file, not a folder")
-    why = paths.why_not_writable(probe)
-    if why:
-        raise UserError(f"cannot write the report to {out_dir!r}: {probe!r} is not writable ({why})")
-    if full := paths.why_full(probe):
-        raise UserError(f"cannot write the report to {out_dir!r}: {full}; free some space or give --out on another "
-                        "disk")
 
 
 def sections(view: View, charts: list[chartsmod.Chart], reference: tuple[str, list] | None = None) -> list[tuple[str, list]]:
@@ -165,24 +135,33 @@ class Rendered:
         return shapes.rows(self.view)
 
 
+@exporters.exporter("report", "md")
+def _md(r: Rendered) -> dict[str, str]:
+    return {FILES["md"]: markdown.report(r.sections, r.intro, CHARTS_DIR)}
+
+
+@exporters.exporter("report", "html")
+def _html(r: Rendered) -> dict[str, str]:
+    return {FILES["html"]: html.page("compilebench report", r.intro, r.sections)}
+
+
+@exporters.exporter("report", "csv")
 def _csv(r: Rendered) -> dict[str, str]:
     pairs = referencemod.rows(r.view, r.published[1]) if r.published else []
     return {FILES["csv"]: flat.to_csv(r.rows), **({REFERENCE_CSV: flat.to_csv(pairs)} if pairs else {}),
             **({SHAPES["csv"]: flat.to_csv(r.served)} if r.served else {})}
 
 
+@exporters.exporter("report", "json")
 def _json(r: Rendered) -> dict[str, str]:
     return {FILES["json"]: flat.to_json(r.rows), **({SHAPES["json"]: flat.to_json(r.served)} if r.served else {})}
 
 
-# One exporter a format: the files it writes (name inside the output folder -> content).
-EXPORTERS = {
-    "md": lambda r: {FILES["md"]: markdown.report(r.sections, r.intro, CHARTS_DIR)},
-    "html": lambda r: {FILES["html"]: html.page("compilebench report", r.intro, r.sections)},
-    "csv": _csv,
-    "json": _json,
-}
-FORMATS = tuple(EXPORTERS)  # --format's choices, all written by default
+FORMATS = exporters.formats("report")  # --format's choices, all written by default
+
+
+def parse_formats(text: str) -> tuple[str, ...]:
+    return exporters.parse_formats(text, "report")
 
 
 def write(view: View, out_dir: str, formats: tuple[str, ...], sources: list[str],
@@ -191,46 +170,5 @@ def write(view: View, out_dir: str, formats: tuple[str, ...], sources: list[str]
     who may print its tables too. `published`: a reference's name and figures (reference.load) to set beside the
     results."""
     data.require(view.results, sources)
-    check_out_dir(out_dir)
-    made = not os.path.exists(out_dir)
-    try:
-        os.makedirs(out_dir, exist_ok=True)
-        scratch = tempfile.mkdtemp(prefix=".report-", dir=out_dir)
-    except OSError as exc:
-        raise UserError(f"cannot write the report to {out_dir!r} ({exc.strerror or exc})") from None
-    try:
-        rendered = Rendered(view, sources, published, scratch)
-        files: dict[str, str] = {}  # name inside out_dir -> content
-        for f in formats:
-            files.update(EXPORTERS[f](rendered))
-        charts = rendered.charts if "charts" in vars(rendered) else []
-        for name, content in files.items():
-            with open(os.path.join(scratch, name), "w", encoding="utf-8") as f:
-                f.write(content)
-        with interrupts.signals_deferred():  # a report is replaced whole, or not at all
-            return _move_into_place(scratch, out_dir, list(files), charts)
-    except OSError as exc:  # a full disk while rendering: the previous report stays whole
-        raise UserError(f"cannot write the report to {out_dir!r} ({exc.strerror or exc}); the previous report there, "
-                        "if any, is unchanged") from None
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-        if made and os.path.isdir(out_dir) and not os.listdir(out_dir):  # stopped before any file: the folder goes too
-            os.rmdir(out_dir)
-
-
-def _move_into_place(scratch: str, out_dir: str, names: list[str], charts: list[chartsmod.Chart]) -> list[str]:
-    written = []
-    if charts:
-        chart_dir = os.path.join(out_dir, CHARTS_DIR)
-        os.makedirs(chart_dir, exist_ok=True)
-        new = {os.path.basename(p) for c in charts for p in (c.png, c.svg)}
-        for name in new:
-            os.replace(os.path.join(scratch, CHARTS_DIR, name), os.path.join(chart_dir, name))
-            written.append(os.path.join(chart_dir, name))
-        for name in os.listdir(chart_dir):  # charts of an earlier report that this one no longer has
-            if name not in new and name.endswith((".png", ".svg")):
-                os.remove(os.path.join(chart_dir, name))
-    for name in names:
-        os.replace(os.path.join(scratch, name), os.path.join(out_dir, name))
-        written.append(os.path.join(out_dir, name))
-    return sorted(written)
+    return exporters.write("report", formats, out_dir, lambda scratch: Rendered(view, sources, published, scratch),
+                           lambda rendered: rendered.charts if "charts" in vars(rendered) else [])

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from xml.etree import ElementTree
 
-from compilebench.core import drift as driftmod, speedups, stats
+from compilebench.core import drift as driftmod, pairing, speedups, stats
 from compilebench.core.drift import Drift
 from compilebench.core.result import Result
 from compilebench.core.speedups import Speedup
@@ -60,6 +60,7 @@ def check(baseline: list[Result], candidate: list[Result], limits: Limits = Limi
     cand = compare.one_per_case(candidate, "the candidate", "--machine", "--candidate-env")
     lines: list[Line] = []
     used: Drift | None = None
+    paired = pairing.Pairing(base.values()), pairing.Pairing(cand.values())
     for key in dict.fromkeys([*base, *cand]):
         b, c = base.get(key), cand.get(key)
         label = _label(b or c)
@@ -77,7 +78,7 @@ def check(baseline: list[Result], candidate: list[Result], limits: Limits = Limi
         across = moved if driftmod.across_runs(b, c, unknown=True) else None
         used = used or across
         lines.append(_latency(label, b, c, limits, min_effect, across))
-        lines += _speedup(label, b, c, base, cand, limits, min_effect, across)
+        lines += _speedup(label, b, c, *paired, limits, min_effect, across)
         lines += _by_value(label, "compile s", b.compile_s, c.compile_s, limits.compile_increase, 1, 1)
         lines += _memory(label, b, c, limits)
         lines += _quality(label, b, c, limits)
@@ -113,13 +114,13 @@ def _latency(label, b: Result, c: Result, limits: Limits, min_effect: float, acr
                 "" if slower else _undecided(s.value, s.low, limits, across, "slower", "faster"))
 
 
-def _speedup(label, b: Result, c: Result, base: dict, cand: dict, limits: Limits, min_effect: float,
-             across: Drift | None) -> list[Line]:
-    """A compiled case's speed-up over its own file's eager baseline, the candidate's against the baseline's."""
-    if not b.case.variant.against_eager:
+def _speedup(label, b: Result, c: Result, base: pairing.Pairing, cand: pairing.Pairing, limits: Limits,
+             min_effect: float, across: Drift | None) -> list[Line]:
+    """A compiled case's speed-up over its own file's eager baseline (core/pairing.py, as every report reads it),
+    the candidate's against the baseline's."""
+    if not pairing.compared(b):
         return []
-    eager_key = compare.match_key(b, eager=True)
-    sb, sc = (speedups.speedup(side.get(eager_key), r, min_effect) for side, r in ((base, b), (cand, c)))
+    sb, sc = (speedups.speedup(side.of(r), r, min_effect) for side, r in ((base, b), (cand, c)))
     if sb is None or sc is None:
         return []
     ratio, low, high = _ratio_of(sb, sc, across)

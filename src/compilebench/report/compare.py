@@ -9,19 +9,12 @@ CPU, and one environment with another."""
 from __future__ import annotations
 
 from compilebench.core import drift, speedups, stats
-from compilebench.core.case import eager_key_of, key_of
 from compilebench.core.errors import UserError
+from compilebench.core.pairing import match_key
 from compilebench.core.result import Result
 from compilebench.core.vocab import Verdict
 from compilebench.report import data
 from compilebench.report.cells import Columns, Table, cell, drift_note, interval, num, table, verdict, verdict_note
-
-
-def match_key(r: Result, eager: bool = False) -> str:
-    """What a case is matched on between files: everything but the device and the environment (--env) it ran
-    under; `eager`: its eager baseline's."""
-    case = {**r.case_extra, **r.case.to_dict(), "device": "", "environment": None}
-    return eager_key_of(case) if eager else key_of(case)
 
 
 def select(results: list[Result], machine: str | None, environment: str | None = None) -> list[Result]:

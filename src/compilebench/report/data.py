@@ -6,13 +6,12 @@ shows each combination of torch version, variant and non-default settings as one
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from packaging.version import InvalidVersion, Version
 
 from compilebench.core import suites
 from compilebench.core.errors import UserError
-from compilebench.core.machine import hardware_name
 from compilebench.core.repeat import Repeat
 from compilebench.core.result import Result
 from compilebench.core.variant import Variant
@@ -56,12 +55,12 @@ def alike(results: list[Result], order=lambda r: r.created_at, **eager_changes) 
 
 
 def hardware(r: Result) -> str:
-    return hardware_name(r.env or {"device": r.case.device})
+    return r.env.hardware
 
 
 def torch_version(r: Result) -> str:
     """The public version, without the local build tag: '2.13.0', '2.1.0.dev20230601'."""
-    return str(r.env.get("torch") or "?").split("+")[0]
+    return r.env.torch_version
 
 
 def _version_key(version: str) -> tuple:
@@ -151,10 +150,9 @@ def achieved_tflops(r: Result) -> float | None:
 def peak(r: Result) -> peaks.Peak | None:
     """The datasheet peak of the math this result's dtype and TF32 setting allow on its GPU (None on CPU)."""
     env = r.env
-    if not str(env.get("device", "")).startswith("cuda"):
+    if not env.is_cuda:
         return None
-    tf32 = bool(env.get("tf32_matmul") or env.get("tf32_cudnn"))
-    return peaks.peak(str(env.get("device_name") or ""), r.case.dtype, tf32)
+    return peaks.peak(str(env.device_name or ""), r.case.dtype, env.uses_tf32(r.case.dtype))
 
 
 def peak_fraction(r: Result) -> float | None:
@@ -162,31 +160,47 @@ def peak_fraction(r: Result) -> float | None:
     return achieved / p.tflops if achieved is not None and p else None
 
 
-def host_peaks(results: list[Result]) -> dict[str, dict]:
-    """Per machine: the peaks its workers measured (bandwidth.host_peaks: a CPU's streaming copy and matmul rate),
-    from every result's env (the first worker of a run on the machine measures them, per dtype)."""
-    out: dict[str, dict] = {}
+@dataclass
+class HostPeaks:
+    """What a machine's workers measured of it (bandwidth.host_peaks): its streaming copy, its matmul rate per
+    dtype."""
+
+    stream_gbs: float | None = None
+    matmul_gflops: dict = field(default_factory=dict)  # dtype -> GFLOP/s
+
+
+def host_peaks(results: list[Result]) -> dict[str, HostPeaks]:
+    """Per machine (Environment.machine): the peaks its workers measured, from every repeat that measured them (the
+    first worker of a run on the machine, per dtype); the newest wins."""
+    out: dict[str, HostPeaks] = {}
     for r in results:
-        out.setdefault(r.machine_id, {}).update({k: v for k, v in r.env.items() if k.startswith("host_")})
+        for rep in r.repeats:
+            p = rep.host_peaks
+            if p.stream_gbs is None and p.matmul_gflops is None:
+                continue
+            found = out.setdefault(rep.environment.machine if rep.environment else r.env.machine, HostPeaks())
+            found.stream_gbs = p.stream_gbs if p.stream_gbs is not None else found.stream_gbs
+            if p.matmul_gflops is not None:
+                found.matmul_gflops[p.dtype] = p.matmul_gflops
     return out
 
 
-def peak_bandwidth(r: Result, host: dict) -> tuple[float, str] | None:
+def peak_bandwidth(r: Result, host: HostPeaks | None) -> tuple[float, str] | None:
     """Bytes per second the result's device can move, and what the figure is: a GPU's datasheet bandwidth, a CPU's
     measured streaming copy."""
-    if str(r.env.get("device", "")).startswith("cuda"):
-        found = peaks.bandwidth_gbs(str(r.env.get("device_name") or ""))
+    if r.env.is_cuda:
+        found = peaks.bandwidth_gbs(str(r.env.device_name or ""))
         return (found[1] * 1e9, f"{found[0]} datasheet {found[1]:g} GB/s") if found else None
-    gbs = host.get("host_stream_gbs")
+    gbs = host.stream_gbs if host else None
     return (gbs * 1e9, f"streaming copy measured here {gbs:g} GB/s") if gbs else None
 
 
-def peak_flops(r: Result, host: dict) -> tuple[float, str] | None:
+def peak_flops(r: Result, host: HostPeaks | None) -> tuple[float, str] | None:
     """FLOP/s the result's device can compute in its math: a GPU's datasheet peak, a CPU's measured matmul rate."""
     p = peak(r)
     if p:
         return p.tflops * 1e12, f"{p.device} {p.math} {p.tflops:g} TFLOP/s"
-    gflops = host.get(f"host_matmul_gflops_{r.case.dtype}")
+    gflops = host.matmul_gflops.get(r.case.dtype) if host else None
     return (gflops * 1e9, f"{r.case.dtype} matmul measured here {gflops:g} GFLOP/s") if gflops else None
 
 

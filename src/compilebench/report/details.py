@@ -4,7 +4,6 @@ a number), and the environment each machine measured in."""
 from __future__ import annotations
 
 from compilebench.core import reproduce
-from compilebench.core.machine import hardware_name
 from compilebench.core.result import Result
 from compilebench.core.vocab import CUDAGRAPHS_SKIPPED, EAGER_NONDETERMINISTIC
 from compilebench.report import data
@@ -105,13 +104,25 @@ ENV_FIELDS = ("hostname", "device_name", "device", "cuda_visible_devices", "driv
 
 
 def environment_tables(results: list[Result]) -> list[Table]:
-    """One table per machine: what was installed and set when its results were measured."""
-    machines: dict[str, dict] = {}
+    """One table per machine: what was installed and set when its results were measured, from every repeat's own
+    environment: a field its repeats saw several values of (the GPUs a --gpus run spread its repeats over) lists
+    each; a case whose repeats disagree on what they must share (GPU model, torch, driver) is named under it."""
+    machines: dict[str, list[Result]] = {}
     for r in sorted(results, key=lambda r: r.created_at):
-        machines[r.machine_id] = r.env
+        machines.setdefault(r.machine_id, []).append(r)
     tables = []
-    for machine, env in machines.items():
-        keys = [k for k in ENV_FIELDS if k in env] + sorted(k for k in env if k not in ENV_FIELDS)
-        rows = [[k, "" if env[k] is None else str(env[k])] for k in keys]
-        tables.append(Table(f"{hardware_name(env)}: {machine}", ["field", "value"], rows))
+    for machine, rs in machines.items():
+        seen: dict[str, list] = {}
+        found = [e.shown() for r in rs for e in r.environments] or [rs[-1].env.shown()]
+        measured = [rep.host_peaks.shown() for r in rs for rep in r.repeats if rep.host_peaks]  # the machine's peaks
+        for said in found + measured:
+            for k, value in said.items():
+                if value not in seen.setdefault(k, []):
+                    seen[k].append(value)
+        keys = [k for k in ENV_FIELDS if k in seen] + sorted(k for k in seen if k not in ENV_FIELDS)
+        rows = [[k, ", ".join("" if v is None else str(v) for v in seen[k])] for k in keys]
+        notes = [f"{_name(r)}{data.settings_said(r)}: its repeats ran with different " + "; ".join(f"{k} ({', '.join(map(str, v))})"
+                                                                         for k, v in r.disagreements.items())
+                 for r in rs if r.disagreements]
+        tables.append(Table(f"{rs[-1].env.hardware}: {machine}", ["field", "value"], rows, notes))
     return tables

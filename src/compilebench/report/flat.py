@@ -16,6 +16,7 @@ import io
 import json
 
 from compilebench.core import repeat, reproduce, settings, speedups, stats
+from compilebench.core.environment import ALWAYS
 from compilebench.core.result import Result
 from compilebench.core.starts import AotStart, MegaStart
 from compilebench.diagnostics import bandwidth, profiling
@@ -23,8 +24,8 @@ from compilebench.report import data
 from compilebench.report.view import View
 
 # The case's own figures: every metric its repeats declare a column for (core/repeat.py), then the result's.
-RESULT = (*repeat.COLUMNS, "compile_s", "cold_compile_s", "warm_compile_s", "flops", "isolation", "message",
-          "inline_model")
+RESULT = (*repeat.COLUMNS, "compile_s", "cold_compile_s", "warm_compile_s", "isolation", "message", "inline_model",
+          "tag", "looks", "pair_from", "undecided_by")
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -32,10 +33,11 @@ def rows(view: View) -> list[dict]:
     """Every result (superseded reruns included; `created_at` tells them apart), oldest first."""
     results = sorted(view.results, key=lambda r: r.created_at)
     min_effect = view.min_effect
-    env_keys = sorted({k for r in results for k in r.env})
+    env_keys = sorted({*ALWAYS, *(k for r in results for e in r.environments for k in e.fields()),
+                       *(k for r in results for rep in r.repeats for k in rep.host_peaks.shown())})
     out = []
     for r in results:
-        c, s, env = r.case, r.stats, r.env
+        c, s = r.case, r.stats
         v = c.variant
         row = {
             "result_id": r.result_id,
@@ -84,9 +86,26 @@ def rows(view: View) -> list[dict]:
         if c.generation:
             row.update(_generation_columns(view, r, eager))
         row.update({k: _scalar(val) for k, val in r.extra.items()})  # written by a newer compilebench
-        row.update({f"env_{k}": env.get(k) for k in env_keys})
+        row.update({f"env_{k}": environment_cell(r, k) for k in env_keys})
         out.append(row)
     return out
+
+
+def environment_cell(r: Result, name: str):
+    """A field of the environment its repeats ran in: its value where they agree, else each value (in the order
+    met) joined by ' | ' (the GPUs a --gpus run spread its repeats over; a disagreement the report names)."""
+    seen: dict[str, object] = {}
+    if name.startswith("host_"):  # a CPU's peaks, as the repeat that measured them recorded them
+        said = [rep.host_peaks.shown() for rep in r.repeats if rep.host_peaks]
+    else:
+        said = [env.fields() for env in r.environments or [r.env]]
+    for fields in said:
+        value = fields.get(name)
+        seen.setdefault(json.dumps(value, sort_keys=True, default=str), value)
+    if not seen:
+        return None
+    values = list(seen.values())
+    return values[0] if len(values) == 1 else " | ".join("" if v is None else str(v) for v in values)
 
 
 def _generation_columns(view: View, r: Result, eager: Result | None) -> dict:

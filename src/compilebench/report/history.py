@@ -2,9 +2,11 @@
 metric, with the steps found in each (core/steps.py) and what differed between the runs around each step.
 
 A point is one run's measurement of one case: the repeats that run measured (a result that several runs added
-repeats to, by resuming, is split by run), with its estimate and interval between processes. A machine is its
-host and its hardware, never its software: a torch upgrade is a point in a series, said beside the step it makes;
-a new machine starts new series. Cases whose settings differ are different cases, so different series."""
+repeats to, by resuming, is split by run: the runs table says which run each repeat is), with its estimate and
+interval between processes. A machine is its host and its hardware, never its software (Environment.machine): a
+torch upgrade is a point in a series, said beside the step it makes; a new machine starts new series. Cases whose
+settings differ are different cases, so different series. A compiled case's speed-up is read against the eager
+case of the same run (core/pairing.py, scope RUN)."""
 
 from __future__ import annotations
 
@@ -12,10 +14,10 @@ import dataclasses
 import os
 from dataclasses import dataclass
 
-from compilebench.core import speedups, steps as stepsmod
+from compilebench.core import pairing, speedups, steps as stepsmod
 from compilebench.core.errors import UserError
-from compilebench.core.machine import hardware_name
 from compilebench.core.result import Result
+from compilebench.core.run import Run
 from compilebench.report import data
 
 LATENCY, SPEEDUP, COMPILE, TOKENS = "latency ms", "speed-up", "compile s", "tokens/s"
@@ -25,13 +27,21 @@ CHANGES = ("torch", "transformers", "triton", "python", "cuda", "driver", "compi
 
 
 @dataclass(frozen=True)
-class Run:
-    """One case measured in one run: its repeats of that run, as a Result."""
+class Measured:
+    """One case measured in one run: its repeats of that run, as a Result, and the run."""
 
     result: Result
-    run: str | None
+    run: Run | None  # None: a result written before runs were recorded
     at: str  # when its first repeat was measured (UTC, ISO)
-    tag: str | None
+
+    @property
+    def tag(self) -> str | None:
+        return self.run.tag if self.run else None
+
+    @property
+    def run_id(self) -> str | None:
+        """Its run's id where the run was recorded."""
+        return self.run.run_id if self.run and self.run.recorded else None
 
     @property
     def label(self) -> str:
@@ -43,15 +53,15 @@ class Series:
     machine: str  # host and hardware
     case: str  # the case in words
     metric: str
-    runs: list[Run]
+    runs: list[Measured]
     points: list[stepsmod.Point]
     steps: list[stepsmod.Step] = dataclasses.field(default_factory=list)
 
     def changed(self, step: stepsmod.Step) -> list[str]:
         """What differed between the last run before the step and the first after it."""
         a, b = self.runs[step.at - 1], self.runs[step.at]
-        said = [f"{k} {a.result.env.get(k)} to {b.result.env.get(k)}" for k in CHANGES
-                if a.result.env.get(k) != b.result.env.get(k)]
+        said = [f"{k} {getattr(a.result.env, k)} to {getattr(b.result.env, k)}" for k in CHANGES
+                if getattr(a.result.env, k) != getattr(b.result.env, k)]
         return said + ([f"tag {a.tag} to {b.tag}"] if a.tag != b.tag and a.tag and b.tag else [])
 
     def worse(self, step: stepsmod.Step) -> bool:
@@ -74,7 +84,7 @@ def files(paths: list[str]) -> list[str]:
     return found
 
 
-def by_run(r: Result) -> list[Run]:
+def by_run(r: Result) -> list[Measured]:
     """A result's repeats split by the run that measured them (a result resumed by several runs is several points)."""
     runs: dict[str | None, list] = {}
     for rep in r.repeats:
@@ -82,28 +92,23 @@ def by_run(r: Result) -> list[Run]:
     out = []
     for run, reps in runs.items():
         part = r if len(runs) == 1 else dataclasses.replace(r, repeats=reps)
-        out.append(Run(part, run, min(rep.created_at for rep in reps), next((x.tag for x in reps if x.tag), None)))
+        out.append(Measured(part, r.run_of(reps[0]), min(rep.created_at for rep in reps)))
     return out
-
-
-def machine(r: Result) -> str:
-    env = r.env or {}
-    return f"{env.get('hostname', '?')} ({hardware_name(env) if env else r.case.device})"
 
 
 def series(results: list[Result], min_effect: float) -> list[Series]:
     """Every series the results hold, each with its steps; the drift of each machine is estimated from its own
     latency series."""
-    runs: dict[tuple[str, str], list[Run]] = {}
+    runs: dict[tuple[str, str], list[Measured]] = {}
     for r in results:
         for run in by_run(r):
-            runs.setdefault((machine(r), r.case_key), []).append(run)
+            runs.setdefault((r.env.machine, r.case_key), []).append(run)
     out: list[Series] = []
     for (where, key), found in runs.items():
         found.sort(key=lambda x: x.at)
         # its settings (dtype, quantization, ...) set two series of one model apart
         case = found[-1].result.case.describe() + data.settings_said(found[-1].result)
-        out += _metrics(where, case, found, runs.get((where, found[-1].result.eager_key), []))
+        out += _metrics(where, case, found, runs.get((where, pairing.baseline_key(found[-1].result)), []))
     for where in {s.machine for s in out}:
         mine = [s for s in out if s.machine == where]
         drift = stepsmod.drift([s.points for s in mine if s.metric == LATENCY])
@@ -112,15 +117,15 @@ def series(results: list[Result], min_effect: float) -> list[Series]:
     return sorted(out, key=lambda s: (s.machine, s.case, s.metric))
 
 
-def _metrics(where: str, case: str, runs: list[Run], eager: list[Run]) -> list[Series]:
+def _metrics(where: str, case: str, runs: list[Measured], eager: list[Measured]) -> list[Series]:
     """A case's series: latency (and tokens/s for generation) of every run measured ok; for a compiled case its
     speed-up over the eager case of the same run, and its compile seconds."""
     ok = [r for r in runs if r.result.mean is not None]
     made = {LATENCY: [(r, stepsmod.Point(r.result.stats.mean, r.result.stats.ci95_low, r.result.stats.ci95_high))
                       for r in ok]}
     if ok and ok[0].result.case.variant.compiled:
-        same_run = {e.run: e for e in eager if e.run}
-        pairs = [(r, speedups.speedup(same_run[r.run].result, r.result)) for r in ok if r.run in same_run]
+        same_run = pairing.Pairing([e.result for e in eager], pairing.RUN)
+        pairs = [(r, speedups.speedup(same_run.of(r.result), r.result)) for r in ok]
         made[SPEEDUP] = [(r, stepsmod.Point(s.value, s.low, s.high)) for r, s in pairs if s is not None]
         made[COMPILE] = [(r, stepsmod.Point(r.result.compile_s)) for r in ok if r.result.compile_s]
     tokens = [(r, data.decode_tokens_per_s(r.result)) for r in ok]

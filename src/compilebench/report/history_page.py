@@ -4,11 +4,10 @@ same figures as rows (history.csv, history.json)."""
 
 from __future__ import annotations
 
-import os
-import tempfile
+from dataclasses import dataclass
 
 from compilebench.core import steps as stepsmod
-from compilebench.report import drawing, flat, html
+from compilebench.report import drawing, exporters, flat, html
 from compilebench.report.cells import Table
 from compilebench.report.history import Series
 
@@ -46,7 +45,7 @@ def rows(series: list[Series]) -> list[dict]:
         for i, (run, p) in enumerate(zip(s.runs, s.points)):
             st = at.get(i)
             out.append({"machine": s.machine, "case": s.case, "metric": s.metric, "run_index": i + 1,
-                        "run": run.run or "", "tag": run.tag or "", "measured_at": run.at, "value": p.value,
+                        "run": run.run_id or "", "tag": run.tag or "", "measured_at": run.at, "value": p.value,
                         "ci95_low": p.low, "ci95_high": p.high, "step_here": st.ratio if st else None,
                         "step_ci95_low": st.low if st else None, "step_ci95_high": st.high if st else None})
     return out
@@ -71,28 +70,37 @@ def chart(s: Series, stem: str) -> drawing.Chart:
     return drawing.lines(("history", s.machine), f"{s.case}: {s.metric} on {s.machine}", stem, draw)
 
 
+@dataclass
+class Rendered:
+    """What the history's formats read: its series, the page's opening lines, the scratch folder its charts are
+    drawn in (the HTML holds them: one self-contained file)."""
+
+    series: list[Series]
+    intro: list[str]
+    scratch: str
+
+
+@exporters.exporter("history", "html")
+def _html(r: Rendered) -> dict[str, str]:
+    taken: set[str] = set()
+    charts = [chart(s, drawing.stem(r.scratch, f"{s.machine} {s.case} {s.metric}", taken)) for s in r.series]
+    by_machine = [(f"Runs on {m}", [c for s, c in zip(r.series, charts) if s.machine == m])
+                  for m in dict.fromkeys(s.machine for s in r.series)]
+    return {FILES["html"]: html.page("compilebench history", r.intro, [("Steps, newest first", [steps_table(r.series)]),
+                                                                       ("Series", [series_table(r.series)]),
+                                                                       *by_machine])}
+
+
+@exporters.exporter("history", "csv")
+def _csv(r: Rendered) -> dict[str, str]:
+    return {FILES["csv"]: flat.to_csv(rows(r.series))}
+
+
+@exporters.exporter("history", "json")
+def _json(r: Rendered) -> dict[str, str]:
+    return {FILES["json"]: flat.to_json(rows(r.series))}
+
+
 def write(series: list[Series], out_dir: str, formats: tuple[str, ...], intro: list[str]) -> list[str]:
-    """The requested files into out_dir, each whole (written beside and renamed); returns their paths."""
-    os.makedirs(out_dir, exist_ok=True)
-    files: dict[str, str] = {}
-    if "html" in formats:
-        with tempfile.TemporaryDirectory() as tmp:
-            taken: set[str] = set()
-            charts = [chart(s, drawing.stem(tmp, f"{s.machine} {s.case} {s.metric}", taken)) for s in series]
-            by_machine = [(f"Runs on {m}", [c for s, c in zip(series, charts) if s.machine == m])
-                          for m in dict.fromkeys(s.machine for s in series)]
-            files[FILES["html"]] = html.page("compilebench history", intro,
-                                             [("Steps, newest first", [steps_table(series)]),
-                                              ("Series", [series_table(series)]), *by_machine])
-    if "csv" in formats:
-        files[FILES["csv"]] = flat.to_csv(rows(series))
-    if "json" in formats:
-        files[FILES["json"]] = flat.to_json(rows(series))
-    written = []
-    for name, content in files.items():
-        path = os.path.join(out_dir, name)
-        with open(path + ".tmp", "w", encoding="utf-8") as f:
-            f.write(content)
-        os.replace(path + ".tmp", path)
-        written.append(path)
-    return written
+    """The requested files into out_dir, each whole (report/exporters.py); returns their paths."""
+    return exporters.write("history", formats, out_dir, lambda scratch: Rendered(series, intro, scratch))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from compilebench.core import settings
+from compilebench.core import pairing, settings
 from compilebench.core.result import Result
 from compilebench.core.speedups import Speedup
 from compilebench.core.variant import Variant
@@ -62,13 +62,12 @@ def models(view: View) -> list[Model]:
         return []
     by_baseline: dict[tuple, list[Result]] = {}
     for r in view.latest:
-        by_baseline.setdefault((r.machine_id, r.case.eager_key(quantize="none")), []).append(r)
+        by_baseline.setdefault((r.machine_id, pairing.baseline_key(r, pairing.FLOAT)), []).append(r)
     return [_model(view, rs) for rs in by_baseline.values() if any(r.case.quantize != "none" for r in rs)]
 
 
 def _model(view: View, results: list[Result]) -> Model:
     first = results[0]
-    baseline = next((r for r in results if r.case_key == first.case.eager_key(quantize="none")), None)
     metric = data.PER_TOKEN if first.case.generation else None
     order = {q: i for i, q in enumerate(settings.QUANTIZATIONS)}
     results = sorted(results, key=lambda r: (order.get(r.case.quantize, len(order)), r.case.variant.compiled,
@@ -76,8 +75,8 @@ def _model(view: View, results: list[Result]) -> Model:
     cells = []
     for r in results:
         q, compiled = r.case.quantize, r.case.variant.compiled
-        eager = next((x for x in results if x.case.quantize == q and not x.case.variant.compiled), None)
-        vs_float = view.speedup(baseline, r, metric) if baseline is not None and r is not baseline else None
+        baseline, eager = view.pairing.of(r, pairing.FLOAT), view.pairing.of(r)  # eager float, eager of the same q
+        vs_float = view.speedup(baseline, r, metric) if baseline is not None else None
         vs_same = view.speedup(eager, r, metric) if compiled and q != "none" and eager is not None else None
         cells.append(Cell(q, r.case.variant, r, vs_float, vs_same))
     return Model(first, metric, cells)

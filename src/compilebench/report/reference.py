@@ -106,7 +106,7 @@ def differences(view: View, rows: list[_Row], name: str = "guide") -> list[str]:
     results = [row.g.result(row.model, row.column) for row in rows]
     hardware = ", ".join(dict.fromkeys(data.hardware(r) for r in results))
     torch = ", ".join(dict.fromkeys(data.torch_version(r) for r in results))
-    transformers = ", ".join(dict.fromkeys(str(r.env.get("transformers") or "?") for r in results))
+    transformers = ", ".join(dict.fromkeys(str(r.env.transformers or "?") for r in results))
     settings = sorted({w for r in results for w in data.settings(r)})
     notes = [f"Yours: {hardware}; torch {torch}, transformers {transformers}; each case in fresh worker processes "
              "(repeats), its speed-up with a 95% interval. The guide's: NVIDIA A100, V100 and T4 GPUs; torch 2.0.1 "

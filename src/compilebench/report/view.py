@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from compilebench.core import drift, settings as settingsmod, speedups, stats, traffic
+from compilebench.core import drift, pairing, settings as settingsmod, speedups, stats, traffic
 from compilebench.core.drift import Drift
 from compilebench.core.result import Result
 from compilebench.core.speedups import Speedup
@@ -106,7 +106,8 @@ class View:
         # a % improvement names its torch (and environment) only where there is a choice
         self.versions = len({data.stack(r, labels) for r in results})
         self._speedups: dict[tuple, Speedup | None] = {}
-        self._newest = {(r.case_key, r.machine_id): r for r in self.latest}
+        # what each result is read against: within its hardware, torch and --env, its own machine's first
+        self.pairing = pairing.Pairing(newest, pairing.HARDWARE)
         self.groups = self._group()
 
     def speedup(self, base: Result | None, other: Result | None, metric=None) -> Speedup | None:
@@ -147,16 +148,13 @@ class View:
         return any(s is not None and s.drift is not None for s in self._speedups.values())
 
     def eager_of(self, r: Result) -> Result | None:
-        """The newest eager result of r's case on r's machine: what a compiled (or cached) result is measured
-        against in the CSV; None for an eager result."""
-        v = r.case.variant
-        if not v.against_eager:
-            return None
-        return self._newest.get((r.eager_key, r.machine_id))
+        """What a compiled (or cached) result is measured against in every table, chart and row: its eager twin
+        (self.pairing); None for an eager result."""
+        return self.pairing.of(r)
 
     def _group(self) -> list[Group]:
         """Results split into guide tables. Where two machines of the same hardware measured the same cell, the
-        newest result fills it (the details table lists both)."""
+        newest result fills it (the details table lists both), read against its own machine's eager twin."""
         labels = data.torch_labels(self.latest)
         split: dict[tuple, list[Result]] = {}
         for r in sorted(self.latest, key=lambda r: r.created_at):
@@ -166,10 +164,7 @@ class View:
         out = []
         for (hw, batch, tokens), rs in sorted(split.items()):
             placed = {(r.case.model, data.column(r, labels)): r for r in rs}
-            # the eager twin: its case's eager key (core/case.eager_key_of), on the same torch and --env
-            cases = {(r.case_key, data.stack(r, labels)): r for r in placed.values()}
-            cells = {k: self._cell(r, cases.get((r.eager_key, data.stack(r, labels))) if r.case.variant.against_eager
-                                   else None) for k, r in placed.items()}
+            cells = {k: self._cell(r, self.eager_of(r)) for k, r in placed.items()}
             out.append(Group(hardware=hw, batch_size=batch, columns=sorted({c for _, c in placed}),
                              models=data.model_order(rs), cells=cells, results=rs, tokens=tokens or None))
         return out

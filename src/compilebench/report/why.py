@@ -158,15 +158,15 @@ def hardware_tables(view: View) -> list[Table]:
     """How close to the hardware: forward passes by arithmetic intensity against the ridge point (memory- or
     compute-bound), eager and compiled; text generation by the bandwidth its decode steps reach."""
     host = data.host_peaks(view.results)
-    peaks_of = lambda r: (data.peak_flops(r, host.get(r.machine_id, {})),  # noqa: E731
-                          data.peak_bandwidth(r, host.get(r.machine_id, {})))
+    peaks_of = lambda r: (data.peak_flops(r, host.get(r.env.machine)),  # noqa: E731
+                          data.peak_bandwidth(r, host.get(r.env.machine)))
     order = lambda r: (data.hardware(r), r.label, *_order(r))  # noqa: E731
     forward = sorted((r for r in view.latest if r.bytes_moved and not r.case.generation), key=order)
     decode = sorted((r for r in view.latest if data.decode_gbs(r)), key=order)
     out = ([_forward_table(forward, peaks_of)] if forward else []) + ([_decode_table(decode, peaks_of)] if decode else [])
     used = {p[1] for r in forward for p in peaks_of(r) if p} | {bw[1] for r in decode if (bw := peaks_of(r)[1])}
     if used:
-        cpu = any(not str(r.env.get("device", "")).startswith("cuda") for r in forward + decode)
+        cpu = any(not r.env.is_cuda for r in forward + decode)
         out[-1].notes.append("Peaks: " + "; ".join(sorted(used)) + "." + (
             " A CPU's are rates measured on it, reference points rather than ceilings: a convolution (oneDNN's "
             "algorithms) can beat a plain matmul's rate, and a share above 100% says so." if cpu else ""))

@@ -11,16 +11,16 @@ import dataclasses
 import time
 from dataclasses import dataclass
 
-from compilebench.core import speedups
+from compilebench.core import pairing, speedups
 from compilebench.core.case import Case
 from compilebench.core.result import Result
+from compilebench.core.run import MAX_REPEATS, TIME_BUDGET  # why a run stopped short of a verdict
 from compilebench.core.spec import RunSpec
 from compilebench.core.speedups import Speedup
 from compilebench.core.vocab import Verdict
 from compilebench.run.dispatch import Target, Unit
 from compilebench.run.schedule import blocks, within_round
 
-MAX_REPEATS, TIME_BUDGET = "max-repeats", "time budget"  # why a run stopped measuring an undecided case
 # Extra rounds take at most 3x as long as the planned ones took, unless --extra-time says: enough for a one-pair
 # run to reach the cap (3 -> 11 processes is 8 more per 3 planned, 2.67x, and the estimate needs a margin); with
 # less such runs stopped short and a known 10% effect went undecided (benchmarks/decide.py known).
@@ -63,8 +63,8 @@ def comparisons(groups: list[list[Case]], targets: list[Target], first_environme
                     sides[(case.key(), target.placement)] = Side(case, target, gi)
     out = []
     for (key, placement), side in sides.items():
-        if side.case.variant.compiled:
-            base = sides.get((side.case.eager_key(), placement))
+        if side.case.variant.compiled:  # against its eager twin, as every report reads it (core/pairing.py)
+            base = sides.get((pairing.key(side.case), placement))
             if base is not None:
                 out.append(Comparison(base, side))
         if first_environment is not None and side.case.environment != first_environment:

@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 
+from compilebench.core.environment import Environment, is_cuda
 from compilebench.core.errors import UserError
 from compilebench.measure import fingerprint
 
@@ -27,6 +28,7 @@ def probe(device: str | None, gpus: str | None = None) -> dict:
         raise RuntimeError(f"the device probe failed (exit {p.returncode}):\n{p.stderr[-3000:]}") from None
     if answer.get("error"):
         raise UserError(answer["error"])
+    answer["env"] = Environment.from_dict(answer["env"])
     answer["gpu_ids"] = {int(k): v for k, v in answer.get("gpu_ids", {}).items()}
     answer["gpu_cpus"] = {int(k): v for k, v in answer.get("gpu_cpus", {}).items()}
     return answer
@@ -42,11 +44,11 @@ def _answer(device: str | None, gpus: str | None) -> dict:
         listed = []
         resolved = resolve_device(device)
     ids, cpus = {}, {}
-    if resolved.startswith("cuda"):
+    if is_cuda(resolved):
         for i in listed or [int(resolved.split(":")[1])]:
             ids[i] = fingerprint.gpu_uuid(f"cuda:{i}")
             cpus[i] = local_cpus(torch.cuda.get_device_properties(i))
-    return {"device": resolved, "env": fingerprint.collect(resolved), "gpus": listed, "gpu_ids": ids, "gpu_cpus": cpus}
+    return {"device": resolved, "env": fingerprint.collect(resolved).to_dict(), "gpus": listed, "gpu_ids": ids, "gpu_cpus": cpus}
 
 
 def resolve_device(requested: str | None) -> str:

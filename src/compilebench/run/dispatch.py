@@ -1,6 +1,6 @@
-"""How a sweep hands out its work and gets results back: units bound for targets, opened into jobs right before
+"""How a sweep hands out its work and gets repeats back: units bound for targets, opened into jobs right before
 they run, on slots (one device each) that a dispatcher keeps busy: this machine's pool (one slot, or a slot per
---gpus GPU: run/gpus.py), or a Ray cluster (run/ray_cluster.py). Results come back as each unit finishes; only the
+--gpus GPU: run/gpus.py), or a Ray cluster (run/ray_cluster.py). Repeats come back as each unit finishes; only the
 sweep writes the store.
 
 A unit is one repeat of one case, or (--interleave) one repeat of the variants of one model measured together,
@@ -18,8 +18,9 @@ from typing import Callable, Protocol
 
 from compilebench.core.case import Case
 from compilebench.core.environment import Environment
+from compilebench.core.interpreter import Interpreter
 from compilebench.core.job import Job
-from compilebench.core.result import Result
+from compilebench.core.repeat import Repeat
 from compilebench.run import locks
 from compilebench.run.executors import Cancelled
 
@@ -28,9 +29,9 @@ from compilebench.run.executors import Cancelled
 class Target:
     name: str  # in progress lines: "cuda:0", "H100"
     resume_id: str  # results whose machine_id or placement is this count as finished here
-    env: dict  # the environment given to a result that came back without one (a timeout, a lost node)
+    env: Environment  # the environment given to a repeat that came back without one (a timeout, a lost node)
     placement: str = ""  # recorded on each result (Ray: "ray|H100|torch ...|transformers ..."); "" on this machine
-    environment: Environment | None = None  # --env: the cases of this environment run here, under its interpreter
+    environment: Interpreter | None = None  # --env: the cases of this environment run here, under its interpreter
 
     def takes(self, case: Case) -> bool:
         """Whether the case runs on this target: every case, or (--env) those of its environment."""
@@ -67,17 +68,17 @@ class Progress(Protocol):
 
 
 OpenUnit = Callable[[Unit], "Work | None"]
-Deliver = Callable[[Unit, list[Result]], None]
+Deliver = Callable[[Unit, Job, list[Repeat]], None]  # a unit, the job it ran, a repeat per case of the job
 
 
 class Dispatcher(Protocol):
     def run(self, units: list[Unit], open_unit: OpenUnit, progress: Progress, deliver: Deliver) -> None:
-        """Run every unit that opens, calling deliver(unit, results) in the caller's thread as each finishes. On
+        """Run every unit that opens, calling deliver(unit, job, repeats) in the caller's thread as each finishes. On
         Ctrl-C: stop what is still running (nothing of it is delivered), deliver what had finished, re-raise."""
         ...
 
 
-Run = Callable[[Job, dict, Callable[[str], None]], list[Result]]
+Run = Callable[[Job, dict, Callable[[str], None]], list[Repeat]]
 
 
 @dataclass
@@ -92,10 +93,10 @@ class Slot:
     cancel: Callable[[], None] = lambda: None
     locks: list[tuple[str, bool]] = field(default_factory=list)
     # Start what these repeats will need under these environments (None: this interpreter), up front.
-    prepare: Callable[[list[int], list[Environment | None]], None] = lambda repeats, environments: None
+    prepare: Callable[[list[int], list[Interpreter | None]], None] = lambda repeats, environments: None
     env: dict[str, str] = field(default_factory=dict)  # added to each job's environment: CUDA_VISIBLE_DEVICES
 
-    def execute(self, unit: Unit, work: Work, progress: Progress) -> list[Result]:
+    def execute(self, unit: Unit, work: Work, progress: Progress) -> list[Repeat]:
         job = dataclasses.replace(work.job, cases=[dataclasses.replace(c, device=self.device) for c in work.job.cases])
         progress.started(self.name, unit)
         try:
@@ -120,7 +121,7 @@ class LocalPool:
             for unit in units:
                 work = open_unit(unit)
                 if work is not None:
-                    deliver(unit, slot.execute(unit, work, progress))
+                    deliver(unit, work.job, slot.execute(unit, work, progress))
         else:
             self._concurrent(units, open_unit, progress, deliver)
 
@@ -140,7 +141,7 @@ class LocalPool:
                         break
                     work = open_unit(unit)
                     if work is not None:
-                        done.put((unit, slot.execute(unit, work, progress)))
+                        done.put((unit, work.job, slot.execute(unit, work, progress)))
             except Cancelled:
                 pass
             except BaseException as exc:  # a bug in the driver: re-raised in the caller with its traceback

@@ -1,4 +1,4 @@
-"""Executors send a job to worker.run_cases and bring its results back. They know nothing of models.
+"""Executors send a job to worker.run_cases and bring its repeats back (one per case). They know nothing of models.
 
 process (default): a fresh Python process per job (forked by the launcher, or a new interpreter), in its own
 session so a timeout or Ctrl-C can kill it with every compile worker it started; it dies with the driver too
@@ -20,10 +20,9 @@ import time
 import weakref
 from typing import Callable
 
-from compilebench.core.environment import Environment
+from compilebench.core.interpreter import Interpreter
 from compilebench.core.job import SPAWNED_AT, Job
 from compilebench.core.repeat import Repeat
-from compilebench.core.result import Result
 from compilebench.run import crashes, interpreters, launcher
 
 LOG_TAIL_CHARS = 4000
@@ -35,10 +34,10 @@ class Cancelled(Exception):
     """The run was stopped by cancel(): the sweep is being interrupted and keeps nothing of it."""
 
 
-def failure(job: Job, status: str, message: str, phase: str | None = None, traceback: str | None = None) -> list[Result]:
-    """A result for each case of a job whose worker came back with nothing (timeout, crash, lost node)."""
-    return [Result(c, [Repeat(index=job.repeat, status=status, message=message, phase=phase, traceback=traceback,
-                              compile_cache=job.compile_cache)]) for c in job.cases]
+def failure(job: Job, status: str, message: str, phase: str | None = None, traceback: str | None = None) -> list[Repeat]:
+    """A repeat for each case of a job whose worker came back with nothing (timeout, crash, lost node)."""
+    return [Repeat(index=job.repeat, status=status, message=message, phase=phase, traceback=traceback,
+                   compile_cache=job.compile_cache) for _ in job.cases]
 
 
 class InlineExecutor:
@@ -50,7 +49,7 @@ class InlineExecutor:
     def start_launchers(self, repeats, environments=(None,), wait: bool = True) -> None:
         """Nothing to start: no worker process."""
 
-    def run(self, job: Job, env: dict[str, str], on_phase: Callable[[str], None]) -> list[Result]:
+    def run(self, job: Job, env: dict[str, str], on_phase: Callable[[str], None]) -> list[Repeat]:
         from torch._inductor.utils import clear_caches
 
         from compilebench.measure import compiler_state, worker
@@ -83,7 +82,7 @@ class ProcessExecutor:
             self._cancelled.add(pid)
             _kill_group(pid)
 
-    def run(self, job: Job, env: dict[str, str], on_phase: Callable[[str], None]) -> list[Result]:
+    def run(self, job: Job, env: dict[str, str], on_phase: Callable[[str], None]) -> list[Repeat]:
         """The job in one worker process; a result for each case, whatever happens."""
         with tempfile.TemporaryDirectory(prefix=JOB_FOLDER) as tmp:
             job_path = os.path.join(tmp, JOB_FILE)
@@ -116,7 +115,7 @@ class ProcessExecutor:
                 except launcher.LauncherDied:
                     self._forget_launcher(*key)  # its repeat's first job starts another, or says why not
 
-    def _launcher(self, environment: Environment | None, repeat: int) -> launcher.Launcher:
+    def _launcher(self, environment: Interpreter | None, repeat: int) -> launcher.Launcher:
         if (environment, repeat) not in self._launchers:
             started = self._launchers[(environment, repeat)] = launcher.Launcher(self.env, self.models, self.inductor,
                                                                                 environment)
@@ -159,13 +158,13 @@ class ProcessExecutor:
         )
         return proc.pid, proc.wait
 
-    def _forget_launcher(self, environment: Environment | None, repeat: int) -> None:
+    def _forget_launcher(self, environment: Interpreter | None, repeat: int) -> None:
         """After an interruption or a failure a launcher may be out of step: the next job starts another."""
         gone = self._launchers.pop((environment, repeat), None)
         if gone is not None:
             gone.close()
 
-    def _run_worker(self, job, paths: list[str], log_path, env, on_phase) -> list[Result]:
+    def _run_worker(self, job, paths: list[str], log_path, env, on_phase) -> list[Repeat]:
         """`paths`: the job's file, its result's and its crash stack's (the worker writes the last two)."""
         result_path, crash_path = paths[1], paths[2]
         read_fd, write_fd = os.pipe()
@@ -213,10 +212,10 @@ class ProcessExecutor:
             return failure(job, "timeout", f"killed after the {timeout_s:g} s --timeout, during {phase[0]}", phase[0])
         if os.path.exists(result_path):  # whole (written by rename): it finished, whatever came after
             with open(result_path) as f:
-                results = [Result.from_dict(d) for d in json.load(f)]
-            for rep in (r.repeats[0] for r in results):  # after its last phase: writing its result, and its exit
+                repeats = [Repeat.from_dict(d) for d in json.load(f)]
+            for rep in repeats:  # after its last phase: writing its result, and its exit
                 rep.phases["end"] = round(max(0.0, time.monotonic() - spawned_at - sum(rep.phases.values())), 4)
-            return results
+            return repeats
         if pid in self._cancelled:
             raise Cancelled
         return failure(job, "crashed", _why_crashed(returncode, phase[0], job), phase[0],
@@ -241,7 +240,7 @@ def _aot_hint(job: Job | None, phase: str) -> str:
     if job is None or phase not in AOT_PHASES or not any(c.variant.ahead_of_time for c in job.cases):
         return ""
     if job.environment:
-        torch = f"the {Environment.from_dict(job.environment).name} environment's torch"
+        torch = f"the {Interpreter.from_dict(job.environment).name} environment's torch"
     else:
         from importlib import metadata
 
@@ -257,8 +256,8 @@ def _evidence(crash_path: str, log_path: str) -> str:
     return f"{crashed}\n\n--- the end of the worker's output:\n{tail[-LOG_TAIL_CHARS // 2:]}" if crashed else tail
 
 
-def _environment(job: Job) -> Environment | None:
-    return Environment.from_dict(job.environment) if job.environment else None
+def _environment(job: Job) -> Interpreter | None:
+    return Interpreter.from_dict(job.environment) if job.environment else None
 
 
 def _relay_phases(read_fd: int, phase: list, on_phase: Callable[[str], None]) -> None:

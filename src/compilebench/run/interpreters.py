@@ -18,8 +18,8 @@ import shutil
 import subprocess
 import tempfile
 
-from compilebench.core.environment import Environment
 from compilebench.core.errors import UserError
+from compilebench.core.interpreter import Interpreter
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}")
 VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -31,14 +31,14 @@ MIN_VERSIONS = {"torch": "2.4", "transformers": "4.45"}  # as pyproject.toml ask
 PROBE_TIMEOUT_S = 300.0  # importing torch and transformers from a cold disk
 
 
-def variables(environment: Environment) -> dict[str, str]:
+def variables(environment: Interpreter) -> dict[str, str]:
     """What a process of this environment gets on top of the driver's environment: its variables, and this
     compilebench first on its PYTHONPATH."""
     inherited = os.environ.get("PYTHONPATH")
     return {**dict(environment.set), "PYTHONPATH": os.pathsep.join(filter(None, (own_code(), inherited)))}
 
 
-def declare(envs: list[str], sets: list[list[str]]) -> tuple[Environment, ...]:
+def declare(envs: list[str], sets: list[list[str]]) -> tuple[Interpreter, ...]:
     """`--env NAME=PATH` (each) and `--env-set NAME KEY=VALUE` (each) as Environments, in the order given."""
     paths: dict[str, str] = {}
     for text in envs:
@@ -63,7 +63,7 @@ def declare(envs: list[str], sets: list[list[str]]) -> tuple[Environment, ...]:
         if key in variables[name]:
             raise UserError(f"--env-set {name} {key}: set twice; give it once")
         variables[name][key] = value
-    return tuple(Environment(n, p, tuple(sorted(variables[n].items()))) for n, p in paths.items())
+    return tuple(Interpreter(n, p, tuple(sorted(variables[n].items()))) for n, p in paths.items())
 
 
 def interpreter(name: str, path: str) -> str:
@@ -131,7 +131,7 @@ print("\n" + json.dumps(out))
 PIP_NAMES = {"PIL": "pillow", "yaml": "pyyaml", "sklearn": "scikit-learn"}
 
 
-def probe(environments: tuple[Environment, ...]) -> dict[str, dict]:
+def probe(environments: tuple[Interpreter, ...]) -> dict[str, dict]:
     """Each environment's fingerprint (python, torch, transformers, triton), all asked at once; a UserError for the
     first that cannot run compilebench's worker, naming what it lacks and how to install it."""
     started = {e.name: subprocess.Popen([e.python, "-c", _PROBE], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -154,7 +154,7 @@ def probe(environments: tuple[Environment, ...]) -> dict[str, dict]:
     return found
 
 
-def refusal_or_fingerprint(e: Environment, returncode: int, out: str, err: str) -> dict:
+def refusal_or_fingerprint(e: Interpreter, returncode: int, out: str, err: str) -> dict:
     """What a probe said, as a fingerprint; a UserError where the environment cannot run the worker."""
     where = f"--env {e.name}={e.python}"
     try:

@@ -29,7 +29,7 @@ import socket
 import subprocess
 import sys
 
-from compilebench.core.environment import Environment
+from compilebench.core.interpreter import Interpreter
 from compilebench.run import interpreters
 
 # A launcher per repeat index up to this many (each holds torch and transformers: a few hundred MB); later repeats
@@ -61,7 +61,7 @@ class Launcher:
     """The driver's end: start jobs in forked workers and wait for them, one at a time."""
 
     def __init__(self, env: dict[str, str], models: tuple[str, ...] = (), inductor: bool = False,
-                 environment: Environment | None = None):
+                 environment: Interpreter | None = None):
         """Starts it and returns at once: it imports while the driver goes on (wait_ready waits for it). It imports
         the classes of `models` (the zoo models the run measures) too, and inductor where the run compiles with it.
         Under an `environment` (--env) it is that environment's interpreter, with its variables from the start

@@ -19,6 +19,8 @@ import tempfile
 import threading
 from typing import Callable
 
+from compilebench.core.environment import is_cuda
+
 
 def lock_dir() -> str:
     """Shared by every user of the machine (sticky, world-writable, like /tmp itself)."""
@@ -33,7 +35,7 @@ def lock_dir() -> str:
 def names_for(device: str, gpu_id: str | None = None) -> list[tuple[str, bool]]:
     """The locks a case on `device` holds, as (name, exclusive). `gpu_id` names the physical GPU (its UUID) where
     the device index alone would not (CUDA_VISIBLE_DEVICES renumbers devices per process)."""
-    if not device.startswith("cuda"):
+    if not is_cuda(device):
         return [("cpu", True)]
     gpu = gpu_id or device.replace(":", "-")
     return [("cpu", False), (re.sub(r"[^A-Za-z0-9._-]", "_", gpu), True)]

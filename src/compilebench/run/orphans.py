@@ -13,20 +13,24 @@ import socket
 import tempfile
 
 from compilebench.core.case import Case
+from compilebench.core.job import Job
+from compilebench.core.repeat import Repeat
 from compilebench.core.result import Result
 from compilebench.run import executors
 from compilebench.run.dispatch import Unit
 from compilebench.storage.store import Store, process_started
 
 
-def claim(store: Store, unit: Unit, result_ids: dict[str, str], run_id: str) -> dict:
+def claim(store: Store, unit: Unit, result_ids: dict[str, str], run_id: str,
+          labels: dict[str, tuple[str, str]]) -> dict:
     """What a job folder must say for a later run to store its result as this driver would: written with the job.
-    result_ids: each case's key -> the result its repeat joins."""
+    result_ids: each case's key -> the result its repeat joins; labels: each model's row label and task."""
     pid = os.getpid()
     return {"db": os.path.realpath(store.path), "host": socket.gethostname(), "pid": pid,
             "started": process_started(pid), "resume_id": unit.target.resume_id, "placement": unit.target.placement,
             "run": run_id,
-            "cases": {c.key(): [result_ids[c.key()], c.to_dict()] for c in unit.cases if c.key() in result_ids}}
+            "cases": {c.key(): [result_ids[c.key()], c.to_dict(), *labels.get(c.model, (c.model, c.task or ""))]
+                      for c in unit.cases if c.key() in result_ids}}
 
 
 def take_in(store: Store, done) -> int:
@@ -41,12 +45,13 @@ def take_in(store: Store, done) -> int:
             continue
         try:
             with open(os.path.join(mine, executors.RESULT_FILE)) as f:
-                results = [Result.from_dict(d) for d in json.load(f)]
-        except (OSError, ValueError):  # the worker never finished: nothing of it to keep
-            results = []
+                repeats = [Repeat.from_dict(d) for d in json.load(f)]
+            cases = Job.from_dict(job).cases
+        except (OSError, ValueError, KeyError, TypeError):  # the worker never finished: nothing of it to keep
+            repeats, cases = [], []
         try:
-            for result in results:
-                taken += _store(store, result, job["claim"], job["repeat"], done)
+            for case, rep in zip(cases, repeats):
+                taken += _store(store, case, rep, job["claim"], job["repeat"], done)
         except BaseException:  # the results file could not take it: left for the next run, as it was
             os.rename(mine, folder)
             raise
@@ -67,18 +72,20 @@ def _dead_drivers_jobs(db: str):
             yield folder, job
 
 
-def _store(store: Store, result: Result, mine: dict, repeat: int, done) -> int:
-    key, rid = result.case.key(), mine["resume_id"]
+def _store(store: Store, case: Case, rep: Repeat, mine: dict, repeat: int, done) -> int:
+    """A repeat a dead driver's worker measured, stored as that driver would have (its run, its eager twin's
+    FLOPs), unless measured again since."""
+    key, rid = case.key(), mine["resume_id"]
     if key not in mine["cases"]:
         return 0
     stored = store.latest(key, rid)
     if stored is not None and done(repeat)(stored):
         return 0  # measured again since, by a run that found the claim dead
-    result_id, case = mine["cases"][key]
-    result.result_id, result.case, result.placement = result_id, Case.from_dict(case), mine["placement"]
-    for rep in result.repeats:
-        rep.run = mine.get("run")
-    if result.flops is None:  # as the driver would: its eager twin's count
-        result.flops = store.eager_flops(result.case, rid)
-    store.add_repeat(result)
+    result_id, claimed, label, task = (mine["cases"][key] + [case.model, ""])[:4]
+    case = Case.from_dict(claimed)
+    rep.run = mine.get("run")
+    if rep.flops is None:  # as the driver would: its eager twin's count
+        rep.flops = store.eager_flops(case, rid)
+    store.add_repeat(Result(case, [rep], machine_id=rep.environment.machine_id if rep.environment else rid,
+                            placement=mine["placement"], label=label, task=task, result_id=result_id))
     return 1

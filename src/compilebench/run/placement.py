@@ -7,7 +7,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from compilebench.core import machine, settings
+from compilebench.core import settings
+from compilebench.core.environment import is_cuda
 from compilebench.core.errors import UnknownChoice, UserError
 from compilebench.core.spec import RunSpec
 from compilebench.core.variant import AOT_INDUCTOR
@@ -50,7 +51,7 @@ class Placement:
         return (dataclasses.replace(spec, device="cuda:0"),
                 dispatch.LocalPool(gpusmod.slots(found["gpus"], spec.timeout_s, found["gpu_ids"], spec.models,
                                                  spec.uses_inductor, found["gpu_cpus"])),
-                [dispatch.Target(f"GPUs {self.gpus}", machine.machine_id(env), env)])
+                [dispatch.Target(f"GPUs {self.gpus}", env.machine_id, env)])
 
     def _ray(self, spec: RunSpec) -> Where:
         kept = [option for option, on in (("--profile", spec.profile), ("--compile-trace", spec.compile_trace),
@@ -83,13 +84,13 @@ def this_device(spec: RunSpec) -> Where:
         executor.start_launchers(range(1, spec.repeats + 1), spec.environments or (None,), wait=False)
     found = devices.probe(spec.device)
     device, env = found["device"], found["env"]
-    if device.startswith("cuda") and spec.isolation == "process":
+    if is_cuda(device) and spec.isolation == "process":
         # As a --gpus slot: the worker sees its GPU alone, as cuda:0, and holds that GPU's lock, by UUID.
         index = int(device.split(":")[1])
         slot = gpusmod.slot(index, executor, found["gpu_ids"].get(index))
     else:  # the CPU, or a GPU in this very process (inline), which can see every GPU
-        gpu_id = found["gpu_ids"].get(int(device.split(":")[1])) if device.startswith("cuda") else None
+        gpu_id = found["gpu_ids"].get(int(device.split(":")[1])) if is_cuda(device) else None
         slot = dispatch.Slot(device, device, executor.run, executor.cancel, locks.names_for(device, gpu_id),
                              executor.start_launchers)
     return (dataclasses.replace(spec, device=device), dispatch.LocalPool([slot]),
-            [dispatch.Target(device, machine.machine_id(env), env)])
+            [dispatch.Target(device, env.machine_id, env)])

@@ -7,23 +7,18 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import uuid
+import socket
 from dataclasses import dataclass
 
 from compilebench import zoo
-from compilebench.core import (
-    case as casemod,
-    environment as environmentmod,
-    machine,
-    settings,
-    spec as specmod,
-    traffic,
-)
+from compilebench.core import case as casemod, interpreter, settings, spec as specmod, stats, traffic
+from compilebench.core.environment import is_cuda
 from compilebench.core.errors import UnknownChoice, UserError
 from compilebench.core.result import Result
+from compilebench.core.run import Run
 from compilebench.core.variant import Variant
-from compilebench.measure import compiler, quantization
-from compilebench.run import dispatch, interpreters, sweep
+from compilebench.measure import compiler, fingerprint, quantization
+from compilebench.run import dispatch, interpreters, sweep, tags
 from compilebench.run.placement import Placement
 from compilebench.zoo import factory, hub
 
@@ -68,12 +63,12 @@ def check_devices(quantized: list[str], spec: specmod.RunSpec, targets) -> None:
     """What the devices the cases will run on cannot run, refused before anything runs: a quantization (int4 and
     float8 need CUDA, float8 a recent GPU), eager captured in a CUDA graph."""
     for t in targets:
-        device = str(t.env.get("device") or spec.device or "cpu")
+        device = str(t.env.device or spec.device or "cpu")
         for q in quantized:
-            why = quantization.refusal(q, device, t.env.get("compute_capability"))
+            why = quantization.refusal(q, device, t.env.compute_capability)
             if why:
                 raise UserError(why)
-        if "eager-cudagraphs" in spec.variants and not device.startswith("cuda"):
+        if "eager-cudagraphs" in spec.variants and not is_cuda(device):
             raise UserError(f"--variant eager-cudagraphs captures the eager model in a CUDA graph: it needs a CUDA "
                             f"device (this run's is {device})")
 
@@ -104,7 +99,16 @@ class Plan:
     models: dict  # name -> zoo entry
     dispatcher: dispatch.Dispatcher
     targets: list[dispatch.Target]
-    run_id: str = dataclasses.field(default_factory=lambda: uuid.uuid4().hex)  # on every repeat it measures (drift.py)
+    command: str | None = None  # as typed, for the run's record
+
+    def new_run(self, spec: specmod.RunSpec, cases: list[casemod.Case]) -> Run:
+        """The record of one sweep of `cases` under `spec` (a run; tune measures a run per rung): its command, spec,
+        tag, design, and its timing resolved once per kind of timed unit its cases have, for the device found."""
+        units = dict.fromkeys(c.timed_unit for c in cases)
+        return Run(command=self.command, spec=specmod.recorded(spec), tag=spec.tag or tags.default(),
+                   design=list(spec.looks), looks=len(spec.looks), pair_from=stats.PAIR_FROM,
+                   timing={u: spec.timing.resolve(u, spec.device) for u in units}, isolation=spec.isolation,
+                   compilebench=fingerprint.version("compilebench"), host=socket.gethostname())
 
     @property
     def cases(self) -> list[casemod.Case]:
@@ -122,9 +126,11 @@ class Plan:
 
     def run(self, store, *, cases: list[casemod.Case] | None = None, spec: specmod.RunSpec | None = None,
             states=None, quiet: bool = False) -> sweep.SweepOutcome:
-        """Measure every repeat of the plan's cases (or of `cases`, under `spec`: tune's rungs) not stored yet."""
-        return sweep.run(spec or self.spec, store, self.dispatcher, self.targets, cases=self.cases if cases is None else cases,
-                         labels=self.labels, states=states, quiet=quiet, run_id=self.run_id)
+        """Measure every repeat of the plan's cases (or of `cases`, under `spec`: tune's rungs) not stored yet, as one
+        run."""
+        spec, cases = spec or self.spec, self.cases if cases is None else cases
+        return sweep.run(spec, store, self.dispatcher, self.targets, self.new_run(spec, cases), cases=cases,
+                         labels=self.labels, states=states, quiet=quiet)
 
     def results(self, store, cases: list[casemod.Case] | None = None) -> list[Result]:
         """The newest stored result of each case on each target, whoever measured it (this run or another
@@ -134,8 +140,9 @@ class Plan:
         return [r for r in found if r is not None]
 
 
-def prepare(spec: specmod.RunSpec, placement: Placement = Placement()) -> Plan:
-    """Check everything a run needs before anything runs or is written; a UserError names what is wrong."""
+def prepare(spec: specmod.RunSpec, placement: Placement = Placement(), command: str | None = None) -> Plan:
+    """Check everything a run needs before anything runs or is written; a UserError names what is wrong. `command`:
+    the run as typed (or the API's call), for its record."""
     if spec.image is not None:
         check_image(spec.image)
     # the workers, and a later run that resumes, may stand in another folder
@@ -152,12 +159,13 @@ def prepare(spec: specmod.RunSpec, placement: Placement = Placement()) -> Plan:
     check_quantizations(quantized, models, spec)
     if spec.environments:
         targets = environment_targets(spec.environments, fingerprints, targets)
-    made = Plan(spec, models, dispatcher, targets)
+    made = Plan(spec, models, dispatcher, targets, command)
     made.cases  # a case that cannot be made (a model serving one shape) is refused here, before anything is written
     return made
 
 
-def environment_targets(declared, fingerprints: dict[str, dict], targets: list[dispatch.Target]) -> list[dispatch.Target]:
+def environment_targets(declared, fingerprints: dict[str, dict],
+                        targets: list[dispatch.Target]) -> list[dispatch.Target]:
     """Each target once per environment (--env): its cases, its fingerprint (torch, transformers, triton: what its
     results are resumed by), its interpreter."""
     if any(t.placement for t in targets):
@@ -166,8 +174,8 @@ def environment_targets(declared, fingerprints: dict[str, dict], targets: list[d
     out = []
     for t in targets:
         for e in declared:
-            env = {**t.env, **fingerprints[e.name], **environmentmod.recorded(e.to_dict())}
-            out.append(dispatch.Target(f"{t.name} [{e.name}]", machine.machine_id(env), env, environment=e))
+            env = dataclasses.replace(t.env, **fingerprints[e.name], **interpreter.recorded(e.to_dict()))
+            out.append(dispatch.Target(f"{t.name} [{e.name}]", env.machine_id, env, environment=e))
     return out
 
 

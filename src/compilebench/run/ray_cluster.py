@@ -10,14 +10,14 @@ Ray is optional: `pip install compilebench[ray]`."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import traceback
 
-from compilebench.core import machine
 from compilebench.core.errors import UserError
 from compilebench.core.job import Job
-from compilebench.core.result import Result
+from compilebench.core.repeat import Repeat
 from compilebench.measure import compiler_state, fingerprint
 from compilebench.run import devices, locks
 from compilebench.run.dispatch import Progress, Target, Unit
@@ -75,15 +75,14 @@ def run_unit(job: dict, timeout_s: float | None, threads: int, unit_id: int, eve
             work.compile_cache = "warm" if work.compile_cache == "warm" else "cold"
         with locks.hold(held, work.cases[0].describe(), on_wait=lambda m: tell(m)):
             # One job per task: a new interpreter, as a launcher would only add its own start-up.
-            results = ProcessExecutor(timeout_s, env=_threads_env(threads), fork=False).run(work, {**env, **device_env}, tell)
+            repeats = ProcessExecutor(timeout_s, env=_threads_env(threads), fork=False).run(work, {**env, **device_env}, tell)
     finally:
         states.close()
-    for r in results:
-        if not r.machine_id:  # a timeout or a crashed worker: the environment is this node's
-            r.env = fingerprint.collect(r.case.device)
-            r.machine_id = machine.machine_id(r.env)
+    for rep in repeats:
+        if not rep.environment:  # a timeout or a crashed worker: the environment is this node's
+            rep.environment = fingerprint.collect(device)
     tell(None)
-    return [r.to_dict() for r in results]
+    return [rep.to_dict() for rep in repeats]
 
 
 class RayDispatcher:
@@ -150,8 +149,8 @@ class RayDispatcher:
                 raise UserError(f"--executor ray: a probe task on {t or 'the cluster'} failed: "
                                 f"{str(exc).strip().splitlines()[-1]}") from None
             name = t or ("GPU" if self.gpu else "CPU")
-            placement = f"ray|{name}|torch {env['torch']}|transformers {env['transformers']}"
-            targets.append(Target(name, placement, {**env, "hostname": f"ray ({name})"}, placement))
+            placement = f"ray|{name}|torch {env.torch}|transformers {env.transformers}"
+            targets.append(Target(name, placement, dataclasses.replace(env, hostname=f"ray ({name})"), placement))
         return targets
 
     def run(self, units: list[Unit], open_unit, progress: Progress, deliver) -> None:
@@ -188,12 +187,12 @@ class RayDispatcher:
         i, unit, job = entry
         slot = running.end(i)
         try:
-            results = [Result.from_dict(d) for d in self.ray.get(ref)]
+            results = [Repeat.from_dict(d) for d in self.ray.get(ref)]
         except self.ray.exceptions.RayError as exc:
             where = f" on {slot}" if slot else ""
             message = f"Ray task lost{where}: {type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}"
             results = failure(job, "crashed", message, traceback="".join(traceback.format_exception(exc))[-4000:])
-        deliver(unit, results)
+        deliver(unit, job, results)
 
 
 class _Running:

@@ -1,8 +1,10 @@
-"""The driver loop: every repeat of every case not stored yet (run/schedule.py says which, in what order), handed
-to a dispatcher, each claimed in the results file right before it runs and stored the moment it arrives; then,
-while a verdict is undecided and the design allows, more rounds of its cases (run/decide.py). A case's repeats
-share one private compiler-state folder: the first compiles cold, later ones from what it left (recorded as
-warm); the folder goes when the case's last repeat is done."""
+"""The driver loop: the run stored first (core/run.py: its command, spec, tag, design and timing), then every
+repeat of every case not stored yet (run/schedule.py says which, in what order), handed to a dispatcher, each
+claimed in the results file right before it runs and stored the moment it arrives, as a repeat of its case's
+result naming the run; then, while a verdict is undecided and the design allows, more rounds of its cases
+(run/decide.py), a comparison left undecided said in the run's record. A case's repeats share one private
+compiler-state folder: the first compiles cold, later ones from what it left (recorded as warm); the folder goes
+when the case's last repeat is done."""
 
 from __future__ import annotations
 
@@ -13,28 +15,22 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from compilebench.core import machine, stats
 from compilebench.core.case import Case
 from compilebench.core.job import Job
+from compilebench.core.repeat import Repeat, utc_now
 from compilebench.core.result import Result
+from compilebench.core.run import Run
 from compilebench.core.spec import RunSpec
 from compilebench.core.vocab import FAILED
 from compilebench.core.why import CompileTrace
 from compilebench.diagnostics import traces
 from compilebench.measure import compiler_state
-from compilebench.run import claims, decide, orphans, schedule, tags
+from compilebench.run import claims, decide, orphans, schedule, storing
 from compilebench.run.dispatch import Dispatcher, Target, Unit, Work
 from compilebench.run.progress import Bar
-from compilebench.storage import interrupts, unsaved
+from compilebench.run.storing import StoreFailed  # noqa: F401 - the commands catch it here
+from compilebench.storage import interrupts
 from compilebench.storage.store import Store
-
-
-class StoreFailed(Exception):
-    """The results file could not take a result (disk full, locked by another program, damaged)."""
-
-    def __init__(self, message: str):
-        super().__init__(message)
-        self.message = message
 
 
 @dataclass
@@ -51,19 +47,19 @@ class SweepOutcome:
     undecided: list[str] = field(default_factory=list)  # comparisons left inconclusive, and what ended them
 
 
-def run(spec: RunSpec, store: Store, dispatcher: Dispatcher, targets: list[Target], *,
+def run(spec: RunSpec, store: Store, dispatcher: Dispatcher, targets: list[Target], run_: Run, *,
         prompt_lens: dict[str, int] | None = None, labels: dict[str, tuple[str, str]] | None = None,
         cases: list[Case] | None = None, states: compiler_state.StateFolders | None = None,
-        quiet: bool = False, run_id: str | None = None) -> SweepOutcome:
+        quiet: bool = False) -> SweepOutcome:
     """Every repeat of every case of the spec (or of `cases`) on every target, skipping what a target already
-    has; each repeat stored the moment it arrives, by this thread alone. `labels`: each model's row label and
-    task, for results that come back without them (a timeout). `states`: compiler-state folders that outlive
-    this sweep (its caller closes them), so its cases compile warm when measured again. `run_id`: the run each
-    repeat is recorded as measured by (a plan's: tune's rungs are one run); a new one where not given."""
+    has; each repeat stored the moment it arrives, by this thread alone, as measured by `run_` (stored as the
+    sweep starts, again as it ends). `labels`: each model's row label and task. `states`: compiler-state folders
+    that outlive this sweep (its caller closes them), so its cases compile warm when measured again."""
     outcome = SweepOutcome()
-    outcome.recovered = _recover_unsaved(store) + orphans.take_in(store, lambda i: _done(i, spec.retry_failed))
+    outcome.recovered = storing.recover_unsaved(store) + orphans.take_in(store, lambda i: _done(i, spec.retry_failed))
     cases = cases if cases is not None else spec.cases(prompt_lens)
-    sweep = _Sweep(spec, store, cases, targets, outcome, labels or {}, states, quiet, run_id or uuid.uuid4().hex)
+    storing.keep_run(store, run_)
+    sweep = _Sweep(spec, store, cases, targets, outcome, labels or {}, states, quiet, run_)
     try:
         with interrupts.stop_signals():
             units = sweep.plan.units
@@ -78,6 +74,9 @@ def run(spec: RunSpec, store: Store, dispatcher: Dispatcher, targets: list[Targe
         outcome.interrupted = exc.signum
     finally:
         sweep.close()
+    run_.ended = utc_now()
+    with contextlib.suppress(storing.StoreFailed):  # its repeats are stored: a run that cannot say it ended said it started
+        storing.keep_run(store, run_)
     return outcome
 
 
@@ -87,10 +86,10 @@ class _Sweep:
 
     def __init__(self, spec: RunSpec, store: Store, cases: list[Case], targets: list[Target], outcome: SweepOutcome,
                  labels: dict[str, tuple[str, str]], states: compiler_state.StateFolders | None, quiet: bool,
-                 run_id: str):
+                 run_: Run):
         self.spec, self.store, self.outcome, self.labels, self.quiet = spec, store, outcome, labels, quiet
-        self.run_id = run_id
-        self.tag = spec.tag or tags.default()
+        self.run = run_
+        self.tag = run_.tag
         self.groups = schedule.groups(cases, spec.interleave)
         self.plan = schedule.schedule(spec, cases, store, targets, outcome, self.tag)
         self.progress = Bar(sum(len(u.cases) for u in self.plan.units), spec.repeats, quiet)
@@ -124,7 +123,7 @@ class _Sweep:
                                               every_repeat_cold=bool(todo[0].shapes))
         check = cache == "cold" or not all(_checked(s, cache) for s in stored)
         mine = orphans.claim(self.store, unit, {c.key(): self.series[(c.key(), unit.target.resume_id, unit.repeat)]
-                                                  for c in todo}, self.run_id)
+                                                  for c in todo}, self.run.run_id, self.labels)
         environment = unit.target.environment.to_dict() if unit.target.environment else None
         # A profile and a compile trace are kept once per case: by the first repeat measured that has none yet.
         profile = self.spec.profile and any(not _kept(s, "profile") for s in stored)
@@ -140,7 +139,7 @@ class _Sweep:
             c.variant.ahead_of_time for c in todo) else None
         # random weights are drawn once a run (measure/weights.py), on this host: a Ray node draws its own
         weights = None if unit.target.placement else self.states.folder("weights")
-        return Work(Job(todo, self.spec.timing, repeat=unit.repeat, compile_cache=cache, count_flops=count_flops,
+        return Work(Job(todo, self.run.timing[todo[0].timed_unit], repeat=unit.repeat, compile_cache=cache, count_flops=count_flops,
                         check=check, claim=mine, environment=environment, traces=where, profile=profile,
                         compile_trace=compile_trace, measure_machine=measure, mega_path=mega_path, packages=packages,
                         weights=weights), env)
@@ -156,7 +155,7 @@ class _Sweep:
         try:
             result_id, holder = self.store.claim(key, rid, unit.repeat, given, self.done(unit.repeat))
         except (sqlite3.Error, OSError) as exc:
-            raise StoreFailed(f"cannot write to the results file {self.store.path!r} ({exc}) before measuring "
+            raise storing.StoreFailed(f"cannot write to the results file {self.store.path!r} ({exc}) before measuring "
                               f"{unit.describe(self.spec.repeats)}") from exc
         if result_id is not None:
             self.series[(key, rid, unit.repeat)] = result_id
@@ -182,7 +181,7 @@ class _Sweep:
         try:
             return claims.wait(self.store, held, self.done, self.progress.note)
         except (sqlite3.Error, OSError) as exc:
-            raise StoreFailed(f"cannot read the results file {self.store.path!r} ({exc}) while waiting for the repeats "
+            raise storing.StoreFailed(f"cannot read the results file {self.store.path!r} ({exc}) while waiting for the repeats "
                               "another run is measuring") from exc
 
     def take_back(self, units: list[Unit]) -> list[Unit]:
@@ -196,34 +195,25 @@ class _Sweep:
             self.bar.refresh()
         return units
 
-    def deliver(self, unit: Unit, results: list[Result]) -> None:
-        for result in results:
-            key, rid = result.case.key(), unit.target.resume_id
-            if not result.machine_id:  # made by the driver (timeout, crash) or failed before reading its env
-                result.env, result.machine_id = dict(unit.target.env), machine.machine_id(unit.target.env)
-            result.case = next(c for c in unit.cases if c.key() == key)  # keyed without the slot's device index
-            result.placement = unit.target.placement
-            for rep in result.repeats:
-                rep.run, rep.looks, rep.design, rep.tag = self.run_id, len(self.spec.looks), self.spec.looks, self.tag
-                rep.pair_from = stats.PAIR_FROM
-            if result.flops is None:
-                result.flops = self.store.eager_flops(result.case, rid)
-            result.result_id = self.series[(key, rid, unit.repeat)]
-            if not result.label:  # the worker never got as far as its model: the driver's lookup names it
-                result.label, result.task = self.labels.get(result.case.model, (result.case.model, result.case.task or ""))
-            self.plan.stored[(key, rid)] = _store(self.store, result)  # the FLOPs it counted are not counted again
+    def deliver(self, unit: Unit, job: Job, repeats: list[Repeat]) -> None:
+        """Each repeat a worker measured (one per case of its job) into its case's result, the moment it arrives."""
+        rid = unit.target.resume_id
+        for case, rep in zip(job.cases, repeats):
+            key = case.key()
+            result = storing.as_result(case, rep, unit.target, self.run, self.store, self.labels,
+                               self.series[(key, rid, unit.repeat)])
+            self.plan.stored[(key, rid)] = storing.store_repeat(self.store, result)  # the FLOPs it counted are not counted again
             self.outcome.results.append(result)
-            rep = result.repeats[0]
-            what = Unit(unit.target, (result.case,), unit.repeat, unit.group).describe(self.spec.repeats)
+            what = Unit(unit.target, (case,), unit.repeat, unit.group).describe(self.spec.repeats)
             self.progress.measured(what, f"{result.mean:.3f} ms" if result.mean is not None else rep.status)
             if rep.status in FAILED:
                 self.failed.add((key, rid))
-                self.machines_measured.discard((rid, result.case.dtype))  # it may have been to measure the machine
+                self.machines_measured.discard((rid, case.dtype))  # it may have been to measure the machine
             if rep.status != "ok" and not self.quiet:
                 where = f" on {unit.target.name}" if unit.target.placement else ""  # which GPU type of a cluster
                 self.bar.write(f"{unit.describe(self.spec.repeats)}{where}: {rep.status}: {rep.message}", file=sys.stderr)
         self.delivered += 1
-        self.outcome.extra += len(results) if unit.repeat > self.spec.repeats else 0
+        self.outcome.extra += len(repeats) if unit.repeat > self.spec.repeats else 0
         self._release_state(unit)
 
     def more_rounds(self) -> list[Unit]:
@@ -255,10 +245,8 @@ class _Sweep:
                 f"{'--max-repeats' if why == decide.MAX_REPEATS else 'the time budget for extra rounds (--extra-time)'}"
                 " ended it, not the data")
         self.outcome.undecided.append(line)
-        result = self.plan.stored[o.comparison.other.key]
-        result.repeats[-1].undecided_by = why
-        result.derive()
-        self.plan.stored[o.comparison.other.key] = _store(self.store, result)
+        self.run.undecided[self.plan.stored[o.comparison.other.key].result_id] = why
+        storing.keep_run(self.store, self.run)
 
     def render_compile_traces(self) -> None:
         """tlparse's HTML of each compile trace of these cases that has none yet (this run's, or one an interrupted
@@ -273,7 +261,7 @@ class _Sweep:
                     rendered[where] = traces.render(where)
                 rep.compile_trace = CompileTrace.from_dict({**rep.compile_trace.to_dict(), **rendered[where]})
             if waiting:
-                self.plan.stored[key] = _store(self.store, result)
+                self.plan.stored[key] = storing.store_repeat(self.store, result)
 
     def _state(self, unit: Unit) -> str:
         return schedule.state_name(self.groups[unit.group], unit.target)
@@ -316,29 +304,3 @@ def _checked(stored: Result | None, cache: str) -> bool:
     """Whether a stored result already compared a compiled output with eager's from this compiler state."""
     return stored is not None and any(r.compile_cache == cache and (r.max_abs_err is not None or r.status == "mismatch")
                                       for r in stored.repeats)
-
-
-def _store(store: Store, result: Result) -> Result:
-    """One repeat into the results file, Ctrl-C held off meanwhile; where the file cannot take it, the result is
-    saved beside it (or in the temporary folder) and the sweep stops with one line that says where."""
-    with interrupts.signals_deferred():
-        try:
-            return store.add_repeat(result)
-        except (sqlite3.Error, OSError) as exc:
-            saved = unsaved.save(store.path, result.to_dict())
-            where = f"saved to {saved}; the next run stores it" if saved else "it could not be saved anywhere: " \
-                                                                              "its numbers are in the lines above"
-            if not saved:
-                print(result.to_dict(), file=sys.stderr)
-            raise StoreFailed(f"cannot write to the results file {store.path!r} ({exc}): the result just measured was "
-                              f"{where}") from exc
-
-
-def _recover_unsaved(store: Store) -> int:
-    """Results an earlier run measured but could not store: stored now, then their files removed."""
-    n = 0
-    for path, d in unsaved.load(store.path):
-        store.add_repeat(Result.from_dict(d))
-        unsaved.forget(path)
-        n += 1
-    return n

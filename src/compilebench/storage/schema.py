@@ -3,42 +3,49 @@ whole for a run or read-only for a report, its schema (made, checked, refused wh
 what SQLite's refusals mean for the user, in one line each. The Store (store.py) runs its queries on what this
 opens.
 
-A schema-1 file (one process per result) is read as one repeat per result (upgrade_v1), and migrated in place
-when a run adds to it. WAL mode and a busy timeout let several processes write one file at once."""
+Schema 3 has three levels: a run (one invocation) stored once in `runs`, a result (a case on one machine) in
+`results` holding its repeats, each with its own environment. A file of an older schema (legacy.py) is read as
+this one by a report, and migrated in place when a run opens it: under the store's write lock, in one
+transaction, a copy of the file as it was kept beside it first. WAL mode and a busy timeout let several processes
+write one file at once."""
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import os
 import sqlite3
 import time
 
 from compilebench.core.errors import EnvironmentFailure, SchemaError, UserError
-from compilebench.core.repeat import Repeat
-from compilebench.core.result import Result
-from compilebench.storage import paths
+from compilebench.core.run import Run
+from compilebench.storage import legacy, paths
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 DEFAULT_PATH = os.path.join("compilebench-results", "results.db")
 BUSY_TIMEOUT_S = float(os.environ.get("COMPILEBENCH_DB_TIMEOUT", "60"))  # how long a write waits for a lock
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id  TEXT PRIMARY KEY,
+    started TEXT NOT NULL,
+    tag     TEXT,
+    data    TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS results (
     result_id  TEXT PRIMARY KEY,
     case_key   TEXT NOT NULL,
     machine_id TEXT NOT NULL,
-    status     TEXT NOT NULL,
+    placement  TEXT NOT NULL,
     created_at TEXT NOT NULL,
     model      TEXT NOT NULL,
     batch_size INTEGER NOT NULL,
     variant    TEXT NOT NULL,
-    mean_ms    REAL,
     data       TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS results_by_case ON results (case_key, machine_id);
+CREATE INDEX IF NOT EXISTS results_by_placement ON results (case_key, placement);
 """
 _CLAIMS = """
 CREATE TABLE IF NOT EXISTS claims (
@@ -64,11 +71,8 @@ def open_for_run(conn: sqlite3.Connection, path: str, new: bool) -> int:
     conn.execute("BEGIN IMMEDIATE")
     try:
         empty = conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone() is None
-        if empty:  # made by this opener: the statements one by one (executescript would commit midway)
-            for statement in (*_SCHEMA.split(";"), _CLAIMS):
-                if statement.strip():
-                    conn.execute(statement)
-            conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        if empty:  # made by this opener
+            _make(conn)
         schema = check_schema(conn, path)
         conn.execute("COMMIT")
     except BaseException:
@@ -78,9 +82,18 @@ def open_for_run(conn: sqlite3.Connection, path: str, new: bool) -> int:
     if not empty:
         _check_whole(conn, path)
         if schema < SCHEMA_VERSION:
-            _migrate(conn, schema)
+            _migrate(conn, path)
             schema = SCHEMA_VERSION
     return schema
+
+
+def _make(conn: sqlite3.Connection) -> None:
+    """This schema's tables, the statements one by one (executescript would commit midway), in the caller's
+    transaction."""
+    for statement in (*_SCHEMA.split(";"), _CLAIMS):
+        if statement.strip():
+            conn.execute(statement)
+    conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
 
 
 def _wal(conn: sqlite3.Connection) -> None:
@@ -193,30 +206,68 @@ def _damaged(path: str, problem: str) -> str:
             f"or restore a copy (`compilebench report {path}` may still read what is intact)")
 
 
-def _migrate(conn: sqlite3.Connection, schema: int) -> None:
-    """Schema 1 -> 2, in one transaction: each result becomes one repeat; claims get their table."""
-    conn.execute("BEGIN IMMEDIATE")
+def backup_path(path: str, schema: int) -> str:
+    """Where a file of an older schema is kept, as it was, when a run migrates it."""
+    return f"{path}.schema{schema}.bak"
+
+
+def _migrate(conn: sqlite3.Connection, path: str) -> None:
+    """An older schema to this one, in place, in one transaction under the write lock (a second run opening the
+    file waits, then finds it migrated): a copy of the file as it was first, beside it (its tables and indexes,
+    written in the same transaction through an attached file), then each result as this schema stores it and the
+    runs its repeats name (legacy.py). A migration that fails leaves the file as it was."""
+    kept = backup_path(path, check_schema(conn, path))
+    if os.path.exists(kept):  # an earlier migration's copy, which failed to finish: the file is still as it was
+        os.remove(kept)
+    conn.execute("ATTACH DATABASE ? AS kept", (kept,))  # not allowed inside a transaction
     try:
-        conn.execute(_CLAIMS)
-        for result_id, data in conn.execute("SELECT result_id, data FROM results").fetchall():
-            r = Result.from_dict(upgrade_v1(json.loads(data)))
-            conn.execute("UPDATE results SET status = ?, mean_ms = ?, data = ? WHERE result_id = ?",
-                         (r.status, r.stats.mean, json.dumps(r.to_dict()), result_id))
-        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if check_schema(conn, path) < SCHEMA_VERSION:  # another run may have migrated it while this one waited
+                _copy(conn)
+                _upgrade(conn, check_schema(conn, path))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    finally:
+        conn.execute("DETACH DATABASE kept")
+    if os.path.exists(kept) and os.path.getsize(kept) == 0:  # migrated by another run meanwhile: nothing to keep
+        os.remove(kept)
 
 
-def upgrade_v1(d: dict) -> dict:
-    """A result written by schema 1 (one process, its samples at the top) as one repeat of a schema-2 result."""
-    repeat_fields = {f.name for f in dataclasses.fields(Repeat)}
-    rep = {k: d[k] for k in repeat_fields if k in d and k not in ("index", "process", "flags", "extra", "stats")}
-    rep["compile_cache"] = "cold" if d.get("compile_cache", "cold") == "cold" else (
-        "warm" if d.get("compile_cache") == "warm" else "dir")
-    repeat = Repeat(index=1, process=d["result_id"], **rep)
-    repeat.set_samples([round(s * 1e6) for s in d.get("samples_ms") or []])
-    keep = {f.name for f in dataclasses.fields(Result)} | {"case_key"}
-    top = {k: v for k, v in d.items() if k in keep and k not in ("repeats", "status", "stats", "message")}
-    return Result.from_dict({**top, "repeats": [repeat.to_dict()]}).to_dict()
+def _copy(conn: sqlite3.Connection) -> None:
+    """The file's tables and indexes, as they are, into the attached file `kept`."""
+    made = conn.execute("SELECT type, name, tbl_name, sql FROM main.sqlite_master WHERE sql IS NOT NULL "
+                        "ORDER BY type = 'index'").fetchall()
+    for kind, name, table, sql in made:
+        conn.execute(sql.replace(f"CREATE {kind.upper()} {name}", f"CREATE {kind.upper()} kept.{name}", 1))
+        if kind == "table":
+            conn.execute(f"INSERT INTO kept.{name} SELECT * FROM main.{name}")
+
+
+def _upgrade(conn: sqlite3.Connection, schema: int) -> None:
+    rows = conn.execute("SELECT data FROM results ORDER BY created_at, rowid").fetchall()
+    runs: dict[str, Run] = {}
+    results = legacy.results([r[0] for r in rows], schema, runs)
+    conn.execute("ALTER TABLE results RENAME TO results_old")
+    conn.execute("DROP INDEX IF EXISTS results_by_case")
+    _make(conn)
+    for run in runs.values():
+        conn.execute("INSERT INTO runs VALUES (?, ?, ?, ?)", run_row(run))
+    for r in results:
+        conn.execute("INSERT INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", result_row(r))
+    conn.execute("DROP TABLE results_old")
+
+
+def run_row(run: Run) -> tuple:
+    """The runs table's columns: what queries select by, then the whole run as JSON."""
+    return run.run_id, run.started, run.tag, json.dumps(run.to_dict())
+
+
+def result_row(result) -> tuple:
+    """The results table's columns: what queries select by, then the result as stored (its case, identity and
+    repeats) as JSON."""
+    c = result.case
+    return (result.result_id, result.case_key, result.machine_id, result.placement, result.created_at, c.model,
+            c.batch_size, c.variant.mode, json.dumps(result.to_dict()))

@@ -1,8 +1,11 @@
 """The results store: one SQLite file, one transaction per repeat, written the moment a repeat arrives; it returns
-typed Results. Opening the file whole, its schema and its migrations are schema.py's.
+typed Results, each with the runs its repeats name. Opening the file whole, its schema and its migrations are
+schema.py's.
 
-Each result (a case on one machine, with every repeat) is kept whole as JSON (raw samples included) beside a few
-indexed columns. Several processes may write one file at once.
+Three levels: a run (one invocation: its command, spec, tag, design and timing) is a row of its own, written when
+it starts and when it ends or decides something; a result (a case on one machine) is kept as JSON (its case,
+identity and every repeat, raw samples and each repeat's environment included) beside a few indexed columns; what
+a result shows is derived from its repeats when read, never stored. Several processes may write one file at once.
 
 Claims: before a repeat is measured, the run that will measure it claims it here, so two runs on one file never
 measure the same repeat twice. A claim names its process; a claim whose process has died on this host is
@@ -20,10 +23,12 @@ import time
 import uuid
 from dataclasses import dataclass
 
+from compilebench.core import pairing
 from compilebench.core.case import Case
 from compilebench.core.errors import UserError
 from compilebench.core.result import Result
-from compilebench.storage import schema
+from compilebench.core.run import Run
+from compilebench.storage import legacy, schema
 
 
 @dataclass(frozen=True)
@@ -81,20 +86,42 @@ class Store:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    # -- runs ---------------------------------------------------------------------------------------------------
+
+    def add_run(self, run: Run) -> None:
+        """A run, stored once as it starts (again, whole, as it ends or decides something)."""
+        with self._transaction():
+            self._conn.execute("INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?)", schema.run_row(run))
+
+    def runs(self) -> dict[str, Run]:
+        """Every run the file holds, by id (a file of an older schema read here: the runs its results name)."""
+        if self.schema < schema.SCHEMA_VERSION:
+            return {run.run_id: run for r in self.results() for run in r.runs}
+        return {rid: Run.from_dict(json.loads(data)) for rid, data in
+                self._conn.execute("SELECT run_id, data FROM runs ORDER BY started, rowid")}
+
+    def tags(self) -> list[str]:
+        """The runs the file holds that measured something, by their tags, oldest first."""
+        measured = {rep.run for r in self.results() for rep in r.repeats}
+        tags = (run.tag for run in sorted(self.runs().values(), key=lambda x: x.started) if run.run_id in measured)
+        return list(dict.fromkeys(t for t in tags if t))
+
     # -- results ------------------------------------------------------------------------------------------------
 
     def add(self, result: Result) -> bool:
-        """Store a whole result in its own transaction (merging files, tests). One already present with the same
-        result_id is not added twice; returns whether it was new."""
+        """Store a whole result, with the runs it names, in its own transaction (merging files, tests). One already
+        present with the same result_id is not added twice (nor a run); returns whether it was new."""
         with self._transaction():
-            cur = self._conn.execute("INSERT OR IGNORE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                                     _row(result))
+            for run in result.runs:
+                self._conn.execute("INSERT OR IGNORE INTO runs VALUES (?, ?, ?, ?)", schema.run_row(run))
+            cur = self._conn.execute("INSERT OR IGNORE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                     schema.result_row(result))
         return cur.rowcount == 1
 
     def add_repeat(self, result: Result) -> Result:
         """A result holding the repeat(s) just measured: merged into the stored result of the same result_id (a
         repeat at the same index replaces a failed earlier attempt), its claims released, in one transaction.
-        Returns the stored result as it now stands."""
+        Returns the stored result as it now stands, with its runs."""
         with self._transaction():
             row = self._conn.execute("SELECT data FROM results WHERE result_id = ?", (result.result_id,)).fetchone()
             if row is None:
@@ -103,46 +130,50 @@ class Store:
                 merged = Result.from_dict(json.loads(row[0]))
                 for rep in result.repeats:
                     merged.add(rep)
-                merged.env = merged.env or result.env
-                merged.flops = merged.flops if merged.flops is not None else result.flops
-            self._conn.execute("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", _row(merged))
+                merged.label, merged.task = merged.label or result.label, merged.task or result.task
+            self._conn.execute("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                               schema.result_row(merged))
             resume_id = result.placement or result.machine_id
             for rep in result.repeats:
                 self._conn.execute("DELETE FROM claims WHERE case_key = ? AND resume_id = ? AND repeat = ?",
                                    (merged.case_key, resume_id, rep.index))
-        return merged
+        return self._with_runs(merged)
 
     def results(self) -> list[Result]:
-        """Every result, oldest first: the one place a stored result is read back from its JSON."""
-        rows = self._conn.execute("SELECT data FROM results ORDER BY created_at, rowid")
-        return [self._result(r[0]) for r in rows]
+        """Every result, oldest first, with its runs: the one place stored results are read back from their JSON."""
+        rows = [r[0] for r in self._conn.execute("SELECT data FROM results ORDER BY created_at, rowid")]
+        if self.schema < schema.SCHEMA_VERSION:  # a report of an older file: read as this schema, never changed
+            return legacy.results(rows, self.schema, {})
+        runs = self.runs()
+        return [Result.from_dict(json.loads(data), runs) for data in rows]
 
     def count(self) -> int:
         return self._conn.execute("SELECT COUNT(*) FROM results").fetchone()[0]
 
     def latest(self, case_key: str, resume_id: str) -> Result | None:
-        """The newest result of a case measured here (this machine, or a Ray sweep's target)."""
+        """The newest result of a case measured here (this machine, or a Ray sweep's target), with its runs."""
+        if self.schema < schema.SCHEMA_VERSION:
+            found = [r for r in self.results() if r.case_key == case_key and resume_id in (r.machine_id, r.placement)]
+            return found[-1] if found else None
         row = self._conn.execute(
-            "SELECT data FROM results WHERE case_key = ? AND (machine_id = ? OR json_extract(data, '$.placement') = ?) "
+            "SELECT data FROM results WHERE case_key = ? AND (machine_id = ? OR placement = ?) "
             "ORDER BY created_at DESC, rowid DESC LIMIT 1", (case_key, resume_id, resume_id)).fetchone()
-        return None if row is None else self._result(row[0])
-
-    def tags(self) -> list[str]:
-        """The runs the file holds, by their tags, oldest first (results stored without one are left out)."""
-        rows = self._conn.execute(
-            "SELECT json_extract(r.value, '$.tag') AS tag, MIN(results.created_at) AS first FROM results, "
-            "json_each(results.data, '$.repeats') AS r WHERE tag IS NOT NULL GROUP BY tag ORDER BY first").fetchall()
-        return [tag for tag, _ in rows]
+        return None if row is None else self._with_runs(Result.from_dict(json.loads(row[0])))
 
     def eager_flops(self, case: Case, resume_id: str) -> int | None:
-        """The FLOPs the case's eager twin (same model and settings, uncompiled) has stored here: compiling does not
-        change the math of one eager forward."""
-        twin = self.latest(case.eager_key(), resume_id)
+        """The FLOPs the case's eager twin (core/pairing.py) has stored here: compiling does not change the math of
+        one eager forward."""
+        twin = self.latest(pairing.key(case), resume_id)
         return twin.flops if twin else None
 
-    def _result(self, data: str) -> Result:
-        d = json.loads(data)
-        return Result.from_dict(schema.upgrade_v1(d) if self.schema == 1 else d)
+    def _with_runs(self, result: Result) -> Result:
+        """The result with the runs its repeats name, read from the runs table."""
+        ids = list(dict.fromkeys(rep.run for rep in result.repeats if rep.run))
+        if not ids:
+            return result
+        rows = self._conn.execute(f"SELECT data FROM runs WHERE run_id IN ({','.join('?' * len(ids))})", ids)
+        result.runs = tuple(Run.from_dict(json.loads(data)) for (data,) in rows)
+        return result
 
     # -- claims -------------------------------------------------------------------------------------------------
 
@@ -202,13 +233,6 @@ class Store:
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
-
-
-def _row(result: Result) -> tuple:
-    """The results table's columns: what queries select by, then the whole result as JSON."""
-    c = result.case
-    return (result.result_id, result.case_key, result.machine_id, result.status, result.created_at, c.model,
-            c.batch_size, c.variant.mode, result.stats.mean, json.dumps(result.to_dict()))
 
 
 def process_started(pid: int) -> str:

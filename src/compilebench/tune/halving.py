@@ -13,6 +13,7 @@ from typing import Callable, Protocol
 
 from compilebench.core import speedups, stats, traffic
 from compilebench.core.case import Case
+from compilebench.core.environment import is_cuda
 from compilebench.core.errors import UserError
 from compilebench.core.job import TimingPolicy
 from compilebench.core.result import Result
@@ -99,7 +100,7 @@ def space(device: str, vision: bool, quantizations: tuple[str, ...] = ()) -> lis
     """The configurations that can matter here, the likeliest first (a small budget tries those). `quantizations`:
     torchao's to try as well (only where asked: a quantized model is judged by the quality it keeps, not by
     matching float), each on every mode and dtype of the float ones."""
-    gpu = device.startswith("cuda")
+    gpu = is_cuda(device)
     modes = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs") if gpu else (
         "default", "max-autotune-no-cudagraphs")
     dtypes = ("float32", "bfloat16", "float16") if gpu else ("float32", "bfloat16")

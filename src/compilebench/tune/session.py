@@ -12,7 +12,6 @@ from typing import Callable
 
 from compilebench.core import settings, spec as specmod
 from compilebench.core.errors import UserError
-from compilebench.core.machine import hardware_name
 from compilebench.core.result import Result
 from compilebench.measure import compiler_state, correctness, quantization
 from compilebench.run import plan
@@ -33,12 +32,13 @@ def tuning(model: str, db: str, *, batch_sizes=(1,), budget: str | float = "20m"
            weights: str = "random", model_size: str = "full", task: str | None = None, min_effect: float,
            mix: str | None = None, requests: int = 1, quantizations: tuple[str, ...] = (),
            min_agreement: float | None = None, quiet: bool = True,
-           say: Callable[[str], None] = lambda text: None) -> Tuning:
+           say: Callable[[str], None] = lambda text: None, command: str | None = None) -> Tuning:
     """Search the configurations that can matter for `model` here within `budget` (seconds, or "90s", "20m", "1h"),
     at the largest of `batch_sizes`, every measurement into the results file `db`; then serve the pick over the
     batch sizes. Quantization only where asked: `quantizations` (torchao's), or a quality floor `min_agreement`
     alone (every quantization the device runs); a quantized configuration below the floor (0.99 unless given) is
-    dropped. `say` is told what it measures (each rung); `quiet`: no progress bar."""
+    dropped. `say` is told what it measures (each rung); `quiet`: no progress bar; `command`: as typed, for the
+    record of each of its runs (a rung, the pick served)."""
     seconds = budget if isinstance(budget, (int, float)) and not isinstance(budget, bool) else parse_budget(budget)
     settings.integer("--requests", requests, 1)
     if min_agreement is not None and not 0 < min_agreement <= 1:
@@ -50,7 +50,7 @@ def tuning(model: str, db: str, *, batch_sizes=(1,), budget: str | float = "20m"
                          weights=weights, model_size=model_size, task=task, min_effect=min_effect, repeats=1,
                          quantizations=asked_q)  # refused here as a run refuses them: device, model, torchao
     schema.check_path(db)
-    prepared = plan.prepare(spec)
+    prepared = plan.prepare(spec, command=command or f"python: compilebench.fastest() of {model}")
     tried_q = asked_q or (_runnable(prepared) if min_agreement is not None else ())
     floor = (min_agreement if min_agreement is not None else correctness.MIN_AGREEMENT) if tried_q else None
     configs = space(prepared.spec.device, vision=prepared.models[model].kind == "vision", quantizations=tried_q)
@@ -58,7 +58,7 @@ def tuning(model: str, db: str, *, batch_sizes=(1,), budget: str | float = "20m"
         _plan_of(prepared, served_spec(prepared.spec, served_config(Outcome(None)), batches)).check_mix(mix)
         seconds *= SHAPES_SHARE
     with storemod.Store.open(db) as store:  # a file it cannot use is refused before anything is said or made
-        say(f"tuning {model} (batch {max(batches)}) on {hardware_name(prepared.targets[0].env)}: {len(configs)} "
+        say(f"tuning {model} (batch {max(batches)}) on {prepared.targets[0].env.hardware}: {len(configs)} "
             f"configurations, budget {seconds:.0f} s" + (f", then its pick over batch sizes "
                                                           f"{', '.join(map(str, batches))}" if len(batches) > 1 else ""))
         states = compiler_state.StateFolders()
@@ -98,7 +98,7 @@ def _runnable(prepared: plan.Plan) -> tuple[str, ...]:
 
 
 def _plan_of(prepared: plan.Plan, spec: specmod.RunSpec) -> plan.Plan:
-    return plan.Plan(spec, prepared.models, prepared.dispatcher, prepared.targets)
+    return plan.Plan(spec, prepared.models, prepared.dispatcher, prepared.targets, prepared.command)
 
 
 def _measured(prepared: plan.Plan, store, spec: specmod.RunSpec, cases: list, states, quiet: bool) -> list:
