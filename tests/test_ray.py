@@ -35,9 +35,9 @@ def run(db, *args) -> int:
 
 
 def stored(db) -> list[dict]:
-    """The results of a file, as stored."""
+    """The results of a file, as stored with what they derive (Result.export)."""
     with Store.open(str(db), create=False) as s:
-        return [r.to_dict() for r in s.results()]
+        return [r.export() for r in s.results()]
 
 
 def test_a_ray_sweep_stores_what_a_local_sweep_stores(tmp_path, cli):
