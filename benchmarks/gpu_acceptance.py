@@ -45,6 +45,10 @@ reads what it stored. Under 10 minutes on one H100 (most of it compiling ResNet-
                    in a CUDA graph (compile's own gain)
   quantize         ViT eager and default under every --quantize (torchao: carry its wheel), 1 repeat: every case
                    `ok` with its quality figure (float8 refused below compute capability 8.9, in one line)
+  engines          ResNet-50 batch 1 eager, reduce-overhead, onnxruntime and tensorrt, 3 repeats (carry the wheels of
+                   onnxruntime-gpu, onnx, onnxscript and torch-tensorrt): each engine `ok` (its output checked against
+                   eager's), ONNX Runtime on CUDAExecutionProvider with IO binding, the event clock within [0.80,
+                   1.05]; the figure gives each engine over eager and over reduce-overhead, cold and warm preparation
 
 Usage: python benchmarks/gpu_acceptance.py [--only clock,oom] [--keep DIR] [--list] [--tiny] [--rehearse] [--budget S]
 
@@ -79,9 +83,9 @@ sys.path.insert(0, os.path.join(TREE, "src"))
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.join(TREE, "src"), os.environ.get("PYTHONPATH")]))
 
 # The results files (one a command) of the checks whose figures hold on a tiny config of the same architecture.
-SIZE_FREE = ("generation", "shapes", "mega", "aot", "shapes-graphs", "shapes-text", "launcher", "quantize")
+SIZE_FREE = ("generation", "shapes", "mega", "aot", "shapes-graphs", "shapes-text", "launcher", "quantize", "engines")
 CHECKS = ("quick", "clock", "cuda:1", "reduce-overhead", "generation", "launcher", "tf32", "oom", "nvml", "shapes", "profile",
-          "mega", "aot-inductor", "shapes-graphs", "energy", "eager-cudagraphs", "quantize")
+          "mega", "aot-inductor", "shapes-graphs", "energy", "eager-cudagraphs", "quantize", "engines")
 
 # Seconds each check took on one H200 with --tiny (2026-11-25, torch 2.11); the others are not measured yet.
 SECONDS = {"clock": 27, "nvml": 0, "energy": 0, "profile": 58, "reduce-overhead": 93, "shapes-graphs": 152, "mega": 68,
@@ -261,6 +265,33 @@ class Checks:
         log = os.path.join(self.tmp, "quantize.log")
         why = open(log).read().split("--- stderr")[-1].strip()[-300:] if not found and os.path.exists(log) else ""
         self.say("quantize", ok, "; ".join(said) or f"no result: {why}")
+
+    def engines(self) -> None:
+        from compilebench.core import speedups
+        from compilebench.core.result import Result
+
+        found = {r.case.variant.name: r for r in map(Result.from_dict, self.run(
+            "engines", "--model", "resnet-50", "--variant", "eager", "reduce-overhead", "onnxruntime", "tensorrt",
+            "--iters", 200, "--repeats", 3))}
+        eager, ro = found.get("eager"), found.get("reduce-overhead")
+        said, ok = [], bool(eager) and eager.status == "ok"
+        for name in ("onnxruntime", "tensorrt"):
+            r = found.get(name)
+            if r is None:
+                said.append(f"{name}: no result")
+                ok = False
+                continue
+            clocks = [rep.samples_over_wall for rep in r.repeats if rep.samples_over_wall is not None]
+            good = r.status == "ok" and all(0.80 <= c <= 1.05 for c in clocks) and "clock" not in r.flags
+            if name == "onnxruntime":
+                good = good and r.engine.device == "CUDAExecutionProvider"
+            ok = ok and good
+            figure = f"{name} {r.status} on {r.engine.device}, cold {r.engine.cold_s} s, warm {r.engine.warm_s} s"
+            for base_name, base in (("eager", eager), ("reduce-overhead", ro)):
+                s = speedups.speedup(base, r) if base is not None else None
+                figure += f", over {base_name} {s.value:.2f}x ({s.low:.2f}-{s.high:.2f}) {s.verdict}" if s and s.low else ""
+            said.append(figure + (f" ({r.message})" if r.message else ""))
+        self.say("engines", ok, "; ".join(said))
 
     def generation(self) -> None:
         found = {r["case"]["variant"]["mode"]: r for r in self.run(
@@ -480,7 +511,7 @@ def main() -> None:
              "nvml": lambda: checks.nvml(clock_result), "shapes": checks.shapes, "profile": checks.profile,
              "mega": checks.mega, "aot-inductor": checks.aot_inductor, "shapes-graphs": checks.shapes_graphs,
              "energy": lambda: checks.energy(clock_result), "eager-cudagraphs": checks.eager_cudagraphs,
-             "quantize": checks.quantize}
+             "quantize": checks.quantize, "engines": checks.engines}
     for name in only:
         if name not in steps:
             continue

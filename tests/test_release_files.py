@@ -95,7 +95,8 @@ def test_a_release_file_reports_as_that_release_did(release_db, tmp_path):
              "across_runs_drift", "ttft_across_runs_drift", "per_token_across_runs_drift", "looks", "undecided_by", "unstable_groups", "tag",
              "cudagraph_pool_bytes", "pair_from", "paired_by", "ttft_paired_by", "per_token_paired_by",
              *flat.WHY, *flat.START,
-             *flat.SHAPES, "eager_self_rel_err", "reproduce", "quantize", "quality", "weight_bytes"}
+             *flat.SHAPES, "eager_self_rel_err", "reproduce", "quantize", "quality", "weight_bytes",
+             "sensitivity_rel_err"}  # issue 57: the engines' columns (in flat.START) and the sensitivity floor
     with open(out / "results.csv") as new, open(RELEASE / "results.csv") as old:
         new_rows, old_rows = list(csv.DictReader(new)), list(csv.DictReader(old))
     assert [{k: v for k, v in r.items() if k not in added} for r in new_rows] == old_rows

@@ -66,12 +66,13 @@ def benchmark(model=None, *, suite: str | None = None, inputs: str | Callable[[i
             and timing unless given.
         inputs: the keyword arguments of one call for a batch size, for a model your code builds.
         variants, batch_sizes, device, iters: as --variant, --batch-size, --device, --iters (each unit's own
-            default iterations: 300 forward passes, 20 generate() calls).
+            default iterations: 300 forward passes, 20 generate() calls); another engine is a variant too
+            ("onnxruntime", "openvino", "tensorrt": pip install compilebench[onnx], [openvino], [tensorrt]).
         db: the results file (default: a new one in a temporary folder). quiet: no progress bar.
         gpus, executor, ray_address, accelerator_type, cpus_per_case: where the cases run, as --gpus ("0,1",
             [0, 1] or "all") and --executor ray (pip install compilebench[ray]).
         **settings: the run's other options by their names: repeats, max_repeats, extra_time_s, min_effect, dtype,
-            autocast, channels_last, tf32, attn, backend, fullgraph, dynamic, inductor_options (a dict),
+            autocast, channels_last, tf32, attn, backend (a name, or several: ("inductor", "openvino")), fullgraph, dynamic, inductor_options (a dict),
             compile_scope ("model" or "regions"), regions, compile_cache, interleave, sync_each_call, weights,
             model_size ("tiny"), task, prompt_len, new_tokens, timeout_s, rerun, retry_failed, profile,
             compile_trace, tag, quantizations (torchao's: "int8-weight-only" or a list, as --quantize;
@@ -118,16 +119,18 @@ class Tuned:
 def fastest(model: str, *, batch_sizes=(1,), budget: str | float = "20m", device: str | None = None,
             weights: str = "random", model_size: str = "full", task: str | None = None,
             min_effect: float = stats.DEFAULT_MIN_EFFECT, requests: int = DEFAULT_REQUESTS, mix: str | None = None,
-            db: str | None = None, quantizations=(), min_agreement: float | None = None, quiet: bool = True) -> Tuned:
+            db: str | None = None, quantizations=(), min_agreement: float | None = None, engines=(),
+            quiet: bool = True) -> Tuned:
     """`compilebench tune` from Python: the fastest correct way to compile `model` here, searched within `budget`
     (seconds, or "90s", "20m", "1h"); with several `batch_sizes` the search runs at the largest, then its pick
     serves them all under each dynamic-shape setting, weighed by `requests` of the `mix`. Quantization only where
     asked: `quantizations` (torchao's, as tune --quantize) or a quality floor `min_agreement` (tune
-    --min-agreement). `quiet=False` says what it measures on stderr. Results go to `db` (default: a new results file in a temporary folder)."""
+    --min-agreement). Other engines only where asked: `engines` ("onnxruntime", "openvino", "tensorrt", as tune
+    --engine). `quiet=False` says what it measures on stderr. Results go to `db` (default: a new results file in a temporary folder)."""
     path = db or os.path.join(tempfile.mkdtemp(prefix="compilebench-"), "results.db")
     found = tune.tuning(model, path, batch_sizes=batch_sizes, budget=budget, device=device, weights=weights,
                         model_size=model_size, task=task, min_effect=min_effect, mix=mix, requests=requests,
-                        quantizations=quantizations,
+                        quantizations=quantizations, engines=engines,
                         min_agreement=min_agreement, quiet=quiet, say=(lambda text: None) if quiet else (lambda text: print(text, file=sys.stderr)))
     served = ShapesResults(found.served, path, min_effect, requests, mix) if found.served else None
     return Tuned(found.outcome, served, path)

@@ -66,7 +66,9 @@ def task(g) -> None:
 def compile_flags(g, dynamic: bool = True) -> None:
     """torch.compile's arguments beside its mode, as `run` and `shapes` take them (`shapes` compares --dynamic
     settings of its own)."""
-    g.add_argument("--backend", default="inductor", help="torch.compile backend (default: inductor)")
+    g.add_argument("--backend", nargs="+", default=["inductor"], metavar="NAME",
+                   help="torch.compile backends (default: inductor); several: each compiled mode under each (--backend "
+                        "inductor openvino)")
     g.add_argument("--fullgraph", action="store_true", help="compile with fullgraph=True: a graph break is an error")
     if dynamic:
         g.add_argument("--dynamic", action=argparse.BooleanOptionalAction, default=None,

@@ -25,6 +25,7 @@ def cmd_tune(args) -> int:
                             device=args.device, weights=args.weights, model_size="tiny" if args.tiny else "full",
                             task=args.task, min_effect=args.min_effect, mix=args.mix, requests=args.requests,
                             quantizations=tuple(args.quantizations or ()), min_agreement=args.min_agreement,
+                            engines=tuple(args.engines or ()),
                             quiet=args.quiet, say=lambda text: print(text, file=sys.stderr), command=resume.command(args))
     except sweep.StoreFailed as exc:
         print(resume.failed(exc.message, args), file=sys.stderr)
@@ -126,6 +127,9 @@ def add_parser(sub):
                       help="the quality floor of a quantized configuration: each of its task's measures (top-1, "
                            "greedy tokens, ...) agreeing with the float model at least F (default with --quantize: "
                            "0.99); given alone, every quantization this device runs is tried")
+    tune.add_argument("--engine", nargs="+", action="extend", default=None, dest="engines", metavar="NAME",
+                      help="other engines to try as well (onnxruntime, openvino, tensorrt), each in every dtype it "
+                           "runs here (default: torch.compile's configurations alone)")
     groups.quiet(tune)
     groups.requests(tune)
     groups.mix(tune)

@@ -16,6 +16,7 @@ from typing import Callable
 
 from compilebench.core import stats
 from compilebench.core.conditions import Conditions
+from compilebench.core.engines import EnginePrepared
 from compilebench.core.environment import Environment, HostPeaks
 from compilebench.core.generation import GenerateCalls
 from compilebench.core.record import Record, coerce, part, plain, typed
@@ -124,6 +125,8 @@ class Figures:
     max_rel_err: float | None = metric(over=most, csv=True)  # max abs error over eager's largest magnitude
     # how far two eager calls on the same input differed (relative, as max_rel_err): the tolerance's floor
     eager_self_rel_err: float | None = metric(over=most, csv=True)
+    # how far eager's output moved when its input moved by one rounding step (relative, as max_rel_err): a floor too
+    sensitivity_rel_err: float | None = metric(over=most, csv=True)
     agreement: dict = metric(dict, over=least_each)  # task-aware checks: {"top1": 1.0}, {"tokens": 1.0}
     # --quantize: its predictions against the float model's on the same input, in the task's terms ({"top1": 0.98,
     # "top5": 1.0}; generation: {"tokens": 0.9, "first_divergence": 12})
@@ -178,6 +181,7 @@ class Repeat(Figures):
     phases: dict = field(default_factory=dict)  # seconds the worker spent in each phase, from its start
     mega_cache: MegaCache = part(MegaCache)  # --compile-cache mega: the artifacts saved or loaded
     aot_inductor: AotPackage = part(AotPackage)  # aot-inductor: export, package (the repeat that built it), load
+    engine: EnginePrepared = part(EnginePrepared)  # onnxruntime, openvino, tensorrt: export, build, its precision
     start: Start = part(Start)  # until the first answer
     shapes: ShapesServed = part(ShapesServed)  # `compilebench shapes`: each shape's first call, compiles, samples
     extra: dict = field(default_factory=dict)

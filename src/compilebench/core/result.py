@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from compilebench.core import stats
 from compilebench.core.case import Case, eager_key_of, key_of
+from compilebench.core.engines import EngineStart
 from compilebench.core.environment import Environment, disagreements
 from compilebench.core.generation import Generation
 from compilebench.core.repeat import METRICS, Repeat, derived, empty, utc_now
@@ -27,7 +28,7 @@ from compilebench.core.why import CompilePhases
 
 # What a Result derives from its repeats, beside every metric they declare (core/repeat.py's Figures): never stored.
 DERIVED = ("status", "message", "stats", "compile_s", "cold_compile_s", "warm_compile_s", "mega_cache",
-           "compile_phases", "aot_inductor", "flags", "generation", "shapes", "unstable")
+           "compile_phases", "aot_inductor", "engine", "flags", "generation", "shapes", "unstable")
 
 
 @dataclass
@@ -36,7 +37,7 @@ class Result:
     (not fields): every figure its repeats declare (first_call_s, graphs, max_rel_err, peak_mem_bytes, ...; core/
     repeat.py's Figures), each by its rule, and `status`, `message`, `stats` (the estimate between processes),
     `compile_s` (cold where a repeat compiled cold, else warm), `cold_compile_s`, `warm_compile_s`, `mega_cache`,
-    `compile_phases`, `aot_inductor`, `flags`, `generation`, `shapes` and `unstable` (its per-process means in two
+    `compile_phases`, `aot_inductor`, `engine` (another engine's preparation, cold and warm), `flags`, `generation`, `shapes` and `unstable` (its per-process means in two
     groups far apart, each group's mean and when)."""
 
     case: Case
@@ -73,6 +74,7 @@ class Result:
         self.status, self.message, self.stats, self.flags, self.unstable = "ok", None, stats.Estimate(), [], []
         self.compile_s = self.cold_compile_s = self.warm_compile_s = None
         self.mega_cache, self.compile_phases, self.aot_inductor = MegaStart(), CompilePhases(), AotStart()
+        self.engine = EngineStart()
         self.generation, self.shapes = Generation(), Shapes()
         if not reps:
             return
@@ -103,6 +105,7 @@ class Result:
         self.warm_compile_s = pystats.median(warm) if warm else None
         self.mega_cache = MegaStart.of(reps)
         self.aot_inductor = AotStart.of(reps)
+        self.engine = EngineStart.of(reps)
         self.compile_s = self.cold_compile_s if cold else (self.warm_compile_s if warm else self.mega_cache.compile_s)
         phased = [r for r in reps if r.compile_phases]
         self.compile_phases = next((r.compile_phases for r in phased if r.compile_cache == "cold" or not cold),

@@ -16,7 +16,7 @@ from compilebench.core.errors import UnknownChoice, UserError
 from compilebench.core.interpreter import Interpreter
 from compilebench.core.job import TimingPolicy
 from compilebench.core.settings import Settings, integer as _integer
-from compilebench.core.variant import MODES, SCOPES, VARIANTS, Variant
+from compilebench.core.variant import AOT_INDUCTOR, MODES, SCOPES, VARIANTS, Variant
 
 ISOLATIONS = ("process", "inline")
 DEFAULT_REPEATS = 3  # fresh processes per case: the unit of independence
@@ -47,6 +47,9 @@ class RunSpec(Settings):
     variants: tuple[str, ...] = ("eager", "default")
     # How every compiled variant is compiled (backend, fullgraph, dynamic, inductor options, scope), its mode aside.
     compile: Variant = Variant("default")
+    # --backend: each torch.compile backend the compiled modes are crossed with (compile.backend is the first);
+    # none given: compile's alone
+    backends: tuple[str, ...] = ()
     device: str | None = settingsmod.asked("device")
     new_tokens: int = settingsmod.asked("new_tokens")
     timing: TimingPolicy = field(default_factory=TimingPolicy)
@@ -92,9 +95,25 @@ class RunSpec(Settings):
         return stats.looks(self.repeats, self.most_repeats)
 
     @property
+    def all_backends(self) -> tuple[str, ...]:
+        return self.backends or (self.compile.backend,)
+
+    @property
     def uses_inductor(self) -> bool:
-        """Whether some case of the run compiles with inductor."""
-        return self.compile.backend == "inductor" and any(Variant.named(v).compiled for v in self.variants)
+        """Whether some case of the run compiles with inductor (torch.compile's backend, or AOTInductor)."""
+        torch_compiled = [v for v in self.variants if Variant.named(v).compiled and not Variant.named(v).engine]
+        return bool(torch_compiled) and ("inductor" in self.all_backends or AOT_INDUCTOR in self.variants)
+
+    def compiled_by(self, name: str) -> list[Variant]:
+        """A variant named on the command line, once per backend where torch.compile runs it (an engine, eager and
+        AOTInductor take none): `--backend inductor openvino` crosses each mode with both; inductor's options go
+        to inductor alone."""
+        plain = Variant.named(name, self.compile)
+        if not plain.compiled or plain.prepared:
+            return [plain]
+        return [Variant.named(name, dataclasses.replace(self.compile, backend=b,
+                                                        options=self.compile.options if b == "inductor" else ()))
+                for b in self.all_backends]
 
     def cases(self, models: dict[str, ModelKind] | None = None) -> list[Case]:
         """The grid, model-major (eager before its compiled variants: the order of odd rounds, run/schedule.py),
@@ -115,8 +134,8 @@ class RunSpec(Settings):
                 taken["prompt_len"] = self.prompt_len or prompts[m]
             if "none" not in quantized:  # the eager float baseline every quantization is read against
                 out += [Case(m, b, Variant(), env, **{**taken, "quantize": "none"}) for env in names]
-            out += [Case(m, b, Variant.named(v, self.compile), env, **{**taken, "quantize": q})
-                    for q, v, env in itertools.product(quantized, self.variants, names)]
+            out += [Case(m, b, variant, env, **{**taken, "quantize": q})
+                    for q, v, env in itertools.product(quantized, self.variants, names) for variant in self.compiled_by(v)]
         return list(dict.fromkeys(out))
 
     def shape_settings(self) -> list[Variant]:
@@ -150,7 +169,7 @@ class RunSpec(Settings):
                 for v in self.shape_settings()]
 
 
-def asked(*, models=None, suite: str | None = None, batch_sizes=None, variants=None, backend: str = "inductor",
+def asked(*, models=None, suite: str | None = None, batch_sizes=None, variants=None, backend="inductor",
           fullgraph: bool | None = None, dynamic: bool | None = None, inductor_options=(), compile_scope=None,
           regions=(), iters: int | None = None, warmup: int | None = None, max_time_s: float | None = None,
           min_iters: int | None = None, first_calls: int | None = None, warmup_s: float | None = None,
@@ -171,7 +190,8 @@ def asked(*, models=None, suite: str | None = None, batch_sizes=None, variants=N
     options = tuple(inductor_options.items() if isinstance(inductor_options, dict) else inductor_options)
     if len(dict(options)) != len(options):
         raise UserError(f"--inductor-option: {[k for k, _ in options]}: an option is given twice")
-    compiling = Variant("default", backend=backend, fullgraph=bool(given.get("fullgraph")), dynamic=dynamic,
+    backends = (backend,) if isinstance(backend, str) else tuple(dict.fromkeys(backend)) or ("inductor",)
+    compiling = Variant("default", backend=backends[0], fullgraph=bool(given.get("fullgraph")), dynamic=dynamic,
                         options=options, scope=compile_scope or ("regions" if regions else "model"), regions=tuple(regions))
     timing = TimingPolicy(iters=iters, warmup=given.get("warmup"), max_time_s=given.get("max_time_s"),
                           min_iters=min_iters, first_calls=first_calls, warmup_s=warmup_s)
@@ -180,7 +200,8 @@ def asked(*, models=None, suite: str | None = None, batch_sizes=None, variants=N
                   prompt_lens=tuple(prompt_lens), pad_to=tuple(sorted(set(pad_to))),
                   dynamic_settings=tuple(dict.fromkeys(dynamic_settings or traffic.DEFAULT_DYNAMIC))) if shapes else {}
     return RunSpec(models=given.get("models", ()), batch_sizes=tuple(given.get("batch_sizes", (1,))),
-                   variants=tuple(given.get("variants", ("eager", "default"))), compile=compiling, timing=timing,
+                   variants=tuple(given.get("variants", ("eager", "default"))), compile=compiling,
+                   backends=backends if len(backends) > 1 else (), timing=timing,
                    repeats=DEFAULT_REPEATS if repeats is None else repeats, max_repeats=max_repeats,
                    quantizations=tuple(given.get("quantizations", ())), **served, **rest)
 
@@ -188,7 +209,7 @@ def asked(*, models=None, suite: str | None = None, batch_sizes=None, variants=N
 # Every name `asked` takes: its own keywords and the spec's fields (the command line's option destinations and the
 # Python API's keywords are these names).
 ASKED = frozenset(set(inspect.signature(asked).parameters) - {"rest"} | {f.name for f in dataclasses.fields(RunSpec)}
-                  - {"compile", "timing"})
+                  - {"compile", "timing", "backends"})
 
 
 def recorded(spec: RunSpec) -> dict:
@@ -234,6 +255,8 @@ def validate(spec: RunSpec) -> None:
     if spec.interleave and len(spec.variants) < 2:
         raise UserError("--interleave needs at least two variants to alternate (e.g. --variant eager default)")
     _validate_compile(spec.compile)
+    if any(not b for b in spec.backends):
+        raise UserError("--backend must name a torch.compile backend, e.g. inductor")
     _validate_timing(spec.timing)
     _seconds("--timeout", spec.timeout_s)
     _integer("--repeats", spec.repeats, 1, MAX_REPEATS)
@@ -289,6 +312,8 @@ def _validate_shapes(spec: RunSpec) -> None:
                         f"{' '.join(traffic.DYNAMIC_SETTINGS)} and/or --pad-to SIZE [SIZE ...]")
     for p in spec.prompt_lens:
         _integer("--prompt-len", p, 1)
+    if spec.backends:
+        raise UserError("compilebench shapes compiles with one --backend; measure another in a shapes run of its own")
     if spec.interleave:
         raise UserError("--interleave alternates one shape's variants in one process; compilebench shapes serves "
                         "each setting's shapes in a process of its own")

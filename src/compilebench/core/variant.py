@@ -1,4 +1,4 @@
-"""How a model runs: eagerly, or through torch.compile (or AOTInductor) with these settings. A run's compile
+"""How a model runs: eagerly, or through torch.compile (or AOTInductor, or another engine) with these settings. A run's compile
 settings are a Variant too (`RunSpec.compile`), which each of its compiled variants takes with its own mode; `tune`
 searches them. Declared once here, with the words every report and `tune` say them in."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from compilebench.core.engines import ENGINES, NAMES
 from compilebench.core.errors import UserError
 
 # "eager" is the uncompiled baseline; the torch.compile modes follow ("default" is mode=None).
@@ -18,7 +19,8 @@ MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagrap
 AOT_INDUCTOR = "aot-inductor"
 # "eager-cudagraphs" is the eager model's call captured once in a CUDA graph and replayed (a GPU only): the control
 # that tells what reduce-overhead's CUDA graphs do from what the compiler does (measure/cudagraph.py).
-VARIANTS = ("eager", "eager-static-cache", "eager-cudagraphs", *MODES, AOT_INDUCTOR)
+# "onnxruntime", "openvino", "tensorrt": the model run by another engine (core/engines.py, measure/engines.py).
+VARIANTS = ("eager", "eager-static-cache", "eager-cudagraphs", *MODES, AOT_INDUCTOR, *ENGINES)
 SCOPES = ("model", "regions")  # --compile-scope: torch.compile of the whole model, or of each repeated block
 
 
@@ -56,12 +58,14 @@ class Variant:
             object.__setattr__(self, "pad_to", ())
         else:
             object.__setattr__(self, "cudagraph", False)  # a compiled mode's CUDA graphs are its mode's
-        if self.mode == AOT_INDUCTOR:  # not torch.compile: only inductor's options apply
-            object.__setattr__(self, "backend", "inductor")
+        if self.mode == AOT_INDUCTOR or self.mode in ENGINES:  # not torch.compile: only inductor's options apply
+            object.__setattr__(self, "backend", "inductor" if self.mode == AOT_INDUCTOR else "none")
             object.__setattr__(self, "fullgraph", False)
             object.__setattr__(self, "dynamic", None)
             object.__setattr__(self, "scope", "model")
             object.__setattr__(self, "regions", ())
+            if self.mode in ENGINES:
+                object.__setattr__(self, "options", ())
 
     @classmethod
     def named(cls, name: str, compile: Variant | None = None) -> Variant:
@@ -95,6 +99,18 @@ class Variant:
         return self.mode == AOT_INDUCTOR
 
     @property
+    def engine(self) -> str | None:
+        """The engine that runs the model instead of torch (onnxruntime, openvino, tensorrt), or None."""
+        return self.mode if self.mode in ENGINES else None
+
+    @property
+    def prepared(self) -> bool:
+        """Made ready before it is timed by something else than torch.compile (an AOTInductor package, an engine),
+        whose preparation is its compile cost: dynamo's counters say nothing of it, and it leaves its files (the
+        package, the exported model, the engine's cache) for the case's later repeats."""
+        return self.ahead_of_time or self.engine is not None
+
+    @property
     def uses_cudagraphs(self) -> bool:
         return self.mode in ("reduce-overhead", "max-autotune")
 
@@ -126,7 +142,9 @@ class Variant:
             if self.cudagraph:
                 return "no compile, CUDA graph"
             return "no compile, static cache" if self.cache == "static" else "no compile"
-        if self.ahead_of_time:
+        if self.engine:
+            name, extras = NAMES[self.engine], []
+        elif self.ahead_of_time:
             name, extras = "AOTInductor", self.words()
         else:
             name, extras = "compile", ([] if self.mode == "default" else [self.mode]) + self.words()

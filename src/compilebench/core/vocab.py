@@ -10,13 +10,15 @@ from dataclasses import dataclass
 # invalid: measured, but something (a recompile in the timed loop) voids the number.
 # mismatch: measured, but the compiled model's output is outside tolerance of eager's: kept, never recommended.
 # timeout: killed after --timeout. crashed: the worker process died (signal or exit without a result).
-STATUSES = ("ok", "oom", "error", "invalid", "mismatch", "timeout", "crashed")
+# unsupported: another engine (onnxruntime, openvino, tensorrt), or its exporter, could not take the model (an
+# operator it lacks, a shape that depends on the data): the exporter's own reason is its message.
+STATUSES = ("ok", "oom", "error", "invalid", "mismatch", "timeout", "crashed", "unsupported")
 MEASURED = ("ok", "invalid", "mismatch")  # timed to the end: their samples are real, even where the number is voided
-FAILED = ("oom", "error", "timeout", "crashed")  # no number at all
+FAILED = ("oom", "error", "timeout", "crashed", "unsupported")  # no number at all
 RETRIED = ("crashed", "timeout")  # tried again on resume by default: the machine, not the case, may be at fault
-RETRIED_ON_REQUEST = ("error", "oom")  # tried again with --retry-failed
+RETRIED_ON_REQUEST = ("error", "oom", "unsupported")  # tried again with --retry-failed (another engine's version)
 # When repeats disagree, the case shows the most telling status: a failure before a voided number before ok.
-SEVERITY = ("crashed", "timeout", "error", "oom", "invalid", "mismatch", "ok")
+SEVERITY = ("crashed", "timeout", "error", "unsupported", "oom", "invalid", "mismatch", "ok")
 
 
 @dataclass(frozen=True)
@@ -121,4 +123,5 @@ VERDICTS = tuple(Verdict)
 
 # A failed status in a few words, where a table or `tune` says why a result has no number.
 STATUS_WORDS = {"mismatch": "output differs from eager", "invalid": "recompiled while timed", "oom": "out of memory",
-                "error": "error", "timeout": "timed out", "crashed": "crashed"}
+                "error": "error", "timeout": "timed out", "crashed": "crashed",
+                "unsupported": "the engine could not take the model"}

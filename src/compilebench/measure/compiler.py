@@ -22,6 +22,9 @@ from compilebench.core.variant import Variant
 def compile_kwargs(variant: Variant) -> dict:
     """torch.compile's arguments for a variant. torch.compile takes a mode or inductor options, never both: with
     options, the mode's own options (`torch._inductor.list_mode_options`) are merged under the user's."""
+    from compilebench.measure import engines
+
+    engines.register_backend(variant.backend)  # an engine's own backend (openvino) registers as it is imported
     kwargs = {"backend": variant.backend, "fullgraph": variant.fullgraph, "dynamic": variant.dynamic}
     mode = None if variant.mode == "default" else variant.mode
     if variant.options:

@@ -11,8 +11,8 @@ from compilebench.core.case import Case
 from compilebench.core.job import Job
 from compilebench.core.repeat import Repeat
 from compilebench.diagnostics import bandwidth, profiling
-from compilebench.measure import aot_inductor, compiler, correctness, cudagraph, quantization, timing
-from compilebench.measure.recording import Measuring, Recorder, record, record_aot, record_check
+from compilebench.measure import aot_inductor, compiler, correctness, cudagraph, engines, quantization, timing
+from compilebench.measure.recording import Measuring, Recorder, record, record_aot, record_check, record_engine
 from compilebench.measure.unit import TimedUnit
 from compilebench.zoo.entry import default_image_path, load_image
 
@@ -94,29 +94,36 @@ class Forward(TimedUnit):
     def reference(self) -> None:
         with _counted(self.job.count_flops) as self.counted:
             self.expected = correctness.snapshot(self.model(**self.inputs))
-        self.eager_self = None
+        self.eager_self = self.sensitivity = None
         if self.job.check:  # eager again on the same input: how far it differs from itself floors the tolerance
             self.eager_self = correctness.self_difference(self.expected, correctness.snapshot(self.model(**self.inputs)))
+            # and on its input moved by one rounding step: how far the model itself moves floors it too
+            moved = correctness.snapshot(self.model(**correctness.perturbed(self.inputs)))
+            self.sensitivity = correctness.sensitivity(self.expected, moved)
 
     def warm(self) -> None:
         for c in self.compiled:
-            if not c.variant.ahead_of_time:  # its package is what a later repeat loads: no cache to warm
+            if not c.variant.prepared:  # its package (engine) is what a later repeat loads: no cache to warm
                 compiler.apply(self.model, c.variant, shared=True)(**self.inputs)
 
     def variants(self) -> None:
-        """Each variant's callable, and what building or loading an aot-inductor package took."""
+        """Each variant's callable, and what building or loading an aot-inductor package (or an engine) took."""
         self.fns, self.packaged = {}, {}
         for c in self.cases:
             if c.variant.ahead_of_time:
                 self.fns[c.variant.label], self.packaged[c.variant.label] = aot_inductor.prepare(
+                    self.model, self.inputs, self.job.packages, c, self.enter)
+            elif c.variant.engine:
+                self.fns[c.variant.label], self.packaged[c.variant.label] = engines.prepare(
                     self.model, self.inputs, self.job.packages, c, self.enter)
             elif c.variant.cudagraph:
                 self.enter("capturing a CUDA graph")
                 self.fns[c.variant.label] = cudagraph.capture(self.model, self.inputs)
             else:
                 self.fns[c.variant.label] = compiler.apply(self.model, c.variant, shared=len(self.cases) > 1)
-        if all(c.variant.ahead_of_time for c in self.cases):
-            self.model = None  # a replica holds the package's weights only: the model's leave the peak memory measured
+        if all(c.variant.prepared for c in self.cases):
+            # a replica holds the package's (the engine's) weights only: the model's leave the peak memory measured
+            self.model = None
 
     def loops(self, recorder: Recorder) -> dict:
         policy, first, inputs = self.job.timing, self.first, self.inputs
@@ -147,6 +154,8 @@ class Forward(TimedUnit):
         rep.regions = compiler.regions_of(self.fns[r.case.variant.label])
         if r.case.variant.ahead_of_time:
             record_aot(rep, self.packaged[r.case.variant.label])
+        elif r.case.variant.engine:
+            record_engine(rep, self.packaged[r.case.variant.label])
         if r.case.variant.cudagraph:
             rep.cudagraphs_recorded = 1  # its pool is then looked for in the allocator's snapshot (Recorder.finish)
 
@@ -162,7 +171,8 @@ class Forward(TimedUnit):
                 rep.quality = correctness.quality(self.float_expected, out)
             if not checked:
                 return []
-            return record_check(rep, correctness.check(self.expected, out, math, self.eager_self), math)
+            return record_check(rep, correctness.check(self.expected, out, math, self.eager_self, self.sensitivity),
+                                math)
 
         return check
 

@@ -13,6 +13,8 @@ here passes disable_compile=True, so each variant is exactly what its label says
 
 from __future__ import annotations
 
+import contextlib
+
 from compilebench.core.case import Case
 from compilebench.core.generation import DecodeBytes, FirstCall, GenerateCalls
 from compilebench.core.job import Job
@@ -135,6 +137,22 @@ def _calls(model, input_ids, cases: list[Case], new_tokens: int) -> tuple[dict, 
     return calls, regions
 
 
+@contextlib.contextmanager
+def _embeddings_moved(model):
+    """Every embedding the model looks up moved by one rounding step of its dtype (a language model's input is
+    tokens: its first floating tensor is their embeddings)."""
+    import torch
+
+    def moved(module, args, out):
+        return torch.nextafter(out, torch.full_like(out, float("inf")))
+
+    hook = model.get_input_embeddings().register_forward_hook(moved)
+    try:
+        yield
+    finally:
+        hook.remove()
+
+
 def _tokens_and_logits(call, prompt_len: int):
     out = call(lambda: None, output_logits=True, return_dict_in_generate=True)
     return out.sequences[:, prompt_len:].clone(), [step.detach().clone() for step in out.logits]
@@ -168,9 +186,13 @@ class Generation(TimedUnit):
     def reference(self) -> None:
         baseline = self._eager()
         self.eager_tokens, self.eager_logits = _tokens_and_logits(baseline, self.prompt_len)
-        # eager again on the same prompt: how far it differs from itself floors the tolerance
+        # eager again on the same prompt: how far it differs from itself floors the tolerance; and with the
+        # embeddings it looks up moved by one rounding step: how far the model itself moves floors it too
         self.eager_self = correctness.generation_self_difference(self.eager_tokens, self.eager_logits,
                                                                  *_tokens_and_logits(baseline, self.prompt_len))
+        with _embeddings_moved(self.model):
+            self.sensitivity = correctness.generation_self_difference(self.eager_tokens, self.eager_logits,
+                                                                      *_tokens_and_logits(baseline, self.prompt_len))
 
     def warm(self) -> None:
         calls, _ = _calls(self.model, self.input_ids, self.compiled, self.new_tokens)
@@ -217,7 +239,7 @@ class Generation(TimedUnit):
             if not checked:
                 return []
             verdict = correctness.check_generation(self.eager_tokens, self.eager_logits, tokens, logits, math,
-                                                   self.eager_self)
+                                                   self.eager_self, self.sensitivity)
             rep.generation.first_divergence = verdict.first_divergence
             return record_check(rep, verdict, math)
 

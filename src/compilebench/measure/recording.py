@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from compilebench.core.case import Case
+from compilebench.core.engines import EnginePrepared
 from compilebench.core.environment import Environment, is_cuda
 from compilebench.core.repeat import Repeat
 from compilebench.core.starts import AotPackage, Start
@@ -214,7 +215,7 @@ def record_compile(rep: Repeat, compiled, recompiles: int | None, cudagraphs: in
     interleaved group share it), and whether it recompiled while timed. An aot-inductor variant's compile is its
     package's (record_aot): dynamo's counters say nothing of it."""
     rep.recompiles_in_timed_loop = recompiles
-    if case.variant.ahead_of_time:
+    if case.variant.prepared:
         return
     rep.compile_s, rep.graphs, rep.compile_cache_hits = compiled.compile_s, compiled.graphs, compiled.cache_hits
     rep.graph_breaks, rep.break_reasons = compiled.graph_breaks, compiled.break_reasons
@@ -234,6 +235,15 @@ def record_aot(rep: Repeat, packaged: dict) -> None:
     rep.compile_phases = CompilePhases()
 
 
+def record_engine(rep: Repeat, prepared: EnginePrepared) -> None:
+    """An engine's variant: dynamo compiled nothing; its compile cost is its preparation in this process (the
+    export and a cold build by the repeat that exported it; a build from the engine's cache by a later one)."""
+    rep.engine = prepared
+    rep.compile_s, rep.compile_cache = prepared.seconds, prepared.cache
+    rep.graphs = rep.graph_breaks = rep.compile_cache_hits = None
+    rep.compile_phases = CompilePhases()
+
+
 def record_start(rep: Repeat, case) -> None:
     """What this process waited for its first answer, once it was running: the model's build (an aot-inductor
     package holds its weights: a replica builds nothing), loading the mega-cache or the package, and the first
@@ -241,7 +251,8 @@ def record_start(rep: Repeat, case) -> None:
     launcher that made them already, and every way of starting pays them alike."""
     if rep.first_call_s is None:
         return
-    load = rep.aot_inductor.load_s if rep.aot_inductor.load_s is not None else rep.mega_cache.load_s
+    load = rep.aot_inductor.load_s if rep.aot_inductor.load_s is not None else (
+        rep.engine.seconds if rep.engine else rep.mega_cache.load_s)
     rep.start = Start(build_s=None if case.variant.ahead_of_time else rep.phases.get("build", 0.0), load_s=load,
                       first_call_s=rep.first_call_s)
 
@@ -263,6 +274,7 @@ def record_check(rep: Repeat, verdict, math: str) -> list[str]:
     differed from itself, which raised it); returns its problems."""
     rep.max_abs_err, rep.max_rel_err, rep.agreement = verdict.max_abs_err, verdict.max_rel_err, verdict.agreement
     rep.math, rep.rel_tolerance, rep.eager_self_rel_err = math, verdict.tolerance, verdict.eager_self_rel_err
+    rep.sensitivity_rel_err = verdict.sensitivity_rel_err
     if EAGER_NONDETERMINISTIC.raised_by(verdict.eager_self_rel_err):
         rep.flags.append(EAGER_NONDETERMINISTIC.name)
     return verdict.problems

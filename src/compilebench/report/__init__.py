@@ -19,6 +19,7 @@ from compilebench.report import (
     cudagraphs,
     data,
     details,
+    engines,
     exporters,
     flat,
     html,
@@ -69,6 +70,7 @@ def sections(view: View, charts: list[chartsmod.Chart], reference: tuple[str, li
     return [
         ("Summary", summary),
         ("Results", results_items),
+        ("Engines", engines.tables(view)),
         ("Quantization", quantization.tables(view)),
         ("CUDA graphs", cudagraphs.tables(view)),
         ("Recommendation", [tables.recommendation_table(view), *filter(None, [start.recommendation_rows(view)])]

@@ -16,6 +16,7 @@ import io
 import json
 
 from compilebench.core import repeat, reproduce, settings, speedups, stats
+from compilebench.core.engines import EngineStart
 from compilebench.core.environment import ALWAYS
 from compilebench.core.result import Result
 from compilebench.core.starts import AotStart, MegaStart
@@ -166,7 +167,7 @@ def _why_columns(r) -> dict:
     }
 
 
-START = ("regions", "recompile_limit_hits", *MegaStart.columns(), *AotStart.columns())
+START = ("regions", "recompile_limit_hits", *MegaStart.columns(), *AotStart.columns(), *EngineStart.columns())
 
 
 def _start_columns(r) -> dict:
@@ -174,7 +175,8 @@ def _start_columns(r) -> dict:
     dynamo stopped compiling at its recompile limit, the mega-cache's artifacts and the start they gave, and an
     aot-inductor package's build, size, load and start."""
     return {"regions": " ".join(f"{k}={n}" for k, n in r.regions.items()),
-            "recompile_limit_hits": r.recompile_limit_hits, **r.mega_cache.row(), **r.aot_inductor.row()}
+            "recompile_limit_hits": r.recompile_limit_hits, **r.mega_cache.row(), **r.aot_inductor.row(),
+            **r.engine.row()}
 
 
 def _speedup_columns(prefix: str, s: speedups.Speedup | None) -> dict:

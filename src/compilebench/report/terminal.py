@@ -15,7 +15,7 @@ from compilebench.core.generation import Generation
 from compilebench.core.result import Result
 from compilebench.core.speedups import Speedup
 from compilebench.core.vocab import Verdict
-from compilebench.report import data, quantization, suite
+from compilebench.report import data, engines, quantization, suite
 from compilebench.report.cells import break_even, cell, may_decide
 from compilebench.report.data import Column
 from compilebench.report.view import Group, View
@@ -111,8 +111,9 @@ def rows(view: View, g: Group) -> list[Row]:
             eager = g.result(m, baseline)
             if eager is None:
                 continue
-            found = [(c, r, view.speedup(eager, r)) for c in g.columns
-                     if c.torch == torch and c != baseline and (r := g.result(m, c)) is not None]
+            # torch.compile's answer: another engine's is its own table (engines_summary)
+            found = [(c, r, view.speedup(eager, r)) for c in g.columns if c.torch == torch and c != baseline
+                     and not c.variant.engine and (r := g.result(m, c)) is not None]
             picked = speedups.best(((c, r), s) for c, r, s in found)
             if picked:
                 (c, r), s = picked
@@ -165,6 +166,7 @@ def summary(view: View, width: int = WIDTH) -> str:
         said += [w for r in found if (w := r.words(view.min_effect, several))]
     out += generation_summary(view, width)
     out += quantization_summary(view, width)
+    out += engines_summary(view, width)
     if said:
         out += ["", *[line for s in dict.fromkeys(said) for line in textwrap.wrap(s, width, subsequent_indent="  ")]]
     if out:  # the suite in a few lines: its pass rate, each compiled setting's geomean speed-up and memory
@@ -227,7 +229,33 @@ def quantization_summary(view: View, width: int = WIDTH) -> list[str]:
     return out
 
 
+ENGINE_HEADER = ["model", "variant", "ms", "vs eager", "vs best compile", "prepare cold/warm s", "precision"]
+
+
+def engines_summary(view: View, width: int = WIDTH) -> list[str]:
+    """--variant onnxruntime openvino tensorrt: per table and model, each torch.compile setting and each engine, its
+    time, its speed-up over eager and (an engine) over the best torch.compile setting, its preparation cold and warm
+    and the precision it computed in."""
+    out = []
+    for g in (g for g in view.groups if not g.generation):
+        body = []
+        for m in g.models:
+            for w in engines.ways(view, g, m):
+                cold, warm = engines.prepared(w.result)
+                r = w.result
+                body.append([g.label(m).rsplit("/", 1)[-1], _variant_of(w.column.variant),
+                             r.status if r.mean is None else f"{r.mean:.3f}", _against(w.vs_eager), _against(w.vs_compile),
+                             "/".join("" if x is None else f"{x:.1f}" for x in (cold, warm)).strip("/"),
+                             engines.precision(w.result)])
+        if body:
+            out += ["", f"Engines: {g.title}", *fit(ENGINE_HEADER, body, width, free=(1, 0), left=(0, 1, 6),
+                                                     optional=(6, 5, 4))]
+    return out
+
+
 def _variant_of(v) -> str:
+    if v.engine:
+        return v.label
     return (v.label.removeprefix("compile").strip(" ()") or "default") if v.compiled else v.name  # 'eager
 
 

@@ -12,12 +12,13 @@ from dataclasses import dataclass
 
 from compilebench import zoo
 from compilebench.core import case as casemod, interpreter, settings, spec as specmod, stats, traffic
+from compilebench.core.engines import ENGINES, refusal as engine_refusal
 from compilebench.core.environment import is_cuda
 from compilebench.core.errors import UnknownChoice, UserError
 from compilebench.core.result import Result
 from compilebench.core.run import Run
 from compilebench.core.variant import Variant
-from compilebench.measure import compiler, fingerprint, quantization
+from compilebench.measure import compiler, engines, fingerprint, quantization
 from compilebench.run import dispatch, interpreters, sweep, tags
 from compilebench.run.placement import Placement
 from compilebench.zoo import factory, hub
@@ -51,21 +52,54 @@ def check_variants(spec: specmod.RunSpec, entries: dict) -> None:
         raise UserError("--prompt-len is for text-generation models (`compilebench models` lists them)")
     if spec.image_sizes and not vision:
         raise UserError(f"--image-size resizes the photo of a vision model; {generation[0]} generates text")
-    backend = spec.compile.backend
-    needs_backend = backend != "inductor" and any(Variant.named(v).compiled for v in spec.variants)
-    if needs_backend and backend not in compiler.backends():  # listing them imports dynamo: seconds
-        raise UnknownChoice("backend", backend, compiler.backends())
-    if spec.compile.options and backend != "inductor":
-        raise UserError(f"--inductor-option configures inductor; --backend {backend} would ignore it")
+    check_engines(spec, generation)
+    torch_compiled = any(Variant.named(v).compiled and not Variant.named(v).prepared for v in spec.variants)
+    for backend in spec.all_backends if torch_compiled else ():
+        if backend == "inductor":
+            continue
+        try:
+            engines.register_backend(backend)  # an engine's own backend (openvino) registers as it is imported
+        except ImportError as exc:
+            raise UserError(str(exc)) from None
+        if backend not in compiler.backends():  # listing them imports dynamo: seconds
+            raise UnknownChoice("backend", backend, compiler.backends())
+    if spec.compile.options and "inductor" not in spec.all_backends:
+        raise UserError(f"--inductor-option configures inductor; --backend {spec.compile.backend} would ignore it")
+
+
+def check_engines(spec: specmod.RunSpec, generation: list[str]) -> None:
+    """An engine (--variant onnxruntime openvino tensorrt) that cannot be used here, refused before anything runs:
+    its package missing (the extra that installs it named), a text-generation model (engines run a forward pass,
+    not generate()), --interleave (an engine's failing export would fail its partners in the process)."""
+    asked = [v for v in spec.variants if v in ENGINES]
+    for engine in asked:
+        why = engine_refusal(engine, spec.device, spec.dtype) if spec.device else None  # the device as asked
+        if why:
+            raise UserError(why)
+        if generation:
+            raise UserError(f"--variant {engine} runs the model's forward pass; {generation[0]} generates text "
+                            "(generate() needs torch: compile it with --backend openvino instead, or measure a "
+                            "vision model)")
+        why = engines.missing(engine)
+        if why:
+            raise UserError(why)
+    if asked and spec.interleave:
+        raise UserError(f"--interleave times the variants of a model in one process; --variant {asked[0]} exports "
+                        "the model there, and an export that fails would fail its partners: leave out --interleave")
 
 
 def check_devices(quantized: list[str], spec: specmod.RunSpec, targets) -> None:
     """What the devices the cases will run on cannot run, refused before anything runs: a quantization (int4 and
-    float8 need CUDA, float8 a recent GPU), eager captured in a CUDA graph."""
+    float8 need CUDA, float8 a recent GPU), an engine (TensorRT needs CUDA; each its dtypes), eager captured in a
+    CUDA graph."""
     for t in targets:
         device = str(t.env.device or spec.device or "cpu")
         for q in quantized:
             why = quantization.refusal(q, device, t.env.compute_capability)
+            if why:
+                raise UserError(why)
+        for engine in (v for v in spec.variants if v in ENGINES):
+            why = engine_refusal(engine, device, spec.dtype)
             if why:
                 raise UserError(why)
         if "eager-cudagraphs" in spec.variants and not is_cuda(device):

@@ -136,7 +136,7 @@ class _Sweep:
         self.machines_measured.add(machine)
         # aot-inductor packages outlive the repeat that built them: every later repeat of the case loads them
         packages = self.states.folder(f"{self._state(unit)}-packages") if any(
-            c.variant.ahead_of_time for c in todo) else None
+            c.variant.prepared for c in todo) else None
         # random weights are drawn once a run (measure/weights.py), on this host: a Ray node draws its own
         weights = None if unit.target.placement else self.states.folder("weights")
         return Work(Job(todo, self.run.timing[todo[0].timed_unit], repeat=unit.repeat, compile_cache=cache, count_flops=count_flops,

@@ -13,6 +13,7 @@ from typing import Callable, Protocol
 
 from compilebench.core import speedups, stats, traffic
 from compilebench.core.case import Case
+from compilebench.core.engines import refusal as engine_refusal
 from compilebench.core.environment import is_cuda
 from compilebench.core.errors import UserError
 from compilebench.core.job import TimingPolicy
@@ -65,6 +66,8 @@ class Config:
         if self.settings.channels_last:
             lines.append("model = model.to(memory_format=torch.channels_last)  # and 4-D inputs")
         v = self.variant
+        if v.engine:
+            return "\n".join([*lines, *ENGINE_CODE[v.engine]])
         if v.ahead_of_time:
             configs = f", inductor_configs={dict(v.options)!r}" if v.options else ""
             return "\n".join([*lines, "program = torch.export.export(model, args=(), kwargs=inputs)",
@@ -96,10 +99,24 @@ class Config:
         return args
 
 
-def space(device: str, vision: bool, quantizations: tuple[str, ...] = ()) -> list[Config]:
+# An engine's configuration as code: export once, then load in each process that serves (measure/engines.py).
+ENGINE_CODE = {
+    "onnxruntime": ["torch.onnx.export(model, args=(), kwargs=inputs, f='model.onnx', dynamo=True)  # once",
+                    "session = onnxruntime.InferenceSession('model.onnx')  # in each process that serves",
+                    "compiled = lambda **inputs: session.run(None, {k: v.numpy() for k, v in inputs.items()})"],
+    "openvino": ["program = torch.export.export(model, args=(), kwargs=inputs)",
+                 "openvino.save_model(openvino.convert_model(program), 'model.xml')  # once",
+                 "compiled = openvino.Core().compile_model('model.xml', 'CPU', {'PERFORMANCE_HINT': 'LATENCY', "
+                 "'INFERENCE_PRECISION_HINT': 'f32'})  # the precision pinned: your dtype's"],
+    "tensorrt": ["compiled = torch_tensorrt.compile(model, ir='dynamo', arg_inputs=(), kwarg_inputs=inputs)"],
+}
+
+
+def space(device: str, vision: bool, quantizations: tuple[str, ...] = (), engines: tuple[str, ...] = ()) -> list[Config]:
     """The configurations that can matter here, the likeliest first (a small budget tries those). `quantizations`:
     torchao's to try as well (only where asked: a quantized model is judged by the quality it keeps, not by
-    matching float), each on every mode and dtype of the float ones."""
+    matching float), each on every mode and dtype of the float ones. `engines`: other engines to try as well (only
+    where asked), each in every dtype it runs here."""
     gpu = is_cuda(device)
     modes = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs") if gpu else (
         "default", "max-autotune-no-cudagraphs")
@@ -119,6 +136,8 @@ def space(device: str, vision: bool, quantizations: tuple[str, ...] = ()) -> lis
     for q, mode, dtype in itertools.product(quantizations, modes, dtypes):
         if mode != AOT_INDUCTOR:  # torchao's tensor subclasses: exported ahead of time is not what it documents
             out.append(Config.make(mode, dtype=dtype, quantize=q))
+    out += [Config.make(e, dtype=dtype) for e, dtype in itertools.product(engines, dtypes)
+            if engine_refusal(e, device, dtype) is None]
     return sorted(set(out), key=_prior)
 
 

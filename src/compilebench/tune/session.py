@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from compilebench.core import settings, spec as specmod
-from compilebench.core.errors import UserError
+from compilebench.core.engines import ENGINES
+from compilebench.core.errors import UnknownChoice, UserError
 from compilebench.core.result import Result
 from compilebench.measure import compiler_state, correctness, quantization
 from compilebench.run import plan
@@ -30,14 +31,15 @@ class Tuning:
 
 def tuning(model: str, db: str, *, batch_sizes=(1,), budget: str | float = "20m", device: str | None = None,
            weights: str = "random", model_size: str = "full", task: str | None = None, min_effect: float,
-           mix: str | None = None, requests: int = 1, quantizations: tuple[str, ...] = (),
+           mix: str | None = None, requests: int = 1, quantizations: tuple[str, ...] = (), engines=(),
            min_agreement: float | None = None, quiet: bool = True,
            say: Callable[[str], None] = lambda text: None, command: str | None = None) -> Tuning:
     """Search the configurations that can matter for `model` here within `budget` (seconds, or "90s", "20m", "1h"),
     at the largest of `batch_sizes`, every measurement into the results file `db`; then serve the pick over the
     batch sizes. Quantization only where asked: `quantizations` (torchao's), or a quality floor `min_agreement`
     alone (every quantization the device runs); a quantized configuration below the floor (0.99 unless given) is
-    dropped. `say` is told what it measures (each rung); `quiet`: no progress bar; `command`: as typed, for the
+    dropped. Other engines (onnxruntime, openvino, tensorrt) only where asked: `engines`, each in every dtype it
+    runs here. `say` is told what it measures (each rung); `quiet`: no progress bar; `command`: as typed, for the
     record of each of its runs (a rung, the pick served)."""
     seconds = budget if isinstance(budget, (int, float)) and not isinstance(budget, bool) else parse_budget(budget)
     settings.integer("--requests", requests, 1)
@@ -51,9 +53,11 @@ def tuning(model: str, db: str, *, batch_sizes=(1,), budget: str | float = "20m"
                          quantizations=asked_q)  # refused here as a run refuses them: device, model, torchao
     schema.check_path(db)
     prepared = plan.prepare(spec, command=command or f"python: compilebench.fastest() of {model}")
+    engines = _engines(engines, prepared)
     tried_q = asked_q or (_runnable(prepared) if min_agreement is not None else ())
     floor = (min_agreement if min_agreement is not None else correctness.MIN_AGREEMENT) if tried_q else None
-    configs = space(prepared.spec.device, vision=prepared.models[model].kind == "vision", quantizations=tried_q)
+    configs = space(prepared.spec.device, vision=prepared.models[model].kind == "vision", quantizations=tried_q,
+                    engines=engines)
     if len(batches) > 1:  # the mix and the shapes refused before anything runs
         _plan_of(prepared, served_spec(prepared.spec, served_config(Outcome(None)), batches)).check_mix(mix)
         seconds *= SHAPES_SHARE
@@ -95,6 +99,20 @@ def _runnable(prepared: plan.Plan) -> tuple[str, ...]:
             continue
         found.append(q)
     return tuple(found)
+
+
+def _engines(given, prepared: plan.Plan) -> tuple[str, ...]:
+    """--engine's engines, refused as a run refuses them: an unknown one, its package missing, a text-generation
+    model, a device it cannot run on."""
+    engines = (given,) if isinstance(given, str) else tuple(dict.fromkeys(given))
+    for e in engines:
+        if e not in ENGINES:
+            raise UnknownChoice("engine", e, list(ENGINES))
+    if engines:
+        asked = dataclasses.replace(prepared.spec, variants=("eager", *engines))
+        plan.check_engines(asked, [n for n, e in prepared.models.items() if e.kind == "generation"])
+        plan.check_devices([], asked, prepared.targets)
+    return engines
 
 
 def _plan_of(prepared: plan.Plan, spec: specmod.RunSpec) -> plan.Plan:

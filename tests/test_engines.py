@@ -1,0 +1,170 @@
+"""torch.compile against the other engines (issue 57): ONNX Runtime and OpenVINO as variants of a case, measured as
+a compiled variant is (fresh processes, the same rounds, checked against eager, prepared cold then warm), their
+failures stored as results, their refusals one line each, and the Engines table. One real export per engine, on
+the fault plugin's one-convolution model (seconds); TensorRT's CUDA path is the GPU acceptance's."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+
+import fakeresults as fr
+import pytest
+import torch
+from conftest import stored
+
+from compilebench.core.engines import EnginePrepared
+from compilebench.core.spec import asked
+from compilebench.core.variant import Variant
+from compilebench.measure import correctness
+from compilebench.report import engines as enginesreport, terminal
+from compilebench.report.view import View
+
+RUN = ["run", "--model", "fault-ok", "--iters", "3", "--warmup", "0", "--min-iters", "1", "--device", "cpu",
+       "--format", "md", "--isolation", "inline"]
+
+
+def test_onnxruntime_and_openvino_are_measured_checked_and_prepared_cold_then_warm(main_here, tmp_path):
+    code, out, err = main_here(*RUN, "--variant", "eager", "default", "onnxruntime", "openvino", "--backend", "eager",
+                               "--repeats", "2", "--db", "r.db")
+    assert code == 0, err
+    found = {r["case"]["variant"]["mode"]: r for r in stored(tmp_path / "r.db")}
+    for name in ("onnxruntime", "openvino"):
+        r = found[name]
+        assert r["status"] == "ok", r["message"]
+        cold, warm = r["repeats"]
+        assert cold["engine"]["built"] and cold["engine"]["cache"] == "cold" and cold["engine"]["export_s"] > 0
+        assert warm["engine"]["cache"] == "warm" and "export_s" not in warm["engine"]  # the file the first left
+        assert [rep["compile_cache"] for rep in r["repeats"]] == ["cold", "warm"]
+        assert r["engine"]["cold_s"] == pytest.approx(cold["engine"]["export_s"] + cold["engine"]["build_s"])
+        assert r["engine"]["precision"] == "float32" and r["engine"]["version"]  # read back, not assumed
+        assert r["max_rel_err"] < 1e-4 and r["sensitivity_rel_err"] is not None  # checked against eager
+        assert r["graphs"] is None  # dynamo's counters say nothing of an engine
+    assert found["onnxruntime"]["engine"]["device"] == "CPUExecutionProvider"
+    assert "Engines: " in out and "ONNX Runtime" in out and "OpenVINO" in out  # the terminal's table
+    text = next(tmp_path.rglob("report.md")).read_text()
+    assert "## Engines" in text and "vs best torch.compile" in text
+    code, _, err = main_here(*RUN, "--variant", "eager", "default", "onnxruntime", "openvino", "--backend", "eager",
+                             "--repeats", "2", "--db", "r.db")
+    assert code == 0 and "0 repeat(s) measured" in err  # resumed
+
+
+def test_an_export_that_fails_is_a_result_with_the_exporters_reason_and_the_sweep_goes_on(main_here, tmp_path):
+    code, _, err = main_here("run", "--model", "fault-break", "fault-ok", "--variant", "eager", "onnxruntime",
+                             "--iters", "3", "--warmup", "0", "--min-iters", "1", "--device", "cpu", "--format", "md",
+                             "--isolation", "inline", "--repeats", "1", "--db", "r.db")
+    assert code == 0, err
+    found = {(r["case"]["model"], r["case"]["variant"]["mode"]): r for r in stored(tmp_path / "r.db")}
+    broken = found[("fault-break", "onnxruntime")]
+    assert broken["status"] == "unsupported" and broken["message"].startswith("torch.onnx.export could not export")
+    assert broken["repeats"][0]["phase"] == "exporting"
+    assert found[("fault-ok", "onnxruntime")]["status"] == "ok" and found[("fault-break", "eager")]["status"] == "ok"
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--model", "fault-ok", "--variant", "tensorrt"], "--variant tensorrt builds a TensorRT engine: it needs a CUDA device"),
+    (["--model", "fault-ok", "--variant", "onnxruntime", "--dtype", "bfloat16"],
+     "--variant onnxruntime computes in float32, float16; --dtype bfloat16 is not one of them"),
+    (["--model", "smollm2-135m", "--tiny", "--variant", "eager", "openvino"],
+     "--variant openvino runs the model's forward pass; smollm2-135m generates text"),
+    (["--model", "fault-ok", "--variant", "eager", "onnxruntime", "--interleave"], "leave out --interleave"),
+    (["--model", "fault-ok", "--variant", "onnxruntime", "--executor", "ray"],
+     "--variant onnxruntime keeps its files on this host"),
+])
+def test_an_engine_that_cannot_run_here_is_refused_in_one_line_before_anything_is_written(main_here, tmp_path, args, said):
+    code, _, err = main_here("run", *args, "--device", "cpu", "--db", "r.db")
+    assert code == 2 and said in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "r.db").exists()
+
+
+def test_a_missing_engine_names_the_extra_that_installs_it(main_here, tmp_path, monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "openvino" else real(name, *a))
+    code, _, err = main_here("run", "--model", "fault-ok", "--variant", "openvino", "--device", "cpu", "--db", "r.db")
+    assert code == 2 and "pip install compilebench[openvino]" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "r.db").exists()
+
+
+def test_several_backends_cross_the_compiled_modes_and_inductors_options_stay_inductors():
+    spec = asked(models=("resnet-50",), variants=("eager", "default", "max-autotune", "onnxruntime"),
+                 backend=("inductor", "openvino"), inductor_options={"freezing": True})
+    variants = [c.variant for c in spec.cases()]
+    assert [(v.mode, v.backend, v.options) for v in variants] == [
+        ("eager", "none", ()), ("default", "inductor", (("freezing", True),)), ("default", "openvino", ()),
+        ("max-autotune", "inductor", (("freezing", True),)), ("max-autotune", "openvino", ()),
+        ("onnxruntime", "none", ())]
+    assert len({v.label for v in variants}) == 6  # each its own column: backend=openvino said in its header
+    assert asked(models=("vit",), backend="eager").backends == ()  # one backend: the spec as before
+
+
+def test_a_difference_within_the_models_own_sensitivity_is_no_mismatch():
+    expected = {"logits": torch.tensor([[4.0, 1.0, 0.0]])}
+    moved = {"logits": torch.tensor([[4.02, 1.0, 0.0]])}  # 5e-3 of the largest magnitude: beyond float32's 1e-3
+    assert correctness.check(expected, moved, "float32").problems
+    verdict = correctness.check(expected, moved, "float32", sensitivity_rel_err=6e-3)
+    assert verdict.ok and verdict.tolerance == 6e-3
+    worse = correctness.check(expected, {"logits": torch.tensor([[4.1, 1.0, 0.0]])}, "float32", sensitivity_rel_err=6e-3)
+    assert "eager moves that much when its input moves by one rounding step" in worse.problems[0]
+    x = torch.tensor([1.0, -2.0, 3.5])
+    (up,) = correctness.perturbed({"x": x}).values()
+    assert torch.all(up > x) and torch.all(torch.nextafter(x, up) == up)  # exactly one step each
+
+
+def _engine_result(mode: str, ms: float, precision: str = "float32", **kw):
+    r = fr.result("resnet-50", 1, mode, ms, env=fr.CPU, **kw)
+    for i, rep in enumerate(r.repeats):
+        rep.engine = EnginePrepared(engine=mode, version="1.0", export_s=2.0 if i == 0 else None, build_s=0.5 / (i + 1),
+                                    cache="cold" if i == 0 else "warm", built=i == 0, precision=precision, device="CPU")
+        rep.compile_s, rep.compile_cache = rep.engine.seconds, rep.engine.cache
+        rep.max_rel_err, rep.rel_tolerance, rep.agreement = 3e-7, 1e-3, {"top1": 1.0}
+    r.derive()
+    return r
+
+
+def test_the_engines_table_sets_each_engine_beside_eager_and_the_best_torch_compile_setting():
+    results = [fr.result("resnet-50", 1, "eager", 40.0, env=fr.CPU),
+               fr.result("resnet-50", 1, "default", 36.0, env=fr.CPU, compile_s=30.0),
+               fr.result("resnet-50", 1, "max-autotune", 30.0, env=fr.CPU, compile_s=90.0),
+               _engine_result("onnxruntime", 20.0), _engine_result("openvino", 10.0, precision="bfloat16")]
+    view = View(results)
+    (table,) = enginesreport.tables(view)
+    rows = {r["variant"]: r for r in table.records()}
+    assert list(rows) == ["no compile (eager)", "compile", "compile (max-autotune)", "ONNX Runtime", "OpenVINO"]
+    ort = rows["ONNX Runtime"]
+    assert ort["vs eager"].startswith("2.000x") and ort["vs eager"].endswith("faster)")
+    assert ort["vs best torch.compile"].startswith("1.500x")  # against max-autotune's 30 ms: the best faster one
+    assert (ort["prepare cold s"], ort["prepare warm s"]) == ("2.50", f"{(0.5 / 2 + 0.5 / 3) / 2:.2f}")  # median warm
+    assert ort["break-even calls"] == f"{2.5 / 0.020:,.0f}"
+    assert ort["against eager"] == "max rel err 3.0e-07 (allowed 1e-03), top1 100.0%"
+    assert rows["OpenVINO"]["precision"] == "bfloat16" and rows["OpenVINO"]["version"] == "OpenVINO 1.0"
+    assert rows["compile"]["vs best torch.compile"] == ""
+    lines = terminal.engines_summary(view)
+    assert any("ONNX Runtime" in line and "2.00x" in line for line in lines)
+    no_engine = View(results[:3])
+    assert enginesreport.tables(no_engine) == [] and terminal.engines_summary(no_engine) == []
+    # torch.compile's own answer on the terminal never picks an engine
+    (row,) = terminal.rows(view, view.groups[0])
+    assert row.column.variant == Variant("max-autotune")
+
+
+def test_an_unsupported_engine_reads_as_such_in_its_table():
+    failed = fr.result("resnet-50", 1, "onnxruntime", None, env=fr.CPU, status="unsupported",
+                       message="torch.onnx.export could not export the model: GuardOnDataDependentSymNode: x")
+    results = [fr.result("resnet-50", 1, "eager", 40.0, env=fr.CPU), failed]
+    (table,) = enginesreport.tables(View(results))
+    (row,) = [r for r in table.records() if r["variant"] == "ONNX Runtime"]
+    assert row["ms [95%]"].startswith("unsupported: torch.onnx.export could not export")
+    assert dataclasses.replace(failed).status == "unsupported"
+
+
+def test_tune_tries_engines_only_where_asked_in_the_dtypes_they_run_here(main_here):
+    from compilebench.tune import halving
+
+    assert not any(c.variant.engine for c in halving.space("cpu", vision=True))
+    asked = halving.space("cpu", vision=True, engines=("onnxruntime", "openvino", "tensorrt"))
+    tried = {(c.variant.engine, c.settings.dtype) for c in asked if c.variant.engine}
+    # TensorRT needs CUDA; ONNX Runtime computes no bfloat16; OpenVINO computes bfloat16 by its pinned precision
+    assert tried == {("onnxruntime", "float32"), ("openvino", "float32"), ("openvino", "bfloat16")}
+    assert "onnxruntime.InferenceSession" in halving.Config.make("onnxruntime").code()
+    code, _, err = main_here("tune", "--model", "fault-ok", "--engine", "onnxruntim", "--device", "cpu", "--db", "r.db")
+    assert code == 2 and "unknown engine 'onnxruntim'" in err and len(err.strip().splitlines()) == 1, err
