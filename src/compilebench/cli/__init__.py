@@ -18,11 +18,11 @@ EXIT_FAILED = 1  # the machine failed the command (a full disk, a lock held too 
 
 
 def _commands() -> dict:
-    from compilebench.cli import history, info, reports, run, shapes, tune
+    from compilebench.cli import history, info, publish, reports, run, shapes, tune
 
     return {"run": run.cmd_run, "shapes": shapes.cmd_shapes, "tune": tune.cmd_tune, "report": reports.cmd_report, "compare": reports.cmd_compare,
             "check": reports.cmd_check, "history": history.cmd_history, "env": info.cmd_env,
-            "models": info.cmd_models}
+            "models": info.cmd_models, "publish": publish.cmd_publish}
 
 
 def main(argv: list[str] | None = None) -> int:

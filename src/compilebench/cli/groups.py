@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 
 from compilebench import report as reportmod  # noqa: F401 - registers the report's exporters
-from compilebench.core import job as jobmod, settings, spec as specmod, stats, suites, variant as variantmod
+from compilebench.core import job as jobmod, settings, shards, spec as specmod, stats, suites, variant as variantmod
 from compilebench.report import exporters
 from compilebench.report.view import DEFAULT_REQUESTS
 from compilebench.run import decide
@@ -218,6 +218,10 @@ def where_to_run(run) -> None:
     g.add_argument("--cpus-per-case", type=int, default=None, metavar="N",
                    help="CPUs a Ray task reserves, and threads its case runs (default: a node's CPUs per GPU; a "
                         "whole node for CPU cases)")
+    g.add_argument("--shard", default=None, metavar="i/N", help=shards.SHARD_HELP + " (docs/sweeps.md)")
+    g.add_argument("--shard-history", default=None, metavar="DB",
+                   help="balance the shards by how long each case took in this results file (default: estimated "
+                        "from the plan: compiles by the model's size, the timed loop by its budget)")
 
 
 def requests(g) -> None:

@@ -12,14 +12,24 @@ from compilebench.cli import groups
 from compilebench.core import stats, steps as stepsmod
 from compilebench.core.errors import UserError
 from compilebench.core.result import Result
-from compilebench.report import check as checkmod, data as reportdata, exporters, history, history_page, markdown
+from compilebench.report import (
+    check as checkmod,
+    data as reportdata,
+    exporters,
+    history,
+    history_page,
+    markdown,
+    shards as shardsmod,
+)
 
 
 def load(paths: list[str], min_effect: float) -> tuple[list[Result], list[history.Series]]:
     """The files' results and the series they hold; one clear error where they hold no history (no run, or one
     run of each case)."""
     stats.check_min_effect(min_effect)
-    results = reportdata.load(history.files(paths))
+    results = reportdata.load(paths)
+    for c in shardsmod.of_files(paths, results):  # a series read from shard files says where it is not whole
+        print(c.describe(), file=sys.stderr)
     if not results:
         raise UserError(f"{', '.join(paths)} hold(s) no results")
     series = history.series(results, min_effect)

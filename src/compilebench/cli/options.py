@@ -35,7 +35,7 @@ class Parser(argparse.ArgumentParser):
 def parser(commands: dict) -> argparse.ArgumentParser:
     """`commands` maps each command name to the function that runs it; each command's module declares its options
     (add_parser), sharing run's groups (groups.py)."""
-    from compilebench.cli import history, info, reports, run, shapes, tune
+    from compilebench.cli import history, info, publish, reports, run, shapes, tune
 
     p = Parser(prog="compilebench", description="Measure what torch.compile does for Hugging Face models.")
     p.add_argument("--version", action="version", version=f"compilebench {__version__}")
@@ -43,6 +43,6 @@ def parser(commands: dict) -> argparse.ArgumentParser:
     for name, add in (("run", run.add_parser), ("shapes", shapes.add_parser), ("tune", tune.add_parser),
                       ("report", reports.report_parser), ("compare", reports.compare_parser),
                       ("check", reports.check_parser), ("history", history.add_parser), ("env", info.env_parser),
-                      ("models", info.models_parser)):
+                      ("models", info.models_parser), ("publish", publish.add_parser)):
         add(sub).set_defaults(func=commands[name])
     return p

@@ -9,8 +9,9 @@ import textwrap
 from compilebench import report as reportmod
 from compilebench.cli import groups, resume
 from compilebench.cli.reports import default_out, main_file
-from compilebench.core import settings, spec as specmod, variant
-from compilebench.report import details, markdown, stability, tables, terminal
+from compilebench.core import settings, shards, spec as specmod, variant
+from compilebench.core.errors import UserError
+from compilebench.report import details, markdown, shards as shardsmod, stability, tables, terminal
 from compilebench.report.view import View
 from compilebench.run import interpreters, plan, sweep
 from compilebench.run.placement import Placement
@@ -38,7 +39,11 @@ def execute(args, spec: specmod.RunSpec, show, check=lambda prepared: None) -> i
     schema.check_path(args.db)
     out_dir = args.out or default_out(args.db)
     reportmod.check_out_dir(out_dir)
-    prepared = plan.prepare(spec, placement(args), resume.command(args))
+    shard = shards.Shard.parse(args.shard) if args.shard else None
+    if args.shard_history and not shard:
+        raise UserError("--shard-history balances shards: give --shard i/N too")
+    prepared = plan.prepare(spec, placement(args), resume.command(args), shard, args.shard_history,
+                            shards.shared_command(["compilebench", *args.argv]))
     check(prepared)
 
     with storemod.Store.open(args.db) as store:  # the last check: nothing is written before it
@@ -50,7 +55,8 @@ def execute(args, spec: specmod.RunSpec, show, check=lambda prepared: None) -> i
         results = prepared.results(store)
 
     if results:
-        view = View(results, prepared.spec.min_effect, args.requests, getattr(args, "mix", None))
+        sharded = shardsmod.of_files([args.db], results) if prepared.shard else None
+        view = View(results, prepared.spec.min_effect, args.requests, getattr(args, "mix", None), sharded)
         print(show(view))
         for line in stability.notes(view):  # where the machine moved: wrapped to the summary's width
             print(textwrap.fill(line, terminal.width(), subsequent_indent="  "))

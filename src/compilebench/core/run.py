@@ -39,6 +39,7 @@ class Run(Record):
     started: str = field(default_factory=utc_now)
     ended: str | None = None  # None: still running, or stopped without saying (killed)
     undecided: dict = field(default_factory=dict)  # result id -> why the run stopped short of a verdict
+    shard: dict | None = None  # --shard: core/shards.ShardPlan (this shard, the whole plan's partition)
     recorded: bool = True  # False: made when a file written before runs were recorded was migrated
 
     def __post_init__(self):

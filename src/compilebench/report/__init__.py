@@ -50,7 +50,7 @@ def sections(view: View, charts: list[chartsmod.Chart], reference: tuple[str, li
         by_section.setdefault(c.section, []).append(c)
     ok = sum(1 for r in view.latest + view.served if r.status == "ok")
     guide = bool(view.latest)  # a file of shapes results alone has no guide table, nor its summary
-    summary: list = [suite.summary_table(view)] if guide else []
+    summary: list = [c.describe() for c in view.shards] + ([suite.summary_table(view)] if guide else [])
     if not ok:
         summary.insert(0, "No case was measured ok: the details below say why each failed.")
     flags = tables.flags_note(view)

@@ -6,6 +6,7 @@ shows each combination of torch version, variant and non-default settings as one
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from packaging.version import InvalidVersion, Version
@@ -14,23 +15,66 @@ from compilebench.core import suites
 from compilebench.core.errors import UserError
 from compilebench.core.repeat import Repeat
 from compilebench.core.result import Result
+from compilebench.core.run import Run
 from compilebench.core.variant import Variant
 from compilebench.diagnostics import peaks
+from compilebench.storage import published
 from compilebench.storage.store import Store
 
 
-def load(paths: list[str]) -> list[Result]:
-    """Every result of every file, opened read-only. The same result in two files (one file copied into another,
-    or merged twice) counts once: results are identified by their result_id, and the copy holding more repeats
-    (one taken later in a sweep) wins."""
-    seen: dict[str, Result] = {}
+def files(paths: list[str]) -> list[str]:
+    """The results given: files, and published folders (storage/published.py); a folder that is neither stands for
+    every results file (*.db) and published folder under it (a sweep's shard files, a history's nightly files).
+    One clear error where none is found."""
+    found = []
     for path in paths:
-        with Store.open(path, create=False, write=False) as store:
-            for r in store.results():
-                known = seen.get(r.result_id)
-                if known is None or len(r.repeats) > len(known.repeats):
-                    seen[r.result_id] = r
+        if os.path.isdir(path) and not published.is_published(path):
+            inside = []
+            for folder, subfolders, names in os.walk(path):
+                if published.is_published(folder):
+                    inside.append(folder)
+                    subfolders.clear()
+                else:
+                    inside += [os.path.join(folder, n) for n in names if n.endswith(".db")]
+            if not inside:
+                raise UserError(f"{path!r} holds no results file (*.db) and no published folder")
+            found += sorted(inside)
+        elif not os.path.exists(path):
+            raise UserError(f"results file {path!r} does not exist")
+        else:
+            found.append(path)
+    return found
+
+
+def _read(path: str) -> tuple[list[Result], list[Run]]:
+    """A results file's results and runs, or a published folder's."""
+    if os.path.isdir(path):
+        return published.results(path), published.runs(path)
+    with Store.open(path, create=False, write=False) as store:
+        return store.results(), list(store.runs().values())
+
+
+def load(paths: list[str]) -> list[Result]:
+    """Every result of every file (a folder: the files under it; a published folder), opened read-only. The same
+    result in two files (one file copied into another, or merged twice) counts once: results are identified by
+    their result_id, and the copy holding more repeats (one taken later in a sweep) wins."""
+    seen: dict[str, Result] = {}
+    for path in files(paths):
+        for r in _read(path)[0]:
+            known = seen.get(r.result_id)
+            if known is None or len(r.repeats) > len(known.repeats):
+                seen[r.result_id] = r
     return list(seen.values())
+
+
+def runs(paths: list[str]) -> list[tuple[str, Run]]:
+    """Every run of every file (a folder: the files under it), with the file holding it: a shard that measured
+    nothing is known by its run alone."""
+    out: dict[str, tuple[str, Run]] = {}
+    for path in files(paths):
+        for run in _read(path)[1]:
+            out.setdefault(run.run_id, (path, run))
+    return list(out.values())
 
 
 def latest(results: list[Result], key=lambda r: (r.case_key, r.machine_id)) -> list[Result]:

@@ -81,6 +81,7 @@ def write(page: str, fmts: tuple[str, ...], out_dir: str, render: Callable[[str]
             files.update(EXPORTERS[page][f](rendered))
         drawn = charts(rendered)
         for name, content in files.items():
+            os.makedirs(os.path.dirname(os.path.join(scratch, name)), exist_ok=True)  # a page's subfolder (data/)
             with open(os.path.join(scratch, name), "w", encoding="utf-8") as f:
                 f.write(content)
         with interrupts.signals_deferred():  # a page is replaced whole, or not at all
@@ -107,6 +108,7 @@ def _move_into_place(scratch: str, out_dir: str, names: list[str], charts: list)
             if name not in new and name.endswith((".png", ".svg")):
                 os.remove(os.path.join(chart_dir, name))
     for name in names:
+        os.makedirs(os.path.dirname(os.path.join(out_dir, name)), exist_ok=True)
         os.replace(os.path.join(scratch, name), os.path.join(out_dir, name))
         written.append(os.path.join(out_dir, name))
     return sorted(written)

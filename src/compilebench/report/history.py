@@ -11,11 +11,9 @@ case of the same run (core/pairing.py, scope RUN)."""
 from __future__ import annotations
 
 import dataclasses
-import os
 from dataclasses import dataclass
 
 from compilebench.core import pairing, speedups, steps as stepsmod
-from compilebench.core.errors import UserError
 from compilebench.core.result import Result
 from compilebench.core.run import Run
 from compilebench.report import data
@@ -66,22 +64,6 @@ class Series:
 
     def worse(self, step: stepsmod.Step) -> bool:
         return step.ratio < 1 if self.metric in HIGHER_IS_BETTER else step.ratio > 1
-
-
-def files(paths: list[str]) -> list[str]:
-    """The results files given, a folder standing for every *.db under it; one clear error where none is found."""
-    found = []
-    for path in paths:
-        if os.path.isdir(path):
-            inside = sorted(os.path.join(d, f) for d, _, fs in os.walk(path) for f in fs if f.endswith(".db"))
-            if not inside:
-                raise UserError(f"{path!r} holds no results file (*.db)")
-            found += inside
-        elif not os.path.exists(path):
-            raise UserError(f"results file {path!r} does not exist")
-        else:
-            found.append(path)
-    return found
 
 
 def by_run(r: Result) -> list[Measured]:

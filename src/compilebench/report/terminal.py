@@ -179,6 +179,8 @@ def summary(view: View, width: int = WIDTH) -> str:
             f"speed-up: eager ms / compiled ms, with its interval between processes ({confidence}). verdict: faster "
             f"or slower beyond {view.min_effect:.0%}, same within it, else inconclusive. break-even: calls until "
             "compiling has paid for itself. The guide's tables and every detail: --details, or the report.", width)]
+    for c in view.shards:  # a report over shard files says whether it is the whole run
+        out += ["", *textwrap.wrap(c.describe(), width, subsequent_indent="  ")]
     return "\n".join(out).lstrip("\n")
 
 

@@ -11,7 +11,7 @@ import socket
 from dataclasses import dataclass
 
 from compilebench import zoo
-from compilebench.core import case as casemod, interpreter, settings, spec as specmod, stats, traffic
+from compilebench.core import case as casemod, interpreter, settings, shards, spec as specmod, stats, traffic
 from compilebench.core.engines import ENGINES, refusal as engine_refusal
 from compilebench.core.environment import is_cuda
 from compilebench.core.errors import UnknownChoice, UserError
@@ -19,7 +19,7 @@ from compilebench.core.result import Result
 from compilebench.core.run import Run
 from compilebench.core.variant import Variant
 from compilebench.measure import compiler, engines, fingerprint, quantization
-from compilebench.run import dispatch, interpreters, sweep, tags
+from compilebench.run import costs, dispatch, interpreters, sweep, tags
 from compilebench.run.placement import Placement
 from compilebench.zoo import factory, hub
 
@@ -134,6 +134,7 @@ class Plan:
     dispatcher: dispatch.Dispatcher
     targets: list[dispatch.Target]
     command: str | None = None  # as typed, for the run's record
+    shard: shards.ShardPlan | None = None  # --shard: the whole plan's partition, this run measuring its own part
 
     def new_run(self, spec: specmod.RunSpec, cases: list[casemod.Case]) -> Run:
         """The record of one sweep of `cases` under `spec` (a run; tune measures a run per rung): its command, spec,
@@ -142,11 +143,14 @@ class Plan:
         return Run(command=self.command, spec=specmod.recorded(spec), tag=spec.tag or tags.default(),
                    design=list(spec.looks), looks=len(spec.looks), pair_from=stats.PAIR_FROM,
                    timing={u: spec.timing.resolve(u, spec.device) for u in units}, isolation=spec.isolation,
-                   compilebench=fingerprint.version("compilebench"), host=socket.gethostname())
+                   compilebench=fingerprint.version("compilebench"), host=socket.gethostname(),
+                   shard=self.shard.to_dict() if self.shard else None)
 
     @property
     def cases(self) -> list[casemod.Case]:
-        return self.spec.cases(self.models)
+        """The cases this run measures: the plan's, or under --shard the shard's part of them."""
+        every = self.spec.cases(self.models)
+        return [c for c in every if self.shard.mine(c.key())] if self.shard else every
 
     def check_mix(self, mix: str | None) -> None:
         """--mix names shapes that every shapes case serves: refused (a UserError) before anything runs."""
@@ -174,9 +178,13 @@ class Plan:
         return [r for r in found if r is not None]
 
 
-def prepare(spec: specmod.RunSpec, placement: Placement = Placement(), command: str | None = None) -> Plan:
+def prepare(spec: specmod.RunSpec, placement: Placement = Placement(), command: str | None = None,
+            shard: shards.Shard | None = None, shard_history: str | None = None,
+            shared_command: str | None = None) -> Plan:
     """Check everything a run needs before anything runs or is written; a UserError names what is wrong. `command`:
-    the run as typed (or the API's call), for its record."""
+    the run as typed (or the API's call), for its record. `shard`: measure only that part of the cases, balanced
+    by their expected seconds (from `shard_history`, a results file, where given); `shared_command`: the command as
+    every shard types it, part of the plan's identity."""
     if spec.image is not None:
         check_image(spec.image)
     # the workers, and a later run that resumes, may stand in another folder
@@ -194,6 +202,9 @@ def prepare(spec: specmod.RunSpec, placement: Placement = Placement(), command: 
     if spec.environments:
         targets = environment_targets(spec.environments, fingerprints, targets)
     made = Plan(spec, models, dispatcher, targets, command)
+    if shard is not None:
+        made.shard = costs.plan_of(shard, spec, made.cases, models, shard_history, shared_command or command,
+                                   fingerprint.version("compilebench"))
     made.cases  # a case that cannot be made (a model serving one shape) is refused here, before anything is written
     return made
 
