@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from compilebench.core import shards, spec as specmod
 from compilebench.core.case import Case
+from compilebench.core.environment import is_cuda
 from compilebench.storage.store import Store
 
 START_S = 4.0  # a worker process's start and model build
@@ -14,6 +15,7 @@ COMPILE_S_PER_MODULE = 0.25  # on this project's 2-core VM: ResNet-50 (187 leaf 
 EXPORT_S_PER_MODULE = 0.05  # an engine's export and build
 MODE_FACTOR = {"max-autotune": 4.0, "max-autotune-no-cudagraphs": 4.0}
 CALL_S_PER_PARAMETER = 4e-9  # a forward call per parameter and batch item (ResNet-50 at batch 1: ~0.1 s)
+GPU_CALL_SHARE = 0.04  # a GPU's call against this CPU's (ResNet-50 at batch 1: ~4 ms); compiles take about as long
 
 
 def sizes(models: dict) -> dict[str, tuple[int, int]]:
@@ -52,7 +54,8 @@ def estimated(spec: specmod.RunSpec, cases: list[Case], models: dict) -> dict[st
     for c in cases:
         modules, parameters = size[c.model]
         timing = spec.timing.resolve(c.timed_unit, None)
-        call = CALL_S_PER_PARAMETER * parameters * c.batch_size * (c.new_tokens or 1)
+        call = CALL_S_PER_PARAMETER * parameters * c.batch_size * (c.new_tokens or 1) * (
+            GPU_CALL_SHARE if is_cuda(spec.device) else 1.0)
         timed = (timing.warmup + timing.iters) * call
         if timing.max_time_s is not None:
             timed = min(timed, timing.max_time_s + timing.warmup * call)
