@@ -87,7 +87,7 @@ SIZES = {"vit": (124, 86.6), "segformer": (137, 3.8), "owlvit": (235, 153.2), "b
 def test_the_seed_suites_plan_splits_into_balanced_shards_keeping_each_models_pairs_together(monkeypatch):
     from compilebench.run import costs, plan
 
-    monkeypatch.setattr(costs, "sizes", lambda models: {m: (SIZES[m][0], int(SIZES[m][1] * 1e6)) for m in models})
+    monkeypatch.setattr(costs, "sizes", lambda models, size: {m: (SIZES[m][0], int(SIZES[m][1] * 1e6)) for m in models})
     spec = specmod.asked(suite="seed", device="cpu")
     models = plan.resolve_models(spec)
     cases = spec.cases(models)
@@ -106,7 +106,7 @@ def test_the_seed_suites_plan_splits_into_balanced_shards_keeping_each_models_pa
 def test_a_results_file_as_history_balances_by_what_each_case_took(tmp_path, monkeypatch):
     from compilebench.run import costs, plan
 
-    monkeypatch.setattr(costs, "sizes", lambda models: {m: (SIZES[m][0], int(SIZES[m][1] * 1e6)) for m in models})
+    monkeypatch.setattr(costs, "sizes", lambda models, size: {m: (SIZES[m][0], int(SIZES[m][1] * 1e6)) for m in models})
     spec = specmod.asked(models=["resnet-50", "vit", "detr"], variants=["eager", "default"], device="cpu")
     models = plan.resolve_models(spec)
     cases = spec.cases(models)
@@ -346,3 +346,17 @@ def test_the_docs_submitit_snippet_runs_the_shards_with_the_local_executor(tmp_p
     assert sorted(r.case.model for r in results) == ["resnet-50", "segformer"]
     (found,) = coverage.of_files([str(tmp_path / "shards")], results)
     assert found.complete and sorted(found.shards) == [1, 2]
+
+
+def test_the_python_api_takes_a_shard_as_the_command_line_does(tmp_path):
+    import compilebench
+
+    empty = compilebench.benchmark("resnet-50", variants=("eager",), model_size="tiny", repeats=1, iters=2, device="cpu",
+                                   db=str(tmp_path / "s2.db"), shard="2/2")  # the one model's case is shard 1's
+    assert empty.results == []
+    with Store.open(str(tmp_path / "s2.db"), create=False, write=False) as store:
+        (run,) = store.runs().values()
+    assert (run.shard["index"], run.shard["count"]) == (2, 2) and list(run.shard["cases"].values()) == [1]
+    with pytest.raises(UserError, match="out of range"):
+        compilebench.benchmark("resnet-50", shard="3/2", device="cpu", db=str(tmp_path / "x.db"))
+    assert not (tmp_path / "x.db").exists()

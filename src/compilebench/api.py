@@ -27,6 +27,7 @@ from typing import Callable
 from compilebench import tune, zoo
 from compilebench.core import (
     settings as settingsmod,
+    shards,
     spec as specmod,
     stats,
     suites as suitesmod,
@@ -57,7 +58,7 @@ def benchmark(model=None, *, suite: str | None = None, inputs: str | Callable[[i
               variants=None, batch_sizes=None, device: str | None = None, iters: int | None = None,
               db: str | None = None, quiet: bool = True, gpus=None, executor: str = "local",
               ray_address: str | None = None, accelerator_type: str | None = None, cpus_per_case: int | None = None,
-              **settings) -> Results:
+              shard: str | None = None, **settings) -> Results:
     """Measure `model` (or a suite's models) as `compilebench run` would, and return its results.
 
     Args:
@@ -71,6 +72,8 @@ def benchmark(model=None, *, suite: str | None = None, inputs: str | Callable[[i
         db: the results file (default: a new one in a temporary folder). quiet: no progress bar.
         gpus, executor, ray_address, accelerator_type, cpus_per_case: where the cases run, as --gpus ("0,1",
             [0, 1] or "all") and --executor ray (pip install compilebench[ray]).
+        shard: "i/N" (or "auto", "auto/N": a Slurm array's or Kubernetes Indexed Job's), as --shard: only that
+            part of the cases, each shard into its own db; the results it returns are its part.
         **settings: the run's other options by their names: repeats, max_repeats, extra_time_s, min_effect, dtype,
             autocast, channels_last, tf32, attn, backend (a name, or several: ("inductor", "openvino")), fullgraph, dynamic, inductor_options (a dict),
             compile_scope ("model" or "regions"), regions, compile_cache, interleave, sync_each_call, weights,
@@ -90,7 +93,7 @@ def benchmark(model=None, *, suite: str | None = None, inputs: str | Callable[[i
         spec = specmod.asked(models=(name,) if name else None, suite=suite, batch_sizes=batch_sizes, variants=variants,
                              device=device, inputs=inputs_ref, iters=iters,
                              isolation="inline" if inline else "process", **settings)
-        return _benchmark(spec, where, db, quiet)
+        return _benchmark(spec, where, db, quiet, shard=shards.Shard.parse(shard) if shard else None)
     finally:
         if inline:
             zoo.REGISTRY.pop(name, None)  # registered for this call only
@@ -188,11 +191,11 @@ def shapes(model, *, batch_sizes=None, image_sizes=(), prompt_lens=(), dynamic=t
 
 
 def _benchmark(spec: specmod.RunSpec, where: Placement, db: str | None, quiet: bool, kind: type = Results,
-               requests: int = DEFAULT_REQUESTS, mix: str | None = None) -> Results:
+               requests: int = DEFAULT_REQUESTS, mix: str | None = None, shard: shards.Shard | None = None) -> Results:
     if db is not None:
         schema.check_path(db)  # as `run` does: a results file that cannot be written is refused before anything runs
     prepared = plan.prepare(spec, where, f"python: compilebench.{'shapes' if spec.shapes else 'benchmark'}() "
-                                         f"of {', '.join(spec.models)}")
+                                         f"of {', '.join(spec.models)}", shard)
     settingsmod.integer("--requests", requests, 1)  # checked before anything runs
     prepared.check_mix(mix)  # so is the mix
     path = db or os.path.join(tempfile.mkdtemp(prefix="compilebench-"), "results.db")

@@ -18,29 +18,30 @@ CALL_S_PER_PARAMETER = 4e-9  # a forward call per parameter and batch item (ResN
 GPU_CALL_SHARE = 0.04  # a GPU's call against this CPU's (ResNet-50 at batch 1: ~4 ms); compiles take about as long
 
 
-def sizes(models: dict) -> dict[str, tuple[int, int]]:
-    """Each model's leaf modules and parameters, from its skeleton on the meta device (no memory, no weights); a
-    model that cannot be built there counts as a middling one."""
-    return {name: size(entry) for name, entry in models.items()}
+def sizes(models: dict, model_size: str = "full") -> dict[str, tuple[int, int]]:
+    """Each model's leaf modules and parameters, from its skeleton on the meta device (no memory, no weights; the
+    driver imports the model's classes for it, seconds once a run); a model that cannot be built there counts as a
+    middling one."""
+    return {name: size(entry, model_size) for name, entry in models.items()}
 
 
-def size(entry) -> tuple[int, int]:
+def size(entry, model_size: str = "full") -> tuple[int, int]:
     """A model's (leaf modules, parameters), built once a process (a frozen entry's repr says all it builds)."""
-    key = repr(entry)
+    key = (repr(entry), model_size)
     if key not in _SIZES:
-        _SIZES[key] = _built_size(entry)
+        _SIZES[key] = _built_size(entry, model_size)
     return _SIZES[key]
 
 
-_SIZES: dict[str, tuple[int, int]] = {}
+_SIZES: dict[tuple[str, str], tuple[int, int]] = {}
 
 
-def _built_size(entry) -> tuple[int, int]:
+def _built_size(entry, model_size: str) -> tuple[int, int]:
     import torch
 
     try:
         with torch.device("meta"):
-            model = entry.build("random", "full")
+            model = entry.build("random", model_size)
     except Exception:  # noqa: BLE001 - a checkpoint that needs its weights to build: an average estimate
         return 200, 50_000_000
     return (sum(1 for m in model.modules() if not next(m.children(), None)),
@@ -49,7 +50,7 @@ def _built_size(entry) -> tuple[int, int]:
 
 def estimated(spec: specmod.RunSpec, cases: list[Case], models: dict) -> dict[str, float]:
     """Expected seconds of each case (by key), all its planned repeats, from the plan alone."""
-    size = sizes(models)
+    size = sizes(models, spec.model_size)
     out = {}
     for c in cases:
         modules, parameters = size[c.model]
