@@ -1,6 +1,5 @@
 """Issue 23, 3: `compilebench check CANDIDATE.db --baseline BASELINE.db`, a regression gate for CI."""
 
-import os
 from xml.etree import ElementTree
 
 import fakeresults as fr
@@ -132,14 +131,16 @@ def test_a_case_the_gate_could_not_decide_is_said_apart_and_fails_only_when_aske
     assert code == 0 and "undecided" not in out and "| slower (across runs) |" in out
 
 
-@pytest.mark.slow  # three real runs
-def test_a_model_made_thirty_percent_slower_fails_the_gate(tmp_path):
+@pytest.mark.slow  # three real runs (in this process: the gate is what is tested, not the workers)
+def test_a_model_made_thirty_percent_slower_fails_the_gate(tmp_path, main_here, monkeypatch):
     args = ["run", "--model", "fault-paced", "--variant", "eager", "--iters", "30", "--warmup", "2", "--repeats", "3",
-            "--device", "cpu", "--format", "csv", "--quiet"]
+            "--device", "cpu", "--format", "csv", "--quiet", "--isolation", "inline"]
     for name, ms in (("base", "10"), ("same", "10"), ("slow", "13")):
-        p = run_cli(*args, "--db", f"{name}.db", "--out", name, cwd=tmp_path,
-                    env={**os.environ, "COMPILEBENCH_FAULT_CALL_MS": ms})
-        assert p.returncode == 0, p.stderr
-    assert run_cli("check", "same.db", "--baseline", "base.db", "--drift", "5%", cwd=tmp_path).returncode == 0
-    p = run_cli("check", "slow.db", "--baseline", "base.db", "--drift", "5%", cwd=tmp_path)
-    assert p.returncode == 1 and "REGRESSION: slower beyond 5%" in p.stdout, p.stdout
+        monkeypatch.setenv("COMPILEBENCH_FAULT_CALL_MS", ms)
+        code, _, err = main_here(*args, "--db", f"{name}.db", "--out", name)
+        assert code == 0, err
+    memory = ["--max-memory-increase", "900%"]  # inline, a peak is this test process's RSS, growing run by run
+    code, out, _ = main_here("check", "same.db", "--baseline", "base.db", "--drift", "5%", *memory)
+    assert code == 0, out
+    code, out, _ = main_here("check", "slow.db", "--baseline", "base.db", "--drift", "5%", *memory)
+    assert code == 1 and "REGRESSION: slower beyond 5%" in out, out

@@ -65,16 +65,14 @@ def test_a_report_says_which_speedups_compare_different_runs_and_the_drift_it_as
 
 
 @pytest.mark.slow  # two real runs: 20 s
-def test_two_runs_of_one_case_into_two_files_are_never_called_faster_or_slower(tmp_path):
-    from conftest import run_cli
-
+def test_two_runs_of_one_case_into_two_files_are_never_called_faster_or_slower(tmp_path, main_here):
     args = ["--model", "resnet-50", "--tiny", "--variant", "eager", "--iters", "20", "--warmup", "2", "--repeats", "3",
-            "--device", "cpu", "--format", "csv", "--quiet"]
+            "--device", "cpu", "--format", "csv", "--quiet", "--isolation", "inline"]
     for name in ("a", "b"):
-        p = run_cli("run", *args, "--db", f"{name}.db", "--out", name, cwd=tmp_path)
-        assert p.returncode == 0, p.stderr
-    p = run_cli("compare", "a.db", "b.db", cwd=tmp_path)
-    assert p.returncode == 0, p.stderr
-    (row,) = [line for line in p.stdout.splitlines() if line.startswith("| Image Classification/ResNet")]
+        code, _, err = main_here("run", *args, "--db", f"{name}.db", "--out", name)
+        assert code == 0, err
+    code, out, err = main_here("compare", "a.db", "b.db")
+    assert code == 0, err
+    (row,) = [line for line in out.splitlines() if line.startswith("| Image Classification/ResNet")]
     assert row.split("|")[8].strip() in ("inconclusive (across runs)",), row  # B vs A
-    assert "measured in different runs" in p.stdout and "compilebench run --env A=PYTHON --env B=PYTHON" in p.stdout
+    assert "measured in different runs" in out and "compilebench run --env A=PYTHON --env B=PYTHON" in out

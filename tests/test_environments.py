@@ -234,37 +234,38 @@ def test_a_variable_set_for_one_environment_reaches_its_workers_alone(tmp_path, 
     wrapper), by a launcher or as new interpreters; and `check` holds one against the other."""
     db = tmp_path / "r.db"
     # three repeats: with two, one degree of freedom makes an interval too wide to call even 5x slower slower
-    done = cli("run", "--model", "fault-paced", "--variant", "eager", "--batch-size", "1", "2", "--repeats", "3",
+    done = cli("run", "--model", "fault-paced", "--variant", "eager", "--batch-size", "1", "--repeats", "3",
                "--iters", "5", "--warmup", "1", "--env", f"fast={PY}", "--env", f"slow={_wrapper(tmp_path)}",
                "--env-set", "slow", "COMPILEBENCH_FAULT_CALL_MS=30", "--db", db, "--format", "md", "--quiet",
                env={**os.environ, "COMPILEBENCH_LAUNCH": launch})
     assert done.returncode == 0, done.stderr
     means = {(r["case"]["environment"], r["case"]["batch_size"]): r["stats"]["mean"] for r in stored(db)}
-    assert set(means) == {(e, b) for e in ("fast", "slow") for b in (1, 2)}
-    assert all(means[("slow", b)] >= 30 and means[("fast", b)] < 20 for b in (1, 2)), means
+    assert set(means) == {("fast", 1), ("slow", 1)}
+    assert means[("slow", 1)] >= 30 and means[("fast", 1)] < 20, means
     starts = (tmp_path / "starts.log").read_text()
     assert ("-m compilebench.run.launcher" if launch == "fork" else "-m compilebench.measure.worker") in starts
     assert {r["env"]["environment_set"] for r in stored(db) if r["case"]["environment"] == "slow"} == \
         {"COMPILEBENCH_FAULT_CALL_MS=30"}
     gate = cli("check", db, "--baseline-env", "fast", "--junit", tmp_path / "j.xml")
-    assert gate.returncode == 1 and gate.stdout.count("REGRESSION: slower beyond 5%") == 2, gate.stdout
+    assert gate.returncode == 1 and gate.stdout.count("REGRESSION: slower beyond 5%") == 1, gate.stdout
 
 
 @pytest.mark.slow
 def test_an_a_a_pair_of_environments_alternates_and_is_never_called_faster_or_slower(tmp_path, cli):
-    """The issue's run: the same interpreter as two environments, four repeats each, eager and compiled."""
+    """The issue's run: the same interpreter as two environments, four repeats each (eager alone: what is tested is
+    the alternation and the A/A verdict, not the compile)."""
     db = tmp_path / "r.db"
-    done = cli("run", "--model", "resnet-50", "--tiny", "--variant", "eager", "default", "--env", f"a={PY}",
+    done = cli("run", "--model", "resnet-50", "--tiny", "--variant", "eager", "--env", f"a={PY}",
                "--env", f"b={PY}", "--repeats", "4", "--iters", "30", "--warmup", "3", "--db", db, "--format", "md",
                "--quiet")
     assert done.returncode == 0, done.stderr
     results = stored(db)
-    assert len(results) == 4 and all(len(r["repeats"]) == 4 for r in results)
+    assert len(results) == 2 and all(len(r["repeats"]) == 4 for r in results)
     assert {(r["env"]["environment"], r["env"]["environment_python"]) for r in results} == {("a", PY), ("b", PY)}
     by_start = sorted((rep["loop_started_at"], r["case"]["environment"], r["case"]["variant"]["mode"], rep["index"])
                       for r in results for rep in r["repeats"])
-    # repeat by repeat: a's variants, then b's in odd rounds; the reverse in even ones
-    planned = [("a", "eager"), ("a", "default"), ("b", "eager"), ("b", "default")]
+    # repeat by repeat: a's, then b's in odd rounds; the reverse in even ones
+    planned = [("a", "eager"), ("b", "eager")]
     assert [(e, v, i) for _, e, v, i in by_start] == [(e, v, i) for i in (1, 2, 3, 4)
                                                       for e, v in (planned if i % 2 else planned[::-1])]
     report = (tmp_path / "report" / "report.md").read_text()

@@ -156,6 +156,34 @@ def test_tune_on_a_tiny_model_prints_a_pick_and_stores_every_measurement(tmp_pat
     assert all(r["status"] == "ok" for r in results) and max(len(r["repeats"]) for r in results) == 3
 
 
+def test_the_python_entry_point_is_the_command(tmp_path, main_here, monkeypatch):
+    """Issue 51: `tune` had no Python entry point. compilebench.fastest runs the search `tune` runs (tune.tuning,
+    measured for real by the slow test above), with the same arguments for the same options."""
+    import compilebench
+    from compilebench import tune as tunemod
+
+    asked = []
+
+    class Stop(Exception):
+        pass
+
+    def tuning(model, db, **kw):
+        asked.append((model, db, {k: v for k, v in kw.items() if k not in ("say", "command")}))
+        raise Stop
+
+    monkeypatch.setattr(tunemod, "tuning", tuning)
+    with pytest.raises(Stop):
+        main_here("tune", "--model", "resnet-50", "--tiny", "--device", "cpu", "--budget", "1s", "--db", "r.db",
+                  "--quiet", "--batch-size", "1", "4", "--quantize", "int8-dynamic", "--engine", "onnxruntime")
+    with pytest.raises(Stop):
+        compilebench.fastest("resnet-50", model_size="tiny", device="cpu", budget="1s", db="r.db",
+                             batch_sizes=(1, 4), quantizations=("int8-dynamic",), engines=("onnxruntime",))
+    (cli_model, cli_db, cli_kw), (api_model, api_db, api_kw) = asked
+    assert (cli_model, cli_db) == (api_model, api_db) == ("resnet-50", "r.db")
+    assert {k: tuple(v) if isinstance(v, list) else v for k, v in cli_kw.items()} == \
+        {k: tuple(v) if isinstance(v, list) else v for k, v in api_kw.items()}
+
+
 @pytest.mark.slow  # a tune process signalled mid-run (6 s): CI's second step
 def test_sigterm_stops_tune_as_it_stops_run(tmp_path):
     import os
@@ -263,18 +291,6 @@ def test_a_mix_that_names_no_batch_size_is_refused_before_tune_measures_anything
     code, out, err = main_here("tune", "--model", "resnet-50", "--tiny", "--device", "cpu", "--batch-size", "1", "4",
                                "--mix", "2:1", "--db", "r.db")
     assert code == 2 and "--mix" in err and not (tmp_path / "r.db").exists()
-
-
-@pytest.mark.slow
-def test_the_python_entry_point_is_the_command(tmp_path):
-    """Issue 51: `tune` had no Python entry point. compilebench.fastest runs the search the command runs."""
-    import compilebench
-
-    tuned = compilebench.fastest("resnet-50", model_size="tiny", device="cpu", budget="1s", db=str(tmp_path / "r.db"))
-    assert tuned.path == str(tmp_path / "r.db") and tuned.served is None
-    assert len(tuned.outcome.tried) == 1 and len(tuned.outcome.untried) == 26  # the likeliest alone, as the command
-    assert tuned.code() is None if tuned.winner is None else "torch.compile(model" in tuned.code()
-    assert {r.case.variant.mode for r in compilebench.load(tuned.path)} == {"eager", "default"}
 
 
 def test_quantization_is_searched_only_when_asked_and_never_below_the_quality_floor():
