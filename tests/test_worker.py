@@ -257,11 +257,11 @@ def test_a_warm_compile_cache_is_read_from_disk_and_a_cold_one_is_not(tmp_path):
 
     env = compiler_state.env_for(str(tmp_path / "state"))
     cold = run_in_process(case("fault-ok", "default", backend="inductor"), env=env)
-    again = run_in_process(case("fault-ok", "default", backend="inductor"), env=env)  # a later repeat: warm
+    # a later repeat of a cold case starting from what the first left: the end-to-end test (test_cli) shows its hits
     warm = run_in_process(Case("fault-ok", 1, Variant("default"), device="cpu", model_size="tiny", compile_cache="warm"),
                           env=compiler_state.env_for(str(tmp_path / "other")))
-    assert cold.status == again.status == warm.status == "ok", (cold.message, again.message, warm.message)
-    assert cold.compile_cache_hits == 0 and again.compile_cache_hits >= 1 and warm.compile_cache_hits >= 1
+    assert cold.status == warm.status == "ok", (cold.message, warm.message)
+    assert cold.compile_cache_hits == 0 and warm.compile_cache_hits >= 1
 
 
 def test_inductor_options_go_to_torch_compile_with_only_their_own_modes_table():
