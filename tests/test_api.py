@@ -58,7 +58,7 @@ def test_the_api_runs_a_suite_as_the_command_line_does(monkeypatch):
     from compilebench.core import suites
 
     seen = []
-    monkeypatch.setattr(api, "_benchmark", lambda spec, where, db, quiet: seen.append(spec))
+    monkeypatch.setattr(api, "_benchmark", lambda spec, where, db, quiet, **kw: seen.append(spec))
     compilebench.benchmark(suite="quick")
     compilebench.benchmark(suite="seed-generation", variants=("eager", "default"), model_size="tiny", max_time_s=2.0)
     quick, gen = seen

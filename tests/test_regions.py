@@ -98,9 +98,10 @@ def test_a_bad_scope_is_one_line_and_exit_2(main_here, args, message):
 
 
 def test_region_alone_implies_the_regions_scope():
+    from compilebench import cli
     from compilebench.cli import options, run as runcmd
 
-    args = options.parser({n: None for n in ("run", "shapes", "tune", "report", "compare", "check", "history", "env", "models")}).parse_args(
+    args = options.parser(cli._commands()).parse_args(
         ["run", "--model", "resnet-50", "--region", "ResNetConvLayer"])
     spec = runcmd.run_spec(args)
     assert spec.compile.scope == "regions" and spec.compile.regions == ("ResNetConvLayer",)

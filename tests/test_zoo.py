@@ -130,8 +130,9 @@ def test_suites_are_the_guides_matrices():
 
 
 def parse_run(*argv):
-    commands = dict.fromkeys(("run", "shapes", "tune", "report", "compare", "check", "history", "env", "models"), None)
-    return run_spec(options.parser(commands).parse_args(["run", *argv]))
+    from compilebench import cli
+
+    return run_spec(options.parser(cli._commands()).parse_args(["run", *argv]))
 
 
 def test_no_model_and_no_suite_runs_the_quick_suite_with_its_recorded_budget():
