@@ -1,12 +1,16 @@
 """torch.compile against the other engines (issue 57): ONNX Runtime and OpenVINO as variants of a case, measured as
 a compiled variant is (fresh processes, the same rounds, checked against eager, prepared cold then warm), their
 failures stored as results, their refusals one line each, and the Engines table. One real export per engine, on
-the fault plugin's one-convolution model (seconds); TensorRT's CUDA path is the GPU acceptance's."""
+the fault plugin's one-convolution model (seconds); ONNX Runtime's IO binding on a GPU and TensorRT on fakes of
+their APIs (a GPU runs them for real: gpu_acceptance's `engines`)."""
 
 from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import os
+import sys
+import types
 
 import fakeresults as fr
 import pytest
@@ -168,3 +172,109 @@ def test_tune_tries_engines_only_where_asked_in_the_dtypes_they_run_here(main_he
     assert "onnxruntime.InferenceSession" in halving.Config.make("onnxruntime").code()
     code, _, err = main_here("tune", "--model", "fault-ok", "--engine", "onnxruntim", "--device", "cpu", "--db", "r.db")
     assert code == 2 and "unknown engine 'onnxruntim'" in err and len(err.strip().splitlines()) == 1, err
+
+
+# -- the CUDA paths, on fakes as strict as the real APIs (a GPU runs them for real: gpu_acceptance's `engines`) -----
+
+
+class FakeBinding:
+    """ONNX Runtime's IOBinding as the CUDA path uses it: an input bound by its name, device, element type, shape and
+    pointer; an output first bound to a device alone (ORT allocates it), then to a buffer of the shape ORT made."""
+
+    def __init__(self, session):
+        self.session, self.inputs, self.outputs, self.runs = session, {}, {}, 0
+
+    def bind_input(self, name, device_type, device_id, element_type, shape, buffer_ptr):
+        assert name in self.session.input_types and device_type == "cuda" and device_id == self.session.device_id
+        assert element_type == self.session.input_types[name], (element_type, self.session.input_types[name])
+        self.inputs[name] = (tuple(shape), buffer_ptr)
+
+    def bind_output(self, name, device_type, device_id=0, element_type=None, shape=None, buffer_ptr=None):
+        assert name in self.session.output_shapes and device_type == "cuda" and device_id == self.session.device_id
+        assert (shape is None) == (buffer_ptr is None) == (element_type is None)
+        if shape is not None:
+            assert tuple(shape) == self.session.output_shapes[name] and element_type == "float32"
+        self.outputs[name] = buffer_ptr
+
+    def get_outputs(self):
+        assert self.runs, "outputs ORT allocated exist after a run"
+        return [types.SimpleNamespace(shape=lambda s=s: list(s), data_type=lambda: "tensor(float)")
+                for s in self.session.output_shapes.values()]
+
+
+class FakeSession:
+    def __init__(self, device_id=0):
+        self.device_id = device_id
+        self.input_types = {"pixel_values": "float32"}
+        self.output_shapes = {"logits": (1, 10)}
+        self.binding = None
+
+    def io_binding(self):
+        self.binding = FakeBinding(self)
+        return self.binding
+
+    def get_outputs(self):
+        return [types.SimpleNamespace(name=n) for n in self.output_shapes]
+
+    def run_with_iobinding(self, binding):
+        assert binding is self.binding and set(binding.inputs) == set(self.input_types), "an input left unbound"
+        assert set(binding.outputs) == set(self.output_shapes)
+        binding.runs += 1
+
+
+def test_onnxruntime_on_a_gpu_binds_torchs_tensors_and_copies_nothing_a_call_need_not():
+    from compilebench.measure import engines
+
+    session = FakeSession(device_id=1)
+    example = {"pixel_values": torch.ones(1, 3, 8, 8)}
+    call = engines._bound(session, ["logits"], example, 1)
+    bound = session.binding
+    (shape, pointer), = bound.inputs.values()
+    assert shape == (1, 3, 8, 8)
+    out = call(pixel_values=example["pixel_values"])  # the tensor bound: read in place
+    assert bound.inputs["pixel_values"][1] == pointer and bound.runs == 2
+    assert bound.outputs["logits"] == out["logits"].data_ptr() and out["logits"].shape == (1, 10)
+    other = torch.full((1, 3, 8, 8), 2.0)
+    again = call(pixel_values=other)  # another tensor: copied into the bound one, the binding left as it is
+    assert bound.inputs["pixel_values"][1] == pointer and again["logits"].data_ptr() == out["logits"].data_ptr()
+    assert pointer == example["pixel_values"].data_ptr() and float(example["pixel_values"].max()) == 2.0  # into it
+
+
+def test_tensorrt_builds_its_engine_once_in_the_cases_dtype_and_a_later_repeat_takes_it_from_the_cache(
+        tmp_path, monkeypatch):
+    from compilebench.core.case import Case
+    from compilebench.measure import engines
+
+    built = []
+
+    def compile(module, *, ir, arg_inputs, kwarg_inputs, enabled_precisions, min_block_size, cache_built_engines,
+                reuse_cached_engines, engine_cache_dir):
+        assert ir == "dynamo" and arg_inputs == () and set(kwarg_inputs) == {"x"}
+        assert enabled_precisions == {torch.float16} and cache_built_engines and reuse_cached_engines
+        if bad:
+            raise RuntimeError("Unsupported operator: aten::nonzero\nmore")
+        engine = os.path.join(engine_cache_dir, "engine.trt")
+        if not os.path.exists(engine):
+            os.makedirs(engine_cache_dir, exist_ok=True)
+            open(engine, "w").close()
+            built.append(engine)
+        return module  # the compiled module: keyword inputs in, the named outputs' tuple out
+
+    monkeypatch.setitem(sys.modules, "torch_tensorrt", types.SimpleNamespace(compile=compile))
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            return {"y": x * 2}
+
+    bad, model, inputs = False, Model(), {"x": torch.ones(1, 4)}
+    names = engines._names(model, inputs)
+    case = Case("fault-ok", 1, Variant("tensorrt"), device="cuda", dtype="float16")
+    first, second = (EnginePrepared(engine="tensorrt"), EnginePrepared(engine="tensorrt"))
+    for prepared in (first, second):
+        call = engines._tensorrt(model, inputs, names, str(tmp_path), case, prepared, lambda p: None)
+    assert (first.cache, first.built, second.cache, second.built) == ("cold", True, "warm", False)
+    assert len(built) == 1 and first.precision == "float16" and first.device == "TensorRT"
+    assert set(call(x=torch.ones(1, 4))) == set(names)  # eager's output names, mapped back
+    bad = True
+    with pytest.raises(engines.Unsupported, match="Torch-TensorRT could not compile the model: .*aten::nonzero"):
+        engines._tensorrt(model, inputs, names, str(tmp_path / "other"), case, EnginePrepared(engine="tensorrt"),
+                          lambda p: None)

@@ -218,7 +218,8 @@ def _bound(session, names: list[str], example: dict, index: int):
     session.run_with_iobinding(binding)
     said = {"tensor(float)": torch.float32, "tensor(float16)": torch.float16, "tensor(int64)": torch.int64,
             "tensor(int32)": torch.int32}
-    outs = [torch.empty(o.shape(), dtype=said[o.data_type()], device=f"cuda:{index}") for o in binding.get_outputs()]
+    device = next(iter(feed.values())).device  # the GPU torch holds the inputs on (cuda:index)
+    outs = [torch.empty(o.shape(), dtype=said[o.data_type()], device=device) for o in binding.get_outputs()]
     for o, t in zip(session.get_outputs(), outs):
         binding.bind_output(o.name, "cuda", index, kinds[t.dtype], list(t.shape), t.data_ptr())
 
