@@ -4,7 +4,8 @@ The same model (a zoo model's architecture with random weights), the same input 
 timed three ways, alternating each round:
   1. compilebench: `compilebench run --variant eager onnxruntime openvino` (fresh worker processes, its timed loop);
   2. OpenVINO's own benchmark_app on the model converted by compilebench's own code (measure/engines.py: exported,
-     converted, saved as IR), with the latency hint, the same threads and the inference precision pinned to f32;
+     converted, saved as IR), one stream and one synchronous request (what the latency hint compilebench sets
+     amounts to), the case's input shapes, the same threads and the inference precision pinned to f32;
   3. ONNX Runtime in a plain loop: an InferenceSession on the ONNX file compilebench's code exported (every graph
      optimization, the same threads), warm-up, then the mean of the timed calls.
 Prints each round's figures and, per engine, compilebench's mean over the peer's (goal: within the machine's
@@ -37,8 +38,9 @@ def compilebench_ms(model: str, tiny: bool, iters: int) -> dict[str, float]:
         return {r["case"]["variant"]["mode"]: r["stats"]["mean"] for r in results(db) if r["status"] == "ok"}
 
 
-def exported(model: str, tiny: bool, folder: str) -> tuple[str, str]:
-    """The model exported to ONNX and converted to OpenVINO's IR by compilebench's own code, into `folder`."""
+def exported(model: str, tiny: bool, folder: str) -> tuple[str, str, str]:
+    """The model exported to ONNX and converted to OpenVINO's IR by compilebench's own code, into `folder`, and the
+    shapes of the case's inputs as benchmark_app takes them (the IR's inputs are dynamic)."""
     import torch
 
     from compilebench import zoo
@@ -52,18 +54,24 @@ def exported(model: str, tiny: bool, folder: str) -> tuple[str, str]:
         with torch.inference_mode():
             engines.prepare(net, inputs, folder, case)
     onnx = [p for p in glob.glob(f"{folder}/*.onnx") if not p.endswith(".optimized.onnx")]
-    return glob.glob(f"{folder}/*.xml")[0], onnx[0]
+    shapes = ",".join(f"{k}[{','.join(map(str, v.shape))}]" for k, v in inputs.items() if hasattr(v, "shape"))
+    return glob.glob(f"{folder}/*.xml")[0], onnx[0], shapes
 
 
-def benchmark_app_ms(xml: str, threads: int, seconds: int) -> float:
-    """benchmark_app's average latency of the IR, with the latency hint, the threads and f32 pinned."""
+def benchmark_app_ms(xml: str, shapes: str, threads: int, seconds: int) -> float:
+    """benchmark_app's average latency of the IR: one stream, one synchronous request, the threads and f32 pinned."""
     app = os.path.join(os.path.dirname(sys.executable), "benchmark_app")
-    out = subprocess.run([app, "-m", xml, "-d", "CPU", "-hint", "latency", "-nthreads", str(threads),
-                          "-infer_precision", "f32", "-t", str(seconds)], capture_output=True, text=True, check=True)
-    found = re.search(r"Average:\s+([\d.]+) ms", out.stdout)
+    # benchmark_app takes -nthreads with -hint none alone: one stream and one request, synchronous calls, is what
+    # the latency hint compilebench sets amounts to
+    out = subprocess.run([app, "-m", xml, "-d", "CPU", "-hint", "none", "-nstreams", "1", "-nireq", "1", "-api",
+                          "sync", "-nthreads", str(threads), "-data_shape", shapes,
+                          "-infer_precision", "f32", "-t", str(seconds)], capture_output=True, text=True)
+    if out.returncode:
+        sys.exit(f"benchmark_app failed ({out.returncode}):\n{(out.stdout + out.stderr)[-2000:]}")
+    found = re.search(r"Average:\s+([\d.]+) (ms|us)", out.stdout)  # a fast model's in microseconds
     if not found:
         sys.exit(f"benchmark_app said no average latency:\n{out.stdout[-2000:]}")
-    return float(found.group(1))
+    return float(found.group(1)) / (1000 if found.group(2) == "us" else 1)
 
 
 def ort_loop_ms(onnx: str, threads: int, iters: int) -> float:
@@ -99,7 +107,7 @@ def main() -> None:
     threads = args.threads or torch.get_num_threads()
     got: dict[str, list[float]] = {"eager": [], "onnxruntime": [], "openvino": [], "benchmark_app": [], "ort loop": []}
     with tempfile.TemporaryDirectory() as folder:
-        xml, onnx = exported(args.model, args.tiny, folder)
+        xml, onnx, shapes = exported(args.model, args.tiny, folder)
         for r in range(args.rounds):
             order = ["compilebench", "peers"] if r % 2 == 0 else ["peers", "compilebench"]
             for who in order:
@@ -107,7 +115,7 @@ def main() -> None:
                     for k, v in compilebench_ms(args.model, args.tiny, args.iters).items():
                         got[k].append(v)
                 else:
-                    got["benchmark_app"].append(benchmark_app_ms(xml, threads, max(3, args.iters // 10)))
+                    got["benchmark_app"].append(benchmark_app_ms(xml, shapes, threads, max(3, args.iters // 10)))
                     got["ort loop"].append(ort_loop_ms(onnx, threads, args.iters))
             print(f"round {r + 1} ({order[0]} first): " + ", ".join(f"{k} {v[-1]:.2f} ms" for k, v in got.items() if v),
                   flush=True)
