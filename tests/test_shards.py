@@ -268,6 +268,16 @@ def test_a_published_folder_reports_the_same_figures_as_its_results_file(tmp_pat
     assert from_db == from_pub and "| 2.00x |" in card  # the same figures; the card's summary says the speed-up
 
 
+def test_publishing_again_into_the_folder_leaves_only_the_runs_given(tmp_path, main_here):
+    a, b = _results_file(tmp_path, "a.db", tag="one"), _results_file(tmp_path, "b.db", tag="two")
+    assert main_here("publish", a, b, "--out", "pub")[0] == 0
+    assert len(list((tmp_path / "pub" / "data").glob("*.jsonl"))) == 2
+    assert main_here("publish", b, "--out", "pub")[0] == 0
+    (left,) = (tmp_path / "pub" / "data").glob("*.jsonl")
+    assert {r.case.variant.mode for r in data.load([str(tmp_path / "pub")])} == {"eager", "default"}
+    assert '"tag": "two"' in left.read_text()
+
+
 def test_a_published_folder_is_a_side_of_compare_and_check(tmp_path, main_here):
     db = _results_file(tmp_path)
     assert main_here("publish", db, "--out", "pub")[0] == 0

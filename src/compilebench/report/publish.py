@@ -71,4 +71,8 @@ def write(view: View, out_dir: str, sources: list[str], version: str | None) -> 
     """The folder: data files, marker and card, then the HTML report beside them; the paths written."""
     data.require(view.results, sources)
     written = exporters.write(PAGE, ("hub",), out_dir, lambda scratch: Rendered(view, sources, version))
+    runs = os.path.join(out_dir, published.DATA)
+    for name in os.listdir(runs):  # a run an earlier publish into this folder wrote and this one does not hold
+        if name.endswith(".jsonl") and os.path.join(runs, name) not in written:
+            os.remove(os.path.join(runs, name))
     return written + reportmod.write(view, os.path.join(out_dir, REPORT_DIR), ("html",), sources)
