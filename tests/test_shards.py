@@ -370,3 +370,23 @@ def test_the_python_api_takes_a_shard_as_the_command_line_does(tmp_path):
     with pytest.raises(UserError, match="out of range"):
         compilebench.benchmark("resnet-50", shard="3/2", device="cpu", db=str(tmp_path / "x.db"))
     assert not (tmp_path / "x.db").exists()
+
+
+def test_the_shards_of_a_search_are_whole_when_every_shard_is_there(tmp_path):
+    """tune --shard: which configurations a budget reaches is the search's to decide; what a report can say is
+    whether every shard's file is there."""
+    paths = []
+    for i in (1, 3):
+        path = tmp_path / f"t{i}.db"
+        with Store.open(str(path)) as store:
+            plan = ShardPlan.of_search(Shard(i, 3), "compilebench tune --model vit", "0.3.0")
+            store.add_run(Run(tag="x", shard=plan.to_dict()))
+        paths.append(str(path))
+    (found,) = coverage.of_files(paths, [])
+    assert found.describe().startswith("tune's search in shards of plan ") and "missing shard(s) 2/3" in found.describe()
+    assert "planned cases" not in found.describe()
+    with Store.open(str(tmp_path / "t2.db")) as store:
+        store.add_run(Run(tag="x", shard=ShardPlan.of_search(Shard(2, 3), "compilebench tune --model vit",
+                                                             "0.3.0").to_dict()))
+    (found,) = coverage.of_files([*paths, str(tmp_path / "t2.db")], [])
+    assert found.complete and "each its share of the configurations searched: complete" in found.describe()

@@ -8,6 +8,7 @@ from compilebench import tune
 from compilebench.core import speedups
 from compilebench.core.case import Case
 from compilebench.core.errors import UserError
+from compilebench.core.shards import Shard
 from compilebench.core.starts import AotPackage, Start
 from compilebench.core.variant import Variant
 from compilebench.tune import halving
@@ -174,14 +175,56 @@ def test_the_python_entry_point_is_the_command(tmp_path, main_here, monkeypatch)
     monkeypatch.setattr(tunemod, "tuning", tuning)
     with pytest.raises(Stop):
         main_here("tune", "--model", "resnet-50", "--tiny", "--device", "cpu", "--budget", "1s", "--db", "r.db",
-                  "--quiet", "--batch-size", "1", "4", "--quantize", "int8-dynamic", "--engine", "onnxruntime")
+                  "--quiet", "--batch-size", "1", "4", "--quantize", "int8-dynamic", "--engine", "onnxruntime",
+                  "--shard", "2/3")
     with pytest.raises(Stop):
         compilebench.fastest("resnet-50", model_size="tiny", device="cpu", budget="1s", db="r.db",
-                             batch_sizes=(1, 4), quantizations=("int8-dynamic",), engines=("onnxruntime",))
+                             batch_sizes=(1, 4), quantizations=("int8-dynamic",), engines=("onnxruntime",),
+                             shard="2/3")
     (cli_model, cli_db, cli_kw), (api_model, api_db, api_kw) = asked
     assert (cli_model, cli_db) == (api_model, api_db) == ("resnet-50", "r.db")
     assert {k: tuple(v) if isinstance(v, list) else v for k, v in cli_kw.items()} == \
         {k: tuple(v) if isinstance(v, list) else v for k, v in api_kw.items()}
+    assert cli_kw["shard"] == Shard(2, 3)
+
+
+def test_a_sharded_search_takes_its_share_of_the_configurations_likeliest_first(tmp_path, monkeypatch):
+    """tune --shard i/N: the configurations dealt round-robin in the order the search tries them, each shard's runs
+    recording the search's plan, one plan for every shard of one command."""
+    from compilebench.core import shards
+    from compilebench.tune import session
+
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    def search(base, configs, *a, **kw):
+        seen.append(list(configs))
+        raise Stop
+
+    monkeypatch.setattr(session, "search", search)
+    every = tune.space("cpu", vision=True)
+    plans = []
+    monkeypatch.setattr(session.plan, "prepare", _keeping(session.plan.prepare, plans))
+    for i in (1, 2, 3):
+        with pytest.raises(Stop):
+            session.tuning("resnet-50", str(tmp_path / f"s{i}.db"), model_size="tiny", device="cpu", budget="1s",
+                           min_effect=0.05, shard=Shard(i, 3), command=f"compilebench tune --model resnet-50 "
+                                                                        f"--shard {i}/3 --db s{i}.db")
+    assert seen == [every[0::3], every[1::3], every[2::3]] and seen[0][0] == every[0]
+    assert sorted(map(str, sum(seen, []))) == sorted(map(str, every))  # each configuration in one shard
+    assert [p.shard.index for p in plans] == [1, 2, 3] and len({p.shard.plan for p in plans}) == 1
+    assert all(p.shard.search and p.shard.cases == {} for p in plans)
+    assert shards.dealt(list(range(7)), Shard(3, 3)) == [2, 5]
+
+
+def _keeping(prepare, kept):
+    def keep(*a, **kw):
+        made = prepare(*a, **kw)
+        kept.append(made)
+        return made
+    return keep
 
 
 @pytest.mark.slow  # a tune process signalled mid-run (6 s): CI's second step

@@ -123,17 +123,19 @@ def fastest(model: str, *, batch_sizes=(1,), budget: str | float = "20m", device
             weights: str = "random", model_size: str = "full", task: str | None = None,
             min_effect: float = stats.DEFAULT_MIN_EFFECT, requests: int = DEFAULT_REQUESTS, mix: str | None = None,
             db: str | None = None, quantizations=(), min_agreement: float | None = None, engines=(),
-            quiet: bool = True) -> Tuned:
+            shard: str | None = None, quiet: bool = True) -> Tuned:
     """`compilebench tune` from Python: the fastest correct way to compile `model` here, searched within `budget`
     (seconds, or "90s", "20m", "1h"); with several `batch_sizes` the search runs at the largest, then its pick
     serves them all under each dynamic-shape setting, weighed by `requests` of the `mix`. Quantization only where
     asked: `quantizations` (torchao's, as tune --quantize) or a quality floor `min_agreement` (tune
     --min-agreement). Other engines only where asked: `engines` ("onnxruntime", "openvino", "tensorrt", as tune
-    --engine). `quiet=False` says what it measures on stderr. Results go to `db` (default: a new results file in a temporary folder)."""
+    --engine). `shard` ("i/N"): search only that share of the configurations, as tune --shard. `quiet=False` says
+    what it measures on stderr. Results go to `db` (default: a new results file in a temporary folder)."""
     path = db or os.path.join(tempfile.mkdtemp(prefix="compilebench-"), "results.db")
     found = tune.tuning(model, path, batch_sizes=batch_sizes, budget=budget, device=device, weights=weights,
                         model_size=model_size, task=task, min_effect=min_effect, mix=mix, requests=requests,
                         quantizations=quantizations, engines=engines,
+                        shard=shards.Shard.parse(shard) if shard else None,
                         min_agreement=min_agreement, quiet=quiet, say=(lambda text: None) if quiet else (lambda text: print(text, file=sys.stderr)))
     served = ShapesResults(found.served, path, min_effect, requests, mix) if found.served else None
     return Tuned(found.outcome, served, path)

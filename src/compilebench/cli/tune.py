@@ -11,7 +11,7 @@ import sys
 from compilebench import tune
 from compilebench.cli import groups, resume
 from compilebench.cli.run import EXIT_FAILED
-from compilebench.core import traffic
+from compilebench.core import shards, traffic
 from compilebench.core.result import Result
 from compilebench.report import cells, markdown, quantization, shapes, start
 from compilebench.report.cells import Table, interval
@@ -26,6 +26,7 @@ def cmd_tune(args) -> int:
                             task=args.task, min_effect=args.min_effect, mix=args.mix, requests=args.requests,
                             quantizations=tuple(args.quantizations or ()), min_agreement=args.min_agreement,
                             engines=tuple(args.engines or ()),
+                            shard=shards.Shard.parse(args.shard) if args.shard else None,
                             quiet=args.quiet, say=lambda text: print(text, file=sys.stderr), command=resume.command(args))
     except sweep.StoreFailed as exc:
         print(resume.failed(exc.message, args), file=sys.stderr)
@@ -130,6 +131,10 @@ def add_parser(sub):
     tune.add_argument("--engine", nargs="+", action="extend", default=None, dest="engines", metavar="NAME",
                       help="other engines to try as well (onnxruntime, openvino, tensorrt), each in every dtype it "
                            "runs here (default: torch.compile's configurations alone)")
+    tune.add_argument("--shard", default=None, metavar="i/N",
+                      help="search the i-th of N shares of the configurations (dealt round-robin, the likeliest "
+                           "first), each shard into its own --db; `compilebench report` over the files holds the best "
+                           "of all (auto, auto/N: a Slurm array's or Kubernetes Indexed Job's index, as run --shard)")
     groups.quiet(tune)
     groups.requests(tune)
     groups.mix(tune)

@@ -90,6 +90,12 @@ def _count(text: str, given: str) -> int:
     return n
 
 
+def dealt(items: list, shard: Shard) -> list:
+    """A shard's share of an ordered list, dealt round-robin (the likeliest configurations of a search first: each
+    shard gets its fair share of them)."""
+    return items[shard.index - 1::shard.count]
+
+
 def partition(groups: dict[str, float], count: int) -> dict[str, int]:
     """Each group (name -> expected seconds) to a shard 1..count: longest first, each to the least loaded shard
     (ties: the lower shard), names breaking ties between equal costs, so every machine computes the same."""
@@ -116,6 +122,7 @@ class ShardPlan:
     names: dict[str, str] = field(default_factory=dict)  # case key -> the case in words (model b1 default)
     costs_from: str = "estimate"  # "estimate", or the results file the costs were measured in
     command: str | None = None  # the command without --shard
+    search: bool = False  # tune's search: each shard searches its share of the configurations (no cases planned)
 
     @classmethod
     def made(cls, shard: Shard, groups: dict[str, dict[str, float]], command: str | None, version: str | None,
@@ -129,8 +136,18 @@ class ShardPlan:
         return cls(shard.index, shard.count, hashlib.sha256(ident.encode()).hexdigest()[:12], cases,
                    {k: round(s, 1) for k, s in seconds.items()}, names or {}, costs_from, command)
 
+    @classmethod
+    def of_search(cls, shard: Shard, command: str | None, version: str | None) -> ShardPlan:
+        """`tune --shard`: the shard's share of the search space (dealt()), which configurations a budget reaches
+        being the search's to decide, not a plan's."""
+        ident = json.dumps({"search": True, "count": shard.count, "command": command, "compilebench": version},
+                           sort_keys=True)
+        return cls(shard.index, shard.count, hashlib.sha256(ident.encode()).hexdigest()[:12], command=command,
+                   search=True)
+
     def mine(self, key: str) -> bool:
-        return self.cases.get(key) == self.index
+        """Whether this shard measures the case: a search's shard measures every case its share leads it to."""
+        return self.search or self.cases.get(key) == self.index
 
     def expected(self) -> list[float]:
         """Expected seconds of each shard, 1..count."""

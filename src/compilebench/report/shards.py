@@ -33,10 +33,12 @@ class Coverage:
         return not self.missing_shards and not self.missing_cases
 
     def describe(self) -> str:
-        head = (f"Shards of plan {self.plan.plan} ({self.plan.command or 'a run'}): "
+        what = "tune's search in shards" if self.plan.search else "Shards"
+        head = (f"{what} of plan {self.plan.plan} ({self.plan.command or 'a run'}): "
                 f"{len(self.shards)} of {self.plan.count} present")
         if self.complete:
-            return f"{head}, every planned case measured: complete."
+            return f"{head}, " + ("each its share of the configurations searched: complete; the best over them is "
+                                  "the Recommendation's." if self.plan.search else "every planned case measured: complete.")
         parts = []
         if self.missing_shards:
             parts.append("missing shard(s) " + ", ".join(f"{i}/{self.plan.count}" for i in self.missing_shards))

@@ -6,15 +6,16 @@ under each dynamic-shape setting (as `compilebench shapes`)."""
 from __future__ import annotations
 
 import dataclasses
+import shlex
 import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from compilebench.core import settings, spec as specmod
+from compilebench.core import settings, shards, spec as specmod
 from compilebench.core.engines import ENGINES
 from compilebench.core.errors import UnknownChoice, UserError
 from compilebench.core.result import Result
-from compilebench.measure import compiler_state, correctness, quantization
+from compilebench.measure import compiler_state, correctness, fingerprint, quantization
 from compilebench.run import plan
 from compilebench.storage import interrupts, schema, store as storemod
 from compilebench.tune.halving import SHAPES_SHARE, Outcome, parse_budget, search, served_config, served_spec, space
@@ -32,15 +33,17 @@ class Tuning:
 def tuning(model: str, db: str, *, batch_sizes=(1,), budget: str | float = "20m", device: str | None = None,
            weights: str = "random", model_size: str = "full", task: str | None = None, min_effect: float,
            mix: str | None = None, requests: int = 1, quantizations: tuple[str, ...] = (), engines=(),
-           min_agreement: float | None = None, quiet: bool = True,
+           min_agreement: float | None = None, quiet: bool = True, shard: shards.Shard | None = None,
            say: Callable[[str], None] = lambda text: None, command: str | None = None) -> Tuning:
     """Search the configurations that can matter for `model` here within `budget` (seconds, or "90s", "20m", "1h"),
     at the largest of `batch_sizes`, every measurement into the results file `db`; then serve the pick over the
     batch sizes. Quantization only where asked: `quantizations` (torchao's), or a quality floor `min_agreement`
     alone (every quantization the device runs); a quantized configuration below the floor (0.99 unless given) is
     dropped. Other engines (onnxruntime, openvino, tensorrt) only where asked: `engines`, each in every dtype it
-    runs here. `say` is told what it measures (each rung); `quiet`: no progress bar; `command`: as typed, for the
-    record of each of its runs (a rung, the pick served)."""
+    runs here. `shard`: search only its share of the configurations (dealt round-robin, the likeliest first), each
+    shard into its own file; a report over the files holds the best of all. `say` is told what it measures (each
+    rung); `quiet`: no progress bar; `command`: as typed, for the record of each of its runs (a rung, the pick
+    served)."""
     seconds = budget if isinstance(budget, (int, float)) and not isinstance(budget, bool) else parse_budget(budget)
     settings.integer("--requests", requests, 1)
     if min_agreement is not None and not 0 < min_agreement <= 1:
@@ -58,6 +61,10 @@ def tuning(model: str, db: str, *, batch_sizes=(1,), budget: str | float = "20m"
     floor = (min_agreement if min_agreement is not None else correctness.MIN_AGREEMENT) if tried_q else None
     configs = space(prepared.spec.device, vision=prepared.models[model].kind == "vision", quantizations=tried_q,
                     engines=engines)
+    if shard is not None:
+        configs = shards.dealt(configs, shard)
+        prepared.shard = shards.ShardPlan.of_search(shard, shards.shared_command(shlex.split(prepared.command or "")),
+                                                    fingerprint.version("compilebench"))
     if len(batches) > 1:  # the mix and the shapes refused before anything runs
         _plan_of(prepared, served_spec(prepared.spec, served_config(Outcome(None)), batches)).check_mix(mix)
         seconds *= SHAPES_SHARE
