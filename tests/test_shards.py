@@ -390,3 +390,48 @@ def test_the_shards_of_a_search_are_whole_when_every_shard_is_there(tmp_path):
                                                              "0.3.0").to_dict()))
     (found,) = coverage.of_files([*paths, str(tmp_path / "t2.db")], [])
     assert found.complete and "each its share of the configurations searched: complete" in found.describe()
+
+
+def test_push_adds_only_the_run_files_the_dataset_lacks_and_the_card_where_it_has_none(tmp_path, main_here,
+                                                                                        monkeypatch):
+    """huggingface_hub's HfApi as the push uses it, faked (no network here): a dataset repo made if missing, the
+    files it holds listed, this folder's new run files and marker uploaded, the card only where none is, the report
+    under a folder of its own; no token passed (huggingface_hub's own login)."""
+    import huggingface_hub
+
+    calls = []
+    there = {"README.md", "data/someone-elses-run.jsonl"}
+
+    class Api:
+        def __init__(self, *a, **kw):
+            assert not a and not kw, "no token handed over: huggingface_hub's own login"
+
+        def create_repo(self, repo_id, *, repo_type, exist_ok):
+            calls.append(("create", repo_id, repo_type, exist_ok))
+
+        def list_repo_files(self, repo_id, *, repo_type):
+            assert repo_type == "dataset"
+            return sorted(there)
+
+        def upload_folder(self, *, repo_id, repo_type, folder_path, commit_message, allow_patterns=None,
+                          path_in_repo=None):
+            assert repo_type == "dataset" and os.path.isdir(folder_path)
+            calls.append(("upload", path_in_repo, tuple(allow_patterns or ())))
+            there.update(allow_patterns or ())
+
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", Api)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)  # the tests run offline; the fake is the network here
+    db = _results_file(tmp_path)
+    code, _, err = main_here("publish", db, "--out", "pub", "--push", "me/results")
+    assert code == 0, err
+    (mine,) = [f"data/{p.name}" for p in (tmp_path / "pub" / "data").glob("*.jsonl")]
+    assert calls[0] == ("create", "me/results", "dataset", True)
+    assert calls[1] == ("upload", None, (mine, "compilebench.json"))  # the card is theirs: left as it is
+    assert calls[2][0] == "upload" and calls[2][1].startswith("report/") and calls[2][2] == ()
+    assert "pushed 1 run file(s) to https://huggingface.co/datasets/me/results" in err
+    calls.clear()
+    code, _, err = main_here("publish", db, "--out", "pub", "--push", "me/results")  # again: nothing new
+    assert code == 0 and calls[1] == ("upload", None, ("compilebench.json",))
+    assert "pushed 0 run file(s)" in err and "(1 already there, left as they are)" in err
