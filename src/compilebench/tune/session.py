@@ -69,8 +69,9 @@ def tuning(model: str, db: str, *, batch_sizes=(1,), budget: str | float = "20m"
         _plan_of(prepared, served_spec(prepared.spec, served_config(Outcome(None)), batches)).check_mix(mix)
         seconds *= SHAPES_SHARE
     with storemod.Store.open(db) as store:  # a file it cannot use is refused before anything is said or made
+        share = f" (shard {shard}: its share; a report over every shard's file holds the best of all)" if shard else ""
         say(f"tuning {model} (batch {max(batches)}) on {prepared.targets[0].env.hardware}: {len(configs)} "
-            f"configurations, budget {seconds:.0f} s" + (f", then its pick over batch sizes "
+            f"configurations{share}, budget {seconds:.0f} s" + (f", then its pick over batch sizes "
                                                           f"{', '.join(map(str, batches))}" if len(batches) > 1 else ""))
         states = compiler_state.StateFolders()
 
