@@ -435,3 +435,13 @@ def test_push_adds_only_the_run_files_the_dataset_lacks_and_the_card_where_it_ha
     code, _, err = main_here("publish", db, "--out", "pub", "--push", "me/results")  # again: nothing new
     assert code == 0 and calls[1] == ("upload", None, ("compilebench.json",))
     assert "pushed 0 run file(s)" in err and "(1 already there, left as they are)" in err
+
+
+def test_shards_that_dealt_the_cases_otherwise_are_two_plans():
+    """Two machines whose estimates differed (another --shard-history, a model one could not build) would deal the
+    cases otherwise: the partition is part of the plan's id, so their files are refused together."""
+    groups = {"a": {"a1": 10.0}, "b": {"b1": 5.0}, "c": {"c1": 1.0}}
+    one = ShardPlan.made(Shard(1, 2), groups, "compilebench run", "0.3.0")
+    other = ShardPlan.made(Shard(2, 2), {**groups, "c": {"c1": 20.0}}, "compilebench run", "0.3.0")
+    same = ShardPlan.made(Shard(2, 2), groups, "compilebench run", "0.3.0")
+    assert one.plan == same.plan != other.plan and one.cases != other.cases

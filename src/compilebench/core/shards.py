@@ -131,8 +131,10 @@ class ShardPlan:
         placed = partition({g: sum(c.values()) for g, c in groups.items()}, shard.count)
         cases = {k: placed[g] for g, c in groups.items() for k in c}
         seconds = {k: s for c in groups.values() for k, s in c.items()}
-        ident = json.dumps({"cases": sorted(cases), "count": shard.count, "command": command, "compilebench": version},
-                           sort_keys=True)
+        # the partition itself is part of the id: shards whose estimates differed (another history file, a model one
+        # machine could not build) deal the cases otherwise, and are then two plans, refused together
+        ident = json.dumps({"cases": sorted(cases.items()), "count": shard.count, "command": command,
+                            "compilebench": version}, sort_keys=True)
         return cls(shard.index, shard.count, hashlib.sha256(ident.encode()).hexdigest()[:12], cases,
                    {k: round(s, 1) for k, s in seconds.items()}, names or {}, costs_from, command)
 
