@@ -82,7 +82,7 @@ def _mixed(a: tuple[str, Run], plan_a: ShardPlan, b: tuple[str, Run], plan_b: Sh
         differ.append(f"{plan_a.command!r} and {plan_b.command!r}")
     if a[1].compilebench != b[1].compilebench:
         differ.append(f"compilebench {a[1].compilebench} and {b[1].compilebench}")
-    why = "; ".join(differ) or "their cases differ"
+    why = "; ".join(differ) or "they dealt the cases otherwise: another --shard-history, or estimates that differed"
     return (f"{a[0]} (shard {plan_a.index}/{plan_a.count}) and {b[0]} (shard {plan_b.index}/{plan_b.count}) are "
             f"shards of different plans under tag {a[1].tag!r} ({why}): report each plan's shard files apart, or "
             "measure the shards again with one command and one compilebench")
