@@ -312,6 +312,7 @@ def test_push_offline_says_in_one_line_the_folder_is_ready(tmp_path, main_here, 
 @pytest.mark.parametrize("args, says", [
     (["--push", "not a repo"], "--push 'not a repo': expected a dataset id ORG/NAME"),
     (["--out", "busy"], "--out 'busy' holds other files"),
+    (["--out", "busy/mine.txt"], "--out 'busy/mine.txt' is a file"),
 ])
 def test_bad_publish_input_is_one_line_and_writes_nothing(tmp_path, main_here, args, says):
     db = _results_file(tmp_path)

@@ -27,9 +27,9 @@ def cmd_publish(args) -> int:
     stats.check_min_effect(args.min_effect)
     if args.push is not None and not REPO_ID.match(args.push):
         raise UserError(f"--push {args.push!r}: expected a dataset id ORG/NAME (letters, digits, '.', '_', '-')")
-    if os.path.exists(args.out) and os.listdir(args.out) and not published.is_published(args.out):
+    exporters.check_out_dir(args.out)  # a file, or a folder that cannot be written: refused first
+    if os.path.isdir(args.out) and os.listdir(args.out) and not published.is_published(args.out):
         raise UserError(f"--out {args.out!r} holds other files: give an empty or new folder (or one publish wrote)")
-    exporters.check_out_dir(args.out)
     results = reportdata.load(args.results)
     view = View(results, args.min_effect, shards=shardsmod.of_files(args.results, results))
     written = publishmod.write(view, args.out, args.results, __version__)
