@@ -27,8 +27,8 @@ def load(paths: list[str], min_effect: float) -> tuple[list[Result], list[histor
     """The files' results and the series they hold; one clear error where they hold no history (no run, or one
     run of each case)."""
     stats.check_min_effect(min_effect)
-    results = reportdata.load(paths)
-    for c in shardsmod.of_files(paths, results):  # a series read from shard files says where it is not whole
+    results, runs = reportdata.read(paths)
+    for c in shardsmod.coverage(runs, results):  # a series read from shard files says where it is not whole
         print(c.describe(), file=sys.stderr)
     if not results:
         raise UserError(f"{', '.join(paths)} hold(s) no results")

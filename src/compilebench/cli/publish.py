@@ -30,8 +30,8 @@ def cmd_publish(args) -> int:
     exporters.check_out_dir(args.out)  # a file, or a folder that cannot be written: refused first
     if os.path.isdir(args.out) and os.listdir(args.out) and not published.is_published(args.out):
         raise UserError(f"--out {args.out!r} holds other files: give an empty or new folder (or one publish wrote)")
-    results = reportdata.load(args.results)
-    view = View(results, args.min_effect, shards=shardsmod.of_files(args.results, results))
+    results, runs = reportdata.read(args.results)
+    view = View(results, args.min_effect, shards=shardsmod.coverage(runs, results))
     written = publishmod.write(view, args.out, args.results, __version__)
     data_files = [p for p in written if os.sep + published.DATA + os.sep in p]
     print(f"wrote {len(results)} result(s) in {len(data_files)} run file(s), the dataset card and the report to "

@@ -48,8 +48,8 @@ def cmd_report(args) -> int:
     reportmod.check_out_dir(out_dir)
     # an unknown name is refused before any file is read
     published = (args.reference, referencemod.load(args.reference)) if args.reference is not None else None
-    results = reportdata.load(dbs)
-    view = View(results, args.min_effect, args.requests, args.mix, shardsmod.of_files(dbs, results))
+    results, runs = reportdata.read(dbs)
+    view = View(results, args.min_effect, args.requests, args.mix, shardsmod.coverage(runs, results))
     written = reportmod.write(view, out_dir, formats, dbs, published)
     beside = referencemod.reference_table(view, published[1], published[0]) if published else None
     if args.details:
@@ -77,8 +77,8 @@ def cmd_compare(args) -> int:
 
 def _side(path: str, machine: str | None, machine_option: str, env: str | None, env_option: str) -> list:
     """The results of one side of a comparison: a file's, of one machine and environment where asked."""
-    everything = reportdata.load([path])
-    for c in shardsmod.of_files([path], everything):  # a side read from shard files says whether it is whole
+    everything, runs = reportdata.read([path])
+    for c in shardsmod.coverage(runs, everything):  # a side read from shard files says whether it is whole
         print(c.describe(), file=sys.stderr)
     results = comparemod.select(everything, machine, env)
     if not results:

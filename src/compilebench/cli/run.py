@@ -53,9 +53,10 @@ def execute(args, spec: specmod.RunSpec, show, check=lambda prepared: None) -> i
             print(resume.failed(exc.message, args), file=sys.stderr)
             return EXIT_FAILED
         results = prepared.results(store)
+        # a shard's own report says which shards of its plan this file holds: the file's runs, read while open
+        sharded = shardsmod.coverage([(args.db, r) for r in store.runs().values()], results) if prepared.shard else None
 
     if results:
-        sharded = shardsmod.of_files([args.db], results) if prepared.shard else None
         view = View(results, prepared.spec.min_effect, args.requests, getattr(args, "mix", None), sharded)
         print(show(view))
         for line in stability.notes(view):  # where the machine moved: wrapped to the summary's width

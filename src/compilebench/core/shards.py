@@ -133,19 +133,16 @@ class ShardPlan:
         seconds = {k: s for c in groups.values() for k, s in c.items()}
         # the partition itself is part of the id: shards whose estimates differed (another history file, a model one
         # machine could not build) deal the cases otherwise, and are then two plans, refused together
-        ident = json.dumps({"cases": sorted(cases.items()), "count": shard.count, "command": command,
-                            "compilebench": version}, sort_keys=True)
-        return cls(shard.index, shard.count, hashlib.sha256(ident.encode()).hexdigest()[:12], cases,
+        ident = _plan_id(cases=sorted(cases.items()), count=shard.count, command=command, compilebench=version)
+        return cls(shard.index, shard.count, ident, cases,
                    {k: round(s, 1) for k, s in seconds.items()}, names or {}, costs_from, command)
 
     @classmethod
     def of_search(cls, shard: Shard, command: str | None, version: str | None) -> ShardPlan:
         """`tune --shard`: the shard's share of the search space (dealt()), which configurations a budget reaches
         being the search's to decide, not a plan's."""
-        ident = json.dumps({"search": True, "count": shard.count, "command": command, "compilebench": version},
-                           sort_keys=True)
-        return cls(shard.index, shard.count, hashlib.sha256(ident.encode()).hexdigest()[:12], command=command,
-                   search=True)
+        return cls(shard.index, shard.count, _plan_id(search=True, count=shard.count, command=command,
+                                                      compilebench=version), command=command, search=True)
 
     def mine(self, key: str) -> bool:
         """Whether this shard measures the case: a search's shard measures every case its share leads it to."""
@@ -165,6 +162,11 @@ class ShardPlan:
     def from_dict(cls, d: dict) -> ShardPlan:
         known = {f for f in cls.__dataclass_fields__}
         return cls(**{k: v for k, v in d.items() if k in known})
+
+
+def _plan_id(**what) -> str:
+    """The same 12 hex digits for the same plan on every machine."""
+    return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:12]
 
 
 # What only says where a shard's results go, or how they are shown: left out of the command every shard shares.

@@ -46,35 +46,36 @@ def files(paths: list[str]) -> list[str]:
     return found
 
 
-def _read(path: str) -> tuple[list[Result], list[Run]]:
-    """A results file's results and runs, or a published folder's."""
-    if os.path.isdir(path):
-        return published.results(path), published.runs(path)
-    with Store.open(path, create=False, write=False) as store:
-        return store.results(), list(store.runs().values())
-
-
-def load(paths: list[str]) -> list[Result]:
-    """Every result of every file (a folder: the files under it; a published folder), opened read-only. The same
-    result in two files (one file copied into another, or merged twice) counts once: results are identified by
-    their result_id, and the copy holding more repeats (one taken later in a sweep) wins."""
+def read(paths: list[str]) -> tuple[list[Result], list[tuple[str, Run]]]:
+    """Every result of every file (a folder: the files under it; a published folder), opened read-only once, and
+    every run with the file holding it (a shard that measured nothing is known by its run alone). The same result
+    in two files (one file copied into another, or merged twice) counts once: results are identified by their
+    result_id, and the copy holding more repeats (one taken later in a sweep) wins."""
     seen: dict[str, Result] = {}
+    runs: dict[str, tuple[str, Run]] = {}
     for path in files(paths):
-        for r in _read(path)[0]:
+        results, held = _read(path)
+        for r in results:
             known = seen.get(r.result_id)
             if known is None or len(r.repeats) > len(known.repeats):
                 seen[r.result_id] = r
-    return list(seen.values())
+        for run in held:
+            runs.setdefault(run.run_id, (path, run))
+    return list(seen.values()), list(runs.values())
 
 
-def runs(paths: list[str]) -> list[tuple[str, Run]]:
-    """Every run of every file (a folder: the files under it), with the file holding it: a shard that measured
-    nothing is known by its run alone."""
-    out: dict[str, tuple[str, Run]] = {}
-    for path in files(paths):
-        for run in _read(path)[1]:
-            out.setdefault(run.run_id, (path, run))
-    return list(out.values())
+def load(paths: list[str]) -> list[Result]:
+    """read()'s results alone."""
+    return read(paths)[0]
+
+
+def _read(path: str) -> tuple[list[Result], list[Run]]:
+    """A results file's results and runs, or a published folder's (its runs: those its results name)."""
+    if os.path.isdir(path):
+        results = published.results(path)
+        return results, list({run.run_id: run for r in results for run in r.runs}.values())
+    with Store.open(path, create=False, write=False) as store:
+        return store.results(), list(store.runs().values())
 
 
 def latest(results: list[Result], key=lambda r: (r.case_key, r.machine_id)) -> list[Result]:

@@ -73,7 +73,7 @@ def coverage(runs: list[tuple[str, Run]], results: list[Result]) -> list[Coverag
 
 def of_files(paths: list[str], results: list[Result]) -> list[Coverage]:
     """coverage() of the runs the files (or folders of them) hold."""
-    return coverage(data.runs(paths), results)
+    return coverage(data.read(paths)[1], results)
 
 
 def _mixed(a: tuple[str, Run], plan_a: ShardPlan, b: tuple[str, Run], plan_b: ShardPlan) -> str:

@@ -74,15 +74,6 @@ def results(folder: str) -> list[Result]:
     return out
 
 
-def runs(folder: str) -> list[Run]:
-    """The runs the folder's results name, once each."""
-    found: dict[str, Run] = {}
-    for r in results(folder):
-        for run in r.runs:
-            found.setdefault(run.run_id, run)
-    return list(found.values())
-
-
 def _result(line: str, where: str) -> Result:
     try:
         row = json.loads(line)
