@@ -169,7 +169,7 @@ with Store.open(sys.argv[1], create=False, write=False) as store:
     rs = {r.case.environment: r for r in store.results()}
 s = speedups.speedup(rs["A"], rs["B"])  # A over B: its verdict reads as B against A
 low, high = (f"{1 / s.high:.3f}", f"{1 / s.low:.3f}") if s.low else ("-", "-")
-print(json.dumps([str(s.verdict), f"{1 / s.value:.3f} [{low}-{high}]", len(rs["A"].process_means())]))
+print(json.dumps([str(s.verdict), f"{1 / s.value:.3f} [{low}-{high}]", len(rs["A"].repeats)]))
 """
 
 

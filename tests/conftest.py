@@ -62,3 +62,22 @@ def main_here(tmp_path, monkeypatch, capsys):
         return code, out, err
 
     return call
+
+
+@pytest.fixture
+def former_reading(monkeypatch):
+    """Results read by the rules they were written under before issue 62: each process's mean as its figure, and
+    each look's confidence by the union bound over the looks' shares of 5%. Under it a file written before reports
+    as it did then, which shows that nothing else changed."""
+    import math as _math
+
+    from compilebench.core import sequential, stats
+
+    def union_bound(design):
+        fractions = [n / design[-1] for n in design]
+        return tuple(1 - (sequential.spent(t) - (sequential.spent(b) if b else 0.0))
+                     for b, t in zip([0.0, *fractions], fractions))
+
+    monkeypatch.setattr(stats, "per_process", lambda samples: _math.fsum(samples) / len(samples))  # to the last bit
+    monkeypatch.setattr(sequential, "look_confidences", union_bound)
+

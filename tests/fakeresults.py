@@ -111,3 +111,25 @@ def job(cases: list[Case], policy, **given):
 def results_of(job_, repeats: list[Repeat]) -> list[Result]:
     """What an executor brought back (a repeat per case of the job), each as a result of one repeat."""
     return [Result(c, [rep]) for c, rep in zip(job_.cases, repeats)]
+
+
+def same_rows(new: list[dict], old: list[dict], skip=frozenset()) -> bool:
+    """Rows (CSV or JSON) with the same keys (but `skip`) and values, numbers equal to 12 significant digits: the
+    mean of a process summed otherwise than it was then differs in its last bit."""
+    def same(a, b) -> bool:
+        if isinstance(a, dict) and isinstance(b, dict):
+            return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+        if isinstance(a, list) and isinstance(b, list):
+            return len(a) == len(b) and all(map(same, a, b))
+        try:
+            x, y = float(a), float(b)
+        except (TypeError, ValueError):
+            return a == b
+        return x == y or _isclose(x, y)
+    return len(new) == len(old) and all(same({k: v for k, v in n.items() if k not in skip}, o) for n, o in zip(new, old))
+
+
+def _isclose(x: float, y: float) -> bool:
+    import math as _math
+
+    return _math.isclose(x, y, rel_tol=1e-12, abs_tol=1e-15)

@@ -14,7 +14,7 @@ from compilebench.core.errors import UserError
 from compilebench.core.job import TimingPolicy
 from compilebench.core.repeat import Repeat
 from compilebench.core.variant import Variant
-from compilebench.measure import fingerprint, invariants, recording, timing
+from compilebench.measure import fingerprint, invariants, recording, timing, warmup
 from compilebench.run import devices
 
 
@@ -72,7 +72,7 @@ def test_events_on_the_wrong_stream_are_caught_by_the_clock_check(monkeypatch):
 @pytest.mark.parametrize("samples, wall, flagged", [([1_000] * 10, 10_500, False), ([1_000] * 10, 20_000, True),
                                                     ([1_000] * 10, 9_000, True), ([1_000] * 10, 0, False)])
 def test_the_clock_flag_holds_the_samples_against_the_wall(samples, wall, flagged):
-    m = timing.Measurement(0, 0, 0, 10, 1, samples, wall, False, None)
+    m = timing.Measurement(0, warmup.WarmUp(0, 0, warmup.FIXED), 10, 1, samples, wall, False, None)
     rep = Repeat()
     recording.record(rep, m, timing.CudaClock("cuda:0"), sync_each_call=False, alone=True)
     assert ("clock" in rep.flags) == flagged
@@ -103,11 +103,11 @@ def test_sync_each_call_times_each_call_to_completion():
 
 def test_warm_up_runs_until_its_minimum_time_has_passed():
     clock = FakeClock()
-    made, ns = timing.warm_up(lambda: clock.advance(3_000_000), 2, clock, min_s=0.1)  # 3 ms calls, 0.1 s floor
-    assert made == 34 and ns == 102_000_000
-    assert timing.warm_up(lambda: clock.advance(3_000_000), 50, clock, min_s=0.1)[0] == 50  # the count, when longer
+    w = warmup.warm_up(lambda: clock.advance(3_000_000), 2, clock, min_s=0.1)  # 3 ms calls, 0.1 s floor
+    assert w.calls == 2 + 33 and w.ns == 105_000_000  # a window of 0.1 s of calls, until the floor has passed
+    assert warmup.warm_up(lambda: clock.advance(3_000_000), 50, clock, min_s=0.1).calls == 50  # the count, when longer
     m = timing.measure(lambda: clock.advance(3_000_000), iters=5, warmup=2, clock=clock, warmup_s=0.1)
-    assert m.warmup_iters == 34
+    assert m.warmup.calls == 35 and m.warmup.ended == warmup.FIXED
     assert TimingPolicy().resolve("forward", "cuda:0").warmup_s == 1.0
     assert TimingPolicy().resolve("forward", "cpu").warmup_s == 0.0
     assert TimingPolicy(warmup_s=0).resolve("forward", "cuda:0").warmup_s == 0
@@ -132,7 +132,7 @@ def test_peak_memory_is_the_steady_states_with_the_compiles_apart(monkeypatch):
 
 
 def test_energy_per_call_comes_from_the_loops_energy_over_its_calls():
-    m = timing.Measurement(0, 0, 0, 4, 1, [10] * 4, 40, False, None, conditions=Conditions(gpu_energy_j=2.0))
+    m = timing.Measurement(0, warmup.WarmUp(0, 0, warmup.FIXED), 4, 1, [10] * 4, 40, False, None, conditions=Conditions(gpu_energy_j=2.0))
     rep = Repeat()
     recording.record(rep, m, timing.HostClock(), sync_each_call=False, alone=True)
     assert rep.energy_per_call_j == 0.5 and rep.timing == "throughput"

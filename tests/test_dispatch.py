@@ -19,7 +19,7 @@ from compilebench.core.job import TimingPolicy
 from compilebench.core.repeat import Repeat
 from compilebench.core.spec import RunSpec
 from compilebench.core.variant import Variant
-from compilebench.measure import invariants
+from compilebench.measure import cores, invariants
 from compilebench.run import devices, dispatch, gpus as gpusmod, locks, placement
 from compilebench.run.executors import Cancelled, ProcessExecutor
 
@@ -176,18 +176,24 @@ def test_cpu_shares_are_disjoint_and_cover_every_core():
 
 def test_gpu_slots_give_each_worker_its_gpu_and_its_share_of_the_cores(monkeypatch):
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)))
+    monkeypatch.setattr(gpusmod, "core_of", lambda cpu: (0, cpu))  # 16 physical cores
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    slots = gpusmod.slots([0, 3], timeout_s=10)
+    pool = gpusmod.slots([0, 3], timeout_s=10)
+    slots = pool.slots
+    assert pool.house == [0, 1]  # the run's own processes: an eighth of the cores, off the timed workers'
     assert [(s.name, s.device) for s in slots] == [("cuda:0", "cuda:0"), ("cuda:3", "cuda:0")]
     assert [s.locks for s in slots] == [[("cpu", False), ("cuda-0", True)], [("cpu", False), ("cuda-3", True)]]
-    assert [s.env for s in slots] == [{"CUDA_VISIBLE_DEVICES": "0"}, {"CUDA_VISIBLE_DEVICES": "3"}]
+    assert [s.env["CUDA_VISIBLE_DEVICES"] for s in slots] == ["0", "3"]
+    assert all(s.env[cores.HOUSE_ENV] == "0,1" for s in slots)
     envs = [s.run.__self__.env for s in slots]
-    assert [e["COMPILEBENCH_CPUS"] for e in envs] == ["0,1,2,3,4,5,6,7", "8,9,10,11,12,13,14,15"]
-    assert all(e["OMP_NUM_THREADS"] == e["TORCHINDUCTOR_COMPILE_THREADS"] == "8" for e in envs)
-    (one,) = gpusmod.slots([2], timeout_s=10, gpu_ids={2: "GPU-1234-abcd"})  # one GPU keeps every core
-    assert one.run.__self__.env == {}
-    assert one.env == {"CUDA_VISIBLE_DEVICES": "GPU-1234-abcd", invariants.EXPECTED_GPU: "GPU-1234-abcd"}
-    assert one.locks == [("cpu", False), ("GPU-1234-abcd", True)]  # the physical GPU, whatever it is numbered
+    assert [e["COMPILEBENCH_CPUS"] for e in envs] == ["2,3,4,5,6,7,8", "9,10,11,12,13,14,15"]
+    assert all(e["OMP_NUM_THREADS"] == e["TORCHINDUCTOR_COMPILE_THREADS"] == "7" for e in envs)
+    one = gpusmod.one_gpu(2, ProcessExecutor(10), "GPU-1234-abcd")  # one GPU keeps every core but the house's
+    (slot,) = one.slots
+    assert slot.run.__self__.env == {} and one.house == [0, 1]
+    assert slot.env == {"CUDA_VISIBLE_DEVICES": "GPU-1234-abcd", invariants.EXPECTED_GPU: "GPU-1234-abcd",
+                        "COMPILEBENCH_CPUS": ",".join(map(str, range(2, 16))), cores.HOUSE_ENV: "0,1"}
+    assert slot.locks == [("cpu", False), ("GPU-1234-abcd", True)]  # the physical GPU, whatever it is numbered
 
 
 # Physical GPUs 0-3 of a fake machine; the run inherits CUDA_VISIBLE_DEVICES=2,3, so it calls them 0 and 1.
@@ -218,7 +224,7 @@ def test_gpus_all_under_an_inherited_cuda_visible_devices_runs_on_the_gpus_it_na
     fake_two_of_four_gpus(monkeypatch)
     found = devices._answer("cuda", "all")
     assert found["gpus"] == [0, 1] and found["gpu_ids"] == {0: "GPU-2222", 1: "GPU-3333"}
-    slots = gpusmod.slots(found["gpus"], 10, found["gpu_ids"], gpu_cpus=found["gpu_cpus"])
+    slots = gpusmod.slots(found["gpus"], 10, found["gpu_ids"], gpu_cpus=found["gpu_cpus"]).slots
     seen, lock_dir = [], locks.lock_dir()
 
     def run_here(slot):
@@ -239,7 +245,7 @@ def test_gpus_all_under_an_inherited_cuda_visible_devices_runs_on_the_gpus_it_na
 def test_without_uuids_the_inherited_list_still_names_the_physical_gpu(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
-    slots = gpusmod.slots([0, 1], 10)
+    slots = gpusmod.slots([0, 1], 10).slots
     assert [s.env["CUDA_VISIBLE_DEVICES"] for s in slots] == ["2", "3"]
     assert [s.locks[1][0] for s in slots] == ["cuda-2", "cuda-3"]
     assert all(invariants.EXPECTED_GPU not in s.env for s in slots)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import fakeresults as fr
 import pytest
+from test_release_files import as_before_62
 
 from compilebench import report
 from compilebench.core import pairing
@@ -50,7 +51,7 @@ def _report(path: str, out: Path, formats=("md", "csv", "json")) -> None:
     report.write(View(data.load([path])), str(out), formats, ["r.db"])  # as dca6dfc's was named
 
 
-def test_a_file_of_dca6dfc_reports_the_same_figures_read_and_after_migration(main_db, tmp_path):
+def test_a_file_of_dca6dfc_reports_the_same_figures_read_and_after_migration(main_db, tmp_path, former_reading):
     """Read as it is (a report never changes a file), then migrated in place by a run's opening: the markdown to
     the byte, the CSV and JSON rows value for value, the history's rows; a copy of the file as it was kept."""
     with Store.open(main_db, write=False) as store:
@@ -66,19 +67,21 @@ def test_a_file_of_dca6dfc_reports_the_same_figures_read_and_after_migration(mai
     # which dca6dfc showed only where the newest result's worker had measured them (not here)
     made = [line for line in (tmp_path / "migrated" / "report.md").read_text().split("\n")
             if not line.startswith(("| host_matmul_gflops_float32 | 34.7, 34.3 |", "| host_stream_gbs | 13.41, 14.08 |"))]
-    assert "\n".join(made) == (MAIN / "report.md").read_text()
+    made, before = as_before_62("\n".join(made), (MAIN / "report.md").read_text())  # issue 62's words apart
+    assert made == before
     since = {"sensitivity_rel_err", *EngineStart.columns()}  # columns added after dca6dfc (issue 57): empty here
+    since_62 = {"latency_ms", *(f"{p}{c}" for p in ("", "ttft_", "per_token_") for c in ("reach_pct", "rounds_to_decide"))}
     for out in ("read", "migrated"):
         with open(tmp_path / out / "results.csv") as new, open(MAIN / "results.csv") as old:
             rows = list(csv.DictReader(new))
-            assert [{k: v for k, v in r.items() if k not in since} for r in rows] == list(csv.DictReader(old)), out
+            assert fr.same_rows(rows, list(csv.DictReader(old)), since | since_62), out
             assert all(r[k] == "" for r in rows for k in since)
+            assert all(fr.same_rows([{"x": r["latency_ms"]}], [{"x": r["mean_ms"]}]) for r in rows)  # as on dca6dfc's day
         new_json = json.loads((tmp_path / out / "results.json").read_text())
-        assert [{k: v for k, v in r.items() if k not in since} for r in new_json] == \
-            json.loads((MAIN / "results.json").read_text()), out
+        assert fr.same_rows(new_json, json.loads((MAIN / "results.json").read_text()), since | since_62), out
     rows = history_page.rows(history.series(data.load([main_db]), 0.05))
     with open(MAIN / "history.csv") as old:
-        assert [{k: str("" if v is None else v) for k, v in r.items()} for r in rows] == list(csv.DictReader(old))
+        assert fr.same_rows([{k: str("" if v is None else v) for k, v in r.items()} for r in rows], list(csv.DictReader(old)))
 
 
 def test_a_migrated_file_holds_each_run_once_and_what_it_decided(main_db):
@@ -108,7 +111,7 @@ def test_a_run_is_stored_once_with_its_command_spec_and_timing(tmp_path, main_he
     assert run.command.startswith("compilebench run --model fault-ok") and run.tag == "nightly-1" and run.ended
     assert run.spec["models"] == ["fault-ok"] and run.spec["device"] == "cpu" and run.isolation == "inline"
     assert run.timing["forward"].to_dict() == {"iters": 3, "warmup": 0, "max_time_s": None, "min_iters": 3,
-                                               "first_calls": 5, "warmup_s": 0.0}
+                                               "first_calls": 5, "warmup_s": 0.0, "warmup_cap_s": 10.0}
     assert {rep.run for r in results for rep in r.repeats} == {run.run_id}
     assert all(r.tag == "nightly-1" and r.timing.iters == 3 for r in results)
     assert all(rep.environment.device == "cpu" and rep.environment.torch for r in results for rep in r.repeats)
@@ -130,7 +133,7 @@ def _fake_gpu_slots(monkeypatch, drivers: dict[str, str]):
 
     fake_two_of_four_gpus(monkeypatch)
     found = devices._answer("cuda", "all")
-    slots = gpusmod.slots(found["gpus"], 10, found["gpu_ids"], gpu_cpus=found["gpu_cpus"])
+    slots = gpusmod.slots(found["gpus"], 10, found["gpu_ids"], gpu_cpus=found["gpu_cpus"]).slots
     both = threading.Barrier(2)
 
     def worker(slot):
@@ -223,7 +226,7 @@ def test_a_result_written_before_runs_were_recorded_reads_as_one_run_and_says_no
     release = Path(__file__).parent / "data" / "release-0.2.0" / "results.db"
     (r, *_) = data.load([str(release)])
     assert r.runs and not any(run.recorded for run in r.runs) and r.run_ids == set() and r.tag is None
-    assert r.timing.iters == 5 and r.round_means() == {}
+    assert r.timing.iters == 5 and r.round_figures() == {}
 
 
 def test_a_newer_schema_is_refused_in_one_line(tmp_path, main_here):

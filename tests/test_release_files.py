@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import shutil
 from pathlib import Path
 
+import fakeresults as fr
 import pytest
 
 from compilebench import report
@@ -29,10 +31,48 @@ REWORDED = [
     ("peak memory: CUDA max_memory_allocated of each case on a GPU;",  # issue 42: the CUDA graphs' pools count
      "peak memory: on a GPU the allocator's peak over the steady state, plus the CUDA graphs' pools it counts free "
      "though each replay writes into them;"),
-    ("the interval comes from the per-process ratios.",  # issue 40: pairs of processes by round
+    ("the interval comes from the per-process ratios.",  # issue 40: pairs of processes by round; 62: from 3, drawn
      "the interval comes from the per-process ratios. Paired by round: from 5 rounds of one run, the interval comes "
-     "from the ratios of each round's two processes, which ran back to back."),
+     "from the ratios of each round's two processes, which ran back to back, in an order drawn afresh each round."),
 ]
+# Issue 62: one figure per process, its median; an undecided verdict says what it could see. Under the reading of
+# the release's day (the former_reading fixture) its figures are the release's; these words are today's.
+REWORDED_62 = [
+    ("from each side's per-process means (geometric, in log space)",
+     "from each side's per-process figures (the median of each process's timed calls; geometric, in log space)"),
+    ("measure on a quieter machine.", "measure on a quieter machine. An inconclusive one says its reach: the smallest "
+     "effect it could tell from none (its interval's half-width), and about how many more rounds would bring it "
+     "within the minimum effect."),
+    ("mean: the geometric mean of the per-process means of the R repeats (fresh worker processes); its 95% interval "
+     "is between processes, so it holds what a rerun would see. N: timed calls in each repeat. CV within a process "
+     "describes one process's noise only; the spread between processes is the standard deviation of the log means.",
+     "ms: the case's latency, the geometric mean over the R repeats (fresh worker processes) of the median of each "
+     "process's timed calls; its 95% interval is between processes, so it holds what a rerun would see. mean ms: the "
+     "guide's mean of the timed calls (the geometric mean of each process's mean), which one slow stretch of calls "
+     "pulls. N: timed calls in each repeat. CV within a process describes one process's noise only; the spread "
+     "between processes is the standard deviation of the log per-process figures."),
+    ("Paired by round: from 5 rounds of one run, the interval comes from the ratios of each round's two processes, "
+     "which ran back to back.", "Paired by round: from 5 rounds of one run, the interval comes from the ratios of "
+     "each round's two processes, which ran back to back, in an order drawn afresh each round."),
+    ("each look's interval at its share of the 5% (Lan-DeMets Pocock-type spending: ",
+     "each look's interval at the group-sequential boundary of Lan-DeMets Pocock-type spending of the 5% ("),
+]
+REACH = re.compile(r"differences under ±\d+% are out of this run's reach; [^;|]*; ")
+UNDECIDED_NOTES = "Where the machine moved, or a verdict was left undecided:\n\n| note |\n|:---:|\n\n"
+
+
+def as_before_62(new: str, old: str) -> tuple[str, str]:
+    """A report of today beside one written before issue 62, each with what issue 62 added or reworded taken out:
+    the notes on undecided verdicts (each comparison's reach: tested apart), the reach in a recommendation's why,
+    the details' median-based column (`ms`, under the former reading the same figure as `mean ms`)."""
+    for before, now in REWORDED_62:
+        old = old.replace(before, now)
+    new = REACH.sub("", new)
+    new = "\n".join(line for line in new.split("\n") if not line.startswith("| undecided: "))
+    old = "\n".join(line for line in old.split("\n") if not line.startswith("| undecided: "))
+    new, old = new.replace(UNDECIDED_NOTES, ""), old.replace(UNDECIDED_NOTES, "")
+    new = without(new, ("mean ms",))
+    return new.replace("| flags | ms | 95% CI ms |", "| flags | mean ms | 95% CI ms |"), old
 # Columns of the report's tables added (or, from the release's side, replaced) since the release, and the legend
 # lines that came with them: left out of both sides, so the rest of each table compares to the byte.
 ADDED_COLUMNS = ("pass rate", "memory compression", "id", "reproduce")  # issue 53: the suite summary, reproduce
@@ -75,7 +115,7 @@ def release_db(tmp_path) -> str:
     return str(path)
 
 
-def test_a_release_file_reports_as_that_release_did(release_db, tmp_path):
+def test_a_release_file_reports_as_that_release_did(release_db, tmp_path, former_reading):
     """The markdown to the byte; the CSV and JSON rows with the same values under the same column names (their
     order follows the settings' declaration now), plus the one setting 0.2.0 left out of them (`inputs`) and the
     drift of speed-ups across runs (empty: a file that does not record its runs is one run in a report) and the
@@ -90,18 +130,24 @@ def test_a_release_file_reports_as_that_release_did(release_db, tmp_path):
     for old, new in REWORDED:
         assert old in released
         released = released.replace(old, new)
-    assert without((out / "report.md").read_text(), ADDED_COLUMNS, ADDED_LINES) == without(released, REPLACED_COLUMNS)
+    made, released = as_before_62((out / "report.md").read_text(), released)
+    assert without(made, ADDED_COLUMNS, ADDED_LINES) == without(released, REPLACED_COLUMNS)
     added = {"inputs", "environment", "cpu_energy_per_call_j", "energy_per_token_j", "cpu_energy_per_token_j",
              "across_runs_drift", "ttft_across_runs_drift", "per_token_across_runs_drift", "looks", "undecided_by", "unstable_groups", "tag",
              "cudagraph_pool_bytes", "pair_from", "paired_by", "ttft_paired_by", "per_token_paired_by",
              *flat.WHY, *flat.START,
              *flat.SHAPES, "eager_self_rel_err", "reproduce", "quantize", "quality", "weight_bytes",
-             "sensitivity_rel_err"}  # issue 57: the engines' columns (in flat.START) and the sensitivity floor
+             "sensitivity_rel_err",  # issue 57: the engines' columns (in flat.START) and the sensitivity floor
+             # issue 62: the median-based latency (the release's figure under its reading) and each reach
+             "latency_ms", *(f"{p}{c}" for p in ("", "ttft_", "per_token_") for c in ("reach_pct", "rounds_to_decide"))}
     with open(out / "results.csv") as new, open(RELEASE / "results.csv") as old:
         new_rows, old_rows = list(csv.DictReader(new)), list(csv.DictReader(old))
-    assert [{k: v for k, v in r.items() if k not in added} for r in new_rows] == old_rows
+    assert fr.same_rows(new_rows, old_rows, added)
     by = {"paired_by": "paired", "ttft_paired_by": "ttft_paired", "per_token_paired_by": "per_token_paired"}
-    assert all(r[k] == "" for r in new_rows for k in added - set(by) - {"reproduce", "quantize", "weight_bytes"})
+    since_62 = {"latency_ms", *(k for k in added if k.endswith(("reach_pct", "rounds_to_decide")))}
+    assert all(r[k] == "" for r in new_rows for k in added - set(by) - {"reproduce", "quantize", "weight_bytes"}
+               - since_62)
+    assert all(fr.same_rows([{"x": r["latency_ms"]}], [{"x": r["mean_ms"]}]) for r in new_rows)  # one figure then
     assert {r["quantize"] for r in new_rows} == {"none"}  # issue 52: the release quantized nothing
     # issue 53: each row's command is the release's run of its model, with its device and batch size named
     for r in new_rows:
@@ -111,7 +157,31 @@ def test_a_release_file_reports_as_that_release_did(release_db, tmp_path):
     # what the release called paired (the variants shared each process) is paired by process; nothing by round
     assert all(r[k] == ("process" if r[p] == "True" else "") for r in new_rows for k, p in by.items())
     new_json, old_json = json.loads((out / "results.json").read_text()), json.loads((RELEASE / "results.json").read_text())
-    assert [{k: v for k, v in r.items() if k not in added} for r in new_json] == old_json
+    assert fr.same_rows(new_json, old_json, added)
+
+
+def test_a_release_file_read_today_takes_each_processs_median_and_says_what_an_undecided_verdict_could_see(
+        release_db, tmp_path):
+    """Issue 62: the figures are derived when a file is read, so the release's processes are read by today's rule:
+    the latency is the geometric mean of their medians (the guide's mean stays in mean_ms), and each undecided
+    comparison says its reach in the notes and the CSV."""
+    import statistics
+
+    results = data.load([release_db])
+    out = tmp_path / "report"
+    report.write(View(results, 0.02), str(out), ("md", "csv"), ["results.db"])
+    with open(out / "results.csv") as f:
+        rows = {r["result_id"]: r for r in csv.DictReader(f)}
+    for r in results:
+        medians = [statistics.median(rep.samples_ms) for rep in r.repeats if rep.samples_ms]
+        row = rows[r.result_id]
+        assert float(row["latency_ms"]) == pytest.approx(statistics.geometric_mean(medians))
+        assert float(row["mean_ms"]) == pytest.approx(statistics.geometric_mean(
+            [statistics.fmean(rep.samples_ms) for rep in r.repeats if rep.samples_ms]))
+    undecided = [r for r in rows.values() if r["verdict"] == "inconclusive"]
+    assert undecided and all(float(r["reach_pct"]) > 0 and r["rounds_to_decide"] for r in undecided)
+    notes = [line for line in (out / "report.md").read_text().split("\n") if line.startswith("| undecided: ")]
+    assert len(notes) == len(undecided) and all("are out of this run's reach" in n for n in notes)
 
 
 @pytest.mark.parametrize("command", RUNS)

@@ -103,7 +103,8 @@ def test_an_interleaved_case_is_measured_beside_another_variant():
 
 
 def test_the_timing_and_the_environment_come_back():
-    timing = {"iters": 40, "warmup": 2, "max_time_s": 5.0, "min_iters": 7, "first_calls": 3, "warmup_s": 0.5}
+    timing = {"iters": 40, "warmup": 2, "max_time_s": 5.0, "min_iters": 7, "first_calls": 3, "warmup_s": 0.5,
+              "warmup_cap_s": 2.5}
     r = _result(timing=timing, environment="new")
     for rep in r.repeats:
         rep.environment = dataclasses.replace(rep.environment, environment_python=sys.executable,

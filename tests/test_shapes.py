@@ -279,13 +279,13 @@ def test_worker_processes_compile_every_repeat_cold_and_pad_batch_3_to_4(tmp_pat
 def test_a_shapes_loop_timed_by_cuda_events_that_miss_the_wall_clock_is_flagged():
     """On a GPU each shape's pipelined loop is held against its wall time, as a case's is (the events on another
     stream than the model's would read near zero): a fake measurement, since no GPU is here."""
-    from compilebench.measure import recording, timing
+    from compilebench.measure import recording, timing, warmup
 
-    m = timing.Measurement(0, 0, 0, 10, 1, [1_000] * 10, 20_000, False, 0)
+    m = timing.Measurement(0, warmup.WarmUp(0, 0, warmup.FIXED), 10, 1, [1_000] * 10, 20_000, False, 0)
     ratio = recording.clock_check(m, timing.CudaClock("cuda:0"), sync_each_call=False)
     record, flags = serving._shape_record(m, {"compiles": 0}, traffic.Shape(2), Variant("default"), ratio)
     assert record.samples_over_wall == 0.5 and "clock" in flags
-    fine = timing.Measurement(0, 0, 0, 10, 1, [1_000] * 10, 10_100, False, 0)
+    fine = timing.Measurement(0, warmup.WarmUp(0, 0, warmup.FIXED), 10, 1, [1_000] * 10, 10_100, False, 0)
     ratio = recording.clock_check(fine, timing.CudaClock("cuda:0"), sync_each_call=False)
     assert "clock" not in serving._shape_record(fine, {}, traffic.Shape(2), Variant("default"), ratio)[1]
     assert recording.clock_check(m, timing.HostClock(), sync_each_call=False) is None

@@ -3,6 +3,7 @@
 import fakeresults as fr
 import pytest
 
+from compilebench.core import speedups
 from compilebench.core.vocab import Verdict
 from compilebench.report import tables, terminal
 from compilebench.report.view import View
@@ -106,4 +107,6 @@ def test_an_undecided_case_is_told_to_interleave_only_if_it_did_not():
         assert f"not shown faster beyond 5% ({name} {s.value:.2f}x" in said
         assert said.count(remedy) == 1
         (why,) = [r["why"] for r in tables.recommendation_table(view).records()]
-        assert why == f"nothing measured is faster than eager beyond 5% (1 inconclusive: {remedy})"
+        assert why == (f"nothing measured is faster than eager beyond 5% (1 inconclusive: "
+                       f"{speedups.out_of_reach(s, 0.05)}; {remedy})")
+        assert f"{speedups.out_of_reach(s, 0.05)}; {remedy}" in said  # what it could not see, then what may decide

@@ -3,7 +3,7 @@
 import pytest
 from fakeclock import FakeClock
 
-from compilebench.measure import timing
+from compilebench.measure import timing, warmup
 from compilebench.measure.timing import measure
 
 
@@ -25,7 +25,7 @@ def test_first_call_is_timed_alone_and_warmup_is_excluded():
     m = measure(fn, iters=4, warmup=3, clock=clock)
     assert m.first_call_ns == 5_000_000_000
     assert m.samples_ns == [10, 20, 30, 40]
-    assert m.warmup_iters == 3 and m.warmup_ns == 3_000_000
+    assert m.warmup.calls == 3 and m.warmup.ns == 3_000_000 and m.warmup.ended == warmup.FIXED
     assert fn.calls == 8
     assert m.loop_wall_ns == 100
     assert not m.stopped_early
@@ -142,7 +142,7 @@ def test_interleaved_blocks_alternate_and_each_variant_gets_its_own_samples():
     timed = "".join(calls[6:])
     assert timed == "e" * 10 + "c" * 10 + "e" * 10 + "c" * 10 + "e" * 5 + "c" * 5
     assert got["eager"].samples_ns == [3_000_000] * 25 and got["compiled"].samples_ns == [1_000_000] * 25
-    assert got["eager"].loop_wall_ns == 75_000_000 and got["compiled"].warmup_iters == 3
+    assert got["eager"].loop_wall_ns == 75_000_000 and got["compiled"].warmup.calls == 3
     assert not got["eager"].stopped_early
 
 

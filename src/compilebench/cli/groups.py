@@ -129,7 +129,7 @@ def how_to_time(run) -> None:
     g.add_argument("--repeats", type=int, default=None, metavar="R",
                    help=f"fresh worker processes per case, measured in rounds across the run (default: "
                         f"{specmod.DEFAULT_REPEATS}, then more until decided); intervals and verdicts come from the "
-                        "per-process means. R alone: exactly R, a fixed design. A larger R on a stored sweep adds the "
+                        "per-process figures. R alone: exactly R, a fixed design. A larger R on a stored sweep adds the "
                         "missing repeats")
     g.add_argument("--max-repeats", type=int, default=None, metavar="M",
                    help=f"repeats until decided: a case whose verdict is still inconclusive after R gets more rounds, "
@@ -148,6 +148,11 @@ def how_to_time(run) -> None:
     g.add_argument("--warmup-time", type=float, default=None, dest="warmup_s", metavar="S",
                    help=f"warm-up goes on until S seconds have passed too (default: {jobmod.DEFAULT_GPU_WARMUP_S:g} on a "
                         "GPU, so even a 3 ms model reaches steady clocks; 0 on a CPU)")
+    g.add_argument("--warmup-cap", type=float, default=None, dest="warmup_cap_s", metavar="S",
+                   help=f"after --warmup calls and --warmup-time, warm-up goes on until the calls stop getting faster "
+                        f"(and a GPU's clock stops rising), for at most S seconds (default: "
+                        f"{jobmod.DEFAULT_WARMUP_CAP_S:g}); each repeat records why its warm-up ended. 0: no more "
+                        "than --warmup and --warmup-time")
     g.add_argument("--sync-each-call", action="store_true",
                    help="time each call to completion: a request's latency, host launch overhead included (default: "
                         "the pipelined loop, calls queued back to back and one synchronize at the end: throughput-style). "

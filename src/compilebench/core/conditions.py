@@ -17,6 +17,10 @@ class Conditions(Record):
     loadavg_1m_before: float | None = None
     cpu_ticks: int | None = None  # CPU time that passed on the cores the worker could run on
     other_cpu_share: float | None = None  # other processes' share of it (None: too few ticks to tell)
+    # the core the loop's thread ran on, before and after it (Linux: /proc/self/stat's processor): on an H200 a
+    # process's state (the same case at 5 ms or 9 ms, process by process) was what no warm-up cured, and where it
+    # ran is what the next GPU run tells it apart by
+    cpu_core: list | None = None
     gpu_energy_j: float | None = None  # NVML's energy counter over the loop
     gpu_sm_clock_mhz: list | None = None
     gpu_mem_clock_mhz: list | None = None

@@ -22,6 +22,9 @@ DEFAULT_FIRST_CALLS = 5  # generate() calls timed one by one before the steady s
 MIN_WARMUP_CUDAGRAPHS = 3
 # A GPU needs time, not just calls, to reach steady clocks: ten calls of a 3 ms model are 30 ms of a ramp.
 DEFAULT_GPU_WARMUP_S = 1.0
+# Warm-up goes on past --warmup calls and --warmup-time seconds until steady (measure/timing.warm_up), for at most
+# this long; 0: not at all (a fixed warm-up, as runs before issue 62, whose timings read so)
+DEFAULT_WARMUP_CAP_S = 10.0
 # When the driver asked for the worker process (time.monotonic(), one clock for every process of the machine): the
 # worker records the time until its first phase as the phase "start" (the fork, or the interpreter and its imports).
 SPAWNED_AT = "COMPILEBENCH_SPAWNED_AT"
@@ -45,6 +48,7 @@ class TimingPolicy:
     min_iters: int | None = None  # no budget ends a timed loop before this many samples; None: 10, or fewer iters
     first_calls: int | None = None  # generation: calls timed one by one before the steady state; None: 5
     warmup_s: float | None = None  # warm-up goes on until this long has passed too; None: 1 s on a GPU, 0 on a CPU
+    warmup_cap_s: float | None = None  # warm-up goes on until steady for at most this long; None: 10 s
 
     def resolve(self, unit: str, device: str | None) -> Timing:
         """The timing of one kind of timed unit (UNITS) on a device."""
@@ -57,7 +61,8 @@ class TimingPolicy:
                       min_iters=min(DEFAULT_MIN_ITERS if self.min_iters is None else self.min_iters, iters),
                       first_calls=DEFAULT_FIRST_CALLS if self.first_calls is None else self.first_calls,
                       warmup_s=self.warmup_s if self.warmup_s is not None else (
-                          DEFAULT_GPU_WARMUP_S if is_cuda(device) else 0.0))
+                          DEFAULT_GPU_WARMUP_S if is_cuda(device) else 0.0),
+                      warmup_cap_s=DEFAULT_WARMUP_CAP_S if self.warmup_cap_s is None else self.warmup_cap_s)
 
 
 @dataclass(kw_only=True)
@@ -70,6 +75,7 @@ class Timing(Record):
     min_iters: int = DEFAULT_MIN_ITERS
     first_calls: int = DEFAULT_FIRST_CALLS
     warmup_s: float = 0.0
+    warmup_cap_s: float | None = None  # 0: a fixed warm-up; None: not recorded (a run before the cap: fixed too)
 
     def warmup_for(self, variant: Variant) -> int:
         return max(self.warmup, MIN_WARMUP_CUDAGRAPHS) if variant.uses_cudagraphs else self.warmup

@@ -143,6 +143,16 @@ class Figures:
     compile_trace: CompileTrace = metric(CompileTrace, over=found)  # --compile-trace: the TORCH_TRACE folder, tlparse's HTML
 
 
+@dataclass(kw_only=True)
+class Warmed(Record):
+    """How a process's warm-up ended (measure/timing.warm_up): steady (a window of calls no faster than the one
+    before, and on a GPU its SM clock at the highest seen), or at its cap; each window's time per call."""
+
+    ended: str | None = None  # "steady" or "cap"
+    windows_ms: list[float] = field(default_factory=list)
+    sm_clock_mhz: int | None = None  # the GPU's SM clock as it ended (NVML)
+
+
 @dataclass
 class Repeat(Figures):
     """What one worker process measured for one case: its figures (Figures) and the rest below."""
@@ -161,6 +171,7 @@ class Repeat(Figures):
     compile_cache: str | None = None  # the on-disk compiler state it started from: cold, warm or dir
     warmup_iters: int | None = None
     warmup_s: float | None = None
+    warmed: Warmed = part(Warmed)  # why its warm-up ended
     iters_requested: int | None = None
     min_iters: int | None = None
     loop_wall_s: float | None = None

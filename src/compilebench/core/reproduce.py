@@ -19,7 +19,7 @@ _SPELLED = {"model_size": lambda v: ["--tiny"] if v == "tiny" else None,
             "tf32": lambda v: ["--tf32" if v else "--no-tf32"]}
 # Timing's options by Timing field: --NAME VALUE
 _TIMING = {"iters": "--iters", "warmup": "--warmup", "max_time_s": "--max-time", "min_iters": "--min-iters",
-           "first_calls": "--first-calls", "warmup_s": "--warmup-time"}
+           "first_calls": "--first-calls", "warmup_s": "--warmup-time", "warmup_cap_s": "--warmup-cap"}
 
 
 def why_not(r: Result) -> str | None:

@@ -37,7 +37,7 @@ class Result:
     (not fields): every figure its repeats declare (first_call_s, graphs, max_rel_err, peak_mem_bytes, ...; core/
     repeat.py's Figures), each by its rule, and `status`, `message`, `stats` (the estimate between processes),
     `compile_s` (cold where a repeat compiled cold, else warm), `cold_compile_s`, `warm_compile_s`, `mega_cache`,
-    `compile_phases`, `aot_inductor`, `engine` (another engine's preparation, cold and warm), `flags`, `generation`, `shapes` and `unstable` (its per-process means in two
+    `compile_phases`, `aot_inductor`, `engine` (another engine's preparation, cold and warm), `flags`, `generation`, `shapes` and `unstable` (its per-process figures in two
     groups far apart, each group's mean and when)."""
 
     case: Case
@@ -172,7 +172,7 @@ class Result:
 
     @property
     def design(self) -> list[int]:
-        """The processes at each look of its runs' design (stats.looks): which look a reading is."""
+        """The processes at each look of its runs' design (sequential.looks): which look a reading is."""
         return next((run.design for run in self._runs() if run.design), [])
 
     @property
@@ -207,22 +207,23 @@ class Result:
         """The mean of any result that was timed to the end, for the details table and FLOP/s."""
         return self.stats.mean if self.status in MEASURED and self.stats.n else None
 
-    def process_means(self, metric=None) -> dict[str, float]:
-        """One mean per worker process that timed the case to the end, by process id: the unit of independence.
-        `metric` picks another per-call series from a repeat (generation: its time to first token or per token)."""
-        return {rep.process or str(rep.index): m for rep, m in self._means(metric)}
+    def process_figures(self, metric=None) -> dict[str, float]:
+        """One figure per worker process that timed the case to the end (stats.per_process: the median of its
+        calls), by process id: the unit of independence. `metric` picks another per-call series from a repeat
+        (generation: its time to first token or per token)."""
+        return {rep.process or str(rep.index): m for rep, m in self._figures(metric)}
 
-    def round_means(self, metric=None) -> dict[tuple[str, int], float]:
-        """The same means by the round that measured them: (run, repeat index). A repeat whose run is not recorded
-        has none."""
+    def round_figures(self, metric=None) -> dict[tuple[str, int], float]:
+        """The same figures by the round that measured them: (run, repeat index). A repeat whose run is not
+        recorded has none."""
         known = self.run_ids
-        return {(rep.run, rep.index): m for rep, m in self._means(metric) if rep.run in known}
+        return {(rep.run, rep.index): m for rep, m in self._figures(metric) if rep.run in known}
 
-    def _means(self, metric):
+    def _figures(self, metric):
         for rep in sorted(self.repeats, key=lambda r: r.index):
             values = (metric(rep) if metric else rep.samples_ms) if rep.status in MEASURED else None
             if values:
-                yield rep, sum(values) / len(values)
+                yield rep, stats.per_process(values)
 
     def to_dict(self) -> dict:
         """As stored: its case, identity and repeats (never what is derived from them; never its runs, stored apart)."""
@@ -261,9 +262,9 @@ class Result:
 
 
 def _unstable(measured: list[Repeat]) -> list[Group]:
-    """The per-process means in two groups far apart (stats.groups); none where the means are one group."""
+    """The per-process figures in two groups far apart (stats.groups); none where they are one group."""
     reps = [r for r in measured if r.samples_ms]
-    means = [sum(r.samples_ms) / len(r.samples_ms) for r in reps]
-    return [Group(mean_ms=stats.estimate([means[i] for i in g])[0], repeats=sorted(reps[i].index for i in g),
+    figures = [stats.per_process(r.samples_ms) for r in reps]
+    return [Group(mean_ms=stats.estimate([figures[i] for i in g])[0], repeats=sorted(reps[i].index for i in g),
                   started=min(reps[i].created_at for i in g), ended=max(reps[i].created_at for i in g))
-            for g in stats.groups(means) or []]
+            for g in stats.groups(figures) or []]

@@ -26,8 +26,8 @@ class Run(Record):
     command: str | None = None  # as typed ("compilebench run --model vit"), or the Python API's call
     spec: dict = field(default_factory=dict)  # the RunSpec as resolved (the device found, the suite filled in)
     tag: str | None = None  # its label in a history: --tag, $COMPILEBENCH_TAG or the git commit
-    # Repeats until decided: the processes per case at each look at its verdicts (stats.looks; one look: a fixed
-    # design, 95%), and the rounds from which it pairs a comparison's processes by round (stats.PAIR_FROM; None:
+    # Repeats until decided: the processes per case at each look at its verdicts (sequential.looks; one look: a fixed
+    # design, 95%), and the rounds from which it pairs a comparison's processes by round (sequential.PAIR_FROM; None:
     # never, as runs before issue 40 did)
     design: list[int] = field(default_factory=list)
     looks: int | None = None  # len(design); kept apart for results written under the equal split (no design)

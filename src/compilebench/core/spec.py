@@ -10,7 +10,7 @@ import json
 import math
 from dataclasses import dataclass, field
 
-from compilebench.core import settings as settingsmod, stats, suites, traffic
+from compilebench.core import sequential, settings as settingsmod, stats, suites, traffic
 from compilebench.core.case import Case
 from compilebench.core.errors import UnknownChoice, UserError
 from compilebench.core.interpreter import Interpreter
@@ -21,7 +21,7 @@ from compilebench.core.variant import AOT_INDUCTOR, MODES, SCOPES, VARIANTS, Var
 ISOLATIONS = ("process", "inline")
 DEFAULT_REPEATS = 3  # fresh processes per case: the unit of independence
 # Repeats until decided: an undecided case gets rounds up to this many processes (looks at 3, 5, 7, 9 and 11, at
-# 98.1%, 99.0%, 99.2%, 99.3% and 99.4%: stats.confidence). Chosen from benchmarks/decide.py on a 2-core VM (a
+# 98.1%, 99.0%, 99.2%, 99.3% and 99.4%: sequential.confidence). Chosen from benchmarks/decide.py on a 2-core VM (a
 # known 10% effect, paired by round, needed 9 rounds in the median): see docs/trust.md.
 DEFAULT_MAX_REPEATS = 11
 DEFAULT_TIMEOUT_S = 3600.0
@@ -92,7 +92,7 @@ class RunSpec(Settings):
     @property
     def looks(self) -> list[int]:
         """The processes per case at which the run looks at its verdicts (one look: a fixed design)."""
-        return stats.looks(self.repeats, self.most_repeats)
+        return sequential.looks(self.repeats, self.most_repeats)
 
     @property
     def all_backends(self) -> tuple[str, ...]:
@@ -173,7 +173,7 @@ def asked(*, models=None, suite: str | None = None, batch_sizes=None, variants=N
           fullgraph: bool | None = None, dynamic: bool | None = None, inductor_options=(), compile_scope=None,
           regions=(), iters: int | None = None, warmup: int | None = None, max_time_s: float | None = None,
           min_iters: int | None = None, first_calls: int | None = None, warmup_s: float | None = None,
-          shapes: bool = False, image_sizes=(), prompt_lens=(), dynamic_settings=None, pad_to=(),
+          warmup_cap_s: float | None = None, shapes: bool = False, image_sizes=(), prompt_lens=(), dynamic_settings=None, pad_to=(),
           repeats: int | None = None, max_repeats: int | None = None, quantizations=None, **rest) -> RunSpec:
     """The RunSpec of a run asked for by its options' names (the Python API's keywords; the command line's options
     reach it under the same names). What is not given is the suite's where one is taken (no model and no suite:
@@ -194,7 +194,7 @@ def asked(*, models=None, suite: str | None = None, batch_sizes=None, variants=N
     compiling = Variant("default", backend=backends[0], fullgraph=bool(given.get("fullgraph")), dynamic=dynamic,
                         options=options, scope=compile_scope or ("regions" if regions else "model"), regions=tuple(regions))
     timing = TimingPolicy(iters=iters, warmup=given.get("warmup"), max_time_s=given.get("max_time_s"),
-                          min_iters=min_iters, first_calls=first_calls, warmup_s=warmup_s)
+                          min_iters=min_iters, first_calls=first_calls, warmup_s=warmup_s, warmup_cap_s=warmup_cap_s)
     served = dict(shapes=True, image_sizes=tuple(traffic.parse_image_size(s) if isinstance(s, str) else tuple(s)
                                                  for s in image_sizes),
                   prompt_lens=tuple(prompt_lens), pad_to=tuple(sorted(set(pad_to))),
@@ -292,8 +292,9 @@ def _validate_timing(t: TimingPolicy) -> None:
     if t.iters is not None and t.min_iters is not None and t.min_iters > t.iters:
         raise UserError(f"--min-iters {t.min_iters} is more than --iters {t.iters}: a timed loop cannot end before it starts")
     _seconds("--max-time", t.max_time_s)
-    if t.warmup_s is not None and not (_finite(t.warmup_s) and t.warmup_s >= 0):
-        raise UserError(f"--warmup-time must be a finite number of seconds >= 0, got {t.warmup_s!r}")
+    for option, value in (("--warmup-time", t.warmup_s), ("--warmup-cap", t.warmup_cap_s)):
+        if value is not None and not (_finite(value) and value >= 0):
+            raise UserError(f"{option} must be a finite number of seconds >= 0, got {value!r}")
 
 
 def shape_variants(mode: str) -> tuple[str, str]:

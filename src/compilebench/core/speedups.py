@@ -1,14 +1,15 @@
-"""Comparing two results: the speed-up of one over another, from both sides' per-process means (the unit of
+"""Comparing two results: the speed-up of one over another, from both sides' per-process figures (the unit of
 independence), with its 95% interval and verdict; and the one rule for the best of several. The report, `tune`,
 `compare` and the Python API all take their speed-ups from here, so every table, chart, file and pick agrees.
 No torch, no report."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Iterable, TypeVar
 
-from compilebench.core import stats
+from compilebench.core import sequential, stats
 from compilebench.core.drift import Drift
 from compilebench.core.result import Result
 from compilebench.core.vocab import Verdict
@@ -23,7 +24,7 @@ def mean(r: Result | None) -> float | None:
 
 @dataclass(frozen=True)
 class Speedup:
-    """Eager time over the other's, from both sides' per-process means, with its 95% interval and verdict."""
+    """Eager time over the other's, from both sides' per-process figures, with its 95% interval and verdict."""
 
     value: float
     low: float | None
@@ -33,6 +34,28 @@ class Speedup:
     drift: float | None = None  # measured in different runs: the interval is widened by this drift either way
     confidence: float = 0.95  # of each look: below 95% never; above where the run looked several times
     paired_by: str | None = None  # "process" (--interleave) or "round" (the rounds of one run); None: unpaired
+    n: int | None = None  # the processes (or rounds, or shared processes) per side it was read from
+    df: float | None = None  # its interval's degrees of freedom
+
+    @property
+    def reach(self) -> float | None:
+        """The smallest effect this reading could tell from none (its interval's half-width, as a fraction)."""
+        return sequential.reach(self.low, self.high)
+
+    def rounds_to_decide(self, min_effect: float) -> int | None:
+        """About how many processes (rounds) a side would need, at the same estimate and spread, for the interval
+        to clear the nearer edge of the ±min_effect band (`same` inside it, `faster` or `slower` beyond). None:
+        out of reach (the estimate sits on an edge, or the drift between runs alone is wider), or no interval."""
+        if self.reach is None or not self.n or not self.df:
+            return None
+        return sequential.rounds_to_reach(self.reach, self.gap(min_effect), self.n, self.df, self.confidence,
+                                          self.drift or 0.0)
+
+    def gap(self, min_effect: float) -> float:
+        """How far the estimate lies from the nearer edge of the ±min_effect band (a fraction, in log space): the
+        half-width an interval around it must come under to decide."""
+        edge = math.log1p(min_effect)
+        return math.expm1(min(abs(math.log(self.value) - edge), abs(math.log(self.value) + edge)))
 
     @property
     def improvement(self) -> float:
@@ -46,15 +69,15 @@ class Speedup:
 def speedup(eager: Result | None, other: Result | None, min_effect: float = stats.DEFAULT_MIN_EFFECT,
             metric=None, drift: Drift | None = None) -> Speedup | None:
     """None unless both were measured ok. Paired where the two shared processes (--interleave), or by round where
-    their design pairs rounds (stats.PAIR_FROM) and both have that many rounds of one run: the two processes of a
+    their design pairs rounds (sequential.PAIR_FROM) and both have that many rounds of one run: the two processes of a
     round ran back to back, so the machine's state then is in both and cancels in their ratio. Else from both
-    sides' per-process means (Welch). `drift`: the two come from different runs (the caller knows:
+    sides' per-process figures (Welch). `drift`: the two come from different runs (the caller knows:
     drift.across_runs), so the interval is widened by it either way: a verdict then needs the effect beyond the
-    drift as well, and `same` is out of reach within it. The interval's confidence is split over the looks the
-    results' design allowed (repeats until decided), so a verdict holds over all."""
+    drift as well, and `same` is out of reach within it. The interval is read at the boundary of the look the
+    results' design was at (repeats until decided: core/sequential.py), so a verdict holds over all its looks."""
     if mean(eager) is None or mean(other) is None:
         return None
-    e, o = eager.process_means(metric), other.process_means(metric)
+    e, o = eager.process_figures(metric), other.process_figures(metric)
     if not e or not o:
         return None
     shared = [p for p in e if p in o]
@@ -63,7 +86,7 @@ def speedup(eager: Result | None, other: Result | None, min_effect: float = stat
                         confidence=_confidence(eager, other, len(shared)), paired_by="process")
     pair_from = min(eager.pair_from or 0, other.pair_from or 0)
     if pair_from:
-        re, ro = eager.round_means(metric), other.round_means(metric)
+        re, ro = eager.round_figures(metric), other.round_figures(metric)
         rounds = [k for k in re if k in ro]
         if len(rounds) >= pair_from:
             return of_means([re[k] for k in rounds], [ro[k] for k in rounds], min_effect, pair=True, drift=drift,
@@ -77,20 +100,43 @@ def _confidence(eager: Result, other: Result, processes: int) -> float:
     results written under the equal split (a count of looks, no design) as they were read then."""
     design = max(eager.design or [], other.design or [], key=len)
     if design:
-        return stats.confidence(design, processes)
-    return stats.equal_split(max(eager.looks or 1, other.looks or 1))
+        return sequential.confidence(design, processes)
+    return sequential.equal_split(max(eager.looks or 1, other.looks or 1))
 
 
 def of_means(eager_means: list[float], other_means: list[float], min_effect: float = stats.DEFAULT_MIN_EFFECT, *,
              pair: bool = False, drift: Drift | None = None, confidence: float = 0.95,
              paired_by: str | None = None) -> Speedup:
-    """The speed-up from each side's per-process means (any per-process quantity: a case's latency, the time a
+    """The speed-up from each side's per-process figures (any per-process quantity: a case's latency, the time a
     process took to serve a mix), its interval widened by `drift` where the two come from different runs."""
-    s, low, high = stats.speedup(eager_means, other_means, pair=pair, confidence=confidence)
+    s, low, high, df = stats.ratio_df(other_means, eager_means, pair=pair, confidence=confidence)
     if drift is not None and low is not None and high is not None:  # what a rerun of either side may move, too
         low, high = low / (1 + drift.value), high * (1 + drift.value)
     return Speedup(s, low, high, Verdict.of(low, high, min_effect), pair, drift.value if drift else None, confidence,
-                   paired_by or ("process" if pair else None))
+                   paired_by or ("process" if pair else None), min(len(eager_means), len(other_means)), df)
+
+
+MARGIN = 0.005  # an estimate this close to an edge of the ±min_effect band sits on it: no count of rounds decides
+
+
+def out_of_reach(s: Speedup, min_effect: float) -> str:
+    """What an undecided reading could and could not see, in one clause: "differences under ±9% are out of this
+    run's reach; about 6 more rounds would decide it, at the same spread". Empty for a decided one (or one with
+    no interval: one process a side says so elsewhere)."""
+    if s.verdict != Verdict.inconclusive or s.reach is None:
+        return ""
+    said = f"differences under ±{s.reach:.0%} are out of this run's reach"
+    need = s.rounds_to_decide(min_effect)
+    if need is None:
+        gap = s.gap(min_effect)
+        why = ("the drift between runs alone is wider" if s.drift and s.drift >= gap else
+               f"it sits at the ±{min_effect:.0%} margin" if gap < MARGIN else
+               f"it would take over {sequential.MOST_ROUNDS} of them")
+        return f"{said}; more rounds would not decide it ({why})"
+    more = max(1, need - s.n)
+    unit = ("round" if s.paired_by == "round" else "process" if s.paired_by == "process" else "process a side")
+    unit = unit if more == 1 else unit.replace("process", "processes").replace("round", "rounds")
+    return f"{said}; about {more} more {unit} would decide it, at the same spread"
 
 
 def best(candidates: Iterable[tuple[T, Speedup | None]]) -> tuple[T, Speedup] | None:

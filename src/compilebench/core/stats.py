@@ -4,14 +4,14 @@ Two levels, never mixed:
 - within one process: the samples of one timed loop (summarize). They describe that process's noise (CV,
   percentiles), but they are not independent draws of what a rerun would give, so no interval or verdict is
   built from them.
-- between processes: one mean per worker process (a repeat). The process is the unit of independence: clocks,
-  memory layout and other load change from one process to the next, and a rerun is another process. A case's
-  estimate and its 95% interval come from the per-process means in log space (estimate), so no bound is ever
-  negative and the interval widens with the run-to-run spread; a speed-up comes from both sides' per-process log
-  means (speedup), or from the paired per-process log ratios when the variants shared each process (--interleave).
-- over looks: a run that adds repeats until a verdict is decided looks at it several times; each look's interval
-  is widened (confidence: each look spends its share of ALPHA by an alpha-spending function, spent) so that the
-  chance of a false verdict over all of them stays within ALPHA.
+- between processes: one figure per worker process (a repeat: per_process, the median of its calls). The process
+  is the unit of independence: clocks, memory layout and other load change from one process to the next, and a
+  rerun is another process. A case's estimate and its 95% interval come from the per-process figures in log space
+  (estimate), so no bound is ever negative and the interval widens with the run-to-run spread; a speed-up comes
+  from both sides' per-process log figures (speedup), or from the paired log ratios of processes that shared a
+  process (--interleave) or a round.
+A run that adds repeats until a verdict is decided looks at it several times: each look's confidence, and what an
+interval can still see, are the design's (core/looks.py).
 """
 
 from __future__ import annotations
@@ -27,17 +27,21 @@ from compilebench.core.record import Record, column, columns_of, stored_as
 # A speed-up within 5% either way is "same": the band PyTorch's HUD and asv call no change, and wider than the
 # narrowest interval a 2-core VM gives (about +-3% after 7 repeats): at 2%, `same` could never be reached.
 DEFAULT_MIN_EFFECT = 0.05
-ALPHA = 0.05  # the chance of a false verdict a run allows, over all its looks at the data
-LOOK_STEP = 2  # repeats until decided: rounds added between two looks
-# From this many rounds measured by both sides, a speed-up comes from the per-round ratios (paired): the two
-# processes of a round run back to back, so a change of the machine's state hits both. On this VM (Intel Xeon,
-# 2026-11-26) the log means of a round's two processes correlated in 17 of 18 fixed runs of 15 rounds (median
-# +0.45), and replaying the looks on them decided a known 10% effect in 5 of 6 where unpaired gave 1 of 6. Not
-# before 5: at 3 rounds a paired t has 2 degrees of freedom (7.1 at the first look's 98.1%), unpaired about 4 (3.8).
-PAIR_FROM = 5
 # A case's per-process means fall into separate groups (the machine changed state during the run) where sorted
 # they leave a gap of more than 10% that is over 3 times the spread inside either side.
 UNSTABLE_GAP, UNSTABLE_RATIO = 0.10, 3.0
+
+
+def per_process(samples) -> float:
+    """The one figure of a worker process, from its timed calls: their median. Every latency, interval, speed-up
+    and verdict is built from it. A process's mean is pulled by its own outliers (one H200, ResNet-50 eager: a
+    process of mean 4.13 ms and median 3.56 ms, its first 30 calls 6.1 ms); replayed on that GPU's recording and
+    this VM's (benchmarks/decide.py replay), medians decided with intervals half as wide as means' or narrower, and
+    no false verdict. The guide's "mean of 300 runs" stays beside it (Estimate.mean_of_means)."""
+    return float(np.median(np.asarray(samples, dtype=float)))
+
+
+PER_PROCESS_WORDS = "the median of each process's timed calls"  # what per_process is, for every legend
 
 
 def check_min_effect(value) -> float:
@@ -49,40 +53,6 @@ def check_min_effect(value) -> float:
         raise UserError(f"--min-effect must be from 0% to below 100% (min_effect from 0 to below 1 in Python: 2% is "
                         f"0.02), got {shown}")
     return value
-
-
-def looks(planned: int, most: int) -> list[int]:
-    """The processes per case at which a run looks at its verdicts: after the planned repeats, then every
-    LOOK_STEP more, the last at the cap (3, 5, 7, 9, 11 for 3 planned and 11 at most). One look: a fixed design."""
-    out = list(range(planned, most, LOOK_STEP)) or [planned]
-    return out + [most] if out[-1] != most else out
-
-
-def spent(fraction: float) -> float:
-    """The share of ALPHA a design has spent by a look at this fraction of its most processes: Lan and DeMets'
-    Pocock-type spending function, ALPHA * ln(1 + (e - 1) t) (Biometrika 1983). It spends most at the first look,
-    where a run reads most of its verdicts: at 3, 5, 7, 9 and 11 processes 1.9%, then 1.0%, 0.8%, 0.7% and 0.6%
-    (an equal split would give each 1.0%, a first look 1.6x as wide as a fixed design's at 3 processes, where this
-    one's is 1.4x; with looks at 3, 5 and 7 alone it was 1.2x)."""
-    return ALPHA * math.log(1 + (math.e - 1) * min(1.0, max(0.0, fraction)))
-
-
-def confidence(design: list[int] | None, processes: int | None = None) -> float:
-    """The confidence of the interval read at `processes` under a design (the processes at each of its looks:
-    looks()): 1 minus the alpha that look spends (spent() at it, less spent() at the look before). By the union
-    bound the intervals of all its looks hold the truth together with probability at least 1 - ALPHA, whenever
-    the run stops. A fixed design (one look): 95%. Fewer processes than the first look: the first look's."""
-    if not design or len(design) == 1:
-        return 1 - ALPHA
-    k = max(0, sum(1 for n in design if n <= (processes or 0)) - 1)
-    before = spent(design[k - 1] / design[-1]) if k else 0.0
-    return 1 - (spent(design[k] / design[-1]) - before)
-
-
-def equal_split(n_looks: int | None) -> float:
-    """The confidence of each look under the equal split results written before the spending function used
-    (Bonferroni: ALPHA / n_looks each), so that their verdicts read as they did."""
-    return 1 - ALPHA / max(1, n_looks or 1)
 
 
 def groups(values: list[float]) -> list[list[int]] | None:
@@ -179,24 +149,30 @@ def paired(a, b) -> tuple[float, float, float]:
 
 
 def ratio(a_means, b_means, *, pair: bool = False, confidence: float = 0.95) -> tuple[float, float | None, float | None]:
-    """B's time over A's from per-process means, in log space: exp(mean log b - mean log a) with its interval.
-    `pair`: a_means[i] and b_means[i] were measured in the same process (interleaved), so the interval comes
-    from the per-process log ratios, which cancels the drift both shared. No interval with fewer than two
-    processes on a side."""
+    """B's time over A's from per-process figures, in log space: exp(mean log b - mean log a) with its interval.
+    `pair`: a_means[i] and b_means[i] were measured in the same process (interleaved) or round, so the interval
+    comes from their log ratios, which cancels the drift both shared. No interval with fewer than two processes on
+    a side."""
+    return ratio_df(a_means, b_means, pair=pair, confidence=confidence)[:3]
+
+
+def ratio_df(a_means, b_means, *, pair: bool = False,
+             confidence: float = 0.95) -> tuple[float, float | None, float | None, float | None]:
+    """ratio(), with the degrees of freedom of its interval (None: no interval)."""
     la, lb = np.log(np.asarray(a_means, dtype=float)), np.log(np.asarray(b_means, dtype=float))
     r = math.exp(lb.mean() - la.mean())
     if pair:
         if la.size != lb.size:
-            raise ValueError("paired ratios need one mean of each side per process")
+            raise ValueError("paired ratios need one figure of each side per process")
         if la.size < 2:
-            return r, None, None
+            return r, None, None, None
         diff, se, df = paired(la, lb)
     else:
         if la.size < 2 or lb.size < 2:
-            return r, None, None
+            return r, None, None, None
         diff, se, df = welch(la, lb)
     half = t_critical(df, confidence) * se
-    return math.exp(diff), math.exp(diff - half), math.exp(diff + half)
+    return math.exp(diff), math.exp(diff - half), math.exp(diff + half), df
 
 
 def speedup(eager_means, compiled_means, *, pair: bool = False,
@@ -232,10 +208,12 @@ class Estimate:
     repeats: int = column(0, csv="repeats")
     n: int = column(0, csv="n")
     n_min: int | None = column(csv="n_min")
-    mean: float | None = column(csv="mean_ms")  # the geometric mean of the per-process means
-    ci95_low: float | None = column(csv="ci95_low_ms")
+    mean: float | None = column(csv="latency_ms")  # the case's latency: the geometric mean of the per-process figures
+    ci95_low: float | None = column(csv="ci95_low_ms")  # its interval
     ci95_high: float | None = column(csv="ci95_high_ms")
-    between_cv: float | None = column(csv="between_cv")  # sd of the log means: the relative spread between processes
+    # the guide's "mean of 300 runs": the geometric mean of each process's mean call, with no interval
+    mean_of_means: float | None = column(csv="mean_ms")
+    between_cv: float | None = column(csv="between_cv")  # sd of the log figures: the relative spread between processes
     median: float | None = column(csv="median_ms")
     p90: float | None = column(csv="p90_ms")
     p99: float | None = column(csv="p99_ms")
@@ -256,24 +234,26 @@ class Estimate:
         return cls(**{k: v for k, v in (d or {}).items() if k in names})
 
 
-def case_summary(per_process: list[list[float]]) -> Estimate:
-    """A case from the samples of each of its processes: the estimate and interval between processes, and what
-    the samples say within them (percentiles of all samples, the median within-process CV)."""
-    per_process = [p for p in per_process if len(p)]
-    if not per_process:
+def case_summary(samples: list[list[float]]) -> Estimate:
+    """A case from the samples of each of its processes: the estimate and interval between processes (from each
+    one's figure: per_process), the guide's mean, and what the samples say within them (percentiles of all
+    samples, the median within-process CV)."""
+    samples = [p for p in samples if len(p)]
+    if not samples:
         return Estimate()
-    means = [float(np.mean(p)) for p in per_process]
-    mean, low, high = estimate(means)
-    logs = np.log(means)
-    pooled = np.concatenate([np.asarray(p, dtype=float) for p in per_process])
-    cvs = [c for c in (summarize(p).cv for p in per_process) if c is not None]
+    figures = [per_process(p) for p in samples]
+    value, low, high = estimate(figures)
+    logs = np.log(figures)
+    pooled = np.concatenate([np.asarray(p, dtype=float) for p in samples])
+    cvs = [c for c in (summarize(p).cv for p in samples) if c is not None]
     return Estimate(
-        repeats=len(per_process),
+        repeats=len(samples),
         n=int(pooled.size),
-        n_min=min(len(p) for p in per_process),
-        mean=mean,
+        n_min=min(len(p) for p in samples),
+        mean=value,
         ci95_low=low,
         ci95_high=high,
+        mean_of_means=estimate([float(np.mean(p)) for p in samples])[0],
         between_cv=float(logs.std(ddof=1)) if logs.size > 1 else None,
         median=float(np.median(pooled)),
         p90=float(np.percentile(pooled, 90)),

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 # mismatch: measured, but the compiled model's output is outside tolerance of eager's: kept, never recommended.
 # timeout: killed after --timeout. crashed: the worker process died (signal or exit without a result).
 # unsupported: another engine (onnxruntime, openvino, tensorrt), or its exporter, could not take the model (an
-# operator it lacks, a shape that depends on the data): the exporter's own reason is its message.
+# operator it lacks, a shape that depends on the data): the exporter's own reason is its message; or the device's
+# quantized kernels cannot take a shape of the case (cuBLAS's int8 matmul below 17 rows): which, in its message.
 STATUSES = ("ok", "oom", "error", "invalid", "mismatch", "timeout", "crashed", "unsupported")
 MEASURED = ("ok", "invalid", "mismatch")  # timed to the end: their samples are real, even where the number is voided
 FAILED = ("oom", "error", "timeout", "crashed", "unsupported")  # no number at all
@@ -67,7 +68,7 @@ CUDAGRAPHS_SKIPPED = Flag("cudagraphs-skipped", "a CUDA-graph mode recorded no C
 RECOMPILE_LIMIT = Flag("recompile-limit", "dynamo hit its recompile limit, so the frames past it ran uncompiled and the "
                        "number is of a partly eager model (the recompile reasons are in the details): compile with "
                        "--dynamic true, fewer input shapes, or torch._dynamo.config.recompile_limit raised")
-# Of a case's per-process means, not of one process: raised by the result (core/stats.groups), never by a worker.
+# Of a case's per-process figures, not of one process: raised by the result (core/stats.groups), never by a worker.
 UNSTABLE = Flag("unstable", "the case's processes fell into two groups far apart (the machine changed state during "
                 "the run: the groups' means and times are in the details); its interval holds both states, so it is "
                 "wide: find what else ran then (other tenants, a clock change), and measure again with --rerun")
@@ -124,4 +125,4 @@ VERDICTS = tuple(Verdict)
 # A failed status in a few words, where a table or `tune` says why a result has no number.
 STATUS_WORDS = {"mismatch": "output differs from eager", "invalid": "recompiled while timed", "oom": "out of memory",
                 "error": "error", "timeout": "timed out", "crashed": "crashed",
-                "unsupported": "the engine could not take the model"}
+                "unsupported": "the engine or kernel could not take the model"}

@@ -39,6 +39,7 @@ class CpuReading:
     busy: int  # jiffies not idle (steal included: time the hypervisor gave to someone else)
     own: int  # jiffies this process used, every thread
     loadavg: float | None  # 1-minute load average
+    core: int | None = None  # the CPU this thread last ran on
 
 
 def cpu_ticks(stat: str, cpus: set[int]) -> tuple[int, int]:
@@ -66,7 +67,8 @@ def read_cpu() -> CpuReading | None:
     except (OSError, ValueError, AttributeError):
         return None
     loadavg = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-    return CpuReading(total=total, busy=busy, own=int(own[11]) + int(own[12]), loadavg=loadavg)
+    return CpuReading(total=total, busy=busy, own=int(own[11]) + int(own[12]), loadavg=loadavg,
+                      core=int(own[36]) if len(own) > 36 else None)
 
 
 def cpu_conditions(before: CpuReading | None, after: CpuReading | None) -> dict:
@@ -75,7 +77,8 @@ def cpu_conditions(before: CpuReading | None, after: CpuReading | None) -> dict:
         return {}
     ticks = after.total - before.total
     others = (after.busy - before.busy) - (after.own - before.own)
-    out = {"loadavg_1m": after.loadavg, "loadavg_1m_before": before.loadavg, "cpu_ticks": ticks}
+    out = {"loadavg_1m": after.loadavg, "loadavg_1m_before": before.loadavg, "cpu_ticks": ticks,
+           "cpu_core": [before.core, after.core]}
     out["other_cpu_share"] = max(0, others) / ticks if ticks >= MIN_TICKS else None
     return out
 
@@ -128,6 +131,10 @@ class Nvml:
             return None
         cls.error = None
         return cls(pynvml, handle, os.getpid(), mig)
+
+    def sm_clock(self) -> int | None:
+        """The SM clock now (MHz): what a warm-up waits on, one query."""
+        return _try(lambda: self._n.nvmlDeviceGetClockInfo(self._h, self._n.NVML_CLOCK_SM))
 
     def read(self) -> GpuReading:
         n, h = self._n, self._h
@@ -281,8 +288,10 @@ class Watch:
     """Read before and after a timed loop: watch.start(); loop; conditions = watch.stop()."""
 
     def __init__(self, cpu: Callable[[], CpuReading | None] = read_cpu, gpu: Callable[[], GpuReading] | None = None,
-                 energy: Callable[[], EnergyReading] | None = read_rapl):
+                 energy: Callable[[], EnergyReading] | None = read_rapl,
+                 sm_clock: Callable[[], int | None] | None = None):
         self._cpu, self._gpu, self._energy = cpu, gpu, energy
+        self.sm_clock = sm_clock  # the GPU's SM clock now, for a warm-up to wait on (None: not read)
         self._before: tuple = (None, None, None, None)
 
     def start(self) -> None:

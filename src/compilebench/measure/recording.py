@@ -13,7 +13,7 @@ from typing import Callable
 from compilebench.core.case import Case
 from compilebench.core.engines import EnginePrepared
 from compilebench.core.environment import Environment, is_cuda
-from compilebench.core.repeat import Repeat
+from compilebench.core.repeat import Repeat, Warmed
 from compilebench.core.starts import AotPackage, Start
 from compilebench.core.vocab import CLOCK, CUDAGRAPHS_SKIPPED, EAGER_NONDETERMINISTIC, RECOMPILE_LIMIT
 from compilebench.core.why import CompilePhases, Profile
@@ -186,11 +186,16 @@ def record_loop(rep: Repeat, m, samples_ns: list[int], alone: bool) -> None:
     rep.cpu_energy_per_call_j = cpu_energy / len(samples_ns) if cpu_energy is not None and samples_ns and alone else None
 
 
+def record_warmup(rep: Repeat, w: timing.WarmUp) -> None:
+    rep.warmup_iters, rep.warmup_s = w.calls, w.ns / 1e9
+    rep.warmed = Warmed(ended=w.ended, windows_ms=[round(x, 6) for x in w.windows_ms], sm_clock_mhz=w.sm_clock_mhz)
+
+
 def record(rep: Repeat, m: timing.Measurement, clock: timing.HostClock, sync_each_call: bool, alone: bool) -> None:
     """A forward pass's timed loop into the repeat, with the clock's self-check (pipelined CUDA events against the
     loop's wall time)."""
     rep.first_call_s = m.first_call_ns / 1e9
-    rep.warmup_iters, rep.warmup_s = m.warmup_iters, m.warmup_ns / 1e9
+    record_warmup(rep, m.warmup)
     record_loop(rep, m, m.samples_ns, alone)
     rep.timing = "latency" if sync_each_call else "throughput"
     rep.samples_over_wall = clock_check(m, clock, sync_each_call)
@@ -298,7 +303,7 @@ def make_watch(device: str) -> conditions.Watch:
     if not is_cuda(device):
         return conditions.Watch()
     nvml = conditions.Nvml.open(fingerprint.gpu_uuid(device), cuda_index(device))
-    return conditions.Watch(gpu=nvml.read if nvml else None)
+    return conditions.Watch(gpu=nvml.read if nvml else None, sm_clock=nvml.sm_clock if nvml else None)
 
 
 def judge(rep: Repeat, recompiles: int | None, problems: list[str]) -> None:

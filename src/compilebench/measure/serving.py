@@ -55,7 +55,8 @@ class Serving(TimedUnit):
             records, graphs = compiler.compile_records(), compiler.graph_count()
             m = timing.measure(lambda s=s: call(s), iters=iters, warmup=policy.warmup_for(case.variant), clock=self.clock,
                                min_iters=policy.min_iters, max_time_s=policy.max_time_s,
-                               warmup_s=policy.warmup_s, sync_each_call=case.sync_each_call,
+                               warmup_s=policy.warmup_s, warmup_cap_s=policy.warmup_cap_s or 0.0,
+                               sync_each_call=case.sync_each_call,
                                graph_count=compiler.graph_count, watch=self.watch, on_phase=self.enter,
                                before_timing=recorder.memory.steady)  # the shape's first call is a compile's
             recorder.memory.after_loop()
@@ -108,7 +109,7 @@ def _shape_record(m: timing.Measurement, compiled: dict, shape: traffic.Shape, v
     served_as = shape.padded(variant.pad_to)
     flags = conditions.flags(m.conditions) + ([CLOCK.name] if recording.clock_suspect(samples_over_wall) else [])
     return ShapeServed(served_as=served_as.token if served_as != shape else None, first_call_s=m.first_call_ns / 1e9,
-                       **compiled, warmup_iters=m.warmup_iters, samples_ms=[x / 1e6 for x in m.samples_ns],
+                       **compiled, warmup_iters=m.warmup.calls, samples_ms=[x / 1e6 for x in m.samples_ns],
                        recompiles_in_timed_loop=m.recompiles, stopped_early=m.stopped_early,
                        samples_over_wall=samples_over_wall), flags
 

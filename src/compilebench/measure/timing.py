@@ -10,6 +10,7 @@ from typing import Callable
 
 from compilebench.core.conditions import Conditions
 from compilebench.measure.conditions import NoWatch, Watch
+from compilebench.measure.warmup import WarmUp, settled, sm_clock_of, warm_up
 
 
 class HostClock:
@@ -94,8 +95,7 @@ class _CudaRecorder:
 @dataclass
 class Measurement:
     first_call_ns: int
-    warmup_iters: int
-    warmup_ns: int
+    warmup: WarmUp
     iters_requested: int
     min_iters: int
     samples_ns: list[int]
@@ -114,21 +114,6 @@ def first_call(fn: Callable[[], object], clock: HostClock) -> int:
     fn()
     clock.sync()
     return clock.now_ns() - t0
-
-
-def warm_up(fn: Callable[[], object], calls: int, clock: HostClock, min_s: float = 0.0) -> tuple[int, int]:
-    """At least `calls` untimed calls, and more until `min_s` seconds have passed (a 3 ms model needs far more than
-    ten calls before a GPU's clocks settle); returns how many calls were made and how long they took."""
-    t0 = clock.now_ns()
-    for _ in range(calls):
-        fn()
-    clock.sync()
-    made, min_ns = calls, int(min_s * 1e9)
-    while clock.now_ns() - t0 < min_ns:
-        fn()
-        clock.sync()  # the device's time, not the host's queueing, is what must pass
-        made += 1
-    return made, clock.now_ns() - t0
 
 
 class _Loop:
@@ -170,36 +155,39 @@ def measure(
     min_iters: int = 1,
     max_time_s: float | None = None,
     warmup_s: float = 0.0,
+    warmup_cap_s: float = 0.0,
     sync_each_call: bool = False,
     graph_count: Callable[[], int] | None = None,
     watch: Watch | None = None,
     before_timing: Callable[[], None] = lambda: None,
     on_phase: Callable[[str], None] = lambda phase: None,
 ) -> Measurement:
-    """Time fn. The first call is timed alone and never joins the steady-state samples. The budget max_time_s
-    ends the timed loop only once it has min_iters samples. graph_count, when given, is read around the timed
-    loop: any growth is a recompile inside it, which the caller must treat as voiding the numbers.
-    before_timing runs after warm-up, right before the loop (the steady state's memory peak starts there)."""
+    """Time fn. The first call is timed alone and never joins the steady-state samples; warm-up goes on until
+    steady (warm_up). The budget max_time_s ends the timed loop only once it has min_iters samples. graph_count,
+    when given, is read around the timed loop: any growth is a recompile inside it, which the caller must treat as
+    voiding the numbers. before_timing runs after warm-up, right before the loop (the steady state's memory peak
+    starts there)."""
     on_phase("first call")
     first_ns = first_call(fn, clock)
-    on_phase("warm-up")
-    warmup, warmup_ns = warm_up(fn, warmup, clock, warmup_s)
-    before_timing()
+    with settled():
+        on_phase("warm-up")
+        warmed = warm_up(fn, warmup, clock, warmup_s, warmup_cap_s, sm_clock_of(watch))
+        before_timing()
 
-    on_phase("timing")
-    rec = clock.recorder(iters, sync_each_call)
-    n = 0
-    with _Loop(clock, iters, min_iters, max_time_s, graph_count, watch) as loop:
-        while n < iters:
-            rec.start(n)
-            fn()
-            rec.stop(n)
-            n += 1
-            if loop.spent(n):
-                break
-        clock.sync()
-        loop_wall_ns = clock.now_ns() - loop.start_ns
-    return Measurement(first_ns, warmup, warmup_ns, iters, loop.floor, rec.samples_ns(n), loop_wall_ns, n < iters,
+        on_phase("timing")
+        rec = clock.recorder(iters, sync_each_call)
+        n = 0
+        with _Loop(clock, iters, min_iters, max_time_s, graph_count, watch) as loop:
+            while n < iters:
+                rec.start(n)
+                fn()
+                rec.stop(n)
+                n += 1
+                if loop.spent(n):
+                    break
+            clock.sync()
+            loop_wall_ns = clock.now_ns() - loop.start_ns
+    return Measurement(first_ns, warmed, iters, loop.floor, rec.samples_ns(n), loop_wall_ns, n < iters,
                        loop.recompiles, loop.started_at, loop.ended_at, loop.conditions)
 
 
@@ -213,6 +201,7 @@ def measure_interleaved(
     min_iters: int = 1,
     max_time_s: float | None = None,
     warmup_s: float = 0.0,
+    warmup_cap_s: float = 0.0,
     sync_each_call: bool = False,
     graph_count: Callable[[], int] | None = None,
     watch: Watch | None = None,
@@ -227,24 +216,25 @@ def measure_interleaved(
     for name, fn in fns.items():
         on_phase(f"first call ({name})")
         first[name] = first_call(fn, clock)
-    warmed = {}  # name -> (calls made, ns they took)
-    for name, fn in fns.items():
-        on_phase(f"warm-up ({name})")
-        warmed[name] = warm_up(fn, warmup[name], clock, warmup_s)
-    before_timing()
+    with settled():
+        warmed = {}
+        for name, fn in fns.items():
+            on_phase(f"warm-up ({name})")
+            warmed[name] = warm_up(fn, warmup[name], clock, warmup_s, warmup_cap_s, sm_clock_of(watch))
+        before_timing()
 
-    on_phase("timing (interleaved)")
-    recorders = {name: clock.recorder(iters, sync_each_call) for name in fns}
-    done = dict.fromkeys(fns, 0)
-    wall = dict.fromkeys(fns, 0)
-    with _Loop(clock, iters, min_iters, max_time_s, graph_count, watch, scale=len(fns)) as loop:
-        while min(done.values()) < iters and not loop.spent(min(done.values())):
-            for name, fn in fns.items():
-                n = done[name]
-                done[name] = min(iters, n + block)
-                wall[name] += _timed_block(fn, recorders[name], range(n, done[name]), clock)
+        on_phase("timing (interleaved)")
+        recorders = {name: clock.recorder(iters, sync_each_call) for name in fns}
+        done = dict.fromkeys(fns, 0)
+        wall = dict.fromkeys(fns, 0)
+        with _Loop(clock, iters, min_iters, max_time_s, graph_count, watch, scale=len(fns)) as loop:
+            while min(done.values()) < iters and not loop.spent(min(done.values())):
+                for name, fn in fns.items():
+                    n = done[name]
+                    done[name] = min(iters, n + block)
+                    wall[name] += _timed_block(fn, recorders[name], range(n, done[name]), clock)
     return {
-        name: Measurement(first[name], *warmed[name], iters, loop.floor, recorders[name].samples_ns(done[name]),
+        name: Measurement(first[name], warmed[name], iters, loop.floor, recorders[name].samples_ns(done[name]),
                           wall[name], done[name] < iters, loop.recompiles, loop.started_at, loop.ended_at,
                           loop.conditions)
         for name in fns

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, TypeVar
 
-from compilebench.core import speedups, stats
+from compilebench.core import sequential, speedups, stats
 from compilebench.core.drift import Drift
 from compilebench.core.result import Result
 from compilebench.core.speedups import Speedup
@@ -99,11 +99,19 @@ def break_even(compiled: Result, eager: Result | None) -> str:
     return "never" if be is None else f"{be:,.0f}"
 
 
-def may_decide(undecided: Iterable[Speedup]) -> str:
-    """What may decide inconclusive speed-ups: more repeats, and --interleave unless every one already shared its
+def may_decide(undecided: Iterable[Speedup], min_effect: float) -> str:
+    """What inconclusive speed-ups could not see (one: its reach and the rounds that would decide it; several: the
+    widest reach) and what may decide them: more repeats, and --interleave unless every one already shared its
     processes (suggesting what the run did is no remedy)."""
+    undecided = list(undecided)
     interleaved = all(s.paired_by == "process" for s in undecided)
-    return "more repeats may decide" if interleaved else "more repeats or --interleave may decide"
+    remedy = "more repeats may decide" if interleaved else "more repeats or --interleave may decide"
+    if len(undecided) == 1:
+        seen = speedups.out_of_reach(undecided[0], min_effect)
+    else:
+        widest = max((s.reach for s in undecided if s.reach is not None), default=None)
+        seen = "" if widest is None else f"differences under ±{widest:.0%} are out of this run's reach"
+    return f"{seen}; {remedy}" if seen else remedy
 
 
 def verdict(s: Speedup | None) -> str:
@@ -124,7 +132,9 @@ def drift_note(d: Drift) -> str:
 
 
 VERDICT_NOTE = ("verdict: faster or slower when the whole 95% interval of the speed-up lies beyond the minimum effect "
-                "({effect}) either way; same when it lies inside it; inconclusive otherwise: {remedy}.")
+                "({effect}) either way; same when it lies inside it; inconclusive otherwise: {remedy}. An "
+                "inconclusive one says its reach: the smallest effect it could tell from none (its interval's "
+                "half-width), and about how many more rounds would bring it within the minimum effect.")
 
 
 def verdict_note(min_effect: float, looks: int = 1, design: list[int] | None = None) -> str:
@@ -134,10 +144,10 @@ def verdict_note(min_effect: float, looks: int = 1, design: list[int] | None = N
                                remedy=INCONCLUSIVE_REMEDY)
     if design and len(design) > 1:
         note += (f" Repeats until decided: the run looked at its verdicts at {', '.join(map(str, design))} processes, "
-                 f"each look's interval at its share of the 5% (Lan-DeMets Pocock-type spending: "
-                 f"{', '.join(f'{stats.confidence(design, n):.1%}' for n in design)}), so a false verdict over all "
-                 "looks stays within 5%.")
+                 f"each look's interval at the group-sequential boundary of Lan-DeMets Pocock-type spending of the "
+                 f"5% ({', '.join(f'{sequential.confidence(design, n):.1%}' for n in design)}), so a false verdict over "
+                 "all looks stays within 5%.")
     elif looks > 1:
         note += (f" Repeats until decided: the run looked at its verdicts up to {looks} times, so each such interval is "
-                 f"at {stats.equal_split(looks):.1%}, and a false verdict over all looks stays within 5%.")
+                 f"at {sequential.equal_split(looks):.1%}, and a false verdict over all looks stays within 5%.")
     return note

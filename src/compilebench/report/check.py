@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from xml.etree import ElementTree
 
-from compilebench.core import drift as driftmod, pairing, speedups, stats
+from compilebench.core import drift as driftmod, pairing, sequential, speedups, stats
 from compilebench.core.drift import Drift
 from compilebench.core.result import Result
 from compilebench.core.speedups import Speedup
@@ -111,7 +111,8 @@ def _latency(label, b: Result, c: Result, limits: Limits, min_effect: float, acr
     slower = Verdict.of(s.low, s.high, limits.slowdown) == Verdict.slower
     return Line(label, "latency ms", f"{b.mean:.3f}", f"{c.mean:.3f}", 1 / s.value, _inv(s.high), _inv(s.low),
                 verdict(s), slower, f"slower beyond {limits.slowdown:.0%}" if slower else "",
-                "" if slower else _undecided(s.value, s.low, limits, across, "slower", "faster"))
+                "" if slower else _undecided(s.value, s.low, limits, across, "slower", "faster",
+                                             speedups.out_of_reach(s, min_effect)))
 
 
 def _speedup(label, b: Result, c: Result, base: pairing.Pairing, cand: pairing.Pairing, limits: Limits,
@@ -129,15 +130,21 @@ def _speedup(label, b: Result, c: Result, base: pairing.Pairing, cand: pairing.P
     return [Line(label, "speed-up over eager", f"{sb.value:.2f}x", f"{sc.value:.2f}x", ratio, low, high,
                  f"{said} (across runs)" if across else said, worse,
                  f"speed-up fell beyond {limits.slowdown:.0%}" if worse else "",
-                 "" if worse else _undecided(ratio, low, limits, across, "lower", "higher"))]
+                 "" if worse else _undecided(ratio, low, limits, across, "lower", "higher", _reach(low, high)))]
 
 
-def _undecided(value: float, low: float | None, limits: Limits, across: Drift | None, worse: str, better: str) -> str:
+def _reach(low: float | None, high: float | None) -> str:
+    reach = sequential.reach(low, high)
+    return "" if reach is None else f"differences under ±{reach:.0%} are out of its reach"
+
+
+def _undecided(value: float, low: float | None, limits: Limits, across: Drift | None, worse: str, better: str,
+               reach: str = "") -> str:
     """Why a metric whose `value` is better above 1 (with the low end of its interval) was not decided: its
     interval reaches beyond the limit on the worse side; "" where it does not (decided: no regression)."""
     if low is not None and low >= 1 / (1 + limits.slowdown):
         return ""
-    return compare.undecided(f"{1 / value:.2f}x {worse}" if value < 1 else f"{value:.2f}x {better}", across)
+    return compare.undecided(f"{1 / value:.2f}x {worse}" if value < 1 else f"{value:.2f}x {better}", across, reach)
 
 
 def _ratio_of(sb: Speedup, sc: Speedup, across: Drift | None) -> tuple[float, float | None, float | None]:

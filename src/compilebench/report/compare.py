@@ -1,5 +1,5 @@
 """`compilebench compare A.db B.db`: the same cases side by side (two GPUs, two torch versions, cold vs warm
-compile cache), with the ratio of B's mean time to A's, its 95% CI from both sides' per-process means and the
+compile cache), with the ratio of B's mean time to A's, its 95% CI from both sides' per-process figures and the
 verdict every table uses (faster, slower, same, inconclusive against the minimum effect). `compare RUN.db --env-a
 stable --env-b nightly`: two environments of one run (--env), whose repeats alternated: no drift between them.
 
@@ -58,12 +58,14 @@ def _describe(results: list[Result]) -> str:
     return "; ".join(parts)
 
 
-def undecided(size: str, across: drift.Drift | None) -> str:
-    """Why a comparison was left undecided, and what decides it: `check` and `compare` say it alike."""
+def undecided(size: str, across: drift.Drift | None, reach: str = "") -> str:
+    """Why a comparison was left undecided, and what decides it: `check` and `compare` say it alike. `reach`: what
+    it could and could not see (speedups.out_of_reach)."""
+    seen = f"; {reach}" if reach else ""
     if across:
-        return (f"{size}, the interval holds the run-to-run drift ({across.value:.0%}): measure both in one run "
-                "(--env), or give --drift")
-    return f"{size}, its interval is too wide to tell: more repeats decide it (a larger --repeats)"
+        return (f"{size}, the interval holds the run-to-run drift ({across.value:.0%}){seen}: measure both in one "
+                "run (--env), or give --drift")
+    return f"{size}, its interval is too wide to tell{seen}: more repeats decide it (a larger --repeats)"
 
 
 def compare(a: list[Result], b: list[Result], a_name: str, b_name: str, min_effect: float = stats.DEFAULT_MIN_EFFECT,
@@ -114,13 +116,13 @@ def compare(a: list[Result], b: list[Result], a_name: str, b_name: str, min_effe
         notes=[f"A: {a_name} ({_describe(list(a_cases.values()))})",
                f"B: {b_name} ({_describe(list(b_cases.values()))})",
                "B/A below 1: B takes less time; B vs A says how B reads against A: faster means B is faster. The "
-               "interval comes from both files' per-process means.", verdict_note(min_effect),
+               "interval comes from both files' per-process figures.", verdict_note(min_effect),
                *([drift_note(moved)] if any(s and s.drift is not None for s in said.values()) else []),
-               *_undecided_note([(case(k), s) for k, s in said.items()], moved)],
+               *_undecided_note([(case(k), s) for k, s in said.items()], moved, min_effect)],
     )
 
 
-def _undecided_note(pairs: list, moved: drift.Drift) -> list[str]:
+def _undecided_note(pairs: list, moved: drift.Drift, min_effect: float) -> list[str]:
     """The cases left inconclusive, counted apart, each with what decides it."""
     open_ = [(r, s) for r, s in pairs if s is not None and s.verdict == Verdict.inconclusive]
     if not open_:
@@ -128,7 +130,8 @@ def _undecided_note(pairs: list, moved: drift.Drift) -> list[str]:
     across = all(s.drift is not None for _, s in open_)
     words = "; ".join(f"{data.model_label([r], r.case.model)} b{r.case.batch_size} {r.case.variant.label}: " +
                       undecided(f"B {1 / s.value:.2f}x slower" if s.value < 1 else f"B {s.value:.2f}x faster",
-                                moved if s.drift is not None else None) for r, s in open_)
+                                moved if s.drift is not None else None, speedups.out_of_reach(s, min_effect))
+                      for r, s in open_)
     return [f"{len(open_)} case(s) undecided{' across runs' if across else ''} ({words})."]
 
 

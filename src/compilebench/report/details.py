@@ -3,7 +3,7 @@ a number), and the environment each machine measured in."""
 
 from __future__ import annotations
 
-from compilebench.core import reproduce
+from compilebench.core import reproduce, stats
 from compilebench.core.result import Result
 from compilebench.core.vocab import CUDAGRAPHS_SKIPPED, EAGER_NONDETERMINISTIC
 from compilebench.report import data
@@ -30,10 +30,12 @@ def details_table(view: View) -> Table:
     flags = flags_note(view)
     t = table(
         "", COLUMNS, results,
-        notes=["mean: the geometric mean of the per-process means of the R repeats (fresh worker processes); its 95% "
-               "interval is between processes, so it holds what a rerun would see. N: timed calls in each repeat. CV "
-               "within a process describes one process's noise only; the spread between processes is the standard "
-               "deviation of the log means."]
+        notes=[f"ms: the case's latency, the geometric mean over the R repeats (fresh worker processes) of "
+               f"{stats.PER_PROCESS_WORDS}; its 95% interval is between processes, so it holds what a rerun would "
+               "see. mean ms: the guide's mean of the timed calls (the geometric mean of each process's mean), "
+               "which one slow stretch of calls pulls. N: timed calls in each repeat. CV within a process describes "
+               "one process's noise only; the spread between processes is the standard deviation of the log "
+               "per-process figures."]
         + (["(--max-time) after N: the time budget ended a repeat's timed loop before --iters calls (never before "
             "--min-iters)."] if any(r.stopped_early for r in results) else [])
         + (["Flags:"] + flags if flags else [])
@@ -80,8 +82,9 @@ COLUMNS: Columns = [
     ("variant", lambda r: data.with_settings(r.case.variant.label, data.settings(r))),
     ("status", lambda r: r.status),
     ("flags", lambda r: ", ".join(r.flags)),
-    ("mean ms", lambda r: num(r.stats.mean, 3) if _measured(r) else ""),
+    ("ms", lambda r: num(r.stats.mean, 3) if _measured(r) else ""),
     ("95% CI ms", lambda r: interval(r.stats.ci95_low, r.stats.ci95_high, "{:.3f}") if _measured(r) else ""),
+    ("mean ms", lambda r: num(r.stats.mean_of_means, 3) if _measured(r) else ""),
     ("R", lambda r: str(len(r.repeats))),
     ("N per repeat", lambda r: "/".join(str(len(rep.samples_ms)) for rep in r.repeats)
      + (" (--max-time)" if r.stopped_early else "")),

@@ -70,7 +70,7 @@ def rows(view: View) -> list[dict]:
             "quality": "; ".join(f"{k}={val:.4g}" for k, val in r.quality.items()),  # --quantize: vs float's
             "achieved_tflops": data.achieved_tflops(r),
             "min_effect": min_effect,
-            # unstable: each group of per-process means, "mean ms (repeats) from-to"
+            # unstable: each group of per-process figures, "mean ms (repeats) from-to"
             "unstable_groups": "; ".join(f"{g.mean_ms:.4g} ms ({','.join(map(str, g.repeats))}) {g.started} to "
                                          f"{g.ended}" for g in r.unstable),
         }
@@ -80,7 +80,7 @@ def rows(view: View) -> list[dict]:
         eager = view.eager_of(r)
         sp = view.speedup(eager, r) if eager is not None else None
         row["eager_mean_ms"] = speedups.mean(eager)
-        row.update(_speedup_columns("", sp))
+        row.update(_speedup_columns("", sp, min_effect))
         row["break_even_inferences"] = (stats.break_even(r.compile_s, speedups.mean(eager), r.mean)
                                         if sp is not None else None)
         row.update({**_why_columns(r), **_start_columns(r)})
@@ -117,7 +117,7 @@ def _generation_columns(view: View, r: Result, eager: Result | None) -> dict:
         est = getattr(r.generation, name)
         row[f"{name}_ms"] = est.mean
         row[f"{name}_ci95_low_ms"], row[f"{name}_ci95_high_ms"] = est.ci95_low, est.ci95_high
-        row.update(_speedup_columns(f"{name}_", view.speedup(eager, r, metric) if eager else None))
+        row.update(_speedup_columns(f"{name}_", view.speedup(eager, r, metric) if eager else None, view.min_effect))
     tokens = r.case.batch_size * r.case.new_tokens  # every sequence's new tokens: what one generate() call makes
     row["energy_per_token_j"] = r.energy_per_call_j / tokens if r.energy_per_call_j is not None else None
     row["cpu_energy_per_token_j"] = r.cpu_energy_per_call_j / tokens if r.cpu_energy_per_call_j is not None else None
@@ -179,7 +179,7 @@ def _start_columns(r) -> dict:
             **r.engine.row()}
 
 
-def _speedup_columns(prefix: str, s: speedups.Speedup | None) -> dict:
+def _speedup_columns(prefix: str, s: speedups.Speedup | None, min_effect: float) -> dict:
     return {
         f"{prefix}speedup": s.value if s else None,
         f"{prefix}speedup_ci95_low": s.low if s else None,
@@ -191,6 +191,10 @@ def _speedup_columns(prefix: str, s: speedups.Speedup | None) -> dict:
         f"{prefix}paired": s.paired if s else None,
         f"{prefix}paired_by": s.paired_by if s else None,  # "process" (--interleave) or "round"
         f"{prefix}across_runs_drift": s.drift if s else None,  # measured in different runs: the drift its interval holds
+        # the smallest effect it could tell from none (its interval's half-width), and about how many processes (or
+        # rounds) a side would decide it at the same estimate and spread: an undecided reading's reach
+        f"{prefix}reach_pct": s.reach * 100 if s and s.reach is not None else None,
+        f"{prefix}rounds_to_decide": s.rounds_to_decide(min_effect) if s else None,
     }
 
 

@@ -6,7 +6,9 @@ terminal."""
 
 from __future__ import annotations
 
+from compilebench.core import speedups
 from compilebench.core.result import Result
+from compilebench.core.vocab import Verdict
 from compilebench.report import data
 from compilebench.report.view import View
 
@@ -17,7 +19,7 @@ WHY = {"max-repeats": "--max-repeats ended it, not the data",
 def notes(view: View) -> list[str]:
     latest = view.latest + view.served
     return [*filter(None, (_groups(r) for r in latest)), *_moved(view.results, latest),
-            *filter(None, (_undecided(r) for r in latest))]
+            *filter(None, (_undecided(view, r) for r in latest))]
 
 
 def _name(r: Result) -> str:
@@ -60,7 +62,18 @@ def _moved(results: list[Result], latest: list[Result]) -> list[str]:
     return out
 
 
-def _undecided(r: Result) -> str | None:
-    if r.undecided_by not in WHY:
+def _undecided(view: View, r: Result) -> str | None:
+    """A comparison left inconclusive: after how many repeats, why the run stopped there where it was not the data,
+    and the smallest effect it could have seen (speedups.out_of_reach)."""
+    eager = view.eager_of(r)
+    s = view.speedup(eager, r) if eager is not None else None
+    if s is None or s.verdict != Verdict.inconclusive:
         return None
-    return f"undecided: {_name(r)}: inconclusive after {r.stats.repeats} repeats: {WHY[r.undecided_by]}"
+    why = f" ({WHY[r.undecided_by]})" if r.undecided_by in WHY else ""
+    seen = speedups.out_of_reach(s, view.min_effect) or "one process a side gives no interval"
+    return (f"undecided: {_name(r)}: {s.value:.2f}x{_span(s)}, inconclusive after {r.stats.repeats} repeats{why}: "
+            f"{seen}")
+
+
+def _span(s) -> str:
+    return f" [{s.low:.2f}-{s.high:.2f}]" if s.low is not None else ""

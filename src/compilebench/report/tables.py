@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from compilebench.core import speedups
+from compilebench.core import sequential, speedups, stats
 from compilebench.core.result import Result
 from compilebench.core.speedups import Speedup
 from compilebench.core.stats import Estimate
@@ -95,10 +95,11 @@ def speedup_table(view: View) -> Table:
         ("peak memory compiled / eager", lambda x: _memory_ratio(x[4], x[3])),
     ]
     return table("", columns, items, [
-        "speed-up = eager time / compiled time, from each side's per-process means (geometric, in log space): the "
-        "interval widens with how much a rerun moves. Paired: the variants shared each process (--interleave), and "
-        "the interval comes from the per-process ratios. Paired by round: from 5 rounds of one run, the interval "
-        "comes from the ratios of each round's two processes, which ran back to back.",
+        f"speed-up = eager time / compiled time, from each side's per-process figures ({stats.PER_PROCESS_WORDS}; "
+        "geometric, in log space): the interval widens with how much a rerun moves. Paired: the variants shared "
+        "each process (--interleave), and the interval comes from the per-process ratios. Paired by round: from "
+        f"{sequential.PAIR_FROM} rounds of one run, the interval comes from the ratios of each round's two processes, "
+        "which ran back to back, in an order drawn afresh each round.",
         verdict_note(view.min_effect, view.looks, view.design),
         "cold compile: the first repeat, from an empty compiler state; warm: later repeats, from the on-disk state "
         "the first left. break-even: cold compile seconds / per-inference saving, the number of inferences after "
@@ -142,7 +143,8 @@ def _recommended(p: _Pick, min_effect: float) -> list[str]:
     """recommended, speed-up, 95% CI, break-even and why."""
     if p.best is None:
         why = (f"nothing measured is faster than eager beyond {min_effect:.0%}"
-               + (f" ({len(p.undecided)} inconclusive: {may_decide(p.undecided)})" if p.undecided else ""))
+               + (f" ({len(p.undecided)} inconclusive: {may_decide(p.undecided, min_effect)})"
+                  if p.undecided else ""))
         return ["no compile", "", "", "", why]
     c, s, r = p.best
     kept = quantization.quality_words(r)  # a quantized pick says what it kept of the float model's predictions

@@ -10,7 +10,7 @@ import sys
 import textwrap
 from dataclasses import dataclass
 
-from compilebench.core import speedups
+from compilebench.core import speedups, stats
 from compilebench.core.generation import Generation
 from compilebench.core.result import Result
 from compilebench.core.speedups import Speedup
@@ -75,7 +75,8 @@ class Row:
             return f"{self.name}: no compile - no compiled variant measured ok"
         said = " ".join(filter(None, [_variant(self.column), f"{s.value:.2f}x", _interval(s)])) + f", {_verdict(s)}"
         if s.verdict == Verdict.inconclusive:
-            return f"{self.name}: no compile - not shown faster beyond {min_effect:.0%} ({said}); {may_decide([s])}"
+            return (f"{self.name}: no compile - not shown faster beyond {min_effect:.0%} ({said}); "
+                    f"{may_decide([s], min_effect)}")
         return f"{self.name}: no compile - nothing measured is faster than eager beyond {min_effect:.0%} ({said})"
 
 
@@ -173,12 +174,15 @@ def summary(view: View, width: int = WIDTH) -> str:
         lines = [f"pass rate: {suite.pass_rate(view)}", *(s.sentence() for s in suite.summaries(view))]
         out += ["", *[line for s in lines for line in textwrap.wrap(s, width, subsequent_indent="  ")]]
     if out:
-        confidence = ("95%; where a run adds repeats to decide, each look's share of 5%, as --details says"
+        confidence = ("95%; where a run adds repeats to decide, wider at each look, so that all its looks together "
+                      "hold 95%, as --details says"
                       if view.looks > 1 else "95%")
         out += ["", *textwrap.wrap(
-            f"speed-up: eager ms / compiled ms, with its interval between processes ({confidence}). verdict: faster "
-            f"or slower beyond {view.min_effect:.0%}, same within it, else inconclusive. break-even: calls until "
-            "compiling has paid for itself. The guide's tables and every detail: --details, or the report.", width)]
+            f"ms: {stats.PER_PROCESS_WORDS}, over processes. speed-up: eager ms / compiled ms, with its interval "
+            f"between processes ({confidence}). verdict: faster or slower beyond {view.min_effect:.0%}, same within "
+            "it, else inconclusive, with the smallest effect it could see. break-even: calls until compiling has paid "
+            "for itself. The guide's tables (and its mean of the calls) and every detail: --details, or the "
+            "report.", width)]
     for c in view.shards:  # a report over shard files says whether it is the whole run
         out += ["", *textwrap.wrap(c.describe(), width, subsequent_indent="  ")]
     return "\n".join(out).lstrip("\n")

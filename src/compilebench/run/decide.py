@@ -1,8 +1,8 @@
 """Repeats until decided: which comparisons of a run are still undecided after its planned rounds, and the rounds
 that measure them more. A comparison is a compiled case against its eager twin on the same target, and (--env) a
 case under each later environment against the same case under the first. One still `inconclusive` gets rounds
-up to the design's next look (core/stats.looks: two more at a time, up to --max-repeats); its verdict is read
-at the widened confidence of its look (core/stats.confidence), so a false verdict over all looks stays within 5%.
+up to the design's next look (core/sequential.looks: two more at a time, up to --max-repeats); its verdict is read
+at the widened confidence of its look (core/sequential.confidence), so a false verdict over all looks stays within 5%.
 The rounds of every undecided model are interleaved, as the planned ones are."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from compilebench.core.spec import RunSpec
 from compilebench.core.speedups import Speedup
 from compilebench.core.vocab import Verdict
 from compilebench.run.dispatch import Target, Unit
-from compilebench.run.schedule import blocks, within_round
+from compilebench.run.schedule import block_seed, blocks, within_round
 
 # Extra rounds take at most 3x as long as the planned ones took, unless --extra-time says: enough for a one-pair
 # run to reach the cap (3 -> 11 processes is 8 more per 3 planned, 2.67x, and the estimate needs a margin); with
@@ -107,15 +107,16 @@ def next_look(looks: list[int], repeats: int) -> int | None:
 def rounds(wanted: dict[tuple[int, int], tuple[int, int]], groups: list[list[Case]], targets: list[Target],
            block_of: dict[int, int]) -> list[Unit]:
     """The units of the extra rounds: `wanted` maps (group, target index) to the repeats it gets (first, last).
-    Round-major (round i of every undecided model, then round i + 1), each round in the planned rounds' order
-    (schedule.within_round: reversed in even rounds)."""
+    Round-major (round i of every undecided model, then round i + 1), each round in an order drawn as the planned
+    rounds' are (schedule.within_round)."""
     first, last = min((a for a, _ in wanted.values()), default=1), max((b for _, b in wanted.values()), default=0)
+    seeds = {b: block_seed(groups, block) for b, block in enumerate(blocks(groups))}
     units = []
     for i in range(first, last + 1):
         for b in sorted({block_of[gi] for gi, _ in wanted}):
             mine = sorted((gt for gt in wanted if block_of[gt[0]] == b), key=lambda gt: (gt[1], gt[0]))
             units += [Unit(targets[t], tuple(c for c in groups[gi] if targets[t].takes(c)), i, gi)
-                      for gi, t in within_round(mine, i) if wanted[(gi, t)][0] <= i <= wanted[(gi, t)][1]]
+                      for gi, t in within_round(mine, i, seeds[b]) if wanted[(gi, t)][0] <= i <= wanted[(gi, t)][1]]
     return units
 
 

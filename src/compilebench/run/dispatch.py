@@ -10,7 +10,9 @@ says what job to run with what private compiler state, or that another run has i
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
 import queue
 import threading
 from dataclasses import dataclass, field
@@ -110,10 +112,15 @@ class LocalPool:
     """One unit per slot at a time, every slot busy at once. With one slot (the default) the unit runs in the
     caller's thread, so the driver's only activity beside a timed loop is a blocking wait on the worker."""
 
-    def __init__(self, slots: list[Slot]):
+    def __init__(self, slots: list[Slot], house: list[int] | None = None):
         self.slots = slots
+        self.house = house or []  # the cores the driver keeps to while its slots' workers time (run/gpus.set_aside)
 
     def run(self, units: list[Unit], open_unit: OpenUnit, progress: Progress, deliver: Deliver) -> None:
+        with _kept_to(self.house):
+            self._run(units, open_unit, progress, deliver)
+
+    def _run(self, units: list[Unit], open_unit: OpenUnit, progress: Progress, deliver: Deliver) -> None:
         for slot in self.slots:
             slot.prepare(sorted({u.repeat for u in units}), list(dict.fromkeys(u.target.environment for u in units)))
         if len(self.slots) == 1:
@@ -171,3 +178,17 @@ class LocalPool:
                 item = done.get()
                 if item is not None and not isinstance(item[1], BaseException):
                     deliver(*item)
+
+
+@contextlib.contextmanager
+def _kept_to(cpus: list[int]):
+    """The calling thread (the driver, and the threads it starts meanwhile) on these cores, then back where it was."""
+    if not cpus:
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, set(cpus))
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)

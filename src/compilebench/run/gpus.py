@@ -1,12 +1,14 @@
 """This machine's GPUs as slots (--gpus, or the one GPU of a run): each worker sees its GPU alone, as cuda:0, and
 is told which GPU that must be (it checks); holds that GPU's lock, by UUID; and keeps to its share of the CPU
-cores (those local to its GPU, one per physical core), running that many threads."""
+cores (those local to its GPU, one per physical core), running that many threads, off the cores the run's own
+processes keep to where the machine has cores to spare."""
 
 from __future__ import annotations
 
 import os
 from typing import Callable
 
+from compilebench.measure.cores import HOUSE_ENV
 from compilebench.run import dispatch, locks
 
 
@@ -55,6 +57,31 @@ def place_cpus(gpus: list[int], allowed: set[int], local: dict[int, list[int]],
     return [shares[g] for g in gpus]
 
 
+# From this many cores a machine has some to spare: the run's own processes (the driver, and the compile workers a
+# worker leaves idle after its compile, one of which kept a core busy through every compiled timed loop on an H200)
+# keep to the first physical core (an eighth of them on a larger machine), the timed worker to the rest. Below it
+# (this project's 2-core VM) every process shares every core, as before.
+SPARE_FROM = 4
+
+
+def set_aside(allowed: set[int], core: Callable[[int], tuple[int, int]] = core_of) -> tuple[list[int], list[int]]:
+    """(the cores the run's other processes keep to, the cores left for timed workers): whole physical cores (a
+    hyperthread sibling of the timed worker's core shares its execution units), one per eight; none to set aside
+    below SPARE_FROM cores."""
+    cpus = sorted(allowed)
+    if len(cpus) < SPARE_FROM:
+        return [], cpus
+    cores = list(dict.fromkeys(core(c) for c in cpus))
+    aside = set(cores[:max(1, len(cores) // 8)])
+    house = [c for c in cpus if core(c) in aside]
+    return house, [c for c in cpus if core(c) not in aside]
+
+
+def cpus_env(cpus: list[int], house: list[int]) -> dict[str, str]:
+    """A worker's variables: the cores it keeps to, and where it moves its compile workers."""
+    return {"COMPILEBENCH_CPUS": ",".join(map(str, cpus)), HOUSE_ENV: ",".join(map(str, house))} if house else {}
+
+
 def visible_id(index: int, uuid: str | None, inherited: str | None) -> str:
     """What a worker's CUDA_VISIBLE_DEVICES must say to see exactly the GPU the driver calls `index`: its UUID where
     known; else the entry of the inherited CUDA_VISIBLE_DEVICES at that index (the driver's indices count within
@@ -80,21 +107,30 @@ def gpu_lock(index: int, uuid: str | None) -> list[tuple[str, bool]]:
     return locks.names_for("cuda", uuid or "cuda-" + visible_id(index, None, os.environ.get("CUDA_VISIBLE_DEVICES")))
 
 
-def slot(index: int, executor, uuid: str | None) -> dispatch.Slot:
-    """A slot for one local GPU: the worker sees only it (as cuda:0) and holds its lock."""
-    return dispatch.Slot(f"cuda:{index}", "cuda:0", executor.run, executor.cancel, gpu_lock(index, uuid), executor.start_launchers,
-                gpu_env(index, uuid))
+def slot(index: int, executor, uuid: str | None, env: dict[str, str] | None = None) -> dispatch.Slot:
+    """A slot for one local GPU: the worker sees only it (as cuda:0) and holds its lock; `env`: more of the worker's
+    variables (cpus_env)."""
+    return dispatch.Slot(f"cuda:{index}", "cuda:0", executor.run, executor.cancel, gpu_lock(index, uuid),
+                         executor.start_launchers, {**gpu_env(index, uuid), **(env or {})})
+
+
+def one_gpu(index: int, executor, uuid: str | None) -> dispatch.LocalPool:
+    """The run's one GPU: its slot, whose worker keeps to the cores the driver does not (set_aside)."""
+    house, timed = set_aside(set(os.sched_getaffinity(0)))
+    return dispatch.LocalPool([slot(index, executor, uuid, cpus_env(timed, house))], house)
 
 
 def slots(gpus: list[int], timeout_s: float | None, gpu_ids: dict[int, str] | None = None,
               models: tuple[str, ...] = (), inductor: bool = False,
-              gpu_cpus: dict[int, list[int]] | None = None) -> list[dispatch.Slot]:
-    """A slot per listed GPU. Each worker sees only its GPU (as cuda:0), keeps to its share of the CPU cores (those
-    local to its GPU, one per physical core: place_cpus), and runs that many threads, compile workers included."""
+              gpu_cpus: dict[int, list[int]] | None = None) -> dispatch.LocalPool:
+    """A slot per listed GPU. Each worker sees only its GPU (as cuda:0), keeps to its share of the CPU cores left
+    once the run's own processes have theirs (set_aside; those local to its GPU, one per physical core:
+    place_cpus), and runs that many threads, compile workers included."""
     from compilebench.run.executors import ProcessExecutor
 
     gpu_ids = gpu_ids or {}
-    shares = place_cpus(gpus, set(os.sched_getaffinity(0)), gpu_cpus or {}) if len(gpus) > 1 else [[]]
+    house, timed = set_aside(set(os.sched_getaffinity(0)))
+    shares = place_cpus(gpus, set(timed), gpu_cpus or {}) if len(gpus) > 1 else [[]]
     made = []
     for gpu, cpus in zip(gpus, shares):
         env = {}
@@ -102,5 +138,6 @@ def slots(gpus: list[int], timeout_s: float | None, gpu_ids: dict[int, str] | No
             threads = str(len(cpus))
             env.update(COMPILEBENCH_CPUS=",".join(map(str, cpus)), OMP_NUM_THREADS=threads,
                        TORCHINDUCTOR_COMPILE_THREADS=threads)
-        made.append(slot(gpu, ProcessExecutor(timeout_s, env=env, models=models, inductor=inductor), gpu_ids.get(gpu)))
-    return made
+        made.append(slot(gpu, ProcessExecutor(timeout_s, env=env, models=models, inductor=inductor), gpu_ids.get(gpu),
+                         cpus_env(cpus or timed, house)))
+    return dispatch.LocalPool(made, house)

@@ -50,8 +50,8 @@ class Placement:
         found = devices.probe("cuda", self.gpus)
         env = found["env"]
         return (dataclasses.replace(spec, device="cuda:0"),
-                dispatch.LocalPool(gpusmod.slots(found["gpus"], spec.timeout_s, found["gpu_ids"], spec.models,
-                                                 spec.uses_inductor, found["gpu_cpus"])),
+                gpusmod.slots(found["gpus"], spec.timeout_s, found["gpu_ids"], spec.models, spec.uses_inductor,
+                              found["gpu_cpus"]),
                 [dispatch.Target(f"GPUs {self.gpus}", env.machine_id, env)])
 
     def _ray(self, spec: RunSpec) -> Where:
@@ -89,10 +89,9 @@ def this_device(spec: RunSpec) -> Where:
     if is_cuda(device) and spec.isolation == "process":
         # As a --gpus slot: the worker sees its GPU alone, as cuda:0, and holds that GPU's lock, by UUID.
         index = int(device.split(":")[1])
-        slot = gpusmod.slot(index, executor, found["gpu_ids"].get(index))
-    else:  # the CPU, or a GPU in this very process (inline), which can see every GPU
+        pool = gpusmod.one_gpu(index, executor, found["gpu_ids"].get(index))
+    else:  # the CPU (a case needs every core), or a GPU in this very process (inline), which can see every GPU
         gpu_id = found["gpu_ids"].get(int(device.split(":")[1])) if is_cuda(device) else None
-        slot = dispatch.Slot(device, device, executor.run, executor.cancel, locks.names_for(device, gpu_id),
-                             executor.start_launchers)
-    return (dataclasses.replace(spec, device=device), dispatch.LocalPool([slot]),
-            [dispatch.Target(device, env.machine_id, env)])
+        pool = dispatch.LocalPool([dispatch.Slot(device, device, executor.run, executor.cancel,
+                                                 locks.names_for(device, gpu_id), executor.start_launchers)])
+    return dataclasses.replace(spec, device=device), pool, [dispatch.Target(device, env.machine_id, env)]

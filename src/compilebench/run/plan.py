@@ -11,7 +11,15 @@ import socket
 from dataclasses import dataclass
 
 from compilebench import zoo
-from compilebench.core import case as casemod, interpreter, settings, shards, spec as specmod, stats, traffic
+from compilebench.core import (
+    case as casemod,
+    interpreter,
+    sequential,
+    settings,
+    shards,
+    spec as specmod,
+    traffic,
+)
 from compilebench.core.engines import ENGINES, refusal as engine_refusal
 from compilebench.core.environment import is_cuda
 from compilebench.core.errors import UnknownChoice, UserError
@@ -141,7 +149,7 @@ class Plan:
         tag, design, and its timing resolved once per kind of timed unit its cases have, for the device found."""
         units = dict.fromkeys(c.timed_unit for c in cases)
         return Run(command=self.command, spec=specmod.recorded(spec), tag=spec.tag or tags.default(),
-                   design=list(spec.looks), looks=len(spec.looks), pair_from=stats.PAIR_FROM,
+                   design=list(spec.looks), looks=len(spec.looks), pair_from=sequential.PAIR_FROM,
                    timing={u: spec.timing.resolve(u, spec.device) for u in units}, isolation=spec.isolation,
                    compilebench=fingerprint.version("compilebench"), host=socket.gethostname(),
                    shard=self.shard.to_dict() if self.shard else None)

@@ -3,14 +3,16 @@ interleaved model's variants), what each target still needs (resume: a stored re
 again), and the units in the order they run, with the compiler-state folder each group's repeats share.
 
 Order: in rounds across the whole run: repeat 1 of every case, then repeat 2 of every case, and so on. Within a
-round, a model and batch size's variants (under every environment, --env) run one after the other, in the
-planned order in odd rounds and reversed in even ones (within_round); and each case's processes spread over the
+round, a model and batch size's variants (under every environment, --env) run one after the other, in an order
+drawn afresh for each odd round and reversed in the even one after it (within_round); and each case's processes
+spread over the
 run's whole length, so a change of the machine's state during the run lands in every case's interval instead of
 in one case's mean."""
 
 from __future__ import annotations
 
 import hashlib
+import random
 from dataclasses import dataclass, field
 
 from compilebench.core.case import Case
@@ -45,12 +47,23 @@ def blocks(groups: list[list[Case]]) -> list[list[int]]:
     return list(blocks.values())
 
 
-def within_round(units: list, repeat: int) -> list:
-    """A model's units (its variants, under every environment) in round `repeat`: the planned order in odd rounds,
-    reversed in even ones, so each runs first as often as last. In a fixed order, a state of the machine that comes
-    and goes in step with the rounds falls on one side only: an A/A pair of ResNet-50 (this VM, 2 cores) read B 8-14%
-    slower than A in 6 rounds running, and a run that looked then called the same case `faster` than itself."""
-    return list(units) if repeat % 2 else list(units)[::-1]
+def within_round(units: list, repeat: int, seed: str = "") -> list:
+    """A model's units (its variants, under every environment) in round `repeat`: each odd round in an order drawn
+    afresh (from `seed`, the model's, and the round: the same on a resume and on every shard), the even round after
+    it in that order reversed. Drawn, so no order lines up with a state of the machine that comes and goes in step
+    with the rounds (in a fixed order, an A/A pair of ResNet-50 on this VM read B 8-14% slower than A in 6 rounds
+    running, and a run that looked then called the same case `faster` than itself); reversed in pairs, so each
+    unit runs first as often as last over every two rounds (a coin alone leaves all of a first look's 3 rounds in
+    one order one time in four: replayed on this VM's A/A runs it missed 1.0 more often than reversal did)."""
+    pair = (repeat + 1) // 2
+    order = list(units)
+    random.Random(f"{seed}|{pair}").shuffle(order)
+    return order if repeat % 2 else order[::-1]
+
+
+def block_seed(groups: list[list[Case]], block: list[int]) -> str:
+    """What a block's order is drawn from: its model, batch size and settings, the same in every run of them."""
+    return groups[block[0]][0].eager_key(environment=None)
 
 
 @dataclass
@@ -74,7 +87,8 @@ def schedule(spec: RunSpec, cases: list[Case], store: Store, targets: list[Targe
     for i in range(1, spec.repeats + 1):
         for block in blocks(together):
             # environments (targets of their own) alternate, repeat by repeat
-            for t, gi in within_round([(t, gi) for t in range(len(targets)) for gi in block], i):
+            for t, gi in within_round([(t, gi) for t in range(len(targets)) for gi in block], i,
+                                      block_seed(together, block)):
                 todo = needed[t].get(gi, {}).get(i)
                 if todo:
                     units.append(Unit(targets[t], tuple(todo), i, gi))

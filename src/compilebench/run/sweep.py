@@ -15,6 +15,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
+from compilebench.core import speedups
 from compilebench.core.case import Case
 from compilebench.core.job import Job
 from compilebench.core.repeat import Repeat, utc_now
@@ -241,9 +242,10 @@ class _Sweep:
             return
         self.given_up.add(o.comparison.keys)
         low, high = o.speedup.improvement_interval
+        seen = speedups.out_of_reach(o.speedup, self.spec.min_effect)
         line = (f"{o.comparison.describe()}: still inconclusive after {o.repeats} repeats ({low:+.0f}% to {high:+.0f}%): "
                 f"{'--max-repeats' if why == decide.MAX_REPEATS else 'the time budget for extra rounds (--extra-time)'}"
-                " ended it, not the data")
+                " ended it, not the data" + (f"; {seen}" if seen else ""))
         self.outcome.undecided.append(line)
         self.run.undecided[self.plan.stored[o.comparison.other.key].result_id] = why
         storing.keep_run(self.store, self.run)

@@ -1,0 +1,48 @@
+"""The timed worker's cores: once its model is compiled, the processes it started (inductor's compile workers, which
+stay behind idle, and one of which kept a core busy through every compiled timed loop on an H200) are moved, every
+thread of theirs, to the cores the run's own processes keep to (run/gpus.set_aside), so nothing of the run shares
+a core with the timed loop. A machine with no cores to spare names none: nothing moves."""
+
+from __future__ import annotations
+
+import os
+
+HOUSE_ENV = "COMPILEBENCH_HOUSE_CPUS"  # as run/gpus.py sets it
+PROC = "/proc"
+
+
+def set_aside(proc: str = PROC) -> int:
+    """Moves this process's descendants to the housekeeping cores; returns how many processes it moved."""
+    named = os.environ.get(HOUSE_ENV)
+    if not named:
+        return 0
+    house = {int(c) for c in named.split(",")}
+    moved = 0
+    for pid in descendants(os.getpid(), proc):
+        try:
+            for thread in os.listdir(f"{proc}/{pid}/task"):
+                os.sched_setaffinity(int(thread), house)
+        except (OSError, ValueError):  # it ended meanwhile, or is not ours to move
+            continue
+        moved += 1
+    return moved
+
+
+def descendants(pid: int, proc: str = PROC) -> list[int]:
+    """Every process below `pid`, from each process's parent in /proc/PID/stat."""
+    parents: dict[int, list[int]] = {}
+    for name in os.listdir(proc):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"{proc}/{name}/stat") as f:
+                parent = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        parents.setdefault(parent, []).append(int(name))
+    out, todo = [], [pid]
+    while todo:
+        children = parents.get(todo.pop(), [])
+        out += children
+        todo += children
+    return out

@@ -1,0 +1,281 @@
+"""A verdict that holds where users run it (issue 62): one figure per process (the median of its calls) everywhere,
+each look's interval at its group-sequential boundary, rounds in an order drawn afresh, a warm-up that ends when
+steady, the timed worker's cores kept apart, and every undecided reading saying the smallest effect it could see.
+The H200's recording (tests/data/h200-quick.db, the quick suite of 2026-11-27) is read under these rules."""
+
+from __future__ import annotations
+
+import gc
+import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import fakeresults as fr
+import numpy as np
+import pytest
+from fakeclock import FakeClock
+
+from compilebench.core import pairing, sequential, speedups, stats
+from compilebench.core.vocab import Verdict
+from compilebench.measure import cores, timing, warmup
+from compilebench.report import data, flat, stability
+from compilebench.report.view import View
+from compilebench.run import dispatch, gpus as gpusmod, schedule
+
+H200_QUICK = Path(__file__).parent / "data" / "h200-quick.db"
+
+
+# -- one figure per process ------------------------------------------------------------------------------------
+
+
+def test_a_process_is_read_by_the_median_of_its_calls_and_the_guides_mean_stays_beside_it():
+    slow_start = [6.0] * 30 + [3.5] * 270  # a process whose first 30 calls ran in another state
+    assert stats.per_process(slow_start) == 3.5
+    est = stats.case_summary([slow_start, [3.5] * 300])
+    assert est.mean == pytest.approx(3.5)  # the latency: the geometric mean of the per-process medians
+    assert est.mean_of_means == pytest.approx(math.sqrt(3.75 * 3.5))  # the guide's mean of the calls
+    assert est.row()["latency_ms"] == est.mean and est.row()["mean_ms"] == est.mean_of_means
+
+
+def test_the_speed_up_and_its_verdict_come_from_the_per_process_medians():
+    e = fr.result("vit", 1, "eager", 10.0, processes=[10.0, 10.0, 10.0])
+    c = fr.result("vit", 1, "default", 5.0, processes=[5.0, 5.0, 5.0])
+    for rep in e.repeats:  # each process: 90 calls of 10 ms, 10 of 40 ms (mean 13 ms, median 10 ms)
+        rep.set_samples([10_000_000] * 90 + [40_000_000] * 10)
+    e.derive()
+    assert set(e.process_figures().values()) == {10.0} and e.mean == pytest.approx(10.0)
+    assert e.stats.mean_of_means == pytest.approx(13.0)
+    assert speedups.speedup(e, c).value == pytest.approx(2.0)
+
+
+# -- the looks' boundaries --------------------------------------------------------------------------------------
+
+
+def test_each_looks_confidence_is_its_group_sequential_boundary():
+    """The boundaries make the chance of crossing by each look exactly what the spending function allows, the looks
+    correlated as a Brownian motion observed at their shares of the information: checked against the multivariate
+    normal's own rectangle probabilities (scipy), an independent computation."""
+    from scipy.stats import multivariate_normal, norm
+
+    for design in ([3, 5, 7], [3, 5, 7, 9, 11], [5, 7]):
+        t = [n / design[-1] for n in design]
+        bounds = [norm.ppf(0.5 + c / 2) for c in sequential.look_confidences(tuple(design))]
+        for k in range(len(design)):
+            cov = [[math.sqrt(min(t[i], t[j]) / max(t[i], t[j])) for j in range(k + 1)] for i in range(k + 1)]
+            lim = np.array(bounds[:k + 1])
+            inside = multivariate_normal(np.zeros(k + 1), cov).cdf(lim, lower_limit=-lim)
+            assert 1 - inside == pytest.approx(sequential.spent(t[k]), abs=2e-4)
+    # the union bound's last look of 3, 5, 7 was 99.0%: the exact boundary is narrower, first look unchanged
+    assert [round(c, 4) for c in sequential.look_confidences((3, 5, 7))] == [0.9724, 0.979, 0.9794]
+    assert sequential.confidence([3, 5, 7], 4) == sequential.confidence([3, 5, 7], 3)  # between looks: the last look's
+
+
+# -- what an undecided reading could see --------------------------------------------------------------------------
+
+
+def test_an_undecided_reading_says_the_smallest_effect_it_could_see_and_the_rounds_that_would_decide():
+    s = speedups.of_means([10.0, 10.4, 9.7, 10.3, 9.8], [9.5, 9.9, 9.2, 9.6, 9.5], pair=True, paired_by="round")
+    assert s.verdict == Verdict.inconclusive and s.n == 5 and s.df == 4
+    half = (math.log(s.high) - math.log(s.low)) / 2
+    assert s.reach == pytest.approx(math.expm1(half))
+    more = s.rounds_to_decide(0.05)
+    assert more > 5
+    # at that many rounds, with the same estimate and spread, the interval would clear the nearer edge of ±5%
+    gap = min(abs(math.log(s.value) - math.log(1.05)), abs(math.log(s.value) + math.log(1.05)))
+    spread = half * math.sqrt(5) / stats.t_critical(4, s.confidence)
+    assert stats.t_critical(more - 1, s.confidence) * spread / math.sqrt(more) <= gap
+    assert stats.t_critical(more - 2, s.confidence) * spread / math.sqrt(more - 1) > gap
+    words = speedups.out_of_reach(s, 0.05)
+    assert words == (f"differences under ±{s.reach:.0%} are out of this run's reach; about {more - 5} more rounds "
+                     "would decide it, at the same spread")
+    on_the_edge = speedups.Speedup(1.05, 1.0, 1.05 ** 2, Verdict.inconclusive, True, paired_by="round", n=5, df=4)
+    assert on_the_edge.rounds_to_decide(0.05) is None
+    assert "more rounds would not decide it (it sits at the ±5% margin)" in speedups.out_of_reach(on_the_edge, 0.05)
+    decided = speedups.of_means([10.0] * 3 + [10.1], [5.0] * 3 + [5.1])
+    assert decided.verdict == Verdict.faster and speedups.out_of_reach(decided, 0.05) == ""
+
+
+def test_drift_between_runs_that_alone_is_wider_than_the_minimum_effect_is_out_of_reach_of_more_rounds():
+    from compilebench.core.drift import Drift
+
+    s = speedups.of_means([10.0, 10.1, 9.9], [9.0, 9.1, 8.9], drift=Drift(0.08, "given"))
+    assert s.verdict == Verdict.inconclusive and s.rounds_to_decide(0.05) is None
+    assert "more rounds would not decide it (the drift between runs alone is wider)" in speedups.out_of_reach(s, 0.05)
+
+
+def test_every_output_of_an_undecided_case_carries_its_reach(tmp_path):
+    eager = fr.result("resnet-50", 1, "eager", 10.0, env=fr.CPU, processes=[10.0, 11.0, 9.0])
+    compiled = fr.result("resnet-50", 1, "default", 9.3, env=fr.CPU, processes=[9.0, 10.5, 8.4])
+    view = View([eager, compiled], 0.05)
+    s = view.speedup(eager, compiled)
+    assert s.verdict == Verdict.inconclusive
+    (row,) = [r for r in flat.rows(view) if r["variant"] != "eager"]
+    assert row["reach_pct"] == pytest.approx(s.reach * 100) and row["rounds_to_decide"] == s.rounds_to_decide(0.05)
+    (note,) = [n for n in stability.notes(view) if n.startswith("undecided")]
+    assert speedups.out_of_reach(s, 0.05) in note and "inconclusive after 3 repeats" in note
+
+
+# -- the H200's recording under these rules -------------------------------------------------------------------------
+
+
+def test_the_h200_quick_suite_reads_decided_with_intervals_narrower_than_its_run_printed(tmp_path):
+    """Its run printed DETR 2.05x [1.23-3.42], ResNet 1.16x [1.01-1.33] inconclusive after 7 repeats, MobileNet
+    1.67x [1.23-2.27]: read now, from the same processes, every model is decided, every interval narrower."""
+    path = tmp_path / "quick.db"
+    shutil.copy(H200_QUICK, path)
+    rs = data.load([str(path)])
+    printed = {"detr": (1.23, 3.42), "resnet-50": (1.01, 1.33), "deeplabv3-mobilenet": (1.23, 2.27)}
+    read = {r.case.model: speedups.speedup(base, r) for r, base in pairing.Pairing(rs).pairs(rs)}
+    assert set(read) == set(printed)
+    for model, s in read.items():
+        assert s.verdict == Verdict.faster, (model, s)
+        low, high = printed[model]
+        assert math.log(s.high / s.low) < math.log(high / low), (model, s)
+        assert s.paired_by == "round"
+
+
+# -- rounds in an order drawn afresh --------------------------------------------------------------------------------
+
+
+def test_each_odd_round_draws_its_order_and_the_next_reverses_it_the_same_on_every_machine_and_resume():
+    units = ["eager", "default", "reduce-overhead"]
+    orders = [tuple(schedule.within_round(units, i, "vit|b1")) for i in range(1, 41)]
+    assert orders == [tuple(schedule.within_round(units, i, "vit|b1")) for i in range(1, 41)]  # deterministic
+    assert all(sorted(o) == sorted(units) for o in orders)
+    assert all(orders[i + 1] == orders[i][::-1] for i in range(0, 40, 2))  # each pair of rounds balanced
+    assert {o[0] for o in orders[::2]} == set(units)  # every unit drawn first in some odd round
+    assert len(set(orders)) >= 4  # not a fixed order, nor a strict alternation of two
+    assert orders != [tuple(schedule.within_round(units, i, "detr|b1")) for i in range(1, 41)]
+
+
+# -- a warm-up that ends when steady ----------------------------------------------------------------------------
+
+
+class Settling:
+    """A call that takes 2 ms at first and 1 ms once settled, getting faster call by call over its first
+    `ramp` calls; a fake GPU SM clock that steps up every 100 calls through `mhz`."""
+
+    def __init__(self, clock, ramp=300, mhz=None):
+        self.clock, self.calls, self.ramp, self.mhz = clock, 0, ramp, mhz or []
+
+    def __call__(self):
+        self.clock.advance(int(1_000_000 * (1 + max(0.0, 1 - self.calls / self.ramp)) if self.ramp else 1_000_000))
+        self.calls += 1
+
+    def sm_clock(self):
+        return self.mhz[min(len(self.mhz) - 1, self.calls // 100)] if self.mhz else None
+
+
+def test_a_warm_up_goes_on_until_its_calls_stop_getting_faster():
+    clock = FakeClock()
+    fn = Settling(clock, ramp=300)
+    w = warmup.warm_up(fn, 2, clock, cap_s=10)
+    assert w.ended == warmup.STEADY
+    assert w.calls > 300  # past the ramp: two windows no faster than each other only after it
+    assert w.windows_ms[-1] == pytest.approx(1.0) and w.windows_ms[-2] == pytest.approx(1.0, abs=0.02)
+    assert w.windows_ms[0] > 1.5 and w.windows_ms == sorted(w.windows_ms, reverse=True)
+
+
+def test_a_warm_up_waits_for_the_gpu_clock_to_stop_rising_and_records_where_it_ended():
+    clock = FakeClock()
+    fn = Settling(clock, ramp=0, mhz=[345, 900, 1500, 1980])  # calls steady at once; the clock rises
+    w = warmup.warm_up(fn, 2, clock, cap_s=10, sm_clock=fn.sm_clock)
+    assert w.ended == warmup.STEADY and w.sm_clock_mhz == 1980 and fn.calls >= 300
+    same = warmup.warm_up(Settling(clock, ramp=0), 2, clock, cap_s=10)  # no clock read: the calls alone
+    assert same.ended == warmup.STEADY and same.calls == 102 and same.sm_clock_mhz is None  # the asked calls: window 1
+
+
+def test_a_warm_up_that_never_settles_ends_at_its_cap_and_says_so():
+    clock = FakeClock()
+
+    def faster_and_faster():  # 10% faster every 50 ms: each 0.1 s window about 19% faster than the one before
+        clock.advance(int(10_000_000 * 0.9 ** (clock.t // 50_000_000)))
+
+    w = warmup.warm_up(faster_and_faster, 1, clock, cap_s=0.5)
+    assert w.ended == warmup.CAP and 0.5e9 <= w.ns < 0.6e9
+    fixed = warmup.warm_up(Settling(clock), 3, clock)  # no cap: the calls asked for, no more
+    assert fixed.ended == warmup.FIXED and fixed.calls == 3 and fixed.windows_ms == []
+
+
+def test_the_timed_loop_runs_with_the_heap_it_built_frozen_and_gives_it_back_after():
+    clock = FakeClock()
+    seen = []
+
+    def fn():
+        seen.append(gc.get_freeze_count())
+        clock.advance(1_000)
+
+    before = gc.get_freeze_count()
+    timing.measure(fn, iters=5, warmup=1, clock=clock)
+    assert seen[0] == before  # the first call (the compile) runs as it would
+    assert all(n > before for n in seen[1:])  # warm-up and the timed loop: what was built is frozen
+    assert gc.get_freeze_count() == before
+
+
+# -- the timed worker's cores ----------------------------------------------------------------------------------
+
+
+def test_a_machine_with_cores_to_spare_keeps_whole_cores_for_the_runs_own_processes():
+    siblings = {c: (0, c % 8) for c in range(16)}  # 8 physical cores, two hyperthreads each (c and c + 8)
+    house, timed = gpusmod.set_aside(set(range(16)), core=siblings.__getitem__)
+    assert house == [0, 8] and timed == [c for c in range(16) if c not in (0, 8)]
+    assert gpusmod.set_aside({0, 1}) == ([], [0, 1])  # this project's 2-core VM: nothing to spare
+    assert gpusmod.cpus_env(timed, house) == {"COMPILEBENCH_CPUS": ",".join(map(str, timed)),
+                                              cores.HOUSE_ENV: "0,8"}
+    assert gpusmod.cpus_env([0, 1], []) == {}
+
+
+def test_the_driver_keeps_to_the_housekeeping_cores_while_its_workers_time_then_gets_its_own_back():
+    allowed = os.sched_getaffinity(0)
+    seen = []
+
+    class Slot:
+        name = "one"
+
+        def prepare(self, repeats, environments):
+            pass
+
+        def execute(self, unit, work, progress):
+            seen.append(os.sched_getaffinity(0))
+            return []
+
+    unit = SimpleNamespace(repeat=1, target=SimpleNamespace(environment=None))
+    pool = dispatch.LocalPool([Slot()], house=[min(allowed)])
+    pool.run([unit], lambda unit: SimpleNamespace(job=None), None, lambda *a: None)
+    assert seen == [{min(allowed)}] and os.sched_getaffinity(0) == allowed
+
+
+def test_a_worker_moves_the_processes_it_started_to_the_housekeeping_cores(monkeypatch):
+    """A child that waits (as inductor's compile workers do once the compile is over), told apart by a handshake:
+    it is moved, every thread of it; with no housekeeping cores named, nothing moves."""
+    cpu = min(os.sched_getaffinity(0))
+    child = subprocess.Popen([sys.executable, "-c", "import sys; print('up', flush=True); sys.stdin.read()"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "up"
+        monkeypatch.delenv(cores.HOUSE_ENV, raising=False)
+        assert cores.set_aside() == 0
+        monkeypatch.setenv(cores.HOUSE_ENV, str(cpu))
+        assert child.pid in cores.descendants(os.getpid())
+        assert cores.set_aside() >= 1
+        threads = os.listdir(f"/proc/{child.pid}/task")
+        assert all(os.sched_getaffinity(int(t)) == {cpu} for t in threads)
+    finally:
+        child.stdin.close()
+        child.wait(timeout=60)
+
+
+def test_the_timed_loops_conditions_say_which_core_it_ran_on():
+    """What tells a process's state apart on the next GPU: the core its loop's thread ran on, before and after."""
+    from compilebench.measure import conditions
+
+    reading = conditions.read_cpu()
+    assert reading.core in os.sched_getaffinity(0)
+    c = conditions.Watch(energy=None)
+    c.start()
+    got = c.stop()
+    assert len(got.cpu_core) == 2 and all(core in os.sched_getaffinity(0) for core in got.cpu_core)
