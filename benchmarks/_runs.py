@@ -13,9 +13,12 @@ TREE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def cli(*args, tree: str = TREE, cwd: str | None = None, check: bool = True, env: dict | None = None) -> tuple[float, subprocess.CompletedProcess]:
-    """`python -m compilebench ARGS` from `tree`'s sources; returns (wall seconds, the finished process)."""
+    """`python -m compilebench ARGS` from `tree`'s sources; returns (wall seconds, the finished process). Its
+    PYTHONPATH: the tree's src, then `env`'s, then the caller's (a package installed with `pip install --target DIR`
+    onto a machine without network is found there)."""
     env = dict(env or {})
-    path = os.pathsep.join(filter(None, [os.path.join(tree, "src"), env.pop("PYTHONPATH", None)]))
+    path = os.pathsep.join(filter(None, [os.path.join(tree, "src"), env.pop("PYTHONPATH", None),
+                                         os.environ.get("PYTHONPATH")]))
     environ = {**os.environ, **env, "PYTHONPATH": path}
     t0 = time.perf_counter()
     p = subprocess.run([sys.executable, "-m", "compilebench", *map(str, args)], cwd=cwd, env=environ,

@@ -9,9 +9,13 @@ from tiny_factories import make_branchy, make_inputs
 
 import compilebench
 from compilebench.core.case import Case
+from compilebench.core.environment import Environment
+from compilebench.core.errors import UserError
 from compilebench.core.repeat import Repeat
+from compilebench.core.spec import asked
 from compilebench.core.variant import Variant
 from compilebench.measure import aot_inductor, invariants, recording
+from compilebench.run import dispatch, plan
 
 
 def test_the_variant_is_not_torch_compile_and_keeps_only_inductors_options():
@@ -141,3 +145,20 @@ def test_a_native_crash_in_a_package_phase_says_what_to_do_in_one_line():
     assert executors._why_crashed(-11, "timing", aot) == "worker killed by SIGSEGV during timing"
     eager = Job([Case("resnet-50", 1, Variant(), device="cuda", model_size="tiny")], TimingPolicy())
     assert executors._why_crashed(-11, "packaging", eager) == "worker killed by SIGSEGV during packaging"
+
+
+@pytest.mark.parametrize("device, torch_version, refused", [
+    ("cuda:0", "2.11.0+cu130", True), ("cuda", "2.11.0", True), ("cpu", "2.11.0+cpu", False),
+    ("cuda:0", "2.13.0+cu130", False), ("cuda:0", "2.11.1", False), ("cuda:0", None, False)])
+def test_aot_inductor_is_refused_on_cuda_under_the_torch_whose_package_load_crashes(device, torch_version, refused):
+    """Issue 63: on an H200 (torch 2.11.0+cu130) benchmarks/aot_load.py saw the package's load die of SIGSEGV where it
+    was built, in a fresh interpreter and forked alike: no path works, so the plan refuses it there, in one line,
+    with what to do instead; elsewhere it is measured."""
+    why = aot_inductor.refusal(device, torch_version)
+    assert (why is not None) == refused
+    if refused:
+        assert "SIGSEGV in every process" in why and "--device cpu" in why and "\n" not in why
+        target = dispatch.Target("gpu", "m", Environment(device=device, torch=torch_version))
+        spec = asked(models=("resnet-50",), variants=("eager", "aot-inductor"), device="cuda")
+        with pytest.raises(UserError, match="loading its package dies of SIGSEGV"):
+            plan.check_devices([], spec, [target])

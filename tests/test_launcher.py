@@ -258,3 +258,21 @@ def test_launchers_start_beside_the_probe_only_where_the_probe_cannot_refuse_the
     with pytest.raises(UserError):
         placement.this_device(RunSpec(models=("resnet-50",), device="cuda"))
     assert events == [("probe", "cuda")]  # refused before anything started
+
+
+def test_a_launcher_preloads_a_models_classes_without_importing_torchao():
+    """transformers imports torchao with every model class where torchao is installed, and torchao's import left
+    an H200's launcher unable to fork CUDA workers: the launcher keeps it out, and a worker imports it itself."""
+    pytest.importorskip("torchao")
+    code = ("import sys\nfrom compilebench.run import launcher\n"
+            "assert launcher.imported({'models': ['vit']}) is None\n"
+            "print('torchao' in sys.modules)\n"
+            "import torchao.quantization\n"
+            "from transformers.utils import import_utils\n"
+            "print(import_utils.is_torchao_available())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "True"]
+    # without the launcher's care, the same import brings torchao in
+    plain = subprocess.run([sys.executable, "-c", "import sys, transformers\ntransformers.ViTForImageClassification\n"
+                            "print('torchao' in sys.modules)"], capture_output=True, text=True, check=True)
+    assert plain.stdout.split() == ["True"]

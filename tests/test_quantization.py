@@ -219,3 +219,33 @@ def test_a_decode_step_reads_the_quantized_weights_as_stored():
     read = sum(bandwidth.stored_bytes(p) for p in {id(p): p for p in model.parameters()}.values() if p is not table)
     assert after["weights"] == read + table.shape[1] * table.element_size()
     assert after["weights"] < 0.4 * before["weights"]
+
+
+def test_a_shape_the_gpus_int8_matmul_cannot_take_is_unsupported_with_its_reason_not_an_error():
+    """On an H200 (torch 2.11, torchao 0.18), int8-dynamic compiled ViT at batch 1 raised from inductor's call of
+    torch._int_mm (cuBLAS needs more than 16 rows), wrapped by dynamo: stored as `unsupported`, in words."""
+    from compilebench.core.case import Case
+    from compilebench.core.repeat import Repeat
+    from compilebench.core.variant import Variant
+    from compilebench.measure import worker
+
+    case = Case(model="vit", batch_size=1, variant=Variant("default"), device="cuda:0", quantize="int8-dynamic")
+    try:
+        try:
+            raise RuntimeError("self.size(0) needs to be greater than 16, but got 1")
+        except RuntimeError as inner:
+            raise Exception("BackendCompilerFailed: backend='inductor' raised: RuntimeError") from inner
+    except Exception as exc:
+        rep = Repeat()
+        worker.failed(rep, exc, "first call", case)
+    assert rep.status == "unsupported"
+    assert "int8-dynamic compiled at batch 1" in rep.message and "torch._int_mm" in rep.message
+    assert "pytorch/ao#2376" in rep.message and "gets 1 row(s)" in rep.message
+    assert rep.traceback  # the stack is kept
+    # the same words from an unquantized case, or another failure of a quantized one, stay an error
+    for other, error in ((Case(model="vit", batch_size=1, variant=Variant("default"), device="cuda:0"),
+                          RuntimeError("self.size(0) needs to be greater than 16, but got 1")),
+                         (case, RuntimeError("CUDA error: an illegal memory access was encountered"))):
+        rep = Repeat()
+        worker.failed(rep, error, "timing", other)
+        assert rep.status == "error"

@@ -20,6 +20,31 @@ class ExportFailed(Exception):
     """torch.export could not capture the model: the variant's error, with export's own reason."""
 
 
+# Loading a CUDA package died of SIGSEGV under these torch releases in every process benchmarks/aot_load.py tried
+# (an H200, 2026-11-27, torch 2.11.0+cu130: where it was built, in a fresh interpreter, forked from a launcher-like
+# process, and forked then built; on an H100 and another H200 before, in the product's first repeat): there is no
+# path that works, so a run refuses it there. On a CPU it loads and runs.
+CRASHING_ON_CUDA = ((2, 11, 0),)
+
+
+def refusal(device: str, torch_version: str | None) -> str | None:
+    """Why aot-inductor cannot be measured on this device under this torch (None: it can)."""
+    from packaging.version import InvalidVersion, Version
+
+    if not is_cuda(device) or not torch_version:
+        return None
+    try:
+        release = Version(torch_version).release[:3]
+    except InvalidVersion:
+        return None
+    if release in CRASHING_ON_CUDA:
+        return (f"--variant aot-inductor on CUDA under torch {torch_version}: loading its package dies of SIGSEGV in "
+                "every process (built there, a fresh interpreter, forked: benchmarks/aot_load.py on an H200, "
+                "2026-11-27), so no number could come of it; measure it on a CPU (--device cpu), or under another "
+                "torch (--env), where benchmarks/aot_load.py loads it")
+    return None
+
+
 def package_path(folder: str, case) -> str:
     return os.path.join(folder, hashlib.sha1(case.key().encode()).hexdigest()[:16] + ".pt2")
 

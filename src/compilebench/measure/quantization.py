@@ -10,6 +10,7 @@ a CUDA device of compute capability 8.9 or later; the int8 ones run on a CPU too
 from __future__ import annotations
 
 import importlib.util
+import re
 
 from compilebench.core.environment import is_cuda
 from compilebench.core.errors import UserError
@@ -39,6 +40,31 @@ def refusal(quantization: str, device: str, capability: str | None) -> str | Non
             return (f"--quantize float8-dynamic needs compute capability 8.9 or later; this GPU has {capability} "
                     "(int8-weight-only and int8-dynamic run on it)")
     return None
+
+
+# cuBLAS's int8 matmul, which inductor calls (torch._int_mm) for torchao's int8 dynamic quantization, refuses a
+# matrix of 16 rows or fewer: on an H200 (torch 2.11, torchao 0.18) ViT compiled at batch 1 raised it from its
+# classifier head, where each image is one row; eager int8-dynamic ran (pytorch/ao#2376 reports the same).
+INT_MM_ROWS = re.compile(r"self\.size\(0\) needs to be greater than 16, but got (\d+)")
+
+
+def beyond_kernels(exc: BaseException, case) -> str | None:
+    """Why a quantized case failed because the device's kernels cannot take a shape it has, in the user's words
+    (which shape, which kernel, the upstream issue); None where the failure is of another kind."""
+    if getattr(case, "quantize", "none") == "none":
+        return None
+    chain, e = [], exc
+    while e is not None and len(chain) < 10:  # dynamo wraps what inductor's code raised
+        chain.append(str(e))
+        e = e.__cause__ or e.__context__
+    rows = next((m for m in map(INT_MM_ROWS.search, chain) if m), None)
+    if rows is None:
+        return None
+    how = "compiled" if case.variant.compiled else "eagerly"
+    return (f"--quantize {case.quantize} {how} at batch {case.batch_size}: a linear layer of the model gets "
+            f"{rows.group(1)} row(s), and the int8 matmul it is lowered to (torch._int_mm, cuBLAS) needs more than "
+            f"16 (pytorch/ao#2376): this device's kernels cannot run it at this shape. Eager int8-dynamic runs "
+            "(torchao's own path), as would a batch whose every linear layer gets over 16 rows")
 
 
 def linear_layers(model) -> int:

@@ -38,6 +38,7 @@ from compilebench.measure import (
     fingerprint,
     invariants,
     precision,
+    quantization,
     recording,
     timing,
     weights,
@@ -206,8 +207,10 @@ def _compile_trace(job: Job, results: list[Measuring]):
 
 
 def failed(rep: Repeat, exc: Exception, phase: str, case: Case) -> None:
-    rep.status = "oom" if _is_oom(exc) else "unsupported" if isinstance(exc, engines.Unsupported) else "error"
-    rep.message = str(exc)[:500] if isinstance(exc, engines.Unsupported) else one_line(exc)
+    beyond = quantization.beyond_kernels(exc, case)  # a shape the device's quantized kernels cannot take
+    rep.status = ("oom" if _is_oom(exc) else "unsupported" if isinstance(exc, engines.Unsupported) or beyond
+                  else "error")
+    rep.message = beyond or (str(exc)[:500] if isinstance(exc, engines.Unsupported) else one_line(exc))
     if case.variant.fullgraph and phase.startswith("first call") and rep.status == "error":
         rep.message = f"fullgraph=True could not capture the model in one graph: {rep.message}"
     rep.traceback = "\n".join("".join(traceback.format_exception(exc)).splitlines()[-TRACEBACK_LINES:])

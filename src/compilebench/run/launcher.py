@@ -191,13 +191,41 @@ def imported(preload: dict) -> str | None:
     steps.append(("the plugins of $COMPILEBENCH_PLUGINS", zoo.models))  # their models, registered once
     steps += [(f"the classes of {model}", lambda model=model: _preload_model(model)) for model in preload.get("models", ())]
     steps.append(("the fingerprint", fingerprint.static))  # forked children inherit it, collected once
-    with _nvml_based_cuda_check():
+    with _nvml_based_cuda_check(), _kept_out(KEPT_OUT):
         for what, step in steps:
             step()
             touched = cuda_touched()
             if touched:
                 return f"{touched}, after importing {what}"
     return None
+
+
+# What the launcher never imports, though what it preloads would: transformers imports torchao with every model
+# class where torchao is installed (its quantization config), and on an H200 (2026-11-27, torchao 0.18) a launcher
+# that had preloaded ViT's classes could not fork workers ("torch initialized CUDA in it, after importing the
+# classes of vit"), so a quantized run started new interpreters. The worker that quantizes imports it itself.
+KEPT_OUT = ("torchao",)
+
+
+@contextlib.contextmanager
+def _kept_out(packages: tuple[str, ...]):
+    """These packages unimportable meanwhile (None in sys.modules: importing them fails, and find_spec finds none,
+    so a library that imports them only where installed leaves them alone), then importable again, with
+    transformers' cached answer to whether they are installed forgotten."""
+    hidden = [p for p in packages if p not in sys.modules]
+    for p in hidden:
+        sys.modules[p] = None
+    try:
+        yield
+    finally:
+        for p in hidden:
+            if sys.modules.get(p, 0) is None:
+                del sys.modules[p]
+        import_utils = sys.modules.get("transformers.utils.import_utils")
+        for p in hidden:
+            asked = getattr(import_utils, f"is_{p}_available", None)
+            if hasattr(asked, "cache_clear"):
+                asked.cache_clear()
 
 
 # torch's fork-safe availability check: while set, torch.cuda.is_available() counts devices with NVML instead of

@@ -25,8 +25,8 @@ from compilebench.core.environment import is_cuda
 from compilebench.core.errors import UnknownChoice, UserError
 from compilebench.core.result import Result
 from compilebench.core.run import Run
-from compilebench.core.variant import Variant
-from compilebench.measure import compiler, engines, fingerprint, quantization
+from compilebench.core.variant import AOT_INDUCTOR, Variant
+from compilebench.measure import aot_inductor, compiler, engines, fingerprint, quantization
 from compilebench.run import costs, dispatch, interpreters, sweep, tags
 from compilebench.run.placement import Placement
 from compilebench.zoo import factory, hub
@@ -99,7 +99,7 @@ def check_engines(spec: specmod.RunSpec, generation: list[str]) -> None:
 def check_devices(quantized: list[str], spec: specmod.RunSpec, targets) -> None:
     """What the devices the cases will run on cannot run, refused before anything runs: a quantization (int4 and
     float8 need CUDA, float8 a recent GPU), an engine (TensorRT needs CUDA; each its dtypes), eager captured in a
-    CUDA graph."""
+    CUDA graph, an AOTInductor package under a torch whose loader crashes on CUDA."""
     for t in targets:
         device = str(t.env.device or spec.device or "cpu")
         for q in quantized:
@@ -113,6 +113,9 @@ def check_devices(quantized: list[str], spec: specmod.RunSpec, targets) -> None:
         if "eager-cudagraphs" in spec.variants and not is_cuda(device):
             raise UserError(f"--variant eager-cudagraphs captures the eager model in a CUDA graph: it needs a CUDA "
                             f"device (this run's is {device})")
+        why = aot_inductor.refusal(device, t.env.torch) if AOT_INDUCTOR in spec.variants else None
+        if why:
+            raise UserError(why)
 
 
 def check_quantizations(quantized: list[str], entries: dict, spec: specmod.RunSpec) -> None:
