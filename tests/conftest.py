@@ -81,3 +81,9 @@ def former_reading(monkeypatch):
     monkeypatch.setattr(stats, "per_process", lambda samples: _math.fsum(samples) / len(samples))  # to the last bit
     monkeypatch.setattr(sequential, "look_confidences", union_bound)
 
+
+
+@pytest.fixture(autouse=True)
+def _publish_salt(tmp_path_factory, monkeypatch):
+    """`compilebench publish` keeps its salt in the user's config folder: a test's is its own."""
+    monkeypatch.setenv("COMPILEBENCH_PUBLISH_SALT", str(tmp_path_factory.getbasetemp() / "publish-salt"))

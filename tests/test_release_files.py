@@ -38,6 +38,11 @@ REWORDED = [
 # Issue 62: one figure per process, its median; an undecided verdict says what it could see. Under the reading of
 # the release's day (the former_reading fixture) its figures are the release's; these words are today's.
 REWORDED_62 = [
+    ("Times are the mean milliseconds of one call of the whole batch (a forward pass, or a generate() call), estimated "
+     "from independent worker processes (repeats); see Details for each result's 95% interval, R, N and noise.",
+     "Times are the milliseconds of one call of the whole batch (a forward pass, or a generate() call): the median of "
+     "each worker process's calls, estimated over independent processes (repeats); see Details for each result's "
+     "95% interval, R, N, noise and the guide's mean of the calls."),
     ("from each side's per-process means (geometric, in log space)",
      "from each side's per-process figures (the median of each process's timed calls; geometric, in log space)"),
     ("measure on a quieter machine.", "measure on a quieter machine. An inconclusive one says its reach: the smallest "

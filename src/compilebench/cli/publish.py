@@ -1,5 +1,6 @@
 """`compilebench publish RESULTS... --out DIR [--push ORG/NAME]`: results files as a Hub dataset folder
-(report/publish.py), and with --push that folder uploaded as a dataset with huggingface_hub: each run's data file
+(report/publish.py), with what identifies a machine or a person replaced (report/scrub.py; --keep-identifying
+keeps it), and with --push that folder uploaded as a dataset with huggingface_hub: each run's data file
 added beside those already there (never replacing another's), the card only where the dataset has none. The token
 is huggingface_hub's own login (`hf auth login`, HF_TOKEN): compilebench never reads, asks for or writes one.
 Offline (HF_HUB_OFFLINE, or no network) it says in one line how to push the folder later, and exits 0."""
@@ -16,7 +17,7 @@ from compilebench import __version__
 from compilebench.cli import groups
 from compilebench.core import stats
 from compilebench.core.errors import EnvironmentFailure, UserError
-from compilebench.report import data as reportdata, exporters, publish as publishmod, shards as shardsmod
+from compilebench.report import data as reportdata, exporters, publish as publishmod, scrub, shards as shardsmod
 from compilebench.report.view import View
 from compilebench.storage import published
 
@@ -31,8 +32,9 @@ def cmd_publish(args) -> int:
     if os.path.isdir(args.out) and os.listdir(args.out) and not published.is_published(args.out):
         raise UserError(f"--out {args.out!r} holds other files: give an empty or new folder (or one publish wrote)")
     results, runs = reportdata.read(args.results)
+    results, runs, scrubbed = scrub.scrub(results, runs, keep=args.keep_identifying)  # the local file keeps all
     view = View(results, args.min_effect, shards=shardsmod.coverage(runs, results))
-    written = publishmod.write(view, args.out, args.results, __version__)
+    written = publishmod.write(view, args.out, [os.path.basename(p) for p in args.results], __version__, scrubbed)
     data_files = [p for p in written if os.sep + published.DATA + os.sep in p]
     print(f"wrote {len(results)} result(s) in {len(data_files)} run file(s), the dataset card and the report to "
           f"{args.out}", file=sys.stderr)
@@ -99,5 +101,9 @@ def add_parser(sub):
     pub.add_argument("--push", default=None, metavar="ORG/NAME",
                      help="upload the folder as this Hub dataset with huggingface_hub's login (`hf auth login`): "
                           "a new file per run, never replacing another's")
+    pub.add_argument("--keep-identifying", action="store_true",
+                     help="publish hostnames, GPU UUIDs, absolute paths and the messages' environment variables as "
+                          "measured (default: replaced by salted keys, relative paths and <redacted>; the card says "
+                          "which): for a private dataset")
     groups.min_effect(pub, "the smallest difference the card's verdicts call faster or slower")
     return pub

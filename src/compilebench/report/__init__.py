@@ -103,9 +103,9 @@ def intro(view: View, sources: list[str]) -> list[str]:
     flags = ", ".join(f"{n} {f}" for f, n in counts.items() if n or FLAGS[f].counted_at_zero)
     return [f"{len(latest)} results ({ok} measured ok) from {machines} machine(s), read from {', '.join(sources)}. "
             f"Flags: {flags}.",
-            "Times are the mean milliseconds of one call of the whole batch (a forward pass, or a generate() call), "
-            "estimated from independent worker processes (repeats); see Details for each result's 95% interval, R, "
-            "N and noise."]
+            "Times are the milliseconds of one call of the whole batch (a forward pass, or a generate() call): the "
+            "median of each worker process's calls, estimated over independent processes (repeats); see Details for "
+            "each result's 95% interval, R, N, noise and the guide's mean of the calls."]
 
 
 class Rendered:

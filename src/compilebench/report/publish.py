@@ -11,6 +11,7 @@ import os
 
 from compilebench import report as reportmod
 from compilebench.report import data, exporters, flat, markdown, suite, tables
+from compilebench.report.scrub import Scrubbed
 from compilebench.report.view import View
 from compilebench.storage import published
 
@@ -33,17 +34,17 @@ pretty_name: {{name}}
 
 
 class Rendered:
-    def __init__(self, view: View, sources: list[str], version: str | None):
-        self.view, self.sources, self.version = view, sources, version
+    def __init__(self, view: View, sources: list[str], version: str | None, scrubbed: Scrubbed):
+        self.view, self.sources, self.version, self.scrubbed = view, sources, version, scrubbed
 
 
 @exporters.exporter(PAGE, "hub")
 def _hub(r: Rendered) -> dict[str, str]:
     rows = {row["result_id"]: row for row in flat.rows(r.view)}
-    return {**published.files(r.view.results, rows, r.version), CARD: card(r.view, r.version)}
+    return {**published.files(r.view.results, rows, r.version), CARD: card(r.view, r.version, r.scrubbed)}
 
 
-def card(view: View, version: str | None) -> str:
+def card(view: View, version: str | None, scrubbed: Scrubbed) -> str:
     """The dataset card: what was measured where, the suite's summary, and how to read the rows back."""
     hardware = sorted({data.hardware(r) for r in view.results})
     torches = sorted({data.torch_version(r) for r in view.results})
@@ -64,13 +65,15 @@ def card(view: View, version: str | None) -> str:
             "- `datasets.load_dataset(DIR)`: one row per result, its case, settings, estimate and interval, verdict "
             "and environment as columns; `result` and `runs` hold the whole result as JSON text.",
             f"- {REPORT_DIR}/report.html: the report of these results.", ""]
+    out += scrubbed.card()
     return "\n".join(out)
 
 
-def write(view: View, out_dir: str, sources: list[str], version: str | None) -> list[str]:
-    """The folder: data files, marker and card, then the HTML report beside them; the paths written."""
+def write(view: View, out_dir: str, sources: list[str], version: str | None, scrubbed: Scrubbed) -> list[str]:
+    """The folder: data files, marker and card, then the HTML report beside them; the paths written. `scrubbed`:
+    what was done to the results before (report/scrub.py), for the card to say."""
     data.require(view.results, sources)
-    written = exporters.write(PAGE, ("hub",), out_dir, lambda scratch: Rendered(view, sources, version))
+    written = exporters.write(PAGE, ("hub",), out_dir, lambda scratch: Rendered(view, sources, version, scrubbed))
     runs = os.path.join(out_dir, published.DATA)
     for name in os.listdir(runs):  # a run an earlier publish into this folder wrote and this one does not hold
         if name.endswith(".jsonl") and os.path.join(runs, name) not in written:

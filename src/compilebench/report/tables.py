@@ -1,7 +1,8 @@
 """Every table of a report, read from one View and declared as (column name, value) pairs.
 
 The guide's table: one per (hardware, batch size); rows `Task/Model` in the guide's order; a column per torch
-version and variant (`torch 2.13 - no compile`, `torch 2.13 - compile`); mean ms to 3 decimals, `OOM` where
+version and variant (`torch 2.13 - no compile`, `torch 2.13 - compile`); ms to 3 decimals (the estimate over
+processes: core/stats.per_process), `OOM` where
 memory ran out and the status word for other failures; beside them the % improvement with its 95% interval and
 verdict, and the compile seconds. The guide's other two tables compare torch versions and compile modes, rows
 `Task/Model` x `Batch Size`. Every speed-up is the View's, so all tables, charts and files agree."""
