@@ -14,6 +14,9 @@ and after it are measured the same way on the same machine:
   slower in another, the fraction of run pairs whose intervals overlap (goal >= 90%), and each run's wall time
   (goal: at most 1.5x the same measure before the change).
 
+Its successor for recorded data, benchmarks/replay.py, reads any results file under each estimator and design
+without measuring (issue 62).
+
 Usage: python benchmarks/decide.py quick [--runs 5] [--tree PATH] [--against PATH] [--keep DIR] [--before-s S]
                                          [--extra "..."]
        python benchmarks/decide.py known [--effects 0,0.05,0.1,0.2] [--runs 4] [--tree PATH] [--against PATH]
