@@ -116,7 +116,13 @@ def test_nothing_faster_than_eager_is_said_plainly():
     assert out.winner is None and out.ranked[0].speedup.verdict in ("same", "inconclusive")
     from compilebench.cli.tune import render
 
-    assert "keep the model uncompiled" in render(out, 0.02, "r.db")
+    said = render(out, 0.02, "r.db")
+    assert "keep the model uncompiled" in said
+    best = out.ranked[0].speedup
+    if best.verdict == "inconclusive":  # issue 62: an undecided best says what the search could not see
+        assert speedups.out_of_reach(best, 0.02) in said and f"inconclusive (±{best.reach:.0%} reach)" in said
+    else:
+        assert "out of this run's reach" not in said
 
 
 def test_the_space_depends_on_the_device_and_the_model():

@@ -11,8 +11,9 @@ import sys
 from compilebench import tune
 from compilebench.cli import groups, resume
 from compilebench.cli.run import EXIT_FAILED
-from compilebench.core import shards, traffic
+from compilebench.core import shards, speedups, traffic
 from compilebench.core.result import Result
+from compilebench.core.vocab import Verdict
 from compilebench.report import cells, markdown, quantization, shapes, start
 from compilebench.report.cells import Table, interval
 from compilebench.report.view import View
@@ -64,9 +65,10 @@ def render(result: tune.Outcome, min_effect: float, db: str) -> str:
             out.append(f"Fastest correct configuration: {w.config.describe()}: {s.value:.2f}x eager "
                        f"(95% CI {interval(s.low, s.high, '{:.2f}x')}), {s.verdict}.")
         else:
+            seen = speedups.out_of_reach(s, min_effect)  # an undecided best: what the search could not see
             out.append(f"Nothing measured is faster than eager beyond {min_effect:.0%}: keep the model uncompiled. "
                        f"The best was {w.config.describe()}: {s.value:.2f}x eager "
-                       f"(95% CI {interval(s.low, s.high, '{:.2f}x')}), {s.verdict}.")
+                       f"(95% CI {interval(s.low, s.high, '{:.2f}x')}), {s.verdict}" + (f": {seen}." if seen else "."))
         kept = quantization.quality_words(w.result)
         if kept:  # a quantized pick: what it kept of the float model's predictions
             out.append(f"Quality against the float model: {kept}.")
@@ -81,7 +83,8 @@ def render(result: tune.Outcome, min_effect: float, db: str) -> str:
         first = start.first_start(r) if r else None
         rows.append([t.config.describe(), str(t.rungs), r.status if r else "",
                      f"{s.value:.3f}x" if s else "", interval(s.low, s.high, "{:.3f}x") if s else "",
-                     s.verdict if s else "", cells.num(r and r.cold_compile_s, 1),
+                     (f"{s.verdict} (±{s.reach:.0%} reach)" if s and s.verdict == Verdict.inconclusive and s.reach
+                      else s.verdict if s else ""), cells.num(r and r.cold_compile_s, 1),
                      f"{first.seconds:.2f} ({first.name.rsplit(', ', 1)[-1]})" if first else "", t.dropped or ""])
     out += ["", markdown.table(Table("Configurations measured", ["configuration", "rungs", "status", "speed-up",
                                                                    "95% CI", "verdict", "cold compile s",
