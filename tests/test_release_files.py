@@ -46,8 +46,8 @@ REWORDED_62 = [
     ("from each side's per-process means (geometric, in log space)",
      "from each side's per-process figures (the median of each process's timed calls; geometric, in log space)"),
     ("measure on a quieter machine.", "measure on a quieter machine. An inconclusive one says its reach: the smallest "
-     "effect it could tell from none (its interval's half-width), and about how many more rounds would bring it "
-     "within the minimum effect."),
+     "effect it could tell from none (its interval's half-width), and about how many more rounds, at the same "
+     "estimate and spread, would decide it."),
     ("mean: the geometric mean of the per-process means of the R repeats (fresh worker processes); its 95% interval "
      "is between processes, so it holds what a rerun would see. N: timed calls in each repeat. CV within a process "
      "describes one process's noise only; the spread between processes is the standard deviation of the log means.",

@@ -79,7 +79,8 @@ def benchmark(model=None, *, suite: str | None = None, inputs: str | Callable[[i
             compile_scope ("model" or "regions"), regions, compile_cache, interleave, sync_each_call, weights,
             model_size ("tiny"), task, prompt_len, new_tokens, timeout_s, rerun, retry_failed, profile,
             compile_trace, tag, quantizations (torchao's: "int8-weight-only" or a list, as --quantize;
-            pip install compilebench[quant]); the timing's warmup, warmup_s, warmup_cap_s, max_time_s, min_iters, first_calls;
+            pip install compilebench[quant]); the timing's warmup, warmup_s,
+            warmup_cap_s, max_time_s, min_iters, first_calls;
             environments ({name: interpreter or virtual environment folder}: --env) and environment_vars
             ({name: {variable: value}}: --env-set).
     """

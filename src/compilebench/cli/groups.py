@@ -129,8 +129,8 @@ def how_to_time(run) -> None:
     g.add_argument("--repeats", type=int, default=None, metavar="R",
                    help=f"fresh worker processes per case, measured in rounds across the run (default: "
                         f"{specmod.DEFAULT_REPEATS}, then more until decided); intervals and verdicts come from the "
-                        "per-process figures. R alone: exactly R, a fixed design. A larger R on a stored sweep adds the "
-                        "missing repeats")
+                        "per-process figures (each process's median call). R alone: exactly R, a fixed design. A "
+                        "larger R on a stored sweep adds the missing repeats")
     g.add_argument("--max-repeats", type=int, default=None, metavar="M",
                    help=f"repeats until decided: a case whose verdict is still inconclusive after R gets more rounds, "
                         f"two at a time, up to M processes (default: {specmod.DEFAULT_MAX_REPEATS} unless --repeats "

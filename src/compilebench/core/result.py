@@ -37,8 +37,9 @@ class Result:
     (not fields): every figure its repeats declare (first_call_s, graphs, max_rel_err, peak_mem_bytes, ...; core/
     repeat.py's Figures), each by its rule, and `status`, `message`, `stats` (the estimate between processes),
     `compile_s` (cold where a repeat compiled cold, else warm), `cold_compile_s`, `warm_compile_s`, `mega_cache`,
-    `compile_phases`, `aot_inductor`, `engine` (another engine's preparation, cold and warm), `flags`, `generation`, `shapes` and `unstable` (its per-process figures in two
-    groups far apart, each group's mean and when)."""
+    `compile_phases`, `aot_inductor`, `engine` (another engine's preparation, cold and warm), `flags`,
+    `generation`, `shapes` and `unstable` (its per-process figures in two groups far apart, each group's mean and
+    when)."""
 
     case: Case
     repeats: list[Repeat] = field(default_factory=list)

@@ -173,7 +173,8 @@ def asked(*, models=None, suite: str | None = None, batch_sizes=None, variants=N
           fullgraph: bool | None = None, dynamic: bool | None = None, inductor_options=(), compile_scope=None,
           regions=(), iters: int | None = None, warmup: int | None = None, max_time_s: float | None = None,
           min_iters: int | None = None, first_calls: int | None = None, warmup_s: float | None = None,
-          warmup_cap_s: float | None = None, shapes: bool = False, image_sizes=(), prompt_lens=(), dynamic_settings=None, pad_to=(),
+          warmup_cap_s: float | None = None, shapes: bool = False, image_sizes=(),
+          prompt_lens=(), dynamic_settings=None, pad_to=(),
           repeats: int | None = None, max_repeats: int | None = None, quantizations=None, **rest) -> RunSpec:
     """The RunSpec of a run asked for by its options' names (the Python API's keywords; the command line's options
     reach it under the same names). What is not given is the suite's where one is taken (no model and no suite:

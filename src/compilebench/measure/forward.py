@@ -128,8 +128,8 @@ class Forward(TimedUnit):
     def loops(self, recorder: Recorder) -> dict:
         policy, first, inputs = self.job.timing, self.first, self.inputs
         timed = dict(iters=policy.iters, min_iters=policy.min_iters, max_time_s=policy.max_time_s,
-                     warmup_s=policy.warmup_s, warmup_cap_s=policy.warmup_cap_s or 0.0, sync_each_call=first.sync_each_call,
-                     clock=self.clock,
+                     warmup_s=policy.warmup_s, warmup_cap_s=policy.warmup_cap_s,
+                     sync_each_call=first.sync_each_call, clock=self.clock,
                      graph_count=compiler.graph_count if self.compiled else None, watch=self.watch,
                      before_timing=recorder.memory.steady, on_phase=self.enter)
         with _inductor_bytes(self.job, self.compiled) as self.inductor_counted:

@@ -55,7 +55,7 @@ class Serving(TimedUnit):
             records, graphs = compiler.compile_records(), compiler.graph_count()
             m = timing.measure(lambda s=s: call(s), iters=iters, warmup=policy.warmup_for(case.variant), clock=self.clock,
                                min_iters=policy.min_iters, max_time_s=policy.max_time_s,
-                               warmup_s=policy.warmup_s, warmup_cap_s=policy.warmup_cap_s or 0.0,
+                               warmup_s=policy.warmup_s, warmup_cap_s=policy.warmup_cap_s,
                                sync_each_call=case.sync_each_call,
                                graph_count=compiler.graph_count, watch=self.watch, on_phase=self.enter,
                                before_timing=recorder.memory.steady)  # the shape's first call is a compile's

@@ -35,11 +35,12 @@ class WarmUp:
     sm_clock_mhz: int | None = None  # the GPU's SM clock when it ended (NVML), where read
 
 
-def warm_up(fn: Callable[[], object], calls: int, clock, min_s: float = 0.0, cap_s: float = 0.0,
+def warm_up(fn: Callable[[], object], calls: int, clock, min_s: float = 0.0, cap_s: float | None = 0.0,
             sm_clock: Callable[[], int | None] | None = None) -> WarmUp:
     """At least `calls` untimed calls (the first window) and `min_s` seconds, then windows of calls until steady
     (above), or until `cap_s` (or `min_s`, where longer) has passed. `sm_clock` reads the GPU's SM clock (None: not
-    read)."""
+    read). A cap of None (a timing recorded before the cap existed) is 0: the warm-up asked for, no more."""
+    cap_s = cap_s or 0.0
     t0 = clock.now_ns()
     for _ in range(calls):
         fn()

@@ -134,7 +134,7 @@ def drift_note(d: Drift) -> str:
 VERDICT_NOTE = ("verdict: faster or slower when the whole 95% interval of the speed-up lies beyond the minimum effect "
                 "({effect}) either way; same when it lies inside it; inconclusive otherwise: {remedy}. An "
                 "inconclusive one says its reach: the smallest effect it could tell from none (its interval's "
-                "half-width), and about how many more rounds would bring it within the minimum effect.")
+                "half-width), and about how many more rounds, at the same estimate and spread, would decide it.")
 
 
 def verdict_note(min_effect: float, looks: int = 1, design: list[int] | None = None) -> str:
@@ -145,8 +145,8 @@ def verdict_note(min_effect: float, looks: int = 1, design: list[int] | None = N
     if design and len(design) > 1:
         note += (f" Repeats until decided: the run looked at its verdicts at {', '.join(map(str, design))} processes, "
                  f"each look's interval at the group-sequential boundary of Lan-DeMets Pocock-type spending of the "
-                 f"5% ({', '.join(f'{sequential.confidence(design, n):.1%}' for n in design)}), so a false verdict over "
-                 "all looks stays within 5%.")
+                 f"5% ({', '.join(f'{sequential.confidence(design, n):.1%}' for n in design)}), so a false "
+                 "verdict over all looks stays within 5%.")
     elif looks > 1:
         note += (f" Repeats until decided: the run looked at its verdicts up to {looks} times, so each such interval is "
                  f"at {sequential.equal_split(looks):.1%}, and a false verdict over all looks stays within 5%.")

@@ -27,7 +27,8 @@ from compilebench.core.result import Result
 from compilebench.core.run import Run
 
 SALT_ENV = "COMPILEBENCH_PUBLISH_SALT"  # a file holding the salt, instead of the config folder's
-UUID = re.compile(r"\b(?:GPU|MIG)-[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}\b|\b(?:GPU|MIG)-[0-9A-Fa-f]{8,}\b")
+UUID = re.compile(r"\b(?:GPU|MIG)-[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}\b"
+                  r"|\b(?:GPU|MIG)-[0-9A-Fa-f]{8,}\b")
 PATH = re.compile(r"(?<![\w.~:/-])/(?:[^\s\"'`,;:()\[\]{}<>|=]+)")
 HOME = re.compile(r"^/(?:home|Users)/[^/]+|^/root(?=/|$)")  # anyone's home folder, whoever publishes
 ANCHORS = (re.compile(r"/(?:site-packages|dist-packages)/"), re.compile(r"/lib/python\d+(?:\.\d+)?/"))
