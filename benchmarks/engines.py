@@ -3,7 +3,7 @@
 The same model (a zoo model's architecture with random weights), the same input shapes and the same threads,
 timed three ways, alternating each round:
   1. compilebench: `compilebench run --variant eager onnxruntime openvino` (fresh worker processes, its timed loop);
-  2. OpenVINO's own benchmark_app on the model converted by compilebench's own code (measure/engines.py: exported,
+  2. OpenVINO's own benchmark_app on the model converted by compilebench's own code (kinds/openvino.py: exported,
      converted, saved as IR), one stream and one synchronous request (what the latency hint compilebench sets
      amounts to), the case's input shapes, the same threads and the inference precision pinned to f32;
   3. ONNX Runtime in a plain loop: an InferenceSession on the ONNX file compilebench's code exported (every graph
@@ -43,16 +43,16 @@ def exported(model: str, tiny: bool, folder: str) -> tuple[str, str, str]:
     shapes of the case's inputs as benchmark_app takes them (the IR's inputs are dynamic)."""
     import torch
 
-    from compilebench import zoo
+    from compilebench import kinds, zoo
     from compilebench.core.case import Case
     from compilebench.core.variant import Variant
-    from compilebench.measure import engines, forward
+    from compilebench.measure import forward
 
     for engine in ("onnxruntime", "openvino"):
         case = Case(model, 1, Variant(engine), device="cpu", model_size="tiny" if tiny else "full")
         net, inputs = forward.prepare(zoo.get(model), case)
         with torch.inference_mode():
-            engines.prepare(net, inputs, folder, case)
+            kinds.get(engine).prepare(net, inputs, folder, case)
     onnx = [p for p in glob.glob(f"{folder}/*.onnx") if not p.endswith(".optimized.onnx")]
     shapes = ",".join(f"{k}[{','.join(map(str, v.shape))}]" for k, v in inputs.items() if hasattr(v, "shape"))
     return glob.glob(f"{folder}/*.xml")[0], onnx[0], shapes

@@ -8,12 +8,14 @@ import pytest
 from tiny_factories import make_branchy, make_inputs
 
 import compilebench
+from compilebench import kinds
 from compilebench.core.case import Case
 from compilebench.core.environment import Environment
 from compilebench.core.errors import UserError
 from compilebench.core.repeat import Repeat
 from compilebench.core.spec import asked
 from compilebench.core.variant import Variant
+from compilebench.kinds import exported
 from compilebench.measure import aot_inductor, invariants, recording
 from compilebench.run import dispatch, plan
 
@@ -62,7 +64,7 @@ def test_a_package_built_from_other_weights_is_refused_not_compared(tmp_path):
     path = aot_inductor.package_path(str(tmp_path), case)
     open(path, "wb").close()  # another repeat's package...
     with open(path + ".weights.json", "w") as f:
-        json.dump([w + 1.0 for w in aot_inductor.weights_fingerprint(model)], f)  # ...of other weights
+        json.dump([w + 1.0 for w in exported.weights_fingerprint(model)], f)  # ...of other weights
     with pytest.raises(ValueError, match="built from other weights than this process's model"):
         aot_inductor.prepare(model, make_inputs(1), str(tmp_path), case)
 
@@ -154,7 +156,7 @@ def test_aot_inductor_is_refused_on_cuda_under_the_torch_whose_package_load_cras
     """Issue 63: on an H200 (torch 2.11.0+cu130) benchmarks/aot_load.py saw the package's load die of SIGSEGV where it
     was built, in a fresh interpreter and forked alike: no path works, so the plan refuses it there, in one line,
     with what to do instead; elsewhere it is measured."""
-    why = aot_inductor.refusal(device, torch_version)
+    why = kinds.get("aot-inductor").refusal(kinds.Asked(device=device, torch=torch_version))
     assert (why is not None) == refused
     if refused:
         assert "SIGSEGV in every process" in why and "--device cpu" in why and "\n" not in why

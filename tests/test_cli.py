@@ -143,7 +143,7 @@ BAD_INPUTS = [
     (["--model", "gpt2", "--new-tokens", "0"], "--new-tokens must be an integer >= 1"),
     (["--model", "gpt2", "--prompt-len", "-5"], "--prompt-len must be an integer >= 1"),
     (["--model", "vit", "--prompt-len", "16"], "--prompt-len is for text-generation models"),
-    (["--model", "vit", "--variant", "eager-static-cache"], "--variant eager-static-cache is for text generation"),
+    (["--model", "vit", "--variant", "eager-static-cache"], "--variant eager-static-cache is for text generation; vit does not generate text"),
     (["--model", "vit", "--cpus-per-case", "0", "--executor", "ray"], "--cpus-per-case must be an integer >= 1"),
     (["--model", "vit", "--weights", "pretrained"], "--weights pretrained: cannot load 'google/vit-base-patch16-224'"),
     (["--model", "vit", "--inductor-option", "freezng=True"], "no inductor option 'freezng'; closest: freezing"),

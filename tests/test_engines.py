@@ -45,7 +45,7 @@ def test_onnxruntime_and_openvino_are_measured_checked_and_prepared_cold_then_wa
         assert r["max_rel_err"] < 1e-4 and r["sensitivity_rel_err"] is not None  # checked against eager
         assert r["graphs"] is None  # dynamo's counters say nothing of an engine
     assert found["onnxruntime"]["engine"]["device"] == "CPUExecutionProvider"
-    assert "Engines: " in out and "ONNX Runtime" in out and "OpenVINO" in out  # the terminal's table
+    assert "Engines: " in out and "onnxruntime" in out.split("Engines: ")[1] and "openvino" in out  # the terminal's
     text = next(tmp_path.rglob("report.md")).read_text()
     assert "## Engines" in text and "vs best torch.compile" in text
     code, _, err = main_here(*RUN, "--variant", "eager", "default", "onnxruntime", "openvino", "--backend", "eager",
@@ -66,7 +66,7 @@ def test_an_export_that_fails_is_a_result_with_the_exporters_reason_and_the_swee
 
 
 @pytest.mark.parametrize("args, said", [
-    (["--model", "fault-ok", "--variant", "tensorrt"], "--variant tensorrt builds a TensorRT engine: it needs a CUDA device"),
+    (["--model", "fault-ok", "--variant", "tensorrt"], "--variant tensorrt needs a CUDA device (this run's is cpu)"),
     (["--model", "fault-ok", "--variant", "onnxruntime", "--dtype", "bfloat16"],
      "--variant onnxruntime computes in float32, float16; --dtype bfloat16 is not one of them"),
     (["--model", "smollm2-135m", "--tiny", "--variant", "eager", "openvino"],
@@ -133,17 +133,17 @@ def test_the_engines_table_sets_each_engine_beside_eager_and_the_best_torch_comp
     view = View(results)
     (table,) = enginesreport.tables(view)
     rows = {r["variant"]: r for r in table.records()}
-    assert list(rows) == ["no compile (eager)", "compile", "compile (max-autotune)", "ONNX Runtime", "OpenVINO"]
-    ort = rows["ONNX Runtime"]
+    assert list(rows) == ["no compile (eager)", "compile", "compile (max-autotune)", "onnxruntime", "openvino"]
+    ort = rows["onnxruntime"]
     assert ort["vs eager"].startswith("2.000x") and ort["vs eager"].endswith("faster)")
     assert ort["vs best torch.compile"].startswith("1.500x")  # against max-autotune's 30 ms: the best faster one
     assert (ort["prepare cold s"], ort["prepare warm s"]) == ("2.50", f"{(0.5 / 2 + 0.5 / 3) / 2:.2f}")  # median warm
     assert ort["break-even calls"] == f"{2.5 / 0.020:,.0f}"
     assert ort["against eager"] == "max rel err 3.0e-07 (allowed 1e-03), top1 100.0%"
-    assert rows["OpenVINO"]["precision"] == "bfloat16" and rows["OpenVINO"]["version"] == "OpenVINO 1.0"
+    assert rows["openvino"]["precision"] == "bfloat16" and rows["openvino"]["version"] == "OpenVINO 1.0"
     assert rows["compile"]["vs best torch.compile"] == ""
     lines = terminal.engines_summary(view)
-    assert any("ONNX Runtime" in line and "2.00x" in line for line in lines)
+    assert any("onnxruntime" in line and "2.00x" in line for line in lines)
     no_engine = View(results[:3])
     assert enginesreport.tables(no_engine) == [] and terminal.engines_summary(no_engine) == []
     # torch.compile's own answer on the terminal never picks an engine
@@ -156,7 +156,7 @@ def test_an_unsupported_engine_reads_as_such_in_its_table():
                        message="torch.onnx.export could not export the model: GuardOnDataDependentSymNode: x")
     results = [fr.result("resnet-50", 1, "eager", 40.0, env=fr.CPU), failed]
     (table,) = enginesreport.tables(View(results))
-    (row,) = [r for r in table.records() if r["variant"] == "ONNX Runtime"]
+    (row,) = [r for r in table.records() if r["variant"] == "onnxruntime"]
     assert row["ms [95%]"].startswith("unsupported: torch.onnx.export could not export")
     assert dataclasses.replace(failed).status == "unsupported"
 
@@ -223,11 +223,11 @@ class FakeSession:
 
 
 def test_onnxruntime_on_a_gpu_binds_torchs_tensors_and_copies_nothing_a_call_need_not():
-    from compilebench.measure import engines
+    from compilebench.kinds import onnxruntime
 
     session = FakeSession(device_id=1)
     example = {"pixel_values": torch.ones(1, 3, 8, 8)}
-    call = engines._bound(session, ["logits"], example, 1)
+    call = onnxruntime.bound(session, ["logits"], example, 1)
     bound = session.binding
     (shape, pointer), = bound.inputs.values()
     assert shape == (1, 3, 8, 8)
@@ -243,7 +243,7 @@ def test_onnxruntime_on_a_gpu_binds_torchs_tensors_and_copies_nothing_a_call_nee
 def test_tensorrt_builds_its_engine_once_in_the_cases_dtype_and_a_later_repeat_takes_it_from_the_cache(
         tmp_path, monkeypatch):
     from compilebench.core.case import Case
-    from compilebench.measure import engines
+    from compilebench.kinds import exported, tensorrt
 
     built = []
 
@@ -266,15 +266,15 @@ def test_tensorrt_builds_its_engine_once_in_the_cases_dtype_and_a_later_repeat_t
             return {"y": x * 2}
 
     bad, model, inputs = False, Model(), {"x": torch.ones(1, 4)}
-    names = engines._names(model, inputs)
+    names = exported.output_names(model, inputs)
     case = Case("fault-ok", 1, Variant("tensorrt"), device="cuda", dtype="float16")
     first, second = (EnginePrepared(engine="tensorrt"), EnginePrepared(engine="tensorrt"))
     for prepared in (first, second):
-        call = engines._tensorrt(model, inputs, names, str(tmp_path), case, prepared, lambda p: None)
+        call = tensorrt.KIND.make(model, inputs, names, str(tmp_path), case, prepared, lambda p: None)
     assert (first.cache, first.built, second.cache, second.built) == ("cold", True, "warm", False)
     assert len(built) == 1 and first.precision == "float16" and first.device == "TensorRT"
     assert set(call(x=torch.ones(1, 4))) == set(names)  # eager's output names, mapped back
     bad = True
-    with pytest.raises(engines.Unsupported, match="Torch-TensorRT could not compile the model: .*aten::nonzero"):
-        engines._tensorrt(model, inputs, names, str(tmp_path / "other"), case, EnginePrepared(engine="tensorrt"),
+    with pytest.raises(exported.Unsupported, match="Torch-TensorRT could not compile the model: .*aten::nonzero"):
+        tensorrt.KIND.make(model, inputs, names, str(tmp_path / "other"), case, EnginePrepared(engine="tensorrt"),
                           lambda p: None)

@@ -15,7 +15,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "src" / "compilebench"
-LAYERS = ("core", "storage", "diagnostics", "measure", "run", "report", "tune", "cli", "zoo")
+LAYERS = ("core", "kinds", "storage", "diagnostics", "measure", "run", "report", "tune", "cli", "zoo")
 MAX_MODULE_LINES, MAX_FUNCTION_LINES = 350, 60
 
 

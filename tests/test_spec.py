@@ -94,8 +94,6 @@ def test_inductor_options_are_part_of_the_identity_and_mean_nothing_for_eager():
         (dict(models=()), "no model"),
         (dict(batch_sizes=(0,)), "--batch-size must be an integer >= 1, got 0"),
         (dict(batch_sizes=(-4,)), "--batch-size must be an integer >= 1, got -4"),
-        (dict(variants=("fast",)), "unknown variant 'fast'"),
-        (dict(variants=("reduce_overhead",)), "did you mean 'reduce-overhead'"),
         (dict(dtype="float8"), "unknown dtype 'float8'"),
         (dict(device="tpu"), "--device must be cpu, cuda or cuda:N"),
         (dict(timing=TimingPolicy(iters=0)), "--iters must be an integer >= 1"),

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import argparse
 
-from compilebench import report as reportmod  # noqa: F401 - registers the report's exporters
-from compilebench.core import job as jobmod, settings, shards, spec as specmod, stats, suites, variant as variantmod
+from compilebench import (
+    kinds,
+    report as reportmod,  # noqa: F401 - registers the report's exporters
+)
+from compilebench.core import job as jobmod, settings, shards, spec as specmod, stats, suites
 from compilebench.report import exporters
 from compilebench.report.view import DEFAULT_REQUESTS
 from compilebench.run import decide
@@ -36,8 +39,8 @@ def what_to_measure(run) -> None:
     g.add_argument("--batch-size", nargs="+", action="extend", type=int, default=None, dest="batch_sizes", metavar="N",
                    help="batch sizes (default: 1); given twice, both count")
     g.add_argument("--variant", nargs="+", action="extend", default=None, dest="variants", metavar="V",
-                   help=f"eager, torch.compile modes and/or aot-inductor (exported and packaged ahead of time): "
-                        f"{', '.join(variantmod.VARIANTS)} (default: eager default)")
+                   help=f"eager, torch.compile modes, aot-inductor (exported and packaged ahead of time) and/or "
+                        f"another engine: {', '.join(kinds.names())} (default: eager default)")
     quantize(g, "each crossed with every variant (beside eager in the model's dtype, the baseline)")
     g.add_argument("--prompt-len", type=int, default=None, metavar="L",
                    help="text generation: prompt tokens (default: the model's, `compilebench models`)")

@@ -1,40 +1,14 @@
-"""The inference engines compilebench sets beside torch.compile (`--variant onnxruntime openvino tensorrt`): their
-names, what each needs installed and on which devices it runs, and the records of their preparation: what one
-process did to make the engine ready (EnginePrepared: export, conversion, session or engine build, cold or from the
-engine's cache; the precision the engine really computed in), and what a case's repeats add up to (EngineStart).
-Pure data: measure/engines.py prepares them."""
+"""The records of an engine's preparation, the same for every engine (kinds/ holds the engines themselves): what
+one process did to make the engine ready (EnginePrepared: export, conversion, session or engine build, cold or from
+the engine's cache; the precision the engine really computed in), and what a case's repeats add up to
+(EngineStart). A new engine adds no field: what it alone records is kept as the record's extra keys."""
 
 from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
 
-from compilebench.core.environment import is_cuda
 from compilebench.core.record import Record, column
-
-ONNXRUNTIME, OPENVINO, TENSORRT = "onnxruntime", "openvino", "tensorrt"
-ENGINES = (ONNXRUNTIME, OPENVINO, TENSORRT)
-NAMES = {ONNXRUNTIME: "ONNX Runtime", OPENVINO: "OpenVINO", TENSORRT: "TensorRT"}
-# The modules an engine imports, and the extra that installs them (pip install compilebench[EXTRA]).
-PACKAGES = {ONNXRUNTIME: ("onnxruntime", "onnx", "onnxscript"), OPENVINO: ("openvino",), TENSORRT: ("torch_tensorrt",)}
-EXTRAS = {ONNXRUNTIME: "onnx", OPENVINO: "openvino", TENSORRT: "tensorrt"}
-# torch.compile backends an engine ships (`--backend openvino`): the module that registers each.
-BACKENDS = {"openvino": "openvino.torch"}
-# The dtypes each engine computes a case in: ONNX Runtime and TensorRT take the model in it; OpenVINO takes the
-# float32 model and computes in the case's dtype (its inference precision, pinned: never chosen by itself).
-DTYPES = {ONNXRUNTIME: ("float32", "float16"), OPENVINO: ("float32", "bfloat16", "float16"),
-          TENSORRT: ("float32", "float16", "bfloat16")}
-
-
-def refusal(engine: str, device: str | None, dtype: str) -> str | None:
-    """Why an engine cannot run a case on this device in this dtype, in one line; None where it can."""
-    if engine == TENSORRT and not is_cuda(device):
-        return (f"--variant tensorrt builds a TensorRT engine: it needs a CUDA device (this run's is {device or 'cpu'}"
-                "); compare onnxruntime or openvino on a CPU")
-    if dtype not in DTYPES[engine]:
-        return (f"--variant {engine} computes in {', '.join(DTYPES[engine])}; --dtype {dtype} is not one of them (it "
-                "would run in another precision than eager's)")
-    return None
 
 
 @dataclass(kw_only=True)

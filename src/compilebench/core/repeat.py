@@ -192,7 +192,7 @@ class Repeat(Figures):
     phases: dict = field(default_factory=dict)  # seconds the worker spent in each phase, from its start
     mega_cache: MegaCache = part(MegaCache)  # --compile-cache mega: the artifacts saved or loaded
     aot_inductor: AotPackage = part(AotPackage)  # aot-inductor: export, package (the repeat that built it), load
-    engine: EnginePrepared = part(EnginePrepared)  # onnxruntime, openvino, tensorrt: export, build, its precision
+    engine: EnginePrepared = part(EnginePrepared)  # another engine (kinds/): export, build, its precision
     start: Start = part(Start)  # until the first answer
     shapes: ShapesServed = part(ShapesServed)  # `compilebench shapes`: each shape's first call, compiles, samples
     extra: dict = field(default_factory=dict)

@@ -80,7 +80,7 @@ def _served(r: Result) -> list[str]:
     words += ["--dynamic", setting]
     if v.pad_to:
         words += ["--pad-to", *map(str, v.pad_to)]
-    if v.compiled and v.mode != "default":
+    if v.compiled and v.compile_mode:
         words += ["--mode", v.mode]
     return words
 

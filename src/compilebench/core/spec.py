@@ -16,7 +16,7 @@ from compilebench.core.errors import UnknownChoice, UserError
 from compilebench.core.interpreter import Interpreter
 from compilebench.core.job import TimingPolicy
 from compilebench.core.settings import Settings, integer as _integer
-from compilebench.core.variant import AOT_INDUCTOR, MODES, SCOPES, VARIANTS, Variant
+from compilebench.core.variant import MODES, SCOPES, TORCH_WAYS, Variant
 
 ISOLATIONS = ("process", "inline")
 DEFAULT_REPEATS = 3  # fresh processes per case: the unit of independence
@@ -102,7 +102,8 @@ class RunSpec(Settings):
     def uses_inductor(self) -> bool:
         """Whether some case of the run compiles with inductor (torch.compile's backend, or AOTInductor)."""
         torch_compiled = [v for v in self.variants if Variant.named(v).compiled and not Variant.named(v).engine]
-        return bool(torch_compiled) and ("inductor" in self.all_backends or AOT_INDUCTOR in self.variants)
+        return bool(torch_compiled) and ("inductor" in self.all_backends
+                                         or any(Variant.named(v).ahead_of_time for v in self.variants))
 
     def compiled_by(self, name: str) -> list[Variant]:
         """A variant named on the command line, once per backend where torch.compile runs it (an engine, eager and
@@ -236,10 +237,10 @@ def validate(spec: RunSpec) -> None:
     for b in spec.batch_sizes:
         _integer("--batch-size", b, 1)
     if not spec.variants:
-        raise UserError(f"no variant given (allowed: {', '.join(VARIANTS)})")
-    for v in spec.variants:
-        if v not in VARIANTS:
-            raise UnknownChoice("variant", v, list(VARIANTS))
+        raise UserError(f"no variant given (allowed: {', '.join(TORCH_WAYS)}, or an engine: `compilebench "
+                        "run --help` lists them)")
+    # A variant's name is checked against every kind (kinds/: torch's ways and the engines) where the run is
+    # prepared (run/plan.py), which asks each for its refusal.
     if spec.isolation not in ISOLATIONS:
         raise UnknownChoice("isolation", spec.isolation, list(ISOLATIONS))
     for q in spec.quantizations:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from compilebench.core.engines import ENGINES, NAMES
 from compilebench.core.errors import UserError
 
 # "eager" is the uncompiled baseline; the torch.compile modes follow ("default" is mode=None).
@@ -19,8 +18,9 @@ MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagrap
 AOT_INDUCTOR = "aot-inductor"
 # "eager-cudagraphs" is the eager model's call captured once in a CUDA graph and replayed (a GPU only): the control
 # that tells what reduce-overhead's CUDA graphs do from what the compiler does (measure/cudagraph.py).
-# "onnxruntime", "openvino", "tensorrt": the model run by another engine (core/engines.py, measure/engines.py).
-VARIANTS = ("eager", "eager-static-cache", "eager-cudagraphs", *MODES, AOT_INDUCTOR, *ENGINES)
+# Every other name is the model run by another engine than torch (onnxruntime, openvino, ...): kinds/ lists them.
+TORCH_WAYS = ("eager", "eager-static-cache", "eager-cudagraphs", *MODES, AOT_INDUCTOR)
+_TORCH_MODES = ("eager", *MODES, AOT_INDUCTOR)
 SCOPES = ("model", "regions")  # --compile-scope: torch.compile of the whole model, or of each repeated block
 
 
@@ -58,13 +58,13 @@ class Variant:
             object.__setattr__(self, "pad_to", ())
         else:
             object.__setattr__(self, "cudagraph", False)  # a compiled mode's CUDA graphs are its mode's
-        if self.mode == AOT_INDUCTOR or self.mode in ENGINES:  # not torch.compile: only inductor's options apply
+        if self.mode == AOT_INDUCTOR or self.engine:  # not torch.compile: only inductor's options apply
             object.__setattr__(self, "backend", "inductor" if self.mode == AOT_INDUCTOR else "none")
             object.__setattr__(self, "fullgraph", False)
             object.__setattr__(self, "dynamic", None)
             object.__setattr__(self, "scope", "model")
             object.__setattr__(self, "regions", ())
-            if self.mode in ENGINES:
+            if self.engine:
                 object.__setattr__(self, "options", ())
 
     @classmethod
@@ -84,6 +84,11 @@ class Variant:
         return "eager-cudagraphs" if self.cudagraph else self.mode
 
     @property
+    def compile_mode(self) -> str | None:
+        """torch.compile's mode argument: None for `default` (no mode given), else its name."""
+        return None if self.mode == "default" else self.mode
+
+    @property
     def compiled(self) -> bool:
         return self.mode != "eager"
 
@@ -100,8 +105,8 @@ class Variant:
 
     @property
     def engine(self) -> str | None:
-        """The engine that runs the model instead of torch (onnxruntime, openvino, tensorrt), or None."""
-        return self.mode if self.mode in ENGINES else None
+        """The engine that runs the model instead of torch (onnxruntime, openvino, ...), or None."""
+        return self.mode if self.mode not in _TORCH_MODES else None
 
     @property
     def prepared(self) -> bool:
@@ -116,8 +121,9 @@ class Variant:
 
     @property
     def order(self) -> int:
-        """Where it sits among variants in a table: eager first, then the modes in the order above."""
-        return VARIANTS.index(self.name)
+        """Where it sits among variants in a table: eager first, then the modes in the order above, then the
+        engines (by their label, which tables sort by next)."""
+        return TORCH_WAYS.index(self.name) if self.name in TORCH_WAYS else len(TORCH_WAYS)
 
     def words(self) -> list[str]:
         """What sets this way of compiling apart from its mode's plain call, one word (or KEY=VALUE) each: its
@@ -143,7 +149,7 @@ class Variant:
                 return "no compile, CUDA graph"
             return "no compile, static cache" if self.cache == "static" else "no compile"
         if self.engine:
-            name, extras = NAMES[self.engine], []
+            name, extras = self.engine, []
         elif self.ahead_of_time:
             name, extras = "AOTInductor", self.words()
         else:

@@ -15,6 +15,7 @@ import re
 import tempfile
 from dataclasses import dataclass, field
 
+from compilebench import kinds
 from compilebench.core.errors import UserError
 from compilebench.core.variant import Variant
 
@@ -22,11 +23,9 @@ from compilebench.core.variant import Variant
 def compile_kwargs(variant: Variant) -> dict:
     """torch.compile's arguments for a variant. torch.compile takes a mode or inductor options, never both: with
     options, the mode's own options (`torch._inductor.list_mode_options`) are merged under the user's."""
-    from compilebench.measure import engines
-
-    engines.register_backend(variant.backend)  # an engine's own backend (openvino) registers as it is imported
+    kinds.register_backend(variant.backend)  # an engine's own backend (openvino) registers as it is imported
     kwargs = {"backend": variant.backend, "fullgraph": variant.fullgraph, "dynamic": variant.dynamic}
-    mode = None if variant.mode == "default" else variant.mode
+    mode = variant.compile_mode
     if variant.options:
         from torch._inductor import list_mode_options
 

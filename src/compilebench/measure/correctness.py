@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from compilebench.kinds.exported import named_tensors
+
 # Max error relative to eager's largest magnitude, per math the model computes in. int8 and float8: activations
 # quantized on the fly (--quantize int8-dynamic, float8-dynamic), whose compiled kernels may round an activation to
 # the next step where eager's did not, and the step carries through every later layer: int8 per row, a step is
@@ -36,20 +38,6 @@ def math_of(dtype: str, tf32: bool, quantize: str = "none") -> str:
 # Fraction of top-1 classes, pixels, queries or boxes that must agree.
 MIN_AGREEMENT = 0.99
 BOX_TOLERANCE = 1e-2  # boxes are in [0, 1] image coordinates: 1% of the image side
-
-
-def named_tensors(out, prefix: str = ""):
-    """(name, tensor) for every tensor in a model output (a ModelOutput is a dict; hidden states are tuples)."""
-    import torch
-
-    if isinstance(out, torch.Tensor):
-        yield prefix or "output", out
-    elif isinstance(out, dict):
-        for k, v in out.items():
-            yield from named_tensors(v, f"{prefix}.{k}" if prefix else str(k))
-    elif isinstance(out, (list, tuple)):
-        for i, v in enumerate(out):
-            yield from named_tensors(v, f"{prefix}.{i}" if prefix else str(i))
 
 
 def snapshot(out) -> dict:

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import contextlib
 
+from compilebench import kinds
 from compilebench.core.case import Case
 from compilebench.core.job import Job
 from compilebench.core.repeat import Repeat
 from compilebench.diagnostics import bandwidth, profiling
-from compilebench.measure import aot_inductor, compiler, correctness, cudagraph, engines, quantization, timing
+from compilebench.measure import aot_inductor, compiler, correctness, cudagraph, quantization, timing
 from compilebench.measure.recording import Measuring, Recorder, record, record_aot, record_check, record_engine
 from compilebench.measure.unit import TimedUnit
 from compilebench.zoo.entry import default_image_path, load_image
@@ -114,7 +115,7 @@ class Forward(TimedUnit):
                 self.fns[c.variant.label], self.packaged[c.variant.label] = aot_inductor.prepare(
                     self.model, self.inputs, self.job.packages, c, self.enter)
             elif c.variant.engine:
-                self.fns[c.variant.label], self.packaged[c.variant.label] = engines.prepare(
+                self.fns[c.variant.label], self.packaged[c.variant.label] = kinds.of(c.variant).prepare(
                     self.model, self.inputs, self.job.packages, c, self.enter)
             elif c.variant.cudagraph:
                 self.enter("capturing a CUDA graph")

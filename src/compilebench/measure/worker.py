@@ -30,11 +30,11 @@ from compilebench.core.result import Result
 from compilebench.core.starts import MegaCache
 from compilebench.core.why import CompileTrace
 from compilebench.diagnostics import bandwidth, traces
+from compilebench.kinds.exported import Unsupported
 from compilebench.measure import (
     compiler,
     compiler_state,
     conditions,
-    engines,
     fingerprint,
     invariants,
     precision,
@@ -208,9 +208,9 @@ def _compile_trace(job: Job, results: list[Measuring]):
 
 def failed(rep: Repeat, exc: Exception, phase: str, case: Case) -> None:
     beyond = quantization.beyond_kernels(exc, case)  # a shape the device's quantized kernels cannot take
-    rep.status = ("oom" if _is_oom(exc) else "unsupported" if isinstance(exc, engines.Unsupported) or beyond
+    rep.status = ("oom" if _is_oom(exc) else "unsupported" if isinstance(exc, Unsupported) or beyond
                   else "error")
-    rep.message = beyond or (str(exc)[:500] if isinstance(exc, engines.Unsupported) else one_line(exc))
+    rep.message = beyond or (str(exc)[:500] if isinstance(exc, Unsupported) else one_line(exc))
     if case.variant.fullgraph and phase.startswith("first call") and rep.status == "error":
         rep.message = f"fullgraph=True could not capture the model in one graph: {rep.message}"
     rep.traceback = "\n".join("".join(traceback.format_exception(exc)).splitlines()[-TRACEBACK_LINES:])

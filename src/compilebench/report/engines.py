@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from compilebench import kinds
 from compilebench.core import speedups, stats
-from compilebench.core.engines import NAMES
 from compilebench.core.result import Result
 from compilebench.core.speedups import Speedup
 from compilebench.report.cells import Table, ratio_said
@@ -127,7 +127,7 @@ def version(r: Result | None, engine: str | None) -> str:
     if r is None:
         return ""
     if engine:
-        return f"{NAMES[engine]} {r.engine.version or '?'}"
+        return f"{kinds.title(engine)} {r.engine.version or '?'}"
     return f"torch {r.env.torch_version}"
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from importlib import resources
 
 from compilebench.core.errors import UnknownChoice
+from compilebench.core.variant import Variant
 from compilebench.report import data
 from compilebench.report.cells import Columns, Table, ratio, ratio_interval, table, verdict
 from compilebench.report.data import Column
@@ -43,7 +44,7 @@ class Figure:
     @property
     def source(self) -> str:
         """Its column: 'guide A100, torch 2.0.1'; 'guide T4 reduce-overhead, torch 2.1.0.dev'."""
-        mode = f" {self.variant}" if self.variant != "default" else ""
+        mode = f" {self.variant}" if Variant(self.variant).compile_mode else ""
         return f"guide {self.gpu}{mode}, torch {self.torch}"
 
     @property

@@ -33,7 +33,7 @@ def setting_name(v: Variant) -> str:
         name = "mark_dynamic"
     else:
         name = {None: "automatic dynamic", True: "dynamic=True", False: "dynamic=False"}[v.dynamic]
-    extras = ([v.mode] if v.mode != "default" else []) + v.compile_words()  # in the words of every header
+    extras = ([v.mode] if v.compile_mode else []) + v.compile_words()  # in the words of every header
     return name + (f", {', '.join(extras)}" if extras else "")
 
 

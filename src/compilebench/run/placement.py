@@ -7,12 +7,11 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from compilebench import kinds
 from compilebench.core import settings
-from compilebench.core.engines import ENGINES
 from compilebench.core.environment import is_cuda
 from compilebench.core.errors import UnknownChoice, UserError
 from compilebench.core.spec import RunSpec
-from compilebench.core.variant import AOT_INDUCTOR
 from compilebench.run import devices, dispatch, executors, gpus as gpusmod, locks
 
 EXECUTORS = ("local", "ray")
@@ -57,8 +56,8 @@ class Placement:
     def _ray(self, spec: RunSpec) -> Where:
         kept = [option for option, on in (("--profile", spec.profile), ("--compile-trace", spec.compile_trace),
                                           ("--compile-cache mega", settings.is_mega(spec.compile_cache)),
-                                          ("--variant aot-inductor", AOT_INDUCTOR in spec.variants),
-                                          *((f"--variant {e}", e in spec.variants) for e in ENGINES)) if on]
+                                          *((f"--variant {v}", kinds.get(v).keeps_files) for v in spec.variants))
+                if on]
         if kept:
             raise UserError(f"{kept[0]} keeps its files on this host (beside the results file, or the artifacts and "
                             "packages a later repeat loads); --executor ray runs cases on other hosts (use --executor "

@@ -10,7 +10,7 @@ import os
 import socket
 from dataclasses import dataclass
 
-from compilebench import zoo
+from compilebench import kinds, zoo
 from compilebench.core import (
     case as casemod,
     interpreter,
@@ -20,13 +20,11 @@ from compilebench.core import (
     spec as specmod,
     traffic,
 )
-from compilebench.core.engines import ENGINES, refusal as engine_refusal
-from compilebench.core.environment import is_cuda
 from compilebench.core.errors import UnknownChoice, UserError
 from compilebench.core.result import Result
 from compilebench.core.run import Run
-from compilebench.core.variant import AOT_INDUCTOR, Variant
-from compilebench.measure import aot_inductor, compiler, engines, fingerprint, quantization
+from compilebench.core.variant import Variant
+from compilebench.measure import compiler, fingerprint, quantization
 from compilebench.run import costs, dispatch, interpreters, sweep, tags
 from compilebench.run.placement import Placement
 from compilebench.zoo import factory, hub
@@ -49,24 +47,19 @@ def check_variants(spec: specmod.RunSpec, entries: dict) -> None:
     """Settings that one kind of model cannot take, refused up front rather than failing in every case."""
     generation = [n for n, e in entries.items() if e.kind == "generation"]
     vision = [n for n in entries if n not in generation]
-    if "eager-static-cache" in spec.variants and vision:
-        raise UserError(f"--variant eager-static-cache is for text generation; {vision[0]} is a {entries[vision[0]].task} model")
-    if "eager-cudagraphs" in spec.variants and generation:
-        raise UserError(f"--variant eager-cudagraphs captures one forward call (a vision model); {generation[0]} "
-                        "generates text (its KV cache grows with each token: compiled reduce-overhead graphs it)")
     if generation and (spec.image or spec.channels_last):
         raise UserError(f"{'--image' if spec.image else '--channels-last'} is for vision models; {generation[0]} generates text")
     if (spec.prompt_len is not None or spec.prompt_lens) and not generation:
         raise UserError("--prompt-len is for text-generation models (`compilebench models` lists them)")
     if spec.image_sizes and not vision:
         raise UserError(f"--image-size resizes the photo of a vision model; {generation[0]} generates text")
-    check_engines(spec, generation)
+    check_kinds(spec, entries)
     torch_compiled = any(Variant.named(v).compiled and not Variant.named(v).prepared for v in spec.variants)
     for backend in spec.all_backends if torch_compiled else ():
         if backend == "inductor":
             continue
         try:
-            engines.register_backend(backend)  # an engine's own backend (openvino) registers as it is imported
+            kinds.register_backend(backend)  # an engine's own backend (openvino) registers as it is imported
         except ImportError as exc:
             raise UserError(str(exc)) from None
         if backend not in compiler.backends():  # listing them imports dynamo: seconds
@@ -75,47 +68,34 @@ def check_variants(spec: specmod.RunSpec, entries: dict) -> None:
         raise UserError(f"--inductor-option configures inductor; --backend {spec.compile.backend} would ignore it")
 
 
-def check_engines(spec: specmod.RunSpec, generation: list[str]) -> None:
-    """An engine (--variant onnxruntime openvino tensorrt) that cannot be used here, refused before anything runs:
-    its package missing (the extra that installs it named), a text-generation model (engines run a forward pass,
-    not generate()), --interleave (an engine's failing export would fail its partners in the process)."""
-    asked = [v for v in spec.variants if v in ENGINES]
-    for engine in asked:
-        why = engine_refusal(engine, spec.device, spec.dtype) if spec.device else None  # the device as asked
+def check_kinds(spec: specmod.RunSpec, entries: dict) -> None:
+    """Each way of running a model that the run asks for (kinds/), asked in one loop whether it can run what is
+    asked (the device as asked, the dtype, the models, --interleave) and whether its packages are installed, before
+    anything runs; an unknown name refused with the names allowed."""
+    asked = kinds.Asked(device=spec.device, dtype=spec.dtype, interleave=spec.interleave,
+                        generation=next((n for n, e in entries.items() if e.kind == "generation"), None),
+                        vision=next((n for n, e in entries.items() if e.kind != "generation"), None))
+    for kind in map(kinds.get, spec.variants):
+        why = kind.refusal(asked) or kind.missing()
         if why:
             raise UserError(why)
-        if generation:
-            raise UserError(f"--variant {engine} runs the model's forward pass; {generation[0]} generates text "
-                            "(generate() needs torch: compile it with --backend openvino instead, or measure a "
-                            "vision model)")
-        why = engines.missing(engine)
-        if why:
-            raise UserError(why)
-    if asked and spec.interleave:
-        raise UserError(f"--interleave times the variants of a model in one process; --variant {asked[0]} exports "
-                        "the model there, and an export that fails would fail its partners: leave out --interleave")
 
 
 def check_devices(quantized: list[str], spec: specmod.RunSpec, targets) -> None:
     """What the devices the cases will run on cannot run, refused before anything runs: a quantization (int4 and
-    float8 need CUDA, float8 a recent GPU), an engine (TensorRT needs CUDA; each its dtypes), eager captured in a
-    CUDA graph, an AOTInductor package under a torch whose loader crashes on CUDA."""
+    float8 need CUDA, float8 a recent GPU), and each kind asked on each target's device and torch (TensorRT needs
+    CUDA, eager-cudagraphs too, AOTInductor's package crashes on CUDA under one torch)."""
     for t in targets:
         device = str(t.env.device or spec.device or "cpu")
         for q in quantized:
             why = quantization.refusal(q, device, t.env.compute_capability)
             if why:
                 raise UserError(why)
-        for engine in (v for v in spec.variants if v in ENGINES):
-            why = engine_refusal(engine, device, spec.dtype)
+        there = kinds.Asked(device=device, dtype=spec.dtype, torch=t.env.torch)
+        for kind in map(kinds.get, spec.variants):
+            why = kind.refusal(there)
             if why:
                 raise UserError(why)
-        if "eager-cudagraphs" in spec.variants and not is_cuda(device):
-            raise UserError(f"--variant eager-cudagraphs captures the eager model in a CUDA graph: it needs a CUDA "
-                            f"device (this run's is {device})")
-        why = aot_inductor.refusal(device, t.env.torch) if AOT_INDUCTOR in spec.variants else None
-        if why:
-            raise UserError(why)
 
 
 def check_quantizations(quantized: list[str], entries: dict, spec: specmod.RunSpec) -> None:

@@ -11,9 +11,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
+from compilebench import kinds
 from compilebench.core import speedups, stats, traffic
 from compilebench.core.case import Case
-from compilebench.core.engines import refusal as engine_refusal
 from compilebench.core.environment import is_cuda
 from compilebench.core.errors import UserError
 from compilebench.core.job import TimingPolicy
@@ -67,7 +67,7 @@ class Config:
             lines.append("model = model.to(memory_format=torch.channels_last)  # and 4-D inputs")
         v = self.variant
         if v.engine:
-            return "\n".join([*lines, *ENGINE_CODE[v.engine]])
+            return "\n".join([*lines, *kinds.of(v).code])
         if v.ahead_of_time:
             configs = f", inductor_configs={dict(v.options)!r}" if v.options else ""
             return "\n".join([*lines, "program = torch.export.export(model, args=(), kwargs=inputs)",
@@ -90,26 +90,13 @@ class Config:
 
             merged = compile_kwargs(Variant(v.mode, options=v.options))["options"]
             args.append(f"options={merged!r}")
-        elif v.mode != "default":
+        elif v.compile_mode:
             args.append(f"mode={v.mode!r}")
         if v.fullgraph:
             args.append("fullgraph=True")
         if v.dynamic is not None:
             args.append(f"dynamic={v.dynamic}")
         return args
-
-
-# An engine's configuration as code: export once, then load in each process that serves (measure/engines.py).
-ENGINE_CODE = {
-    "onnxruntime": ["torch.onnx.export(model, args=(), kwargs=inputs, f='model.onnx', dynamo=True)  # once",
-                    "session = onnxruntime.InferenceSession('model.onnx')  # in each process that serves",
-                    "compiled = lambda **inputs: session.run(None, {k: v.numpy() for k, v in inputs.items()})"],
-    "openvino": ["program = torch.export.export(model, args=(), kwargs=inputs)",
-                 "openvino.save_model(openvino.convert_model(program), 'model.xml')  # once",
-                 "compiled = openvino.Core().compile_model('model.xml', 'CPU', {'PERFORMANCE_HINT': 'LATENCY', "
-                 "'INFERENCE_PRECISION_HINT': 'f32'})  # the precision pinned: your dtype's"],
-    "tensorrt": ["compiled = torch_tensorrt.compile(model, ir='dynamo', arg_inputs=(), kwarg_inputs=inputs)"],
-}
 
 
 def space(device: str, vision: bool, quantizations: tuple[str, ...] = (), engines: tuple[str, ...] = ()) -> list[Config]:
@@ -134,10 +121,10 @@ def space(device: str, vision: bool, quantizations: tuple[str, ...] = (), engine
     # whether they can matter
     out += [Config.make(fullgraph=True), Config.make(dynamic=False), Config.make(scope="regions")]
     for q, mode, dtype in itertools.product(quantizations, modes, dtypes):
-        if mode != AOT_INDUCTOR:  # torchao's tensor subclasses: exported ahead of time is not what it documents
+        if not Variant(mode).ahead_of_time:  # torchao's tensor subclasses: exported ahead of time is not what it documents
             out.append(Config.make(mode, dtype=dtype, quantize=q))
     out += [Config.make(e, dtype=dtype) for e, dtype in itertools.product(engines, dtypes)
-            if engine_refusal(e, device, dtype) is None]
+            if kinds.get(e).refusal(kinds.Asked(device=device, dtype=dtype)) is None]
     return sorted(set(out), key=_prior)
 
 
@@ -201,7 +188,7 @@ def _changes(c: Config) -> frozenset:
     """What a configuration changes from plain torch.compile, one item per change."""
     v = c.variant
     changes = {("option", *o) for o in v.options}
-    if v.mode != "default":
+    if v.compile_mode:
         changes.add(("mode", v.mode))
     changes |= set(c.settings.changes().items())  # (name, value): ranked by the name
     if v.fullgraph:

@@ -11,9 +11,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from compilebench import kinds
 from compilebench.core import settings, shards, spec as specmod
-from compilebench.core.engines import ENGINES
-from compilebench.core.errors import UnknownChoice, UserError
+from compilebench.core.errors import UserError
 from compilebench.core.result import Result
 from compilebench.measure import compiler_state, correctness, fingerprint, quantization
 from compilebench.run import plan
@@ -114,11 +114,10 @@ def _engines(given, prepared: plan.Plan) -> tuple[str, ...]:
     model, a device it cannot run on."""
     engines = (given,) if isinstance(given, str) else tuple(dict.fromkeys(given))
     for e in engines:
-        if e not in ENGINES:
-            raise UnknownChoice("engine", e, list(ENGINES))
+        kinds.get(e, "engine")
     if engines:
         asked = dataclasses.replace(prepared.spec, variants=("eager", *engines))
-        plan.check_engines(asked, [n for n, e in prepared.models.items() if e.kind == "generation"])
+        plan.check_kinds(asked, prepared.models)
         plan.check_devices([], asked, prepared.targets)
     return engines
 

@@ -1,0 +1,64 @@
+"""Every way of running a model, one module each behind one protocol (kinds/base.Kind: its name and title, what it
+needs installed, what it refuses and why, whether it keeps files on this host, its version, and for an engine how
+it is prepared and called), and the registry below that lists them in the order the tables show them. `plan` asks
+each asked kind for its refusal in one loop; the worker prepares an engine through its kind; the report, `tune`
+and the API take every kind from here. A new engine is a module of its own and a line in ALL.
+
+Imports core alone: a kind's facts are read at import, its preparation imports torch and its engine when called."""
+
+from __future__ import annotations
+
+from compilebench.core.errors import UnknownChoice
+from compilebench.kinds import aot_inductor, compiled, eager, onnxruntime, openvino, tensorrt
+from compilebench.kinds.base import Asked, Kind
+
+ALL: tuple[Kind, ...] = (*eager.KINDS, *compiled.KINDS, aot_inductor.KIND,
+                         onnxruntime.KIND, openvino.KIND, tensorrt.KIND)
+_BY_NAME = {k.name: k for k in ALL}
+
+__all__ = ["ALL", "Asked", "Kind", "engines", "get", "names", "of", "register_backend", "title"]
+
+
+def names() -> tuple[str, ...]:
+    return tuple(_BY_NAME)
+
+
+def engines() -> tuple[Kind, ...]:
+    """The kinds run by another engine than torch."""
+    return tuple(k for k in ALL if k.engine)
+
+
+def get(name: str, what: str = "variant") -> Kind:
+    """The kind --variant (or --engine: `what`) names; an unknown one refused with the names allowed."""
+    kind = _BY_NAME.get(name)
+    allowed = [k.name for k in (engines() if what == "engine" else ALL)]
+    if kind is None or kind.name not in allowed:
+        raise UnknownChoice(what, name, allowed)
+    return kind
+
+
+def of(variant) -> Kind:
+    """The kind a Variant runs as (its name: eager-static-cache and eager-cudagraphs are kinds of their own)."""
+    return get(variant.name)
+
+
+def title(name: str) -> str:
+    """A kind's title (`ONNX Runtime`), as a report says whose version ran; a kind this compilebench does not know
+    (a newer one wrote the results file) by its name."""
+    kind = _BY_NAME.get(name)
+    return kind.title if kind is not None else name
+
+
+def register_backend(backend: str) -> None:
+    """A torch.compile backend an engine ships (`--backend openvino`), registered with dynamo by importing it; where
+    its package is missing, an ImportError whose line names the extra to install."""
+    import importlib
+
+    for kind in ALL:
+        module = kind.backends.get(backend)
+        if module:
+            try:
+                importlib.import_module(module)
+            except ImportError as exc:
+                raise ImportError(f"--backend {backend} needs {module} ({exc}): pip install "
+                                  f"compilebench[{kind.extra}]") from None
