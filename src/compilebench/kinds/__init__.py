@@ -9,11 +9,11 @@ Imports core alone: a kind's facts are read at import, its preparation imports t
 from __future__ import annotations
 
 from compilebench.core.errors import UnknownChoice
-from compilebench.kinds import aot_inductor, compiled, eager, onnxruntime, openvino, tensorrt
+from compilebench.kinds import aot_inductor, compiled, eager, executorch, onnxruntime, openvino, tensorrt
 from compilebench.kinds.base import Asked, Kind
 
 ALL: tuple[Kind, ...] = (*eager.KINDS, *compiled.KINDS, aot_inductor.KIND,
-                         onnxruntime.KIND, openvino.KIND, tensorrt.KIND)
+                         onnxruntime.KIND, openvino.KIND, tensorrt.KIND, executorch.KIND)
 _BY_NAME = {k.name: k for k in ALL}
 
 __all__ = ["ALL", "Asked", "Kind", "engines", "get", "names", "of", "register_backend", "title"]
