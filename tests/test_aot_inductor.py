@@ -17,7 +17,7 @@ from compilebench.core.spec import asked
 from compilebench.core.variant import Variant
 from compilebench.kinds import exported
 from compilebench.measure import aot_inductor, invariants, recording
-from compilebench.run import dispatch, plan
+from compilebench.run import dispatch, refusals
 
 
 def test_the_variant_is_not_torch_compile_and_keeps_only_inductors_options():
@@ -163,4 +163,4 @@ def test_aot_inductor_is_refused_on_cuda_under_the_torch_whose_package_load_cras
         target = dispatch.Target("gpu", "m", Environment(device=device, torch=torch_version))
         spec = asked(models=("resnet-50",), variants=("eager", "aot-inductor"), device="cuda")
         with pytest.raises(UserError, match="loading its package dies of SIGSEGV"):
-            plan.check_devices([], spec, [target])
+            refusals.check_devices([], spec, [target])

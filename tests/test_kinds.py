@@ -21,7 +21,7 @@ from compilebench.core.spec import asked
 from compilebench.core.variant import TORCH_WAYS
 from compilebench.kinds import exported
 from compilebench.kinds.engine import Engine
-from compilebench.run import dispatch, plan
+from compilebench.run import dispatch, refusals
 
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "src" / "compilebench"
 
@@ -105,12 +105,12 @@ def test_a_name_no_kind_has_is_one_line_with_the_names_allowed_before_anything_r
 
 def test_the_plan_asks_each_kind_for_its_refusal_at_the_run_and_at_each_target(registered):
     spec = asked(models=("fault-ok",), variants=("eager", "asking"), device="cpu", dtype="float32")
-    plan.check_kinds(spec, {"fault-ok": type("Entry", (), {"kind": "vision"})()})
+    refusals.check_kinds(spec, {"fault-ok": type("Entry", (), {"kind": "vision"})()})
     (first,) = Asking.seen
     assert (first.device, first.dtype, first.vision, first.generation) == ("cpu", "float32", "fault-ok", None)
     target = dispatch.Target("elsewhere", "m", Environment(device="nowhere", torch="2.13.0"))
     with pytest.raises(Exception, match="--variant asking cannot run on nowhere"):
-        plan.check_devices([], spec, [target])
+        refusals.check_devices([], spec, [target])
     assert Asking.seen[-1].torch == "2.13.0"
 
 

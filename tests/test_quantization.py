@@ -16,7 +16,7 @@ from compilebench.core.spec import ModelKind, asked
 from compilebench.measure import correctness, quantization
 from compilebench.report import quantization as quantreport, tables
 from compilebench.report.view import View
-from compilebench.run import dispatch, plan
+from compilebench.run import dispatch, refusals
 
 
 def test_each_quantization_crosses_every_variant_beside_one_eager_float_baseline():
@@ -61,7 +61,7 @@ def test_a_quantization_the_device_cannot_run_is_refused(q, device, capability, 
     spec = asked(models=("vit",), quantizations=(q,), device=device.split(":")[0])
     if said:
         with pytest.raises(UserError, match=said):
-            plan.check_devices([q], spec, [target])
+            refusals.check_devices([q], spec, [target])
 
 
 def test_the_command_line_refuses_before_anything_runs(tmp_path, main_here, monkeypatch):

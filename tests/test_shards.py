@@ -86,11 +86,11 @@ SIZES = {"vit": (124, 86.6), "segformer": (137, 3.8), "owlvit": (235, 153.2), "b
 
 
 def test_the_seed_suites_plan_splits_into_balanced_shards_keeping_each_models_pairs_together(monkeypatch):
-    from compilebench.run import costs, plan
+    from compilebench.run import costs, refusals
 
     monkeypatch.setattr(costs, "sizes", lambda models, size: {m: (SIZES[m][0], int(SIZES[m][1] * 1e6)) for m in models})
     spec = specmod.asked(suite="seed", device="cpu")
-    models = plan.resolve_models(spec)
+    models = refusals.models(spec)
     cases = spec.cases(models)
     made = [costs.plan_of(Shard(i, 3), spec, cases, models, None, "compilebench run --suite seed", "0.3.0")
             for i in (1, 2, 3)]
@@ -105,11 +105,11 @@ def test_the_seed_suites_plan_splits_into_balanced_shards_keeping_each_models_pa
 
 
 def test_a_results_file_as_history_balances_by_what_each_case_took(tmp_path, monkeypatch):
-    from compilebench.run import costs, plan
+    from compilebench.run import costs, refusals
 
     monkeypatch.setattr(costs, "sizes", lambda models, size: {m: (SIZES[m][0], int(SIZES[m][1] * 1e6)) for m in models})
     spec = specmod.asked(models=["resnet-50", "vit", "detr"], variants=["eager", "default"], device="cpu")
-    models = plan.resolve_models(spec)
+    models = refusals.models(spec)
     cases = spec.cases(models)
     history = tmp_path / "history.db"
     with Store.open(str(history)) as store:

@@ -68,7 +68,7 @@ def benchmark(model=None, *, suite: str | None = None, inputs: str | Callable[[i
         inputs: the keyword arguments of one call for a batch size, for a model your code builds.
         variants, batch_sizes, device, iters: as --variant, --batch-size, --device, --iters (each unit's own
             default iterations: 300 forward passes, 20 generate() calls); another engine is a variant too
-            ("onnxruntime", "openvino", "tensorrt": pip install compilebench[onnx], [openvino], [tensorrt]).
+            ("onnxruntime", "openvino", "tensorrt", "executorch": each names its extra where it is missing).
         db: the results file (default: a new one in a temporary folder). quiet: no progress bar.
         gpus, executor, ray_address, accelerator_type, cpus_per_case: where the cases run, as --gpus ("0,1",
             [0, 1] or "all") and --executor ray (pip install compilebench[ray]).
@@ -129,7 +129,7 @@ def fastest(model: str, *, batch_sizes=(1,), budget: str | float = "20m", device
     (seconds, or "90s", "20m", "1h"); with several `batch_sizes` the search runs at the largest, then its pick
     serves them all under each dynamic-shape setting, weighed by `requests` of the `mix`. Quantization only where
     asked: `quantizations` (torchao's, as tune --quantize) or a quality floor `min_agreement` (tune
-    --min-agreement). Other engines only where asked: `engines` ("onnxruntime", "openvino", "tensorrt", as tune
+    --min-agreement). Other engines only where asked: `engines` (any of kinds.engines(), as tune
     --engine). `shard` ("i/N"): search only that share of the configurations, as tune --shard. `quiet=False` says
     what it measures on stderr. Results go to `db` (default: a new results file in a temporary folder)."""
     path = db or os.path.join(tempfile.mkdtemp(prefix="compilebench-"), "results.db")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from compilebench import tune
+from compilebench import kinds, tune
 from compilebench.cli import groups, resume
 from compilebench.cli.run import EXIT_FAILED
 from compilebench.core import shards, speedups, traffic
@@ -132,8 +132,8 @@ def add_parser(sub):
                            "greedy tokens, ...) agreeing with the float model at least F (default with --quantize: "
                            "0.99); given alone, every quantization this device runs is tried")
     tune.add_argument("--engine", nargs="+", action="extend", default=None, dest="engines", metavar="NAME",
-                      help="other engines to try as well (onnxruntime, openvino, tensorrt), each in every dtype it "
-                           "runs here (default: torch.compile's configurations alone)")
+                      help=f"other engines to try as well ({', '.join(k.name for k in kinds.engines())}), each in "
+                           "every dtype it runs here (default: torch.compile's configurations alone)")
     tune.add_argument("--shard", default=None, metavar="i/N",
                       help="search the i-th of N shares of the configurations (dealt round-robin, the likeliest "
                            "first), each shard into its own --db; `compilebench report` over the files holds the best "

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 # invalid: measured, but something (a recompile in the timed loop) voids the number.
 # mismatch: measured, but the compiled model's output is outside tolerance of eager's: kept, never recommended.
 # timeout: killed after --timeout. crashed: the worker process died (signal or exit without a result).
-# unsupported: another engine (onnxruntime, openvino, tensorrt), or its exporter, could not take the model (an
+# unsupported: another engine (kinds/), or its exporter, could not take the model (an
 # operator it lacks, a shape that depends on the data): the exporter's own reason is its message; or the device's
 # quantized kernels cannot take a shape of the case (cuBLAS's int8 matmul below 17 rows): which, in its message.
 STATUSES = ("ok", "oom", "error", "invalid", "mismatch", "timeout", "crashed", "unsupported")

@@ -1,6 +1,6 @@
 """A run made ready, the one way into a run for `compilebench run`, `shapes`, `tune` and the Python API:
-`prepare(spec, placement)` looks every model up once, refuses settings that cannot work, and finds where the cases
-run (run/placement.py: this machine's device, found without initializing CUDA in this process, its GPUs, or a Ray
+`prepare(spec, placement)` looks every model up once, refuses what cannot work (run/refusals.py), and finds where
+the cases run (run/placement.py: this machine's device, found without initializing CUDA in this process, its GPUs, or a Ray
 cluster); `plan.run(store)` measures, `plan.results(store)` reads back what it measured."""
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ import os
 import socket
 from dataclasses import dataclass
 
-from compilebench import kinds, zoo
 from compilebench.core import (
     case as casemod,
     interpreter,
@@ -20,100 +19,12 @@ from compilebench.core import (
     spec as specmod,
     traffic,
 )
-from compilebench.core.errors import UnknownChoice, UserError
+from compilebench.core.errors import UserError
 from compilebench.core.result import Result
 from compilebench.core.run import Run
-from compilebench.core.variant import Variant
-from compilebench.measure import compiler, fingerprint, quantization
-from compilebench.run import costs, dispatch, interpreters, sweep, tags
+from compilebench.measure import fingerprint
+from compilebench.run import costs, dispatch, interpreters, refusals, sweep, tags
 from compilebench.run.placement import Placement
-from compilebench.zoo import factory, hub
-
-
-def resolve_models(spec: specmod.RunSpec) -> dict:
-    """Every model named, looked up once here (a checkpoint's config is read once, not per case); pretrained
-    weights that cannot be had (no network, no local copy) are refused before anything runs."""
-    entries = {name: zoo.get(name, spec.task, spec.inputs) for name in spec.models}
-    for name, entry in entries.items():
-        if spec.model_size == "tiny" and isinstance(entry, (hub.HubModel, hub.HubCausalLM, factory.FactoryModel,
-                                                            factory.ObjectModel)):
-            raise UserError(f"--tiny: {name} is a checkpoint, not a zoo model with a tiny config")
-        if spec.weights == "pretrained" and entry.pretrained_from:
-            hub.check_available(entry.pretrained_from)
-    return entries
-
-
-def check_variants(spec: specmod.RunSpec, entries: dict) -> None:
-    """Settings that one kind of model cannot take, refused up front rather than failing in every case."""
-    generation = [n for n, e in entries.items() if e.kind == "generation"]
-    vision = [n for n in entries if n not in generation]
-    if generation and (spec.image or spec.channels_last):
-        raise UserError(f"{'--image' if spec.image else '--channels-last'} is for vision models; {generation[0]} generates text")
-    if (spec.prompt_len is not None or spec.prompt_lens) and not generation:
-        raise UserError("--prompt-len is for text-generation models (`compilebench models` lists them)")
-    if spec.image_sizes and not vision:
-        raise UserError(f"--image-size resizes the photo of a vision model; {generation[0]} generates text")
-    check_kinds(spec, entries)
-    torch_compiled = any(Variant.named(v).compiled and not Variant.named(v).prepared for v in spec.variants)
-    for backend in spec.all_backends if torch_compiled else ():
-        if backend == "inductor":
-            continue
-        try:
-            kinds.register_backend(backend)  # an engine's own backend (openvino) registers as it is imported
-        except ImportError as exc:
-            raise UserError(str(exc)) from None
-        if backend not in compiler.backends():  # listing them imports dynamo: seconds
-            raise UnknownChoice("backend", backend, compiler.backends())
-    if spec.compile.options and "inductor" not in spec.all_backends:
-        raise UserError(f"--inductor-option configures inductor; --backend {spec.compile.backend} would ignore it")
-
-
-def check_kinds(spec: specmod.RunSpec, entries: dict) -> None:
-    """Each way of running a model that the run asks for (kinds/), asked in one loop whether it can run what is
-    asked (the device as asked, the dtype, the models, --interleave) and whether its packages are installed, before
-    anything runs; an unknown name refused with the names allowed."""
-    asked = kinds.Asked(device=spec.device, dtype=spec.dtype, interleave=spec.interleave,
-                        generation=next((n for n, e in entries.items() if e.kind == "generation"), None),
-                        vision=next((n for n, e in entries.items() if e.kind != "generation"), None))
-    for kind in map(kinds.get, spec.variants):
-        why = kind.refusal(asked) or kind.missing()
-        if why:
-            raise UserError(why)
-
-
-def check_devices(quantized: list[str], spec: specmod.RunSpec, targets) -> None:
-    """What the devices the cases will run on cannot run, refused before anything runs: a quantization (int4 and
-    float8 need CUDA, float8 a recent GPU), and each kind asked on each target's device and torch (TensorRT needs
-    CUDA, eager-cudagraphs too, AOTInductor's package crashes on CUDA under one torch)."""
-    for t in targets:
-        device = str(t.env.device or spec.device or "cpu")
-        for q in quantized:
-            why = quantization.refusal(q, device, t.env.compute_capability)
-            if why:
-                raise UserError(why)
-        there = kinds.Asked(device=device, dtype=spec.dtype, torch=t.env.torch)
-        for kind in map(kinds.get, spec.variants):
-            why = kind.refusal(there)
-            if why:
-                raise UserError(why)
-
-
-def check_quantizations(quantized: list[str], entries: dict, spec: specmod.RunSpec) -> None:
-    """A quantization of a model without a linear layer, refused before anything runs (the model's skeleton built
-    on the meta device: no memory, no weights)."""
-    if not quantized:
-        return
-    import torch
-
-    for name, entry in entries.items():
-        try:
-            with torch.device("meta"):
-                skeleton = entry.build("random", spec.model_size)
-        except Exception:  # noqa: BLE001 - a model that cannot be built on meta is checked by its worker instead
-            continue
-        if not quantization.linear_layers(skeleton):
-            raise UserError(f"--quantize {quantized[0]}: {name} has no linear layer to quantize (torchao quantizes "
-                            "nn.Linear layers; its convolutions would stay as they are)")
 
 
 @dataclass
@@ -176,20 +87,13 @@ def prepare(spec: specmod.RunSpec, placement: Placement = Placement(), command: 
     the run as typed (or the API's call), for its record. `shard`: measure only that part of the cases, balanced
     by their expected seconds (from `shard_history`, a results file, where given); `shared_command`: the command as
     every shard types it, part of the plan's identity."""
-    if spec.image is not None:
-        check_image(spec.image)
+    models, quantized = refusals.asked(spec)
     # the workers, and a later run that resumes, may stand in another folder
     spec = dataclasses.replace(spec, image=spec.image and os.path.abspath(spec.image),
                                compile_cache=absolute_cache(spec.compile_cache))
-    compiler.check_options(spec.compile.options)
-    models = resolve_models(spec)
-    check_variants(spec, models)
-    quantized = [q for q in spec.quantizations or (spec.quantize,) if q != "none"]
-    quantization.check_installed(quantized)
     fingerprints = interpreters.probe(spec.environments)
     spec, dispatcher, targets = placement.resolve(spec)
-    check_devices(quantized, spec, targets)
-    check_quantizations(quantized, models, spec)
+    refusals.where(spec, targets, models, quantized)
     if spec.environments:
         targets = environment_targets(spec.environments, fingerprints, targets)
     made = Plan(spec, models, dispatcher, targets, command)
@@ -213,19 +117,6 @@ def environment_targets(declared, fingerprints: dict[str, dict],
             env = dataclasses.replace(t.env, **fingerprints[e.name], **interpreter.recorded(e.to_dict()))
             out.append(dispatch.Target(f"{t.name} [{e.name}]", env.machine_id, env, environment=e))
     return out
-
-
-def check_image(path: str) -> None:
-    """--image must be a photo Pillow can read: refused before anything runs."""
-    from PIL import Image, UnidentifiedImageError
-
-    try:
-        with Image.open(path) as im:
-            im.verify()
-    except FileNotFoundError:
-        raise UserError(f"--image {path!r}: no such file") from None
-    except (UnidentifiedImageError, OSError, SyntaxError) as exc:
-        raise UserError(f"--image {path!r} is not an image file Pillow can read ({exc})") from None
 
 
 def absolute_cache(given: str) -> str:

@@ -16,7 +16,7 @@ from compilebench.core import settings, shards, spec as specmod
 from compilebench.core.errors import UserError
 from compilebench.core.result import Result
 from compilebench.measure import compiler_state, correctness, fingerprint, quantization
-from compilebench.run import plan
+from compilebench.run import plan, refusals
 from compilebench.storage import interrupts, schema, store as storemod
 from compilebench.tune.halving import SHAPES_SHARE, Outcome, parse_budget, search, served_config, served_spec, space
 
@@ -39,7 +39,7 @@ def tuning(model: str, db: str, *, batch_sizes=(1,), budget: str | float = "20m"
     at the largest of `batch_sizes`, every measurement into the results file `db`; then serve the pick over the
     batch sizes. Quantization only where asked: `quantizations` (torchao's), or a quality floor `min_agreement`
     alone (every quantization the device runs); a quantized configuration below the floor (0.99 unless given) is
-    dropped. Other engines (onnxruntime, openvino, tensorrt) only where asked: `engines`, each in every dtype it
+    dropped. Other engines (kinds.engines()) only where asked: `engines`, each in every dtype it
     runs here. `shard`: search only its share of the configurations (dealt round-robin, the likeliest first), each
     shard into its own file; a report over the files holds the best of all. `say` is told what it measures (each
     rung); `quiet`: no progress bar; `command`: as typed, for the record of each of its runs (a rung, the pick
@@ -99,8 +99,8 @@ def _runnable(prepared: plan.Plan) -> tuple[str, ...]:
     for q in settings.QUANTIZATIONS[1:]:
         try:
             quantization.check_installed((q,))
-            plan.check_devices([q], prepared.spec, prepared.targets)
-            plan.check_quantizations([q], prepared.models, prepared.spec)
+            refusals.check_devices([q], prepared.spec, prepared.targets)
+            refusals.check_quantizations([q], prepared.models, prepared.spec)
         except UserError as exc:
             if quantization.MISSING in str(exc):
                 raise
@@ -117,8 +117,8 @@ def _engines(given, prepared: plan.Plan) -> tuple[str, ...]:
         kinds.get(e, "engine")
     if engines:
         asked = dataclasses.replace(prepared.spec, variants=("eager", *engines))
-        plan.check_kinds(asked, prepared.models)
-        plan.check_devices([], asked, prepared.targets)
+        refusals.check_kinds(asked, prepared.models)
+        refusals.check_devices([], asked, prepared.targets)
     return engines
 
 
