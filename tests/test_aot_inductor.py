@@ -15,8 +15,8 @@ from compilebench.core.errors import UserError
 from compilebench.core.repeat import Repeat
 from compilebench.core.spec import asked
 from compilebench.core.variant import Variant
-from compilebench.kinds import exported
-from compilebench.measure import aot_inductor, invariants, recording
+from compilebench.kinds import aot_inductor, exported
+from compilebench.measure import invariants, recording
 from compilebench.run import dispatch, refusals
 
 
@@ -66,7 +66,7 @@ def test_a_package_built_from_other_weights_is_refused_not_compared(tmp_path):
     with open(path + ".weights.json", "w") as f:
         json.dump([w + 1.0 for w in exported.weights_fingerprint(model)], f)  # ...of other weights
     with pytest.raises(ValueError, match="built from other weights than this process's model"):
-        aot_inductor.prepare(model, make_inputs(1), str(tmp_path), case)
+        aot_inductor.built_and_loaded(model, make_inputs(1), str(tmp_path), case)
 
 
 @pytest.mark.slow

@@ -8,7 +8,7 @@ import torch
 from fakecuda import FakeGraphModel, FakeGraphs
 
 from compilebench.core.variant import Variant
-from compilebench.measure import cudagraph
+from compilebench.kinds import eager as cudagraph
 
 
 def test_a_captured_call_replays_its_kernels_on_the_inputs_copied_in_and_never_calls_python(monkeypatch):

@@ -14,10 +14,10 @@ from compilebench.core.errors import UserError
 # tells what the cache does from what the compiler does (text generation only).
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 # "aot-inductor" is compiled ahead of time: torch.export, packaged by AOTInductor, loaded by each worker
-# (measure/aot_inductor.py).
+# (kinds/aot_inductor.py).
 AOT_INDUCTOR = "aot-inductor"
 # "eager-cudagraphs" is the eager model's call captured once in a CUDA graph and replayed (a GPU only): the control
-# that tells what reduce-overhead's CUDA graphs do from what the compiler does (measure/cudagraph.py).
+# that tells what reduce-overhead's CUDA graphs do from what the compiler does (kinds/eager.py).
 # Every other name is the model run by another engine than torch (onnxruntime, openvino, ...): kinds/ lists them.
 TORCH_WAYS = ("eager", "eager-static-cache", "eager-cudagraphs", *MODES, AOT_INDUCTOR)
 _TORCH_MODES = ("eager", *MODES, AOT_INDUCTOR)

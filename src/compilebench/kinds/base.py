@@ -39,6 +39,7 @@ class Kind:
     extra: str | None = None  # pip install compilebench[EXTRA] installs its packages
     keeps_files = False  # leaves files on this host that a later repeat loads (a package, an exported model)
     engine = False  # run by another engine than torch: prepared by `prepare`, recorded as an EnginePrepared
+    prepares = False  # made ready by its own `prepare` (an engine, AOTInductor, a CUDA graph); else by torch.compile
     code: tuple[str, ...] = ()  # how a user runs the model this way, as lines of Python (tune prints them)
     backends: dict[str, str] = {}  # torch.compile backends it ships (`--backend NAME`): the module registering each
 
@@ -63,10 +64,11 @@ class Kind:
         return None
 
     def prepare(self, model, inputs: dict, folder: str, case, enter=lambda phase: None):
-        """(inputs by name -> eager's outputs by name, its EnginePrepared): only an engine is prepared here; torch's
-        own ways are compiled, packaged or captured by the worker itself (measure/compiler.py, aot_inductor.py,
-        cudagraph.py)."""
-        raise TypeError(f"--variant {self.name} is prepared by torch in the worker, not by kinds")
+        """(the callable to time, what preparing it recorded) where `prepares`: an engine's EnginePrepared, an
+        AOTInductor package's build and load, a CUDA graph's nothing. Eager and torch.compile's modes are applied
+        by the worker's compiler (measure/compiler.py), which every timed unit shares (a forward pass, generate(),
+        serving shapes)."""
+        raise TypeError(f"--variant {self.name} is applied by the worker's compiler, not prepared by its kind")
 
     def __repr__(self) -> str:
         return f"<kind {self.name}>"

@@ -19,7 +19,7 @@ EXPORTING, CONVERTING, BUILDING = "exporting", "converting", "building the engin
 class Engine(Kind):
     """An engine: subclasses set the facts (name, title, packages, extra, dtypes, cuda_only, code) and `make`."""
 
-    engine = True
+    engine = prepares = True
     keeps_files = True  # the exported model, the engine's cache
     dtypes: tuple[str, ...] = ("float32",)  # what it computes a case in (in another, it would not run eager's math)
     cuda_only = False

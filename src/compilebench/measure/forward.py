@@ -12,7 +12,7 @@ from compilebench.core.case import Case
 from compilebench.core.job import Job
 from compilebench.core.repeat import Repeat
 from compilebench.diagnostics import bandwidth, profiling
-from compilebench.measure import aot_inductor, compiler, correctness, cudagraph, quantization, timing
+from compilebench.measure import compiler, correctness, quantization, timing
 from compilebench.measure.recording import Measuring, Recorder, record, record_aot, record_check, record_engine
 from compilebench.measure.unit import TimedUnit
 from compilebench.zoo.entry import default_image_path, load_image
@@ -111,16 +111,11 @@ class Forward(TimedUnit):
         """Each variant's callable, and what building or loading an aot-inductor package (or an engine) took."""
         self.fns, self.packaged = {}, {}
         for c in self.cases:
-            if c.variant.ahead_of_time:
-                self.fns[c.variant.label], self.packaged[c.variant.label] = aot_inductor.prepare(
+            kind = kinds.of(c.variant)
+            if kind.prepares:  # an engine, an AOTInductor package, a CUDA graph: made ready by its kind
+                self.fns[c.variant.label], self.packaged[c.variant.label] = kind.prepare(
                     self.model, self.inputs, self.job.packages, c, self.enter)
-            elif c.variant.engine:
-                self.fns[c.variant.label], self.packaged[c.variant.label] = kinds.of(c.variant).prepare(
-                    self.model, self.inputs, self.job.packages, c, self.enter)
-            elif c.variant.cudagraph:
-                self.enter("capturing a CUDA graph")
-                self.fns[c.variant.label] = cudagraph.capture(self.model, self.inputs)
-            else:
+            else:  # eager and torch.compile's modes: the compiler every timed unit shares
                 self.fns[c.variant.label] = compiler.apply(self.model, c.variant, shared=len(self.cases) > 1)
         if all(c.variant.prepared for c in self.cases):
             # a replica holds the package's (the engine's) weights only: the model's leave the peak memory measured

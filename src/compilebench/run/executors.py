@@ -222,7 +222,7 @@ class ProcessExecutor:
                        _evidence(crash_path, log_path))
 
 
-# AOTInductor's own phases (measure/aot_inductor.py): a native crash there is torch's, not the model's
+# AOTInductor's own phases (kinds/aot_inductor.py): a native crash there is torch's, not the model's
 AOT_PHASES = ("exporting", "compiling ahead of time", "packaging", "loading the package")
 
 
