@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import importlib.metadata
 import pathlib
 
 import pytest
@@ -71,7 +72,8 @@ def test_the_registry_lists_every_way_once_torchs_first_each_with_its_title():
     assert len(set(names)) == len(names) and names[:len(TORCH_WAYS)] == TORCH_WAYS
     assert all(k.title for k in kinds.ALL)
     assert {k.name for k in kinds.engines()} >= {"onnxruntime", "openvino", "tensorrt"}
-    assert all(k.keeps_files and k.extra for k in kinds.engines())
+    assert all(k.keeps_files and k.extra and k.prepares for k in kinds.engines())
+    assert kinds.get("max-autotune").version() == importlib.metadata.version("torch")  # torch's ways: torch's
     with pytest.raises(Exception, match="unknown engine 'default'"):
         kinds.get("default", "engine")  # a torch.compile mode is a kind, not an engine
 

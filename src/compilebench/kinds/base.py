@@ -35,7 +35,7 @@ class Kind:
     name: str = ""  # as --variant names it
     title: str = ""  # as a report titles it
     packages: tuple[str, ...] = ()  # the modules it imports
-    distributions: tuple[str, ...] = ()  # the installed distributions its version is read from, the first found
+    distributions: tuple[str, ...] = ("torch",)  # the distributions its version is read from, the first installed
     extra: str | None = None  # pip install compilebench[EXTRA] installs its packages
     keeps_files = False  # leaves files on this host that a later repeat loads (a package, an exported model)
     engine = False  # run by another engine than torch: prepared by `prepare`, recorded as an EnginePrepared
