@@ -9,6 +9,9 @@ reads what it stored. Under 10 minutes on one H100 (most of it compiling ResNet-
                    counted apart), no worker starts in over 2 s (before its first phase + setup + build), no
                    launcher fell back to new interpreters, and every model decided with its speed-up's interval
                    within ±15%; how the warm-ups ended, and each case's first process against its others
+  quick-interleave the quick suite with --interleave (eager and default timed in one process, their calls
+                   alternated): each model's verdict, interval and reach, and the command's wall time, beside
+                   `quick`'s; the design to compare where a GPU's process states differ by up to 2x (issue 62)
   clock            ResNet-50 eager, 100 calls: the sum of the per-call CUDA event times over the loop's wall
                    time lies in [0.80, 1.05] and no result carries the `clock` flag
   cuda:1           the same on --device cuda:1 of a two-GPU box: the worker saw physical GPU 1 (by UUID) and the
@@ -94,7 +97,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.join(TREE, "src
 
 # The results files (one a command) of the checks whose figures hold on a tiny config of the same architecture.
 SIZE_FREE = ("generation", "shapes", "mega", "aot", "shapes-graphs", "shapes-text", "launcher", "quantize", "engines")
-CHECKS = ("quick", "clock", "cuda:1", "reduce-overhead", "generation", "launcher", "tf32", "oom", "nvml", "shapes", "profile",
+CHECKS = ("quick", "quick-interleave", "clock", "cuda:1", "reduce-overhead", "generation", "launcher", "tf32", "oom", "nvml", "shapes", "profile",
           "mega", "aot-inductor", "aot-load", "shapes-graphs", "energy", "eager-cudagraphs", "quantize", "engines")
 
 # Seconds each check took on one H200 with --tiny (2026-11-25, torch 2.11); the others are not measured yet.
@@ -254,6 +257,21 @@ class Checks:
                               f"worker's start median {statistics.median(starts):.2f} s, max {max(starts):.2f} s (goal "
                               f"<= {WORKER_START_S} s); phases' medians (s) over the {len(reps)} repeats: {medians}; statuses "
                               f"{sorted({r['status'] for r in found})}")
+
+    def quick_interleave(self) -> None:
+        """The quick suite with each model's variants in one process: whether pairing calls inside a process
+        decides where pairing processes by round did not (the H200 of 2026-11-27: ResNet-50 ±43% after 7)."""
+        began = time.time()
+        found = self.run("quick-interleave", "--interleave")
+        wall = time.time() - began
+        if not found:
+            self.say("quick-interleave", False, "no result stored")
+            return
+        verdicts, decided = _verdicts(found)
+        processes = len({rep["index"] for r in found for rep in r["repeats"]})
+        self.say("quick-interleave", decided and all(r["status"] == "ok" for r in found),
+                 f"the command's wall {wall:.0f} s, up to {processes} repeat(s) a model; verdicts (goal: each decided, "
+                 f"its interval within ±{QUICK_REACH:.0%}): {verdicts}; statuses {sorted({r['status'] for r in found})}")
 
     def aot_load(self) -> None:
         """benchmarks/aot_load.py: which way of loading an AOTInductor package crashes."""
@@ -599,7 +617,7 @@ def main() -> None:
     extra = ("--device", "cpu", "--tiny") if args.rehearse else ()
     checks, t0 = Checks(tmp, devices, extra, args.tiny), time.perf_counter()
     clock_result = checks.clock() if {"clock", "nvml", "energy"} & set(only) else None
-    steps = {"quick": checks.quick, "cuda:1": checks.cuda1, "reduce-overhead": checks.reduce_overhead, "generation": checks.generation,
+    steps = {"quick": checks.quick, "quick-interleave": checks.quick_interleave, "cuda:1": checks.cuda1, "reduce-overhead": checks.reduce_overhead, "generation": checks.generation,
              "launcher": checks.launcher, "tf32": checks.tf32, "oom": checks.oom,
              "nvml": lambda: checks.nvml(clock_result), "shapes": checks.shapes, "profile": checks.profile,
              "mega": checks.mega, "aot-inductor": checks.aot_inductor, "shapes-graphs": checks.shapes_graphs,
