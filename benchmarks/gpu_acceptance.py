@@ -97,8 +97,9 @@ os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.join(TREE, "src
 
 # The results files (one a command) of the checks whose figures hold on a tiny config of the same architecture.
 SIZE_FREE = ("generation", "shapes", "mega", "aot", "shapes-graphs", "shapes-text", "launcher", "quantize", "engines")
-CHECKS = ("quick", "quick-interleave", "clock", "cuda:1", "reduce-overhead", "generation", "launcher", "tf32", "oom", "nvml", "shapes", "profile",
-          "mega", "aot-inductor", "aot-load", "shapes-graphs", "energy", "eager-cudagraphs", "quantize", "engines")
+CHECKS = ("quick", "quick-interleave", "clock", "cuda:1", "reduce-overhead", "generation", "launcher", "tf32", "oom",
+          "nvml", "shapes", "profile", "mega", "aot-inductor", "aot-load", "shapes-graphs", "energy", "eager-cudagraphs",
+          "quantize", "engines")
 
 # Seconds each check took on one H200 with --tiny (2026-11-25, torch 2.11); the others are not measured yet.
 SECONDS = {"clock": 27, "nvml": 0, "energy": 0, "profile": 58, "reduce-overhead": 93, "shapes-graphs": 152, "mega": 68,
