@@ -203,7 +203,8 @@ def test_the_command_serves_stores_resumes_and_reports_shapes(main_here, tmp_pat
     assert [r["shape"] for r in rows] == ["b1:320x240", "b1:640x640"] * 2
     assert {r["image_size"] for r in rows} == {"320x240", "640x640"}
     report = open(tmp_path / "report" / "report.md").read()
-    assert "## Shapes" in report and "Time to serve the mix" in report and "## Summary" not in report
+    assert "## Shapes" in report and "Time to serve the mix" in report
+    assert "Pass rate of the suite" not in report  # no guide table's summary (a busy machine's flags may be one)
     held = stored(tmp_path / "r.db")
     assert {rep["compile_cache"] for r in held for rep in r["repeats"]} == {"cold"}  # every repeat compiles cold
     code, out, err = main_here(*args)
