@@ -78,6 +78,16 @@ def test_the_registry_lists_every_way_once_torchs_first_each_with_its_title():
         kinds.get("default", "engine")  # a torch.compile mode is a kind, not an engine
 
 
+def test_every_quantization_the_settings_name_is_a_transform_that_answers_as_a_kind():
+    from compilebench.core import settings
+
+    assert tuple(kinds.QUANTIZATIONS) == settings.QUANTIZATIONS[1:]  # "none" aside, in the settings' order
+    for q in kinds.QUANTIZATIONS.values():
+        assert q.extra == "quant" and q.code[0].startswith("torchao.quantization.quantize_(model")
+        assert q.refusal(kinds.Asked(device=None)) is None  # a device not known yet is not refused
+    assert "needs a CUDA device" in kinds.quantization("int4-weight-only").refusal(kinds.Asked(device="cpu"))
+
+
 def test_an_engine_that_is_a_module_and_a_registry_line_is_measured_and_reported_as_the_others(
         registered, main_here, tmp_path):
     code, out, err = main_here("run", "--model", "fault-ok", "--variant", "eager", "wrapped", "--iters", "3",

@@ -10,6 +10,7 @@ import fakeresults as fr
 import pytest
 
 import compilebench
+from compilebench import kinds
 from compilebench.core.environment import Environment
 from compilebench.core.errors import UnknownChoice, UserError
 from compilebench.core.spec import ModelKind, asked
@@ -55,7 +56,7 @@ def test_a_bad_quantization_is_refused_in_words(given, said):
     ("int8-dynamic", "cpu", None, None),
 ])
 def test_a_quantization_the_device_cannot_run_is_refused(q, device, capability, said):
-    why = quantization.refusal(q, device, capability)
+    why = kinds.quantization(q).refusal(kinds.Asked(device=device, capability=capability))
     assert (why is None) if said is None else said in why
     target = dispatch.Target("cuda:0", "m", Environment(device=device, compute_capability=capability))
     spec = asked(models=("vit",), quantizations=(q,), device=device.split(":")[0])

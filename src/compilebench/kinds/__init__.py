@@ -2,21 +2,26 @@
 needs installed, what it refuses and why, whether it keeps files on this host, its version, and for an engine how
 it is prepared and called), and the registry below that lists them in the order the tables show them. `plan` asks
 each asked kind for its refusal in one loop; the worker prepares an engine through its kind; the report, `tune`
-and the API take every kind from here. A new engine is a module of its own and a line in ALL.
+and the API take every kind from here. A new engine is a module of its own and a line in ALL. The transforms
+applied before any of them, torchao's quantizations (kinds/quantize.py), answer the same refusal in the same loop.
 
 Imports core alone: a kind's facts are read at import, its preparation imports torch and its engine when called."""
 
 from __future__ import annotations
 
 from compilebench.core.errors import UnknownChoice
-from compilebench.kinds import aot_inductor, compiled, eager, executorch, onnxruntime, openvino, tensorrt
+from compilebench.kinds import aot_inductor, compiled, eager, executorch, onnxruntime, openvino, quantize, tensorrt
 from compilebench.kinds.base import Asked, Kind
+from compilebench.kinds.quantize import Quantization
 
 ALL: tuple[Kind, ...] = (*eager.KINDS, *compiled.KINDS, aot_inductor.KIND,
                          onnxruntime.KIND, openvino.KIND, tensorrt.KIND, executorch.KIND)
 _BY_NAME = {k.name: k for k in ALL}
+# The transforms applied before any of them: torchao's quantizations (--quantize), by name.
+QUANTIZATIONS = {q.name: q for q in quantize.QUANTIZATIONS}
 
-__all__ = ["ALL", "Asked", "Kind", "engines", "get", "names", "of", "register_backend", "title"]
+__all__ = ["ALL", "QUANTIZATIONS", "Asked", "Kind", "Quantization", "engines", "get", "names", "of", "quantization",
+           "register_backend", "title"]
 
 
 def names() -> tuple[str, ...]:
@@ -35,6 +40,11 @@ def get(name: str, what: str = "variant") -> Kind:
     if kind is None or kind.name not in allowed:
         raise UnknownChoice(what, name, allowed)
     return kind
+
+
+def quantization(name: str) -> Quantization:
+    """The transform --quantize names (core/settings checked the name)."""
+    return QUANTIZATIONS[name]
 
 
 def of(variant) -> Kind:

@@ -26,6 +26,7 @@ class Asked:
     vision: str | None = None  # a model of the run that does not (the first), or None
     interleave: bool = False  # --interleave: its variants timed in one process
     torch: str | None = None  # the torch version the cases will run under
+    capability: str | None = None  # the CUDA device's compute capability ("9.0"), where known
 
 
 class Kind:

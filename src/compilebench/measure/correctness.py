@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from compilebench import kinds
 from compilebench.kinds.exported import named_tensors
 
 # Max error relative to eager's largest magnitude, per math the model computes in. int8 and float8: activations
@@ -25,15 +26,14 @@ from compilebench.kinds.exported import named_tensors
 # compiled on a CPU: 2.6e-2, every top-1 class kept); float8 e4m3 keeps 3 mantissa bits (a step of 1/16), not yet
 # measured on a GPU.
 REL_TOLERANCE = {"float32": 1e-3, "tf32": 1e-2, "float16": 2e-2, "bfloat16": 5e-2, "int8": 5e-2, "float8": 2e-1}
-ACTIVATIONS_QUANTIZED = {"int8-dynamic": "int8", "float8-dynamic": "float8"}
 
 
 def math_of(dtype: str, tf32: bool, quantize: str = "none") -> str:
     """The math whose tolerance applies: the quantized activations' (a weight-only quantization computes in the
     dtype: its weights are the same tensors eager and compiled), else the dtype, or tf32 for float32 that ran on
     TF32 tensor cores."""
-    if quantize in ACTIVATIONS_QUANTIZED:
-        return ACTIVATIONS_QUANTIZED[quantize]
+    if quantize != "none" and kinds.quantization(quantize).activations:
+        return kinds.quantization(quantize).activations
     return "tf32" if dtype == "float32" and tf32 else dtype
 # Fraction of top-1 classes, pixels, queries or boxes that must agree.
 MIN_AGREEMENT = 0.99

@@ -30,6 +30,7 @@ from compilebench.core.result import Result
 from compilebench.core.starts import MegaCache
 from compilebench.core.why import CompileTrace
 from compilebench.diagnostics import bandwidth, traces
+from compilebench.kinds import quantize
 from compilebench.kinds.exported import Unsupported
 from compilebench.measure import (
     compiler,
@@ -38,7 +39,6 @@ from compilebench.measure import (
     fingerprint,
     invariants,
     precision,
-    quantization,
     recording,
     timing,
     weights,
@@ -207,7 +207,7 @@ def _compile_trace(job: Job, results: list[Measuring]):
 
 
 def failed(rep: Repeat, exc: Exception, phase: str, case: Case) -> None:
-    beyond = quantization.beyond_kernels(exc, case)  # a shape the device's quantized kernels cannot take
+    beyond = quantize.beyond_kernels(exc, case)  # a shape the device's quantized kernels cannot take
     rep.status = ("oom" if _is_oom(exc) else "unsupported" if isinstance(exc, Unsupported) or beyond
                   else "error")
     rep.message = beyond or (str(exc)[:500] if isinstance(exc, Unsupported) else one_line(exc))

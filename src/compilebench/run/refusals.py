@@ -24,8 +24,16 @@ def asked(spec: specmod.RunSpec) -> tuple[dict, list[str]]:
     entries = models(spec)
     check_variants(spec, entries)
     quantized = [q for q in spec.quantizations or (spec.quantize,) if q != "none"]
-    quantization.check_installed(quantized)
+    check_installed(quantized)
     return entries, quantized
+
+
+def check_installed(quantized: list[str]) -> None:
+    """torchao installed where the run quantizes: the extra named in one line."""
+    for q in quantized:
+        why = kinds.quantization(q).missing()
+        if why:
+            raise UserError(why)
 
 
 def where(spec: specmod.RunSpec, targets, entries: dict, quantized: list[str]) -> None:
@@ -91,12 +99,8 @@ def check_devices(quantized: list[str], spec: specmod.RunSpec, targets) -> None:
     CUDA, eager-cudagraphs too, AOTInductor's package crashes on CUDA under one torch)."""
     for t in targets:
         device = str(t.env.device or spec.device or "cpu")
-        for q in quantized:
-            why = quantization.refusal(q, device, t.env.compute_capability)
-            if why:
-                raise UserError(why)
-        there = kinds.Asked(device=device, dtype=spec.dtype, torch=t.env.torch)
-        for kind in map(kinds.get, spec.variants):
+        there = kinds.Asked(device=device, dtype=spec.dtype, torch=t.env.torch, capability=t.env.compute_capability)
+        for kind in (*map(kinds.quantization, quantized), *map(kinds.get, spec.variants)):
             why = kind.refusal(there)
             if why:
                 raise UserError(why)

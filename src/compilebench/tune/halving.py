@@ -59,10 +59,7 @@ class Config:
         if self.settings.dtype != "float32":
             lines.append(f"model = model.to(torch.{self.settings.dtype})  # and its floating-point inputs")
         if self.settings.quantize != "none":
-            from compilebench.measure.quantization import CONFIGS
-
-            config = CONFIGS[self.settings.quantize]
-            lines.append(f"torchao.quantization.quantize_(model, torchao.quantization.{config}())")
+            lines += kinds.quantization(self.settings.quantize).code
         if self.settings.channels_last:
             lines.append("model = model.to(memory_format=torch.channels_last)  # and 4-D inputs")
         v = self.variant

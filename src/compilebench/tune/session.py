@@ -15,7 +15,7 @@ from compilebench import kinds
 from compilebench.core import settings, shards, spec as specmod
 from compilebench.core.errors import UserError
 from compilebench.core.result import Result
-from compilebench.measure import compiler_state, correctness, fingerprint, quantization
+from compilebench.measure import compiler_state, correctness, fingerprint
 from compilebench.run import plan, refusals
 from compilebench.storage import interrupts, schema, store as storemod
 from compilebench.tune.halving import SHAPES_SHARE, Outcome, parse_budget, search, served_config, served_spec, space
@@ -97,13 +97,11 @@ def _runnable(prepared: plan.Plan) -> tuple[str, ...]:
     missing is refused in one line, as --quantize is."""
     found = []
     for q in settings.QUANTIZATIONS[1:]:
+        refusals.check_installed([q])  # torchao missing: refused, as --quantize is
         try:
-            quantization.check_installed((q,))
             refusals.check_devices([q], prepared.spec, prepared.targets)
             refusals.check_quantizations([q], prepared.models, prepared.spec)
-        except UserError as exc:
-            if quantization.MISSING in str(exc):
-                raise
+        except UserError:
             continue
         found.append(q)
     return tuple(found)
