@@ -1,13 +1,16 @@
 """Does compilebench's figure for another engine hold against the engine's own tools? (issue 57)
 
 The same model (a zoo model's architecture with random weights), the same input shapes and the same threads,
-timed three ways, alternating each round:
-  1. compilebench: `compilebench run --variant eager onnxruntime openvino` (fresh worker processes, its timed loop);
+timed four ways, alternating each round:
+  1. compilebench: `compilebench run --variant eager onnxruntime openvino executorch` (fresh worker processes, its
+     timed loop);
   2. OpenVINO's own benchmark_app on the model converted by compilebench's own code (kinds/openvino.py: exported,
      converted, saved as IR), one stream and one synchronous request (what the latency hint compilebench sets
      amounts to), the case's input shapes, the same threads and the inference precision pinned to f32;
   3. ONNX Runtime in a plain loop: an InferenceSession on the ONNX file compilebench's code exported (every graph
-     optimization, the same threads), warm-up, then the mean of the timed calls.
+     optimization, the same threads), warm-up, then the mean of the timed calls;
+  4. ExecuTorch in a plain loop: its runtime's `forward` method of the .pte program compilebench's code lowered to
+     XNNPACK, its threadpool set to the same threads, warm-up, then the mean of the timed calls.
 Prints each round's figures and, per engine, compilebench's mean over the peer's (goal: within the machine's
 run-to-run drift, 10-25% on this project's 2-core VM; closer on a quiet one).
 
@@ -34,13 +37,14 @@ def compilebench_ms(model: str, tiny: bool, iters: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         db = os.path.join(tmp, "r.db")
         cli("run", "--model", model, *(["--tiny"] if tiny else []), "--variant", "eager", "onnxruntime", "openvino",
-            "--device", "cpu", "--repeats", "1", "--iters", iters, "--quiet", "--format", "csv", "--db", db)
+            "executorch", "--device", "cpu", "--repeats", "1", "--iters", iters, "--quiet", "--format", "csv", "--db", db)
         return {r["case"]["variant"]["mode"]: r["stats"]["mean"] for r in results(db) if r["status"] == "ok"}
 
 
-def exported(model: str, tiny: bool, folder: str) -> tuple[str, str, str]:
-    """The model exported to ONNX and converted to OpenVINO's IR by compilebench's own code, into `folder`, and the
-    shapes of the case's inputs as benchmark_app takes them (the IR's inputs are dynamic)."""
+def exported(model: str, tiny: bool, folder: str) -> tuple[str, str, str, str, dict]:
+    """The model exported to ONNX, converted to OpenVINO's IR and lowered to an ExecuTorch program by compilebench's
+    own code, into `folder`; the shapes of the case's inputs as benchmark_app takes them (the IR's inputs are
+    dynamic), and the inputs themselves."""
     import torch
 
     from compilebench import kinds, zoo
@@ -48,14 +52,14 @@ def exported(model: str, tiny: bool, folder: str) -> tuple[str, str, str]:
     from compilebench.core.variant import Variant
     from compilebench.measure import forward
 
-    for engine in ("onnxruntime", "openvino"):
+    for engine in ("onnxruntime", "openvino", "executorch"):
         case = Case(model, 1, Variant(engine), device="cpu", model_size="tiny" if tiny else "full")
         net, inputs = forward.prepare(zoo.get(model), case)
         with torch.inference_mode():
             kinds.get(engine).prepare(net, inputs, folder, case)
     onnx = [p for p in glob.glob(f"{folder}/*.onnx") if not p.endswith(".optimized.onnx")]
     shapes = ",".join(f"{k}[{','.join(map(str, v.shape))}]" for k, v in inputs.items() if hasattr(v, "shape"))
-    return glob.glob(f"{folder}/*.xml")[0], onnx[0], shapes
+    return glob.glob(f"{folder}/*.xml")[0], onnx[0], shapes, glob.glob(f"{folder}/*.pte")[0], inputs
 
 
 def benchmark_app_ms(xml: str, shapes: str, threads: int, seconds: int) -> float:
@@ -94,6 +98,24 @@ def ort_loop_ms(onnx: str, threads: int, iters: int) -> float:
     return statistics.mean(times)
 
 
+def et_loop_ms(pte: str, inputs: dict, threads: int, iters: int) -> float:
+    """A plain ExecuTorch loop: the program's forward method, XNNPACK's threadpool at the same threads."""
+    from executorch.extension.pybindings import portable_lib
+    from executorch.runtime import Runtime
+
+    portable_lib._unsafe_reset_threadpool(threads)
+    method = Runtime.get().load_program(pte).load_method("forward")
+    given = [v.contiguous() for v in inputs.values()]
+    for _ in range(10):
+        method.execute(given)
+    times = []
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        method.execute(given)
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.mean(times)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="resnet-50")
@@ -105,9 +127,10 @@ def main() -> None:
     import torch
 
     threads = args.threads or torch.get_num_threads()
-    got: dict[str, list[float]] = {"eager": [], "onnxruntime": [], "openvino": [], "benchmark_app": [], "ort loop": []}
+    got: dict[str, list[float]] = {"eager": [], "onnxruntime": [], "openvino": [], "executorch": [], "benchmark_app": [],
+                                   "ort loop": [], "et loop": []}
     with tempfile.TemporaryDirectory() as folder:
-        xml, onnx, shapes = exported(args.model, args.tiny, folder)
+        xml, onnx, shapes, pte, inputs = exported(args.model, args.tiny, folder)
         for r in range(args.rounds):
             order = ["compilebench", "peers"] if r % 2 == 0 else ["peers", "compilebench"]
             for who in order:
@@ -117,6 +140,7 @@ def main() -> None:
                 else:
                     got["benchmark_app"].append(benchmark_app_ms(xml, shapes, threads, max(3, args.iters // 10)))
                     got["ort loop"].append(ort_loop_ms(onnx, threads, args.iters))
+                    got["et loop"].append(et_loop_ms(pte, inputs, threads, args.iters))
             print(f"round {r + 1} ({order[0]} first): " + ", ".join(f"{k} {v[-1]:.2f} ms" for k, v in got.items() if v),
                   flush=True)
     mean = {k: statistics.mean(v) for k, v in got.items() if v}
@@ -125,6 +149,7 @@ def main() -> None:
         print(f"  {k:14} {v:8.3f}")
     print(f"compilebench openvino / benchmark_app:  {mean['openvino'] / mean['benchmark_app']:.3f}")
     print(f"compilebench onnxruntime / ORT loop:    {mean['onnxruntime'] / mean['ort loop']:.3f}")
+    print(f"compilebench executorch / ET loop:      {mean['executorch'] / mean['et loop']:.3f}")
     print("goal: each within the machine's run-to-run drift (10-25% on a 2-core VM)")
 
 
