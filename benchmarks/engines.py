@@ -37,7 +37,8 @@ def compilebench_ms(model: str, tiny: bool, iters: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         db = os.path.join(tmp, "r.db")
         cli("run", "--model", model, *(["--tiny"] if tiny else []), "--variant", "eager", "onnxruntime", "openvino",
-            "executorch", "--device", "cpu", "--repeats", "1", "--iters", iters, "--quiet", "--format", "csv", "--db", db)
+            "executorch", "--device", "cpu", "--repeats", "1", "--iters", iters, "--quiet", "--format", "csv",
+            "--db", db)
         return {r["case"]["variant"]["mode"]: r["stats"]["mean"] for r in results(db) if r["status"] == "ok"}
 
 
