@@ -2,9 +2,9 @@
 lists them): its name as --variant says it and its title as a report says it, what it needs installed (the extra
 that installs it), what it refuses and why (device, dtype, a model that generates text, --interleave, the torch
 on the machine), whether it leaves files on this host for later repeats (an executor that runs elsewhere cannot
-take it), its version, and, where it is prepared by something else than torch.compile (an engine), how it is made
-ready in a worker and called: `prepare` returns the callable and the record it adds to its repeat
-(core/engines.EnginePrepared: export, build, cold or warm, the precision it really computed in).
+take it), its version, and, where it is made ready by something else than torch.compile (an engine, an AOTInductor
+package, a CUDA graph), how, in a worker: `prepare` returns the callable and the record it adds to its repeat (an
+engine's core/engines.EnginePrepared: export, build, cold or warm, the precision it really computed in).
 
 A kind's facts are read at import; its preparation imports torch and its engine only when called, in a worker."""
 
