@@ -2,8 +2,9 @@
 needs installed, what it refuses and why, whether it keeps files on this host, its version, and where it prepares
 itself how), and the registry below that lists them in the order the tables show them. `plan` asks each asked kind
 for its refusal in one loop; the worker prepares an engine, an AOTInductor package and a CUDA graph through their
-kinds; the report, `tune` and the API take every kind from here. A new engine is a module of its own and a line in ALL. The transforms
-applied before any of them, torchao's quantizations (kinds/quantize.py), answer the same refusal in the same loop.
+kinds; the report, `tune` and the API take every kind from here. A new engine is a module of its own and a line
+in ALL. The transforms applied before any of them, torchao's quantizations (kinds/quantize.py), answer the same
+refusal in the same loop.
 
 Imports core alone: a kind's facts are read at import, its preparation imports torch and its engine when called."""
 
