@@ -7,7 +7,6 @@ package stays on this host for later repeats; it is refused on CUDA under the to
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import time
 
@@ -128,20 +127,10 @@ def built_and_loaded(model, inputs: dict, folder: str, case, enter=lambda phase:
     """The callable to time, and what it took: built here (export, compile, package) where no earlier repeat left
     a package, then loaded. A package holds the weights of the process that built it: one built from other weights
     than this process's model (whose eager output it is checked against) is refused, never compared."""
-    path = package_path(folder, case)
-    mine = exported.weights_fingerprint(model)
-    if os.path.exists(path):
-        built = {}
-        with open(path + ".weights.json") as f:
-            theirs = json.load(f)
-        if not exported.same_weights(theirs, mine):
-            raise ValueError("the AOTInductor package was built from other weights than this process's model, so "
-                             "its outputs cannot be checked against eager (random weights must be built from the "
-                             "same seed in every process)")
-    else:
-        with open(path + ".weights.json", "w") as f:  # before the package: a loader that finds it finds this
-            json.dump(mine, f)
-        built = {**build(model, inputs, path, dict(case.variant.options), enter), "built": True}
+    path, build_here = exported.kept(folder, case, ".pt2", model, refused=(
+        "the AOTInductor package was built from other weights than this process's model, so its outputs cannot be "
+        "checked against eager (random weights must be built from the same seed in every process)"))
+    built = {**build(model, inputs, path, dict(case.variant.options), enter), "built": True} if build_here else {}
     enter(LOADING)
     runner, loaded = load(path, case.device)
     return runner, {**built, **loaded}

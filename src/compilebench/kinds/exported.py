@@ -86,17 +86,18 @@ def path(folder: str, case, suffix: str) -> str:
     return os.path.join(folder, hashlib.sha1(case.key().encode()).hexdigest()[:16] + suffix)
 
 
-def kept(folder: str, case, suffix: str, model) -> tuple[str, bool]:
+def kept(folder: str, case, suffix: str, model, refused: str | None = None) -> tuple[str, bool]:
     """The exported model's path and whether this process must export it (no earlier repeat did); its weights'
-    fingerprint kept beside it, and held against this process's where it exists."""
+    fingerprint kept beside it (before the model: a loader that finds the model finds this), and held against this
+    process's where it exists: `refused` (or an engine's line) where they differ."""
     where = path(folder, case, suffix)
     mine = weights_fingerprint(model)
     if os.path.exists(where):
         with open(where + ".weights.json") as f:
             theirs = json.load(f)
         if not same_weights(theirs, mine):
-            raise ValueError(f"the {case.variant.mode} model on disk was exported from other weights than this "
-                             "process's model, so its outputs cannot be checked against eager")
+            raise ValueError(refused or f"the {case.variant.mode} model on disk was exported from other weights than "
+                             "this process's model, so its outputs cannot be checked against eager")
         return where, False
     with open(where + ".weights.json", "w") as f:
         json.dump(mine, f)
