@@ -29,7 +29,7 @@ def test_identical_blocks_share_one_graph_and_the_blocks_are_recorded(tmp_path):
     assert r.status == "ok" and r.case.variant.label == "compile (regions, backend=eager)"
     assert r.regions == {"Block": 6} and r.graphs == 1  # the stem stays eager; six blocks, one graph
     assert r.max_abs_err is not None  # checked against eager like any compiled variant
-    row = results.to_pandas().set_index("variant").loc["default"]
+    row = results.to_pandas().set_index("variant").loc["regional"]  # the default mode on its blocks: a variant of its own
     assert row.regions == "Block=6" and row.recompile_limit_hits == 0
     (compiled,) = why.compiler_table(results.view).records()
     assert compiled["blocks compiled (regions)"] == "6 Block" and compiled["graphs"] == "1"

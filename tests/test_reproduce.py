@@ -26,7 +26,7 @@ from compilebench.report import details, flat
 from compilebench.report.view import View
 from compilebench.storage.store import Store
 
-KINDS = {"vit": ModelKind(), "gpt2": ModelKind("generation", 8)}
+KINDS = {"vit": ModelKind(), "gpt2": ModelKind("generation", 8), "sd-1.5": ModelKind("image", default_steps=50)}
 
 
 def parsed_cases(command: str) -> tuple[list[Case], specmod.RunSpec, object]:
@@ -69,7 +69,7 @@ def _examples():
         if f.name == "inputs":
             continue  # a model your code builds: no command (test below)
         extra = {"dtype": "bfloat16"} if f.name == "autocast" else {}
-        model = "gpt2" if f.metadata["only"] == "generation" else "vit"
+        model = {"generation": "gpt2", "image": "sd-1.5"}.get(f.metadata["only"], "vit")
         if model == "gpt2":
             extra = {"prompt_len": 8, "new_tokens": 32, **extra}
         yield pytest.param(model, {**extra, f.name: value}, id=f.name)

@@ -14,7 +14,8 @@ from compilebench.core.variant import Variant
 from compilebench.report import data, flat
 from compilebench.report.view import View
 
-VISION, TEXT = "resnet-50", "smollm2-135m"
+VISION, TEXT, IMAGE = "resnet-50", "smollm2-135m", "sd-1.5"
+KINDS = {TEXT: ModelKind("generation", 128), IMAGE: ModelKind("image", default_steps=50)}
 SETTINGS = settings.fields()
 
 
@@ -25,7 +26,7 @@ def _changed(f) -> dict:
 
 
 def _model(f) -> str:
-    return TEXT if f.metadata["only"] == "generation" else VISION
+    return {"generation": TEXT, "image": IMAGE}.get(f.metadata["only"], VISION)
 
 
 @pytest.mark.parametrize("f", SETTINGS, ids=lambda f: f.name)
@@ -37,9 +38,8 @@ def test_each_setting_is_declared_whole(f):
 @pytest.mark.parametrize("f", SETTINGS, ids=lambda f: f.name)
 def test_a_run_gives_each_case_the_setting_and_it_changes_the_resume_key(f):
     model = _model(f)
-    generation = {TEXT: ModelKind("generation", 128)} if model == TEXT else {}
-    plain = RunSpec(models=(model,), device="cpu", variants=("eager", "default")).cases(generation)
-    changed = RunSpec(**{"models": (model,), "device": "cpu", "variants": ("eager", "default"), **_changed(f)}).cases(generation)
+    plain = RunSpec(models=(model,), device="cpu", variants=("eager", "default")).cases(KINDS)
+    changed = RunSpec(**{"models": (model,), "device": "cpu", "variants": ("eager", "default"), **_changed(f)}).cases(KINDS)
     if f.name == "quantize":  # a quantized run measures eager in float beside it: the baseline it is read against
         baseline, *changed = changed
         assert baseline.key() == plain[0].key()
@@ -53,7 +53,7 @@ def test_the_other_kind_of_model_keeps_the_setting_at_its_default(f):
         pytest.skip(f"{f.name} applies to every model")
     other = VISION if f.metadata["only"] == "generation" else TEXT
     spec = RunSpec(**{"models": (other,), "device": "cpu", **_changed(f)})
-    (case, _) = spec.cases({TEXT: ModelKind("generation", 128)} if other == TEXT else {})
+    (case, _) = spec.cases(KINDS)
     assert getattr(case, f.name) == f.default
 
 

@@ -52,6 +52,8 @@ def inputs_and_weights(g) -> None:
     g.add_argument("--image", default=None, metavar="PATH", help="vision: the photo to preprocess (default: the one shipped)")
     g.add_argument("--new-tokens", type=int, default=settings.DEFAULT_NEW_TOKENS, metavar="K",
                    help=f"text generation: tokens each generate() call makes (default: {settings.DEFAULT_NEW_TOKENS})")
+    g.add_argument("--steps", type=int, default=None, metavar="N",
+                   help="text-to-image: denoiser steps per image (default: the pipeline's, `compilebench models`)")
     weights(g)
 
 

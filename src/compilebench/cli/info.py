@@ -22,7 +22,8 @@ def cmd_env(args) -> int:
 
 def cmd_models(args) -> int:
     """Every zoo model with its full-size parameter count (built on the meta device: no memory, no weights) and
-    its inputs at batch 1: the shapes its processor gives for the shipped photo, or its default prompt length."""
+    its inputs at batch 1: the shapes its processor gives for the shipped photo, its default prompt length, or a
+    pipeline's latents and prompt embeddings and its steps."""
     import torch
 
     from compilebench.zoo.entry import default_image_path, load_image
@@ -37,6 +38,8 @@ def cmd_models(args) -> int:
             shapes = f"prompt {m.default_prompt_len} tokens"
         else:
             shapes = ", ".join(f"{k} {'x'.join(map(str, v.shape))}" for k, v in m.inputs(image, 1, "random", "full").items())
+            if m.kind == "image":
+                shapes += f"; {m.default_steps} step{'s' if m.default_steps != 1 else ''}"
         size = f"{params / 1e9:.2f}B" if params >= 1e9 else f"{params / 1e6:.2f}M"
         rows.append((m.name, m.label, m.task, m.checkpoint, size, shapes))
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]

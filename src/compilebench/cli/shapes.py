@@ -32,7 +32,10 @@ def add_parser(sub):
                    help="batch sizes served, in this order (default: 1)")
     g.add_argument("--image-size", nargs="+", action="extend", default=[], dest="image_sizes", metavar="WxH",
                    help="vision: the photo resized to each size before the processor, so models that keep the "
-                        "aspect ratio (DETR's) see other shapes: 800x600 640x640 ...")
+                        "aspect ratio (DETR's) see other shapes: 800x600 640x640 ...; text-to-image: the size of "
+                        "each image made")
+    g.add_argument("--resolution", nargs="+", action="extend", dest="image_sizes", type=_square, metavar="N|WxH",
+                   help="text-to-image: the images' sizes, N for NxN: 512 768 1024 1024x576 (as --image-size)")
     g.add_argument("--prompt-len", nargs="+", action="extend", type=int, default=[], dest="prompt_lens", metavar="L",
                    help="text generation: prompt lengths served, in this order (default: the model's)")
     groups.task(g)
@@ -55,3 +58,8 @@ def add_parser(sub):
     groups.where_to_run(shp)
     groups.results(shp)
     return shp
+
+
+def _square(text: str) -> str:
+    """--resolution N is an NxN image; WxH as it is (traffic.parse_image_size checks both)."""
+    return f"{text}x{text}" if text.isdigit() else text

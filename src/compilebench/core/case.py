@@ -47,9 +47,12 @@ class Case(Settings):
 
     @property
     def kind(self) -> str:
-        """What is timed: a forward pass ("vision") or generate() ("generation"); a case of a text-generation model
-        says how many tokens each call makes, and only such a case does (RunSpec.cases)."""
-        return "vision" if self.new_tokens is None else "generation"
+        """What is timed: a forward pass ("vision"), generate() ("generation") or a pipeline's image ("image"); a
+        case of a text-generation model says how many tokens each call makes, a pipeline's how many denoiser steps
+        make its image, and only such cases do (RunSpec.cases)."""
+        if self.new_tokens is not None:
+            return "generation"
+        return "vision" if self.steps is None else "image"
 
     @property
     def generation(self) -> bool:
@@ -58,10 +61,10 @@ class Case(Settings):
     @property
     def timed_unit(self) -> str:
         """The kind of timed unit that measures it (core/job.UNITS): a sequence of shapes served, generate() calls,
-        or forward calls. A run's timing is resolved per kind."""
+        images made by a pipeline, or forward calls. A run's timing is resolved per kind."""
         if self.shapes:
             return "serving generation" if self.generation else "serving"
-        return "generation" if self.generation else "forward"
+        return {"generation": "generation", "image": "image"}.get(self.kind, "forward")
 
     def describe(self) -> str:
         what = f"{len(self.shapes)} shapes {self.variant.label}" if self.shapes else f"b{self.batch_size} {self.variant.name}"

@@ -26,7 +26,7 @@ WEIGHTS = ("random", "pretrained")
 # torchao's quantization of the linear layers (measure/quantization.py maps each to its config); none: the dtype alone
 QUANTIZATIONS = ("none", "int8-weight-only", "int8-dynamic", "int4-weight-only", "float8-dynamic")
 MODEL_SIZES = ("full", "tiny")
-KINDS = ("vision", "generation")  # what a model does with its inputs: a forward pass, or generate()
+KINDS = ("vision", "generation", "image")  # what is timed: a forward pass, generate(), or a pipeline making images
 DEFAULT_NEW_TOKENS = 32
 
 
@@ -38,7 +38,7 @@ def setting(default, *, words: Callable | None = None, shown: str | None = None,
     """A setting's declaration. `words(settings)` names a non-default value for a column header (None: nothing to
     say); a setting without words says where the report shows it instead (`shown`). `keyed_at_default`: the
     settings of the first release, always in the key; every later one leaves it at its default. `only`: the kind
-    of model it applies to ('vision' or 'generation'); for the other it stays at its default. `example`: a
+    of model it applies to (one of KINDS); for the others it stays at its default. `example`: a
     value other than the default, which the tests use to follow the setting everywhere it must reach. `asked`:
     what a run takes where the user gives nothing, when that differs from a case's default (a run's device is
     found later; its generation cases make 32 tokens, while a vision case makes none)."""
@@ -111,6 +111,9 @@ class Settings:
     # None for a vision case: only a case of a text-generation model makes tokens (Case.kind).
     new_tokens: int | None = setting(None, only="generation", example=16, shown="the title of its table",
                                      asked=DEFAULT_NEW_TOKENS)
+    # None but for a case of a text-to-image pipeline: the denoiser steps that make each image (Case.kind)
+    steps: int | None = setting(None, only="image", example=2, asked=None,
+                                words=lambda s: s.steps and f"{s.steps} step{'s' if s.steps > 1 else ''}")
 
     def words(self) -> tuple[str, ...]:
         """What sets these settings apart from the guide's setup, as words for a column header."""
@@ -185,6 +188,8 @@ def check(s: Settings) -> None:
         integer("--prompt-len", s.prompt_len, 1)
     if s.new_tokens is not None:
         integer("--new-tokens", s.new_tokens, 1)
+    if s.steps is not None:
+        integer("--steps", s.steps, 1)
 
 
 def _is_cuda_index(device: str) -> bool:

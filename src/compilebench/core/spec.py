@@ -31,10 +31,12 @@ MAX_REPEATS = 100
 @dataclass(frozen=True)
 class ModelKind:
     """What making a model's cases needs to know of it (a zoo entry says it too): what is timed, a forward pass
-    ("vision") or generate() ("generation"), and a text model's prompt length where the run names none."""
+    ("vision"), generate() ("generation") or a pipeline's image ("image"), and a text model's prompt length or a
+    pipeline's steps where the run names none."""
 
     kind: str = "vision"
     default_prompt_len: int | None = None
+    default_steps: int | None = None  # a text-to-image pipeline's denoiser steps where the run names none
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -121,18 +123,13 @@ class RunSpec(Settings):
         each under every quantization (eager float beside them) and every environment. `models`: what each model
         is (a ModelKind, or its zoo entry); one it does not name is a vision model."""
         known = {m: (models or {}).get(m) or ModelKind() for m in self.models}
-        kinds = {m: known[m].kind for m in self.models}
-        prompts = {m: known[m].default_prompt_len for m in self.models}
         names = [e.name for e in self.environments] or [None]
         if self.shapes:
-            return [c for m, env in itertools.product(self.models, names)
-                    for c in self._shape_cases(m, env, kinds[m], prompts[m])]
+            return [c for m, env in itertools.product(self.models, names) for c in self._shape_cases(m, env, known[m])]
         out = []
         quantized = self.quantizations or (self.quantize,)
         for m, b in itertools.product(self.models, self.batch_sizes):
-            taken = self.for_kind(kinds[m])
-            if kinds[m] == "generation":
-                taken["prompt_len"] = self.prompt_len or prompts[m]
+            taken = self._settings_for(known[m])
             if "none" not in quantized:  # the eager float baseline every quantization is read against
                 out += [Case(m, b, Variant(), env, **{**taken, "quantize": "none"}) for env in names]
             out += [Case(m, b, variant, env, **{**taken, "quantize": q})
@@ -156,14 +153,24 @@ class RunSpec(Settings):
             return traffic.shapes_of(self.batch_sizes, prompts=self.prompt_lens or (self.prompt_len or default_prompt_len,))
         return traffic.shapes_of(self.batch_sizes, images=self.image_sizes)
 
-    def _shape_cases(self, model: str, env: str | None, kind: str, default_prompt_len: int | None) -> list[Case]:
-        shapes = self.served(kind, default_prompt_len)
+    def _settings_for(self, known: ModelKind) -> dict:
+        """The run's settings as a model of this kind takes them, with its own defaults where the run names none."""
+        taken = self.for_kind(known.kind)
+        if known.kind == "generation":
+            taken["prompt_len"] = self.prompt_len or known.default_prompt_len
+        if known.kind == "image":
+            taken["steps"] = self.steps or known.default_steps
+        return taken
+
+    def _shape_cases(self, model: str, env: str | None, known: ModelKind) -> list[Case]:
+        kind = known.kind
+        shapes = self.served(kind, known.default_prompt_len)
         if len(shapes) < 2:
             raise UserError(f"compilebench shapes: {model} would serve one shape ({shapes[0].words}); give several "
                             f"--batch-size{' or --prompt-len' if kind == 'generation' else ' or --image-size'} values "
                             "(one shape is what `compilebench run` measures)")
         traffic.check_pad_to(shapes, self.pad_to)
-        taken = self.for_kind(kind)
+        taken = self._settings_for(known)
         if kind == "generation":
             taken["prompt_len"] = max(s.prompt for s in shapes)  # the static cache holds the longest prompt
         return [Case(model, max(s.batch for s in shapes), v, env, shapes=tuple(s.token for s in shapes), **taken)

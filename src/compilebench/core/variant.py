@@ -18,8 +18,11 @@ MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagrap
 AOT_INDUCTOR = "aot-inductor"
 # "eager-cudagraphs" is the eager model's call captured once in a CUDA graph and replayed (a GPU only): the control
 # that tells what reduce-overhead's CUDA graphs do from what the compiler does (kinds/eager.py).
+# "regional" is the default mode on each repeated block alone: --compile-scope regions as a variant of its own, so
+# one run compares it with the whole model's compile (a pipeline's denoiser: diffusers' compile_repeated_blocks).
+REGIONAL = "regional"
 # Every other name is the model run by another engine than torch (onnxruntime, openvino, ...): kinds/ lists them.
-TORCH_WAYS = ("eager", "eager-static-cache", "eager-cudagraphs", *MODES, AOT_INDUCTOR)
+TORCH_WAYS = ("eager", "eager-static-cache", "eager-cudagraphs", *MODES, REGIONAL, AOT_INDUCTOR)
 _TORCH_MODES = ("eager", *MODES, AOT_INDUCTOR)
 SCOPES = ("model", "regions")  # --compile-scope: torch.compile of the whole model, or of each repeated block
 
@@ -46,6 +49,9 @@ class Variant:
         object.__setattr__(self, "options", tuple(sorted((str(k), v) for k, v in self.options)))
         object.__setattr__(self, "regions", tuple(self.regions))
         object.__setattr__(self, "pad_to", tuple(sorted(self.pad_to)))
+        if self.mode == REGIONAL:
+            object.__setattr__(self, "mode", "default")
+            object.__setattr__(self, "scope", "regions")
         if self.mode == "eager":
             # Compile settings mean nothing for eager; normalising them keeps one eager baseline per case.
             object.__setattr__(self, "backend", "none")
@@ -81,6 +87,8 @@ class Variant:
     def name(self) -> str:
         if self.mode == "eager" and self.cache == "static":
             return "eager-static-cache"
+        if self.mode == "default" and self.scope == "regions":
+            return REGIONAL
         return "eager-cudagraphs" if self.cudagraph else self.mode
 
     @property

@@ -1,10 +1,11 @@
 """torch.compile, one kind per mode (`default`, `reduce-overhead`, `max-autotune`, `max-autotune-no-cudagraphs`),
 each under the run's compile settings (backend, fullgraph, dynamic shapes, inductor options, scope:
-core/variant.py); measure/compiler.py compiles it in the worker."""
+core/variant.py), and `regional` (the default mode on each repeated block); measure/compiler.py compiles it in the
+worker."""
 
 from __future__ import annotations
 
-from compilebench.core.variant import MODES
+from compilebench.core.variant import MODES, REGIONAL
 from compilebench.kinds.base import Kind
 
 
@@ -15,4 +16,4 @@ class Compiled(Kind):
         self.name = mode
 
 
-KINDS = tuple(Compiled(mode) for mode in MODES)
+KINDS = tuple(Compiled(mode) for mode in (*MODES, REGIONAL))

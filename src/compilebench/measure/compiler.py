@@ -47,14 +47,36 @@ def apply(model, variant: Variant, *, shared: bool = False):
         return model
     import torch
 
+    if getattr(model, "optimized_part", None) is not None:
+        return Part(model, variant)
     if variant.scope == "regions":
         return Regions(model, variant, shared)
     return torch.compile(model, **compile_kwargs(variant))
 
 
+class Part:
+    """A model of which torch.compile compiles one part (a pipeline's denoiser: `optimized_part`), the rest running
+    as it is (its loop, its scheduler, its decoder). The compiled part is swapped in for each call alone
+    (`part_replaced`; regions: their blocks installed), so other variants may share the model."""
+
+    def __init__(self, model, variant: Variant):
+        self.model = model
+        self.compiled = apply(model.optimized_part, variant, shared=True)
+
+    def classes(self) -> dict[str, int]:
+        return regions_of(self.compiled)
+
+    def __call__(self, *args, **kwargs):
+        if isinstance(self.compiled, Regions):
+            return self.compiled.around(self.model)(*args, **kwargs)
+        with self.model.part_replaced(self.compiled):
+            return self.model(*args, **kwargs)
+
+
 class Regions:
     """Regional compilation: torch.compile of each block of the classes named (--region) or of the model's own
-    list of repeated layers (transformers' `_no_split_modules`), as nn.Module.compile does it. Blocks of one
+    list of repeated blocks (diffusers' `_repeated_blocks`, else transformers' `_no_split_modules`), as
+    nn.Module.compile does it. Blocks of one
     class run one code object, so identical blocks share its compiled graphs; its recompile limit is raised to
     the number of blocks (where torch.compile takes one), since blocks of several shapes each need a graph of
     their own, and a limit hit anyway is recorded (compile_stats) rather than silently run eagerly."""
@@ -63,7 +85,8 @@ class Regions:
         import torch
 
         self.model, self.shared = model, shared
-        names = variant.regions or tuple(sorted(getattr(model, "_no_split_modules", None) or ()))
+        names = variant.regions or tuple(sorted(getattr(model, "_repeated_blocks", None)
+                                                or getattr(model, "_no_split_modules", None) or ()))
         self.blocks = _outermost(model, set(names))
         found = {type(m).__name__ for m in self.blocks}
         if not self.blocks or (variant.regions and found != set(names)):
@@ -118,7 +141,7 @@ def _outermost(model, names: set[str]) -> list:
 
 def regions_of(fn) -> dict[str, int]:
     """The blocks a timed callable compiled, by class ({} for a whole-model compile or eager)."""
-    return fn.classes() if isinstance(fn, Regions) else {}
+    return fn.classes() if isinstance(fn, (Regions, Part)) else {}
 
 
 def repeated_classes(model) -> str:

@@ -34,6 +34,8 @@ def build(entry, case: Case):
     import torch
 
     model = entry.build(case.weights, case.model_size)
+    if case.steps is not None:  # a pipeline: each image its case's denoiser steps
+        model.steps = case.steps
     if case.attn is not None:
         if not hasattr(model, "set_attn_implementation"):
             raise ValueError(f"--attn {case.attn}: {case.model} has no attention implementation to choose")
@@ -48,10 +50,8 @@ def inputs_for(entry, case: Case, batch_size: int, image_size: tuple[int, int] |
     import torch
 
     image = load_image(case.image or default_image_path())
-    if image_size is not None:
-        image = image.resize(image_size)
     inputs = {}
-    for k, v in entry.inputs(image, batch_size, case.weights, case.model_size).items():
+    for k, v in entry.sized_inputs(image, image_size, batch_size, case.weights, case.model_size).items():
         v = v.to(case.device, dtype=_dtype(case) if v.is_floating_point() else v.dtype)
         inputs[k] = v.contiguous(memory_format=torch.channels_last) if case.channels_last and v.dim() == 4 else v
     return inputs

@@ -15,7 +15,9 @@ def linear_layers(model) -> int:
 
 
 def apply(model, quantization: str) -> None:
-    """The model's linear layers quantized in place; a model with none is refused (nothing would change)."""
+    """The model's linear layers quantized in place (a pipeline's: its denoiser's, as torch.compile compiles its
+    denoiser alone); a model with none is refused (nothing would change)."""
+    model = getattr(model, "optimized_part", None) or model
     if not linear_layers(model):
         raise ValueError(f"--quantize {quantization}: the model has no linear layer to quantize")
     kinds.quantization(quantization).apply(model)

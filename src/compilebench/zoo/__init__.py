@@ -1,5 +1,5 @@
 """The model registry: short name -> ModelEntry, a plain dict: the guide's vision models in its row order, then
-the causal LMs measured by generation.
+the causal LMs measured by generation, then the text-to-image pipelines.
 
 Extra models (your own, or the fault-injecting ones the tests use) come from modules named in the
 COMPILEBENCH_PLUGINS environment variable (comma-separated); each calls register(). Worker processes
@@ -17,11 +17,12 @@ from compilebench.core.errors import UnknownChoice, UserError
 from compilebench.zoo import factory, hub
 from compilebench.zoo.entry import ModelEntry
 from compilebench.zoo.models import MODELS
+from compilebench.zoo.pipelines import PIPELINES
 from compilebench.zoo.textgen import MODELS as TEXT_MODELS, TEXT_GENERATION, TextGenerationEntry
 
 __all__ = ["REGISTRY", "ModelEntry", "TEXT_GENERATION", "TextGenerationEntry", "factory", "get", "hub", "models", "register"]
 
-REGISTRY: dict[str, ModelEntry] = {m.name: m for m in [*MODELS, *TEXT_MODELS]}
+REGISTRY: dict[str, ModelEntry] = {m.name: m for m in [*MODELS, *TEXT_MODELS, *PIPELINES]}
 
 
 def register(entry: ModelEntry) -> None:

@@ -43,8 +43,9 @@ class ModelEntry:
     label: str  # the guide's row label: "Image Classification/ResNet"
     task: str  # "image-classification", ...
     checkpoint: str  # where the weights come from (a hub id for the guide's models)
-    kind = "vision"  # what is timed: a forward pass ("vision") or generate() ("generation"); asked of the entry only here
+    kind = "vision"  # what is timed (core/settings.KINDS): a forward pass, generate() or an image; asked only here
     default_prompt_len = None  # a text-generation model's prompt length where a run names none
+    default_steps = None  # a text-to-image pipeline's denoiser steps where a run names none
     # Whether a run may draw its random weights once and load them in every process (measure/weights.py): a model
     # your code builds makes its own.
     random_weights_reusable = False
@@ -56,6 +57,11 @@ class ModelEntry:
     def inputs(self, image, batch_size: int, weights: str, size: str) -> dict:
         """Keyword arguments of one forward, as CPU tensors."""
         raise NotImplementedError
+
+    def sized_inputs(self, image, image_size: tuple[int, int] | None, batch_size: int, weights: str, size: str) -> dict:
+        """The inputs of one call with the photo resized to image_size first (None: as it is), as a photo of that
+        size would arrive. A pipeline makes an image of that size instead."""
+        return self.inputs(image if image_size is None else image.resize(image_size), batch_size, weights, size)
 
     @property
     def pretrained_from(self) -> str | None:

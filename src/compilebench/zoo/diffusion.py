@@ -1,0 +1,63 @@
+"""A text-to-image pipeline as one module to time: diffusers' own pipeline (its denoiser loop, guidance, scheduler
+and decoder, as a user calls it) making one image per prompt from prompt embeddings and starting latents.
+
+What torch.compile compiles (and --quantize quantizes) is its denoiser (`optimized_part`), as diffusers' docs do
+it (`pipe.unet = torch.compile(pipe.unet)`, or its repeated blocks): measure/compiler.py swaps the compiled
+denoiser in for each call (`part_replaced`), so an eager and a compiled variant can share one pipeline. Each call
+returns the image and the last step's latents (before the decoder's clamp), which the correctness check compares
+with eager's.
+
+Imports torch and diffusers: only a worker building a pipeline imports this module."""
+
+from __future__ import annotations
+
+import contextlib
+
+import torch
+
+
+class Pipeline(torch.nn.Module):
+    """`pipe` (a diffusers pipeline without text encoders) whose denoiser and decoder are this module's, so `.to()`
+    moves and casts them; `steps` denoiser steps per image, `guidance` its classifier-free guidance scale."""
+
+    def __init__(self, pipe, denoiser_name: str, steps: int, guidance: float, packed: bool = False):
+        super().__init__()
+        self.denoiser = getattr(pipe, denoiser_name)
+        self.vae = pipe.vae
+        self.pipe, self.denoiser_name, self.steps, self.guidance, self.packed = pipe, denoiser_name, steps, guidance, packed
+        pipe.set_progress_bar_config(disable=True)
+
+    @property
+    def optimized_part(self):
+        """What torch.compile compiles and --quantize quantizes of this pipeline: its denoiser."""
+        return self.denoiser
+
+    @contextlib.contextmanager
+    def part_replaced(self, fn):
+        """The pipeline's calls inside the block call `fn` (the compiled denoiser) where they called the denoiser.
+        Set in the pipeline's own dict: its __setattr__ would register `fn` as a component in its config."""
+        self.pipe.__dict__[self.denoiser_name] = fn
+        try:
+            yield
+        finally:
+            self.pipe.__dict__[self.denoiser_name] = self.denoiser
+
+    def forward(self, latents, prompt_embeds, **embeds):
+        """One image per prompt, of the size the latents make (latents: batch, channels, height / f, width / f)."""
+        factor = self.pipe.vae_scale_factor
+        height, width = latents.shape[-2] * factor, latents.shape[-1] * factor
+        if self.packed:  # Flux's transformer takes its latents as 2x2 patches, in a sequence
+            b, c, h, w = latents.shape
+            latents = self.pipe._pack_latents(latents, b, c, h, w)
+        last = {}
+
+        def keep(pipe, step, timestep, kwargs):
+            last["latents"] = kwargs["latents"]
+            return {}
+
+        # The ancestral samplers draw noise at each step: the same draws for every call, so calls can be compared
+        generator = torch.Generator(latents.device).manual_seed(0)
+        image = self.pipe(latents=latents, prompt_embeds=prompt_embeds, **embeds, height=height, width=width,
+                             num_inference_steps=self.steps, guidance_scale=self.guidance, generator=generator,
+                             output_type="pt", return_dict=False, callback_on_step_end=keep)[0]
+        return {"image": image, "latents": last["latents"]}

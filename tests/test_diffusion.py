@@ -1,0 +1,151 @@
+"""Text-to-image pipelines (issue 64): built offline from their checkpoints' configs, timed one image end to end,
+their denoiser compiled (whole, or its repeated blocks) and quantized while the loop and decoder run as they are,
+their images checked against eager's, their resolutions served by `compilebench shapes`."""
+
+import dataclasses
+import sys
+
+import pytest
+import torch
+
+import compilebench
+from compilebench import kinds, zoo
+from compilebench.core.errors import UserError
+from compilebench.core.job import DEFAULT_IMAGE_ITERS, DEFAULT_IMAGE_WARMUP, TimingPolicy
+from compilebench.core.spec import asked
+from compilebench.core.variant import Variant
+from compilebench.measure import compiler, correctness, forward, quantization
+from compilebench.zoo.pipelines import PIPELINES, TASK
+
+FAST = dict(iters=3, warmup=1, backend="eager", repeats=1, device="cpu", model_size="tiny", steps=2)
+
+
+def _tiny(name, steps=2):
+    entry = zoo.get(name)
+    pipeline = entry.build("random", "tiny")
+    pipeline.steps = steps
+    return entry, pipeline, entry.inputs(None, 1, "random", "tiny")
+
+
+@pytest.mark.parametrize("name, billions, steps", [("sd-1.5", 0.943, 50), ("sdxl-turbo", 2.651, 1),
+                                                   ("flux-schnell", 11.975, 4)])
+def test_each_pipeline_is_its_checkpoints_architecture_at_full_size(name, billions, steps):
+    entry = zoo.get(name)
+    assert entry.task == TASK and entry.kind == "image" and entry.default_steps == steps
+    assert "(prompt embeddings)" in entry.label  # no text encoder offline: the report says what stands for it
+    with torch.device("meta"):  # no memory, no weights: the denoiser's and the decoder's parameters
+        params = sum(p.numel() for p in entry.build("random", "full").parameters())
+    assert params / 1e9 == pytest.approx(billions, abs=0.001)
+
+
+@pytest.mark.parametrize("entry", PIPELINES, ids=lambda e: e.name)
+def test_a_tiny_pipeline_makes_the_same_image_on_every_call(entry):
+    _, pipeline, inputs = _tiny(entry.name)
+    first, again = pipeline(**inputs), pipeline(**inputs)
+    assert first["image"].shape == (1, 3, entry.tiny_resolution, entry.tiny_resolution)
+    assert 0 <= first["image"].min() and first["image"].max() <= 1 and first["image"].std() > 0
+    assert torch.equal(first["image"], again["image"]) and torch.equal(first["latents"], again["latents"])
+
+
+def test_an_image_size_is_the_image_made_not_a_photo_resized():
+    entry = zoo.get("sd-1.5")
+    inputs = entry.sized_inputs(None, (24, 16), 2, "random", "tiny")  # width 24, height 16
+    assert inputs["latents"].shape == (2, 4, 8, 12) and inputs["prompt_embeds"].shape[0] == 2
+    assert inputs["negative_prompt_embeds"].shape == inputs["prompt_embeds"].shape  # guidance: both prompts
+    with pytest.raises(ValueError, match="multiples of 4, not 18x18"):  # Flux: latents in 2x2 patches
+        zoo.get("flux-schnell").sized_inputs(None, (18, 18), 1, "random", "tiny")
+
+
+def test_the_denoiser_is_compiled_for_each_call_alone_and_the_pipeline_left_as_it_was():
+    _, pipeline, inputs = _tiny("sd-1.5")
+    expected = correctness.snapshot(pipeline(**inputs))
+    compiler.reset_dynamo()
+    fn = compiler.apply(pipeline, Variant("default", backend="eager"), shared=True)
+    with torch.inference_mode():
+        pipeline(**inputs)
+        assert compiler.graph_count() == 0  # the pipeline itself, shared with eager: untouched
+        out = correctness.snapshot(fn(**inputs))
+        assert compiler.graph_count() >= 1
+    assert pipeline.pipe.unet is pipeline.denoiser  # swapped back after the call
+    assert correctness.output_error(expected, out)[1] < 1e-5 and compiler.regions_of(fn) == {}
+
+
+def test_regional_compiles_the_denoisers_repeated_blocks_as_diffusers_declares_them():
+    _, pipeline, inputs = _tiny("flux-schnell")
+    compiler.reset_dynamo()
+    fn = compiler.apply(pipeline, Variant("regional", backend="eager"), shared=True)
+    fn(**inputs)
+    assert compiler.regions_of(fn) == {"FluxTransformerBlock": 1, "FluxSingleTransformerBlock": 1}
+    blocks = fn.compiled.blocks
+    assert all(b.__dict__["_compiled_call_impl"] is None for b in blocks)  # installed only during the call
+
+
+def test_regional_is_a_variant_of_its_own_beside_the_whole_models_compile():
+    v = Variant.named("regional", Variant("default", backend="eager"))
+    assert (v.mode, v.scope, v.name, v.label) == ("default", "regions", "regional", "compile (regions, backend=eager)")
+    assert kinds.of(v).name == "regional" and Variant.from_dict(v.to_dict()) == v
+    spec = asked(models=("sd-1.5",), variants=("eager", "default", "regional"))
+    cases = spec.cases({"sd-1.5": zoo.get("sd-1.5")})
+    assert [c.variant.name for c in cases] == ["eager", "default", "regional"]
+    assert len({c.key() for c in cases}) == 3
+
+
+def test_a_pipelines_cases_make_their_images_in_its_steps_timed_as_images():
+    entry = zoo.get("sd-1.5")
+    (case,) = asked(models=("sd-1.5",), variants=("eager",)).cases({"sd-1.5": entry})
+    assert case.steps == 50 and case.kind == "image" and case.timed_unit == "image"
+    assert "50 steps" in case.words()
+    (case,) = asked(models=("sd-1.5",), variants=("eager",), steps=4).cases({"sd-1.5": entry})
+    assert case.steps == 4
+    (vision,) = asked(models=("vit",), variants=("eager",), steps=4).cases({"vit": zoo.get("vit")})
+    assert vision.steps is None and vision.timed_unit == "forward"  # a vision model makes no steps
+    timing = TimingPolicy().resolve("image", "cpu")
+    assert (timing.iters, timing.warmup) == (DEFAULT_IMAGE_ITERS, DEFAULT_IMAGE_WARMUP)
+    built = forward.build(entry, dataclasses.replace(case, model_size="tiny"))
+    assert built.steps == 4  # the case's steps reach the pipeline
+
+
+def test_steps_below_one_are_refused_in_one_line():
+    with pytest.raises(UserError, match="--steps must be an integer >= 1, got 0"):
+        compilebench.benchmark("sd-1.5", steps=0, **{k: v for k, v in FAST.items() if k != "steps"})
+
+
+def test_quantization_quantizes_the_denoiser_alone():
+    _, pipeline, _ = _tiny("sd-1.5")
+    vae_linears = quantization.linear_layers(pipeline.vae)
+    before = {n: type(m.weight) for n, m in pipeline.vae.named_modules() if isinstance(m, torch.nn.Linear)}
+    quantization.apply(pipeline, "int8-weight-only")
+    assert vae_linears and before == {n: type(m.weight) for n, m in pipeline.vae.named_modules()
+                                      if isinstance(m, torch.nn.Linear)}
+    assert any(type(m.weight) is not torch.nn.Parameter for m in pipeline.denoiser.modules()
+               if isinstance(m, torch.nn.Linear))
+
+
+def test_pretrained_weights_load_from_the_checkpoints_folders(tmp_path):
+    entry, pipeline, inputs = _tiny("sdxl-turbo")
+    pipeline.denoiser.save_pretrained(tmp_path / "unet")
+    pipeline.vae.save_pretrained(tmp_path / "vae")
+    pipeline.pipe.scheduler.save_pretrained(tmp_path / "scheduler")
+    local = dataclasses.replace(entry, checkpoint=str(tmp_path))
+    loaded = local.build("pretrained", "tiny")
+    loaded.steps = pipeline.steps
+    assert local.pretrained_from == str(tmp_path)
+    assert all(torch.equal(a, b) for a, b in zip(loaded.denoiser.state_dict().values(),
+                                                 pipeline.denoiser.state_dict().values()))
+    torch.testing.assert_close(loaded(**inputs)["image"], pipeline(**inputs)["image"])  # its image, within rounding
+
+
+def test_without_diffusers_a_pipeline_is_refused_with_the_extra_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "diffusers", None)
+    with pytest.raises(UserError, match=r"pip install compilebench\[diffusion\]"):
+        zoo.get("sd-1.5").build("random", "tiny")
+
+
+def test_a_pipeline_is_measured_end_to_end_eager_compiled_and_regional(tmp_path):
+    results = compilebench.benchmark("sd-1.5", variants=["eager", "default", "regional"], db=str(tmp_path / "r.db"),
+                                     **FAST)
+    by = {r.case.variant.name: r for r in results.view.results}
+    assert set(by) == {"eager", "default", "regional"} and all(r.status == "ok" for r in by.values())
+    assert all(r.case.steps == 2 and len(r.repeats[0].samples_ms) == 3 for r in by.values())
+    assert by["regional"].regions == {"BasicTransformerBlock": 4} and by["default"].regions == {}
+    assert by["default"].max_rel_err is not None and by["default"].graphs >= 1  # checked against eager's image
