@@ -38,13 +38,33 @@ def test_each_pipeline_is_its_checkpoints_architecture_at_full_size(name, billio
     assert params / 1e9 == pytest.approx(billions, abs=0.001)
 
 
-@pytest.mark.parametrize("entry", PIPELINES, ids=lambda e: e.name)
+@pytest.mark.parametrize("entry", [p for p in PIPELINES if p.kind == "image"], ids=lambda e: e.name)
 def test_a_tiny_pipeline_makes_the_same_image_on_every_call(entry):
     _, pipeline, inputs = _tiny(entry.name)
     first, again = pipeline(**inputs), pipeline(**inputs)
     assert first["image"].shape == (1, 3, entry.tiny_resolution, entry.tiny_resolution)
     assert 0 <= first["image"].min() and first["image"].max() <= 1 and first["image"].std() > 0
     assert torch.equal(first["image"], again["image"]) and torch.equal(first["latents"], again["latents"])
+
+
+@pytest.mark.parametrize("name, sample", [("sd-1.5", (2, 4, 8, 8)), ("sdxl-turbo", (1, 4, 8, 8)),
+                                          ("flux-schnell", (1, 16, 16))])
+def test_a_denoiser_step_alone_takes_what_its_pipeline_hands_it_at_the_first_step(name, sample):
+    """sd-1.5 guides each image with a negative prompt: its denoiser sees the batch twice; Flux's, latents packed."""
+    step = zoo.get(f"{name}-step")
+    assert step.kind == "vision" and step.default_steps is None and step.task == TASK
+    assert step.label.endswith(", one step (prompt embeddings)")
+    model, inputs = step.build("random", "tiny"), step.inputs(None, 1, "random", "tiny")
+    out = model(**inputs)
+    assert tuple(out["sample"].shape) == sample and len(model.caught) == 1
+    again = model(**inputs)
+    assert torch.equal(out["sample"], again["sample"]) and len(model.caught) == 1  # caught once a shape
+    model(**step.sized_inputs(None, (32, 32), 1, "random", "tiny"))
+    assert len(model.caught) == 2
+    compiler.reset_dynamo()
+    fn = compiler.apply(model, Variant("default", backend="eager"), shared=True)
+    assert correctness.output_error(correctness.snapshot(out), correctness.snapshot(fn(**inputs)))[1] < 1e-5
+    assert compiler.graph_count() >= 1  # the compiled denoiser was called, not the eager one
 
 
 def test_an_image_size_is_the_image_made_not_a_photo_resized():

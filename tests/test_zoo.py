@@ -46,7 +46,8 @@ def photo():
 
 def test_the_zoo_is_the_guides_twelve_in_the_guides_order_then_the_causal_lms_then_the_pipelines():
     names = tuple(n for n in zoo.REGISTRY if not n.startswith("fault-"))
-    assert names == suites.GUIDE_MODELS + suites.TEXT_MODELS + ("sd-1.5", "sdxl-turbo", "flux-schnell")
+    pipelines = ("sd-1.5", "sdxl-turbo", "flux-schnell")
+    assert names == suites.GUIDE_MODELS + suites.TEXT_MODELS + pipelines + tuple(f"{p}-step" for p in pipelines)
     assert zoo.get("detr-resnet-101").label == "Object Detection/Resnet-101"
     assert zoo.get("detr").label == "Object Detection/DETR"
     assert zoo.get("deeplabv3-mobilenet").label == "Image Segmentation/MobileNet"

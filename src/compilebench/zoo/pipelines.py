@@ -11,6 +11,7 @@ when a pipeline is built (pip install compilebench[diffusion])."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -73,8 +74,6 @@ class PipelineEntry(ModelEntry):
     def build(self, weights: str, size: str):
         import torch
 
-        from compilebench.zoo.diffusion import Pipeline
-
         d = _diffusers()
         cls = getattr(d, self.denoiser_class)
         if weights == "pretrained":
@@ -91,7 +90,14 @@ class PipelineEntry(ModelEntry):
                 scheduler = getattr(d, self.scheduler_class)(**self.scheduler)
         pipe = getattr(d, self.pipeline_class)(**{self.denoiser_name: denoiser, "vae": vae, "scheduler": scheduler},
                                                **_no_text_encoders(getattr(d, self.pipeline_class)))
-        return Pipeline(pipe, self.denoiser_name, self.steps, self.guidance, self.packed).eval()
+        return self.module(pipe, self.denoiser_name, self.steps, self.guidance, self.packed).eval()
+
+    @property
+    def module(self):
+        """The module a case times: the whole pipeline, one image a call."""
+        from compilebench.zoo.diffusion import Pipeline
+
+        return Pipeline
 
     def inputs(self, image, batch_size: int, weights: str, size: str) -> dict:
         return self.sized_inputs(image, None, batch_size, weights, size)
@@ -120,6 +126,31 @@ class PipelineEntry(ModelEntry):
             if e.pooled:
                 out["negative_pooled_prompt_embeds"] = torch.randn(batch_size, e.pooled, generator=gen)
         return out
+
+
+@dataclass(frozen=True)
+class DenoiserStep(PipelineEntry):
+    """One denoiser step of a pipeline alone, as diffusers' own benchmarks time it: a forward pass whose inputs are
+    the pipeline's at its first step (zoo/diffusion.Step)."""
+
+    kind = "vision"
+
+    @property
+    def default_steps(self) -> None:
+        return None
+
+    @property
+    def module(self):
+        from compilebench.zoo.diffusion import Step
+
+        return Step
+
+    @classmethod
+    def of(cls, pipeline: PipelineEntry) -> DenoiserStep:
+        fields = {f.name: getattr(pipeline, f.name) for f in dataclasses.fields(pipeline)}
+        task_name, _, rest = pipeline.label.partition("/")
+        name, _, said = rest.partition(" (")
+        return cls(**{**fields, "name": f"{pipeline.name}-step", "label": f"{task_name}/{name}, one step ({said}"})
 
 
 def _no_text_encoders(cls) -> dict:
@@ -204,3 +235,5 @@ PIPELINES = [
         embeds=Embeds(256, 4096, pooled=768), tiny_embeds=Embeds(8, 32, pooled=16),
         steps=4, guidance=0.0, resolution=1024, packed=True),
 ]
+# each pipeline's denoiser step alone, after the pipelines
+PIPELINES += [DenoiserStep.of(p) for p in PIPELINES]
