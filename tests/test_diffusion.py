@@ -10,11 +10,13 @@ import torch
 
 import compilebench
 from compilebench import kinds, zoo
+from compilebench.core import traffic
 from compilebench.core.errors import UserError
 from compilebench.core.job import DEFAULT_IMAGE_ITERS, DEFAULT_IMAGE_WARMUP, TimingPolicy
 from compilebench.core.spec import asked
 from compilebench.core.variant import Variant
 from compilebench.measure import compiler, correctness, forward, quantization
+from compilebench.measure.worker import run_case
 from compilebench.zoo.pipelines import PIPELINES, TASK
 
 FAST = dict(iters=3, warmup=1, backend="eager", repeats=1, device="cpu", model_size="tiny", steps=2)
@@ -169,3 +171,43 @@ def test_a_pipeline_is_measured_end_to_end_eager_compiled_and_regional(tmp_path)
     assert all(r.case.steps == 2 and len(r.repeats[0].samples_ms) == 3 for r in by.values())
     assert by["regional"].regions == {"BasicTransformerBlock": 4} and by["default"].regions == {}
     assert by["default"].max_rel_err is not None and by["default"].graphs >= 1  # checked against eager's image
+
+
+def test_a_lora_adapter_is_part_of_a_shapes_token_and_words():
+    s = traffic.Shape.parse("b1:16x16:r8")
+    assert (s.batch, s.image, s.lora, s.token) == (1, (16, 16), 8, "b1:16x16:r8")
+    assert s.words == "batch 1, 16x16, LoRA rank 8" and traffic.Shape.parse("b2:r4").lora == 4
+    assert [x.token for x in traffic.shapes_of((1,), images=((16, 16),), loras=(4, 8))] == ["b1:16x16:r4", "b1:16x16:r8"]
+
+
+def test_lora_is_refused_where_no_pipeline_serves_it_and_hotswap_needs_ranks():
+    with pytest.raises(UserError, match="--lora: vit is not a text-to-image pipeline"):
+        asked(models=("vit",), shapes=True, batch_sizes=(1, 2), lora_ranks=(4,)).cases({"vit": zoo.get("vit")})
+    with pytest.raises(UserError, match="--lora-hotswap swaps LoRA adapters in place: name their ranks"):
+        asked(models=("sd-1.5",), shapes=True, lora_hotswap=True)
+    spec = asked(models=("sd-1.5",), shapes=True, lora_ranks=(4, 8), lora_hotswap=True, dynamic_settings=("false",))
+    settings = spec.shape_settings()
+    assert [(v.compiled, v.dynamic, v.lora_hotswap) for v in settings] == [(False, None, False), (True, False, False),
+                                                                           (True, False, True)]
+    assert "LoRA hot-swap" in settings[-1].label and settings[-1].to_dict() != settings[1].to_dict()
+
+
+def _served(variant, ranks=(4, 8)):
+    spec = asked(models=("sd-1.5",), shapes=True, lora_ranks=ranks, dynamic_settings=("false",), model_size="tiny",
+                 steps=2, device="cpu")
+    (shape_case, *_) = spec.cases({"sd-1.5": zoo.get("sd-1.5")})
+    case = dataclasses.replace(shape_case, variant=variant)
+    r = run_case(case, TimingPolicy(iters=2, warmup=1, min_iters=1, warmup_cap_s=0), isolation="inline")
+    assert r.status == "ok", r.message
+    return r.repeats[0].shapes.per_shape
+
+
+def test_a_lora_swap_recompiles_unless_hotswap_is_prepared_and_its_time_is_kept():
+    plain = _served(Variant("default", backend="eager", dynamic=False))
+    assert plain["b1:r4"].compiles == 1 and plain["b1:r8"].compiles == 1  # a new adapter's rank: a new graph
+    assert any("lora" in reason.lower() or "size mismatch" in reason for reason in plain["b1:r8"].recompile_reasons)
+    hot = _served(Variant("default", backend="eager", dynamic=False, lora_hotswap=True))
+    assert hot["b1:r4"].compiles == 1 and hot["b1:r8"].compiles == 0  # swapped in place: nothing to compile
+    assert all(p.swap_s is not None and p.swap_s > 0 for p in (*plain.values(), *hot.values()))
+    assert all(p.second_compiles == 0 and p.max_rel_err is not None and not p.problems
+               for p in (*plain.values(), *hot.values()))  # each image checked against eager's with its adapter

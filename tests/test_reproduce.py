@@ -142,6 +142,16 @@ def test_a_text_shapes_result_serves_its_prompt_lengths():
     reproduced(r)
 
 
+@pytest.mark.parametrize("hotswap", [False, True])
+def test_a_pipelines_lora_shapes_result_serves_its_adapters(hotswap):
+    r = _result("sd-1.5", variant=Variant("default", dynamic=False, lora_hotswap=hotswap), steps=2,
+                shapes=("b1:64x64:r4", "b1:64x64:r8", "b1:96x96:r4", "b1:96x96:r8"))
+    command = reproduce.command(r)
+    assert "--image-size 64x64 96x96 --lora 4 8 --dynamic false" in command
+    assert ("--lora-hotswap" in command) == hotswap
+    reproduced(r)
+
+
 def test_a_model_your_code_measured_has_no_command_and_says_why():
     in_process = _result()
     in_process.inline_model = True

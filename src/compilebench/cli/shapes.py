@@ -36,6 +36,13 @@ def add_parser(sub):
                         "each image made")
     g.add_argument("--resolution", nargs="+", action="extend", dest="image_sizes", type=_square, metavar="N|WxH",
                    help="text-to-image: the images' sizes, N for NxN: 512 768 1024 1024x576 (as --image-size)")
+    g.add_argument("--lora", nargs="+", action="extend", type=int, default=[], dest="lora_ranks", metavar="RANK",
+                   help="text-to-image: LoRA adapters (random, of these ranks, on the denoiser's attention), each "
+                        "swapped in before the shapes it serves, in this order: the recompiles each swap causes, and "
+                        "its time")
+    g.add_argument("--lora-hotswap", action="store_true",
+                   help="also: the first --dynamic setting with the adapters hot-swapped in place (diffusers' "
+                        "enable_lora_hotswap), which should compile nothing on a swap")
     g.add_argument("--prompt-len", nargs="+", action="extend", type=int, default=[], dest="prompt_lens", metavar="L",
                    help="text generation: prompt lengths served, in this order (default: the model's)")
     groups.task(g)

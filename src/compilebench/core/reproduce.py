@@ -76,10 +76,14 @@ def _served(r: Result) -> list[str]:
     prompts = list(dict.fromkeys(str(s.prompt) for s in shapes if s.prompt))
     words += ["--image-size", *images] if images else []
     words += ["--prompt-len", *prompts] if prompts else []
+    loras = list(dict.fromkeys(str(s.lora) for s in shapes if s.lora))
+    words += ["--lora", *loras] if loras else []
     setting = ("mark" if v.mark_dynamic else "false" if v.dynamic is False else "true" if v.dynamic else "auto")
     words += ["--dynamic", setting]
     if v.pad_to:
         words += ["--pad-to", *map(str, v.pad_to)]
+    if v.lora_hotswap:
+        words += ["--lora-hotswap"]
     if v.compiled and v.compile_mode:
         words += ["--mode", v.mode]
     return words

@@ -16,6 +16,7 @@ class ShapeServed(Record):
     and its output against eager's."""
 
     served_as: str | None = None  # the bucket a padded setting served it as (a shape token); None: as it came
+    swap_s: float | None = None  # its LoRA adapter swapped in before its first call (a pipeline's): seconds
     first_call_s: float | None = None
     compiles: int = 0  # graphs its first call compiled
     compile_s: float = 0.0
@@ -52,6 +53,7 @@ class ShapeSummary(Record):
     in the second, which must make none) and the worst correctness."""
 
     served_as: str | None = None
+    swap_s: float | None = None  # the median LoRA swap before its first call
     steady: stats.Estimate = part(stats.Estimate)
     first_call_s: float | None = None
     compile_s: float = 0.0
@@ -68,7 +70,9 @@ class ShapeSummary(Record):
     def of(cls, per: list[ShapeServed]) -> ShapeSummary:
         errs = [p.max_rel_err for p in per if p.max_rel_err is not None]
         keys = dict.fromkeys(k for p in per for k in p.agreement)
+        swaps = [p.swap_s for p in per if p.swap_s is not None]
         return cls(served_as=per[0].served_as, steady=stats.case_summary([p.samples_ms for p in per]),
+                   swap_s=statistics.median(swaps) if swaps else None,
                    first_call_s=statistics.median(p.first_call_s for p in per),
                    compile_s=statistics.median(p.compile_s for p in per), compiles=max(p.compiles for p in per),
                    recompiles=max(len(p.recompile_reasons) for p in per),

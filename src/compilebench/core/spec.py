@@ -80,6 +80,8 @@ class RunSpec(Settings):
     prompt_lens: tuple[int, ...] = ()
     dynamic_settings: tuple[str, ...] = ()
     pad_to: tuple[int, ...] = ()
+    lora_ranks: tuple[int, ...] = ()  # a pipeline's LoRA adapters (by rank), each swapped in before its shapes
+    lora_hotswap: bool = False  # also: the first compiled setting with the adapters hot-swapped
 
     def __post_init__(self):
         # A value given twice (`--batch-size 1 1`) is one case, measured once.
@@ -145,13 +147,15 @@ class RunSpec(Settings):
         out = [Variant()] + [dataclasses.replace(compiled, **dynamic[d]) for d in self.dynamic_settings]
         if self.pad_to:
             out.append(dataclasses.replace(compiled, dynamic=False, pad_to=self.pad_to))
+        if self.lora_hotswap:
+            out.append(dataclasses.replace(out[1], lora_hotswap=True))
         return out
 
     def served(self, kind: str, default_prompt_len: int | None = None) -> tuple[traffic.Shape, ...]:
         """The shapes a model of this kind serves: the batch sizes at each photo size, or at each prompt length."""
         if kind == "generation":
             return traffic.shapes_of(self.batch_sizes, prompts=self.prompt_lens or (self.prompt_len or default_prompt_len,))
-        return traffic.shapes_of(self.batch_sizes, images=self.image_sizes)
+        return traffic.shapes_of(self.batch_sizes, images=self.image_sizes, loras=self.lora_ranks)
 
     def _settings_for(self, known: ModelKind) -> dict:
         """The run's settings as a model of this kind takes them, with its own defaults where the run names none."""
@@ -164,6 +168,9 @@ class RunSpec(Settings):
 
     def _shape_cases(self, model: str, env: str | None, known: ModelKind) -> list[Case]:
         kind = known.kind
+        if self.lora_ranks and kind != "image":
+            raise UserError(f"--lora: {model} is not a text-to-image pipeline (`compilebench models` lists them); "
+                            "its LoRA adapters cannot be served")
         shapes = self.served(kind, known.default_prompt_len)
         if len(shapes) < 2:
             raise UserError(f"compilebench shapes: {model} would serve one shape ({shapes[0].words}); give several "
@@ -182,7 +189,7 @@ def asked(*, models=None, suite: str | None = None, batch_sizes=None, variants=N
           regions=(), iters: int | None = None, warmup: int | None = None, max_time_s: float | None = None,
           min_iters: int | None = None, first_calls: int | None = None, warmup_s: float | None = None,
           warmup_cap_s: float | None = None, shapes: bool = False, image_sizes=(),
-          prompt_lens=(), dynamic_settings=None, pad_to=(),
+          prompt_lens=(), dynamic_settings=None, pad_to=(), lora_ranks=(), lora_hotswap: bool = False,
           repeats: int | None = None, max_repeats: int | None = None, quantizations=None, **rest) -> RunSpec:
     """The RunSpec of a run asked for by its options' names (the Python API's keywords; the command line's options
     reach it under the same names). What is not given is the suite's where one is taken (no model and no suite:
@@ -207,6 +214,7 @@ def asked(*, models=None, suite: str | None = None, batch_sizes=None, variants=N
     served = dict(shapes=True, image_sizes=tuple(traffic.parse_image_size(s) if isinstance(s, str) else tuple(s)
                                                  for s in image_sizes),
                   prompt_lens=tuple(prompt_lens), pad_to=tuple(sorted(set(pad_to))),
+                  lora_ranks=tuple(dict.fromkeys(lora_ranks)), lora_hotswap=lora_hotswap,
                   dynamic_settings=tuple(dict.fromkeys(dynamic_settings or traffic.DEFAULT_DYNAMIC))) if shapes else {}
     return RunSpec(models=given.get("models", ()), batch_sizes=tuple(given.get("batch_sizes", (1,))),
                    variants=tuple(given.get("variants", ("eager", "default"))), compile=compiling,
@@ -322,6 +330,10 @@ def _validate_shapes(spec: RunSpec) -> None:
                         f"{' '.join(traffic.DYNAMIC_SETTINGS)} and/or --pad-to SIZE [SIZE ...]")
     for p in spec.prompt_lens:
         _integer("--prompt-len", p, 1)
+    for r in spec.lora_ranks:
+        _integer("--lora", r, 1)
+    if spec.lora_hotswap and not spec.lora_ranks:
+        raise UserError("--lora-hotswap swaps LoRA adapters in place: name their ranks with --lora RANK [RANK ...]")
     if spec.backends:
         raise UserError("compilebench shapes compiles with one --backend; measure another in a shapes run of its own")
     if spec.interleave:

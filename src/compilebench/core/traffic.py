@@ -20,31 +20,33 @@ DEFAULT_SHAPE_WARMUP = 2
 
 @dataclass(frozen=True)
 class Shape:
-    """One input shape: a batch of `batch` photos resized to `image` (width, height) before the processor, or
-    `batch` prompts of `prompt` tokens. Stored as its token: 'b4', 'b1:800x600', 'b2:p100'."""
+    """One input shape: a batch of `batch` photos resized to `image` (width, height) before the processor (a
+    pipeline's images of that size), or `batch` prompts of `prompt` tokens; a pipeline's served with its LoRA
+    adapter of rank `lora` swapped in first. Stored as its token: 'b4', 'b1:800x600', 'b2:p100', 'b1:512x512:r8'."""
 
     batch: int
     image: tuple[int, int] | None = None
     prompt: int | None = None
+    lora: int | None = None
 
     @property
     def token(self) -> str:
         tail = f":{self.image[0]}x{self.image[1]}" if self.image else (f":p{self.prompt}" if self.prompt else "")
-        return f"b{self.batch}{tail}"
+        return f"b{self.batch}{tail}" + (f":r{self.lora}" if self.lora else "")
 
     @classmethod
     def parse(cls, token: str) -> Shape:
-        m = re.fullmatch(r"b(\d+)(?::(?:(\d+)x(\d+)|p(\d+)))?", token)
+        m = re.fullmatch(r"b(\d+)(?::(?:(\d+)x(\d+)|p(\d+)))?(?::r(\d+))?", token)
         if not m:
             raise ValueError(f"not a shape token: {token!r}")
         image = (int(m[2]), int(m[3])) if m[2] else None
-        return cls(int(m[1]), image, int(m[4]) if m[4] else None)
+        return cls(int(m[1]), image, int(m[4]) if m[4] else None, int(m[5]) if m[5] else None)
 
     @property
     def words(self) -> str:
-        """'batch 4', 'batch 1, 800x600', 'batch 2, prompt 100'."""
+        """'batch 4', 'batch 1, 800x600', 'batch 2, prompt 100', 'batch 1, 512x512, LoRA rank 8'."""
         tail = f", {self.image[0]}x{self.image[1]}" if self.image else (f", prompt {self.prompt}" if self.prompt else "")
-        return f"batch {self.batch}{tail}"
+        return f"batch {self.batch}{tail}" + (f", LoRA rank {self.lora}" if self.lora else "")
 
     @property
     def size(self) -> int:
@@ -56,7 +58,7 @@ class Shape:
         if not buckets:
             return self
         to = bucket(self.size, buckets)
-        return Shape(self.batch, self.image, to) if self.prompt else Shape(to, self.image, None)
+        return Shape(self.batch, self.image, to, self.lora) if self.prompt else Shape(to, self.image, None, self.lora)
 
 
 def bucket(size: int, buckets: tuple[int, ...]) -> int:
@@ -73,10 +75,11 @@ def parse_image_size(text: str) -> tuple[int, int]:
     return int(m[1]), int(m[2])
 
 
-def shapes_of(batches, images=(), prompts=()) -> tuple[Shape, ...]:
-    """Every batch size at every photo size (vision) or prompt length (text), in the order given, batch first."""
+def shapes_of(batches, images=(), prompts=(), loras=()) -> tuple[Shape, ...]:
+    """Every batch size at every photo size (vision) or prompt length (text), each with every LoRA adapter (a
+    pipeline's, by rank), in the order given, batch first."""
     tails = [dict(image=i) for i in images] or [dict(prompt=p) for p in prompts] or [{}]
-    return tuple(dict.fromkeys(Shape(b, **t) for b in batches for t in tails))
+    return tuple(dict.fromkeys(Shape(b, **t, lora=r) for b in batches for t in tails for r in (loras or (None,))))
 
 
 def check_pad_to(shapes: tuple[Shape, ...], buckets: tuple[int, ...]) -> None:

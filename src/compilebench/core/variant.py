@@ -44,6 +44,9 @@ class Variant:
     # its first call; or each input padded up to the smallest of these sizes, its outputs sliced back.
     mark_dynamic: bool = False
     pad_to: tuple[int, ...] = ()
+    # A pipeline's LoRA adapters swapped in place (diffusers' enable_lora_hotswap, every adapter padded to the
+    # largest rank served), so a swap need not compile anything; else each adapter is loaded as a new one
+    lora_hotswap: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "options", tuple(sorted((str(k), v) for k, v in self.options)))
@@ -62,6 +65,7 @@ class Variant:
             object.__setattr__(self, "regions", ())
             object.__setattr__(self, "mark_dynamic", False)
             object.__setattr__(self, "pad_to", ())
+            object.__setattr__(self, "lora_hotswap", False)
         else:
             object.__setattr__(self, "cudagraph", False)  # a compiled mode's CUDA graphs are its mode's
         if self.mode == AOT_INDUCTOR or self.engine:  # not torch.compile: only inductor's options apply
@@ -140,7 +144,8 @@ class Variant:
         compiled = self.compile_words()
         shapes = [*(["dynamic" if self.dynamic else "static"] if self.dynamic is not None else []),
                   *(["mark dynamic"] if self.mark_dynamic else []),
-                  *([f"pad to {'/'.join(map(str, self.pad_to))}"] if self.pad_to else [])]
+                  *([f"pad to {'/'.join(map(str, self.pad_to))}"] if self.pad_to else []),
+                  *(["LoRA hot-swap"] if self.lora_hotswap else [])]
         return compiled[:len(compiled) - len(self.options)] + shapes + compiled[len(compiled) - len(self.options):]
 
     def compile_words(self) -> list[str]:

@@ -52,6 +52,7 @@ class Serving(TimedUnit):
         self.flags: dict[str, list[str]] = {}
         loop_recompiles = 0
         for s in self.shapes:
+            swap_s = self._swapped(s)
             records, graphs = compiler.compile_records(), compiler.graph_count()
             m = timing.measure(lambda s=s: call(s), iters=iters, warmup=policy.warmup_for(case.variant), clock=self.clock,
                                min_iters=policy.min_iters, max_time_s=policy.max_time_s,
@@ -63,13 +64,25 @@ class Serving(TimedUnit):
             self.per_shape[s.token], self.flags[s.token] = _shape_record(
                 m, compiler.compiled_since(records, graphs), s, case.variant,
                 recording.clock_check(m, self.clock, case.sync_each_call))
+            self.per_shape[s.token].swap_s = swap_s
             loop_recompiles += m.recompiles or 0
         self.enter("second pass")
         for s in self.shapes:
+            self._swapped(s)
             records, graphs = compiler.compile_records(), compiler.graph_count()
             self.per_shape[s.token].second_call_ms = timing.first_call(lambda s=s: call(s), self.clock) / 1e6
             self.per_shape[s.token].second_compiles = compiler.compiled_since(records, graphs)["compiles"]
         return {case.variant.label: SimpleNamespace(recompiles=loop_recompiles)}
+
+    def _swapped(self, s: traffic.Shape) -> float | None:
+        """The shape's LoRA adapter swapped in (a pipeline's), its seconds to the device's end; None: it has none."""
+        if not s.lora:
+            return None
+        self.clock.sync()
+        t0 = self.clock.now_ns()
+        self.served.swap(s)
+        self.clock.sync()
+        return (self.clock.now_ns() - t0) / 1e9
 
     def record(self, r: Measuring, m) -> None:
         first = self.per_shape[self.shapes[0].token]
@@ -160,8 +173,16 @@ class _Vision:
     def __init__(self, entry, case, shapes: list[traffic.Shape]):
         self.model = forward.build(entry, case)
         self.inputs = {s.token: forward.inputs_for(entry, case, s.batch, s.image) for s in shapes}
+        ranks = sorted({s.lora for s in shapes if s.lora})
+        if ranks:  # a pipeline's adapters, made before anything is compiled
+            self.model.prepare_lora(ranks, case.variant.lora_hotswap)
+
+    def swap(self, s: traffic.Shape) -> None:
+        if s.lora:
+            self.model.swap_lora(s.lora)
 
     def expected(self, s: traffic.Shape) -> dict:
+        self.swap(s)
         return correctness.snapshot(self.model(**self.inputs[s.token]))
 
     def callable(self, variant):
@@ -182,6 +203,7 @@ class _Vision:
         return correctness.self_difference(expected, self.expected(s))
 
     def check(self, expected: dict, call, s: traffic.Shape, math: str, eager_self: float):
+        self.swap(s)
         return correctness.check(expected, correctness.snapshot(call(s)), math, eager_self)
 
 
@@ -197,6 +219,9 @@ class _Text:
                         for s in shapes}
         self.config = generation.generation_config(self.model, case.new_tokens, None)
         self.shapes = shapes
+
+    def swap(self, s: traffic.Shape) -> None:
+        """A causal LM serves no adapters."""
 
     def expected(self, s: traffic.Shape):
         out = self.model.generate(self.prompts[s.token], generation_config=self.config, output_logits=True,

@@ -33,7 +33,7 @@ def setting_name(v: Variant) -> str:
         name = "mark_dynamic"
     else:
         name = {None: "automatic dynamic", True: "dynamic=True", False: "dynamic=False"}[v.dynamic]
-    extras = ([v.mode] if v.compile_mode else []) + v.compile_words()  # in the words of every header
+    extras = ([v.mode] if v.compile_mode else []) + v.compile_words() + (["LoRA hot-swap"] if v.lora_hotswap else [])
     return name + (f", {', '.join(extras)}" if extras else "")
 
 
@@ -204,6 +204,8 @@ def setting_table(view, m: Model, s: Setting) -> Table:
     columns = [
         ("shape", lambda t: traffic.Shape.parse(t).words),
         ("served as", lambda t: traffic.Shape.parse(per[t].served_as).words if per[t].served_as else ""),
+        *([("LoRA swap s", lambda t: f"{per[t].swap_s:.3f}" if per[t].swap_s is not None else "")]
+          if any(p.swap_s is not None for p in per.values()) else []),
         ("first call s", lambda t: f"{per[t].first_call_s:.3f}"),
         ("graphs compiled", lambda t: str(per[t].compiles)),
         ("compile s", lambda t: f"{per[t].compile_s:.2f}" if per[t].compiles else ""),
@@ -267,7 +269,8 @@ def rows(view) -> list[dict]:
                     "setting": s.name, "variant_label": s.result.case.variant.label, "status": s.result.status,
                     "result_id": s.result.result_id, "shape": t, "batch_size": shape.batch,
                     "image_size": f"{shape.image[0]}x{shape.image[1]}" if shape.image else None,
-                    "prompt_len": shape.prompt, "served_as": p.served_as, "mix_share": m.mix[t],
+                    "prompt_len": shape.prompt, "lora_rank": shape.lora, "lora_swap_s": p.swap_s,
+                    "served_as": p.served_as, "mix_share": m.mix[t],
                     "first_call_s": p.first_call_s, "graphs_compiled": p.compiles, "compile_s": p.compile_s,
                     "recompile_reasons": "; ".join(p.recompile_reasons), "second_pass_compiles": p.second_compiles,
                     "recompile_limit_hits": p.limit_hits, "steady_ms": est.mean, "steady_ci95_low_ms": est.ci95_low,

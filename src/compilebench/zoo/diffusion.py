@@ -16,6 +16,10 @@ import contextlib
 import torch
 
 
+# The attention projections most LoRA adapters train (diffusers' UNet and Flux blocks name them alike)
+LORA_TARGETS = ("to_q", "to_k", "to_v", "to_out.0")
+
+
 class Pipeline(torch.nn.Module):
     """`pipe` (a diffusers pipeline without text encoders) whose denoiser and decoder are this module's, so `.to()`
     moves and casts them; `steps` denoiser steps per image, `guidance` its classifier-free guidance scale."""
@@ -25,7 +29,41 @@ class Pipeline(torch.nn.Module):
         self.denoiser = getattr(pipe, denoiser_name)
         self.vae = pipe.vae
         self.pipe, self.denoiser_name, self.steps, self.guidance, self.packed = pipe, denoiser_name, steps, guidance, packed
+        self.adapters, self.hotswap, self.loaded = {}, False, set()
         pipe.set_progress_bar_config(disable=True)
+
+    def prepare_lora(self, ranks, hotswap: bool) -> None:
+        """LoRA adapters of these ranks on the denoiser's attention projections, made before anything is compiled
+        (random: drawn from their rank as seed), as the files a user would have read; `hotswap`: swapped in place."""
+        import torch
+        from peft import LoraConfig
+        from peft.utils import get_peft_model_state_dict
+
+        for rank in ranks:
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(rank)
+                self.denoiser.add_adapter(LoraConfig(r=rank, lora_alpha=rank, target_modules=list(LORA_TARGETS),
+                                                     init_lora_weights=False), adapter_name="drawn")
+            weights = get_peft_model_state_dict(self.denoiser, adapter_name="drawn")
+            self.adapters[rank] = {f"{self.denoiser_name}.{k}": v.detach().clone() for k, v in weights.items()}
+            self.denoiser.delete_adapters("drawn")
+        self.hotswap = hotswap
+
+    def swap_lora(self, rank: int) -> None:
+        """The adapter of this rank made the one the denoiser runs, as a user swaps one in: hot-swapped into the
+        first one's place (diffusers pads every adapter to the largest rank), or loaded once beside the others and
+        set active."""
+        if self.hotswap:
+            if not self.loaded:
+                self.pipe.enable_lora_hotswap(target_rank=max(self.adapters))
+            self.pipe.load_lora_weights(self.adapters[rank], adapter_name="served", hotswap=bool(self.loaded))
+            self.loaded.add("served")
+            return
+        name = f"rank{rank}"
+        if name not in self.loaded:
+            self.pipe.load_lora_weights(self.adapters[rank], adapter_name=name)
+            self.loaded.add(name)
+        self.pipe.set_adapters(name)
 
     @property
     def optimized_part(self):
