@@ -17,6 +17,7 @@ from compilebench.core.spec import asked
 from compilebench.core.variant import Variant
 from compilebench.measure import compiler, correctness, forward, quantization
 from compilebench.measure.worker import run_case
+from compilebench.report import diffusion
 from compilebench.zoo.pipelines import PIPELINES, TASK
 
 FAST = dict(iters=3, warmup=1, backend="eager", repeats=1, device="cpu", model_size="tiny", steps=2)
@@ -171,6 +172,12 @@ def test_a_pipeline_is_measured_end_to_end_eager_compiled_and_regional(tmp_path)
     assert all(r.case.steps == 2 and len(r.repeats[0].samples_ms) == 3 for r in by.values())
     assert by["regional"].regions == {"BasicTransformerBlock": 4} and by["default"].regions == {}
     assert by["default"].max_rel_err is not None and by["default"].graphs >= 1  # checked against eager's image
+    (table,) = diffusion.tables(results.view)  # the pipeline's own table: its steps, image ms and steps/s
+    rows = {row[1]: dict(zip(table.header, row)) for row in table.rows}
+    assert set(rows) == {"no compile", "compile (backend=eager)", "compile (regions, backend=eager)"}
+    eager = rows["no compile"]
+    assert eager["steps"] == "2" and float(eager["steps/s"]) == pytest.approx(2e3 / float(eager["image ms"]), rel=0.01)
+    assert rows["compile (backend=eager)"]["vs eager"] and not eager["vs eager"]
 
 
 def test_a_lora_adapter_is_part_of_a_shapes_token_and_words():

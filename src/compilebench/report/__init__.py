@@ -19,6 +19,7 @@ from compilebench.report import (
     cudagraphs,
     data,
     details,
+    diffusion,
     engines,
     exporters,
     flat,
@@ -73,6 +74,7 @@ def sections(view: View, charts: list[chartsmod.Chart], reference: tuple[str, li
         ("Engines", engines.tables(view)),
         ("Quantization", quantization.tables(view)),
         ("CUDA graphs", cudagraphs.tables(view)),
+        ("Text-to-image", diffusion.tables(view)),
         ("Recommendation", [tables.recommendation_table(view), *filter(None, [start.recommendation_rows(view)])]
          if guide else []),
         ("Speed-ups and compile cost", [tables.speedup_table(view)] if guide else []),
@@ -134,7 +136,7 @@ class Rendered:
     @functools.cached_property
     def served(self) -> list[dict]:
         """`compilebench shapes`: a row per setting and shape served (none for any other run)."""
-        return shapes.rows(self.view)
+        return flat.shape_rows(self.view)
 
 
 @exporters.exporter("report", "md")

@@ -15,13 +15,13 @@ import csv
 import io
 import json
 
-from compilebench.core import repeat, reproduce, settings, speedups, stats
+from compilebench.core import repeat, reproduce, settings, speedups, stats, traffic
 from compilebench.core.engines import EngineStart
 from compilebench.core.environment import ALWAYS
 from compilebench.core.result import Result
 from compilebench.core.starts import AotStart, MegaStart
 from compilebench.diagnostics import bandwidth, profiling
-from compilebench.report import data
+from compilebench.report import data, shapes
 from compilebench.report.view import View
 
 # The case's own figures: every metric its repeats declare a column for (core/repeat.py), then the result's.
@@ -218,3 +218,35 @@ def to_csv(rows_: list[dict]) -> str:
 
 def to_json(rows_: list[dict]) -> str:
     return json.dumps(rows_, indent=1) + "\n"
+
+
+def shape_rows(view) -> list[dict]:
+    """One flat row per setting and shape (shapes.csv, shapes.json, `Results.to_pandas()` of a shapes run)."""
+    out = []
+    for m in shapes.models(view):
+        for s in m.settings:
+            total = shapes.serve_time(s, m, view.requests)
+            sp = shapes.versus(view, m, s, view.requests)
+            for t, p in s.result.shapes.per_shape.items():
+                shape, est, ssp = traffic.Shape.parse(t), p.steady, shapes.shape_versus(view, m, s, t)
+                out.append({
+                    "hardware": m.hardware, "torch": m.torch, "model": s.result.case.model, "label": m.label,
+                    "setting": s.name, "variant_label": s.result.case.variant.label, "status": s.result.status,
+                    "result_id": s.result.result_id, "shape": t, "batch_size": shape.batch,
+                    "image_size": f"{shape.image[0]}x{shape.image[1]}" if shape.image else None,
+                    "prompt_len": shape.prompt, "lora_rank": shape.lora, "lora_swap_s": p.swap_s,
+                    "served_as": p.served_as, "mix_share": m.mix[t], "first_call_s": p.first_call_s,
+                    "graphs_compiled": p.compiles, "compile_s": p.compile_s,
+                    "recompile_reasons": "; ".join(p.recompile_reasons), "second_pass_compiles": p.second_compiles,
+                    "recompile_limit_hits": p.limit_hits, "steady_ms": est.mean, "steady_ci95_low_ms": est.ci95_low,
+                    "steady_ci95_high_ms": est.ci95_high, "repeats": est.repeats, "speedup": ssp.value if ssp else None,
+                    "speedup_verdict": str(ssp.verdict) if ssp else None, "max_rel_err": p.max_rel_err,
+                    "correct": not p.problems if p.max_rel_err is not None else None,
+                    "peak_mem_bytes": s.result.peak_mem_bytes, "requests": view.requests,
+                    "serve_s": total[0] if total else None, "serve_ci95_low_s": total[1] if total else None,
+                    "serve_ci95_high_s": total[2] if total else None, "serve_speedup": sp.value if sp else None,
+                    "serve_verdict": str(sp.verdict) if sp else None,
+                    "catches_up_after": shapes.break_even(m, s, view.requests) if s is not m.eager else None,
+                    "settles": s.settles,
+                })
+    return out

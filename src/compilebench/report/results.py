@@ -72,7 +72,7 @@ class ShapesResults(Results):
             import pandas
         except ImportError:
             raise UserError("Results.to_pandas needs pandas: pip install pandas") from None
-        return pandas.DataFrame(shapesmod.rows(self.view))
+        return pandas.DataFrame(flat.shape_rows(self.view))
 
     def table(self) -> str:
         found = shapesmod.tables(self.view)

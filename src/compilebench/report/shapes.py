@@ -204,8 +204,6 @@ def setting_table(view, m: Model, s: Setting) -> Table:
     columns = [
         ("shape", lambda t: traffic.Shape.parse(t).words),
         ("served as", lambda t: traffic.Shape.parse(per[t].served_as).words if per[t].served_as else ""),
-        *([("LoRA swap s", lambda t: f"{per[t].swap_s:.3f}" if per[t].swap_s is not None else "")]
-          if any(p.swap_s is not None for p in per.values()) else []),
         ("first call s", lambda t: f"{per[t].first_call_s:.3f}"),
         ("graphs compiled", lambda t: str(per[t].compiles)),
         ("compile s", lambda t: f"{per[t].compile_s:.2f}" if per[t].compiles else ""),
@@ -215,6 +213,8 @@ def setting_table(view, m: Model, s: Setting) -> Table:
         ("second pass", lambda t: f"{per[t].second_compiles} compile(s)" if per[t].second_compiles else "nothing compiled"),
         ("correct", lambda t: _correct(per[t])),
     ]
+    if all(p.swap_s is not None for p in per.values()) and per:  # a pipeline's LoRA adapters, one swapped in a shape
+        columns.insert(2, ("LoRA swap s", lambda t: f"{per[t].swap_s:.3f}"))
     return table(f"{s.name}: {m.label}, {m.hardware}", columns, [t for t in per] if per else [])
 
 
@@ -253,38 +253,6 @@ def tables(view, charts: list = ()) -> list:
 def sections(view, charts: list) -> list:
     items = tables(view, charts)
     return ([NOTE] + items) if items else []
-
-
-def rows(view) -> list[dict]:
-    """One flat row per setting and shape (shapes.csv, shapes.json, `Results.to_pandas()` of a shapes run)."""
-    out = []
-    for m in models(view):
-        for s in m.settings:
-            total = serve_time(s, m, view.requests)
-            sp = versus(view, m, s, view.requests)
-            for t, p in s.result.shapes.per_shape.items():
-                shape, est, ssp = traffic.Shape.parse(t), p.steady, shape_versus(view, m, s, t)
-                out.append({
-                    "hardware": m.hardware, "torch": m.torch, "model": s.result.case.model, "label": m.label,
-                    "setting": s.name, "variant_label": s.result.case.variant.label, "status": s.result.status,
-                    "result_id": s.result.result_id, "shape": t, "batch_size": shape.batch,
-                    "image_size": f"{shape.image[0]}x{shape.image[1]}" if shape.image else None,
-                    "prompt_len": shape.prompt, "lora_rank": shape.lora, "lora_swap_s": p.swap_s,
-                    "served_as": p.served_as, "mix_share": m.mix[t],
-                    "first_call_s": p.first_call_s, "graphs_compiled": p.compiles, "compile_s": p.compile_s,
-                    "recompile_reasons": "; ".join(p.recompile_reasons), "second_pass_compiles": p.second_compiles,
-                    "recompile_limit_hits": p.limit_hits, "steady_ms": est.mean, "steady_ci95_low_ms": est.ci95_low,
-                    "steady_ci95_high_ms": est.ci95_high, "repeats": est.repeats,
-                    "speedup": ssp.value if ssp else None, "speedup_verdict": str(ssp.verdict) if ssp else None,
-                    "max_rel_err": p.max_rel_err, "correct": not p.problems if p.max_rel_err is not None else None,
-                    "peak_mem_bytes": s.result.peak_mem_bytes, "requests": view.requests,
-                    "serve_s": total[0] if total else None, "serve_ci95_low_s": total[1] if total else None,
-                    "serve_ci95_high_s": total[2] if total else None, "serve_speedup": sp.value if sp else None,
-                    "serve_verdict": str(sp.verdict) if sp else None,
-                    "catches_up_after": break_even(m, s, view.requests) if s is not m.eager else None,
-                    "settles": s.settles,
-                })
-    return out
 
 
 def charts(view, out_dir: str, taken: set[str]) -> list[Chart]:

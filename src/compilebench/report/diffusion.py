@@ -1,0 +1,39 @@
+"""Text-to-image pipelines in the report: per table (hardware and batch size), each pipeline's image under every
+variant measured, with its steps, the image's time, the steps it makes per second, its speed-up over eager, its
+cold compile and its peak memory. A pipeline's image is one call: the guide's tables hold it too, this one says it
+in a pipeline's terms."""
+
+from __future__ import annotations
+
+from compilebench.report.cells import Table, cell, ratio_said
+from compilebench.report.view import Group, View
+
+
+def tables(view: View) -> list[Table]:
+    """One table per group that holds a pipeline's images; none where no run measured one."""
+    out = [t for g in view.groups if (t := _table(g)) is not None]
+    if out:
+        out[-1].notes.append(NOTE)
+    return out
+
+
+def _table(g: Group) -> Table | None:
+    header = ["pipeline", "variant", "steps", "image ms", "steps/s", "vs eager", "compile s", "peak memory MB"]
+    rows = []
+    for m in g.models:
+        for c in g.columns:
+            r = g.result(m, c)
+            if r is None or r.case.steps is None:
+                continue
+            per_s = f"{r.case.steps / (r.stats.mean / 1e3):.1f}" if r.status == "ok" and r.stats.mean else ""
+            rows.append([g.label(m), c.variant.label, str(r.case.steps), cell(r), per_s,
+                         ratio_said(g.speedup(m, c)) if c.variant.compiled else "",
+                         f"{r.cold_compile_s:.1f}" if r.cold_compile_s else "",
+                         f"{r.peak_mem_bytes / 2**20:.0f}" if r.peak_mem_bytes else ""])
+    return Table(g.title, header, rows) if rows else None
+
+
+NOTE = ("A text-to-image pipeline's call is one image end to end: every denoiser step with its guidance, the "
+        "scheduler and the decoder; steps/s counts the denoiser's steps over the image's time (the decoder's time "
+        "included). Compiled variants compile the denoiser alone (regional: its repeated blocks); compile s is "
+        "the cold compile of a repeat that started from an empty compiler state.")
