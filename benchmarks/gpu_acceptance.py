@@ -58,6 +58,11 @@ reads what it stored. Under 10 minutes on one H100 (most of it compiling ResNet-
                    onnxruntime-gpu, onnx, onnxscript and torch-tensorrt): each engine `ok` (its output checked against
                    eager's), ONNX Runtime on CUDAExecutionProvider with IO binding, the event clock within [0.80,
                    1.05]; the figure gives each engine over eager and over reduce-overhead, cold and warm preparation
+  diffusion        FLUX.1-schnell at its real size (bfloat16, 4 steps, 1024x1024; random weights, prompt embeddings),
+                   eager, default and regional, 2 repeats: every case `ok` (its image checked against eager's),
+                   regional's cold compile below the whole denoiser's; the figure gives each one's cold compile
+                   seconds and speed-up over eager; then `shapes` over 512, 768 and 1024 under dynamic=False and
+                   automatic dynamic: the graphs each resolution compiled (dynamic=False: one each)
 
 Usage: python benchmarks/gpu_acceptance.py [--only clock,oom] [--keep DIR] [--list] [--tiny] [--rehearse] [--budget S]
 
@@ -99,7 +104,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.join(TREE, "src
 SIZE_FREE = ("generation", "shapes", "mega", "aot", "shapes-graphs", "shapes-text", "launcher", "quantize", "engines")
 CHECKS = ("quick", "quick-interleave", "clock", "cuda:1", "reduce-overhead", "generation", "launcher", "tf32", "oom",
           "nvml", "shapes", "profile", "mega", "aot-inductor", "aot-load", "shapes-graphs", "energy", "eager-cudagraphs",
-          "quantize", "engines")
+          "quantize", "engines", "diffusion")
 
 # Seconds each check took on one H200 with --tiny (2026-11-25, torch 2.11); the others are not measured yet.
 SECONDS = {"clock": 27, "nvml": 0, "energy": 0, "profile": 58, "reduce-overhead": 93, "shapes-graphs": 152, "mega": 68,
@@ -108,6 +113,7 @@ UNMEASURED_S = 120
 # On one H200, 2026-11-27: the quick suite 294 s (12:18, 16 extra repeats) and 420 s (15:23, 20 extra); the
 # quantize check 225 s (its workers new interpreters); aot-load 374 s (each of its four builds a minute or more)
 SECONDS.update({"quick": 420, "quantize": 225, "aot-load": 374})
+SECONDS["diffusion"] = 600  # not measured yet: Flux's 12B parameters drawn and compiled in 9 processes, estimated
 QUICK_PLANNED_S, WORKER_START_S = 180, 2.0  # the quick check's goals (issue 50)
 STARTING = ("start", "setup", "build")  # a worker's phases before its model is ready: its start
 
@@ -402,6 +408,40 @@ class Checks:
             said.append(figure + (f" ({r.message})" if r.message else ""))
         self.say("engines", ok, "; ".join(said))
 
+    def diffusion(self) -> None:
+        from compilebench.core import speedups
+        from compilebench.core.result import Result
+
+        common = ("--model", "flux-schnell", "--dtype", "bfloat16")
+        found = {r.case.variant.name: r for r in map(Result.from_dict, self.run(
+            "diffusion", *common, "--variant", "eager", "default", "regional", "--iters", 5, "--repeats", 2))}
+        eager, said = found.get("eager"), []
+        ok = eager is not None and eager.status == "ok"
+        for name in ("default", "regional"):
+            r = found.get(name)
+            if r is None or eager is None:
+                said.append(f"{name}: no result")
+                ok = False
+                continue
+            s = speedups.speedup(eager, r)
+            ok = ok and r.status == "ok"
+            said.append(f"{name} {r.status}: cold compile {r.cold_compile_s or math.nan:.1f} s"
+                        + (f", {s.value:.2f}x ({s.low:.2f}-{s.high:.2f}) {s.verdict}" if s and s.low else "")
+                        + (f" ({r.message})" if r.message else ""))
+        full, regional = found.get("default"), found.get("regional")
+        ok = ok and bool(full and regional and full.cold_compile_s and regional.cold_compile_s
+                         and regional.cold_compile_s < full.cold_compile_s)
+        sizes = ("16x16", "32x32", "48x48") if "--tiny" in self.extra else ("512x512", "768x768", "1024x1024")
+        graphs = {}
+        for r in self.run("diffusion-shapes", *common, "--image-size", *sizes, "--dynamic", "false", "auto",
+                          "--iters", 3, "--repeats", 1, command="shapes"):
+            if r["case"]["variant"]["mode"] == "eager":
+                continue
+            per_shape = (r["repeats"][0].get("shapes") or {}).get("per_shape", {})
+            graphs[str(r["case"]["variant"]["dynamic"])] = [p["compiles"] for p in per_shape.values()]
+        ok = ok and graphs.get("False") == [1, 1, 1] and len(graphs.get("None", ())) == 3
+        self.say("diffusion", ok, "; ".join(said) + f"; graphs per resolution {sizes}: {graphs}")
+
     def generation(self) -> None:
         found = {r["case"]["variant"]["mode"]: r for r in self.run(
             "generation", "--model", "smollm2-135m", "--variant", "eager", "reduce-overhead", "--new-tokens", 16,
@@ -623,7 +663,8 @@ def main() -> None:
              "nvml": lambda: checks.nvml(clock_result), "shapes": checks.shapes, "profile": checks.profile,
              "mega": checks.mega, "aot-inductor": checks.aot_inductor, "shapes-graphs": checks.shapes_graphs,
              "energy": lambda: checks.energy(clock_result), "eager-cudagraphs": checks.eager_cudagraphs,
-             "quantize": checks.quantize, "engines": checks.engines, "aot-load": checks.aot_load}
+             "quantize": checks.quantize, "engines": checks.engines, "aot-load": checks.aot_load,
+             "diffusion": checks.diffusion}
     for name in only:
         if name not in steps:
             continue

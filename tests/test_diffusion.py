@@ -218,3 +218,23 @@ def test_a_lora_swap_recompiles_unless_hotswap_is_prepared_and_its_time_is_kept(
     assert all(p.swap_s is not None and p.swap_s > 0 for p in (*plain.values(), *hot.values()))
     assert all(p.second_compiles == 0 and p.max_rel_err is not None and not p.problems
                for p in (*plain.values(), *hot.values()))  # each image checked against eager's with its adapter
+
+
+def test_a_pipelines_random_weights_are_drawn_on_the_cases_device_itself():
+    """Flux's 12B parameters drawn on a CPU take minutes: a GPU case draws them on the GPU (the meta device stands
+    in for it here: nothing is drawn on the CPU and moved)."""
+    (case,) = asked(models=("flux-schnell",), variants=("eager",), model_size="tiny").cases(
+        {"flux-schnell": zoo.get("flux-schnell")})
+    drawn = []
+    entry = zoo.get("flux-schnell")
+
+    class Watched(type(entry)):
+        def build(self, weights, size):
+            drawn.append(torch.get_default_device().type)
+            return super().build(weights, size)
+
+    watched = Watched(**{f.name: getattr(entry, f.name) for f in dataclasses.fields(entry)})
+    model = forward.build(watched, dataclasses.replace(case, device="meta"))
+    assert drawn == ["meta"] and all(p.is_meta for p in model.parameters())
+    forward.build(watched, dataclasses.replace(case, device="cpu"))
+    assert drawn == ["meta", "cpu"]

@@ -33,7 +33,9 @@ def build(entry, case: Case):
     """The model on the device, in the case's dtype, memory format and attention."""
     import torch
 
-    model = entry.build(case.weights, case.model_size)
+    on_device = entry.draws_on_device and case.weights == "random" and case.device != "cpu"
+    with torch.device(case.device) if on_device else contextlib.nullcontext():
+        model = entry.build(case.weights, case.model_size)
     if case.steps is not None:  # a pipeline: each image its case's denoiser steps
         model.steps = case.steps
     if case.attn is not None:

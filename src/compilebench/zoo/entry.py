@@ -49,6 +49,9 @@ class ModelEntry:
     # Whether a run may draw its random weights once and load them in every process (measure/weights.py): a model
     # your code builds makes its own.
     random_weights_reusable = False
+    # Whether each process draws its random weights on the case's device itself (a 12B-parameter pipeline drawn on a
+    # CPU takes minutes, and saved once a run would fill a disk)
+    draws_on_device = False
 
     def build(self, weights: str, size: str):
         """The model in eval mode on the CPU in float32; the worker moves and casts it."""

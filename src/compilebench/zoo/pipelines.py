@@ -46,6 +46,7 @@ class PipelineEntry(ModelEntry):
     scheduler, the embeddings it takes, its steps, guidance and native resolution."""
 
     kind = "image"
+    draws_on_device = True
     pipeline_class: str = ""
     denoiser_class: str = ""
     denoiser_name: str = "unet"  # the pipeline's attribute: unet, transformer
