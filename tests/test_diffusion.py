@@ -178,6 +178,8 @@ def test_a_pipeline_is_measured_end_to_end_eager_compiled_and_regional(tmp_path)
     eager = rows["no compile"]
     assert eager["steps"] == "2" and float(eager["steps/s"]) == pytest.approx(2e3 / float(eager["image ms"]), rel=0.01)
     assert rows["compile (backend=eager)"]["vs eager"] and not eager["vs eager"]
+    assert all(0 < r.decoder_share < 1 for r in by.values())  # the part of an image after its last step
+    assert eager["decoder share"] == f"{by['eager'].decoder_share:.0%}"
 
 
 def test_a_lora_adapter_is_part_of_a_shapes_token_and_words():

@@ -33,7 +33,7 @@ def build(entry, case: Case):
     """The model on the device, in the case's dtype, memory format and attention."""
     import torch
 
-    on_device = entry.draws_on_device and case.weights == "random" and case.device != "cpu"
+    on_device = entry.draws_on_device and case.weights == "random" and case.device not in (None, "cpu")
     with torch.device(case.device) if on_device else contextlib.nullcontext():
         model = entry.build(case.weights, case.model_size)
     if case.steps is not None:  # a pipeline: each image its case's denoiser steps
@@ -144,6 +144,10 @@ class Forward(TimedUnit):
             self.enter("counting FLOPs")  # after timing: an extra call before would not leave the first call first
             with _counted(True) as self.counted:
                 self.model(**self.inputs)
+        self.decoder = {}
+        if self.first.kind == "image" and self.model is not None:  # a pipeline: how much of an image is its decoder
+            self.enter("timing the decoder")
+            self.decoder = {label: self.model.decoder_share(fn, self.inputs, self.clock) for label, fn in self.fns.items()}
 
     def record(self, r: Measuring, m) -> None:
         rep: Repeat = r.repeat
@@ -151,6 +155,7 @@ class Forward(TimedUnit):
         rep.flops = self.counted.get("flops")
         rep.bytes_moved = self.inductor_counted.get("bytes") if r.case.variant.compiled else self.counted.get("bytes")
         rep.regions = compiler.regions_of(self.fns[r.case.variant.label])
+        rep.decoder_share = self.decoder.get(r.case.variant.label)
         if r.case.variant.ahead_of_time:
             record_aot(rep, self.packaged[r.case.variant.label])
         elif r.case.variant.engine:

@@ -18,7 +18,8 @@ def tables(view: View) -> list[Table]:
 
 
 def _table(g: Group) -> Table | None:
-    header = ["pipeline", "variant", "steps", "image ms", "steps/s", "vs eager", "compile s", "peak memory MB"]
+    header = ["pipeline", "variant", "steps", "image ms", "steps/s", "decoder share", "vs eager", "compile s",
+              "peak memory MB"]
     rows = []
     for m in g.models:
         for c in g.columns:
@@ -27,6 +28,7 @@ def _table(g: Group) -> Table | None:
                 continue
             per_s = f"{r.case.steps / (r.stats.mean / 1e3):.1f}" if r.status == "ok" and r.stats.mean else ""
             rows.append([g.label(m), c.variant.label, str(r.case.steps), cell(r), per_s,
+                         f"{r.decoder_share:.0%}" if r.decoder_share is not None else "",
                          ratio_said(g.speedup(m, c)) if c.variant.compiled else "",
                          f"{r.cold_compile_s:.1f}" if r.cold_compile_s else "",
                          f"{r.peak_mem_bytes / 2**20:.0f}" if r.peak_mem_bytes else ""])
@@ -35,5 +37,6 @@ def _table(g: Group) -> Table | None:
 
 NOTE = ("A text-to-image pipeline's call is one image end to end: every denoiser step with its guidance, the "
         "scheduler and the decoder; steps/s counts the denoiser's steps over the image's time (the decoder's time "
-        "included). Compiled variants compile the denoiser alone (regional: its repeated blocks); compile s is "
+        "included); decoder share: the part of an image's time after its last step (the decoder's and the image's "
+        "post-processing), from three images timed step by step to the device's end after the timed loop. Compiled variants compile the denoiser alone (regional: its repeated blocks); compile s is "
         "the cold compile of a repeat that started from an empty compiler state.")

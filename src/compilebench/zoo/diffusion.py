@@ -30,6 +30,7 @@ class Pipeline(torch.nn.Module):
         self.vae = pipe.vae
         self.pipe, self.denoiser_name, self.steps, self.guidance, self.packed = pipe, denoiser_name, steps, guidance, packed
         self.adapters, self.hotswap, self.loaded = {}, False, set()
+        self.marks = None  # decoder_share: when each step ended
         pipe.set_progress_bar_config(disable=True)
 
     def prepare_lora(self, ranks, hotswap: bool) -> None:
@@ -80,6 +81,29 @@ class Pipeline(torch.nn.Module):
         finally:
             self.pipe.__dict__[self.denoiser_name] = self.denoiser
 
+    def decoder_share(self, call, inputs: dict, clock, calls: int = 3) -> float:
+        """The median share of an image's time (`call(**inputs)`: this pipeline, or its compiled denoiser swapped
+        in) that follows its last denoiser step: the decoder's and the image's post-processing. Each step's end is
+        waited for (the device synchronized), so these calls are timed apart from the loop."""
+        shares = []
+        for _ in range(calls):
+            ends = []
+
+            def mark():
+                clock.sync()
+                ends.append(clock.now_ns())
+
+            clock.sync()
+            start, self.marks = clock.now_ns(), mark
+            try:
+                call(**inputs)
+            finally:
+                self.marks = None
+            clock.sync()
+            end = clock.now_ns()
+            shares.append((end - ends[-1]) / (end - start))
+        return sorted(shares)[len(shares) // 2]
+
     def forward(self, latents, prompt_embeds, **embeds):
         """One image per prompt, of the size the latents make (latents: batch, channels, height / f, width / f)."""
         factor = self.pipe.vae_scale_factor
@@ -91,6 +115,8 @@ class Pipeline(torch.nn.Module):
 
         def keep(pipe, step, timestep, kwargs):
             last["latents"] = kwargs["latents"]
+            if self.marks is not None:
+                self.marks()
             return {}
 
         # The ancestral samplers draw noise at each step: the same draws for every call, so calls can be compared
