@@ -124,6 +124,9 @@ def test_a_pipelines_cases_make_their_images_in_its_steps_timed_as_images():
     assert vision.steps is None and vision.timed_unit == "forward"  # a vision model makes no steps
     timing = TimingPolicy().resolve("image", "cpu")
     assert (timing.iters, timing.warmup) == (DEFAULT_IMAGE_ITERS, DEFAULT_IMAGE_WARMUP)
+    (_, served) = asked(models=("sd-1.5",), shapes=True, image_sizes=("16x16", "32x32"),
+                        dynamic_settings=("false",)).cases({"sd-1.5": entry})
+    assert served.timed_unit == "serving image" and TimingPolicy().resolve("serving image", "cpu").iters == 5
     built = forward.build(entry, dataclasses.replace(case, model_size="tiny"))
     assert built.steps == 4  # the case's steps reach the pipeline
 
@@ -192,6 +195,9 @@ def test_a_lora_adapter_is_part_of_a_shapes_token_and_words():
 def test_lora_is_refused_where_no_pipeline_serves_it_and_hotswap_needs_ranks():
     with pytest.raises(UserError, match="--lora: vit is not a text-to-image pipeline"):
         asked(models=("vit",), shapes=True, batch_sizes=(1, 2), lora_ranks=(4,)).cases({"vit": zoo.get("vit")})
+    with pytest.raises(UserError, match="--dynamic mark marks the inputs' batch dimension, and sd-1.5 makes"):
+        asked(models=("sd-1.5",), shapes=True, image_sizes=("16x16", "32x32"),
+              dynamic_settings=("mark",)).cases({"sd-1.5": zoo.get("sd-1.5")})
     with pytest.raises(UserError, match="--lora-hotswap swaps LoRA adapters in place: name their ranks"):
         asked(models=("sd-1.5",), shapes=True, lora_hotswap=True)
     spec = asked(models=("sd-1.5",), shapes=True, lora_ranks=(4, 8), lora_hotswap=True, dynamic_settings=("false",))

@@ -63,7 +63,7 @@ class Case(Settings):
         """The kind of timed unit that measures it (core/job.UNITS): a sequence of shapes served, generate() calls,
         images made by a pipeline, or forward calls. A run's timing is resolved per kind."""
         if self.shapes:
-            return "serving generation" if self.generation else "serving"
+            return {"generation": "serving generation", "image": "serving image"}.get(self.kind, "serving")
         return {"generation": "generation", "image": "image"}.get(self.kind, "forward")
 
     def describe(self) -> str:

@@ -30,13 +30,14 @@ DEFAULT_WARMUP_CAP_S = 10.0
 SPAWNED_AT = "COMPILEBENCH_SPAWNED_AT"
 
 
-# The kinds of timed unit (Case.timed_unit): forward calls, generate() calls, and a sequence of shapes served by
-# either (`compilebench shapes`)
-UNITS = ("forward", "generation", "image", "serving", "serving generation")
+# The kinds of timed unit (Case.timed_unit): forward calls, generate() calls, a pipeline's images, and a sequence
+# of shapes served by any of them (`compilebench shapes`)
+UNITS = ("forward", "generation", "image", "serving", "serving generation", "serving image")
 # a pipeline's image is many denoiser calls and a decoder's: seconds each at its real size on a CPU
 DEFAULT_IMAGE_ITERS = 10
 DEFAULT_IMAGE_WARMUP = 2
 DEFAULT_SERVED_GENERATION_ITERS = 5  # generate() calls per prompt length served: each is many forwards
+DEFAULT_SERVED_IMAGE_ITERS = 5  # images per shape a pipeline serves: each is many denoiser steps
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,8 @@ class TimingPolicy:
     defaults once, at plan time, for each kind of timed unit the run has: the worker, serving and the reproduce
     command read what it resolved."""
 
-    iters: int | None = None  # None: 300 forward calls, 20 generate() calls, 10 images, 20 calls per shape served
+    iters: int | None = None  # None: 300 forward calls, 20 generate() calls, 10 images, 20 calls (5 generate()
+    # calls, 5 images) per shape served
     warmup: int | None = None  # None: 10 calls (2 images, 2 per shape served)
     max_time_s: float | None = None  # budget for one repeat's timed loop; the real N is recorded
     min_iters: int | None = None  # no budget ends a timed loop before this many samples; None: 10, or fewer iters
@@ -56,7 +58,8 @@ class TimingPolicy:
     def resolve(self, unit: str, device: str | None) -> Timing:
         """The timing of one kind of timed unit (UNITS) on a device."""
         defaults = {"forward": DEFAULT_ITERS, "generation": DEFAULT_GENERATION_ITERS, "image": DEFAULT_IMAGE_ITERS,
-                    "serving": traffic.DEFAULT_SHAPE_ITERS, "serving generation": DEFAULT_SERVED_GENERATION_ITERS}
+                    "serving": traffic.DEFAULT_SHAPE_ITERS, "serving generation": DEFAULT_SERVED_GENERATION_ITERS,
+                    "serving image": DEFAULT_SERVED_IMAGE_ITERS}
         iters = self.iters if self.iters is not None else defaults[unit]
         warmup = self.warmup if self.warmup is not None else (
             traffic.DEFAULT_SHAPE_WARMUP if unit.startswith("serving") else

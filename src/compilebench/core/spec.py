@@ -171,6 +171,9 @@ class RunSpec(Settings):
         if self.lora_ranks and kind != "image":
             raise UserError(f"--lora: {model} is not a text-to-image pipeline (`compilebench models` lists them); "
                             "its LoRA adapters cannot be served")
+        if kind == "image" and "mark" in self.dynamic_settings:  # its denoiser's inputs are made inside it
+            raise UserError(f"--dynamic mark marks the inputs' batch dimension, and {model} makes its denoiser's "
+                            "inputs itself: nothing marked would reach the denoiser (allowed: auto, true, false)")
         shapes = self.served(kind, known.default_prompt_len)
         if len(shapes) < 2:
             raise UserError(f"compilebench shapes: {model} would serve one shape ({shapes[0].words}); give several "
