@@ -36,6 +36,7 @@ class Serving(TimedUnit):
         self.expected = {s.token: self.served.expected(s) for s in self.shapes}
         # eager again on each shape: how far it differs from itself floors the tolerance
         self.eager_self = max(self.served.self_difference(self.expected[s.token], s) for s in self.shapes)
+        self.served.unload()  # a pipeline's adapters: the served pass swaps each in as a user's first swap does
 
     def warm(self) -> None:
         call = self.served.callable(self.case.variant)
@@ -181,6 +182,10 @@ class _Vision:
         if s.lora:
             self.model.swap_lora(s.lora)
 
+    def unload(self) -> None:
+        if getattr(self.model, "adapters", None):  # a pipeline that served LoRA adapters
+            self.model.unload_lora()
+
     def expected(self, s: traffic.Shape) -> dict:
         self.swap(s)
         return correctness.snapshot(self.model(**self.inputs[s.token]))
@@ -222,6 +227,9 @@ class _Text:
 
     def swap(self, s: traffic.Shape) -> None:
         """A causal LM serves no adapters."""
+
+    def unload(self) -> None:
+        """Nor unloads any."""
 
     def expected(self, s: traffic.Shape):
         out = self.model.generate(self.prompts[s.token], generation_config=self.config, output_logits=True,

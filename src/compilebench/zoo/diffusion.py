@@ -66,6 +66,14 @@ class Pipeline(torch.nn.Module):
             self.loaded.add(name)
         self.pipe.set_adapters(name)
 
+    def unload_lora(self) -> None:
+        """The adapters loaded beside each other deleted (eager's reference loaded them), so the served pass loads
+        each anew as a user's first swap does; hot-swapped ones stay in place, as hot-swap needs them from before
+        the compile on."""
+        if self.loaded and not self.hotswap:
+            self.pipe.delete_adapters(sorted(self.loaded))
+            self.loaded.clear()
+
     @property
     def optimized_part(self):
         """What torch.compile compiles and --quantize quantizes of this pipeline: its denoiser."""
