@@ -167,6 +167,7 @@ def test_without_diffusers_a_pipeline_is_refused_with_the_extra_to_install(monke
         zoo.get("sd-1.5").build("random", "tiny")
 
 
+@pytest.mark.slow  # processes and pipelines end to end: tens of seconds on 2 cores
 def test_a_pipeline_is_measured_end_to_end_eager_compiled_and_regional(tmp_path):
     results = compilebench.benchmark("sd-1.5", variants=["eager", "default", "regional"], db=str(tmp_path / "r.db"),
                                      **FAST)
@@ -217,6 +218,7 @@ def _served(variant, ranks=(4, 8)):
     return r.repeats[0].shapes.per_shape
 
 
+@pytest.mark.slow  # processes and pipelines end to end: tens of seconds on 2 cores
 def test_a_lora_swap_recompiles_unless_hotswap_is_prepared_and_its_time_is_kept():
     plain = _served(Variant("default", backend="eager", dynamic=False))
     assert plain["b1:r4"].compiles == 1 and plain["b1:r8"].compiles == 1  # a new adapter's rank: a new graph

@@ -36,7 +36,6 @@ class Pipeline(torch.nn.Module):
     def prepare_lora(self, ranks, hotswap: bool) -> None:
         """LoRA adapters of these ranks on the denoiser's attention projections, made before anything is compiled
         (random: drawn from their rank as seed), as the files a user would have read; `hotswap`: swapped in place."""
-        import torch
         from peft import LoraConfig
         from peft.utils import get_peft_model_state_dict
 
@@ -130,8 +129,8 @@ class Pipeline(torch.nn.Module):
         # The ancestral samplers draw noise at each step: the same draws for every call, so calls can be compared
         generator = torch.Generator(latents.device).manual_seed(0)
         image = self.pipe(latents=latents, prompt_embeds=prompt_embeds, **embeds, height=height, width=width,
-                             num_inference_steps=self.steps, guidance_scale=self.guidance, generator=generator,
-                             output_type="pt", return_dict=False, callback_on_step_end=keep)[0]
+                          num_inference_steps=self.steps, guidance_scale=self.guidance, generator=generator,
+                          output_type="pt", return_dict=False, callback_on_step_end=keep)[0]
         return {"image": image, "latents": last["latents"]}
 
 
