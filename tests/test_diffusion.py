@@ -75,8 +75,19 @@ def test_an_image_size_is_the_image_made_not_a_photo_resized():
     inputs = entry.sized_inputs(None, (24, 16), 2, "random", "tiny")  # width 24, height 16
     assert inputs["latents"].shape == (2, 4, 8, 12) and inputs["prompt_embeds"].shape[0] == 2
     assert inputs["negative_prompt_embeds"].shape == inputs["prompt_embeds"].shape  # guidance: both prompts
-    with pytest.raises(ValueError, match="multiples of 4, not 18x18"):  # Flux: latents in 2x2 patches
+    with pytest.raises(UserError, match=r"--resolution 18x18: flux-schnell makes images whose sides are multiples "
+                                        r"of 4 \(its tiny config\)"):  # Flux: latents in 2x2 patches
         zoo.get("flux-schnell").sized_inputs(None, (18, 18), 1, "random", "tiny")
+
+
+def test_a_resolution_the_pipeline_cannot_make_is_refused_before_anything_runs(tmp_path, capsys):
+    from compilebench.cli import main
+
+    db = tmp_path / "r.db"
+    code = main(["shapes", "--model", "sd-1.5", "--resolution", "512", "500x512", "--dynamic", "false",
+                 "--db", str(db)])
+    assert code == 2 and not db.exists()
+    assert "--resolution 500x512: sd-1.5 makes images whose sides are multiples of 8" in capsys.readouterr().err
 
 
 def test_the_denoiser_is_compiled_for_each_call_alone_and_the_pipeline_left_as_it_was():

@@ -52,6 +52,8 @@ def models(spec: specmod.RunSpec) -> dict:
             raise UserError(f"--tiny: {name} is a checkpoint, not a zoo model with a tiny config")
         if spec.weights == "pretrained" and entry.pretrained_from:
             hub.check_available(entry.pretrained_from)
+        for image_size in spec.image_sizes:
+            entry.check_size(image_size, spec.model_size)
     return entries
 
 

@@ -61,6 +61,9 @@ class ModelEntry:
         """Keyword arguments of one forward, as CPU tensors."""
         raise NotImplementedError
 
+    def check_size(self, image_size: tuple[int, int], size: str) -> None:
+        """Refuse (UserError) an image size this model cannot take; a photo of any size can be resized."""
+
     def sized_inputs(self, image, image_size: tuple[int, int] | None, batch_size: int, weights: str, size: str) -> dict:
         """The inputs of one call with the photo resized to image_size first (None: as it is), as a photo of that
         size would arrive. A pipeline makes an image of that size instead."""

@@ -103,6 +103,16 @@ class PipelineEntry(ModelEntry):
     def inputs(self, image, batch_size: int, weights: str, size: str) -> dict:
         return self.sized_inputs(image, None, batch_size, weights, size)
 
+    def check_size(self, image_size: tuple[int, int], size: str) -> None:
+        """An image's sides must be multiples of the decoder's scale (Flux's twice that: its latents in 2x2
+        patches)."""
+        vae = self.tiny_vae() if size == "tiny" else self.vae()
+        multiple = 2 ** (len(vae["block_out_channels"]) - 1) * (2 if self.packed else 1)
+        width, height = image_size
+        if width % multiple or height % multiple:
+            raise UserError(f"--resolution {width}x{height}: {self.name} makes images whose sides are multiples of "
+                            f"{multiple}{' (its tiny config)' if size == 'tiny' else ''}")
+
     def sized_inputs(self, image, image_size, batch_size: int, weights: str, size: str) -> dict:
         """Starting latents for an image of image_size (None: the pipeline's own resolution) and the prompt's
         embeddings, batch_size prompts of one image each; the photo is not used. Drawn from fixed seeds."""
@@ -111,11 +121,9 @@ class PipelineEntry(ModelEntry):
         tiny = size == "tiny"
         side = self.tiny_resolution if tiny else self.resolution
         width, height = image_size or (side, side)
+        self.check_size((width, height), size)
         vae = self.tiny_vae() if tiny else self.vae()
         scale = 2 ** (len(vae["block_out_channels"]) - 1)  # the decoder's upsampling: pixels per latent
-        side_of = scale * (2 if self.packed else 1)
-        if width % side_of or height % side_of:
-            raise ValueError(f"{self.name} makes images whose sides are multiples of {side_of}, not {width}x{height}")
         e = self.tiny_embeds if tiny else self.embeds
         gen = torch.Generator().manual_seed(0)
         out = {"latents": torch.randn(batch_size, vae["latent_channels"], height // scale, width // scale, generator=gen),
