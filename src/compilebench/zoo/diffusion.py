@@ -80,13 +80,15 @@ class Pipeline(torch.nn.Module):
 
     @contextlib.contextmanager
     def part_replaced(self, fn):
-        """The pipeline's calls inside the block call `fn` (the compiled denoiser) where they called the denoiser.
-        Set in the pipeline's own dict: its __setattr__ would register `fn` as a component in its config."""
+        """The pipeline's calls inside the block call `fn` (the compiled denoiser) where they called the denoiser,
+        and what they called before after it. Set in the pipeline's own dict: its __setattr__ would register `fn`
+        as a component in its config."""
+        before = self.pipe.__dict__[self.denoiser_name]
         self.pipe.__dict__[self.denoiser_name] = fn
         try:
             yield
         finally:
-            self.pipe.__dict__[self.denoiser_name] = self.denoiser
+            self.pipe.__dict__[self.denoiser_name] = before
 
     def decoder_share(self, call, inputs: dict, clock, calls: int = 3) -> float:
         """The median share of an image's time (`call(**inputs)`: this pipeline, or its compiled denoiser swapped
@@ -164,13 +166,11 @@ class Step(Pipeline):
             raise _Captured
 
         handle = self.denoiser.register_forward_pre_hook(hook, with_kwargs=True)
-        swapped = self.pipe.__dict__[self.denoiser_name]
-        self.pipe.__dict__[self.denoiser_name] = self.denoiser  # caught from eager's call, whatever is timed
         try:
-            super().forward(latents, prompt_embeds, **embeds)
+            with self.part_replaced(self.denoiser):  # caught from eager's call, whatever is timed
+                super().forward(latents, prompt_embeds, **embeds)
         except _Captured:
             pass
         finally:
             handle.remove()
-            self.pipe.__dict__[self.denoiser_name] = swapped
         return caught["args"], caught["kwargs"]

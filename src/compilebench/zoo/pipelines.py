@@ -103,11 +103,15 @@ class PipelineEntry(ModelEntry):
     def inputs(self, image, batch_size: int, weights: str, size: str) -> dict:
         return self.sized_inputs(image, None, batch_size, weights, size)
 
+    def _decoder(self, size: str) -> tuple[dict, int]:
+        """The decoder's config and its upsampling (pixels per latent) at this size."""
+        vae = self.tiny_vae() if size == "tiny" else self.vae()
+        return vae, 2 ** (len(vae["block_out_channels"]) - 1)
+
     def check_size(self, image_size: tuple[int, int], size: str) -> None:
         """An image's sides must be multiples of the decoder's scale (Flux's twice that: its latents in 2x2
         patches)."""
-        vae = self.tiny_vae() if size == "tiny" else self.vae()
-        multiple = 2 ** (len(vae["block_out_channels"]) - 1) * (2 if self.packed else 1)
+        multiple = self._decoder(size)[1] * (2 if self.packed else 1)
         width, height = image_size
         if width % multiple or height % multiple:
             raise UserError(f"--resolution {width}x{height}: {self.name} makes images whose sides are multiples of "
@@ -122,8 +126,7 @@ class PipelineEntry(ModelEntry):
         side = self.tiny_resolution if tiny else self.resolution
         width, height = image_size or (side, side)
         self.check_size((width, height), size)
-        vae = self.tiny_vae() if tiny else self.vae()
-        scale = 2 ** (len(vae["block_out_channels"]) - 1)  # the decoder's upsampling: pixels per latent
+        vae, scale = self._decoder(size)
         e = self.tiny_embeds if tiny else self.embeds
         gen = torch.Generator().manual_seed(0)
         out = {"latents": torch.randn(batch_size, vae["latent_channels"], height // scale, width // scale, generator=gen),
