@@ -104,6 +104,55 @@ def test_the_denoiser_is_compiled_for_each_call_alone_and_the_pipeline_left_as_i
     assert correctness.output_error(expected, out)[1] < 1e-5 and compiler.regions_of(fn) == {}
 
 
+@pytest.mark.parametrize("name", ["sd-1.5", "flux-schnell"])
+def test_marked_dynamic_a_pipeline_makes_every_resolution_with_its_first_graph(name):
+    """mark_dynamic on the dimensions of the denoiser's inputs that follow the image's size (a UNet's latents'
+    height and width, Flux's patches and their ids), marked on each step's new inputs: no recompile on a new
+    resolution, where dynamic=False compiles one graph per resolution."""
+    entry, pipeline, _ = _tiny(name)
+    sizes = [(32, 32), (48, 48), (64, 48)]
+    inputs = [entry.sized_inputs(None, size, 1, "random", "tiny") for size in sizes]
+    expected = [correctness.snapshot(pipeline(**kw)) for kw in inputs]
+    graphs = {}
+    for setting in (dict(mark_dynamic=True), dict(dynamic=False)):
+        compiler.reset_dynamo()
+        fn = compiler.apply(pipeline, Variant("default", backend="eager", **setting), shared=True)
+        outs = [correctness.snapshot(fn(**kw)) for kw in inputs]
+        graphs[next(iter(setting))] = (compiler.graph_count(), compiler.compile_stats().recompile_reasons)
+        assert all(correctness.output_error(e, o)[1] < 1e-5 for e, o in zip(expected, outs))
+    assert graphs["mark_dynamic"] == (1, [])
+    assert graphs["dynamic"][0] == 3 and all("size mismatch" in r for r in graphs["dynamic"][1])
+
+
+def test_the_decoder_is_compiled_beside_the_denoiser_when_asked_and_put_back_after():
+    _, pipeline, inputs = _tiny("sd-1.5")
+    expected = correctness.snapshot(pipeline(**inputs))
+    compiled = {}
+    for decoder in (False, True):
+        compiler.reset_dynamo()
+        fn = compiler.apply(pipeline, Variant("default", backend="eager", decoder=decoder), shared=True)
+        out = correctness.snapshot(fn(**inputs))
+        compiled[decoder] = compiler.graph_count()
+        assert correctness.output_error(expected, out)[1] < 1e-5
+        assert "decode" not in pipeline.vae.__dict__ and pipeline.pipe.unet is pipeline.denoiser  # put back
+    assert compiled[True] > compiled[False] >= 1  # the decoder's graphs beside the denoiser's
+    v = Variant("default", decoder=True)
+    assert v.label == "compile (decoder compiled)" and Variant.from_dict(v.to_dict()) == v
+    assert not Variant("eager", decoder=True).decoder and Variant().to_dict()["decoder"] is False
+
+
+def test_compile_decoder_is_a_setting_of_the_run_and_refused_for_a_model_without_one(tmp_path, capsys):
+    from compilebench.cli import main
+
+    spec = asked(models=("sd-1.5",), variants=("eager", "default"), compile_decoder=True)
+    eager, compiled = spec.cases({"sd-1.5": zoo.get("sd-1.5")})
+    assert not eager.variant.decoder and compiled.variant.decoder
+    assert "decoder" not in asked(models=("sd-1.5",)).cases({"sd-1.5": zoo.get("sd-1.5")})[1].key()  # keys as before
+    db = tmp_path / "r.db"
+    assert main(["run", "--model", "vit", "--compile-decoder", "--db", str(db)]) == 2 and not db.exists()
+    assert "--compile-decoder compiles a text-to-image pipeline's decoder; vit has none" in capsys.readouterr().err
+
+
 def test_regional_compiles_the_denoisers_repeated_blocks_as_diffusers_declares_them():
     _, pipeline, inputs = _tiny("flux-schnell")
     compiler.reset_dynamo()
@@ -207,9 +256,6 @@ def test_a_lora_adapter_is_part_of_a_shapes_token_and_words():
 def test_lora_is_refused_where_no_pipeline_serves_it_and_hotswap_needs_ranks():
     with pytest.raises(UserError, match="--lora: vit is not a text-to-image pipeline"):
         asked(models=("vit",), shapes=True, batch_sizes=(1, 2), lora_ranks=(4,)).cases({"vit": zoo.get("vit")})
-    with pytest.raises(UserError, match="--dynamic mark marks the inputs' batch dimension, and sd-1.5 makes"):
-        asked(models=("sd-1.5",), shapes=True, image_sizes=("16x16", "32x32"),
-              dynamic_settings=("mark",)).cases({"sd-1.5": zoo.get("sd-1.5")})
     with pytest.raises(UserError, match="--lora-hotswap swaps LoRA adapters in place: name their ranks"):
         asked(models=("sd-1.5",), shapes=True, lora_hotswap=True)
     spec = asked(models=("sd-1.5",), shapes=True, lora_ranks=(4, 8), lora_hotswap=True, dynamic_settings=("false",))

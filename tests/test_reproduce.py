@@ -87,13 +87,15 @@ COMPILED = [
     Variant("aot-inductor", options=(("freezing", True),)),
     Variant("reduce-overhead"),
     Variant("eager", cache="static"),
+    Variant("default", decoder=True),  # a pipeline's decoder compiled too
 ]
 
 
 @pytest.mark.parametrize("variant", COMPILED, ids=lambda v: v.label)
 def test_each_way_of_compiling_comes_back_from_the_command(variant):
-    model = "gpt2" if variant.cache else "vit"
-    reproduced(_result(model, variant=variant, **({"prompt_len": 8, "new_tokens": 32} if variant.cache else {})))
+    model = "gpt2" if variant.cache else "sd-1.5" if variant.decoder else "vit"
+    fields = {"prompt_len": 8, "new_tokens": 32} if variant.cache else {"steps": 50} if variant.decoder else {}
+    reproduced(_result(model, variant=variant, **fields))
 
 
 def test_an_interleaved_case_is_measured_beside_another_variant():

@@ -74,7 +74,7 @@ class Case(Settings):
 # Variant fields added after the key's format was set: left out at their default, so older results still resume.
 _VARIANT_KEY_DEFAULTS = {k: v for k, v in Variant().to_dict().items()
                          if k in ("options", "cache", "cudagraph", "scope", "regions", "mark_dynamic", "pad_to",
-                                  "lora_hotswap")}
+                                  "lora_hotswap", "decoder")}
 _KEY_DEFAULTS = {**settingsmod.key_defaults(), "environment": None, "shapes": []}
 
 

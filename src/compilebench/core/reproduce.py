@@ -94,6 +94,7 @@ def _compile_flags(v: Variant, shapes: bool) -> list[str]:
         return []
     words = [] if v.backend == "inductor" else ["--backend", v.backend]
     words += ["--fullgraph"] if v.fullgraph else []
+    words += ["--compile-decoder"] if v.decoder else []
     if v.dynamic is not None and not shapes:  # shapes says it with its --dynamic setting
         words += ["--dynamic" if v.dynamic else "--no-dynamic"]
     for key, value in v.options:

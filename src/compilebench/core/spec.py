@@ -171,9 +171,6 @@ class RunSpec(Settings):
         if self.lora_ranks and kind != "image":
             raise UserError(f"--lora: {model} is not a text-to-image pipeline (`compilebench models` lists them); "
                             "its LoRA adapters cannot be served")
-        if kind == "image" and "mark" in self.dynamic_settings:  # its denoiser's inputs are made inside it
-            raise UserError(f"--dynamic mark marks the inputs' batch dimension, and {model} makes its denoiser's "
-                            "inputs itself: nothing marked would reach the denoiser (allowed: auto, true, false)")
         shapes = self.served(kind, known.default_prompt_len)
         if len(shapes) < 2:
             raise UserError(f"compilebench shapes: {model} would serve one shape ({shapes[0].words}); give several "
@@ -189,7 +186,7 @@ class RunSpec(Settings):
 
 def asked(*, models=None, suite: str | None = None, batch_sizes=None, variants=None, backend="inductor",
           fullgraph: bool | None = None, dynamic: bool | None = None, inductor_options=(), compile_scope=None,
-          regions=(), iters: int | None = None, warmup: int | None = None, max_time_s: float | None = None,
+          regions=(), compile_decoder: bool = False, iters: int | None = None, warmup: int | None = None, max_time_s: float | None = None,
           min_iters: int | None = None, first_calls: int | None = None, warmup_s: float | None = None,
           warmup_cap_s: float | None = None, shapes: bool = False, image_sizes=(),
           prompt_lens=(), dynamic_settings=None, pad_to=(), lora_ranks=(), lora_hotswap: bool = False,
@@ -211,7 +208,8 @@ def asked(*, models=None, suite: str | None = None, batch_sizes=None, variants=N
         raise UserError(f"--inductor-option: {[k for k, _ in options]}: an option is given twice")
     backends = (backend,) if isinstance(backend, str) else tuple(dict.fromkeys(backend)) or ("inductor",)
     compiling = Variant("default", backend=backends[0], fullgraph=bool(given.get("fullgraph")), dynamic=dynamic,
-                        options=options, scope=compile_scope or ("regions" if regions else "model"), regions=tuple(regions))
+                        options=options, scope=compile_scope or ("regions" if regions else "model"), regions=tuple(regions),
+                        decoder=compile_decoder)
     timing = TimingPolicy(iters=iters, warmup=given.get("warmup"), max_time_s=given.get("max_time_s"),
                           min_iters=min_iters, first_calls=first_calls, warmup_s=warmup_s, warmup_cap_s=warmup_cap_s)
     served = dict(shapes=True, image_sizes=tuple(traffic.parse_image_size(s) if isinstance(s, str) else tuple(s)

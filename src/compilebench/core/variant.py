@@ -47,6 +47,8 @@ class Variant:
     # A pipeline's LoRA adapters swapped in place (diffusers' enable_lora_hotswap, every adapter padded to the
     # largest rank served), so a swap need not compile anything; else each adapter is loaded as a new one
     lora_hotswap: bool = False
+    # A pipeline's decoder (its VAE's decode) compiled too, as diffusers' docs do; else its denoiser alone
+    decoder: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "options", tuple(sorted((str(k), v) for k, v in self.options)))
@@ -66,6 +68,7 @@ class Variant:
             object.__setattr__(self, "mark_dynamic", False)
             object.__setattr__(self, "pad_to", ())
             object.__setattr__(self, "lora_hotswap", False)
+            object.__setattr__(self, "decoder", False)
         else:
             object.__setattr__(self, "cudagraph", False)  # a compiled mode's CUDA graphs are its mode's
         if self.mode == AOT_INDUCTOR or self.engine:  # not torch.compile: only inductor's options apply
@@ -74,6 +77,7 @@ class Variant:
             object.__setattr__(self, "dynamic", None)
             object.__setattr__(self, "scope", "model")
             object.__setattr__(self, "regions", ())
+            object.__setattr__(self, "decoder", False)
             if self.engine:
                 object.__setattr__(self, "options", ())
 
@@ -149,10 +153,11 @@ class Variant:
         return compiled[:len(compiled) - len(self.options)] + shapes + compiled[len(compiled) - len(self.options):]
 
     def compile_words(self) -> list[str]:
-        """words() without how shapes are handled: its scope, backend, fullgraph and inductor options."""
+        """words() without how shapes are handled: its scope, backend, fullgraph, decoder and inductor options."""
         return [*([f"regions {'+'.join(self.regions)}" if self.regions else "regions"] if self.scope != "model" else []),
                 *([f"backend={self.backend}"] if self.backend not in ("inductor", "none") else []),
-                *(["fullgraph"] if self.fullgraph else []), *(f"{k}={v}" for k, v in self.options)]
+                *(["fullgraph"] if self.fullgraph else []), *(["decoder compiled"] if self.decoder else []),
+                *(f"{k}={v}" for k, v in self.options)]
 
     @property
     def label(self) -> str:

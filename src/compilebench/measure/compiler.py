@@ -56,21 +56,30 @@ def apply(model, variant: Variant, *, shared: bool = False):
 
 class Part:
     """A model of which torch.compile compiles one part (a pipeline's denoiser: `optimized_part`), the rest running
-    as it is (its loop, its scheduler, its decoder). The compiled part is swapped in for each call alone
-    (`part_replaced`; regions: their blocks installed), so other variants may share the model."""
+    as it is (its loop, its scheduler, its decoder unless the variant compiles it too). The compiled part is
+    swapped in for each call alone (`part_replaced`; regions: their blocks installed), so other variants may share
+    the model."""
 
     def __init__(self, model, variant: Variant):
+        import torch
+
         self.model = model
         self.compiled = apply(model.optimized_part, variant, shared=True)
+        self.regional = isinstance(self.compiled, Regions)
+        if variant.mark_dynamic and self.regional:  # the blocks' inputs are made inside the denoiser
+            raise ValueError("mark_dynamic marks the denoiser's inputs: its regions' inputs are made inside it")
+        # --dynamic mark: the dimensions that follow the image's size, marked on each call's inputs
+        self.called = model.marking(self.compiled) if variant.mark_dynamic else self.compiled
+        self.decoder = torch.compile(model.decoder, **compile_kwargs(variant)) if variant.decoder else None
 
     def classes(self) -> dict[str, int]:
         return regions_of(self.compiled)
 
     def __call__(self, *args, **kwargs):
-        if isinstance(self.compiled, Regions):
-            return self.compiled.around(self.model)(*args, **kwargs)
-        with self.model.part_replaced(self.compiled):
-            return self.model(*args, **kwargs)
+        denoiser = self.model.optimized_part if self.regional else self.called
+        call = self.compiled.around(self.model) if self.regional else self.model
+        with self.model.part_replaced(denoiser, self.decoder):
+            return call(*args, **kwargs)
 
 
 class Regions:

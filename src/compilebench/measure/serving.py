@@ -192,7 +192,7 @@ class _Vision:
 
     def callable(self, variant):
         fn = compiler.apply(self.model, variant)
-        if variant.mark_dynamic:
+        if variant.mark_dynamic and not hasattr(self.model, "marking"):  # a pipeline marks its denoiser's (Part)
             for token, kw in self.inputs.items():
                 mark_batch(kw, traffic.Shape.parse(token).batch)
         if not variant.pad_to:

@@ -57,6 +57,7 @@ def rows(view: View) -> list[dict]:
             "variant_label": v.label,
             "backend": v.backend,
             "fullgraph": v.fullgraph,
+            "compile_decoder": v.decoder or None,
             "dynamic": v.dynamic,
             "inductor_options": " ".join(f"{k}={val}" for k, val in v.options),
             **shape_columns(r),

@@ -67,6 +67,9 @@ def check_variants(spec: specmod.RunSpec, entries: dict) -> None:
         raise UserError("--prompt-len is for text-generation models (`compilebench models` lists them)")
     if spec.image_sizes and not vision:
         raise UserError(f"--image-size resizes the photo of a vision model; {generation[0]} generates text")
+    if spec.compile.decoder and (others := [n for n, e in entries.items() if e.kind != "image"]):
+        raise UserError(f"--compile-decoder compiles a text-to-image pipeline's decoder; {others[0]} has none "
+                        "(`compilebench models` lists the pipelines)")
     check_kinds(spec, entries)
     torch_compiled = any(Variant.named(v).compiled and not Variant.named(v).prepared for v in spec.variants)
     for backend in spec.all_backends if torch_compiled else ():

@@ -12,6 +12,7 @@ Imports torch and diffusers: only a worker building a pipeline imports this modu
 from __future__ import annotations
 
 import contextlib
+import inspect
 
 import torch
 
@@ -78,17 +79,39 @@ class Pipeline(torch.nn.Module):
         """What torch.compile compiles and --quantize quantizes of this pipeline: its denoiser."""
         return self.denoiser
 
+    @property
+    def decoder(self):
+        """What --compile-decoder compiles beside the denoiser: its VAE's decode, as diffusers' docs compile it."""
+        return self.vae.decode
+
     @contextlib.contextmanager
-    def part_replaced(self, fn):
+    def part_replaced(self, fn, decoder=None):
         """The pipeline's calls inside the block call `fn` (the compiled denoiser) where they called the denoiser,
-        and what they called before after it. Set in the pipeline's own dict: its __setattr__ would register `fn`
-        as a component in its config."""
-        before = self.pipe.__dict__[self.denoiser_name]
+        and `decoder` (a compiled decode) where they decoded, if given; what they called before after it. Set in
+        the instances' own dicts: the pipeline's __setattr__ would register `fn` as a component in its config."""
+        before, decoded = self.pipe.__dict__[self.denoiser_name], self.vae.__dict__.get("decode")
         self.pipe.__dict__[self.denoiser_name] = fn
+        if decoder is not None:
+            self.vae.__dict__["decode"] = decoder
         try:
             yield
         finally:
             self.pipe.__dict__[self.denoiser_name] = before
+            if decoded is None:
+                self.vae.__dict__.pop("decode", None)
+            else:
+                self.vae.__dict__["decode"] = decoded
+
+    def resolution_dims(self) -> dict[str, tuple[int, ...]]:
+        """The dimensions of the denoiser's inputs that follow the image's size, by argument name: what `--dynamic
+        mark` marks (a UNet's latents' height and width; Flux's latent patches and their position ids)."""
+        return {"hidden_states": (1,), "img_ids": (0,)} if self.packed else {"sample": (2, 3)}
+
+    def marking(self, fn):
+        """`fn` (the compiled denoiser) with torch._dynamo.mark_dynamic on the dimensions that follow the image's size
+        of each call's inputs, which the pipeline makes anew at each step: a new resolution then needs no new
+        graph. Other attributes (the config, dtype the pipeline reads) are the compiled denoiser's."""
+        return _Marking(fn, inspect.signature(self.denoiser.forward), self.resolution_dims())
 
     def decoder_share(self, call, inputs: dict, clock, calls: int = 3) -> float:
         """The median share of an image's time (`call(**inputs)`: this pipeline, or its compiled denoiser swapped
@@ -134,6 +157,24 @@ class Pipeline(torch.nn.Module):
                           num_inference_steps=self.steps, guidance_scale=self.guidance, generator=generator,
                           output_type="pt", return_dict=False, callback_on_step_end=keep)[0]
         return {"image": image, "latents": last["latents"]}
+
+
+class _Marking:
+    """A compiled denoiser that marks its inputs' dimensions dynamic before each call (Pipeline.marking)."""
+
+    def __init__(self, fn, signature, dims: dict):
+        self.fn, self.signature, self.dims = fn, signature, dims
+
+    def __call__(self, *args, **kwargs):
+        given = self.signature.bind_partial(*args, **kwargs).arguments
+        for name, dims in self.dims.items():
+            if torch.is_tensor(given.get(name)):
+                for dim in dims:
+                    torch._dynamo.mark_dynamic(given[name], dim)
+        return self.fn(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.fn, name)
 
 
 class _Captured(Exception):
