@@ -77,7 +77,8 @@ def benchmark(model=None, *, suite: str | None = None, inputs: str | Callable[[i
             part of the cases, each shard into its own db; the results it returns are its part.
         **settings: the run's other options by their names: repeats, max_repeats, extra_time_s, min_effect, dtype,
             autocast, channels_last, tf32, attn, backend (a name, or several: ("inductor", "openvino")), fullgraph, dynamic, inductor_options (a dict),
-            compile_scope ("model" or "regions"), regions, compile_decoder (a pipeline's), compile_cache, interleave, sync_each_call, weights,
+            compile_scope ("model" or "regions"), regions, compile_decoder (a pipeline's), compile_cache, interleave,
+            sync_each_call, weights,
             model_size ("tiny"), task, prompt_len, new_tokens, timeout_s, rerun, retry_failed, profile,
             compile_trace, tag, quantizations (torchao's: "int8-weight-only" or a list, as --quantize;
             pip install compilebench[quant]); the timing's warmup, warmup_s,

@@ -79,7 +79,8 @@ def compile_flags(g, dynamic: bool = True) -> None:
         g.add_argument("--dynamic", action=argparse.BooleanOptionalAction, default=None,
                        help="compile with dynamic=True/False (default: torch's automatic dynamic shapes)")
     g.add_argument("--compile-decoder", action="store_true",
-                   help="text-to-image: compile the pipeline's decoder (its VAE's decode) too (default: its denoiser alone)")
+                   help="text-to-image: compile the pipeline's decoder (its VAE's decode) too (default: its denoiser "
+                        "alone)")
     g.add_argument("--inductor-option", action="append", default=[], metavar="KEY=VALUE",
                    help="an inductor config option for the compiled variants, e.g. freezing=True (repeatable)")
     g.add_argument("--freezing", action="store_true", help="shorthand for --inductor-option freezing=True")

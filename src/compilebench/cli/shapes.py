@@ -51,7 +51,8 @@ def add_parser(sub):
     g.add_argument("--dynamic", nargs="+", action="extend", default=None, dest="dynamic_settings", metavar="SETTING",
                    help=f"{', '.join(traffic.DYNAMIC_SETTINGS)}: torch's automatic dynamic shapes, dynamic=True, "
                         "dynamic=False (a graph per shape), mark_dynamic on the batch (text: sequence; text-to-image: "
-                        "the latents' height and width) dimension before each first call (default: {' '.join(traffic.DEFAULT_DYNAMIC)})")
+                        "the latents' height and width) dimension before each first call "
+                        f"(default: {' '.join(traffic.DEFAULT_DYNAMIC)})")
     g.add_argument("--pad-to", nargs="+", action="extend", type=int, default=[], metavar="SIZE",
                    help="also: each input padded up to the smallest of these bucket sizes (batch, or prompt length), "
                         "compiled with dynamic=False, its outputs sliced back")

@@ -186,7 +186,8 @@ class RunSpec(Settings):
 
 def asked(*, models=None, suite: str | None = None, batch_sizes=None, variants=None, backend="inductor",
           fullgraph: bool | None = None, dynamic: bool | None = None, inductor_options=(), compile_scope=None,
-          regions=(), compile_decoder: bool = False, iters: int | None = None, warmup: int | None = None, max_time_s: float | None = None,
+          regions=(), compile_decoder: bool = False, iters: int | None = None,
+          warmup: int | None = None, max_time_s: float | None = None,
           min_iters: int | None = None, first_calls: int | None = None, warmup_s: float | None = None,
           warmup_cap_s: float | None = None, shapes: bool = False, image_sizes=(),
           prompt_lens=(), dynamic_settings=None, pad_to=(), lora_ranks=(), lora_hotswap: bool = False,
@@ -208,8 +209,8 @@ def asked(*, models=None, suite: str | None = None, batch_sizes=None, variants=N
         raise UserError(f"--inductor-option: {[k for k, _ in options]}: an option is given twice")
     backends = (backend,) if isinstance(backend, str) else tuple(dict.fromkeys(backend)) or ("inductor",)
     compiling = Variant("default", backend=backends[0], fullgraph=bool(given.get("fullgraph")), dynamic=dynamic,
-                        options=options, scope=compile_scope or ("regions" if regions else "model"), regions=tuple(regions),
-                        decoder=compile_decoder)
+                        options=options, scope=compile_scope or ("regions" if regions else "model"),
+                        regions=tuple(regions), decoder=compile_decoder)
     timing = TimingPolicy(iters=iters, warmup=given.get("warmup"), max_time_s=given.get("max_time_s"),
                           min_iters=min_iters, first_calls=first_calls, warmup_s=warmup_s, warmup_cap_s=warmup_cap_s)
     served = dict(shapes=True, image_sizes=tuple(traffic.parse_image_size(s) if isinstance(s, str) else tuple(s)
