@@ -3,6 +3,7 @@ their denoiser compiled (whole, or its repeated blocks) and quantized while the 
 their images checked against eager's, their resolutions served by `compilebench shapes`."""
 
 import dataclasses
+import functools
 import sys
 
 import pytest
@@ -122,6 +123,17 @@ def test_marked_dynamic_a_pipeline_makes_every_resolution_with_its_first_graph(n
         assert all(correctness.output_error(e, o)[1] < 1e-5 for e, o in zip(expected, outs))
     assert graphs["mark_dynamic"] == (1, [])
     assert graphs["dynamic"][0] == 3 and all("size mismatch" in r for r in graphs["dynamic"][1])
+
+
+def test_marked_dynamic_marks_the_compiled_decoders_latents_too():
+    entry, pipeline, _ = _tiny("sd-1.5")
+    compiler.reset_dynamo()
+    fn = compiler.apply(pipeline, Variant("default", backend="eager", mark_dynamic=True, decoder=True), shared=True)
+    for size in [(32, 32), (48, 48), (64, 48)]:
+        fn(**entry.sized_inputs(None, size, 1, "random", "tiny"))
+    # no size specialized: a guard the decoder's own code makes on its size (diffusers' upsampler checks its numel)
+    # may still recompile it, as dynamo says
+    assert not any("size mismatch" in r for r in compiler.compile_stats().recompile_reasons)
 
 
 def test_the_decoder_is_compiled_beside_the_denoiser_when_asked_and_put_back_after():
@@ -327,3 +339,33 @@ def test_after_eagers_reference_the_adapters_loaded_side_by_side_are_unloaded_ho
     hot.swap_lora(4)
     hot.unload_lora()
     assert hot.loaded == {"served"}  # hot-swap needs its adapter in place from before the compile on
+
+
+def test_eager_in_a_cuda_graph_replays_a_pipelines_denoiser_at_each_step_its_loop_and_decoder_as_they_are(monkeypatch):
+    """The denoiser captured at the first step's inputs (the strict fake: a replay runs the kernels recorded, on the
+    inputs captured, and no Python): every step's latents and timestep copied in, the image eager's."""
+    from fakecuda import FakeGraphs
+
+    from compilebench.kinds import eager as cudagraph
+
+    _, pipeline, inputs = _tiny("sd-1.5", steps=3)
+    expected = correctness.snapshot(pipeline(**inputs))
+    fake = FakeGraphs().install(monkeypatch)
+    unet, forward_of = pipeline.denoiser, pipeline.denoiser.forward
+    calls = []
+
+    @functools.wraps(forward_of)  # its signature: the pipeline's arguments named as the real denoiser names them
+    def launched(sample, *args, **kwargs):  # a GPU's kernels: the output buffer made once, the math launched
+        calls.append(1)
+        out = torch.empty_like(sample)
+        fake.launch(lambda: out.copy_(forward_of(sample, *args, **kwargs)[0]))
+        return (out,)
+
+    monkeypatch.setattr(unet, "forward", launched)
+    call, _ = kinds.get("eager-cudagraphs").prepare(pipeline, inputs, "", None)
+    made = len(calls)
+    assert made == cudagraph.WARMUP_CALLS + 1  # warm-up on a side stream, the capture
+    out = correctness.snapshot(call(**inputs))
+    assert len(calls) == made  # every step a replay: the denoiser's Python never ran
+    assert correctness.output_error(expected, out)[1] < 1e-5  # each step's own latents and timestep reached it
+    assert pipeline.pipe.unet is unet and torch.equal(call(**inputs)["image"], out["image"])

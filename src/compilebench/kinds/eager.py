@@ -1,7 +1,8 @@
 """The eager model, as torch runs it: plain (`eager`, every speed-up's baseline), with the static KV cache compiled
 generation uses (`eager-static-cache`: the control that tells what the cache does from what the compiler does,
 text generation only), and its forward call captured once in a CUDA graph and replayed (`eager-cudagraphs`: the
-control that tells what reduce-overhead's CUDA graphs do from what the compiler does, a vision model on a GPU).
+control that tells what reduce-overhead's CUDA graphs do from what the compiler does, a vision model on a GPU;
+a text-to-image pipeline's denoiser, its loop and decoder left as they are).
 
 The CUDA graph is captured as PyTorch's CUDA graph documentation does it by hand: warm-up calls on a side stream
 (lazy initialization, cuDNN's and cuBLAS's workspaces, must not happen during capture), one capture on static
@@ -37,6 +38,8 @@ class CudaGraph(Kind):
 
     def prepare(self, model, inputs: dict, folder: str, case, enter=lambda phase: None):
         enter("capturing a CUDA graph")
+        if getattr(model, "optimized_part", None) is not None:
+            return capture_part(model, inputs), None
         return capture(model, inputs), None
 
     def refusal(self, asked: Asked) -> str | None:
@@ -57,8 +60,9 @@ def capture(model, inputs: dict, warmup: int = WARMUP_CALLS) -> Callable[..., ob
     into the graph's static ones (a device-to-device copy, as cudagraph trees copy a compiled graph's inputs), and
     the output returned is the graph's static output, overwritten by the next replay."""
     import torch
+    from torch.utils._pytree import tree_leaves, tree_map
 
-    static = {k: v.clone() if torch.is_tensor(v) else v for k, v in inputs.items()}
+    static = tree_map(lambda v: v.clone() if torch.is_tensor(v) else v, inputs)  # a dict of tensors inside too
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -71,13 +75,29 @@ def capture(model, inputs: dict, warmup: int = WARMUP_CALLS) -> Callable[..., ob
 
     def replay(**given):
         for k, v in given.items():
-            if torch.is_tensor(v) and v is not static[k]:
-                static[k].copy_(v)
+            for into, value in zip(tree_leaves(static[k]), tree_leaves(v)):
+                if torch.is_tensor(value) and value is not into:
+                    into.copy_(value)
         graph.replay()
         return output
 
     replay.graph = graph  # kept reachable: its private memory pool lives as long as the graph
     return replay
+
+
+def capture_part(pipeline, inputs: dict) -> Callable[..., object]:
+    """A text-to-image pipeline whose denoiser runs in a CUDA graph, captured at the inputs the pipeline hands it at
+    the first step (their shapes hold for every step of an image of this size: the latents, timestep and prompt
+    are copied in at each step), the loop, scheduler and decoder running as they are."""
+    replay = capture(pipeline.optimized_part, pipeline.denoiser_inputs(**inputs))
+    graphed = pipeline.stand_in(lambda named: replay(**named), pipeline.optimized_part)
+
+    def call(**given):
+        with pipeline.part_replaced(graphed):
+            return pipeline(**given)
+
+    call.graph = replay.graph
+    return call
 
 
 KINDS = (Eager(), StaticCache(), CudaGraph())

@@ -71,6 +71,8 @@ class Part:
         # --dynamic mark: the dimensions that follow the image's size, marked on each call's inputs
         self.called = model.marking(self.compiled) if variant.mark_dynamic else self.compiled
         self.decoder = torch.compile(model.decoder, **compile_kwargs(variant)) if variant.decoder else None
+        if self.decoder is not None and variant.mark_dynamic:
+            self.decoder = model.decoder_marking(self.decoder)
 
     def classes(self) -> dict[str, int]:
         return regions_of(self.compiled)

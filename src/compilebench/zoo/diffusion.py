@@ -110,8 +110,50 @@ class Pipeline(torch.nn.Module):
     def marking(self, fn):
         """`fn` (the compiled denoiser) with torch._dynamo.mark_dynamic on the dimensions that follow the image's size
         of each call's inputs, which the pipeline makes anew at each step: a new resolution then needs no new
-        graph. Other attributes (the config, dtype the pipeline reads) are the compiled denoiser's."""
-        return _Marking(fn, inspect.signature(self.denoiser.forward), self.resolution_dims())
+        graph."""
+        dims = self.resolution_dims()
+
+        def marked(named: dict):
+            for name, marks in dims.items():
+                for dim in marks if torch.is_tensor(named.get(name)) else ():
+                    torch._dynamo.mark_dynamic(named[name], dim)
+            return fn(**named)
+
+        return self.stand_in(marked, fn)
+
+    def decoder_marking(self, fn):
+        """`fn` (the compiled decode) with its latents' height and width marked dynamic before each call."""
+
+        def marked(latents, *args, **kwargs):
+            torch._dynamo.mark_dynamic(latents, 2)
+            torch._dynamo.mark_dynamic(latents, 3)
+            return fn(latents, *args, **kwargs)
+
+        return marked
+
+    def stand_in(self, call, attributes):
+        """What the pipeline calls in its denoiser's place: `call` with the denoiser's inputs by name, every other
+        attribute (the config, dtype the pipeline reads) `attributes`'s."""
+        return _StandIn(call, inspect.signature(self.denoiser.forward), attributes)
+
+    def denoiser_inputs(self, latents, prompt_embeds, **embeds) -> dict:
+        """The inputs, by name, the pipeline hands its denoiser at the first step (guidance: the batch doubled;
+        Flux: latents packed, position ids), caught by running it eagerly up to that call."""
+        caught = {}
+
+        def hook(module, args, kwargs):
+            caught.update(named(inspect.signature(module.forward), args, kwargs))
+            raise _Captured
+
+        handle = self.denoiser.register_forward_pre_hook(hook, with_kwargs=True)
+        try:
+            with self.part_replaced(self.denoiser):  # caught from eager's call, whatever is timed
+                Pipeline.forward(self, latents, prompt_embeds, **embeds)
+        except _Captured:
+            pass
+        finally:
+            handle.remove()
+        return caught
 
     def decoder_share(self, call, inputs: dict, clock, calls: int = 3) -> float:
         """The median share of an image's time (`call(**inputs)`: this pipeline, or its compiled denoiser swapped
@@ -159,22 +201,24 @@ class Pipeline(torch.nn.Module):
         return {"image": image, "latents": last["latents"]}
 
 
-class _Marking:
-    """A compiled denoiser that marks its inputs' dimensions dynamic before each call (Pipeline.marking)."""
+def named(signature, args, kwargs) -> dict:
+    """A call's arguments by their names (keyword-only ones and a **kwargs' own at the top)."""
+    bound = signature.bind(*args, **kwargs).arguments
+    var = next((p.name for p in signature.parameters.values() if p.kind is p.VAR_KEYWORD), None)
+    return {**{k: v for k, v in bound.items() if k != var}, **bound.get(var, {})}
 
-    def __init__(self, fn, signature, dims: dict):
-        self.fn, self.signature, self.dims = fn, signature, dims
+
+class _StandIn:
+    """Called in the denoiser's place (Pipeline.stand_in): its inputs by name to `call`, its attributes another's."""
+
+    def __init__(self, call, signature, attributes):
+        self.call, self.signature, self.attributes = call, signature, attributes
 
     def __call__(self, *args, **kwargs):
-        given = self.signature.bind_partial(*args, **kwargs).arguments
-        for name, dims in self.dims.items():
-            if torch.is_tensor(given.get(name)):
-                for dim in dims:
-                    torch._dynamo.mark_dynamic(given[name], dim)
-        return self.fn(*args, **kwargs)
+        return self.call(named(self.signature, args, kwargs))
 
     def __getattr__(self, name):
-        return getattr(self.fn, name)
+        return getattr(self.attributes, name)
 
 
 class _Captured(Exception):
@@ -194,24 +238,6 @@ class Step(Pipeline):
         key = tuple((k, tuple(v.shape), v.dtype, str(v.device)) for k, v in
                     sorted({"latents": latents, "prompt_embeds": prompt_embeds, **embeds}.items()))
         if key not in self.caught:
-            self.caught[key] = self._catch(latents, prompt_embeds, **embeds)
-        args, kwargs = self.caught[key]
-        out = getattr(self.pipe, self.denoiser_name)(*args, **kwargs)  # the compiled denoiser, where one is swapped in
+            self.caught[key] = self.denoiser_inputs(latents, prompt_embeds, **embeds)
+        out = getattr(self.pipe, self.denoiser_name)(**self.caught[key])  # the compiled denoiser, where swapped in
         return {"sample": out[0] if isinstance(out, tuple) else out.sample}
-
-    def _catch(self, latents, prompt_embeds, **embeds) -> tuple[tuple, dict]:
-        caught = {}
-
-        def hook(module, args, kwargs):
-            caught.update(args=args, kwargs=kwargs)
-            raise _Captured
-
-        handle = self.denoiser.register_forward_pre_hook(hook, with_kwargs=True)
-        try:
-            with self.part_replaced(self.denoiser):  # caught from eager's call, whatever is timed
-                super().forward(latents, prompt_embeds, **embeds)
-        except _Captured:
-            pass
-        finally:
-            handle.remove()
-        return caught["args"], caught["kwargs"]
