@@ -130,6 +130,7 @@ def test_default_timing_is_left_out_and_the_device_index_dropped():
     (Variant("reduce-overhead", dynamic=True, fullgraph=True), ("b1", "b2")),
     (Variant("default", mark_dynamic=True), ("b2", "b1")),
     (Variant("default", dynamic=False, pad_to=(4, 16)), ("b1", "b3", "b16")),
+    (Variant("default", dynamic=False, scope="regions"), ("b1", "b4")),  # --regional
 ])
 def test_a_shapes_result_gives_the_shapes_command(variant, served):
     r = _result(variant=variant, shapes=served)

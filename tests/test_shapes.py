@@ -155,6 +155,42 @@ def _served_result(variant: Variant, first_s: dict, steady: dict, *, second: int
     return Result(case, reps, machine_id=machine(CPU), label="Image Classification/ResNet")
 
 
+def test_the_start_up_over_the_shapes_is_told_per_setting_and_per_state_its_processes_started_from():
+    """A replica serving a mix waits for every shape's first call: cold (repeat 1) apart from the processes that
+    started from the mega-cache's artifacts, regional beside the whole model's compile."""
+    first = {"b1": 2.0, "b4": 1.0}
+    eager = _served_result(Variant(), {"b1": 0.01, "b4": 0.02}, {"b1": 10.0, "b4": 40.0})
+    whole = _served_result(Variant("default"), first, {"b1": 5.0, "b4": 20.0})
+    regional = _served_result(Variant("default", scope="regions"), {"b1": 0.5, "b4": 0.25}, {"b1": 6.0, "b4": 22.0})
+    for r in (whole, regional):
+        for rep in r.repeats:
+            rep.compile_cache = "cold" if rep.index == 1 else "mega"
+        for p in (p for rep in r.repeats[1:] for p in rep.shapes.per_shape.values()):  # graphs from the artifacts
+            p.first_call_s, p.compile_s, p.compiles = p.first_call_s / 10, p.compile_s / 10, 0
+    (m,) = shapesmod.models(View([eager, whole, regional]))
+    rows = shapesmod.start_table(m).records()
+    assert [(r["setting"], r["start"], r["processes"]) for r in rows] == [
+        ("no compile", "no compile", "3"), ("automatic dynamic", "cold start", "1"),
+        ("automatic dynamic", "mega-cache", "2"), ("automatic dynamic, regions", "cold start", "1"),
+        ("automatic dynamic, regions", "mega-cache", "2")]
+    assert rows[1]["every shape answered once s"] == "2.97"  # repeat 1: 2 s and 1 s, x 0.99
+    assert rows[2]["every shape answered once s"] == "0.30"  # the median of 0.300 and 0.303
+    assert rows[1]["graphs compiled"] == "1" and rows[0]["compile s"] == ""
+    eager_only = shapesmod.models(View([eager]))[0]
+    assert shapesmod.start_table(eager_only) is None  # nothing compiled: no start to tell apart
+
+
+def test_regional_adds_a_setting_with_each_repeated_block_compiled_where_nothing_marked_would_miss_it():
+    from compilebench.core.spec import asked
+
+    spec = asked(models=("vit",), shapes=True, batch_sizes=(1, 2), dynamic_settings=("mark", "false"), regional=True)
+    settings = spec.shape_settings()
+    assert [shapesmod.setting_name(v) for v in settings] == ["no compile", "mark_dynamic", "dynamic=False",
+                                                             "dynamic=False, regions"]
+    with pytest.raises(UserError, match="--regional: gpt2 generates text"):
+        asked(models=("gpt2",), shapes=True, batch_sizes=(1, 2), regional=True).cases({"gpt2": compilebench.zoo.get("gpt2")})
+
+
 def test_the_best_setting_for_the_mix_is_named_with_its_verdict_and_one_that_never_settles_is_not():
     first = {"b1": 0.01, "b4": 0.01}
     eager = _served_result(Variant(), first, {"b1": 10.0, "b4": 40.0})

@@ -136,6 +136,22 @@ def test_the_space_depends_on_the_device_and_the_model():
     assert {c.settings.dtype for c in gpu} == {"float32", "bfloat16", "float16"}
 
 
+def test_a_pipeline_is_tuned_as_diffusers_compiles_one_its_decoder_too():
+    plain, pipeline = tune.space("cpu", False), tune.space("cpu", False, pipeline=True)
+    decoder = [c for c in pipeline if c.variant.decoder]
+    assert len(decoder) == 1 and not any(c.variant.decoder for c in plain) and len(pipeline) == len(plain) + 1
+    assert decoder[0].describe() == "default, decoder compiled"
+    regional = tune.Config.make(scope="regions", fullgraph=True).code("transformer")
+    assert regional.splitlines() == ["pipe.transformer.compile_repeated_blocks(fullgraph=True)  # each repeated "
+                                     "block: one graph"]
+    code = tune.Config.make("max-autotune", decoder=True, dtype="bfloat16", quantize="int8-weight-only").code("unet")
+    assert code.splitlines() == [
+        "pipe = pipe.to(torch.bfloat16)",
+        "torchao.quantization.quantize_(pipe.unet, torchao.quantization.Int8WeightOnlyConfig())",
+        "pipe.unet = torch.compile(pipe.unet, mode='max-autotune')",
+        "pipe.vae.decode = torch.compile(pipe.vae.decode, mode='max-autotune')"]
+
+
 @pytest.mark.parametrize("text, seconds", [("90s", 90), ("20m", 1200), ("1h", 3600), ("1h30m", 5400), ("45", 45)])
 def test_budgets_read_as_times(text, seconds):
     assert tune.parse_budget(text) == seconds

@@ -51,7 +51,7 @@ def load(path: str, min_effect: float = stats.DEFAULT_MIN_EFFECT, requests: int 
 # The run's other options, by the names core/spec.asked takes them (benchmark() and shapes() take these by their own).
 _SETTINGS = specmod.ASKED - {"models", "suite", "batch_sizes", "variants", "device", "inputs", "iters", "isolation",
                              "shapes", "image_sizes", "prompt_lens", "dynamic_settings", "pad_to", "lora_ranks",
-                             "lora_hotswap"}
+                             "lora_hotswap", "regional"}
 _NOT_SHAPES = {"interleave", "compile_scope", "regions"}  # shapes() serves whole-model compiles, one per process
 
 
@@ -119,7 +119,7 @@ class Tuned:
 
     def code(self) -> str | None:
         """The winner as code to paste."""
-        return self.winner.config.code() if self.winner else None
+        return self.winner.config.code(self.outcome.part) if self.winner else None
 
 
 def fastest(model: str, *, batch_sizes=(1,), budget: str | float = "20m", device: str | None = None,
@@ -171,14 +171,16 @@ def _declare_environments(settings: dict) -> None:
 
 
 def shapes(model, *, batch_sizes=None, image_sizes=(), prompt_lens=(), dynamic=traffic.DEFAULT_DYNAMIC, pad_to=(),
-           lora_ranks=(), lora_hotswap: bool = False, mode: str = "default", mix: str | None = None, requests: int = DEFAULT_REQUESTS, inputs=None,
+           lora_ranks=(), lora_hotswap: bool = False, regional: bool = False, mode: str = "default", mix: str | None = None, requests: int = DEFAULT_REQUESTS, inputs=None,
            device: str | None = None, iters: int | None = None, db: str | None = None, quiet: bool = True, gpus=None,
            executor: str = "local", ray_address: str | None = None, accelerator_type: str | None = None,
            cpus_per_case: int | None = None, **settings) -> ShapesResults:
     """`compilebench shapes` from Python: `model` serves each shape (batch_sizes, at each of image_sizes ((W, H)
     or "WxH") or prompt_lens) under eager and each setting of `dynamic` (auto, true, false, mark) and, with
     `pad_to`, padded to those buckets, each compiled in `mode` (default, reduce-overhead, ...); a pipeline's
-    shapes each with every LoRA adapter of `lora_ranks`, swapped in first (`lora_hotswap`: also in place). `mix`
+    shapes each with every LoRA adapter of `lora_ranks`, swapped in first (`lora_hotswap`: also in place);
+    `regional`: also each repeated block compiled alone. `compile_cache` ("mega": a new process's start from torch's
+    portable cache artifacts) as benchmark()'s. `mix`
     ("1:50,4:30,16:20") and `requests` weigh the time to serve. Other settings, and where the cases run, as
     benchmark()'s (repeats, dtype, backend, warmup, gpus, ...)."""
     _declare_environments(settings)
@@ -189,7 +191,7 @@ def shapes(model, *, batch_sizes=None, image_sizes=(), prompt_lens=(), dynamic=t
         spec = specmod.asked(models=(name,), batch_sizes=batch_sizes, device=device, inputs=inputs_ref, iters=iters,
                              isolation="inline" if inline else "process", shapes=True, image_sizes=image_sizes,
                              prompt_lens=prompt_lens, dynamic_settings=tuple(dynamic), pad_to=pad_to,
-                             lora_ranks=lora_ranks, lora_hotswap=lora_hotswap,
+                             lora_ranks=lora_ranks, lora_hotswap=lora_hotswap, regional=regional,
                              variants=specmod.shape_variants(mode), **settings)
         return _benchmark(spec, where, db, quiet, ShapesResults, requests, mix)
     finally:

@@ -113,6 +113,10 @@ def how_to_compile(run) -> None:
                         "--region)")
     g.add_argument("--region", nargs="+", action="extend", default=[], dest="regions", metavar="CLASS",
                    help="the block class(es) --compile-scope regions compiles, e.g. LlamaDecoderLayer (implies it)")
+    compile_cache(g)
+
+
+def compile_cache(g) -> None:
     g.add_argument("--compile-cache", default=settings.default("compile_cache"), metavar="MODE",
                    help="cold (default: a private, empty compiler state per case; its later repeats start from what "
                         "the first left, recorded as warm), warm (compiled once first, then timed from the on-disk "

@@ -43,6 +43,9 @@ def add_parser(sub):
     g.add_argument("--lora-hotswap", action="store_true",
                    help="also: the first --dynamic setting with the adapters hot-swapped in place (diffusers' "
                         "enable_lora_hotswap), which should compile nothing on a swap")
+    g.add_argument("--regional", action="store_true",
+                   help="also: the first --dynamic setting (not mark) with each repeated block compiled alone (a "
+                        "pipeline's denoiser: diffusers' compile_repeated_blocks)")
     g.add_argument("--prompt-len", nargs="+", action="extend", type=int, default=[], dest="prompt_lens", metavar="L",
                    help="text generation: prompt lengths served, in this order (default: the model's)")
     groups.task(g)
@@ -61,6 +64,7 @@ def add_parser(sub):
                    help=f"the compile mode of every compiled setting: {', '.join(variant.MODES)} (default: default; "
                         "reduce-overhead records a CUDA graph per shape)")
     groups.compile_flags(g, dynamic=False)
+    groups.compile_cache(g)
     groups.model_settings(shp)
     groups.how_to_time(shp)
     groups.where_to_run(shp)

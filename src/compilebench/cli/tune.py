@@ -48,7 +48,8 @@ def _served(outcome: tune.Outcome, view: View) -> str:
         if pick is None or not pick.result.case.variant.compiled:
             out.append(f"keep it uncompiled for this traffic: {why}.")
         else:
-            out += [f"{pick.name}: {why}.", "", "```python", tune.shapes_code(config, pick.result.case.variant), "```"]
+            code = tune.shapes_code(config, pick.result.case.variant, outcome.part)
+            out += [f"{pick.name}: {why}.", "", "```python", code, "```"]
         out += ["", markdown.table(shapes.summary_table(view, m))]
     return "\n".join(out)
 
@@ -72,7 +73,7 @@ def render(result: tune.Outcome, min_effect: float, db: str) -> str:
         kept = quantization.quality_words(w.result)
         if kept:  # a quantized pick: what it kept of the float model's predictions
             out.append(f"Quality against the float model: {kept}.")
-        out += ["", "```python", w.config.code(), "```", ""]
+        out += ["", "```python", w.config.code(result.part), "```", ""]
         cold, warm = w.result.cold_compile_s, w.result.warm_compile_s
         out.append(f"Compile cost: {cold:.1f} s cold" + (f", {warm:.1f} s from a warm cache" if warm else "")
                    + (f"; it pays for itself after {saving:,} calls." if saving else "; it saves nothing per call."))

@@ -84,6 +84,8 @@ def _served(r: Result) -> list[str]:
         words += ["--pad-to", *map(str, v.pad_to)]
     if v.lora_hotswap:
         words += ["--lora-hotswap"]
+    if v.scope == "regions":
+        words += ["--regional"]
     if v.compiled and v.compile_mode:
         words += ["--mode", v.mode]
     return words
@@ -99,7 +101,7 @@ def _compile_flags(v: Variant, shapes: bool) -> list[str]:
         words += ["--dynamic" if v.dynamic else "--no-dynamic"]
     for key, value in v.options:
         words += ["--inductor-option", f"{key}={value}"]
-    if v.scope != "model":
+    if v.scope != "model" and not shapes:  # shapes says it with --regional
         words += ["--compile-scope", v.scope]
     if v.regions:
         words += ["--region", *v.regions]

@@ -82,6 +82,7 @@ class RunSpec(Settings):
     pad_to: tuple[int, ...] = ()
     lora_ranks: tuple[int, ...] = ()  # a pipeline's LoRA adapters (by rank), each swapped in before its shapes
     lora_hotswap: bool = False  # also: the first compiled setting with the adapters hot-swapped
+    regional: bool = False  # also: the first compiled setting with each repeated block compiled alone
 
     def __post_init__(self):
         # A value given twice (`--batch-size 1 1`) is one case, measured once.
@@ -149,6 +150,9 @@ class RunSpec(Settings):
             out.append(dataclasses.replace(compiled, dynamic=False, pad_to=self.pad_to))
         if self.lora_hotswap:
             out.append(dataclasses.replace(out[1], lora_hotswap=True))
+        if self.regional:  # the blocks' inputs are made inside the model: nothing marked or padded reaches them
+            plain = next((v for v in out[1:] if not v.mark_dynamic and not v.pad_to), compiled)
+            out.append(dataclasses.replace(plain, scope="regions"))
         return out
 
     def served(self, kind: str, default_prompt_len: int | None = None) -> tuple[traffic.Shape, ...]:
@@ -168,6 +172,8 @@ class RunSpec(Settings):
 
     def _shape_cases(self, model: str, env: str | None, known: ModelKind) -> list[Case]:
         kind = known.kind
+        if self.regional and kind == "generation":  # its forward is compiled whole, as generate() calls it
+            raise UserError(f"--regional: {model} generates text, which compilebench shapes compiles whole")
         if self.lora_ranks and kind != "image":
             raise UserError(f"--lora: {model} is not a text-to-image pipeline (`compilebench models` lists them); "
                             "its LoRA adapters cannot be served")
@@ -191,7 +197,7 @@ def asked(*, models=None, suite: str | None = None, batch_sizes=None, variants=N
           min_iters: int | None = None, first_calls: int | None = None, warmup_s: float | None = None,
           warmup_cap_s: float | None = None, shapes: bool = False, image_sizes=(),
           prompt_lens=(), dynamic_settings=None, pad_to=(), lora_ranks=(), lora_hotswap: bool = False,
-          repeats: int | None = None, max_repeats: int | None = None, quantizations=None, **rest) -> RunSpec:
+          regional: bool = False, repeats: int | None = None, max_repeats: int | None = None, quantizations=None, **rest) -> RunSpec:
     """The RunSpec of a run asked for by its options' names (the Python API's keywords; the command line's options
     reach it under the same names). What is not given is the suite's where one is taken (no model and no suite:
     the quick suite), else the default; `shapes` serves each model's shapes (`compilebench shapes`). Repeats:
@@ -216,7 +222,7 @@ def asked(*, models=None, suite: str | None = None, batch_sizes=None, variants=N
     served = dict(shapes=True, image_sizes=tuple(traffic.parse_image_size(s) if isinstance(s, str) else tuple(s)
                                                  for s in image_sizes),
                   prompt_lens=tuple(prompt_lens), pad_to=tuple(sorted(set(pad_to))),
-                  lora_ranks=tuple(dict.fromkeys(lora_ranks)), lora_hotswap=lora_hotswap,
+                  lora_ranks=tuple(dict.fromkeys(lora_ranks)), lora_hotswap=lora_hotswap, regional=regional,
                   dynamic_settings=tuple(dict.fromkeys(dynamic_settings or traffic.DEFAULT_DYNAMIC))) if shapes else {}
     return RunSpec(models=given.get("models", ()), batch_sizes=tuple(given.get("batch_sizes", (1,))),
                    variants=tuple(given.get("variants", ("eager", "default"))), compile=compiling,
@@ -343,4 +349,4 @@ def _validate_shapes(spec: RunSpec) -> None:
                         "each setting's shapes in a process of its own")
     if spec.compile.scope != "model":
         raise UserError("compilebench shapes compiles the whole model (--compile-scope model); its settings are the "
-                        "--dynamic and --pad-to ones")
+                        "--dynamic and --pad-to ones, and --regional adds one with each repeated block compiled alone")

@@ -40,8 +40,9 @@ class Config:
 
     @classmethod
     def make(cls, mode: str = "default", options: tuple = (), *, fullgraph: bool = False, dynamic: bool | None = None,
-             scope: str = "model", **settings) -> Config:
-        return cls(Variant(mode, fullgraph=fullgraph, dynamic=dynamic, options=options, scope=scope), Settings(**settings))
+             scope: str = "model", decoder: bool = False, **settings) -> Config:
+        return cls(Variant(mode, fullgraph=fullgraph, dynamic=dynamic, options=options, scope=scope, decoder=decoder),
+                   Settings(**settings))
 
     def compiled(self, **changes) -> Config:
         """This configuration with its way of compiling changed: `dynamic=False`, `scope="model"`."""
@@ -53,8 +54,11 @@ class Config:
     def describe(self) -> str:
         return ", ".join([self.variant.mode, *self.variant.words(), *self.settings.words()])
 
-    def code(self) -> str:
-        """The ready-to-paste lines that prepare and compile a model this way."""
+    def code(self, part: str | None = None) -> str:
+        """The ready-to-paste lines that prepare and compile a model this way; `part`: a pipeline's denoiser (its
+        attribute: unet, transformer), which is what is compiled and quantized of the pipeline `pipe`."""
+        if part:
+            return self._pipeline_code(part)
         lines = []
         if self.settings.dtype != "float32":
             lines.append(f"model = model.to(torch.{self.settings.dtype})  # and its floating-point inputs")
@@ -79,6 +83,22 @@ class Config:
         lines.append(f"compiled = torch.compile({', '.join(['model', *self._args()])})")
         return "\n".join(lines)
 
+    def _pipeline_code(self, part: str) -> str:
+        """A pipeline compiled as diffusers' docs do it: its denoiser whole, or its repeated blocks; its decoder."""
+        lines, args, denoiser = [], self._args(), f"pipe.{part}"
+        if self.settings.dtype != "float32":
+            lines.append(f"pipe = pipe.to(torch.{self.settings.dtype})")
+        if self.settings.quantize != "none":
+            quantized = kinds.quantization(self.settings.quantize).code
+            lines += [line.replace("(model,", f"({denoiser},") for line in quantized]
+        if self.variant.scope == "regions":
+            lines.append(f"{denoiser}.compile_repeated_blocks({', '.join(args)})  # each repeated block: one graph")
+        else:
+            lines.append(f"{denoiser} = torch.compile({', '.join([denoiser, *args])})")
+        if self.variant.decoder:
+            lines.append(f"pipe.vae.decode = torch.compile({', '.join(['pipe.vae.decode', *args])})")
+        return "\n".join(lines)
+
     def _args(self) -> list[str]:
         """torch.compile's arguments other than the model."""
         args, v = [], self.variant
@@ -96,11 +116,13 @@ class Config:
         return args
 
 
-def space(device: str, vision: bool, quantizations: tuple[str, ...] = (), engines: tuple[str, ...] = ()) -> list[Config]:
+def space(device: str, vision: bool, quantizations: tuple[str, ...] = (), engines: tuple[str, ...] = (),
+          pipeline: bool = False) -> list[Config]:
     """The configurations that can matter here, the likeliest first (a small budget tries those). `quantizations`:
     torchao's to try as well (only where asked: a quantized model is judged by the quality it keeps, not by
     matching float), each on every mode and dtype of the float ones. `engines`: other engines to try as well (only
-    where asked), each in every dtype it runs here."""
+    where asked), each in every dtype it runs here. `pipeline`: a text-to-image pipeline, whose decoder may be
+    compiled too."""
     gpu = is_cuda(device)
     modes = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs") if gpu else (
         "default", "max-autotune-no-cudagraphs")
@@ -117,6 +139,8 @@ def space(device: str, vision: bool, quantizations: tuple[str, ...] = (), engine
     # no graph break, one shape and few repeated layers; tried once, on the plainest configuration, they say
     # whether they can matter
     out += [Config.make(fullgraph=True), Config.make(dynamic=False), Config.make(scope="regions")]
+    if pipeline:  # its decoder's share of an image is its own: compiled beside the denoiser, once
+        out.append(Config.make(decoder=True))
     for q, mode, dtype in itertools.product(quantizations, modes, dtypes):
         if not Variant(mode).ahead_of_time:  # torchao's tensor subclasses: exported ahead of time is not what it documents
             out.append(Config.make(mode, dtype=dtype, quantize=q))
@@ -128,7 +152,7 @@ def space(device: str, vision: bool, quantizations: tuple[str, ...] = (), engine
 # The changes likeliest to pay, first. Measured for ResNet-50 on 2 CPU cores: bfloat16 2.1x plain compile;
 # channels-last 1.4x; max-autotune 0.85x alone but 1.17x on top of both; freezing 0.98-1.01x in every company.
 _LIKELIEST = ("dtype", "quantize", "channels_last", "mode", ("option", "freezing"), ("option", "coordinate_descent_tuning"),
-              "fullgraph", "dynamic", "scope")
+              "fullgraph", "dynamic", "scope", "decoder")
 
 
 def _prior(c: Config) -> tuple:
@@ -166,6 +190,7 @@ class Outcome:
     tried: list[Tried] = field(default_factory=list)
     untried: list[Config] = field(default_factory=list)  # the budget ran out before these
     elapsed_s: float = 0.0
+    part: str | None = None  # a pipeline's: the denoiser its code compiles (Config.code)
 
     @property
     def ranked(self) -> list[Tried]:
@@ -194,6 +219,8 @@ def _changes(c: Config) -> frozenset:
         changes.add(("dynamic", v.dynamic))
     if v.scope != "model":
         changes.add(("scope", v.scope))
+    if v.decoder:
+        changes.add(("decoder",))
     return frozenset(changes)
 
 
@@ -296,7 +323,7 @@ def served_spec(spec, config: Config, batches: tuple[int, ...]):
     v = config.variant
     return dataclasses.replace(spec, shapes=True, batch_sizes=batches, variants=("eager", _served_mode(v)),
                                dynamic_settings=traffic.DYNAMIC_SETTINGS, pad_to=(max(batches),),
-                               compile=Variant("default", fullgraph=v.fullgraph, options=v.options),
+                               compile=Variant("default", fullgraph=v.fullgraph, options=v.options, decoder=v.decoder),
                                repeats=SHAPES_REPEATS, timing=SHAPES_TIMING, **config.settings.changes())
 
 
@@ -305,17 +332,19 @@ def _served_mode(v: Variant) -> str:
     return v.mode if v.mode in MODES else "default"
 
 
-def shapes_code(config: Config, variant: Variant) -> str:
+def shapes_code(config: Config, variant: Variant, part: str | None = None) -> str:
     """The code of a configuration served with one dynamic-shape setting (report/shapes.setting_name's)."""
     if variant.pad_to:
         buckets = ", ".join(map(str, variant.pad_to))
-        return "\n".join([config.compiled(dynamic=False).code(),
+        return "\n".join([config.compiled(dynamic=False).code(part),
                           f"# pad each batch up to the smallest of ({buckets}) items (repeat its last item), call "
                           "compiled, then keep each output's first rows"])
     if variant.mark_dynamic:
-        return "\n".join([config.compiled(dynamic=None).code(),
-                          "# before each batch's first call: torch._dynamo.mark_dynamic(tensor, 0) for every input"])
-    return config.compiled(dynamic=variant.dynamic).code()
+        marked = (f"# before each call of {part}: torch._dynamo.mark_dynamic on its inputs' dimensions that follow the "
+                  "image's size" if part else
+                  "# before each batch's first call: torch._dynamo.mark_dynamic(tensor, 0) for every input")
+        return "\n".join([config.compiled(dynamic=None).code(part), marked])
+    return config.compiled(dynamic=variant.dynamic).code(part)
 
 
 def parse_budget(text: str) -> float:

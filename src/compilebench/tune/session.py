@@ -59,8 +59,9 @@ def tuning(model: str, db: str, *, batch_sizes=(1,), budget: str | float = "20m"
     engines = _engines(engines, prepared)
     tried_q = asked_q or (_runnable(prepared) if min_agreement is not None else ())
     floor = (min_agreement if min_agreement is not None else correctness.MIN_AGREEMENT) if tried_q else None
-    configs = space(prepared.spec.device, vision=prepared.models[model].kind == "vision", quantizations=tried_q,
-                    engines=engines)
+    entry = prepared.models[model]
+    configs = space(prepared.spec.device, vision=entry.kind == "vision", quantizations=tried_q, engines=engines,
+                    pipeline=entry.kind == "image")
     if shard is not None:
         configs = shards.dealt(configs, shard)
         prepared.shard = shards.ShardPlan.of_search(shard, shards.shared_command(shlex.split(prepared.command or "")),
@@ -82,6 +83,7 @@ def tuning(model: str, db: str, *, batch_sizes=(1,), budget: str | float = "20m"
         try:
             outcome = search(prepared.cases[0], configs, rung, time.monotonic, seconds, min_effect,
                              on_rung=lambda r, n: say(f"rung {r + 1}: {n} configuration(s)"), min_agreement=floor)
+            outcome.part = getattr(entry, "denoiser_name", None)  # a pipeline's code compiles its denoiser
             if len(batches) < 2:
                 return Tuning(outcome)
             say(f"serving batch sizes {', '.join(map(str, batches))} under each dynamic-shape setting")
