@@ -59,10 +59,11 @@ reads what it stored. Under 10 minutes on one H100 (most of it compiling ResNet-
                    eager's), ONNX Runtime on CUDAExecutionProvider with IO binding, the event clock within [0.80,
                    1.05]; the figure gives each engine over eager and over reduce-overhead, cold and warm preparation
   diffusion        FLUX.1-schnell at its real size (bfloat16, 4 steps, 1024x1024; random weights, prompt embeddings),
-                   eager, default and regional, 2 repeats: every case `ok` (its image checked against eager's),
-                   regional's cold compile below the whole denoiser's; the figure gives each one's cold compile
-                   seconds and speed-up over eager; then `shapes` over 512, 768 and 1024 under dynamic=False and
-                   automatic dynamic: the graphs each resolution compiled (dynamic=False: one each)
+                   eager, default, regional and eager-cudagraphs (its transformer in a CUDA graph), 2 repeats:
+                   every case `ok` (its image checked against eager's), regional's cold compile below the whole
+                   denoiser's; the figure gives each one's cold compile seconds and speed-up over eager; then
+                   `shapes` over 512, 768 and 1024 under dynamic=False, automatic dynamic and mark_dynamic: the
+                   graphs each resolution compiled (dynamic=False: one each; mark: none after the first)
 
 Usage: python benchmarks/gpu_acceptance.py [--only clock,oom] [--keep DIR] [--list] [--tiny] [--rehearse] [--budget S]
 
@@ -113,7 +114,7 @@ UNMEASURED_S = 120
 # On one H200, 2026-11-27: the quick suite 294 s (12:18, 16 extra repeats) and 420 s (15:23, 20 extra); the
 # quantize check 225 s (its workers new interpreters); aot-load 374 s (each of its four builds a minute or more)
 SECONDS.update({"quick": 420, "quantize": 225, "aot-load": 374})
-SECONDS["diffusion"] = 600  # not measured yet: Flux's 12B parameters drawn and compiled in 9 processes, estimated
+SECONDS["diffusion"] = 780  # not measured yet: Flux's 12B parameters drawn and compiled in 12 processes, estimated
 QUICK_PLANNED_S, WORKER_START_S = 180, 2.0  # the quick check's goals (issue 50)
 STARTING = ("start", "setup", "build")  # a worker's phases before its model is ready: its start
 
@@ -414,10 +415,11 @@ class Checks:
 
         common = ("--model", "flux-schnell", "--dtype", "bfloat16")
         found = {r.case.variant.name: r for r in map(Result.from_dict, self.run(
-            "diffusion", *common, "--variant", "eager", "default", "regional", "--iters", 5, "--repeats", 2))}
+            "diffusion", *common, "--variant", "eager", "default", "regional", "eager-cudagraphs", "--iters", 5,
+            "--repeats", 2))}
         eager, said = found.get("eager"), []
         ok = eager is not None and eager.status == "ok"
-        for name in ("default", "regional"):
+        for name in ("default", "regional", "eager-cudagraphs"):
             r = found.get(name)
             if r is None or eager is None:
                 said.append(f"{name}: no result")
@@ -433,13 +435,15 @@ class Checks:
                          and regional.cold_compile_s < full.cold_compile_s)
         sizes = ("16x16", "32x32", "48x48") if "--tiny" in self.extra else ("512x512", "768x768", "1024x1024")
         graphs = {}
-        for r in self.run("diffusion-shapes", *common, "--image-size", *sizes, "--dynamic", "false", "auto",
+        for r in self.run("diffusion-shapes", *common, "--image-size", *sizes, "--dynamic", "false", "auto", "mark",
                           "--iters", 3, "--repeats", 1, command="shapes"):
-            if r["case"]["variant"]["mode"] == "eager":
+            v = r["case"]["variant"]
+            if v["mode"] == "eager":
                 continue
             per_shape = (r["repeats"][0].get("shapes") or {}).get("per_shape", {})
-            graphs[str(r["case"]["variant"]["dynamic"])] = [p["compiles"] for p in per_shape.values()]
-        ok = ok and graphs.get("False") == [1, 1, 1] and len(graphs.get("None", ())) == 3
+            graphs["mark" if v.get("mark_dynamic") else str(v["dynamic"])] = [p["compiles"] for p in per_shape.values()]
+        ok = ok and graphs.get("False") == [1, 1, 1] and len(graphs.get("None", ())) == 3 \
+            and graphs.get("mark", [0])[0] >= 1 and graphs.get("mark", [0, 1])[1:] == [0, 0]
         self.say("diffusion", ok, "; ".join(said) + f"; graphs per resolution {sizes}: {graphs}")
 
     def generation(self) -> None:
