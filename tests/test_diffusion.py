@@ -203,6 +203,16 @@ def test_a_pipelines_cases_make_their_images_in_its_steps_timed_as_images():
     assert built.steps == 4  # the case's steps reach the pipeline
 
 
+def test_a_shards_estimate_of_an_image_counts_its_steps():
+    from compilebench.run import costs
+
+    entries = {"sd-1.5": zoo.get("sd-1.5")}
+    few, many = (asked(models=("sd-1.5",), variants=("eager",), steps=n, model_size="tiny", device="cpu")
+                 for n in (2, 50))
+    seconds = [next(iter(costs.estimated(s, s.cases(entries), entries).values())) for s in (few, many)]
+    assert seconds[1] > seconds[0]
+
+
 def test_steps_below_one_are_refused_in_one_line():
     with pytest.raises(UserError, match="--steps must be an integer >= 1, got 0"):
         compilebench.benchmark("sd-1.5", steps=0, **{k: v for k, v in FAST.items() if k != "steps"})

@@ -151,8 +151,8 @@ class RunSpec(Settings):
         if self.lora_hotswap:
             out.append(dataclasses.replace(out[1], lora_hotswap=True))
         if self.regional:  # the blocks' inputs are made inside the model: nothing marked or padded reaches them
-            plain = next((v for v in out[1:] if not v.mark_dynamic and not v.pad_to), compiled)
-            out.append(dataclasses.replace(plain, scope="regions"))
+            out.append(dataclasses.replace(next((v for v in out[1:] if not (v.mark_dynamic or v.pad_to)), compiled),
+                                           scope="regions"))
         return out
 
     def served(self, kind: str, default_prompt_len: int | None = None) -> tuple[traffic.Shape, ...]:
@@ -172,8 +172,6 @@ class RunSpec(Settings):
 
     def _shape_cases(self, model: str, env: str | None, known: ModelKind) -> list[Case]:
         kind = known.kind
-        if self.regional and kind == "generation":  # its forward is compiled whole, as generate() calls it
-            raise UserError(f"--regional: {model} generates text, which compilebench shapes compiles whole")
         if self.lora_ranks and kind != "image":
             raise UserError(f"--lora: {model} is not a text-to-image pipeline (`compilebench models` lists them); "
                             "its LoRA adapters cannot be served")
@@ -192,12 +190,12 @@ class RunSpec(Settings):
 
 def asked(*, models=None, suite: str | None = None, batch_sizes=None, variants=None, backend="inductor",
           fullgraph: bool | None = None, dynamic: bool | None = None, inductor_options=(), compile_scope=None,
-          regions=(), compile_decoder: bool = False, iters: int | None = None,
-          warmup: int | None = None, max_time_s: float | None = None,
-          min_iters: int | None = None, first_calls: int | None = None, warmup_s: float | None = None,
-          warmup_cap_s: float | None = None, shapes: bool = False, image_sizes=(),
+          regions=(), compile_decoder: bool = False, iters: int | None = None, warmup: int | None = None,
+          max_time_s: float | None = None, min_iters: int | None = None, first_calls: int | None = None,
+          warmup_s: float | None = None, warmup_cap_s: float | None = None, shapes: bool = False, image_sizes=(),
           prompt_lens=(), dynamic_settings=None, pad_to=(), lora_ranks=(), lora_hotswap: bool = False,
-          regional: bool = False, repeats: int | None = None, max_repeats: int | None = None, quantizations=None, **rest) -> RunSpec:
+          regional: bool = False, repeats: int | None = None, max_repeats: int | None = None, quantizations=None,
+          **rest) -> RunSpec:
     """The RunSpec of a run asked for by its options' names (the Python API's keywords; the command line's options
     reach it under the same names). What is not given is the suite's where one is taken (no model and no suite:
     the quick suite), else the default; `shapes` serves each model's shapes (`compilebench shapes`). Repeats:

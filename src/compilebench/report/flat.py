@@ -56,8 +56,7 @@ def rows(view: View) -> list[dict]:
             "variant": v.name,
             "variant_label": v.label,
             "backend": v.backend,
-            "fullgraph": v.fullgraph,
-            "compile_decoder": v.decoder or None,
+            "fullgraph": v.fullgraph, "compile_decoder": v.decoder or None,  # a pipeline's decoder compiled too
             "dynamic": v.dynamic,
             "inductor_options": " ".join(f"{k}={val}" for k, val in v.options),
             **shape_columns(r),

@@ -19,7 +19,7 @@ from compilebench.core.vocab import MEASURED, Verdict
 from compilebench.report import data, drawing
 from compilebench.report.cells import Table, table
 from compilebench.report.drawing import Chart
-from compilebench.report.start import STARTS
+from compilebench.report.start import shapes_table
 
 REASON_CHARS = 140
 
@@ -219,40 +219,6 @@ def setting_table(view, m: Model, s: Setting) -> Table:
     return table(f"{s.name}: {m.label}, {m.hardware}", columns, [t for t in per] if per else [])
 
 
-def start_table(m: Model) -> Table | None:
-    """A new process's start on this sequence of shapes: per setting and the compiler state its processes started
-    from (a cold compile, a warm cache, the mega-cache's artifacts), the seconds until it had answered every shape
-    once (each shape's first call, its LoRA swap included), the compiling in them and the graphs compiled: what a
-    replica serving this mix (a pipeline's resolutions) waits for, cold and otherwise."""
-    rows = []
-    for s in m.settings:
-        by: dict[str, list] = {}
-        for rep in s.result.repeats:
-            if rep.status in MEASURED and rep.shapes:
-                state = (rep.compile_cache or "cold") if s.result.case.variant.compiled else ""
-                by.setdefault(state, []).append(list(rep.shapes.per_shape.values()))
-        rows += [(s, state, by[state]) for state in sorted(by, key=lambda k: list(STARTS).index(k) if k in STARTS else 9)]
-    if not any(s.result.case.variant.compiled for s, _, _ in rows):
-        return None
-
-    def median(row, of) -> float:
-        return statistics.median(sum(of(p) for p in shapes) for shapes in row[2])
-
-    columns = [
-        ("setting", lambda r: r[0].name),
-        ("start", lambda r: STARTS.get(r[1], r[1]) if r[1] else "no compile"),
-        ("processes", lambda r: str(len(r[2]))),
-        ("every shape answered once s", lambda r: f"{median(r, lambda p: (p.first_call_s or 0) + (p.swap_s or 0)):.2f}"),
-        ("compile s", lambda r: f"{median(r, lambda p: p.compile_s):.1f}" if r[1] else ""),
-        ("graphs compiled", lambda r: f"{median(r, lambda p: p.compiles):g}" if r[1] else ""),
-    ]
-    notes = ["Each process served the shapes in the order listed; its start here is the sum of its shapes' first calls "
-             "(and LoRA swaps), the median over the processes that started from that state (cold: an empty compiler "
-             "state; warm cache: what an earlier process of the case left on disk; mega-cache: torch's portable cache "
-             "artifacts loaded into an empty state, --compile-cache mega). The model's build is not in it."]
-    return table(f"Start-up over these shapes: {m.label}, {m.hardware}", columns, rows, notes)
-
-
 def _correct(p: ShapeSummary) -> str:
     if p.problems:
         return "no: " + "; ".join(p.problems)
@@ -280,7 +246,7 @@ def tables(view, charts: list = ()) -> list:
     """Per model: its summary, its charts (those given), then a table per setting that served the shapes."""
     items: list = []
     for m in models(view):
-        starts = start_table(m)
+        starts = shapes_table(m)
         items += [summary_table(view, m), *([starts] if starts else []),
                   *[c for c in charts if c.section == ("shapes", m.title)]]
         items += [setting_table(view, m, s) for s in m.settings if s.result.shapes]

@@ -55,7 +55,8 @@ def estimated(spec: specmod.RunSpec, cases: list[Case], models: dict) -> dict[st
     for c in cases:
         modules, parameters = size[c.model]
         timing = spec.timing.resolve(c.timed_unit, None)
-        call = CALL_S_PER_PARAMETER * parameters * c.batch_size * (c.new_tokens or 1) * (
+        # a generate() call runs the model once a token; a pipeline's image, its denoiser once a step
+        call = CALL_S_PER_PARAMETER * parameters * c.batch_size * (c.new_tokens or c.steps or 1) * (
             GPU_CALL_SHARE if is_cuda(spec.device) else 1.0)
         timed = (timing.warmup + timing.iters) * call
         if timing.max_time_s is not None:

@@ -65,6 +65,8 @@ def check_variants(spec: specmod.RunSpec, entries: dict) -> None:
         raise UserError(f"{'--image' if spec.image else '--channels-last'} is for vision models; {generation[0]} generates text")
     if (spec.prompt_len is not None or spec.prompt_lens) and not generation:
         raise UserError("--prompt-len is for text-generation models (`compilebench models` lists them)")
+    if spec.regional and generation:  # its forward is compiled whole, as generate() calls it
+        raise UserError(f"--regional: {generation[0]} generates text, which compilebench shapes compiles whole")
     if spec.image_sizes and not vision:
         raise UserError(f"--image-size resizes the photo of a vision model; {generation[0]} generates text")
     if spec.compile.decoder and (others := [n for n, e in entries.items() if e.kind != "image"]):

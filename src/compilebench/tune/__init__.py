@@ -16,8 +16,8 @@ but bfloat16 with channels-last faster, 2.29x against 1.96x). So the first rung 
 torch.compile, it measures next the configuration that adds one change to the best so far (the likeliest
 change first), and only where none is left, the rest in order of likelihood.
 
-halving.py holds the search, its measuring injected (a fake with a fake clock in tests); session.py measures it for
-real, through a run's plan into a results file, with its pick served over several batch sizes where asked. Imports
+halving.py holds the search, its measuring injected (a fake with a fake clock in tests); as_code.py a configuration
+as the code a user pastes (a pipeline's as diffusers compiles one); session.py measures it for real, through a run's plan into a results file, with its pick served over several batch sizes where asked. Imports
 run, measure, storage and core; never the report (it decides from speed-ups alone) nor the command line."""
 
 from compilebench.tune.halving import (
@@ -33,9 +33,9 @@ from compilebench.tune.halving import (
     search,
     served_config,
     served_spec,
-    shapes_code,
     space,
 )
+from compilebench.tune.as_code import shapes_code
 from compilebench.tune.session import Tuning, tuning
 
 __all__ = ["RUNGS", "SHAPES_REPEATS", "SHAPES_SHARE", "SHAPES_TIMING", "Config", "Measure", "Outcome", "Tried",

@@ -21,6 +21,7 @@ from compilebench.core.result import Result
 from compilebench.core.settings import Settings
 from compilebench.core.variant import AOT_INDUCTOR, MODES, Variant
 from compilebench.core.vocab import STATUS_WORDS
+from compilebench.tune.as_code import config_code
 
 # (share of the budget a rung may use up to, repeats a configuration has after it, how many go on, timing)
 RUNGS = (
@@ -55,65 +56,9 @@ class Config:
         return ", ".join([self.variant.mode, *self.variant.words(), *self.settings.words()])
 
     def code(self, part: str | None = None) -> str:
-        """The ready-to-paste lines that prepare and compile a model this way; `part`: a pipeline's denoiser (its
-        attribute: unet, transformer), which is what is compiled and quantized of the pipeline `pipe`."""
-        if part:
-            return self._pipeline_code(part)
-        lines = []
-        if self.settings.dtype != "float32":
-            lines.append(f"model = model.to(torch.{self.settings.dtype})  # and its floating-point inputs")
-        if self.settings.quantize != "none":
-            lines += kinds.quantization(self.settings.quantize).code
-        if self.settings.channels_last:
-            lines.append("model = model.to(memory_format=torch.channels_last)  # and 4-D inputs")
-        v = self.variant
-        if v.engine:
-            return "\n".join([*lines, *kinds.of(v).code])
-        if v.ahead_of_time:
-            configs = f", inductor_configs={dict(v.options)!r}" if v.options else ""
-            return "\n".join([*lines, "program = torch.export.export(model, args=(), kwargs=inputs)",
-                              f"path = torch._inductor.aoti_compile_and_package(program{configs})  # once, ahead of time",
-                              "compiled = torch._inductor.aoti_load_package(path)  # in each process that serves"])
-        if v.scope == "regions":
-            lines += ["for block in model.modules():  # each repeated layer: identical ones share a graph",
-                      "    if type(block).__name__ in model._no_split_modules:",
-                      f"        block.compile({', '.join(self._args())})",
-                      "compiled = model"]
-            return "\n".join(lines)
-        lines.append(f"compiled = torch.compile({', '.join(['model', *self._args()])})")
-        return "\n".join(lines)
-
-    def _pipeline_code(self, part: str) -> str:
-        """A pipeline compiled as diffusers' docs do it: its denoiser whole, or its repeated blocks; its decoder."""
-        lines, args, denoiser = [], self._args(), f"pipe.{part}"
-        if self.settings.dtype != "float32":
-            lines.append(f"pipe = pipe.to(torch.{self.settings.dtype})")
-        if self.settings.quantize != "none":
-            quantized = kinds.quantization(self.settings.quantize).code
-            lines += [line.replace("(model,", f"({denoiser},") for line in quantized]
-        if self.variant.scope == "regions":
-            lines.append(f"{denoiser}.compile_repeated_blocks({', '.join(args)})  # each repeated block: one graph")
-        else:
-            lines.append(f"{denoiser} = torch.compile({', '.join([denoiser, *args])})")
-        if self.variant.decoder:
-            lines.append(f"pipe.vae.decode = torch.compile({', '.join(['pipe.vae.decode', *args])})")
-        return "\n".join(lines)
-
-    def _args(self) -> list[str]:
-        """torch.compile's arguments other than the model."""
-        args, v = [], self.variant
-        if v.options:
-            from compilebench.measure.compiler import compile_kwargs
-
-            merged = compile_kwargs(Variant(v.mode, options=v.options))["options"]
-            args.append(f"options={merged!r}")
-        elif v.compile_mode:
-            args.append(f"mode={v.mode!r}")
-        if v.fullgraph:
-            args.append("fullgraph=True")
-        if v.dynamic is not None:
-            args.append(f"dynamic={v.dynamic}")
-        return args
+        """The ready-to-paste lines that prepare and compile a model this way (tune/as_code.py); `part`: a
+        pipeline's denoiser (its attribute: unet, transformer), what is compiled and quantized of the pipeline."""
+        return config_code(self, part)
 
 
 def space(device: str, vision: bool, quantizations: tuple[str, ...] = (), engines: tuple[str, ...] = (),
@@ -330,21 +275,6 @@ def served_spec(spec, config: Config, batches: tuple[int, ...]):
 def _served_mode(v: Variant) -> str:
     """The torch.compile mode a pick serves shapes with: its own, or plain compile for an AOTInductor package."""
     return v.mode if v.mode in MODES else "default"
-
-
-def shapes_code(config: Config, variant: Variant, part: str | None = None) -> str:
-    """The code of a configuration served with one dynamic-shape setting (report/shapes.setting_name's)."""
-    if variant.pad_to:
-        buckets = ", ".join(map(str, variant.pad_to))
-        return "\n".join([config.compiled(dynamic=False).code(part),
-                          f"# pad each batch up to the smallest of ({buckets}) items (repeat its last item), call "
-                          "compiled, then keep each output's first rows"])
-    if variant.mark_dynamic:
-        marked = (f"# before each call of {part}: torch._dynamo.mark_dynamic on its inputs' dimensions that follow the "
-                  "image's size" if part else
-                  "# before each batch's first call: torch._dynamo.mark_dynamic(tensor, 0) for every input")
-        return "\n".join([config.compiled(dynamic=None).code(part), marked])
-    return config.compiled(dynamic=variant.dynamic).code(part)
 
 
 def parse_budget(text: str) -> float:

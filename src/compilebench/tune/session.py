@@ -39,11 +39,10 @@ def tuning(model: str, db: str, *, batch_sizes=(1,), budget: str | float = "20m"
     at the largest of `batch_sizes`, every measurement into the results file `db`; then serve the pick over the
     batch sizes. Quantization only where asked: `quantizations` (torchao's), or a quality floor `min_agreement`
     alone (every quantization the device runs); a quantized configuration below the floor (0.99 unless given) is
-    dropped. Other engines (kinds.engines()) only where asked: `engines`, each in every dtype it
-    runs here. `shard`: search only its share of the configurations (dealt round-robin, the likeliest first), each
-    shard into its own file; a report over the files holds the best of all. `say` is told what it measures (each
-    rung); `quiet`: no progress bar; `command`: as typed, for the record of each of its runs (a rung, the pick
-    served)."""
+    dropped. Other engines (kinds.engines()) only where asked: `engines`, each in every dtype it runs here. `shard`:
+    search only its share of the configurations (dealt round-robin, the likeliest first), each shard into its own
+    file; a report over the files holds the best of all. `say` is told what it measures (each rung); `quiet`: no
+    progress bar; `command`: as typed, for the record of each of its runs (a rung, the pick served)."""
     seconds = budget if isinstance(budget, (int, float)) and not isinstance(budget, bool) else parse_budget(budget)
     settings.integer("--requests", requests, 1)
     if min_agreement is not None and not 0 < min_agreement <= 1:
@@ -59,9 +58,8 @@ def tuning(model: str, db: str, *, batch_sizes=(1,), budget: str | float = "20m"
     engines = _engines(engines, prepared)
     tried_q = asked_q or (_runnable(prepared) if min_agreement is not None else ())
     floor = (min_agreement if min_agreement is not None else correctness.MIN_AGREEMENT) if tried_q else None
-    entry = prepared.models[model]
-    configs = space(prepared.spec.device, vision=entry.kind == "vision", quantizations=tried_q, engines=engines,
-                    pipeline=entry.kind == "image")
+    kind = (entry := prepared.models[model]).kind
+    configs = space(prepared.spec.device, kind == "vision", tried_q, engines, pipeline=kind == "image")
     if shard is not None:
         configs = shards.dealt(configs, shard)
         prepared.shard = shards.ShardPlan.of_search(shard, shards.shared_command(shlex.split(prepared.command or "")),
