@@ -171,7 +171,8 @@ def _declare_environments(settings: dict) -> None:
 
 
 def shapes(model, *, batch_sizes=None, image_sizes=(), prompt_lens=(), dynamic=traffic.DEFAULT_DYNAMIC, pad_to=(),
-           lora_ranks=(), lora_hotswap: bool = False, regional: bool = False, mode: str = "default", mix: str | None = None, requests: int = DEFAULT_REQUESTS, inputs=None,
+           lora_ranks=(), lora_hotswap: bool = False, regional: bool = False, mode: str = "default",
+           mix: str | None = None, requests: int = DEFAULT_REQUESTS, inputs=None,
            device: str | None = None, iters: int | None = None, db: str | None = None, quiet: bool = True, gpus=None,
            executor: str = "local", ray_address: str | None = None, accelerator_type: str | None = None,
            cpus_per_case: int | None = None, **settings) -> ShapesResults:

@@ -131,10 +131,10 @@ class Figures:
     # --quantize: its predictions against the float model's on the same input, in the task's terms ({"top1": 0.98,
     # "top5": 1.0}; generation: {"tokens": 0.9, "first_divergence": 12})
     quality: dict = metric(dict, over=least_each)
-    weight_bytes: int | None = metric(over=most, csv=True)
+    weight_bytes: int | None = metric(over=most, csv=True)  # the model's parameters and buffers as stored (quantized)
     # a pipeline's image: the share of its time after its last denoiser step (the decoder's), from calls timed to
     # the device's end after the timed loop
-    decoder_share: float | None = metric(over=median_measured, csv=True)  # the model's parameters and buffers as stored (quantized)
+    decoder_share: float | None = metric(over=median_measured, csv=True)
     # of one eager forward of the whole batch (torch.utils.flop_counter: matmuls, convs): counted by one process of
     # the model's first case, given to the later ones (compiling does not change the math of one eager forward)
     flops: int | None = metric(over=found, csv=True)

@@ -144,10 +144,11 @@ class Forward(TimedUnit):
             self.enter("counting FLOPs")  # after timing: an extra call before would not leave the first call first
             with _counted(True) as self.counted:
                 self.model(**self.inputs)
-        self.decoder = {}
+        self.decoder_shares = {}
         if self.first.kind == "image" and self.model is not None:  # a pipeline: how much of an image is its decoder
             self.enter("timing the decoder")
-            self.decoder = {label: self.model.decoder_share(fn, self.inputs, self.clock) for label, fn in self.fns.items()}
+            self.decoder_shares = {label: self.model.decoder_share(fn, self.inputs, self.clock)
+                                   for label, fn in self.fns.items()}
 
     def record(self, r: Measuring, m) -> None:
         rep: Repeat = r.repeat
@@ -155,7 +156,7 @@ class Forward(TimedUnit):
         rep.flops = self.counted.get("flops")
         rep.bytes_moved = self.inductor_counted.get("bytes") if r.case.variant.compiled else self.counted.get("bytes")
         rep.regions = compiler.regions_of(self.fns[r.case.variant.label])
-        rep.decoder_share = self.decoder.get(r.case.variant.label)
+        rep.decoder_share = self.decoder_shares.get(r.case.variant.label)
         if r.case.variant.ahead_of_time:
             record_aot(rep, self.packaged[r.case.variant.label])
         elif r.case.variant.engine:

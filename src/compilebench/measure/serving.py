@@ -192,7 +192,8 @@ class _Vision:
 
     def callable(self, variant):
         fn = compiler.apply(self.model, variant)
-        if variant.mark_dynamic and not hasattr(self.model, "marking"):  # a pipeline marks its denoiser's (Part)
+        # a pipeline marks its denoiser's inputs itself (compiler.Part): its own are made anew at each step
+        if variant.mark_dynamic and getattr(self.model, "optimized_part", None) is None:
             for token, kw in self.inputs.items():
                 mark_batch(kw, traffic.Shape.parse(token).batch)
         if not variant.pad_to:

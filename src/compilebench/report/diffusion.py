@@ -38,5 +38,6 @@ def _table(g: Group) -> Table | None:
 NOTE = ("A text-to-image pipeline's call is one image end to end: every denoiser step with its guidance, the "
         "scheduler and the decoder; steps/s counts the denoiser's steps over the image's time (the decoder's time "
         "included); decoder share: the part of an image's time after its last step (the decoder's and the image's "
-        "post-processing), from three images timed step by step to the device's end after the timed loop. Compiled variants compile the denoiser alone (regional: its repeated blocks); compile s is "
-        "the cold compile of a repeat that started from an empty compiler state.")
+        "post-processing), from three images timed step by step to the device's end after the timed loop. Compiled "
+        "variants compile the denoiser alone (regional: its repeated blocks; --compile-decoder: its decoder too); "
+        "compile s is the cold compile of a repeat that started from an empty compiler state.")

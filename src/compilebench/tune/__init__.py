@@ -17,7 +17,8 @@ torch.compile, it measures next the configuration that adds one change to the be
 change first), and only where none is left, the rest in order of likelihood.
 
 halving.py holds the search, its measuring injected (a fake with a fake clock in tests); as_code.py a configuration
-as the code a user pastes (a pipeline's as diffusers compiles one); session.py measures it for real, through a run's plan into a results file, with its pick served over several batch sizes where asked. Imports
+as the code a user pastes (a pipeline's as diffusers compiles one); session.py measures it for real, through a
+run's plan into a results file, with its pick served over several batch sizes where asked. Imports
 run, measure, storage and core; never the report (it decides from speed-ups alone) nor the command line."""
 
 from compilebench.tune.halving import (
