@@ -260,7 +260,7 @@ def details(g) -> None:
                         "instead of the summary that fits 100 columns")
 
 
-def results(run) -> None:
+def where_results_go(run) -> None:
     g = run.add_argument_group("results")
     db(g)
     g.add_argument("--rerun", action="store_true", help="measure cases again even if the results file has them")

@@ -109,7 +109,7 @@ def add_parser(sub):
     """`compilebench run`: its options, in groups of one concern each (groups.py)."""
     run = sub.add_parser("run", help="measure eager vs compiled latency and store every result")
     for add in (groups.what_to_measure, groups.how_to_compile, groups.model_settings, groups.how_to_time,
-                groups.why_it_is, groups.where_to_run, groups.results):
+                groups.why_it_is, groups.where_to_run, groups.where_results_go):
         add(run)
     run.add_argument("--from-row", default=None, metavar="RESULT_ID",
                      help="measure a stored result's case again into --db, as it was measured (its command: the "

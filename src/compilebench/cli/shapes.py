@@ -68,7 +68,7 @@ def add_parser(sub):
     groups.model_settings(shp)
     groups.how_to_time(shp)
     groups.where_to_run(shp)
-    groups.results(shp)
+    groups.where_results_go(shp)
     return shp
 
 
