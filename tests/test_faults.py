@@ -302,7 +302,7 @@ def _benchmark_beside_another_run(tmp_path, monkeypatch, then):
     """benchmark() on the results file of another run whose worker holds repeat 1, paused at the handshake;
     `then(other, reply)` is done when benchmark() says it waits for that run. Returns (results, waits, other)."""
     import compilebench
-    from compilebench.run import claims
+    from compilebench.run import storing
 
     fifo, reply = Fifo(tmp_path / "fifo"), tmp_path / "reply"
     os.mkfifo(reply)
@@ -318,7 +318,7 @@ def _benchmark_beside_another_run(tmp_path, monkeypatch, then):
             if len(waits) == 1:
                 then(other, reply)
 
-        monkeypatch.setattr(claims, "pause", pause)
+        monkeypatch.setattr(storing, "pause", pause)
         got = compilebench.benchmark("fault-handshake", variants=("eager",), iters=3, warmup=0, min_iters=1,
                                      device="cpu", repeats=1, db=str(tmp_path / "r.db"))
     finally:

@@ -344,12 +344,12 @@ def test_a_result_that_cannot_be_kept_anywhere_leaves_no_empty_folder(tmp_path, 
     """Issue 27.11: a full disk: the result is saved elsewhere (or nowhere), and no empty .unsaved folder stays."""
     import builtins
 
-    from compilebench.storage import unsaved
+    from compilebench.run import storing
 
     real_open = builtins.open
     scratch = tmp_path / "tmp"
     scratch.mkdir()
-    monkeypatch.setattr(unsaved.tempfile, "gettempdir", lambda: str(scratch))
+    monkeypatch.setattr(storing.tempfile, "gettempdir", lambda: str(scratch))
 
     def full(path, *a, **kw):
         if str(path).startswith(str(tmp_path / "r.db.unsaved")):
@@ -357,7 +357,7 @@ def test_a_result_that_cannot_be_kept_anywhere_leaves_no_empty_folder(tmp_path, 
         return real_open(path, *a, **kw)
 
     monkeypatch.setattr(builtins, "open", full)
-    where = unsaved.save(str(tmp_path / "r.db"), {"result_id": "abc"})
+    where = storing.save_beside(str(tmp_path / "r.db"), {"result_id": "abc"})
     assert where is not None and where.startswith(str(scratch))  # kept in the temporary folder instead
     assert not (tmp_path / "r.db.unsaved").exists()
 
@@ -384,7 +384,7 @@ def test_a_dead_drivers_result_is_taken_in_once_and_only_by_a_run_on_its_results
     import subprocess
     import tempfile
 
-    from compilebench.run import orphans
+    from compilebench.run import storing
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
@@ -395,10 +395,10 @@ def test_a_dead_drivers_result_is_taken_in_once_and_only_by_a_run_on_its_results
     _left_job(tmp_path / "tmp" / "compilebench-job-b", ours, 2, make_result(index=2), dead.pid)
     _left_job(tmp_path / "tmp" / "compilebench-job-c", theirs, 1, make_result(index=1), dead.pid)
     _left_job(tmp_path / "tmp" / "compilebench-job-d", ours, 3, make_result(index=3), os.getpid(),
-              orphans.process_started(os.getpid()))  # its driver is alive: still its own
+              storing.process_started(os.getpid()))  # its driver is alive: still its own
     with Store.open(str(ours)) as store:
         store.add_repeat(make_result(index=2, result_id="series-1"))  # repeat 2 was measured again meanwhile
-        assert orphans.take_in(store, done) == 1
+        assert storing.take_in(store, done) == 1
         (result,) = store.results()
     assert result.result_id == "series-1" and [r.index for r in result.repeats] == [1, 2]
     assert result.repeats[0].run == "run-1" and result.label == "Image Classification/ViT"

@@ -105,7 +105,7 @@ class Job:
     compile_cache: str | None = None  # cold, warm, dir or mega: the state of the compiler folders it was given
     count_flops: bool = True
     check: bool = True  # compare compiled outputs with eager's (once per case and compiler state is enough)
-    claim: dict | None = None  # the driver's claim (run/orphans.py): lets a later run store what a killed driver did not
+    claim: dict | None = None  # the driver's claim (run/storing.py): lets a later run store what a killed driver did not
     environment: dict | None = None  # the --env Interpreter its cases run under, as a dict: the worker records it
     traces: str | None = None  # the folder its profile and compile trace go to (diagnostics/traces.py); None: neither is kept
     profile: bool = False  # a profiled pass after the timed loop (--profile; once per case)

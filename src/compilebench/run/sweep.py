@@ -26,7 +26,7 @@ from compilebench.core.vocab import FAILED
 from compilebench.core.why import CompileTrace
 from compilebench.diagnostics import traces
 from compilebench.measure import compiler_state
-from compilebench.run import claims, decide, orphans, schedule, storing
+from compilebench.run import decide, schedule, storing
 from compilebench.run.dispatch import Dispatcher, Target, Unit, Work
 from compilebench.run.progress import Bar
 from compilebench.run.storing import StoreFailed  # noqa: F401 - the commands catch it here
@@ -57,7 +57,7 @@ def run(spec: RunSpec, store: Store, dispatcher: Dispatcher, targets: list[Targe
     sweep starts, again as it ends). `labels`: each model's row label and task. `states`: compiler-state folders
     that outlive this sweep (its caller closes them), so its cases compile warm when measured again."""
     outcome = SweepOutcome()
-    outcome.recovered = storing.recover_unsaved(store) + orphans.take_in(store, lambda i: _done(i, spec.retry_failed))
+    outcome.recovered = storing.recover_unsaved(store) + storing.take_in(store, lambda i: _done(i, spec.retry_failed))
     cases = cases if cases is not None else spec.cases(prompt_lens)
     storing.keep_run(store, run_)
     sweep = _Sweep(spec, store, cases, targets, outcome, labels or {}, states, quiet, run_)
@@ -123,7 +123,7 @@ class _Sweep:
         env, cache, mega_path = compiler_state.for_job(self.spec.compile_cache, self.states, self._state(unit),
                                               every_repeat_cold=bool(todo[0].shapes))
         check = cache == "cold" or not all(_checked(s, cache) for s in stored)
-        mine = orphans.claim(self.store, unit, {c.key(): self.series[(c.key(), unit.target.resume_id, unit.repeat)]
+        mine = storing.claim(self.store, unit, {c.key(): self.series[(c.key(), unit.target.resume_id, unit.repeat)]
                                                   for c in todo}, self.run.run_id, self.labels)
         environment = unit.target.environment.to_dict() if unit.target.environment else None
         # A profile and a compile trace are kept once per case: by the first repeat measured that has none yet.
@@ -177,10 +177,10 @@ class _Sweep:
         return _done(repeat, self.spec.retry_failed)
 
     def wait_for_others(self) -> list[Unit]:
-        """Wait for the repeats other runs held (claims.py); the units they let go unmeasured."""
+        """Wait for the repeats other runs held (run/storing.py); the units they let go unmeasured."""
         held, self.held = self.held, []
         try:
-            return claims.wait(self.store, held, self.done, self.progress.note)
+            return storing.wait_for_holders(self.store, held, self.done, self.progress.note)
         except (sqlite3.Error, OSError) as exc:
             raise storing.StoreFailed(f"cannot read the results file {self.store.path!r} ({exc}) while waiting for the repeats "
                               "another run is measuring") from exc
