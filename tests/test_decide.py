@@ -19,7 +19,7 @@ from compilebench.core.spec import DEFAULT_MAX_REPEATS, RunSpec, asked
 from compilebench.core.vocab import Verdict
 from compilebench.report import cells, flat, stability
 from compilebench.report.view import View
-from compilebench.run import decide, plan, schedule, sweep
+from compilebench.run import plan, rounds, sweep
 from compilebench.run.dispatch import Target
 from compilebench.storage.store import Store
 
@@ -66,7 +66,7 @@ def test_repeats_run_in_rounds_across_the_whole_run_each_case_beside_its_eager_t
     assert [o[1].split()[0] for o in order] == ["resnet-50", "resnet-50", "detr", "detr"] * 3
     by_model = {m: [o[1] for o in order if o[1].startswith(m)] for m in ("resnet-50", "detr")}
     assert all(seen[2:4] == seen[0:2][::-1] for seen in by_model.values())  # round 2 reverses round 1
-    assert by_model["resnet-50"][:2] == [f"resnet-50 b1 {v}" for v in schedule.within_round(
+    assert by_model["resnet-50"][:2] == [f"resnet-50 b1 {v}" for v in rounds.within_round(
         ["eager", "default"], 1, stored["resnet-50 b1 eager"].case.eager_key(environment=None))]
     assert all(len(r.repeats) == 3 for r in stored.values()) and outcome.extra == 0
 
@@ -88,7 +88,7 @@ def test_a_case_the_planned_repeats_leave_inconclusive_gets_rounds_until_decided
     # round by round, each round's order drawn as the planned rounds' are: the even round after an odd one reversed
     seed = stored["detr b1 eager"].case.eager_key(environment=None)
     assert extra == [(i, f"detr b1 {v}") for i in range(4, max(o[0] for o in extra) + 1)
-                     for v in schedule.within_round(["eager", "default"], i, seed)]
+                     for v in rounds.within_round(["eager", "default"], i, seed)]
     detr = stored["detr b1 default"]
     assert len(detr.repeats) == max(o[0] for o in extra) and len(stored["resnet-50 b1 default"].repeats) == 3
     (run,) = detr.runs  # the run's design, stored once
@@ -115,7 +115,7 @@ def test_a_case_never_decided_stops_at_the_cap_and_says_so(tmp_path):
         max_repeats=5, extra_time_s=3600)
     assert max(o[0] for o in order) == 5
     undecided = [r for r in stored.values() if r.undecided_by]
-    assert {r.undecided_by for r in undecided} == {decide.MAX_REPEATS}
+    assert {r.undecided_by for r in undecided} == {rounds.MAX_REPEATS}
     assert any("--max-repeats ended it, not the data" in line for line in outcome.undecided)
     assert "--max-repeats ended it" in cli_run.summary(outcome, "r.db")
     notes = stability.notes(View(list(stored.values())))
@@ -128,7 +128,7 @@ def test_the_time_budget_ends_the_extra_rounds_and_says_so(tmp_path):
         tmp_path, lambda c, i: 10.0 if c.variant.name == "eager" else 10.0 / 1.05 * (1 + rng.uniform(-0.06, 0.06)),
         max_repeats=7, extra_time_s=1e-9)
     assert max(o[0] for o in order) == 3 and outcome.extra == 0
-    assert {r.undecided_by for r in stored.values() if r.undecided_by} == {decide.TIME_BUDGET}
+    assert {r.undecided_by for r in stored.values() if r.undecided_by} == {rounds.TIME_BUDGET}
     assert any("the time budget for extra rounds (--extra-time) ended it" in line for line in outcome.undecided)
 
 
@@ -243,9 +243,9 @@ def test_an_earlier_run_whose_interval_does_not_overlap_is_said():
 
 def test_blocks_group_a_models_variants_under_every_environment():
     spec = RunSpec(models=("resnet-50", "detr"), variants=("eager", "default"))
-    groups = schedule.groups(spec.cases(), False)
-    assert schedule.blocks(groups) == [[0, 1], [2, 3]]
-    found = decide.comparisons(groups, [TARGET], None)
+    groups = rounds.groups(spec.cases(), False)
+    assert rounds.blocks(groups) == [[0, 1], [2, 3]]
+    found = rounds.comparisons(groups, [TARGET], None)
     assert [(c.base.case.describe(), c.other.case.describe()) for c in found] == [
         ("resnet-50 b1 eager", "resnet-50 b1 default"), ("detr b1 eager", "detr b1 default")]
 
@@ -257,10 +257,10 @@ def test_a_resume_takes_up_the_extra_rounds_a_budget_ended(tmp_path):
         return 10.0 if c.variant.name == "eager" else 10.0 / 1.05 * (1 + rng.uniform(-0.06, 0.06))
 
     _, first, _ = _sweep(tmp_path, latency, max_repeats=5, extra_time_s=1e-9)
-    assert {r.undecided_by for r in first.values() if r.undecided_by} == {decide.TIME_BUDGET}
+    assert {r.undecided_by for r in first.values() if r.undecided_by} == {rounds.TIME_BUDGET}
     outcome, stored, order = _sweep(tmp_path, latency, max_repeats=5, extra_time_s=3600)
     assert order and all(o[0] in (4, 5) for o in order) and outcome.done_before == 12
-    assert {r.undecided_by for r in stored.values() if r.undecided_by} == {decide.MAX_REPEATS}
+    assert {r.undecided_by for r in stored.values() if r.undecided_by} == {rounds.MAX_REPEATS}
 
 
 def test_each_look_reads_at_its_boundary_and_the_spending_function_spends_5_percent_over_them():

@@ -20,7 +20,7 @@ from compilebench.core.spec import RunSpec
 from compilebench.core.variant import Variant
 from compilebench.report import check, compare, flat, markdown, tables
 from compilebench.report.view import View
-from compilebench.run import dispatch, interpreters, schedule, sweep
+from compilebench.run import dispatch, interpreters, rounds, sweep
 
 PY = sys.executable
 
@@ -140,12 +140,12 @@ def test_the_repeats_of_a_case_alternate_between_environments():
     envs = (Interpreter("a", PY), Interpreter("b", PY))
     spec = RunSpec(models=("resnet-50",), variants=("eager", "default"), device="cpu", repeats=3, environments=envs)
     targets = [dispatch.Target(f"cpu [{e.name}]", f"m {e.name}", {}, environment=e) for e in envs]
-    units = schedule.schedule(spec, spec.cases(), _Store(), targets, sweep.SweepOutcome()).units
+    units = rounds.schedule(spec, spec.cases(), _Store(), targets, sweep.SweepOutcome()).units
     order = [(u.repeat, u.target.environment.name, u.cases[0].variant.name) for u in units]
     planned = [(e, v) for e in "ab" for v in ("eager", "default")]
-    rounds = [[(e, v) for r, e, v in order if r == i] for i in (1, 2, 3)]
-    assert all(sorted(got) == sorted(planned) for got in rounds)  # every environment's variants, each round
-    assert rounds[1] == rounds[0][::-1]  # drawn for round 1, reversed in round 2
+    by_round = [[(e, v) for r, e, v in order if r == i] for i in (1, 2, 3)]
+    assert all(sorted(got) == sorted(planned) for got in by_round)  # every environment's variants, each round
+    assert by_round[1] == by_round[0][::-1]  # drawn for round 1, reversed in round 2
     assert all(u.cases[0].environment == u.target.environment.name for u in units)
 
 

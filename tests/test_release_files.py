@@ -196,7 +196,7 @@ def test_a_release_file_resumes_with_every_repeat_done(release_db, command):
     and every repeat are found."""
     from compilebench import cli
     from compilebench.cli import options, run
-    from compilebench.run import dispatch, plan, schedule, sweep
+    from compilebench.run import dispatch, plan, rounds, sweep
     from compilebench.storage.store import Store
 
     args = options.parser(cli._commands()).parse_args(["run", *command.split(), "--device", "cpu"])
@@ -204,5 +204,5 @@ def test_a_release_file_resumes_with_every_repeat_done(release_db, command):
     (machine,) = {r.machine_id for r in data.load([release_db])}
     outcome = sweep.SweepOutcome()
     with Store.open(release_db) as store:
-        todo = schedule.schedule(prepared.spec, prepared.cases, store, [dispatch.Target("cpu", machine, {})], outcome).units
+        todo = rounds.schedule(prepared.spec, prepared.cases, store, [dispatch.Target("cpu", machine, {})], outcome).units
     assert todo == [] and outcome.done_before == len(prepared.cases) * prepared.spec.repeats > 0

@@ -24,7 +24,7 @@ from compilebench.core.vocab import Verdict
 from compilebench.measure import cores, timing, warmup
 from compilebench.report import data, flat, stability
 from compilebench.report.view import View
-from compilebench.run import dispatch, gpus as gpusmod, schedule
+from compilebench.run import dispatch, gpus as gpusmod, rounds
 
 H200_QUICK = Path(__file__).parent / "data" / "h200-quick.db"
 
@@ -143,13 +143,13 @@ def test_the_h200_quick_suite_reads_decided_with_intervals_narrower_than_its_run
 
 def test_each_odd_round_draws_its_order_and_the_next_reverses_it_the_same_on_every_machine_and_resume():
     units = ["eager", "default", "reduce-overhead"]
-    orders = [tuple(schedule.within_round(units, i, "vit|b1")) for i in range(1, 41)]
-    assert orders == [tuple(schedule.within_round(units, i, "vit|b1")) for i in range(1, 41)]  # deterministic
+    orders = [tuple(rounds.within_round(units, i, "vit|b1")) for i in range(1, 41)]
+    assert orders == [tuple(rounds.within_round(units, i, "vit|b1")) for i in range(1, 41)]  # deterministic
     assert all(sorted(o) == sorted(units) for o in orders)
     assert all(orders[i + 1] == orders[i][::-1] for i in range(0, 40, 2))  # each pair of rounds balanced
     assert {o[0] for o in orders[::2]} == set(units)  # every unit drawn first in some odd round
     assert len(set(orders)) >= 4  # not a fixed order, nor a strict alternation of two
-    assert orders != [tuple(schedule.within_round(units, i, "detr|b1")) for i in range(1, 41)]
+    assert orders != [tuple(rounds.within_round(units, i, "detr|b1")) for i in range(1, 41)]
 
 
 # -- a warm-up that ends when steady ----------------------------------------------------------------------------

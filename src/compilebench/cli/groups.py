@@ -14,7 +14,7 @@ from compilebench import (
 from compilebench.core import job as jobmod, settings, shards, spec as specmod, stats, suites
 from compilebench.report import exporters
 from compilebench.report.view import DEFAULT_REQUESTS
-from compilebench.run import decide
+from compilebench.run import rounds
 from compilebench.storage import schema
 from compilebench.zoo import hub
 
@@ -148,7 +148,7 @@ def how_to_time(run) -> None:
                         f"two at a time, up to M processes (default: {specmod.DEFAULT_MAX_REPEATS} unless --repeats "
                         "is given); each look's interval is widened so a false verdict over all looks stays within 5%%")
     g.add_argument("--extra-time", type=float, default=None, dest="extra_time_s", metavar="S",
-                   help=f"at most S seconds of those extra rounds (default: {decide.EXTRA_SHARE:g}x as long as the planned "
+                   help=f"at most S seconds of those extra rounds (default: {rounds.EXTRA_SHARE:g}x as long as the planned "
                         "repeats took); "
                         "a case the budget ended undecided says so")
     g.add_argument("--iters", type=int, default=None,

@@ -122,7 +122,7 @@ class RunSpec(Settings):
                 for b in self.all_backends]
 
     def cases(self, models: dict[str, ModelKind] | None = None) -> list[Case]:
-        """The grid, model-major (eager before its compiled variants: the order of odd rounds, run/schedule.py),
+        """The grid, model-major (eager before its compiled variants: the order of odd rounds, run/rounds.py),
         each under every quantization (eager float beside them) and every environment. `models`: what each model
         is (a ModelKind, or its zoo entry); one it does not name is a vision model."""
         known = {m: (models or {}).get(m) or ModelKind() for m in self.models}

@@ -1,8 +1,8 @@
 """The driver loop: the run stored first (core/run.py: its command, spec, tag, design and timing), then every
-repeat of every case not stored yet (run/schedule.py says which, in what order), handed to a dispatcher, each
+repeat of every case not stored yet (run/rounds.py says which, in what order), handed to a dispatcher, each
 claimed in the results file right before it runs and stored the moment it arrives, as a repeat of its case's
 result naming the run; then, while a verdict is undecided and the design allows, more rounds of its cases
-(run/decide.py), a comparison left undecided said in the run's record. A case's repeats share one private
+(run/rounds.py), a comparison left undecided said in the run's record. A case's repeats share one private
 compiler-state folder: the first compiles cold, later ones from what it left (recorded as warm); the folder goes
 when the case's last repeat is done."""
 
@@ -26,7 +26,7 @@ from compilebench.core.vocab import FAILED
 from compilebench.core.why import CompileTrace
 from compilebench.diagnostics import traces
 from compilebench.measure import compiler_state
-from compilebench.run import decide, schedule, storing
+from compilebench.run import rounds, storing
 from compilebench.run.dispatch import Dispatcher, Target, Unit, Work
 from compilebench.run.progress import Bar
 from compilebench.run.storing import StoreFailed  # noqa: F401 - the commands catch it here
@@ -91,8 +91,8 @@ class _Sweep:
         self.spec, self.store, self.outcome, self.labels, self.quiet = spec, store, outcome, labels, quiet
         self.run = run_
         self.tag = run_.tag
-        self.groups = schedule.groups(cases, spec.interleave)
-        self.plan = schedule.schedule(spec, cases, store, targets, outcome, self.tag)
+        self.groups = rounds.groups(cases, spec.interleave)
+        self.plan = rounds.schedule(spec, cases, store, targets, outcome, self.tag)
         self.progress = Bar(sum(len(u.cases) for u in self.plan.units), spec.repeats, quiet)
         self.bar = self.progress.bar
         if self.plan.new_runs:  # a tag names a run: the cases stored under another are measured again
@@ -107,7 +107,7 @@ class _Sweep:
         self.held: list[tuple[Unit, Case]] = []  # repeats another run was measuring when this one came to them
         self.machines_measured: set[tuple[str, str]] = set()  # (resume id, dtype) whose peaks a worker was asked for
         self.targets, self.started, self.delivered = targets, time.monotonic(), 0
-        self.extra = decide.Rounds(spec, self.groups, targets)
+        self.extra = rounds.ExtraRounds(spec, self.groups, targets)
         self.given_up: set[tuple] = set()  # comparisons left undecided, said once
 
     def open_unit(self, unit: Unit) -> Work | None:
@@ -218,7 +218,7 @@ class _Sweep:
         self._release_state(unit)
 
     def more_rounds(self) -> list[Unit]:
-        """Repeats until decided (run/decide.py): the rounds the comparisons still inconclusive get next; each one
+        """Repeats until decided (run/rounds.py): the rounds the comparisons still inconclusive get next; each one
         the cap or the time budget ended says why, in the progress lines, the run's summary and its stored result."""
         if len(self.spec.looks) == 1:
             return []
@@ -236,7 +236,7 @@ class _Sweep:
             self.bar.refresh()
         return units
 
-    def _give_up(self, o: decide.Open, why: str) -> None:
+    def _give_up(self, o: rounds.Open, why: str) -> None:
         """An undecided comparison the run measures no more: why, said once and stored with its case."""
         if o.comparison.keys in self.given_up:
             return
@@ -244,7 +244,7 @@ class _Sweep:
         low, high = o.speedup.improvement_interval
         seen = speedups.out_of_reach(o.speedup, self.spec.min_effect)
         line = (f"{o.comparison.describe()}: still inconclusive after {o.repeats} repeats ({low:+.0f}% to {high:+.0f}%): "
-                f"{'--max-repeats' if why == decide.MAX_REPEATS else 'the time budget for extra rounds (--extra-time)'}"
+                f"{'--max-repeats' if why == rounds.MAX_REPEATS else 'the time budget for extra rounds (--extra-time)'}"
                 " ended it, not the data" + (f"; {seen}" if seen else ""))
         self.outcome.undecided.append(line)
         self.run.undecided[self.plan.stored[o.comparison.other.key].result_id] = why
@@ -266,7 +266,7 @@ class _Sweep:
                 self.plan.stored[key] = storing.store_repeat(self.store, result)
 
     def _state(self, unit: Unit) -> str:
-        return schedule.state_name(self.groups[unit.group], unit.target)
+        return rounds.state_name(self.groups[unit.group], unit.target)
 
     def _release_state(self, unit: Unit) -> None:
         folder = self._state(unit)
@@ -279,7 +279,7 @@ class _Sweep:
         """The compiler-state folders of the groups no extra round measures: done with for good."""
         for gi, group in enumerate(self.groups):
             for target in self.targets if self.own_states and gi not in measured_more else ():
-                folder = schedule.state_name(group, target)
+                folder = rounds.state_name(group, target)
                 if self.plan.uses.get(folder) == 0:
                     self.states.remove(folder)
                     self.plan.uses.pop(folder)
@@ -294,7 +294,7 @@ class _Sweep:
 
 def _done(index: int, retry_failed: bool):
     """Whether a stored result has repeat `index` and it needs no retry."""
-    return lambda stored: any(r.index == index and not schedule.retryable(r.status, retry_failed) for r in stored.repeats)
+    return lambda stored: any(r.index == index and not rounds.retryable(r.status, retry_failed) for r in stored.repeats)
 
 
 def _kept(stored: Result | None, what: str) -> bool:
