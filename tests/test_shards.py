@@ -16,8 +16,13 @@ from compilebench.core import shards, spec as specmod
 from compilebench.core.errors import UserError
 from compilebench.core.run import Run
 from compilebench.core.shards import Shard, ShardPlan
-from compilebench.report import data, shards as coverage
+from compilebench.report import data
 from compilebench.storage.store import Store
+
+def of_files(paths: list[str], results: list) -> list[shards.Coverage]:
+    """What a report over these files (or folders of them) says of their shards."""
+    return shards.coverage(data.read(paths)[1], results)
+
 
 # -- which shard: given, or the scheduler's -------------------------------------------------------------------
 
@@ -149,7 +154,7 @@ def _shard_files(tmp_path, present=(1, 2, 3), command="compilebench run --suite 
 def test_all_shards_present_and_measured_is_complete(tmp_path):
     paths, plan = _shard_files(tmp_path)
     measured = [_result_of(plan.names[k].replace(" b1 ", "|")) for k in plan.cases]
-    found = coverage.of_files(paths, measured)
+    found = of_files(paths, measured)
     assert len(found) == 1 and found[0].complete
     assert "3 of 3 present, every planned case measured: complete" in found[0].describe()
 
@@ -158,7 +163,7 @@ def test_a_missing_shard_file_names_the_shard_and_its_cases(tmp_path):
     paths, plan = _shard_files(tmp_path, present=(1, 3))
     missing_shard = [k for k, s in plan.cases.items() if s == 2]
     measured = [_result_of(plan.names[k].replace(" b1 ", "|")) for k, s in plan.cases.items() if s != 2]
-    said = coverage.of_files(paths, measured)[0].describe()
+    said = of_files(paths, measured)[0].describe()
     assert "2 of 3 present; INCOMPLETE: missing shard(s) 2/3" in said
     assert f"{len(missing_shard)} of 6 planned cases without a result: " in said
     for k in missing_shard:
@@ -173,7 +178,7 @@ def test_shards_of_two_plans_under_one_tag_are_refused(tmp_path, main_here):
     _shard_files(b, present=(3,), command="compilebench run --suite seed")
     with pytest.raises(UserError, match=r"shards of different plans under tag 'abc' \('compilebench run --suite "
                                         r"quick' and 'compilebench run --suite seed'\)"):
-        coverage.of_files([str(a), str(b)], [])
+        of_files([str(a), str(b)], [])
     code, out, err = main_here("report", str(a), str(b), "--out", str(tmp_path / "report"))
     assert code == 2 and "shards of different plans" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "report").exists()
@@ -186,7 +191,7 @@ def test_shards_of_another_compilebench_are_refused(tmp_path):
     _shard_files(a, present=(1,))
     _shard_files(b, present=(2,), version="0.4.0")
     with pytest.raises(UserError, match="compilebench 0.3.0 and 0.4.0"):
-        coverage.of_files([str(a), str(b)], [])
+        of_files([str(a), str(b)], [])
 
 
 def _result_of(name: str):
@@ -360,7 +365,7 @@ def test_the_docs_submitit_snippet_runs_the_shards_with_the_local_executor(tmp_p
     exec(snippet.replace(command, tiny).replace("N = 3", "N = 2"), {"__name__": "snippet"})
     results = data.load([str(tmp_path / "shards")])
     assert sorted(r.case.model for r in results) == ["resnet-50", "segformer"]
-    (found,) = coverage.of_files([str(tmp_path / "shards")], results)
+    (found,) = of_files([str(tmp_path / "shards")], results)
     assert found.complete and sorted(found.shards) == [1, 2]
 
 
@@ -388,13 +393,13 @@ def test_the_shards_of_a_search_are_whole_when_every_shard_is_there(tmp_path):
             plan = ShardPlan.of_search(Shard(i, 3), "compilebench tune --model vit", "0.3.0")
             store.add_run(Run(tag="x", shard=plan.to_dict()))
         paths.append(str(path))
-    (found,) = coverage.of_files(paths, [])
+    (found,) = of_files(paths, [])
     assert found.describe().startswith("tune's search in shards of plan ") and "missing shard(s) 2/3" in found.describe()
     assert "planned cases" not in found.describe()
     with Store.open(str(tmp_path / "t2.db")) as store:
         store.add_run(Run(tag="x", shard=ShardPlan.of_search(Shard(2, 3), "compilebench tune --model vit",
                                                              "0.3.0").to_dict()))
-    (found,) = coverage.of_files([*paths, str(tmp_path / "t2.db")], [])
+    (found,) = of_files([*paths, str(tmp_path / "t2.db")], [])
     assert found.complete and "each its share of the configurations searched: complete" in found.describe()
 
 

@@ -9,7 +9,7 @@ import textwrap
 
 from compilebench import report as reportmod
 from compilebench.cli import groups
-from compilebench.core import stats, steps as stepsmod
+from compilebench.core import shards, stats, steps as stepsmod
 from compilebench.core.errors import UserError
 from compilebench.core.result import Result
 from compilebench.report import (
@@ -19,7 +19,6 @@ from compilebench.report import (
     history,
     history_page,
     markdown,
-    shards as shardsmod,
 )
 
 
@@ -28,7 +27,7 @@ def load(paths: list[str], min_effect: float) -> tuple[list[Result], list[histor
     run of each case)."""
     stats.check_min_effect(min_effect)
     results, runs = reportdata.read(paths)
-    for c in shardsmod.coverage(runs, results):  # a series read from shard files says where it is not whole
+    for c in shards.coverage(runs, results):  # a series read from shard files says where it is not whole
         print(c.describe(), file=sys.stderr)
     if not results:
         raise UserError(f"{', '.join(paths)} hold(s) no results")

@@ -15,9 +15,9 @@ import sys
 
 from compilebench import __version__
 from compilebench.cli import groups
-from compilebench.core import stats
+from compilebench.core import shards, stats
 from compilebench.core.errors import EnvironmentFailure, UserError
-from compilebench.report import data as reportdata, exporters, publish as publishmod, scrub, shards as shardsmod
+from compilebench.report import data as reportdata, exporters, publish as publishmod, scrub
 from compilebench.report.view import View
 from compilebench.storage import published
 
@@ -33,7 +33,7 @@ def cmd_publish(args) -> int:
         raise UserError(f"--out {args.out!r} holds other files: give an empty or new folder (or one publish wrote)")
     results, runs = reportdata.read(args.results)
     results, runs, scrubbed = scrub.scrub(results, runs, keep=args.keep_identifying)  # the local file keeps all
-    view = View(results, args.min_effect, shards=shardsmod.coverage(runs, results))
+    view = View(results, args.min_effect, shards=shards.coverage(runs, results))
     written = publishmod.write(view, args.out, [os.path.basename(p) for p in args.results], __version__, scrubbed)
     data_files = [p for p in written if os.sep + published.DATA + os.sep in p]
     print(f"wrote {len(results)} result(s) in {len(data_files)} run file(s), the dataset card and the report to "

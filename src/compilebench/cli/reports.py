@@ -8,7 +8,7 @@ import sys
 
 from compilebench import report as reportmod
 from compilebench.cli import groups, history as historycmd
-from compilebench.core import settings, stats
+from compilebench.core import settings, shards, stats
 from compilebench.core.drift import Drift
 from compilebench.core.errors import UserError
 from compilebench.core.result import Result
@@ -18,7 +18,6 @@ from compilebench.report import (
     data as reportdata,
     markdown,
     reference as referencemod,
-    shards as shardsmod,
     suite,
     tables,
     terminal,
@@ -49,7 +48,7 @@ def cmd_report(args) -> int:
     # an unknown name is refused before any file is read
     published = (args.reference, referencemod.load(args.reference)) if args.reference is not None else None
     results, runs = reportdata.read(dbs)
-    view = View(results, args.min_effect, args.requests, args.mix, shardsmod.coverage(runs, results))
+    view = View(results, args.min_effect, args.requests, args.mix, shards.coverage(runs, results))
     written = reportmod.write(view, out_dir, formats, dbs, published)
     beside = referencemod.reference_table(view, published[1], published[0]) if published else None
     if args.details:
@@ -78,7 +77,7 @@ def cmd_compare(args) -> int:
 def _side(path: str, machine: str | None, machine_option: str, env: str | None, env_option: str) -> list:
     """The results of one side of a comparison: a file's, of one machine and environment where asked."""
     everything, runs = reportdata.read([path])
-    for c in shardsmod.coverage(runs, everything):  # a side read from shard files says whether it is whole
+    for c in shards.coverage(runs, everything):  # a side read from shard files says whether it is whole
         print(c.describe(), file=sys.stderr)
     results = comparemod.select(everything, machine, env)
     if not results:

@@ -11,7 +11,7 @@ from compilebench.cli import groups, resume
 from compilebench.cli.reports import default_out, main_file
 from compilebench.core import settings, shards, spec as specmod, variant
 from compilebench.core.errors import UserError
-from compilebench.report import details, markdown, shards as shardsmod, stability, tables, terminal
+from compilebench.report import details, markdown, stability, tables, terminal
 from compilebench.report.view import View
 from compilebench.run import interpreters, plan, sweep
 from compilebench.run.placement import Placement
@@ -54,7 +54,7 @@ def execute(args, spec: specmod.RunSpec, show, check=lambda prepared: None) -> i
             return EXIT_FAILED
         results = prepared.results(store)
         # a shard's own report says which shards of its plan this file holds: the file's runs, read while open
-        sharded = shardsmod.coverage([(args.db, r) for r in store.runs().values()], results) if prepared.shard else None
+        sharded = shards.coverage([(args.db, r) for r in store.runs().values()], results) if prepared.shard else None
 
     if results:
         view = View(results, prepared.spec.min_effect, args.requests, getattr(args, "mix", None), sharded)

@@ -93,7 +93,7 @@ class View:
     def __init__(self, results: list[Result], min_effect: float = stats.DEFAULT_MIN_EFFECT,
                  requests: int = DEFAULT_REQUESTS, mix: str | None = None, shards: list | None = None):
         self.results = results
-        self.shards = shards or []  # report/shards.Coverage of each sharded plan the results came from
+        self.shards = shards or []  # core/shards.Coverage of each sharded plan the results came from
         self.min_effect = stats.check_min_effect(min_effect)
         settingsmod.integer("--requests", requests, 1)
         self.requests = requests  # the traffic a start must pay off within (--requests): the start-up view
