@@ -20,7 +20,7 @@ from compilebench.core.repeat import Repeat
 from compilebench.core.spec import RunSpec
 from compilebench.core.variant import Variant
 from compilebench.measure import cores, invariants
-from compilebench.run import devices, dispatch, gpus as gpusmod, locks, placement
+from compilebench.run import devices, dispatch, locks, placement
 from compilebench.run.executors import Cancelled, ProcessExecutor
 
 POLICY = TimingPolicy(iters=5, warmup=2, min_iters=1)
@@ -169,16 +169,16 @@ def test_a_bug_in_a_slot_is_raised_in_the_caller_with_its_traceback():
 
 
 def test_cpu_shares_are_disjoint_and_cover_every_core():
-    assert gpusmod.share_cpus(list(range(8)), 4) == [[0, 1], [2, 3], [4, 5], [6, 7]]
-    assert gpusmod.share_cpus([0, 1, 2, 3, 4], 2) == [[0, 1, 2], [3, 4]]
-    assert gpusmod.share_cpus([5, 1], 3) == [[1], [5], []]
+    assert devices.share_cpus(list(range(8)), 4) == [[0, 1], [2, 3], [4, 5], [6, 7]]
+    assert devices.share_cpus([0, 1, 2, 3, 4], 2) == [[0, 1, 2], [3, 4]]
+    assert devices.share_cpus([5, 1], 3) == [[1], [5], []]
 
 
 def test_gpu_slots_give_each_worker_its_gpu_and_its_share_of_the_cores(monkeypatch):
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)))
-    monkeypatch.setattr(gpusmod, "core_of", lambda cpu: (0, cpu))  # 16 physical cores
+    monkeypatch.setattr(devices, "core_of", lambda cpu: (0, cpu))  # 16 physical cores
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    pool = gpusmod.slots([0, 3], timeout_s=10)
+    pool = devices.slots([0, 3], timeout_s=10)
     slots = pool.slots
     assert pool.house == [0, 1]  # the run's own processes: an eighth of the cores, off the timed workers'
     assert [(s.name, s.device) for s in slots] == [("cuda:0", "cuda:0"), ("cuda:3", "cuda:0")]
@@ -188,7 +188,7 @@ def test_gpu_slots_give_each_worker_its_gpu_and_its_share_of_the_cores(monkeypat
     envs = [s.run.__self__.env for s in slots]
     assert [e["COMPILEBENCH_CPUS"] for e in envs] == ["2,3,4,5,6,7,8", "9,10,11,12,13,14,15"]
     assert all(e["OMP_NUM_THREADS"] == e["TORCHINDUCTOR_COMPILE_THREADS"] == "7" for e in envs)
-    one = gpusmod.one_gpu(2, ProcessExecutor(10), "GPU-1234-abcd")  # one GPU keeps every core but the house's
+    one = devices.one_gpu(2, ProcessExecutor(10), "GPU-1234-abcd")  # one GPU keeps every core but the house's
     (slot,) = one.slots
     assert slot.run.__self__.env == {} and one.house == [0, 1]
     assert slot.env == {"CUDA_VISIBLE_DEVICES": "GPU-1234-abcd", invariants.EXPECTED_GPU: "GPU-1234-abcd",
@@ -224,7 +224,7 @@ def test_gpus_all_under_an_inherited_cuda_visible_devices_runs_on_the_gpus_it_na
     fake_two_of_four_gpus(monkeypatch)
     found = devices._answer("cuda", "all")
     assert found["gpus"] == [0, 1] and found["gpu_ids"] == {0: "GPU-2222", 1: "GPU-3333"}
-    slots = gpusmod.slots(found["gpus"], 10, found["gpu_ids"], gpu_cpus=found["gpu_cpus"]).slots
+    slots = devices.slots(found["gpus"], 10, found["gpu_ids"], gpu_cpus=found["gpu_cpus"]).slots
     seen, lock_dir = [], locks.lock_dir()
 
     def run_here(slot):
@@ -245,7 +245,7 @@ def test_gpus_all_under_an_inherited_cuda_visible_devices_runs_on_the_gpus_it_na
 def test_without_uuids_the_inherited_list_still_names_the_physical_gpu(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
-    slots = gpusmod.slots([0, 1], 10).slots
+    slots = devices.slots([0, 1], 10).slots
     assert [s.env["CUDA_VISIBLE_DEVICES"] for s in slots] == ["2", "3"]
     assert [s.locks[1][0] for s in slots] == ["cuda-2", "cuda-3"]
     assert all(invariants.EXPECTED_GPU not in s.env for s in slots)
@@ -272,12 +272,12 @@ def topology(cpu):
 def test_each_gpu_gets_cores_local_to_it_one_logical_cpu_per_core():
     allowed = set(range(32))
     socket0, socket1 = [*range(0, 8), *range(16, 24)], [*range(8, 16), *range(24, 32)]
-    shares = gpusmod.place_cpus([0, 1, 2, 3], allowed, {0: socket0, 1: socket0, 2: socket1, 3: socket1}, topology)
+    shares = devices.place_cpus([0, 1, 2, 3], allowed, {0: socket0, 1: socket0, 2: socket1, 3: socket1}, topology)
     assert shares == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11], [12, 13, 14, 15]]  # no sibling 16-31, no far socket
     # locality unknown: every physical core, shared out; siblings still left out
-    assert gpusmod.place_cpus([0, 1], allowed, {}, topology) == [list(range(0, 8)), list(range(8, 16))]
+    assert devices.place_cpus([0, 1], allowed, {}, topology) == [list(range(0, 8)), list(range(8, 16))]
     # a GPU with known locality keeps its socket; one without shares what no GPU is local to
-    assert gpusmod.place_cpus([0, 1], allowed, {0: socket1}, topology) == [list(range(8, 16)), list(range(0, 8))]
+    assert devices.place_cpus([0, 1], allowed, {0: socket1}, topology) == [list(range(8, 16)), list(range(0, 8))]
 
 
 def test_a_worker_keeps_to_the_cpus_and_threads_it_is_given():
@@ -375,7 +375,7 @@ def test_a_ray_gpu_is_locked_by_the_uuid_of_the_gpu_its_workers_see_not_the_pci_
     assert sp.run(["nvidia-smi", "--query-gpu=uuid", "--format=csv,noheader", "-i", "0"], capture_output=True,
                   text=True).stdout.strip() == pci_order[0]  # the PCI index names the A100
     assert ray_cluster.task_gpu_uuid() == "GPU-h100" and asked == [[0]]  # the GPU CUDA gives the task
-    assert gpusmod.gpu_lock(0, "GPU-h100") == [("cpu", False), ("GPU-h100", True)]
+    assert devices.gpu_lock(0, "GPU-h100") == [("cpu", False), ("GPU-h100", True)]
     # no UUID known: the lock names the task's own CUDA_VISIBLE_DEVICES entry; the worker sees the UUID alone
-    assert gpusmod.gpu_lock(0, None) == [("cpu", False), ("cuda-0", True)]
-    assert gpusmod.gpu_env(0, "GPU-h100")["CUDA_VISIBLE_DEVICES"] == "GPU-h100"
+    assert devices.gpu_lock(0, None) == [("cpu", False), ("cuda-0", True)]
+    assert devices.gpu_env(0, "GPU-h100")["CUDA_VISIBLE_DEVICES"] == "GPU-h100"

@@ -130,11 +130,11 @@ def _fake_gpu_slots(monkeypatch, drivers: dict[str, str]):
     handshake): both GPUs take a repeat."""
     from test_dispatch import fake_two_of_four_gpus
 
-    from compilebench.run import devices, gpus as gpusmod
+    from compilebench.run import devices
 
     fake_two_of_four_gpus(monkeypatch)
     found = devices._answer("cuda", "all")
-    slots = gpusmod.slots(found["gpus"], 10, found["gpu_ids"], gpu_cpus=found["gpu_cpus"]).slots
+    slots = devices.slots(found["gpus"], 10, found["gpu_ids"], gpu_cpus=found["gpu_cpus"]).slots
     both = threading.Barrier(2)
 
     def worker(slot):

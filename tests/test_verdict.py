@@ -24,7 +24,7 @@ from compilebench.core.vocab import Verdict
 from compilebench.measure import cores, timing, warmup
 from compilebench.report import data, flat, stability
 from compilebench.report.view import View
-from compilebench.run import dispatch, gpus as gpusmod, rounds
+from compilebench.run import devices, dispatch, rounds
 
 H200_QUICK = Path(__file__).parent / "data" / "h200-quick.db"
 
@@ -221,12 +221,12 @@ def test_the_timed_loop_runs_with_the_heap_it_built_frozen_and_gives_it_back_aft
 
 def test_a_machine_with_cores_to_spare_keeps_whole_cores_for_the_runs_own_processes():
     siblings = {c: (0, c % 8) for c in range(16)}  # 8 physical cores, two hyperthreads each (c and c + 8)
-    house, timed = gpusmod.set_aside(set(range(16)), core=siblings.__getitem__)
+    house, timed = devices.set_aside(set(range(16)), core=siblings.__getitem__)
     assert house == [0, 8] and timed == [c for c in range(16) if c not in (0, 8)]
-    assert gpusmod.set_aside({0, 1}) == ([], [0, 1])  # this project's 2-core VM: nothing to spare
-    assert gpusmod.cpus_env(timed, house) == {"COMPILEBENCH_CPUS": ",".join(map(str, timed)),
+    assert devices.set_aside({0, 1}) == ([], [0, 1])  # this project's 2-core VM: nothing to spare
+    assert devices.cpus_env(timed, house) == {"COMPILEBENCH_CPUS": ",".join(map(str, timed)),
                                               cores.HOUSE_ENV: "0,8"}
-    assert gpusmod.cpus_env([0, 1], []) == {}
+    assert devices.cpus_env([0, 1], []) == {}
 
 
 def test_the_driver_keeps_to_the_housekeeping_cores_while_its_workers_time_then_gets_its_own_back():

@@ -1,13 +1,13 @@
 """The timed worker's cores: once its model is compiled, the processes it started (inductor's compile workers, which
 stay behind idle, and one of which kept a core busy through every compiled timed loop on an H200) are moved, every
-thread of theirs, to the cores the run's own processes keep to (run/gpus.set_aside), so nothing of the run shares
+thread of theirs, to the cores the run's own processes keep to (run/devices.set_aside), so nothing of the run shares
 a core with the timed loop. A machine with no cores to spare names none: nothing moves."""
 
 from __future__ import annotations
 
 import os
 
-HOUSE_ENV = "COMPILEBENCH_HOUSE_CPUS"  # as run/gpus.py sets it
+HOUSE_ENV = "COMPILEBENCH_HOUSE_CPUS"  # as run/devices.py sets it
 PROC = "/proc"
 
 

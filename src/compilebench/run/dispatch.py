@@ -1,6 +1,6 @@
 """How a sweep hands out its work and gets repeats back: units bound for targets, opened into jobs right before
 they run, on slots (one device each) that a dispatcher keeps busy: this machine's pool (one slot, or a slot per
---gpus GPU: run/gpus.py), or a Ray cluster (run/ray_cluster.py). Repeats come back as each unit finishes; only the
+--gpus GPU: run/devices.py), or a Ray cluster (run/ray_cluster.py). Repeats come back as each unit finishes; only the
 sweep writes the store.
 
 A unit is one repeat of one case, or (--interleave) one repeat of the variants of one model measured together,
@@ -114,7 +114,7 @@ class LocalPool:
 
     def __init__(self, slots: list[Slot], house: list[int] | None = None):
         self.slots = slots
-        self.house = house or []  # the cores the driver keeps to while its slots' workers time (run/gpus.set_aside)
+        self.house = house or []  # the cores the driver keeps to while its slots' workers time (run/devices.set_aside)
 
     def run(self, units: list[Unit], open_unit: OpenUnit, progress: Progress, deliver: Deliver) -> None:
         with _kept_to(self.house):

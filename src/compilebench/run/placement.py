@@ -12,7 +12,7 @@ from compilebench.core import settings
 from compilebench.core.environment import is_cuda
 from compilebench.core.errors import UnknownChoice, UserError
 from compilebench.core.spec import RunSpec
-from compilebench.run import devices, dispatch, executors, gpus as gpusmod, locks
+from compilebench.run import devices, dispatch, executors, locks
 
 EXECUTORS = ("local", "ray")
 
@@ -49,7 +49,7 @@ class Placement:
         found = devices.probe("cuda", self.gpus)
         env = found["env"]
         return (dataclasses.replace(spec, device="cuda:0"),
-                gpusmod.slots(found["gpus"], spec.timeout_s, found["gpu_ids"], spec.models, spec.uses_inductor,
+                devices.slots(found["gpus"], spec.timeout_s, found["gpu_ids"], spec.models, spec.uses_inductor,
                               found["gpu_cpus"]),
                 [dispatch.Target(f"GPUs {self.gpus}", env.machine_id, env)])
 
@@ -88,7 +88,7 @@ def this_device(spec: RunSpec) -> Where:
     if is_cuda(device) and spec.isolation == "process":
         # As a --gpus slot: the worker sees its GPU alone, as cuda:0, and holds that GPU's lock, by UUID.
         index = int(device.split(":")[1])
-        pool = gpusmod.one_gpu(index, executor, found["gpu_ids"].get(index))
+        pool = devices.one_gpu(index, executor, found["gpu_ids"].get(index))
     else:  # the CPU (a case needs every core), or a GPU in this very process (inline), which can see every GPU
         gpu_id = found["gpu_ids"].get(int(device.split(":")[1])) if is_cuda(device) else None
         pool = dispatch.LocalPool([dispatch.Slot(device, device, executor.run, executor.cancel,

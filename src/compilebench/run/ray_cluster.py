@@ -22,7 +22,6 @@ from compilebench.measure import compiler_state, fingerprint
 from compilebench.run import devices, locks
 from compilebench.run.dispatch import Progress, Target, Unit
 from compilebench.run.executors import ProcessExecutor, failure
-from compilebench.run.gpus import gpu_env, gpu_lock
 
 ACCELERATOR_PREFIX = "accelerator_type:"  # Ray's resource label for a node's GPU type
 
@@ -64,8 +63,8 @@ def run_unit(job: dict, timeout_s: float | None, threads: int, unit_id: int, eve
     device = work.cases[0].device
     # Locked by UUID as local runs lock it; the worker sees that GPU alone, and checks it is the one locked.
     uuid = task_gpu_uuid() if gpus else None
-    held = gpu_lock(0, uuid) if gpus else locks.names_for(device)
-    device_env = gpu_env(0, uuid) if gpus else {}
+    held = devices.gpu_lock(0, uuid) if gpus else locks.names_for(device)
+    device_env = devices.gpu_env(0, uuid) if gpus else {}
     states = compiler_state.StateFolders()
     try:
         if work.compile_cache == "dir":
