@@ -362,6 +362,38 @@ def test_a_result_that_cannot_be_kept_anywhere_leaves_no_empty_folder(tmp_path, 
     assert not (tmp_path / "r.db.unsaved").exists()
 
 
+def test_a_dead_drivers_interleaved_job_is_stored_case_by_case_in_its_claims_order(tmp_path, monkeypatch):
+    """An interleaved job's worker returns one repeat per case, in the job's order: the claim, written in that order,
+    is all the next run reads to store each under its own case and result."""
+    import subprocess
+    import tempfile
+
+    from compilebench.core.job import Job, Timing
+    from compilebench.run import storing
+    from compilebench.run.dispatch import Target, Unit
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    folder = tmp_path / "tmp" / "compilebench-job-i"
+    folder.mkdir(parents=True)
+    eager, compiled = make_result(mode="eager", samples=(5_000_000,)), make_result(mode="default", samples=(2_000_000,))
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    db = tmp_path / "r.db"
+    with Store.open(str(db)) as store:
+        unit = Unit(Target("cpu", "m1", Environment(device="cpu")), (eager.case, compiled.case), 1)
+        mine = storing.claim(store, unit, {eager.case.key(): "e-1", compiled.case.key(): "c-1"}, "run-1",
+                             {"vit": ("Image Classification/ViT", "image")})
+        mine.update(pid=dead.pid, started="1")
+        job = Job([eager.case, compiled.case], Timing(), claim=mine)
+        (folder / "job.json").write_text(json.dumps(job.to_dict()))
+        (folder / "result.json").write_text(json.dumps([eager.repeats[0].to_dict(), compiled.repeats[0].to_dict()]))
+        assert storing.take_in(store, done) == 2
+        stored = {r.case.variant.mode: r for r in store.results()}
+    assert {m: (r.result_id, r.repeats[0].samples_ms) for m, r in stored.items()} == {
+        "eager": ("e-1", [5.0]), "default": ("c-1", [2.0])}
+    assert not folder.exists()
+
+
 def test_a_results_file_where_no_file_can_be_made_is_named_before_the_report_folder(tmp_path, main_here):
     """Issue 27.11: /proc takes no file, whatever its permission bits say to root."""
     code, _, err = main_here("run", "--model", "fault-ok", "--variant", "eager", "--device", "cpu",

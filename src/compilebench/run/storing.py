@@ -29,7 +29,6 @@ import time
 from typing import Callable
 
 from compilebench.core.case import Case
-from compilebench.core.job import Job
 from compilebench.core.repeat import Repeat
 from compilebench.core.result import Result
 from compilebench.core.run import Run
@@ -144,8 +143,9 @@ def _forget(path: str) -> None:
 # What a killed run left
 def claim(store: Store, unit: Unit, result_ids: dict[str, str], run_id: str,
           labels: dict[str, tuple[str, str]]) -> dict:
-    """What a job folder must say for a later run to store its result as this driver would: written with the job.
-    result_ids: each case's key -> the result its repeat joins; labels: each model's row label and task."""
+    """What a job folder must say for a later run to store its result as this driver would: written with the job,
+    its cases in the job's order (the order its worker returns their repeats in). result_ids: each case's key -> the
+    result its repeat joins (the job's cases have one each); labels: each model's row label and task."""
     pid = os.getpid()
     return {"db": os.path.realpath(store.path), "host": socket.gethostname(), "pid": pid,
             "started": process_started(pid), "resume_id": unit.target.resume_id, "placement": unit.target.placement,
@@ -167,12 +167,12 @@ def take_in(store: Store, done) -> int:
         try:
             with open(os.path.join(mine, executors.RESULT_FILE)) as f:
                 repeats = [Repeat.from_dict(d) for d in json.load(f)]
-            cases = Job.from_dict(job).cases
+            claimed = list(job["claim"]["cases"].items())  # the claim alone: no other field of the job is read
         except (OSError, ValueError, KeyError, TypeError):  # the worker never finished: nothing of it to keep
-            repeats, cases = [], []
+            repeats, claimed = [], []
         try:
-            for case, rep in zip(cases, repeats):
-                taken += _store(store, case, rep, job["claim"], job["repeat"], done)
+            for (key, what), rep in zip(claimed, repeats):
+                taken += _store(store, key, what, rep, job["claim"], job["repeat"], done)
         except BaseException:  # the results file could not take it: left for the next run, as it was
             os.rename(mine, folder)
             raise
@@ -193,17 +193,16 @@ def _dead_drivers_jobs(db: str):
             yield folder, job
 
 
-def _store(store: Store, case: Case, rep: Repeat, mine: dict, repeat: int, done) -> int:
+def _store(store: Store, key: str, claimed: list, rep: Repeat, mine: dict, repeat: int, done) -> int:
     """A repeat a dead driver's worker measured, stored as that driver would have (its run, its eager twin's
-    FLOPs), unless measured again since."""
-    key, rid = case.key(), mine["resume_id"]
-    if key not in mine["cases"]:
-        return 0
+    FLOPs), unless measured again since. claimed: the claim's [result id, case, label, task] of its case."""
+    rid = mine["resume_id"]
     stored = store.latest(key, rid)
     if stored is not None and done(repeat)(stored):
         return 0  # measured again since, by a run that found the claim dead
-    result_id, claimed, label, task = (mine["cases"][key] + [case.model, ""])[:4]
-    case = Case.from_dict(claimed)
+    result_id, case_dict, label, task = (claimed + [None, ""])[:4]
+    case = Case.from_dict(case_dict)
+    label = label or case.model
     rep.run = mine.get("run")
     if rep.flops is None:  # as the driver would: its eager twin's count
         rep.flops = store.eager_flops(case, rid)
