@@ -143,12 +143,22 @@ def test_the_engines_table_sets_each_engine_beside_eager_and_the_best_torch_comp
     assert rows["openvino"]["precision"] == "bfloat16" and rows["openvino"]["version"] == "OpenVINO 1.0"
     assert rows["compile"]["vs best torch.compile"] == ""
     lines = terminal.engines_summary(view)
-    assert any("onnxruntime" in line and "2.00x" in line for line in lines)
+    (ort_line,) = [line for line in lines if "onnxruntime" in line]
+    s = view.speedup(results[0], results[3])
+    assert f"2.00x faster  [{s.low:.2f}-{s.high:.2f}]" in ort_line and "float32" in ort_line  # interval, precision
+    assert max(map(len, lines)) <= terminal.WIDTH
     no_engine = View(results[:3])
     assert enginesreport.tables(no_engine) == [] and terminal.engines_summary(no_engine) == []
     # torch.compile's own answer on the terminal never picks an engine
     (row,) = terminal.rows(view, view.groups[0])
     assert row.column.variant == Variant("max-autotune")
+
+
+def test_an_engine_whose_output_differs_from_eagers_shows_the_status_not_a_time_on_the_terminal():
+    results = [fr.result("resnet-50", 1, "eager", 40.0, env=fr.CPU),
+               fr.result("resnet-50", 1, "onnxruntime", 10.0, env=fr.CPU, status="mismatch")]
+    (line,) = [x for x in terminal.engines_summary(View(results)) if "onnxruntime" in x]
+    assert line.split()[2] == "mismatch" and "x" not in line.split("mismatch")[1]  # no speed-up read from it
 
 
 def test_an_unsupported_engine_reads_as_such_in_its_table():

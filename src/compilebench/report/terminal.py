@@ -167,7 +167,8 @@ def summary(view: View, width: int = WIDTH) -> str:
         said += [w for r in found if (w := r.words(view.min_effect, several))]
     out += generation_summary(view, width)
     out += quantization_summary(view, width)
-    out += engines_summary(view, width)
+    engines_lines = engines_summary(view, width)
+    out += engines_lines
     if said:
         out += ["", *[line for s in dict.fromkeys(said) for line in textwrap.wrap(s, width, subsequent_indent="  ")]]
     if out:  # the suite in a few lines: its pass rate, each compiled setting's geomean speed-up and memory
@@ -181,8 +182,8 @@ def summary(view: View, width: int = WIDTH) -> str:
             f"ms: {stats.PER_PROCESS_WORDS}, over processes. speed-up: eager ms / compiled ms, with its interval "
             f"between processes ({confidence}). verdict: faster or slower beyond {view.min_effect:.0%}, same within "
             "it, else inconclusive, with the smallest effect it could see. break-even: calls until compiling has paid "
-            "for itself. The guide's tables (and its mean of the calls) and every detail: --details, or the "
-            "report.", width)]
+            f"for itself.{ENGINE_WORDS if engines_lines else ''} The guide's tables (and "
+            "its mean of the calls) and every detail: --details, or the report.", width)]
     for c in view.shards:  # a report over shard files says whether it is the whole run
         out += ["", *textwrap.wrap(c.describe(), width, subsequent_indent="  ")]
     return "\n".join(out).lstrip("\n")
@@ -235,13 +236,16 @@ def quantization_summary(view: View, width: int = WIDTH) -> list[str]:
     return out
 
 
-ENGINE_HEADER = ["model", "variant", "ms", "vs eager", "vs best compile", "prepare cold/warm s", "precision"]
+ENGINE_HEADER = ["model", "variant", "ms", "vs eager", "interval", "vs best compile", "cold/warm s", "precision"]
+ENGINE_WORDS = (" cold/warm s: the seconds an engine (or torch.compile) took to prepare, from nothing and from its "
+                "cache; precision: what it computed in.")
 
 
 def engines_summary(view: View, width: int = WIDTH) -> list[str]:
     """--variant onnxruntime openvino tensorrt: per table and model, each torch.compile setting and each engine, its
-    time, its speed-up over eager and (an engine) over the best torch.compile setting, its preparation cold and warm
-    and the precision it computed in."""
+    time (as a guide cell: a status word where its output differed from eager's or it failed), its speed-up over
+    eager with its interval and (an engine) over the best torch.compile setting, its preparation cold and warm and
+    the precision it computed in."""
     out = []
     for g in (g for g in view.groups if not g.generation):
         body = []
@@ -250,12 +254,12 @@ def engines_summary(view: View, width: int = WIDTH) -> list[str]:
                 cold, warm = engines.prepared(w.result)
                 r = w.result
                 body.append([g.label(m).rsplit("/", 1)[-1], _variant_of(w.column.variant),
-                             r.status if r.mean is None else f"{r.mean:.3f}", _against(w.vs_eager), _against(w.vs_compile),
+                             cell(r), _against(w.vs_eager), _interval(w.vs_eager), _against(w.vs_compile),
                              "/".join("" if x is None else f"{x:.1f}" for x in (cold, warm)).strip("/"),
                              engines.precision(w.result)])
         if body:
-            out += ["", f"Engines: {g.title}", *fit(ENGINE_HEADER, body, width, free=(1, 0), left=(0, 1, 6),
-                                                     optional=(6, 5, 4))]
+            out += ["", f"Engines: {g.title}", *fit(ENGINE_HEADER, body, width, free=(1, 0), left=(0, 1, 7),
+                                                     optional=(7, 6, 5, 4))]
     return out
 
 
