@@ -76,15 +76,13 @@ def benchmark(model=None, *, suite: str | None = None, inputs: str | Callable[[i
         shard: "i/N" (or "auto", "auto/N": a Slurm array's or Kubernetes Indexed Job's), as --shard: only that
             part of the cases, each shard into its own db; the results it returns are its part.
         **settings: the run's other options by their names: repeats, max_repeats, extra_time_s, min_effect, dtype,
-            autocast, channels_last, tf32, attn, backend (a name, or several: ("inductor", "openvino")), fullgraph, dynamic, inductor_options (a dict),
-            compile_scope ("model" or "regions"), regions, compile_decoder (a pipeline's), compile_cache, interleave,
-            sync_each_call, weights,
-            model_size ("tiny"), task, prompt_len, new_tokens, timeout_s, rerun, retry_failed, profile,
-            compile_trace, tag, quantizations (torchao's: "int8-weight-only" or a list, as --quantize;
-            pip install compilebench[quant]); the timing's warmup, warmup_s,
-            warmup_cap_s, max_time_s, min_iters, first_calls;
-            environments ({name: interpreter or virtual environment folder}: --env) and environment_vars
-            ({name: {variable: value}}: --env-set).
+            autocast, channels_last, tf32, attn, backend (a name, or several: ("inductor", "openvino")), fullgraph,
+            dynamic, inductor_options (a dict), compile_scope ("model" or "regions"), regions, compile_decoder (a
+            pipeline's), compile_cache, interleave, sync_each_call, weights, model_size ("tiny"), task, prompt_len,
+            new_tokens, timeout_s, rerun, retry_failed, profile, compile_trace, tag, quantizations (torchao's:
+            "int8-weight-only" or a list, as --quantize; pip install compilebench[quant]); the timing's warmup,
+            warmup_s, warmup_cap_s, max_time_s, min_iters, first_calls; environments ({name: interpreter or virtual
+            environment folder}: --env) and environment_vars ({name: {variable: value}}: --env-set).
     """
     _declare_environments(settings)
     _check_known("benchmark()", settings, _SETTINGS)
@@ -181,9 +179,8 @@ def shapes(model, *, batch_sizes=None, image_sizes=(), prompt_lens=(), dynamic=t
     `pad_to`, padded to those buckets, each compiled in `mode` (default, reduce-overhead, ...); a pipeline's
     shapes each with every LoRA adapter of `lora_ranks`, swapped in first (`lora_hotswap`: also in place);
     `regional`: also each repeated block compiled alone. `compile_cache` ("mega": a new process's start from torch's
-    portable cache artifacts) as benchmark()'s. `mix`
-    ("1:50,4:30,16:20") and `requests` weigh the time to serve. Other settings, and where the cases run, as
-    benchmark()'s (repeats, dtype, backend, warmup, gpus, ...)."""
+    portable cache artifacts) as benchmark()'s. `mix` ("1:50,4:30,16:20") and `requests` weigh the time to serve.
+    Other settings, and where the cases run, as benchmark()'s (repeats, dtype, backend, warmup, gpus, ...)."""
     _declare_environments(settings)
     _check_known("shapes()", settings, _SETTINGS - _NOT_SHAPES)
     name, inputs_ref, inline = _model_name(model, inputs)
