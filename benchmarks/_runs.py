@@ -34,7 +34,17 @@ def results(db: str) -> list[dict]:
     from compilebench.storage.store import Store
 
     with Store.open(db, create=False, write=False) as store:
-        return [r.export() for r in store.results()]
+        return [Exported(r) for r in store.results()]
+
+
+class Exported(dict):
+    """A result as Result.export gives it, with the stored Result beside it (`.result`): a speed-up is read from
+    that one, which knows its runs' design and so the look its verdict was read at, as the product reads it (a
+    Result rebuilt from the dict alone knows no runs, and would read every interval at 95%)."""
+
+    def __init__(self, result):
+        super().__init__(result.export())
+        self.result = result
 
 
 def processes(result: dict) -> list[dict]:

@@ -37,7 +37,6 @@ def main() -> None:
     args = ap.parse_args()
 
     from compilebench.core import speedups, stats
-    from compilebench.core.result import Result
 
     min_effect = stats.DEFAULT_MIN_EFFECT if args.min_effect is None else args.min_effect
 
@@ -53,7 +52,7 @@ def main() -> None:
                     got[r["case"].get("environment") or side].append(r)
     verdicts = Counter()
     for i, (a, b) in enumerate(zip(got["A"], got["B"])):
-        s = speedups.speedup(Result.from_dict(a), Result.from_dict(b), min_effect)  # A's time over B's: how B reads against A
+        s = speedups.speedup(a.result, b.result, min_effect)  # A's time over B's: how B reads against A
         verdicts[s.verdict] += 1
         low = f"{1 / s.high:.3f}" if s.high else "-"
         high = f"{1 / s.low:.3f}" if s.low else "-"

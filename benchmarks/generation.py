@@ -108,10 +108,9 @@ def main() -> None:
                             raise SystemExit(p.stderr[-2000:])
                         script[variant] = json.loads(p.stdout.strip().splitlines()[-1])["tokens_per_s"]
             for variant in ("eager", "default"):
-                from compilebench.core.result import Result
                 from compilebench.report import data
 
-                mine = data.e2e_tokens_per_s(Result.from_dict(ours[variant]))
+                mine = data.e2e_tokens_per_s(ours[variant].result)
                 ratios[variant].append(mine / script[variant])
                 print(f"round {r + 1}, {variant}: compilebench {mine:.1f} tokens/s, hand-written loop "
                       f"{script[variant]:.1f} tokens/s: ratio {mine / script[variant]:.3f}")
@@ -127,7 +126,6 @@ def main() -> None:
 
 def describe(ours: dict, wall: float) -> None:
     from compilebench.core import speedups
-    from compilebench.core.result import Result
     from compilebench.report import data
 
     print(f"1. compilebench run: {wall:.0f} s")
@@ -138,12 +136,12 @@ def describe(ours: dict, wall: float) -> None:
         print(f"   {variant}: {r['status']}; TTFT {gen['ttft']['mean']:.1f} ms "
               f"({gen['ttft']['ci95_low']:.1f}-{gen['ttft']['ci95_high']:.1f}), per token {gen['per_token']['mean']:.2f} ms "
               f"({gen['per_token']['ci95_low']:.2f}-{gen['per_token']['ci95_high']:.2f}), decode "
-              f"{data.decode_tokens_per_s(Result.from_dict(r)):.1f} tokens/s, "
-              f"end-to-end {data.e2e_tokens_per_s(Result.from_dict(r)):.1f} tokens/s; "
+              f"{data.decode_tokens_per_s(r.result):.1f} tokens/s, "
+              f"end-to-end {data.e2e_tokens_per_s(r.result):.1f} tokens/s; "
               f"first calls (s) {first}; cold compile {r.get('cold_compile_s') or 0:.1f} s, "
               f"warm {r.get('warm_compile_s') or 0:.1f} s")
-    s = speedups.speedup(Result.from_dict(ours["eager"]), Result.from_dict(ours["default"]), metric=data.PER_TOKEN)
-    print(f"   per-token speed-up {s.value:.3f}x (95% CI {s.low:.3f}-{s.high:.3f}): {s.verdict}")
+    s = speedups.speedup(ours["eager"].result, ours["default"].result, metric=data.PER_TOKEN)
+    print(f"   per-token speed-up {s.value:.3f}x ({s.confidence:.1%} interval {s.low:.3f}-{s.high:.3f}): {s.verdict}")
 
 
 if __name__ == "__main__":

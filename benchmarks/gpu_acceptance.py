@@ -126,10 +126,9 @@ def _verdicts(found: list[dict]) -> tuple[str, bool]:
     """Each compiled case's speed-up, interval, verdict and reach, as compilebench reads them; whether every one is
     decided within QUICK_REACH."""
     from compilebench.core import pairing, speedups
-    from compilebench.core.result import Result
     from compilebench.core.vocab import Verdict
 
-    rs = [Result.from_dict(r) for r in found]
+    rs = [r.result for r in found]
     pairs = list(pairing.Pairing(rs).pairs(rs))
     said, decided = [], bool(pairs)
     for r, eager in pairs:
@@ -319,7 +318,6 @@ class Checks:
 
     def reduce_overhead(self) -> None:
         from compilebench.core import speedups
-        from compilebench.core.result import Result
 
         found = {r["case"]["variant"]["mode"]: r for r in self.run(
             "reduce-overhead", "--model", "resnet-50", "--variant", "default", "reduce-overhead", "--interleave",
@@ -330,7 +328,7 @@ class Checks:
             return
         skips = [rep.get("cudagraph_skips") for rep in ro["repeats"]]
         recorded = [rep.get("cudagraphs_recorded") for rep in ro["repeats"]]
-        s = speedups.speedup(Result.from_dict(default), Result.from_dict(ro))
+        s = speedups.speedup(default.result, ro.result)
         ok = (ro["status"] == "ok" and all(k == 0 for k in skips) and all((n or 0) > 0 for n in recorded)
               and s is not None and s.verdict == "faster")
         figure = (f"skipped {skips}, recorded {recorded}; default {default['stats'].get('mean', math.nan):.3f} ms, "
@@ -341,9 +339,8 @@ class Checks:
 
     def eager_cudagraphs(self) -> None:
         from compilebench.core import speedups
-        from compilebench.core.result import Result
 
-        found = {Result.from_dict(r).case.variant.name: r for r in self.run(
+        found = {r.result.case.variant.name: r for r in self.run(
             "eager-cudagraphs", "--model", "resnet-50", "--variant", "eager", "eager-cudagraphs", "reduce-overhead",
             "--interleave", "--iters", 200, "--repeats", 3)}
         eager, graphed, ro = (found.get(n) for n in ("eager", "eager-cudagraphs", "reduce-overhead"))
@@ -351,7 +348,7 @@ class Checks:
             self.say("eager-cudagraphs", False, f"results: {sorted(found)}")
             return
         pools = [rep.get("cudagraph_pool_bytes") for rep in graphed["repeats"]]
-        gain = speedups.speedup(Result.from_dict(eager), Result.from_dict(graphed))
+        gain = speedups.speedup(eager.result, graphed.result)
         ok = (graphed["status"] == "ok" and all((p or 0) > 0 for p in pools) and gain is not None
               and gain.verdict == "faster" and "clock" not in graphed.get("flags", []))
         figure = f"{graphed['status']}, pools {pools}"
@@ -359,17 +356,15 @@ class Checks:
             figure += f"; eager in a CUDA graph over eager {gain.value:.2f}x ({gain.low:.2f}-{gain.high:.2f}) {gain.verdict}"
         if ro and ro["status"] == "ok":
             for name, base in (("eager", eager), ("eager in a CUDA graph", graphed)):
-                s = speedups.speedup(Result.from_dict(base), Result.from_dict(ro))
+                s = speedups.speedup(base.result, ro.result)
                 figure += f"; reduce-overhead over {name} {s.value:.2f}x ({s.low:.2f}-{s.high:.2f})" if s else ""
         self.say("eager-cudagraphs", ok, figure + (f"; {graphed.get('message')}" if graphed.get("message") else ""))
 
     def quantize(self) -> None:
-        from compilebench.core.result import Result
-
         # a CPU (--rehearse) refuses int4 and float8 (CUDA kernels), and with them the whole command: the rest is
         # rehearsed without them
         cuda_only = () if "cpu" in self.extra else ("int4-weight-only", "float8-dynamic")
-        found = [Result.from_dict(r) for r in self.run(
+        found = [r.result for r in self.run(
             "quantize", "--model", "vit", "--variant", "eager", "default", "--quantize", "none", "int8-weight-only",
             "int8-dynamic", *cuda_only, "--iters", 50, "--repeats", 1)]
         said = [f"{r.case.quantize} {r.case.variant.name} {r.status} {dict(r.quality)}"
@@ -387,9 +382,8 @@ class Checks:
 
     def engines(self) -> None:
         from compilebench.core import speedups
-        from compilebench.core.result import Result
 
-        found = {r.case.variant.name: r for r in map(Result.from_dict, self.run(
+        found = {r.case.variant.name: r for r in (x.result for x in self.run(
             "engines", "--model", "resnet-50", "--variant", "eager", "reduce-overhead", "onnxruntime", "tensorrt",
             "--iters", 200, "--repeats", 3))}
         eager, ro = found.get("eager"), found.get("reduce-overhead")
@@ -414,12 +408,11 @@ class Checks:
 
     def diffusion(self) -> None:
         from compilebench.core import speedups
-        from compilebench.core.result import Result
 
         common = ("--model", "flux-schnell", "--dtype", "bfloat16")
         # a CPU (--rehearse) refuses a CUDA graph, and with it the whole command: the rest is rehearsed without it
         graphed = () if "cpu" in self.extra else ("eager-cudagraphs",)
-        found = {r.case.variant.name: r for r in map(Result.from_dict, self.run(
+        found = {r.case.variant.name: r for r in (x.result for x in self.run(
             "diffusion", *common, "--variant", "eager", "default", "regional", *graphed, "--iters", 5,
             "--repeats", 2))}
         eager, said = found.get("eager"), []

@@ -61,12 +61,11 @@ def _has_cuda() -> bool:
 
 
 def report(db: str, wall: float) -> None:
-    from compilebench.core.result import Result
     from compilebench.report import data
     from compilebench.report.quantization import quality_words
     from compilebench.report.view import View
 
-    found = [Result.from_dict(r) for r in results(db)]
+    found = [r.result for r in results(db)]
     view = View(found)
     first = found[0]
     print(f"{first.label or first.case.model} on {data.hardware(first)}, torch {data.torch_version(first)}, batch "
