@@ -61,9 +61,11 @@ def test_the_api_runs_a_suite_as_the_command_line_does(monkeypatch):
     monkeypatch.setattr(api, "_benchmark", lambda spec, where, db, quiet, **kw: seen.append(spec))
     compilebench.benchmark(suite="quick")
     compilebench.benchmark(suite="seed-generation", variants=("eager", "default"), model_size="tiny", max_time_s=2.0)
-    quick, gen = seen
+    compilebench.benchmark(suite="quick", interleave=False)
+    quick, gen, apart = seen
     s = suites.SUITES["quick"]
     assert (quick.models, quick.batch_sizes, quick.variants) == (s.models, s.batch_sizes, s.variants)
+    assert quick.interleave and not apart.interleave and not gen.interleave
     assert (quick.timing.warmup, quick.timing.max_time_s) == (s.warmup, s.max_time_s)
     assert gen.models == ("gemma-2b",) and gen.variants == ("eager", "default") and gen.model_size == "tiny"
     assert gen.timing.max_time_s == 2.0 and not gen.compile.fullgraph  # the suite's fullgraph goes with its own variants

@@ -144,6 +144,17 @@ def test_no_model_and_no_suite_runs_the_quick_suite_with_its_recorded_budget():
     assert {zoo.get(m).task for m in spec.models} == {"image-classification", "semantic-segmentation", "object-detection"}
 
 
+def test_the_quick_suite_interleaves_its_own_variants_unless_told_not_to():
+    """The README's first command times each model's eager and default in one process (issue 62: on a GPU's noisy
+    CPU side, processes apart differ more than compile's effect); --no-interleave gives a process each; variants a
+    user names (an engine among them, which refuses to share a process) interleave only when asked."""
+    assert parse_run().interleave and parse_run("--suite", "quick").interleave
+    assert not parse_run("--no-interleave").interleave
+    assert not parse_run("--variant", "eager", "onnxruntime").interleave
+    assert parse_run("--variant", "eager", "reduce-overhead", "--interleave").interleave
+    assert not parse_run("--suite", "seed").interleave and not parse_run("--model", "vit").interleave
+
+
 def test_explicit_options_override_the_suite():
     spec = parse_run("--suite", "seed", "--batch-size", "1", "--variant", "eager", "--warmup", "7")
     assert spec.models == suites.GUIDE_MODELS and spec.batch_sizes == (1,) and spec.variants == ("eager",)

@@ -177,9 +177,10 @@ def how_to_time(run) -> None:
     g.add_argument("--first-calls", type=int, default=None, metavar="K",
                    help=f"text generation: generate() calls timed one by one before the steady state (default: "
                         f"{jobmod.DEFAULT_FIRST_CALLS}): where compiling stops costing anything")
-    g.add_argument("--interleave", action="store_true",
+    g.add_argument("--interleave", action=argparse.BooleanOptionalAction, default=None,
                    help="time the variants of each model and batch in one process per repeat, alternating blocks of "
-                        "10 calls, so drift hits them alike and speed-ups pair up per process")
+                        "10 calls, so drift hits them alike and speed-ups pair up per process (the quick suite's "
+                        "default; --no-interleave: a process each, paired by round)")
     min_effect(g)
     g.add_argument("--timeout", type=float, default=specmod.DEFAULT_TIMEOUT_S, dest="timeout_s", metavar="S",
                    help="kill a case after this many seconds (process isolation; default: 3600)")

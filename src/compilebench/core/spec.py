@@ -195,7 +195,7 @@ def asked(*, models=None, suite: str | None = None, batch_sizes=None, variants=N
           warmup_s: float | None = None, warmup_cap_s: float | None = None, shapes: bool = False, image_sizes=(),
           prompt_lens=(), dynamic_settings=None, pad_to=(), lora_ranks=(), lora_hotswap: bool = False,
           regional: bool = False, repeats: int | None = None, max_repeats: int | None = None, quantizations=None,
-          **rest) -> RunSpec:
+          interleave: bool | None = None, **rest) -> RunSpec:
     """The RunSpec of a run asked for by its options' names (the Python API's keywords; the command line's options
     reach it under the same names). What is not given is the suite's where one is taken (no model and no suite:
     the quick suite), else the default; `shapes` serves each model's shapes (`compilebench shapes`). Repeats:
@@ -206,7 +206,7 @@ def asked(*, models=None, suite: str | None = None, batch_sizes=None, variants=N
         max_repeats = (taken and taken.max_repeats) or DEFAULT_MAX_REPEATS
     given = suites.fill(taken, {
         "models": tuple(models) if models else None, "batch_sizes": batch_sizes, "variants": variants,
-        "fullgraph": fullgraph, "warmup": warmup, "max_time_s": max_time_s,
+        "fullgraph": fullgraph, "warmup": warmup, "max_time_s": max_time_s, "interleave": interleave,
         "quantizations": (quantizations,) if isinstance(quantizations, str) else quantizations or None})
     options = tuple(inductor_options.items() if isinstance(inductor_options, dict) else inductor_options)
     if len(dict(options)) != len(options):
@@ -224,9 +224,9 @@ def asked(*, models=None, suite: str | None = None, batch_sizes=None, variants=N
                   dynamic_settings=tuple(dict.fromkeys(dynamic_settings or traffic.DEFAULT_DYNAMIC))) if shapes else {}
     return RunSpec(models=given.get("models", ()), batch_sizes=tuple(given.get("batch_sizes", (1,))),
                    variants=tuple(given.get("variants", ("eager", "default"))), compile=compiling,
-                   backends=backends if len(backends) > 1 else (), timing=timing,
+                   backends=backends if len(backends) > 1 else (), timing=timing, **served, **rest,
                    repeats=DEFAULT_REPEATS if repeats is None else repeats, max_repeats=max_repeats,
-                   quantizations=tuple(given.get("quantizations", ())), **served, **rest)
+                   quantizations=tuple(given.get("quantizations", ())), interleave=bool(given.get("interleave")))
 
 
 # Every name `asked` takes: its own keywords and the spec's fields (the command line's option destinations and the

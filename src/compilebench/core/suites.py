@@ -26,6 +26,7 @@ class Suite:
     # run's default)
     max_repeats: int | None = None
     quantizations: tuple[str, ...] = ()  # --quantize: torchao's, each crossed with the variants (none: float only)
+    interleave: bool = False  # its own variants timed in one process, alternating blocks (--interleave)
 
 
 SUITES = {
@@ -41,9 +42,14 @@ SUITES = {
     # undecided verdict gets rounds up to 7 processes, not the default 11: on this project's VM ResNet-50's speed-up
     # sits within a few percent of the 5% margin, undecided at 11 as at 7, and 8 more of its rounds took the suite
     # from 301 s (3 fixed processes) to 469 s, beyond the 1.5x a first look may take (issue 40).
+    # Eager and compiled alternate in one process (--interleave; --no-interleave: a process each, paired by round):
+    # at batch 1 a GPU is launch-bound, and the CPU side of the H200s lent on 2026-11-27/28 switched between states
+    # up to 2x apart within seconds, so processes apart differed more than compile's effect. Read by the product's
+    # rules, a process each gave intervals of ±6% to ±52% (two leases, 7 rounds at most), one process each ±6% to
+    # ±24% at 3 rounds (ResNet-50, its effect within a few percent of 1.0x, ±8% at 7); benchmarks/replay.py.
     "quick": Suite("one light model per task at batch 1, a few minutes on a CPU",
                    ("resnet-50", "deeplabv3-mobilenet", "detr"), (1,), ("eager", "default"), warmup=1, max_time_s=5.0,
-                   max_repeats=7),
+                   max_repeats=7, interleave=True),
 }
 SUITES["generation"] = Suite("the text-generation zoo: 5 causal LMs x eager, compiled (static cache)", TEXT_MODELS, (1,),
                              ("eager", "default"))
@@ -72,7 +78,7 @@ def choose(name: str | None, models) -> Suite | None:
 
 def fill(suite: Suite | None, given: dict) -> dict:
     """A run's fields (and its timing's warmup and max_time_s): what the user gave (None: not given), and where
-    not, the suite's. The suite's fullgraph goes with its own variants only."""
+    not, the suite's. The suite's fullgraph and interleave go with its own variants only."""
     out = {k: v for k, v in given.items() if v is not None}
     if suite is None:
         return out
@@ -81,6 +87,7 @@ def fill(suite: Suite | None, given: dict) -> dict:
     if "variants" not in out:
         out["variants"] = suite.variants
         out["fullgraph"] = bool(out.get("fullgraph") or suite.fullgraph)
+        out.setdefault("interleave", suite.interleave)
     if suite.quantizations:
         out.setdefault("quantizations", suite.quantizations)
     for name, value in (("warmup", suite.warmup), ("max_time_s", suite.max_time_s)):
