@@ -8,7 +8,7 @@ from __future__ import annotations
 import shutil
 import sys
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from compilebench.core import speedups, stats
 from compilebench.core.generation import Generation
@@ -122,6 +122,8 @@ def rows(view: View, g: Group) -> list[Row]:
                 measured = [x for x in found if x[2] is not None]
                 c, r, s = max(measured, key=lambda x: x[2].value) if measured else found[0] if found else (None,) * 3
             name = g.label(m).rsplit("/", 1)[-1] + (f" (torch {torch})" if len(torches) > 1 else "")
+            if c is not None:  # named by what sets it apart from its eager ("interleaved" in both says nothing)
+                c = replace(c, settings=tuple(w for w in c.settings if w not in baseline.settings))
             out.append(Row(name, eager, r, c, s, picked is not None, f"{name} b{g.batch_size}"))
     return out
 
