@@ -4,14 +4,15 @@ CI never has a GPU, so each CUDA path of compilebench is tested with fakes; this
 prove. Each check runs `compilebench run` as a user does (a separate process) into its own results file, then
 reads what it stored. Under 10 minutes on one H100 (most of it compiling ResNet-50 and SmolLM2-135M).
 
-  quick            the quick suite as the README's first command runs it (`compilebench run`): its wall time, the
-                   launchers' state and each phase's median; 18 planned repeats end within 180 s (extra rounds
-                   counted apart), no worker starts in over 2 s (before its first phase + setup + build), no
-                   launcher fell back to new interpreters, and every model decided with its speed-up's interval
-                   within ±15%; how the warm-ups ended, and each case's first process against its others
-  quick-interleave the quick suite with --interleave (eager and default timed in one process, their calls
-                   alternated): each model's verdict, interval and reach, and the command's wall time, beside
-                   `quick`'s; the design to compare where a GPU's process states differ by up to 2x (issue 62)
+  quick            the quick suite as the README's first command runs it (`compilebench run`: each model's eager
+                   and default in one process, their calls alternated): its wall time, the launchers' state and
+                   each phase's median; 18 planned repeats end within 180 s (extra rounds counted apart), no
+                   worker starts in over 2 s (before its first phase + setup + build), no launcher fell back to
+                   new interpreters, and every model decided with its speed-up's interval within ±15%; how the
+                   warm-ups ended, and each case's first process against its others
+  quick-rounds     the quick suite with --no-interleave (a process each, paired by round, as before 2026-11-28):
+                   each model's verdict, interval and reach, and the command's wall time, beside `quick`'s; the
+                   design the quick suite left where a GPU's process states differ by up to 2x (issue 62)
   clock            ResNet-50 eager, 100 calls: the sum of the per-call CUDA event times over the loop's wall
                    time lies in [0.80, 1.05] and no result carries the `clock` flag
   cuda:1           the same on --device cuda:1 of a two-GPU box: the worker saw physical GPU 1 (by UUID) and the
@@ -103,7 +104,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.join(TREE, "src
 
 # The results files (one a command) of the checks whose figures hold on a tiny config of the same architecture.
 SIZE_FREE = ("generation", "shapes", "mega", "aot", "shapes-graphs", "shapes-text", "launcher", "quantize", "engines")
-CHECKS = ("quick", "quick-interleave", "clock", "cuda:1", "reduce-overhead", "generation", "launcher", "tf32", "oom",
+CHECKS = ("quick", "quick-rounds", "clock", "cuda:1", "reduce-overhead", "generation", "launcher", "tf32", "oom",
           "nvml", "shapes", "profile", "mega", "aot-inductor", "aot-load", "shapes-graphs", "energy", "eager-cudagraphs",
           "quantize", "engines", "diffusion")
 
@@ -111,9 +112,10 @@ CHECKS = ("quick", "quick-interleave", "clock", "cuda:1", "reduce-overhead", "ge
 SECONDS = {"clock": 27, "nvml": 0, "energy": 0, "profile": 58, "reduce-overhead": 93, "shapes-graphs": 152, "mega": 68,
            "aot-inductor": 92}
 UNMEASURED_S = 120
-# On one H200, 2026-11-27: the quick suite 294 s (12:18, 16 extra repeats) and 420 s (15:23, 20 extra); the
-# quantize check 225 s (its workers new interpreters); aot-load 374 s (each of its four builds a minute or more)
-SECONDS.update({"quick": 420, "quantize": 225, "aot-load": 374})
+# On one H200, 2026-11-27: the quick suite a process each 294 s (12:18, 16 extra repeats) and 420 s (15:23, 20
+# extra); the quantize check 225 s (its workers new interpreters); aot-load 374 s (each of its four builds a minute
+# or more). 2026-11-28 02:50: the quick suite interleaved 276 s (8 extra repeats), as `quick` runs it now.
+SECONDS.update({"quick": 276, "quick-rounds": 420, "quantize": 225, "aot-load": 374})
 SECONDS["diffusion"] = 780  # not measured yet: Flux's 12B parameters drawn and compiled in 12 processes, estimated
 QUICK_PLANNED_S, WORKER_START_S = 180, 2.0  # the quick check's goals (issue 50)
 STARTING = ("start", "setup", "build")  # a worker's phases before its model is ready: its start
@@ -265,18 +267,18 @@ class Checks:
                               f"<= {WORKER_START_S} s); phases' medians (s) over the {len(reps)} repeats: {medians}; statuses "
                               f"{sorted({r['status'] for r in found})}")
 
-    def quick_interleave(self) -> None:
-        """The quick suite with each model's variants in one process: whether pairing calls inside a process
-        decides where pairing processes by round did not (the H200 of 2026-11-27: ResNet-50 ±43% after 7)."""
+    def quick_rounds(self) -> None:
+        """The quick suite with a process each: whether pairing processes by round decides as pairing calls inside
+        a process does (the H200 of 2026-11-27 15:23, a process each: ResNet-50 ±43% after 7)."""
         began = time.time()
-        found = self.run("quick-interleave", "--interleave")
+        found = self.run("quick-rounds", "--no-interleave")
         wall = time.time() - began
         if not found:
-            self.say("quick-interleave", False, "no result stored")
+            self.say("quick-rounds", False, "no result stored")
             return
         verdicts, decided = _verdicts(found)
         processes = len({rep["index"] for r in found for rep in r["repeats"]})
-        self.say("quick-interleave", decided and all(r["status"] == "ok" for r in found),
+        self.say("quick-rounds", decided and all(r["status"] == "ok" for r in found),
                  f"the command's wall {wall:.0f} s, up to {processes} repeat(s) a model; verdicts (goal: each decided, "
                  f"its interval within ±{QUICK_REACH:.0%}): {verdicts}; statuses {sorted({r['status'] for r in found})}")
 
@@ -660,7 +662,7 @@ def main() -> None:
     extra = ("--device", "cpu", "--tiny") if args.rehearse else ()
     checks, t0 = Checks(tmp, devices, extra, args.tiny), time.perf_counter()
     clock_result = checks.clock() if {"clock", "nvml", "energy"} & set(only) else None
-    steps = {"quick": checks.quick, "quick-interleave": checks.quick_interleave, "cuda:1": checks.cuda1, "reduce-overhead": checks.reduce_overhead, "generation": checks.generation,
+    steps = {"quick": checks.quick, "quick-rounds": checks.quick_rounds, "cuda:1": checks.cuda1, "reduce-overhead": checks.reduce_overhead, "generation": checks.generation,
              "launcher": checks.launcher, "tf32": checks.tf32, "oom": checks.oom,
              "nvml": lambda: checks.nvml(clock_result), "shapes": checks.shapes, "profile": checks.profile,
              "mega": checks.mega, "aot-inductor": checks.aot_inductor, "shapes-graphs": checks.shapes_graphs,

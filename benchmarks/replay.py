@@ -18,6 +18,10 @@ and, per variant, an A/A false-verdict rate: `--resamples` pairs of sides drawn 
 (each side a random order of them, without replacement, so no side holds a process twice), each walked through
 the same looks, a `faster` or `slower` between them counted false.
 
+An interleaved file's (--interleave) rounds are its processes, each holding both variants: paired from the 3rd
+round, that is the product's own reading of it (paired by process at every look); unpaired, the same processes read
+as if each variant had had its own.
+
 Usage: python benchmarks/replay.py RESULTS [RESULTS ...] [--looks 3,5,7,9,11] [--resamples 100] [--min-effect 0.05]
        [--only "median, pair from 3"]
 RESULTS: results files, or folders of them (each file read on its own).
