@@ -45,8 +45,8 @@ SUITES = {
     # Eager and compiled alternate in one process (--interleave; --no-interleave: a process each, paired by round):
     # at batch 1 a GPU is launch-bound, and the CPU side of the H200s lent on 2026-11-27/28 switched between states
     # up to 2x apart within seconds, so processes apart differed more than compile's effect. Read by the product's
-    # rules, a process each gave intervals of ±6% to ±52% (two leases, 7 rounds at most), one process each ±6% to
-    # ±24% at 3 rounds (ResNet-50, its effect within a few percent of 1.0x, ±8% at 7); benchmarks/replay.py.
+    # rules, a process each gave intervals of ±6% to ±52% (two leases, 7 rounds at most), interleaved ±6% to ±24%
+    # at 3 rounds (ResNet-50, its effect within a few percent of 1.0x, ±8% at 7); benchmarks/replay.py.
     "quick": Suite("one light model per task at batch 1, a few minutes on a CPU",
                    ("resnet-50", "deeplabv3-mobilenet", "detr"), (1,), ("eager", "default"), warmup=1, max_time_s=5.0,
                    max_repeats=7, interleave=True),
