@@ -29,8 +29,9 @@ def cli(*args, tree: str = TREE, cwd: str | None = None, check: bool = True, env
     return wall, p
 
 
-def results(db: str) -> list[dict]:
-    """Every result of a results file (of any schema), as Result.export gives it: as stored, with what it derives."""
+def results(db: str) -> list[Exported]:
+    """Every result of a results file (of any schema), as Result.export gives it: as stored, with what it derives;
+    the stored Result itself as `.result`."""
     from compilebench.storage.store import Store
 
     with Store.open(db, create=False, write=False) as store:

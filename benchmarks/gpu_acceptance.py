@@ -385,9 +385,9 @@ class Checks:
     def engines(self) -> None:
         from compilebench.core import speedups
 
-        found = {r.case.variant.name: r for r in (x.result for x in self.run(
+        found = {x.result.case.variant.name: x.result for x in self.run(
             "engines", "--model", "resnet-50", "--variant", "eager", "reduce-overhead", "onnxruntime", "tensorrt",
-            "--iters", 200, "--repeats", 3))}
+            "--iters", 200, "--repeats", 3)}
         eager, ro = found.get("eager"), found.get("reduce-overhead")
         said, ok = [], bool(eager) and eager.status == "ok"
         for name in ("onnxruntime", "tensorrt"):
@@ -414,9 +414,9 @@ class Checks:
         common = ("--model", "flux-schnell", "--dtype", "bfloat16")
         # a CPU (--rehearse) refuses a CUDA graph, and with it the whole command: the rest is rehearsed without it
         graphed = () if "cpu" in self.extra else ("eager-cudagraphs",)
-        found = {r.case.variant.name: r for r in (x.result for x in self.run(
+        found = {x.result.case.variant.name: x.result for x in self.run(
             "diffusion", *common, "--variant", "eager", "default", "regional", *graphed, "--iters", 5,
-            "--repeats", 2))}
+            "--repeats", 2)}
         eager, said = found.get("eager"), []
         ok = eager is not None and eager.status == "ok"
         for name in ("default", "regional", *graphed):
