@@ -51,3 +51,24 @@ class Exported(dict):
 def processes(result: dict) -> list[dict]:
     """What each worker process measured for a result: its repeats, or the result itself (one process)."""
     return result.get("repeats") or [result]
+
+
+def round_waits(found: list[dict]) -> dict[str, float]:
+    """Seconds from each round's last process ending to the next round's first starting ("3-4": after round 3):
+    about nothing between planned rounds; at a look, what the run did before measuring more (its launchers'
+    imports, where they had not started with the first ones). Each process's start and end from its result's
+    created_at (when its first phase ended) and its phases."""
+    import datetime
+
+    spans: dict[int, list[tuple[float, float]]] = {}
+    for result in found:
+        for rep in processes(result):
+            phases = rep.get("phases") or {}
+            if not rep.get("created_at") or not phases:
+                continue
+            at = datetime.datetime.fromisoformat(rep["created_at"]).timestamp()
+            spans.setdefault(rep.get("index") or 1, []).append(
+                (at - phases.get("start", 0.0), at + sum(v for k, v in phases.items() if k != "start")))
+    rounds = sorted(spans)
+    return {f"{a}-{b}": round(min(s for s, _ in spans[b]) - max(e for _, e in spans[a]), 1)
+            for a, b in zip(rounds, rounds[1:])}

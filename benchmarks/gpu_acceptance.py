@@ -94,7 +94,7 @@ import tempfile
 import time
 from collections import Counter
 
-from _runs import TREE, cli, results
+from _runs import TREE, cli, results, round_waits
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -246,6 +246,7 @@ class Checks:
 
         planned = [rep for rep in reps if rep["index"] <= 3]
         planned_s = max(ended(rep) for rep in planned) - began if planned else math.nan
+        first_s = min(datetime.datetime.fromisoformat(rep["created_at"]).timestamp() for rep in reps) - began
         starts = [sum((rep.get("phases") or {}).get(k, 0.0) for k in STARTING) for rep in reps]
         had = {}  # each phase's seconds in the repeats that had it
         for rep in reps:
@@ -258,7 +259,9 @@ class Checks:
         ok = (len(planned) == 18 and planned_s <= QUICK_PLANNED_S and max(starts) <= WORKER_START_S and not fell_back
               and all(r["status"] == "ok" for r in found) and decided)
         self.say("quick", ok, f"{len(planned)} planned repeats in {planned_s:.0f} s (goal 18 within {QUICK_PLANNED_S} s), "
-                              f"{len(reps) - len(planned)} extra, the command's wall {wall:.0f} s; verdicts (goal: "
+                              f"{len(reps) - len(planned)} extra, the command's wall {wall:.0f} s, its first worker "
+                              f"at {first_s:.1f} s, waits between rounds (s) {round_waits(found)} (at a look: 12-21 s "
+                              f"before launchers started ahead); verdicts (goal: "
                               f"each decided, its interval within ±{QUICK_REACH:.0%}): {verdicts}; warm-ups ended "
                               f"{dict(sorted(Counter(warmed).items(), key=str))}, first rounds against the rest: "
                               f"{_first_round(found)}; workers "
@@ -279,7 +282,8 @@ class Checks:
         verdicts, decided = _verdicts(found)
         processes = len({rep["index"] for r in found for rep in r["repeats"]})
         self.say("quick-rounds", decided and all(r["status"] == "ok" for r in found),
-                 f"the command's wall {wall:.0f} s, up to {processes} repeat(s) a model; verdicts (goal: each decided, "
+                 f"the command's wall {wall:.0f} s, up to {processes} repeat(s) a model, waits between rounds (s) "
+                 f"{round_waits(found)}; verdicts (goal: each decided, "
                  f"its interval within ±{QUICK_REACH:.0%}): {verdicts}; statuses {sorted({r['status'] for r in found})}")
 
     def aot_load(self) -> None:

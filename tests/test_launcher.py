@@ -214,6 +214,70 @@ def test_launchers_start_early_without_waiting_and_the_sweep_waits_only_for_thos
     assert sorted(repeat for _, repeat in ex._launchers) == [2, 3]
 
 
+def _host(monkeypatch, cores: int, available: int | None = 64 << 30):
+    monkeypatch.setattr(executors.os, "sched_getaffinity", lambda pid: set(range(cores)))
+    monkeypatch.setattr(executors, "_available_bytes", lambda: available)
+
+
+def _asked(what: str, since: int) -> list[int]:
+    """The launchers (numbered in the order they started: here, by repeat) asked `what` since log entry `since`."""
+    return sorted(e[1] for e in RecordingLauncher.log[since:] if e[0] == what)
+
+
+def test_where_the_host_has_room_a_later_looks_launchers_start_with_the_first_so_a_look_waits_for_no_import(
+        monkeypatch):
+    monkeypatch.setattr(launcher, "Launcher", RecordingLauncher)
+    _host(monkeypatch, cores=16)
+    RecordingLauncher.log = []
+    ex = executors.ProcessExecutor(timeout_s=120, most_repeats=7)  # the quick suite: looks at 3, 5 and 7
+    ex.start_launchers(range(1, 4), wait=False)  # as the driver does before it probes the device
+    assert _asked("start", 0) == [1, 2, 3, 4, 5, 6, 7] and _asked("close", 0) == []
+    mark = len(RecordingLauncher.log)
+    ex.start_launchers([1, 2, 3])  # the planned rounds: every launcher is waited for, none imports beside a loop
+    assert _asked("start", mark) == _asked("close", mark) == [] and _asked("ready", mark) == [1, 2, 3, 4, 5, 6, 7]
+    mark = len(RecordingLauncher.log)
+    ex.start_launchers([4, 5])  # the first look: its launchers are there; the planned rounds' stop
+    assert _asked("start", mark) == [] and _asked("close", mark) == [1, 2, 3]
+    mark = len(RecordingLauncher.log)
+    ex.start_launchers([6, 7])
+    assert _asked("start", mark) == [] and _asked("close", mark) == [4, 5]
+    assert sorted(repeat for _, repeat in ex._launchers) == [6, 7]
+
+
+@pytest.mark.parametrize("cores, available, at_the_look", [
+    (7, 64 << 30, [4, 5, 6, 7]), (16, 3 << 30, [4, 5]), (2, 64 << 30, [4, 5]), (16, None, [4, 5])])
+def test_without_room_for_every_launcher_the_first_look_starts_its_own(monkeypatch, cores, available, at_the_look):
+    monkeypatch.setattr(launcher, "Launcher", RecordingLauncher)
+    _host(monkeypatch, cores, available)  # 7 launchers need 8 cores and 7 GiB, 4 need 5 and 4 GiB; None: unknown
+    RecordingLauncher.log = []
+    ex = executors.ProcessExecutor(timeout_s=120, most_repeats=7)
+    ex.start_launchers(range(1, 4), wait=False)
+    ex.start_launchers([1, 2, 3])
+    assert _asked("start", 0) == [1, 2, 3]
+    mark = len(RecordingLauncher.log)
+    ex.start_launchers([4, 5])  # with the last look's too, where there is room for those four
+    assert _asked("start", mark) == at_the_look and _asked("close", mark) == [1, 2, 3]
+
+
+def test_launchers_started_ahead_are_kept_though_they_now_hold_the_memory_that_made_room_for_them(monkeypatch):
+    monkeypatch.setattr(launcher, "Launcher", RecordingLauncher)
+    _host(monkeypatch, cores=16, available=8 << 30)
+    RecordingLauncher.log = []
+    ex = executors.ProcessExecutor(timeout_s=120, most_repeats=7)
+    ex.start_launchers(range(1, 4), wait=False)
+    monkeypatch.setattr(executors, "_available_bytes", lambda: 1 << 30)  # the 7 launchers took most of it
+    ex.start_launchers([1, 2, 3])
+    assert _asked("start", 0) == [1, 2, 3, 4, 5, 6, 7] and _asked("close", 0) == []
+
+
+def test_room_for_launchers_counts_a_core_each_beside_the_drivers_and_memory_for_the_new_ones():
+    gib = 1 << 30
+    assert executors.room_for(7, 7, cpus=8, available=7 * gib)
+    assert not executors.room_for(7, 7, cpus=7, available=64 * gib)
+    assert not executors.room_for(7, 7, cpus=16, available=7 * gib - 1)
+    assert executors.room_for(7, 2, cpus=16, available=2 * gib)
+
+
 @pytest.mark.slow
 def test_a_compile_in_a_forked_worker_writes_its_headers_into_its_own_folder_only(tmp_path):
     from torch._inductor.runtime.cache_dir_utils import default_cache_dir
@@ -241,7 +305,8 @@ def test_launchers_start_beside_the_probe_only_where_the_probe_cannot_refuse_the
 
     events = []
     monkeypatch.setattr(executors.ProcessExecutor, "start_launchers",
-                        lambda self, repeats, environments=(None,), wait=True: events.append(("launchers", list(repeats), wait)))
+                        lambda self, repeats, environments=(None,), wait=True:
+                        events.append(("launchers", list(repeats), wait, self.most_repeats)))
 
     def probed(device, gpus=None):
         events.append(("probe", device))
@@ -251,9 +316,9 @@ def test_launchers_start_beside_the_probe_only_where_the_probe_cannot_refuse_the
         return {"device": "cpu", "env": env, "gpus": [], "gpu_ids": {}}
 
     monkeypatch.setattr(devices, "probe", probed)
-    spec = RunSpec(models=("resnet-50",), repeats=3)
+    spec = RunSpec(models=("resnet-50",), repeats=3, max_repeats=7)
     placement.this_device(spec)
-    assert events == [("launchers", [1, 2, 3], False), ("probe", None)]
+    assert events == [("launchers", [1, 2, 3], False, 7), ("probe", None)]  # 7: the repeats its last look may reach
     events.clear()
     with pytest.raises(UserError):
         placement.this_device(RunSpec(models=("resnet-50",), device="cuda"))

@@ -246,7 +246,7 @@ def one_gpu(index: int, executor, uuid: str | None) -> dispatch.LocalPool:
 
 def slots(gpus: list[int], timeout_s: float | None, gpu_ids: dict[int, str] | None = None,
               models: tuple[str, ...] = (), inductor: bool = False,
-              gpu_cpus: dict[int, list[int]] | None = None) -> dispatch.LocalPool:
+              gpu_cpus: dict[int, list[int]] | None = None, most_repeats: int = 0) -> dispatch.LocalPool:
     """A slot per listed GPU. Each worker sees only its GPU (as cuda:0), keeps to its share of the CPU cores left
     once the run's own processes have theirs (set_aside; those local to its GPU, one per physical core:
     place_cpus), and runs that many threads, compile workers included."""
@@ -262,8 +262,8 @@ def slots(gpus: list[int], timeout_s: float | None, gpu_ids: dict[int, str] | No
             threads = str(len(cpus))
             env.update(COMPILEBENCH_CPUS=",".join(map(str, cpus)), OMP_NUM_THREADS=threads,
                        TORCHINDUCTOR_COMPILE_THREADS=threads)
-        made.append(slot(gpu, ProcessExecutor(timeout_s, env=env, models=models, inductor=inductor), gpu_ids.get(gpu),
-                         cpus_env(cpus or timed, house)))
+        executor = ProcessExecutor(timeout_s, env=env, models=models, inductor=inductor, most_repeats=most_repeats)
+        made.append(slot(gpu, executor, gpu_ids.get(gpu), cpus_env(cpus or timed, house)))
     return dispatch.LocalPool(made, house)
 
 

@@ -28,6 +28,9 @@ from compilebench.run import crashes, interpreters, launcher
 LOG_TAIL_CHARS = 4000
 JOB_FOLDER = "compilebench-job-"  # in the temporary folder: the job, its result, the worker's log (leftovers.py reads them)
 JOB_FILE, RESULT_FILE, CRASH_FILE = "job.json", "result.json", "crash.txt"  # the last: faulthandler's, if it crashed
+# The memory a launcher holds, counted by room_for: 315 MB of its own on this project's VM (torch 2.13+cpu,
+# transformers and inductor imported, 2026-11-28); a CUDA build maps larger libraries.
+LAUNCHER_BYTES = 1 << 30
 
 
 class Cancelled(Exception):
@@ -66,12 +69,13 @@ class ProcessExecutor:
     name = "process"
 
     def __init__(self, timeout_s: float | None = None, env: dict[str, str] | None = None, fork: bool = True,
-                 models: tuple[str, ...] = (), inductor: bool = False):
+                 models: tuple[str, ...] = (), inductor: bool = False, most_repeats: int = 0):
         self.timeout_s = timeout_s
         self.env = env or {}  # added to every worker's environment: CUDA_VISIBLE_DEVICES, thread counts, CPUs
         self.fork = fork and launcher.enabled()  # forked by a launcher (many jobs), or a new interpreter per job
         # What the launchers import while they start: the run's model classes, and inductor if the run compiles with it.
         self.models, self.inductor = tuple(models), inductor
+        self.most_repeats = most_repeats  # the repeats a case may get by the design's last look (RunSpec.looks)
         self._live: set[int] = set()  # process groups of running workers, for cancel()
         self._cancelled: set[int] = set()
         self._launchers: dict[tuple, launcher.Launcher] = {}  # one per environment and repeat index
@@ -95,16 +99,20 @@ class ProcessExecutor:
     def start_launchers(self, repeats, environments=(None,), wait: bool = True) -> None:
         """Start the launchers these repeats will use (under each of these environments: None is this interpreter),
         all at once: their imports overlap each other (and, with wait=False, whatever the driver does next) instead
-        of following one another. With wait=True (the sweep is about to run these repeats), launchers started
-        earlier for other repeats are stopped and these are waited for, so none is still importing beside a timed
-        loop."""
+        of following one another. Where a later look may add repeats (most_repeats) and the host has room for
+        their launchers too (room_for), those start with these, so a look waits for no import (on an H200 each
+        look of the quick suite waited 12-21 s for its launchers, 2026-11-27/28). With wait=True (the sweep is
+        about to run these repeats), the launchers of other repeats are stopped and every one kept is waited for,
+        so none is still importing beside a timed loop."""
         if not self.fork:
             return
+        environments = list(environments)
         needed = {(e, r) for e in environments for r in repeats if r <= launcher.MAX_LAUNCHERS}
-        for environment, repeat in sorted(needed, key=lambda k: (k[1], k[0].name if k[0] else "")):
+        later = self._later(needed, environments)
+        for environment, repeat in sorted(needed | later, key=lambda k: (k[1], k[0].name if k[0] else "")):
             self._launcher(environment, repeat)
         if wait:
-            for key in set(self._launchers) - needed:
+            for key in set(self._launchers) - needed - later:
                 self._forget_launcher(*key)
             for key, started in list(self._launchers.items()):
                 try:
@@ -114,6 +122,17 @@ class ProcessExecutor:
                     return
                 except launcher.LauncherDied:
                     self._forget_launcher(*key)  # its repeat's first job starts another, or says why not
+
+    def _later(self, needed: set[tuple], environments: list) -> set[tuple]:
+        """The launchers of the repeats later looks may add after these: kept where they started with earlier
+        repeats, started where the host has room for them all."""
+        if not needed:
+            return set()
+        most = min(self.most_repeats, launcher.MAX_LAUNCHERS)
+        later = {(e, r) for e in environments for r in range(max(r for _, r in needed) + 1, most + 1)}
+        if not later or later <= self._launchers.keys():
+            return later
+        return later if room_for(len(needed | later), len((needed | later) - self._launchers.keys())) else set()
 
     def _launcher(self, environment: Interpreter | None, repeat: int) -> launcher.Launcher:
         if (environment, repeat) not in self._launchers:
@@ -281,5 +300,28 @@ def _tail(path: str) -> str:
         return f.read().decode(errors="replace")
 
 
-def make(isolation: str, timeout_s: float | None, models: tuple[str, ...] = (), inductor: bool = False):
-    return InlineExecutor() if isolation == "inline" else ProcessExecutor(timeout_s, models=models, inductor=inductor)
+def room_for(launchers: int, new: int, cpus: int | None = None, available: int | None = None) -> bool:
+    """Whether this many launchers, `new` of them not started yet, can import side by side here: a core each
+    beside the driver's (of the cores this process may use), and LAUNCHER_BYTES of the memory available for each
+    new one (MemAvailable; unknown: no room)."""
+    if cpus is None:
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    available = _available_bytes() if available is None else available
+    return cpus >= launchers + 1 and available is not None and available >= new * LAUNCHER_BYTES
+
+
+def _available_bytes(meminfo: str = "/proc/meminfo") -> int | None:
+    try:
+        with open(meminfo) as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def make(isolation: str, timeout_s: float | None, models: tuple[str, ...] = (), inductor: bool = False,
+         most_repeats: int = 0):
+    return InlineExecutor() if isolation == "inline" else ProcessExecutor(timeout_s, models=models, inductor=inductor,
+                                                                          most_repeats=most_repeats)

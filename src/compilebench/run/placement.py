@@ -50,7 +50,7 @@ class Placement:
         env = found["env"]
         return (dataclasses.replace(spec, device="cuda:0"),
                 devices.slots(found["gpus"], spec.timeout_s, found["gpu_ids"], spec.models, spec.uses_inductor,
-                              found["gpu_cpus"]),
+                              found["gpu_cpus"], spec.most_repeats),
                 [dispatch.Target(f"GPUs {self.gpus}", env.machine_id, env)])
 
     def _ray(self, spec: RunSpec) -> Where:
@@ -80,7 +80,7 @@ def this_device(spec: RunSpec) -> Where:
     """One device of this machine, one case at a time, under its lock. Where the device is not named (the probe
     cannot refuse it), the workers' launchers start first and import while it is probed (half a second of the
     driver's start here); a named device is checked before anything starts."""
-    executor = executors.make(spec.isolation, spec.timeout_s, spec.models, spec.uses_inductor)
+    executor = executors.make(spec.isolation, spec.timeout_s, spec.models, spec.uses_inductor, spec.most_repeats)
     if spec.device is None:
         executor.start_launchers(range(1, spec.repeats + 1), spec.environments or (None,), wait=False)
     found = devices.probe(spec.device)
