@@ -159,7 +159,8 @@ def how_to_time(run) -> None:
                         f"at least {jobmod.MIN_WARMUP_CUDAGRAPHS} for CUDA-graph modes)")
     g.add_argument("--warmup-time", type=float, default=None, dest="warmup_s", metavar="S",
                    help=f"warm-up goes on until S seconds have passed too (default: {jobmod.DEFAULT_GPU_WARMUP_S:g} on a "
-                        "GPU, so even a 3 ms model reaches steady clocks; 0 on a CPU)")
+                        "GPU, so even a 3 ms model reaches steady clocks; 0 on a CPU). --interleave: the process's, "
+                        "spent on its first variant's warm-up")
     g.add_argument("--warmup-cap", type=float, default=None, dest="warmup_cap_s", metavar="S",
                    help=f"after --warmup calls and --warmup-time, warm-up goes on until the calls stop getting faster "
                         f"(and a GPU's clock stops rising), for at most S seconds (default: "

@@ -210,17 +210,19 @@ def measure_interleaved(
 ) -> dict[str, Measurement]:
     """Time several callables in one process, alternating blocks of `block` calls, so that drift (clocks,
     temperature, other load) falls on all of them alike. Each first call is timed alone and each is warmed up
-    before any timing; the budget max_time_s is per callable and ends the loop only once every callable has
-    min_iters samples. Recompiles are counted over the whole loop."""
+    before any timing (until steady; `warmup_s` is the process's: the first callable's warm-up lasts it, and the
+    device is warm for the ones after, which end when steady); the budget max_time_s is per callable and ends the
+    loop only once every callable has min_iters samples. Recompiles are counted over the whole loop."""
     first = {}
     for name, fn in fns.items():
         on_phase(f"first call ({name})")
         first[name] = first_call(fn, clock)
     with settled():
         warmed = {}
-        for name, fn in fns.items():
+        for i, (name, fn) in enumerate(fns.items()):
             on_phase(f"warm-up ({name})")
-            warmed[name] = warm_up(fn, warmup[name], clock, warmup_s, warmup_cap_s, sm_clock_of(watch))
+            warmed[name] = warm_up(fn, warmup[name], clock, warmup_s if i == 0 else 0.0, warmup_cap_s,
+                                   sm_clock_of(watch))
         before_timing()
 
         on_phase("timing (interleaved)")
