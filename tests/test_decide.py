@@ -232,6 +232,35 @@ def test_a_case_whose_processes_fall_into_two_groups_is_flagged_unstable():
     assert row["flags"] == "unstable" and row["unstable_groups"].startswith("54.65 ms (1,3) ")
 
 
+def test_a_paired_speedup_whose_processes_fall_into_two_groups_is_said_with_each_groups_speedup():
+    """The H200's interleaved ResNet-50 (2026-11-28 02:50): its first process 1.18x, the six after it 1.00x; neither
+    variant's latencies in two groups, the speed-up's are: the effect moved with the machine's state."""
+    ids = [f"p{i}" for i in range(1, 8)]
+    eager = [4.40, 4.10, 4.17, 3.77, 5.25, 3.74, 4.31]
+    ratios = [1.175, 0.991, 1.013, 0.991, 0.972, 1.004, 1.015]
+    pair = [fr.result("resnet-50", 1, "eager", 1.0, env=fr.CPU, processes=eager, process_ids=ids, interleave=True),
+            fr.result("resnet-50", 1, "default", 1.0, env=fr.CPU, processes=[e / r for e, r in zip(eager, ratios)],
+                      process_ids=ids, interleave=True, compile_s=13.0)]
+    assert not any("unstable" in r.flags for r in pair)
+    view = View(pair)
+    s = view.speedup(*pair)
+    assert s.paired_by == "process" and len(s.groups) == 2
+    (low, low_repeats), (high, high_repeats) = s.groups
+    assert low_repeats == (2, 3, 4, 5, 6, 7) and high_repeats == (1,)
+    assert low == pytest.approx(math.exp(sum(map(math.log, ratios[1:])) / 6)) and high == pytest.approx(1.175)
+    (note,) = [n for n in stability.notes(view) if n.startswith("unstable: ")]
+    assert "fell into two groups of processes, 1.00x (repeats 2, 3, 4, 5, 6, 7) and 1.18x (repeat 1)" in note
+    assert "the effect itself moved with the machine's state" in note
+    (row,) = [r for r in flat.rows(view) if r["variant"] == "default"]
+    assert row["speedup_groups"] == f"{low:.4g}x (2,3,4,5,6,7); 1.175x (1)"
+    steady = [fr.result("resnet-50", 1, v, 1.0, env=fr.CPU, processes=eager if v == "eager" else [e / 1.1 for e in eager],
+                        process_ids=ids, interleave=True) for v in ("eager", "default")]
+    assert View(steady).speedup(*steady).groups == () and stability.notes(View(steady)) == []
+    apart = [fr.result("resnet-50", 1, "eager", 1.0, env=fr.CPU, processes=eager),  # unpaired: no pairs to group
+             fr.result("resnet-50", 1, "default", 1.0, env=fr.CPU, processes=pair[1].process_figures().values())]
+    assert View(apart).speedup(*apart).groups == ()
+
+
 def test_an_earlier_run_whose_interval_does_not_overlap_is_said():
     old = fr.result("resnet-50", 1, "eager", 1.0, env=fr.CPU, run="a", processes=[78.2, 79.1, 79.1])
     new = fr.result("resnet-50", 1, "eager", 1.0, env=fr.CPU, run="b", processes=[54.2, 55.1, 56.8])

@@ -55,6 +55,9 @@ def cmd_report(args) -> int:
         print(markdown.tables([suite.summary_table(view), *tables.guide_tables(view), *([beside] if beside else [])]))
     else:
         print(terminal.summary(view, terminal.width()) + (f"\n\n{markdown.table(beside)}" if beside else ""))
+        noted = terminal.notes(view, terminal.width())  # where the machine moved, or a verdict left undecided: as run
+        if noted:
+            print(noted)
     print(f"wrote {len(written)} file(s) to {out_dir}; open {main_file(written, out_dir)}", file=sys.stderr)
     return 0
 

@@ -4,14 +4,13 @@ the tables and the report of what it ran."""
 from __future__ import annotations
 
 import sys
-import textwrap
 
 from compilebench import report as reportmod
 from compilebench.cli import groups, resume
 from compilebench.cli.reports import default_out, main_file
 from compilebench.core import settings, shards, spec as specmod, variant
 from compilebench.core.errors import UserError
-from compilebench.report import details, markdown, stability, tables, terminal
+from compilebench.report import details, markdown, tables, terminal
 from compilebench.report.view import View
 from compilebench.run import interpreters, plan, sweep
 from compilebench.run.placement import Placement
@@ -59,8 +58,9 @@ def execute(args, spec: specmod.RunSpec, show, check=lambda prepared: None) -> i
     if results:
         view = View(results, prepared.spec.min_effect, args.requests, getattr(args, "mix", None), sharded)
         print(show(view))
-        for line in stability.notes(view):  # where the machine moved: wrapped to the summary's width
-            print(textwrap.fill(line, terminal.width(), subsequent_indent="  "))
+        noted = terminal.notes(view, terminal.width())  # where the machine moved, or a verdict was left undecided
+        if noted:
+            print(noted)
         written = reportmod.write(view, out_dir, formats, [args.db])
         print(f"report: {main_file(written, out_dir)}", file=sys.stderr)
     print(summary(outcome, args.db), file=sys.stderr)

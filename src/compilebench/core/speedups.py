@@ -5,6 +5,7 @@ No torch, no report."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Iterable, TypeVar
@@ -36,6 +37,9 @@ class Speedup:
     paired_by: str | None = None  # "process" (--interleave) or "round" (the rounds of one run); None: unpaired
     n: int | None = None  # the processes (or rounds, or shared processes) per side it was read from
     df: float | None = None  # its interval's degrees of freedom
+    # a paired reading whose per-pair ratios fell into two groups far apart (stats.groups): each group's speed-up
+    # and the repeats it holds, lower first; the effect itself moved with the machine's state
+    groups: tuple[tuple[float, tuple[int, ...]], ...] = ()
 
     @property
     def reach(self) -> float | None:
@@ -82,17 +86,31 @@ def speedup(eager: Result | None, other: Result | None, min_effect: float = stat
         return None
     shared = [p for p in e if p in o]
     if eager.case.interleave and other.case.interleave and len(shared) >= 2:
-        return of_means([e[p] for p in shared], [o[p] for p in shared], min_effect, pair=True, drift=drift,
-                        confidence=_confidence(eager, other, len(shared)), paired_by="process")
+        s = of_means([e[p] for p in shared], [o[p] for p in shared], min_effect, pair=True, drift=drift,
+                     confidence=_confidence(eager, other, len(shared)), paired_by="process")
+        index = {rep.process or str(rep.index): rep.index for rep in other.repeats}
+        return _grouped(s, [e[p] / o[p] for p in shared], [index[p] for p in shared])
     pair_from = min(eager.pair_from or 0, other.pair_from or 0)
     if pair_from:
         re, ro = eager.round_figures(metric), other.round_figures(metric)
         rounds = [k for k in re if k in ro]
         if len(rounds) >= pair_from:
-            return of_means([re[k] for k in rounds], [ro[k] for k in rounds], min_effect, pair=True, drift=drift,
-                            confidence=_confidence(eager, other, len(rounds)), paired_by="round")
+            s = of_means([re[k] for k in rounds], [ro[k] for k in rounds], min_effect, pair=True, drift=drift,
+                         confidence=_confidence(eager, other, len(rounds)), paired_by="round")
+            return _grouped(s, [re[k] / ro[k] for k in rounds], [k[1] for k in rounds])
     return of_means(list(e.values()), list(o.values()), min_effect, drift=drift,
                     confidence=_confidence(eager, other, min(len(e), len(o))))
+
+
+def _grouped(s: Speedup, ratios: list[float], repeats: list[int]) -> Speedup:
+    """A paired speed-up with its pairs' ratios in two groups far apart, where they are (stats.groups, as a case's
+    processes are grouped): each group's speed-up (the geometric mean of its ratios) and its repeats."""
+    found = stats.groups(ratios)
+    if not found:
+        return s
+    groups = tuple((math.exp(sum(math.log(ratios[i]) for i in g) / len(g)), tuple(sorted(repeats[i] for i in g)))
+                   for g in found)
+    return dataclasses.replace(s, groups=groups)
 
 
 def _confidence(eager: Result, other: Result, processes: int) -> float:

@@ -195,6 +195,9 @@ def _speedup_columns(prefix: str, s: speedups.Speedup | None, min_effect: float)
         # rounds) a side would decide it at the same estimate and spread: an undecided reading's reach
         f"{prefix}reach_pct": s.reach * 100 if s and s.reach is not None else None,
         f"{prefix}rounds_to_decide": s.rounds_to_decide(min_effect) if s else None,
+        # a paired reading whose pairs fell into two groups far apart: each group's speed-up (its repeats)
+        f"{prefix}speedup_groups": "; ".join(f"{v:.4g}x ({','.join(map(str, reps))})" for v, reps in s.groups)
+        if s and s.groups else None,
     }
 
 

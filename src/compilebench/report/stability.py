@@ -1,5 +1,6 @@
 """Where the machine moved, said rather than averaged: a case whose processes fell into two groups far apart
-(core/stats.groups: the machine changed state during the run), an earlier run of the same case on the same
+(core/stats.groups: the machine changed state during the run), a paired speed-up whose processes (or rounds) did
+(compile's effect itself moved with that state), an earlier run of the same case on the same
 machine whose interval does not overlap the newest one's (it changed between runs), and a comparison that the
 run's cap or time budget, not the data, left inconclusive. One line each, for the report's summary and the
 terminal."""
@@ -18,8 +19,8 @@ WHY = {"max-repeats": "--max-repeats ended it, not the data",
 
 def notes(view: View) -> list[str]:
     latest = view.latest + view.served
-    return [*filter(None, (_groups(r) for r in latest)), *_moved(view.results, latest),
-            *filter(None, (_undecided(view, r) for r in latest))]
+    return [*filter(None, (_groups(r) for r in latest)), *filter(None, (_effect_groups(view, r) for r in latest)),
+            *_moved(view.results, latest), *filter(None, (_undecided(view, r) for r in latest))]
 
 
 def _name(r: Result) -> str:
@@ -38,6 +39,21 @@ def _groups(r: Result) -> str | None:
              f"{', '.join(map(str, g.repeats))}, {_when(g.started)} to {_when(g.ended)[11:]})" for g in r.unstable]
     return (f"unstable: {_name(r)}: its processes fell into two groups, {' and '.join(parts)}: the machine changed "
             "state during the run, and the interval holds both")
+
+
+def _effect_groups(view: View, r: Result) -> str | None:
+    eager = view.eager_of(r)
+    s = view.speedup(eager, r) if eager is not None else None
+    if s is None or not s.groups:
+        return None
+    parts = [f"{value:.2f}x (repeat{'s' if len(repeats) > 1 else ''} {', '.join(map(str, repeats))})"
+             for value, repeats in s.groups]
+    why = ("the effect itself moved with the machine's state (eager and it shared each process)"
+           if s.paired_by == "process" else
+           "the machine changed state during the run (a round's two processes apart, or the effect with the state)")
+    return (f"unstable: {_name(r)}: its speed-up over eager fell into two groups of "
+            f"{'processes' if s.paired_by == 'process' else 'rounds'}, {' and '.join(parts)}: {why}, and the interval "
+            f"({s.value:.2f}x{_span(s)}) holds both")
 
 
 def _interval(r: Result) -> str:

@@ -15,7 +15,7 @@ from compilebench.core.generation import Generation
 from compilebench.core.result import Result
 from compilebench.core.speedups import Speedup
 from compilebench.core.vocab import Verdict
-from compilebench.report import data, engines, quantization, suite
+from compilebench.report import data, engines, quantization, stability, suite
 from compilebench.report.cells import break_even, cell, may_decide
 from compilebench.report.data import Column
 from compilebench.report.view import Group, View
@@ -78,6 +78,11 @@ class Row:
             return (f"{self.name}: no compile - not shown faster beyond {min_effect:.0%} ({said}); "
                     f"{may_decide([s], min_effect)}")
         return f"{self.name}: no compile - nothing measured is faster than eager beyond {min_effect:.0%} ({said})"
+
+
+def notes(view: View, width: int) -> str:
+    """Where the machine moved, or a verdict was left undecided (report/stability), each line wrapped to `width`."""
+    return "\n".join(textwrap.fill(line, width, subsequent_indent="  ") for line in stability.notes(view))
 
 
 def _variant(c: Column | None) -> str:
