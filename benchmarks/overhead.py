@@ -10,7 +10,8 @@
    perturb the number (the driver blocks while the worker runs). Target: within a few %.
 4. A whole sweep (default: the quick suite, `compilebench run`) as a user runs it: per worker process, the wall
    time spent outside compile, warm-up and the timed loop, and the sweep's efficiency, (compile + warm-up +
-   timed loop) / wall. Goals (issue 17): <= 3 s per process and >= 90%.
+   timed loop) / wall. Goals (issue 17): <= 3 s per process and >= 90%. And the waits between its rounds
+   (_runs.round_waits): at a look, what starting the look's workers cost.
 5. A worker's start (issue 50): ResNet-50 (full size, random weights, batch 1, CPU) eager and default, in workers
    forked from launchers and in new interpreters, alternated: each phase's median ("start": before the worker's
    first phase), its start (start + setup + build) and its overhead (its wall time as the driver saw it, less
@@ -115,7 +116,7 @@ def resnet_ratios(iters: int, rounds: int, parts: set[str]) -> None:
 def sweep(args: list[str], tree: str, keep: str | None) -> None:
     import shutil
 
-    from _runs import cli, processes, results
+    from _runs import cli, processes, results, round_waits
 
     with tempfile.TemporaryDirectory() as tmp:
         db = f"{tmp}/sweep.db"
@@ -123,20 +124,21 @@ def sweep(args: list[str], tree: str, keep: str | None) -> None:
         done = results(db)
         if keep:
             shutil.copyfile(db, keep)
-    measured, n = 0.0, 0
+    measured, workers = 0.0, set()
     for r in done:
         for rep in processes(r):
             if not rep.get("loop_wall_s"):
                 continue
-            n += 1
+            workers.add(rep.get("process") or (r["case_key"], rep.get("index")))  # an interleaved one holds two
             warmup = rep.get("warmup_s")
             if warmup is None:  # not recorded before issue 17: warm-up calls x the mean call
                 warmup = (rep.get("warmup_iters") or 0) * rep["stats"]["mean"] / 1e3
             measured += (rep.get("first_call_s") or 0) + warmup + rep["loop_wall_s"]
+    n = len(workers)
     print(f"4. sweep `compilebench run {' '.join(args)}`: {len(done)} results from {n} worker processes in {wall:.0f} s; "
           f"compile + warm-up + timed loop {measured:.0f} s")
     print(f"   overhead per process {(wall - measured) / max(n, 1):.1f} s (goal <= 3 s); "
-          f"efficiency {measured / wall:.0%} (goal >= 90%)")
+          f"efficiency {measured / wall:.0%} (goal >= 90%); waits between rounds (s) {round_waits(done)}")
 
 
 MEASURED = ("first call", "warm-up", "timing")  # a worker's measurement; everything else is its start and end
