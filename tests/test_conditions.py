@@ -251,3 +251,17 @@ def test_the_cpu_energy_per_call_reaches_the_repeat_and_the_result():
     result = Result(Case("resnet-50", 1, Variant()), [rep])
     result.derive()
     assert result.cpu_energy_per_call_j == pytest.approx(1.0)
+
+
+def test_the_cpu_probe_is_the_fastest_of_its_runs_and_is_read_before_and_after_the_loop():
+    ticks = iter([0, 900_000, 1_000_000, 1_700_000, 2_000_000, 2_800_000, 3_000_000, 3_650_000, 4_000_000, 4_900_000])
+    assert conditions.cpu_probe_us(lambda: next(ticks)) == pytest.approx(650.0)  # runs of 900, 700, 800, 650, 900 us
+    probes = iter([612.0, 455.0])
+    watch = Watch(cpu=lambda: None, energy=None, probe=lambda: next(probes))
+    watch.start()
+    assert watch.stop().cpu_probe_us == [612.0, 455.0]
+    assert conditions.NoWatch().stop().cpu_probe_us is None
+    real = Watch(cpu=lambda: None, energy=None)  # the probe itself: a few milliseconds of pure Python
+    real.start()
+    before, after = real.stop().cpu_probe_us
+    assert 0 < before < 1e5 and 0 < after < 1e5

@@ -261,6 +261,21 @@ def test_a_paired_speedup_whose_processes_fall_into_two_groups_is_said_with_each
     assert View(apart).speedup(*apart).groups == ()
 
 
+def test_the_groups_cpu_probes_are_said_beside_them_where_recorded():
+    r = fr.result("resnet-50", 1, "eager", 1.0, env=fr.CPU, run="r", processes=[54.2, 79.0, 55.1, 78.8])
+    assert "CPU probe" not in stability.notes(View([r]))[0]  # none recorded: nothing said
+    for rep, probe in zip(r.repeats, (450.0, 610.0, 462.0, 640.0)):
+        rep.conditions.cpu_probe_us = [probe, probe * 1.01]
+    note = stability.notes(View([r]))[0]
+    assert note.endswith("; the CPU probe (a fixed Python loop) took 456 and 625 µs in them: the host's CPU side ran "
+                         "at another speed")
+    for rep in r.repeats:
+        rep.conditions.cpu_probe_us = [500.0, 500.0]
+    assert stability.notes(View([r]))[0].endswith("took 500 and 500 µs in them, alike")
+    r.repeats[1].conditions.cpu_probe_us = r.repeats[3].conditions.cpu_probe_us = None  # the slow group recorded none
+    assert "CPU probe" not in stability.notes(View([r]))[0]
+
+
 def test_an_earlier_run_whose_interval_does_not_overlap_is_said():
     old = fr.result("resnet-50", 1, "eager", 1.0, env=fr.CPU, run="a", processes=[78.2, 79.1, 79.1])
     new = fr.result("resnet-50", 1, "eager", 1.0, env=fr.CPU, run="b", processes=[54.2, 55.1, 56.8])

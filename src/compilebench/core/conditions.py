@@ -21,6 +21,10 @@ class Conditions(Record):
     # process's state (the same case at 5 ms or 9 ms, process by process) was what no warm-up cured, and where it
     # ran is what the next GPU run tells it apart by
     cpu_core: list | None = None
+    # a fixed stretch of pure Python on that core, before and after the loop (microseconds, the fastest of a few):
+    # how fast the host side ran then (batch 1 on a GPU is launch-bound); the H200's slow first minute of
+    # 2026-11-28 showed in no GPU reading
+    cpu_probe_us: list | None = None
     gpu_energy_j: float | None = None  # NVML's energy counter over the loop
     gpu_sm_clock_mhz: list | None = None
     gpu_mem_clock_mhz: list | None = None

@@ -19,6 +19,9 @@ from compilebench.core.vocab import BUSY, THROTTLED
 
 # Too few clock ticks (10 ms each) between the two readings to tell a share from rounding: no verdict.
 MIN_TICKS = 20
+# The CPU probe: the fastest of PROBE_TIMES runs of PROBE_STEPS additions in pure Python (about 0.7 ms each on this
+# project's VM): the host side's speed on the loop's core, read beside the other conditions.
+PROBE_STEPS, PROBE_TIMES = 20_000, 5
 
 # NVML clock-event (throttle) reasons that slow the clocks below what was asked for.
 THROTTLE_REASONS = {
@@ -81,6 +84,19 @@ def cpu_conditions(before: CpuReading | None, after: CpuReading | None) -> dict:
            "cpu_core": [before.core, after.core]}
     out["other_cpu_share"] = max(0, others) / ticks if ticks >= MIN_TICKS else None
     return out
+
+
+def cpu_probe_us(clock: Callable[[], int] = time.perf_counter_ns) -> float:
+    """The CPU probe (PROBE_STEPS, PROBE_TIMES above), in microseconds."""
+    best = None
+    for _ in range(PROBE_TIMES):
+        t0 = clock()
+        x = 0
+        for i in range(PROBE_STEPS):
+            x += i
+        took = clock() - t0
+        best = took if best is None else min(best, took)
+    return best / 1e3
 
 
 @dataclass
@@ -289,20 +305,23 @@ class Watch:
 
     def __init__(self, cpu: Callable[[], CpuReading | None] = read_cpu, gpu: Callable[[], GpuReading] | None = None,
                  energy: Callable[[], EnergyReading] | None = read_rapl,
-                 sm_clock: Callable[[], int | None] | None = None):
-        self._cpu, self._gpu, self._energy = cpu, gpu, energy
+                 sm_clock: Callable[[], int | None] | None = None, probe: Callable[[], float] | None = cpu_probe_us):
+        self._cpu, self._gpu, self._energy, self._probe = cpu, gpu, energy, probe
         self.sm_clock = sm_clock  # the GPU's SM clock now, for a warm-up to wait on (None: not read)
-        self._before: tuple = (None, None, None, None)
+        self._before: tuple = (None, None, None, None, None)
 
     def start(self) -> None:
+        probe = self._probe() if self._probe else None  # first: the readings after it are the loop's neighbours
         self._before = (self._cpu(), self._gpu() if self._gpu else None, self._energy() if self._energy else None,
-                        time.time())
+                        time.time(), probe)
 
     def stop(self) -> Conditions:
-        cpu_before, gpu_before, energy_before, t0 = self._before
+        cpu_before, gpu_before, energy_before, t0, probe_before = self._before
         cpu_after, gpu_after = self._cpu(), (self._gpu() if self._gpu else None)
         energy_after = self._energy() if self._energy else None
-        return Conditions(window_s=time.time() - t0, **cpu_conditions(cpu_before, cpu_after),
+        window_s = time.time() - t0
+        probe = [probe_before, self._probe()] if self._probe else None
+        return Conditions(window_s=window_s, **cpu_conditions(cpu_before, cpu_after), cpu_probe_us=probe,
                           **gpu_conditions(gpu_before, gpu_after), **energy_conditions(energy_before, energy_after))
 
 
@@ -310,7 +329,7 @@ class NoWatch(Watch):
     """Records nothing (fake-clock tests)."""
 
     def __init__(self):
-        super().__init__(cpu=lambda: None, energy=None)
+        super().__init__(cpu=lambda: None, energy=None, probe=None)
 
     def stop(self) -> Conditions:
         return Conditions()

@@ -1,11 +1,14 @@
 """Where the machine moved, said rather than averaged: a case whose processes fell into two groups far apart
 (core/stats.groups: the machine changed state during the run), a paired speed-up whose processes (or rounds) did
-(compile's effect itself moved with that state), an earlier run of the same case on the same
+(compile's effect itself moved with that state), each with its groups' CPU probes where recorded (whether the
+host's CPU side ran at another speed), an earlier run of the same case on the same
 machine whose interval does not overlap the newest one's (it changed between runs), and a comparison that the
 run's cap or time budget, not the data, left inconclusive. One line each, for the report's summary and the
 terminal."""
 
 from __future__ import annotations
+
+import statistics
 
 from compilebench.core import speedups
 from compilebench.core.result import Result
@@ -13,6 +16,7 @@ from compilebench.core.vocab import Verdict
 from compilebench.report import data
 from compilebench.report.view import View
 
+PROBE_APART = 0.10  # the groups' CPU probes this far apart: the host's CPU side ran at another speed in one
 WHY = {"max-repeats": "--max-repeats ended it, not the data",
        "time budget": "the time budget for extra rounds (--extra-time) ended it, not the data"}
 
@@ -38,7 +42,7 @@ def _groups(r: Result) -> str | None:
     parts = [f"{g.mean_ms:.2f} ms (repeat{'s' if len(g.repeats) > 1 else ''} "
              f"{', '.join(map(str, g.repeats))}, {_when(g.started)} to {_when(g.ended)[11:]})" for g in r.unstable]
     return (f"unstable: {_name(r)}: its processes fell into two groups, {' and '.join(parts)}: the machine changed "
-            "state during the run, and the interval holds both")
+            f"state during the run, and the interval holds both{_probes(r, [g.repeats for g in r.unstable])}")
 
 
 def _effect_groups(view: View, r: Result) -> str | None:
@@ -53,7 +57,25 @@ def _effect_groups(view: View, r: Result) -> str | None:
            "the machine changed state during the run (a round's two processes apart, or the effect with the state)")
     return (f"unstable: {_name(r)}: its speed-up over eager fell into two groups of "
             f"{'processes' if s.paired_by == 'process' else 'rounds'}, {' and '.join(parts)}: {why}, and the interval "
-            f"({s.value:.2f}x{_span(s)}) holds both")
+            f"({s.value:.2f}x{_span(s)}) holds both{_probes(r, [repeats for _, repeats in s.groups])}")
+
+
+def _probes(r: Result, groups) -> str:
+    """The CPU probe (a fixed stretch of pure Python before each timed loop: measure/conditions.cpu_probe_us) of each
+    group, the median over its repeats, where every group has one: whether the host's CPU side ran at another
+    speed in one of them. Empty where a group has none (a GPU's readings are in the details)."""
+    before = {rep.index: rep.conditions.cpu_probe_us[0] for rep in r.repeats
+              if rep.conditions.cpu_probe_us and rep.conditions.cpu_probe_us[0]}
+    medians = []
+    for repeats in groups:
+        known = [before[i] for i in repeats if i in before]
+        if not known:
+            return ""
+        medians.append(statistics.median(known))
+    said = " and ".join(f"{m:.0f}" for m in medians)
+    if max(medians) > min(medians) * (1 + PROBE_APART):
+        return f"; the CPU probe (a fixed Python loop) took {said} µs in them: the host's CPU side ran at another speed"
+    return f"; the CPU probe (a fixed Python loop) took {said} µs in them, alike"
 
 
 def _interval(r: Result) -> str:
