@@ -159,6 +159,20 @@ def _first_round(found: list[dict]) -> str:
     return ", ".join(out)
 
 
+def _probes_by_round(found: list[dict]) -> str:
+    """The CPU probe before each timed loop (µs), the median over each round's processes: whether the host's CPU side
+    ran at another speed in the run's first minute (the H200's ResNet-50 did, in no GPU reading)."""
+    import statistics
+
+    rounds: dict[int, list[float]] = {}
+    for r in found:
+        for rep in r["repeats"]:
+            probe = (rep.get("conditions") or {}).get("cpu_probe_us")
+            if probe and probe[0]:
+                rounds.setdefault(rep["index"], []).append(probe[0])
+    return ", ".join(f"{i}: {statistics.median(v):.0f}" for i, v in sorted(rounds.items())) or "none recorded"
+
+
 def _cuda_at_import() -> str:
     """Which of the launcher's imports initialize CUDA (under torch's NVML-based check, as the launcher imports)."""
     import subprocess
@@ -264,7 +278,7 @@ class Checks:
                               f"before launchers started ahead); verdicts (goal: "
                               f"each decided, its interval within ±{QUICK_REACH:.0%}): {verdicts}; warm-ups ended "
                               f"{dict(sorted(Counter(warmed).items(), key=str))}, first rounds against the rest: "
-                              f"{_first_round(found)}; workers "
+                              f"{_first_round(found)}; CPU probes by round (µs) {_probes_by_round(found)}; workers "
                               f"{'started as new interpreters: a launcher was unfit' if fell_back else 'forked'}; a "
                               f"worker's start median {statistics.median(starts):.2f} s, max {max(starts):.2f} s (goal "
                               f"<= {WORKER_START_S} s); phases' medians (s) over the {len(reps)} repeats: {medians}; statuses "
