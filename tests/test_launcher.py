@@ -14,7 +14,7 @@ from compilebench.core.environment import Environment
 from compilebench.core.job import TimingPolicy
 from compilebench.core.variant import Variant
 from compilebench.measure import compiler_state
-from compilebench.run import executors, launcher
+from compilebench.run import executors, launcher, room
 
 FAST = TimingPolicy(iters=3, warmup=1, min_iters=1)
 
@@ -215,8 +215,8 @@ def test_launchers_start_early_without_waiting_and_the_sweep_waits_only_for_thos
 
 
 def _host(monkeypatch, cores: int, available: int | None = 64 << 30):
-    monkeypatch.setattr(executors.os, "sched_getaffinity", lambda pid: set(range(cores)))
-    monkeypatch.setattr(executors, "_available_bytes", lambda: available)
+    monkeypatch.setattr(room.os, "sched_getaffinity", lambda pid: set(range(cores)))
+    monkeypatch.setattr(room, "available_bytes", lambda: available)
 
 
 def _asked(what: str, since: int) -> list[int]:
@@ -265,17 +265,44 @@ def test_launchers_started_ahead_are_kept_though_they_now_hold_the_memory_that_m
     RecordingLauncher.log = []
     ex = executors.ProcessExecutor(timeout_s=120, most_repeats=7)
     ex.start_launchers(range(1, 4), wait=False)
-    monkeypatch.setattr(executors, "_available_bytes", lambda: 1 << 30)  # the 7 launchers took most of it
+    monkeypatch.setattr(room, "available_bytes", lambda: 1 << 30)  # the 7 launchers took most of it
     ex.start_launchers([1, 2, 3])
     assert _asked("start", 0) == [1, 2, 3, 4, 5, 6, 7] and _asked("close", 0) == []
 
 
 def test_room_for_launchers_counts_a_core_each_beside_the_drivers_and_memory_for_the_new_ones():
     gib = 1 << 30
-    assert executors.room_for(7, 7, cpus=8, available=7 * gib)
-    assert not executors.room_for(7, 7, cpus=7, available=64 * gib)
-    assert not executors.room_for(7, 7, cpus=16, available=7 * gib - 1)
-    assert executors.room_for(7, 2, cpus=16, available=2 * gib)
+    assert room.room_for(7, 7, cpus=8, available=7 * gib)
+    assert not room.room_for(7, 7, cpus=7, available=64 * gib)
+    assert not room.room_for(7, 7, cpus=16, available=7 * gib - 1)
+    assert room.room_for(7, 2, cpus=16, available=2 * gib)
+
+
+def _fake_host(tmp_path, cgroup_line: str, files: dict[str, str], available_kb: int = 64 << 20) -> tuple[str, str]:
+    proc, cgroup = tmp_path / "proc", tmp_path / "cgroup"
+    (proc / "self").mkdir(parents=True)
+    (proc / "meminfo").write_text(f"MemTotal: {available_kb * 2} kB\nMemAvailable: {available_kb} kB\n")
+    (proc / "self" / "cgroup").write_text(cgroup_line + "\n")
+    for name, text in files.items():
+        (cgroup / name).parent.mkdir(parents=True, exist_ok=True)
+        (cgroup / name).write_text(text + "\n")
+    return str(proc), str(cgroup)
+
+
+def test_the_memory_available_is_what_a_cgroup_limit_leaves_at_any_level_where_less_than_memavailable(tmp_path):
+    gib = 1 << 30
+    v2 = _fake_host(tmp_path / "v2", "0::/pod/worker",
+                    {"pod/memory.max": str(8 * gib), "pod/memory.current": str(5 * gib),
+                     "pod/worker/memory.max": "max", "pod/worker/memory.current": str(5 * gib)})
+    assert room.available_bytes(*v2) == 3 * gib  # the pod's limit, one level up, leaves 3 GiB of its 8
+    v1 = _fake_host(tmp_path / "v1", "4:memory:/docker/abc",
+                    {"memory/docker/abc/memory.limit_in_bytes": str(4 * gib),
+                     "memory/docker/abc/memory.usage_in_bytes": str(gib),
+                     "memory/memory.limit_in_bytes": "9223372036854771712", "memory/memory.usage_in_bytes": str(gib)})
+    assert room.available_bytes(*v1) == 3 * gib
+    unlimited = _fake_host(tmp_path / "none", "0::/", {"memory.max": "max", "memory.current": str(gib)})
+    assert room.available_bytes(*unlimited) == 64 * gib  # MemAvailable
+    assert room.available_bytes(str(tmp_path / "absent"), str(tmp_path)) is None  # no /proc/meminfo: unknown
 
 
 @pytest.mark.slow

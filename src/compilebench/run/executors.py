@@ -23,14 +23,11 @@ from typing import Callable
 from compilebench.core.interpreter import Interpreter
 from compilebench.core.job import SPAWNED_AT, Job
 from compilebench.core.repeat import Repeat
-from compilebench.run import crashes, interpreters, launcher
+from compilebench.run import crashes, interpreters, launcher, room
 
 LOG_TAIL_CHARS = 4000
 JOB_FOLDER = "compilebench-job-"  # in the temporary folder: the job, its result, the worker's log (leftovers.py reads them)
 JOB_FILE, RESULT_FILE, CRASH_FILE = "job.json", "result.json", "crash.txt"  # the last: faulthandler's, if it crashed
-# The memory a launcher holds, counted by room_for: 315 MB of its own on this project's VM (torch 2.13+cpu,
-# transformers and inductor imported, 2026-11-28); a CUDA build maps larger libraries.
-LAUNCHER_BYTES = 1 << 30
 
 
 class Cancelled(Exception):
@@ -100,7 +97,7 @@ class ProcessExecutor:
         """Start the launchers these repeats will use (under each of these environments: None is this interpreter),
         all at once: their imports overlap each other (and, with wait=False, whatever the driver does next) instead
         of following one another. Where a later look may add repeats (most_repeats) and the host has room for
-        their launchers too (room_for), those start with these, so a look waits for no import (on an H200 each
+        their launchers too (room.room_for), those start with these, so a look waits for no import (on an H200 each
         look of the quick suite waited 12-21 s for its launchers, 2026-11-27/28). With wait=True (the sweep is
         about to run these repeats), the launchers of other repeats are stopped and every one kept is waited for,
         so none is still importing beside a timed loop."""
@@ -132,7 +129,7 @@ class ProcessExecutor:
         later = {(e, r) for e in environments for r in range(max(r for _, r in needed) + 1, most + 1)}
         if not later or later <= self._launchers.keys():
             return later
-        return later if room_for(len(needed | later), len((needed | later) - self._launchers.keys())) else set()
+        return later if room.room_for(len(needed | later), len((needed | later) - self._launchers.keys())) else set()
 
     def _launcher(self, environment: Interpreter | None, repeat: int) -> launcher.Launcher:
         if (environment, repeat) not in self._launchers:
@@ -298,27 +295,6 @@ def _tail(path: str) -> str:
         f.seek(0, os.SEEK_END)
         f.seek(max(0, f.tell() - LOG_TAIL_CHARS))
         return f.read().decode(errors="replace")
-
-
-def room_for(launchers: int, new: int, cpus: int | None = None, available: int | None = None) -> bool:
-    """Whether this many launchers, `new` of them not started yet, can import side by side here: a core each
-    beside the driver's (of the cores this process may use), and LAUNCHER_BYTES of the memory available for each
-    new one (MemAvailable; unknown: no room)."""
-    if cpus is None:
-        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    available = _available_bytes() if available is None else available
-    return cpus >= launchers + 1 and available is not None and available >= new * LAUNCHER_BYTES
-
-
-def _available_bytes(meminfo: str = "/proc/meminfo") -> int | None:
-    try:
-        with open(meminfo) as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
 
 
 def make(isolation: str, timeout_s: float | None, models: tuple[str, ...] = (), inductor: bool = False,
