@@ -256,6 +256,12 @@ def test_a_paired_speedup_whose_processes_fall_into_two_groups_is_said_with_each
     steady = [fr.result("resnet-50", 1, v, 1.0, env=fr.CPU, processes=eager if v == "eager" else [e / 1.1 for e in eager],
                         process_ids=ids, interleave=True) for v in ("eager", "default")]
     assert View(steady).speedup(*steady).groups == () and stability.notes(View(steady)) == []
+    assert speedups.GROUPED_PAIRS == 7
+    few = [fr.result("resnet-50", 1, "eager", 1.0, env=fr.CPU, processes=eager[:6], process_ids=ids[:6],
+                     interleave=True),  # the same first six pairs: too few to call two groups
+           fr.result("resnet-50", 1, "default", 1.0, env=fr.CPU, processes=[e / r for e, r in zip(eager, ratios[:6])],
+                     process_ids=ids[:6], interleave=True)]
+    assert View(few).speedup(*few).groups == ()
     apart = [fr.result("resnet-50", 1, "eager", 1.0, env=fr.CPU, processes=eager),  # unpaired: no pairs to group
              fr.result("resnet-50", 1, "default", 1.0, env=fr.CPU, processes=pair[1].process_figures().values())]
     assert View(apart).speedup(*apart).groups == ()
