@@ -212,7 +212,7 @@ class Result:
         """One figure per worker process that timed the case to the end (stats.per_process: the median of its
         calls), by process id: the unit of independence. `metric` picks another per-call series from a repeat
         (generation: its time to first token or per token)."""
-        return {rep.process or str(rep.index): m for rep, m in self._figures(metric)}
+        return {process_id(rep): m for rep, m in self._figures(metric)}
 
     def round_figures(self, metric=None) -> dict[tuple[str, int], float]:
         """The same figures by the round that measured them: (run, repeat index). A repeat whose run is not
@@ -260,6 +260,11 @@ class Result:
         if isinstance(runs, dict):
             runs = tuple(runs[x] for x in dict.fromkeys(r.run for r in repeats) if x in runs)
         return cls(Case.from_dict(d["case"]), repeats, **kw, runs=runs, extra=extra, case_extra=case_extra)
+
+
+def process_id(rep: Repeat) -> str:
+    """The worker process a repeat ran in (its index where not recorded): what process_figures keys by."""
+    return rep.process or str(rep.index)
 
 
 def _unstable(measured: list[Repeat]) -> list[Group]:

@@ -12,7 +12,7 @@ from typing import Iterable, TypeVar
 
 from compilebench.core import sequential, stats
 from compilebench.core.drift import Drift
-from compilebench.core.result import Result
+from compilebench.core.result import Result, process_id
 from compilebench.core.vocab import Verdict
 
 T = TypeVar("T")
@@ -88,7 +88,7 @@ def speedup(eager: Result | None, other: Result | None, min_effect: float = stat
     if eager.case.interleave and other.case.interleave and len(shared) >= 2:
         s = of_means([e[p] for p in shared], [o[p] for p in shared], min_effect, pair=True, drift=drift,
                      confidence=_confidence(eager, other, len(shared)), paired_by="process")
-        index = {rep.process or str(rep.index): rep.index for rep in other.repeats}
+        index = {process_id(rep): rep.index for rep in other.repeats}
         return _grouped(s, [e[p] / o[p] for p in shared], [index[p] for p in shared])
     pair_from = min(eager.pair_from or 0, other.pair_from or 0)
     if pair_from:

@@ -19,7 +19,7 @@ from compilebench.core.vocab import BUSY, THROTTLED
 
 # Too few clock ticks (10 ms each) between the two readings to tell a share from rounding: no verdict.
 MIN_TICKS = 20
-# The CPU probe: the fastest of PROBE_TIMES runs of PROBE_STEPS additions in pure Python (about 0.7 ms each on this
+# The CPU probe: the fastest of PROBE_TIMES runs of PROBE_STEPS additions in pure Python (0.35-0.43 ms each on this
 # project's VM): the host side's speed on the loop's core, read beside the other conditions.
 PROBE_STEPS, PROBE_TIMES = 20_000, 5
 

@@ -45,9 +45,14 @@ def _groups(r: Result) -> str | None:
             f"state during the run, and the interval holds both{_probes(r, [g.repeats for g in r.unstable])}")
 
 
-def _effect_groups(view: View, r: Result) -> str | None:
+def _speedup(view: View, r: Result):
+    """The result's speed-up over its eager twin, as every table reads it; None for eager or where unmeasured."""
     eager = view.eager_of(r)
-    s = view.speedup(eager, r) if eager is not None else None
+    return view.speedup(eager, r) if eager is not None else None
+
+
+def _effect_groups(view: View, r: Result) -> str | None:
+    s = _speedup(view, r)
     if s is None or not s.groups:
         return None
     parts = [f"{value:.2f}x (repeat{'s' if len(repeats) > 1 else ''} {', '.join(map(str, repeats))})"
@@ -103,8 +108,7 @@ def _moved(results: list[Result], latest: list[Result]) -> list[str]:
 def _undecided(view: View, r: Result) -> str | None:
     """A comparison left inconclusive: after how many repeats, why the run stopped there where it was not the data,
     and the smallest effect it could have seen (speedups.out_of_reach)."""
-    eager = view.eager_of(r)
-    s = view.speedup(eager, r) if eager is not None else None
+    s = _speedup(view, r)
     if s is None or s.verdict != Verdict.inconclusive:
         return None
     why = f" ({WHY[r.undecided_by]})" if r.undecided_by in WHY else ""
