@@ -159,6 +159,23 @@ def _first_round(found: list[dict]) -> str:
     return ", ".join(out)
 
 
+def _loop_over_warmup(found: list[dict]) -> str:
+    """Each case's timed loop (the median of its calls) over its last warm-up windows (the median of the last three:
+    its calls back to back, alone), the median over its processes: near 1 where the loop ran in the state its
+    warm-up ended in. On the H200 of 2026-11-28 02:50 (interleaved) compiled ResNet-50 read 1.10-1.25 in 7 of 7
+    processes while its eager read 0.82-1.08: whether interleaving or the loop moved it, this shows beside
+    quick-rounds' figure for the same host."""
+    import statistics
+
+    out = []
+    for r in found:
+        per = [statistics.median(rep["samples_ms"]) / statistics.median(windows[-3:]) for rep in r["repeats"]
+               if rep.get("samples_ms") and len(windows := (rep.get("warmed") or {}).get("windows_ms") or []) >= 3]
+        if per:
+            out.append(f"{r['case']['model']} {r['case']['variant'].get('mode')} {statistics.median(per):.2f}")
+    return ", ".join(out) or "no warm-up windows recorded"
+
+
 def _probes_by_round(found: list[dict]) -> str:
     """The CPU probe before each timed loop (µs), the median over each round's processes: whether the host's CPU side
     ran at another speed in the run's first minute (the H200's ResNet-50 did, in no GPU reading)."""
@@ -278,7 +295,8 @@ class Checks:
                               f"before launchers started ahead); verdicts (goal: "
                               f"each decided, its interval within ±{QUICK_REACH:.0%}): {verdicts}; warm-ups ended "
                               f"{dict(sorted(Counter(warmed).items(), key=str))}, first rounds against the rest: "
-                              f"{_first_round(found)}; CPU probes by round (µs) {_probes_by_round(found)}; workers "
+                              f"{_first_round(found)}; loops over their warm-ups: {_loop_over_warmup(found)}; CPU "
+                              f"probes by round (µs) {_probes_by_round(found)}; workers "
                               f"{'started as new interpreters: a launcher was unfit' if fell_back else 'forked'}; a "
                               f"worker's start median {statistics.median(starts):.2f} s, max {max(starts):.2f} s (goal "
                               f"<= {WORKER_START_S} s); phases' medians (s) over the {len(reps)} repeats: {medians}; statuses "
@@ -298,7 +316,8 @@ class Checks:
         self.say("quick-rounds", decided and all(r["status"] == "ok" for r in found),
                  f"the command's wall {wall:.0f} s, up to {processes} repeat(s) a model, waits between rounds (s) "
                  f"{round_waits(found)}; verdicts (goal: each decided, "
-                 f"its interval within ±{QUICK_REACH:.0%}): {verdicts}; statuses {sorted({r['status'] for r in found})}")
+                 f"its interval within ±{QUICK_REACH:.0%}): {verdicts}; loops over their warm-ups: "
+                 f"{_loop_over_warmup(found)}; statuses {sorted({r['status'] for r in found})}")
 
     def aot_load(self) -> None:
         """benchmarks/aot_load.py: which way of loading an AOTInductor package crashes."""
