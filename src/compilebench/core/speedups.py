@@ -102,17 +102,11 @@ def speedup(eager: Result | None, other: Result | None, min_effect: float = stat
                     confidence=_confidence(eager, other, min(len(e), len(o))))
 
 
-# Pairs a speed-up needs before its ratios may be called two groups: on ratios that are noise alone (log-normal,
-# simulated, 40,000 draws a cell) stats.groups finds two groups in 0.2-0.7% of 7 pairs at a 5-25% spread, 0.7-2.3%
-# of 6, 2-7% of 5 and 9-32% of 3; the note says the effect itself moved, which noise must not make it say.
-GROUPED_PAIRS = 7
-
-
 def _grouped(s: Speedup, ratios: list[float], repeats: list[int]) -> Speedup:
     """A paired speed-up with its pairs' ratios in two groups far apart, where they are (stats.groups, as a case's
-    processes are grouped; GROUPED_PAIRS of them at least): each group's speed-up (the geometric mean of its
-    ratios) and its repeats."""
-    found = stats.groups(ratios) if len(ratios) >= GROUPED_PAIRS else None
+    processes are grouped: noise alone draws them in under 1 in 100): each group's speed-up (the geometric mean of
+    its ratios) and its repeats. The note says the effect itself moved, which noise must not make it say."""
+    found = stats.groups(ratios)
     if not found:
         return s
     groups = tuple((math.exp(sum(math.log(ratios[i]) for i in g) / len(g)), tuple(sorted(repeats[i] for i in g)))

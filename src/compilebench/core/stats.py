@@ -28,8 +28,12 @@ from compilebench.core.record import Record, column, columns_of, stored_as
 # narrowest interval a 2-core VM gives (about +-3% after 7 repeats): at 2%, `same` could never be reached.
 DEFAULT_MIN_EFFECT = 0.05
 # A case's per-process means fall into separate groups (the machine changed state during the run) where sorted
-# they leave a gap of more than 10% that is over 3 times the spread inside either side.
+# they leave a gap of more than 10% that is over 3 times the spread inside either side, and more than noise alone
+# leaves one time in a hundred: on n values drawn from one normal (in log space; the ratio of gap to spread does
+# not depend on its width) the largest gap passes 3 times the spread in 46% of draws of 3, 18% of 4, 6.5% of 5,
+# 2.2% of 6 and 0.7% of 7, and passes these ratios in 1% (2,000,000 draws each; tests/test_decide.py draws again).
 UNSTABLE_GAP, UNSTABLE_RATIO = 0.10, 3.0
+NOISE_RATIO = {3: 166.0, 4: 15.0, 5: 6.2, 6: 3.8}
 
 
 def per_process(samples) -> float:
@@ -57,7 +61,8 @@ def check_min_effect(value) -> float:
 
 def groups(values: list[float]) -> list[list[int]] | None:
     """Indexes of `values` (per-process means) in two groups far apart, lowest first; None where they are one.
-    Three values or more: two processes alone cannot tell a change of state from noise."""
+    Three values or more (two processes alone cannot tell a change of state from noise), and the fewer they are
+    the farther apart (NOISE_RATIO)."""
     if len(values) < 3:
         return None
     order = sorted(range(len(values)), key=lambda i: values[i])
@@ -65,7 +70,7 @@ def groups(values: list[float]) -> list[list[int]] | None:
     gaps = [b - a for a, b in zip(logs, logs[1:])]
     at = max(range(len(gaps)), key=gaps.__getitem__)
     spread = max(logs[at] - logs[0], logs[-1] - logs[at + 1])
-    if gaps[at] > UNSTABLE_GAP and gaps[at] > UNSTABLE_RATIO * spread:
+    if gaps[at] > UNSTABLE_GAP and gaps[at] > max(UNSTABLE_RATIO, NOISE_RATIO.get(len(values), 0.0)) * spread:
         return [order[:at + 1], order[at + 1:]]
     return None
 
