@@ -230,6 +230,8 @@ def test_a_machine_with_cores_to_spare_keeps_whole_cores_for_the_runs_own_proces
 
 
 def test_the_driver_keeps_to_the_housekeeping_cores_while_its_workers_time_then_gets_its_own_back():
+    """Its launchers start before it keeps to the house's cores, on every core (room for a later look's counts them
+    all: on the house's two of an H200's 16 a named GPU's run had none), and are kept to the house's once ready."""
     allowed = os.sched_getaffinity(0)
     seen = []
 
@@ -237,16 +239,23 @@ def test_the_driver_keeps_to_the_housekeeping_cores_while_its_workers_time_then_
         name = "one"
 
         def prepare(self, repeats, environments):
-            pass
+            seen.append(("prepare", os.sched_getaffinity(0)))
+
+        def keep_to(self, cpus):
+            seen.append(("keep_to", cpus))
 
         def execute(self, unit, work, progress):
-            seen.append(os.sched_getaffinity(0))
+            seen.append(("execute", os.sched_getaffinity(0)))
             return []
 
     unit = SimpleNamespace(repeat=1, target=SimpleNamespace(environment=None))
     pool = dispatch.LocalPool([Slot()], house=[min(allowed)])
     pool.run([unit], lambda unit: SimpleNamespace(job=None), None, lambda *a: None)
-    assert seen == [{min(allowed)}] and os.sched_getaffinity(0) == allowed
+    assert seen == [("prepare", allowed), ("keep_to", {min(allowed)}), ("execute", {min(allowed)})]
+    assert os.sched_getaffinity(0) == allowed
+    seen.clear()
+    dispatch.LocalPool([Slot()]).run([unit], lambda unit: SimpleNamespace(job=None), None, lambda *a: None)
+    assert seen == [("prepare", allowed), ("execute", allowed)]  # no house (under 4 cores): nothing kept apart
 
 
 def test_a_worker_moves_the_processes_it_started_to_the_housekeeping_cores(monkeypatch):
@@ -264,6 +273,27 @@ def test_a_worker_moves_the_processes_it_started_to_the_housekeeping_cores(monke
         assert cores.set_aside() >= 1
         threads = os.listdir(f"/proc/{child.pid}/task")
         assert all(os.sched_getaffinity(int(t)) == {cpu} for t in threads)
+    finally:
+        child.stdin.close()
+        child.wait(timeout=60)
+
+
+def test_a_slots_launchers_are_kept_to_the_housekeeping_cores_every_thread_of_each():
+    """A launcher that waits (as one does, ready, between the workers it forks), told apart by a handshake."""
+    from compilebench.run import executors
+
+    allowed = os.sched_getaffinity(0)
+    child = subprocess.Popen([sys.executable, "-c", "import sys; print('up', flush=True); sys.stdin.read()"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "up"
+        assert os.sched_getaffinity(child.pid) == allowed  # started on every core
+        ex = executors.ProcessExecutor(10)
+        ex._launchers[(None, 1)] = SimpleNamespace(pid=child.pid)
+        slot = devices.slot(0, ex, None)
+        slot.keep_to({min(allowed)})
+        assert all(os.sched_getaffinity(int(t)) == {min(allowed)} for t in os.listdir(f"/proc/{child.pid}/task"))
+        ex._launchers.clear()
     finally:
         child.stdin.close()
         child.wait(timeout=60)

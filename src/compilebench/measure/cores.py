@@ -17,15 +17,17 @@ def set_aside(proc: str = PROC) -> int:
     if not named:
         return 0
     house = {int(c) for c in named.split(",")}
-    moved = 0
-    for pid in descendants(os.getpid(), proc):
-        try:
-            for thread in os.listdir(f"{proc}/{pid}/task"):
-                os.sched_setaffinity(int(thread), house)
-        except (OSError, ValueError):  # it ended meanwhile, or is not ours to move
-            continue
-        moved += 1
-    return moved
+    return sum(move(pid, house, proc) for pid in descendants(os.getpid(), proc))
+
+
+def move(pid: int, cpus: set[int], proc: str = PROC) -> bool:
+    """Keeps a process, every thread of it, to these cores; False where it ended meanwhile or is not ours to move."""
+    try:
+        for thread in os.listdir(f"{proc}/{pid}/task"):
+            os.sched_setaffinity(int(thread), cpus)
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def descendants(pid: int, proc: str = PROC) -> list[int]:

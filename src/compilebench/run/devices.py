@@ -235,7 +235,7 @@ def slot(index: int, executor, uuid: str | None, env: dict[str, str] | None = No
     """A slot for one local GPU: the worker sees only it (as cuda:0) and holds its lock; `env`: more of the worker's
     variables (cpus_env)."""
     return dispatch.Slot(f"cuda:{index}", "cuda:0", executor.run, executor.cancel, gpu_lock(index, uuid),
-                         executor.start_launchers, {**gpu_env(index, uuid), **(env or {})})
+                         executor.start_launchers, {**gpu_env(index, uuid), **(env or {})}, executor.keep_launchers_to)
 
 
 def one_gpu(index: int, executor, uuid: str | None) -> dispatch.LocalPool:

@@ -97,6 +97,7 @@ class Slot:
     # Start what these repeats will need under these environments (None: this interpreter), up front.
     prepare: Callable[[list[int], list[Interpreter | None]], None] = lambda repeats, environments: None
     env: dict[str, str] = field(default_factory=dict)  # added to each job's environment: CUDA_VISIBLE_DEVICES
+    keep_to: Callable[[set[int]], None] = lambda cpus: None  # its prepared launchers onto these cores
 
     def execute(self, unit: Unit, work: Work, progress: Progress) -> list[Repeat]:
         job = dataclasses.replace(work.job, cases=[dataclasses.replace(c, device=self.device) for c in work.job.cases])
@@ -117,12 +118,17 @@ class LocalPool:
         self.house = house or []  # the cores the driver keeps to while its slots' workers time (run/devices.set_aside)
 
     def run(self, units: list[Unit], open_unit: OpenUnit, progress: Progress, deliver: Deliver) -> None:
+        # The slots' launchers start before the driver keeps to the house's cores: they import on every core, with
+        # nothing timed yet, and the host's room for a later look's launchers (run/room.py) counts every core
+        # (counted on the house's two of an H200's 16 when its GPU was named). Ready, they keep to the house's.
+        for slot in self.slots:
+            slot.prepare(sorted({u.repeat for u in units}), list(dict.fromkeys(u.target.environment for u in units)))
+        for slot in self.slots if self.house else ():
+            slot.keep_to(set(self.house))
         with _kept_to(self.house):
             self._run(units, open_unit, progress, deliver)
 
     def _run(self, units: list[Unit], open_unit: OpenUnit, progress: Progress, deliver: Deliver) -> None:
-        for slot in self.slots:
-            slot.prepare(sorted({u.repeat for u in units}), list(dict.fromkeys(u.target.environment for u in units)))
         if len(self.slots) == 1:
             slot = self.slots[0]
             for unit in units:

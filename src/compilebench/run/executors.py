@@ -23,6 +23,7 @@ from typing import Callable
 from compilebench.core.interpreter import Interpreter
 from compilebench.core.job import SPAWNED_AT, Job
 from compilebench.core.repeat import Repeat
+from compilebench.measure import cores
 from compilebench.run import crashes, interpreters, launcher, room
 
 LOG_TAIL_CHARS = 4000
@@ -48,6 +49,9 @@ class InlineExecutor:
 
     def start_launchers(self, repeats, environments=(None,), wait: bool = True) -> None:
         """Nothing to start: no worker process."""
+
+    def keep_launchers_to(self, cpus: set[int]) -> None:
+        """No launcher to move."""
 
     def run(self, job: Job, env: dict[str, str], on_phase: Callable[[str], None]) -> list[Repeat]:
         from torch._inductor.utils import clear_caches
@@ -119,6 +123,12 @@ class ProcessExecutor:
                     return
                 except launcher.LauncherDied:
                     self._forget_launcher(*key)  # its repeat's first job starts another, or says why not
+
+    def keep_launchers_to(self, cpus: set[int]) -> None:
+        """Its launchers, every thread of each, onto these cores (the house's: run/dispatch.LocalPool), once they
+        imported on every core."""
+        for started in self._launchers.values():
+            cores.move(started.pid, cpus)
 
     def _later(self, needed: set[tuple], environments: list) -> set[tuple]:
         """The launchers of the repeats later looks may add after these: kept where they started with earlier

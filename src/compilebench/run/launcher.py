@@ -78,6 +78,10 @@ class Launcher:
         self._file = ours.makefile("r")
         self._ready = False
 
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
     def wait_ready(self) -> None:
         """Block until it has imported what it preloads (launchers started together import at once)."""
         if not self._ready:
