@@ -13,6 +13,9 @@ reads what it stored. Under 10 minutes on one H100 (most of it compiling ResNet-
   quick-rounds     the quick suite with --no-interleave (a process each, paired by round, as before 2026-11-28):
                    each model's verdict, interval and reach, and the command's wall time, beside `quick`'s; the
                    design the quick suite left where a GPU's process states differ by up to 2x (issue 62)
+  blocks           benchmarks/blocks.py: ResNet-50 batch 1, eager and default in one process, timed alone, in
+                   blocks of 10 and in blocks of 50, 5 rounds: each interleaved design's speed-up within 5% of
+                   the alone one's (whether interleaving, the quick suite's design, shrinks a speed-up on a GPU)
   clock            ResNet-50 eager, 100 calls: the sum of the per-call CUDA event times over the loop's wall
                    time lies in [0.80, 1.05] and no result carries the `clock` flag
   cuda:1           the same on --device cuda:1 of a two-GPU box: the worker saw physical GPU 1 (by UUID) and the
@@ -104,7 +107,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.join(TREE, "src
 
 # The results files (one a command) of the checks whose figures hold on a tiny config of the same architecture.
 SIZE_FREE = ("generation", "shapes", "mega", "aot", "shapes-graphs", "shapes-text", "launcher", "quantize", "engines")
-CHECKS = ("quick", "quick-rounds", "clock", "cuda:1", "reduce-overhead", "generation", "launcher", "tf32", "oom",
+CHECKS = ("quick", "quick-rounds", "blocks", "clock", "cuda:1", "reduce-overhead", "generation", "launcher", "tf32", "oom",
           "nvml", "shapes", "profile", "mega", "aot-inductor", "aot-load", "shapes-graphs", "energy", "eager-cudagraphs",
           "quantize", "engines", "diffusion")
 
@@ -116,6 +119,7 @@ UNMEASURED_S = 120
 # extra); the quantize check 225 s (its workers new interpreters); aot-load 374 s (each of its four builds a minute
 # or more). 2026-11-28 02:50: the quick suite interleaved 276 s (8 extra repeats), as `quick` runs it now.
 SECONDS.update({"quick": 276, "quick-rounds": 420, "quantize": 225, "aot-load": 374})
+SECONDS["blocks"] = 90  # not measured yet: one cold compile of ResNet-50 and 30 loops of 300 calls, estimated
 SECONDS["diffusion"] = 780  # not measured yet: Flux's 12B parameters drawn and compiled in 12 processes, estimated
 QUICK_PLANNED_S, WORKER_START_S = 180, 2.0  # the quick check's goals (issue 50)
 STARTING = ("start", "setup", "build")  # a worker's phases before its model is ready: its start
@@ -318,6 +322,18 @@ class Checks:
                  f"{round_waits(found)}; verdicts (goal: each decided, "
                  f"its interval within ±{QUICK_REACH:.0%}): {verdicts}; loops over their warm-ups: "
                  f"{_loop_over_warmup(found)}; statuses {sorted({r['status'] for r in found})}")
+
+    def blocks(self) -> None:
+        """benchmarks/blocks.py: whether interleaving changes a speed-up, in one process (no host state between)."""
+        rehearse = "cpu" in self.extra
+        p = subprocess.run([sys.executable, os.path.join(HERE, "blocks.py"), "--device", "cpu" if rehearse else "cuda",
+                            *(("--tiny", "--rounds", "2") if rehearse else ())], capture_output=True, text=True)
+        with open(os.path.join(self.tmp, "blocks.log"), "w") as f:
+            f.write(p.stdout + "\n--- stderr\n" + p.stderr)
+        lines = [line for line in p.stdout.splitlines() if line.startswith(("speed-up", "interleaved over"))]
+        over = [float(part.split()[-1]) for part in lines[-1].split(": ", 1)[1].split(", ")] if len(lines) == 2 else []
+        ok = p.returncode == 0 and bool(over) and all(abs(math.log(x)) <= math.log(1.05) for x in over)
+        self.say("blocks", ok, " | ".join(lines) or p.stderr[-400:])
 
     def aot_load(self) -> None:
         """benchmarks/aot_load.py: which way of loading an AOTInductor package crashes."""
@@ -699,7 +715,7 @@ def main() -> None:
     extra = ("--device", "cpu", "--tiny") if args.rehearse else ()
     checks, t0 = Checks(tmp, devices, extra, args.tiny), time.perf_counter()
     clock_result = checks.clock() if {"clock", "nvml", "energy"} & set(only) else None
-    steps = {"quick": checks.quick, "quick-rounds": checks.quick_rounds, "cuda:1": checks.cuda1, "reduce-overhead": checks.reduce_overhead, "generation": checks.generation,
+    steps = {"quick": checks.quick, "quick-rounds": checks.quick_rounds, "blocks": checks.blocks, "cuda:1": checks.cuda1, "reduce-overhead": checks.reduce_overhead, "generation": checks.generation,
              "launcher": checks.launcher, "tf32": checks.tf32, "oom": checks.oom,
              "nvml": lambda: checks.nvml(clock_result), "shapes": checks.shapes, "profile": checks.profile,
              "mega": checks.mega, "aot-inductor": checks.aot_inductor, "shapes-graphs": checks.shapes_graphs,

@@ -1,0 +1,103 @@
+"""Does timing a model's variants interleaved change what each reads? Prints figures; asserts nothing (issue 62).
+
+On an H200 (2026-11-28 02:50) the quick suite interleaved read ResNet-50's speed-up at 1.02x, where a process each
+had read 1.12x on the lease before, and each process's compiled loop ran 1.10-1.25x slower than that variant's own
+warm-up windows (its calls back to back, alone) moments before, its eager loop not. This script asks it directly,
+in one process, so that no difference between processes or hosts enters: ResNet-50 at batch 1 (its config from
+the zoo, random weights), eager and torch.compile's default, timed by compilebench's own loops
+(compilebench.measure.timing) in three designs:
+
+  alone        each variant's loop on its own, its calls back to back (as a process each times it)
+  blocks of 10 the two interleaved, 10 calls of one then 10 of the other (the quick suite's design)
+  blocks of 50 the same in blocks of 50
+
+Each round runs the three designs in an order drawn for it (seeded), so the machine's drift falls on all alike.
+Prints each round's medians per call and speed-ups, then each design's speed-up as the median over rounds, and
+the interleaved designs' over the alone one: near 1.00 where interleaving changes nothing.
+
+Usage: python benchmarks/blocks.py [--device cuda] [--tiny] [--rounds 5] [--iters 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+
+from _runs import TREE
+
+sys.path.insert(0, os.path.join(TREE, "src"))
+
+DESIGNS = ("alone", "blocks of 10", "blocks of 50")
+
+
+def model_and_input(device: str, tiny: bool):
+    import torch
+    import transformers
+
+    from compilebench.zoo import configs
+
+    torch.manual_seed(0)
+    config = configs.resnet_tiny() if tiny else configs.resnet_50()
+    model = transformers.ResNetForImageClassification(config).eval().to(device)
+    size = 64 if tiny else 224
+    x = torch.randn(1, 3, size, size, generator=torch.Generator().manual_seed(0)).to(device)
+    return model, x
+
+
+def one_round(fns: dict, order: list[str], clock, iters: int) -> dict[str, dict[str, float]]:
+    """Each design's median ms per call of each variant, in the order given."""
+    from compilebench.measure import timing
+
+    got = {}
+    for design in order:
+        if design == "alone":
+            got[design] = {name: statistics.median(timing.measure(fn, iters=iters, warmup=2, clock=clock,
+                                                                  warmup_cap_s=10.0).samples_ns) / 1e6
+                           for name, fn in fns.items()}
+        else:
+            block = int(design.split()[-1])
+            measured = timing.measure_interleaved(fns, iters=iters, warmup=dict.fromkeys(fns, 2), clock=clock,
+                                                  block=block, warmup_cap_s=10.0)
+            got[design] = {name: statistics.median(m.samples_ns) / 1e6 for name, m in measured.items()}
+    return got
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--tiny", action="store_true", help="ResNet's tiny config (a rehearsal: the figure needs the real size)")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--iters", type=int, default=300)
+    args = parser.parse_args()
+
+    import torch
+
+    from compilebench.measure import timing
+
+    clock = timing.CudaClock(args.device) if args.device.startswith("cuda") else timing.HostClock()
+    model, x = model_and_input(args.device, args.tiny)
+    compiled = torch.compile(model)
+    with torch.no_grad():
+        fns = {"eager": lambda: model(pixel_values=x), "default": lambda: compiled(pixel_values=x)}
+        fns["default"]()  # compiled here, not inside a design's first call
+        rng = random.Random(62)
+        speedups: dict[str, list[float]] = {d: [] for d in DESIGNS}
+        for i in range(1, args.rounds + 1):
+            order = rng.sample(DESIGNS, len(DESIGNS))
+            got = one_round(fns, order, clock, args.iters)
+            for design in DESIGNS:
+                speedups[design].append(got[design]["eager"] / got[design]["default"])
+            print(f"round {i}: " + " | ".join(f"{d}: eager {got[d]['eager']:.3f} ms, default {got[d]['default']:.3f} ms "
+                                              f"({speedups[d][-1]:.2f}x)" for d in order), flush=True)
+    alone = statistics.median(speedups["alone"])
+    print(f"speed-up, the median over {args.rounds} rounds: " + ", ".join(
+        f"{d} {statistics.median(v):.3f}x" for d, v in speedups.items()))
+    print("interleaved over alone (near 1.00 where interleaving changes nothing): " + ", ".join(
+        f"{d} {statistics.median(speedups[d]) / alone:.3f}" for d in DESIGNS[1:]))
+
+
+if __name__ == "__main__":
+    main()
