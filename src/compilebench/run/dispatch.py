@@ -119,8 +119,8 @@ class LocalPool:
 
     def run(self, units: list[Unit], open_unit: OpenUnit, progress: Progress, deliver: Deliver) -> None:
         # The slots' launchers start before the driver keeps to the house's cores: they import on every core, with
-        # nothing timed yet, and the host's room for a later look's launchers (run/room.py) counts every core
-        # (counted on the house's two of an H200's 16 when its GPU was named). Ready, they keep to the house's.
+        # nothing timed yet, and the host's room for a later look's launchers (run/room.py) counts every core.
+        # Ready, they keep to the house's.
         for slot in self.slots:
             slot.prepare(sorted({u.repeat for u in units}), list(dict.fromkeys(u.target.environment for u in units)))
         for slot in self.slots if self.house else ():
