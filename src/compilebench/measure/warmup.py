@@ -80,14 +80,18 @@ def settled():
     first call started moved off its cores (cores.set_aside), and what it built before (the model, the weights
     it drew, the compiler's graphs) kept out of the garbage collector's passes (gc.freeze): a process that drew
     the run's random weights holds more objects than one that loaded them, and each collection during its loop
-    would walk them all. What the calls themselves leave behind is collected as always."""
+    would walk them all. What the calls themselves leave behind is collected as always. A process that had frozen
+    its heap before (a pre-forking server measuring in its own process) keeps it frozen after, with
+    what the loop froze: unfreezing gives back every frozen object at once, its own too."""
     cores.set_aside()
+    frozen_before = gc.get_freeze_count()
     gc.collect()
     gc.freeze()
     try:
         yield
     finally:
-        gc.unfreeze()
+        if not frozen_before:
+            gc.unfreeze()
 
 
 def sm_clock_of(watch) -> Callable[[], int | None] | None:
