@@ -105,6 +105,7 @@ def test_the_denoiser_is_compiled_for_each_call_alone_and_the_pipeline_left_as_i
     assert correctness.output_error(expected, out)[1] < 1e-5 and compiler.regions_of(fn) == {}
 
 
+@pytest.mark.slow  # a real compile, export or import: seconds on 2 cores
 @pytest.mark.parametrize("name, decoder", [("sd-1.5", True), ("flux-schnell", False)])
 def test_marked_dynamic_a_pipeline_makes_every_resolution_with_its_first_graph(name, decoder):
     """mark_dynamic on the dimensions of the denoiser's inputs that follow the image's size (a UNet's latents'

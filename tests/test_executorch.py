@@ -17,6 +17,7 @@ RUN = ["run", "--variant", "eager", "executorch", "--iters", "3", "--warmup", "0
        "--device", "cpu", "--format", "md", "--isolation", "inline", "--db", "r.db"]
 
 
+@pytest.mark.slow  # a real compile, export or import: seconds on 2 cores
 def test_executorch_is_lowered_to_xnnpack_once_loaded_by_each_repeat_checked_and_reported(main_here, tmp_path):
     code, out, err = main_here(*RUN, "--model", "fault-ok", "fault-break", "--repeats", "2")
     assert code == 0, err

@@ -352,6 +352,7 @@ def test_launchers_start_beside_the_probe_only_where_the_probe_cannot_refuse_the
     assert events == [("probe", "cuda")]  # refused before anything started
 
 
+@pytest.mark.slow  # a real compile, export or import: seconds on 2 cores
 def test_a_launcher_preloads_a_models_classes_without_importing_torchao():
     """transformers imports torchao with every model class where torchao is installed, and torchao's import left
     an H200's launcher unable to fork CUDA workers: the launcher keeps it out, and a worker imports it itself."""

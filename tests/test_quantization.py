@@ -99,6 +99,7 @@ def test_quality_is_read_in_the_tasks_terms():
     assert correctness.generation_quality(tokens, tokens.clone()) == {"tokens": 1.0}
 
 
+@pytest.mark.slow  # a real compile, export or import: seconds on 2 cores
 def test_a_quantized_model_is_measured_with_its_quality_and_its_weights_as_stored(tmp_path):
     results = compilebench.benchmark("vit", model_size="tiny", variants=("eager", "default"), backend="eager",
                                      quantizations=("int8-weight-only",), repeats=1, iters=3, warmup=0, device="cpu",

@@ -54,6 +54,7 @@ def test_dynamic_false_compiles_a_graph_per_batch_size_and_gives_dynamos_reason_
     assert "expected 1, actual 2" in static.recompile_reasons.iloc[1]
 
 
+@pytest.mark.slow  # a real compile, export or import: seconds on 2 cores
 def test_automatic_dynamic_settles_after_its_first_recompile_and_the_second_pass_compiles_nothing(tmp_path):
     served = compilebench.shapes(make_model(), inputs=make_inputs, batch_sizes=(1, 2, 3, 4), dynamic=("auto", "mark"),
                                  db=str(tmp_path / "r.db"), **FAST)
@@ -69,6 +70,7 @@ def test_automatic_dynamic_settles_after_its_first_recompile_and_the_second_pass
     assert [s.settles for s in m.settings] == [True, True, True]
 
 
+@pytest.mark.slow  # a real compile, export or import: seconds on 2 cores
 def test_padding_to_4_serves_batch_3_as_4_and_returns_3_rows(tmp_path):
     served = compilebench.shapes(make_model(), inputs=make_inputs, batch_sizes=(1, 3), dynamic=(), pad_to=(4,),
                                  db=str(tmp_path / "r.db"), **FAST)
@@ -231,6 +233,7 @@ def test_bad_shapes_input_is_one_line_and_exit_2(main_here):
         assert not os.path.exists("r.db")
 
 
+@pytest.mark.slow  # a real compile, export or import: seconds on 2 cores
 def test_the_command_serves_stores_resumes_and_reports_shapes(main_here, tmp_path):
     args = ["shapes", "--model", "resnet-50", "--tiny", "--batch-size", "1", "--image-size", "320x240", "640x640",
             "--dynamic", "false", "--backend", "eager", "--repeats", "2", "--iters", "2", "--isolation", "inline",

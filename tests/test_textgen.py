@@ -70,6 +70,7 @@ def check_generation_run(code, out, err, db):
     assert "prompt: 16 tokens, 8 new tokens)" in out and "TTFT ms" in out and "tokens/s" in out
 
 
+@pytest.mark.slow  # a real compile, export or import: seconds on 2 cores
 def test_the_issues_generation_command_stores_ttft_per_token_and_tokens_per_second(main_here, tmp_path):
     check_generation_run(*main_here("run", *GEN_ARGS, "--backend", "eager", "--db", "r.db", "--format", "csv"),
                          tmp_path / "r.db")
