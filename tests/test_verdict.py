@@ -201,14 +201,20 @@ def test_a_warm_up_that_never_settles_ends_at_its_cap_and_says_so():
     assert fixed.ended == warmup.FIXED and fixed.calls == 3 and fixed.windows_ms == []
 
 
-def test_the_timed_loop_runs_with_the_heap_it_built_frozen_and_gives_it_back_after():
-    clock = FakeClock()
+def _counting_frozen(clock):
+    """A call that notes how many objects the garbage collector holds frozen as it runs."""
     seen = []
 
     def fn():
         seen.append(gc.get_freeze_count())
         clock.advance(1_000)
 
+    return fn, seen
+
+
+def test_the_timed_loop_runs_with_the_heap_it_built_frozen_and_gives_it_back_after():
+    clock = FakeClock()
+    fn, seen = _counting_frozen(clock)
     gc.unfreeze()  # as a worker process starts: nothing frozen (this session's fixture froze its heap)
     timing.measure(fn, iters=5, warmup=1, clock=clock)
     assert seen[0] == 0  # the first call (the compile) runs as it would
@@ -218,12 +224,7 @@ def test_the_timed_loop_runs_with_the_heap_it_built_frozen_and_gives_it_back_aft
 
 def test_a_process_that_froze_its_heap_keeps_it_frozen_through_a_timed_loop():
     clock = FakeClock()
-    seen = []
-
-    def fn():
-        seen.append(gc.get_freeze_count())
-        clock.advance(1_000)
-
+    fn, seen = _counting_frozen(clock)
     gc.freeze()
     before = gc.get_freeze_count()
     assert before > 0
