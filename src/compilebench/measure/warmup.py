@@ -81,8 +81,8 @@ def settled():
     it drew, the compiler's graphs) kept out of the garbage collector's passes (gc.freeze): a process that drew
     the run's random weights holds more objects than one that loaded them, and each collection during its loop
     would walk them all. What the calls themselves leave behind is collected as always. A process that had frozen
-    its heap before (a pre-forking server measuring in its own process) keeps it frozen after, with
-    what the loop froze: unfreezing gives back every frozen object at once, its own too."""
+    its heap before (a pre-forking server measuring in its own process) keeps it frozen after, with what the loop
+    froze: unfreezing gives back every frozen object at once, its own too."""
     cores.set_aside()
     frozen_before = gc.get_freeze_count()
     gc.collect()
