@@ -149,6 +149,22 @@ def _verdicts(found: list[dict]) -> tuple[str, bool]:
     return "; ".join(said), decided
 
 
+def _alone_over_interleaved(found: list[dict]) -> str:
+    """Each interleaved comparison's speed-up alone (its variants' warm-ups) over interleaved (its loop), as the
+    product's note reads it (core/sharing.py): near 1 where sharing the process changed nothing. The blocks check asks
+    the same in one process; this reads every case of the run."""
+    from compilebench.core import pairing, sharing
+
+    rs = [r.result for r in found]
+    out = []
+    for r, eager in pairing.Pairing(rs).pairs(rs):
+        s = sharing.alone_over_interleaved(eager, r)
+        if s is not None:
+            said = " changed" if s.changed(0.05) else ""
+            out.append(f"{r.case.model} {s.value:.2f}x [{s.low:.2f}-{s.high:.2f}]{said}")
+    return ", ".join(out) or "none (a process each, or too few steady warm-ups)"
+
+
 def _first_round(found: list[dict]) -> str:
     """Each case's first process over the median of its others (the median of its calls): near 1 where the first
     process ran in the state the others did."""
@@ -299,8 +315,9 @@ class Checks:
                               f"before launchers started ahead); verdicts (goal: "
                               f"each decided, its interval within ±{QUICK_REACH:.0%}): {verdicts}; warm-ups ended "
                               f"{dict(sorted(Counter(warmed).items(), key=str))}, first rounds against the rest: "
-                              f"{_first_round(found)}; loops over their warm-ups: {_loop_over_warmup(found)}; CPU "
-                              f"probes by round (µs) {_probes_by_round(found)}; workers "
+                              f"{_first_round(found)}; loops over their warm-ups: {_loop_over_warmup(found)}; "
+                              f"speed-ups alone over interleaved: {_alone_over_interleaved(found)}; CPU probes by "
+                              f"round (µs) {_probes_by_round(found)}; workers "
                               f"{'started as new interpreters: a launcher was unfit' if fell_back else 'forked'}; a "
                               f"worker's start median {statistics.median(starts):.2f} s, max {max(starts):.2f} s (goal "
                               f"<= {WORKER_START_S} s); phases' medians (s) over the {len(reps)} repeats: {medians}; statuses "

@@ -68,6 +68,9 @@ CUDAGRAPHS_SKIPPED = Flag("cudagraphs-skipped", "a CUDA-graph mode recorded no C
 RECOMPILE_LIMIT = Flag("recompile-limit", "dynamo hit its recompile limit, so the frames past it ran uncompiled and the "
                        "number is of a partly eager model (the recompile reasons are in the details): compile with "
                        "--dynamic true, fewer input shapes, or torch._dynamo.config.recompile_limit raised")
+# Why a warm-up ended (measure/warmup.py): its windows of calls steady, its cap reached, or no steadiness asked
+# (a cap of 0: the calls and seconds asked for).
+STEADY, CAP, FIXED = "steady", "cap", "fixed"
 # Of a case's per-process figures, not of one process: raised by the result (core/stats.groups), never by a worker.
 UNSTABLE = Flag("unstable", "the case's processes fell into two groups far apart (the machine changed state during "
                 "the run: the groups' means and times are in the details); its interval holds both states, so it is "

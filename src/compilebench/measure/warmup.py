@@ -9,6 +9,7 @@ import gc
 from dataclasses import dataclass, field
 from typing import Callable
 
+from compilebench.core.vocab import CAP, FIXED, STEADY
 from compilebench.measure import cores
 
 # Warm-up goes on in windows of calls until the machine is in the state the timed loop will keep: a window no faster
@@ -21,7 +22,6 @@ from compilebench.measure import cores
 STEADY_TOLERANCE = 0.02
 CLOCK_TOLERANCE = 0.02  # of the SM clock after the window before
 WINDOW_S, WINDOW_CALLS = 0.1, 100
-STEADY, CAP, FIXED = "steady", "cap", "fixed"  # why a warm-up ended (fixed: no steadiness asked, a cap of 0)
 
 
 @dataclass

@@ -1,7 +1,8 @@
 """Where the machine moved, said rather than averaged: a case whose processes fell into two groups far apart
 (core/stats.groups: the machine changed state during the run), a paired speed-up whose processes (or rounds) did
 (compile's effect itself moved with that state), each with its groups' CPU probes where recorded (whether the
-host's CPU side ran at another speed), an earlier run of the same case on the same
+host's CPU side ran at another speed), an interleaved speed-up that its variants' warm-ups, each timed alone, did
+not bear out (core/sharing.py: sharing the process changed the effect), an earlier run of the same case on the same
 machine whose interval does not overlap the newest one's (it changed between runs), and a comparison that the
 run's cap or time budget, not the data, left inconclusive. One line each, for the report's summary and the
 terminal."""
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import statistics
 
-from compilebench.core import speedups
+from compilebench.core import sharing, speedups
 from compilebench.core.result import Result
 from compilebench.core.vocab import Verdict
 from compilebench.report import data
@@ -24,7 +25,8 @@ WHY = {"max-repeats": "--max-repeats ended it, not the data",
 def notes(view: View) -> list[str]:
     latest = view.latest + view.served
     return [*filter(None, (_groups(r) for r in latest)), *filter(None, (_effect_groups(view, r) for r in latest)),
-            *_moved(view.results, latest), *filter(None, (_undecided(view, r) for r in latest))]
+            *filter(None, (_shared(view, r) for r in latest)), *_moved(view.results, latest),
+            *filter(None, (_undecided(view, r) for r in latest))]
 
 
 def _name(r: Result) -> str:
@@ -63,6 +65,17 @@ def _effect_groups(view: View, r: Result) -> str | None:
     return (f"unstable: {_name(r)}: its speed-up over eager fell into two groups of "
             f"{'processes' if s.paired_by == 'process' else 'rounds'}, {' and '.join(parts)}: {why}, and the interval "
             f"({s.value:.2f}x{_span(s)}) holds both{_probes(r, [repeats for _, repeats in s.groups])}")
+
+
+def _shared(view: View, r: Result) -> str | None:
+    eager = view.eager_of(r)
+    found = sharing.alone_over_interleaved(eager, r) if eager is not None else None
+    if found is None or not found.changed(view.min_effect):
+        return None
+    return (f"interleaving: {_name(r)}: timed alone (each process's warm-up, moments before its loop) its speed-up "
+            f"over eager was {found.value:.2f}x [{found.low:.2f}-{found.high:.2f}] the interleaved one, over "
+            f"{found.n} processes: sharing the process changed the effect, and the interval holds the interleaved "
+            "one; --no-interleave times each variant in processes of its own")
 
 
 def _probes(r: Result, groups) -> str:

@@ -1,0 +1,67 @@
+"""Whether sharing a process changed a speed-up (--interleave). Each variant of an interleaved process is warmed up
+alone, one after another, moments before the loop that alternates them in blocks: its warm-up's last windows are
+what it does alone, its timed calls what it does beside the others. Per process, the speed-up alone (eager's
+windows over the other's) over the speed-up interleaved (their loops' figures) is 1 where sharing changed nothing;
+a drift of the machine between the warm-ups falls on one process at a time, so over the processes it is noise. On
+one H200 (2026-11-28 02:50, ResNet-50 at batch 1) compiled ran 1.10-1.25x slower in its loop than in its warm-up in
+7 of 7 processes while eager did not: its speed-up alone was 1.19x [1.08-1.32] the interleaved one's, which said
+1.02x. On this project's 2-core VM the tiny quick suite reads 1.01-1.05x, no interval clear of 5%.
+Said where its 95% interval clears the ±5% band a verdict uses: on noise alone (tests/test_sharing.py) about 1 in
+100 at the recording's spread of 10% (fewer with more processes), up to 1 in 30 at a spread of 30%.
+No torch, no report."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from compilebench.core import stats
+from compilebench.core.result import Result, process_id
+from compilebench.core.vocab import MEASURED, STEADY, Verdict
+
+WINDOWS = 3  # a warm-up's last windows, their median: the variant alone (one window is 0.1 s of calls)
+FEWEST = 3  # processes: from two, an interval's t (df 1) is too wide to clear anything
+
+
+@dataclass(frozen=True)
+class Sharing:
+    """The speed-up alone over the speed-up interleaved, the geometric mean over the processes both warmed up to
+    steady, with its 95% interval (paired: each process's own ratio)."""
+
+    value: float
+    low: float
+    high: float
+    n: int
+
+    def changed(self, min_effect: float) -> bool:
+        """The whole interval beyond the ±min_effect band: sharing the process changed the effect by more than a
+        verdict's smallest effect."""
+        return Verdict.of(self.low, self.high, min_effect) in (Verdict.faster, Verdict.slower)
+
+
+def alone_over_interleaved(eager: Result, other: Result) -> Sharing | None:
+    """None where the two did not share processes, or fewer than FEWEST of them warmed both up to steady."""
+    if not (eager.case.interleave and other.case.interleave):
+        return None
+    e, o = _alone_and_loop(eager), _alone_and_loop(other)
+    shared = [p for p in e if p in o]
+    if len(shared) < FEWEST:
+        return None
+    return of_speedups([e[p][0] / o[p][0] for p in shared], [e[p][1] / o[p][1] for p in shared])
+
+
+def of_speedups(alone: list[float], interleaved: list[float]) -> Sharing:
+    """From each process's speed-up alone and interleaved (at least two processes)."""
+    value, low, high, _ = stats.ratio_df(interleaved, alone, pair=True)
+    return Sharing(value, low, high, len(alone))
+
+
+def _alone_and_loop(r: Result) -> dict[str, tuple[float, float]]:
+    """Per process: its warm-up's last windows (median) and its timed calls' figure (stats.per_process)."""
+    out = {}
+    for rep in r.repeats:
+        windows = rep.warmed.windows_ms
+        if (rep.status in MEASURED and rep.samples_ms and rep.warmed.ended == STEADY and len(windows) >= WINDOWS
+                and all(w > 0 for w in windows[-WINDOWS:])):
+            out[process_id(rep)] = (statistics.median(windows[-WINDOWS:]), stats.per_process(rep.samples_ms))
+    return out
