@@ -8,8 +8,9 @@ reads what it stored. Under 10 minutes on one H100 (most of it compiling ResNet-
                    and default in one process, their calls alternated): its wall time, the launchers' state and
                    each phase's median; 18 planned repeats end within 180 s (extra rounds counted apart), no
                    worker starts in over 2 s (before its first phase + setup + build), no launcher fell back to
-                   new interpreters, and every model decided with its speed-up's interval within ±15%; how the
-                   warm-ups ended, and each case's first process against its others
+                   new interpreters, every model decided with its speed-up's interval within ±15%, and no
+                   speed-up changed by sharing its processes (its variants' warm-ups, timed alone, against the
+                   loop: core/sharing.py); how the warm-ups ended, and each case's first process against its others
   quick-rounds     the quick suite with --no-interleave (a process each, paired by round, as before 2026-11-28):
                    each model's verdict, interval and reach, and the command's wall time, beside `quick`'s; the
                    design the quick suite left where a GPU's process states differ by up to 2x (issue 62)
@@ -149,20 +150,22 @@ def _verdicts(found: list[dict]) -> tuple[str, bool]:
     return "; ".join(said), decided
 
 
-def _alone_over_interleaved(found: list[dict]) -> str:
+def _alone_over_interleaved(found: list[dict]) -> tuple[str, bool]:
     """Each interleaved comparison's speed-up alone (its variants' warm-ups) over interleaved (its loop), as the
-    product's note reads it (core/sharing.py): near 1 where sharing the process changed nothing. The blocks check asks
-    the same in one process; this reads every case of the run."""
-    from compilebench.core import pairing, sharing
+    product's note reads it (core/sharing.py): near 1 where sharing the process changed nothing; whether none
+    changed beyond 5% (the quick suite's design holds). The blocks check asks the same in one process; this reads
+    every case of the run."""
+    from compilebench.core import pairing, sharing, stats
 
     rs = [r.result for r in found]
-    out = []
+    out, held = [], True
     for r, eager in pairing.Pairing(rs).pairs(rs):
         s = sharing.alone_over_interleaved(eager, r)
         if s is not None:
-            said = " changed" if s.changed(0.05) else ""
-            out.append(f"{r.case.model} {s.value:.2f}x [{s.low:.2f}-{s.high:.2f}]{said}")
-    return ", ".join(out) or "none (a process each, or too few steady warm-ups)"
+            changed = s.changed(stats.DEFAULT_MIN_EFFECT)
+            held &= not changed
+            out.append(f"{r.case.model} {s.value:.2f}x [{s.low:.2f}-{s.high:.2f}]{' changed' if changed else ''}")
+    return ", ".join(out) or "none (a process each, or too few steady warm-ups)", held
 
 
 def _first_round(found: list[dict]) -> str:
@@ -306,9 +309,10 @@ class Checks:
         medians = ", ".join(f"{k} {statistics.median(v):.2f}" + ("" if len(v) == len(reps) else f" (in {len(v)})")
                             for k, v in had.items())
         verdicts, decided = _verdicts(found)
+        alone, held = _alone_over_interleaved(found)
         warmed = [(rep.get("warmed") or {}).get("ended") for rep in reps]
         ok = (len(planned) == 18 and planned_s <= QUICK_PLANNED_S and max(starts) <= WORKER_START_S and not fell_back
-              and all(r["status"] == "ok" for r in found) and decided)
+              and all(r["status"] == "ok" for r in found) and decided and held)
         self.say("quick", ok, f"{len(planned)} planned repeats in {planned_s:.0f} s (goal 18 within {QUICK_PLANNED_S} s), "
                               f"{len(reps) - len(planned)} extra, the command's wall {wall:.0f} s, its first worker "
                               f"at {first_s:.1f} s, waits between rounds (s) {round_waits(found)} (at a look: 12-21 s "
@@ -316,7 +320,7 @@ class Checks:
                               f"each decided, its interval within ±{QUICK_REACH:.0%}): {verdicts}; warm-ups ended "
                               f"{dict(sorted(Counter(warmed).items(), key=str))}, first rounds against the rest: "
                               f"{_first_round(found)}; loops over their warm-ups: {_loop_over_warmup(found)}; "
-                              f"speed-ups alone over interleaved: {_alone_over_interleaved(found)}; CPU probes by "
+                              f"speed-ups alone over interleaved (goal: none changed): {alone}; CPU probes by "
                               f"round (µs) {_probes_by_round(found)}; workers "
                               f"{'started as new interpreters: a launcher was unfit' if fell_back else 'forked'}; a "
                               f"worker's start median {statistics.median(starts):.2f} s, max {max(starts):.2f} s (goal "
