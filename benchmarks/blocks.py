@@ -3,8 +3,8 @@
 On an H200 (2026-11-28 02:50) the quick suite interleaved read ResNet-50's speed-up at 1.02x, where a process each
 had read 1.12x on the lease before, and each process's compiled loop ran 1.10-1.25x slower than that variant's own
 warm-up windows (its calls back to back, alone) moments before, its eager loop not. This script asks it directly,
-in one process, so that no difference between processes or hosts enters: ResNet-50 at batch 1 (its config from
-the zoo, random weights), eager and torch.compile's default, timed by compilebench's own loops
+in one process, so that no difference between processes or hosts enters: ResNet-50 at batch 1 (or --model: its
+config from the zoo, random weights), eager and torch.compile's default, timed by compilebench's own loops
 (compilebench.measure.timing) in three designs:
 
   alone        each variant's loop on its own, its calls back to back (as a process each times it)
@@ -15,7 +15,7 @@ Each round runs the three designs in an order drawn for it (seeded), so the mach
 Prints each round's medians per call and speed-ups, then each design's speed-up as the median over rounds, and
 the interleaved designs' over the alone one: near 1.00 where interleaving changes nothing.
 
-Usage: python benchmarks/blocks.py [--device cuda] [--tiny] [--rounds 5] [--iters 300]
+Usage: python benchmarks/blocks.py [--device cuda] [--model resnet-50] [--tiny] [--rounds 5] [--iters 300]
 """
 
 from __future__ import annotations
@@ -33,18 +33,18 @@ sys.path.insert(0, os.path.join(TREE, "src"))
 DESIGNS = ("alone", "blocks of 10", "blocks of 50")
 
 
-def model_and_input(device: str, tiny: bool):
+def model_and_inputs(name: str, device: str, tiny: bool):
+    """A zoo model (its config from the zoo, random weights) and its batch-1 inputs on the device."""
     import torch
-    import transformers
 
-    from compilebench.zoo import configs
+    from compilebench.zoo import REGISTRY, entry
 
     torch.manual_seed(0)
-    config = configs.resnet_tiny() if tiny else configs.resnet_50()
-    model = transformers.ResNetForImageClassification(config).eval().to(device)
-    size = 64 if tiny else 224
-    x = torch.randn(1, 3, size, size, generator=torch.Generator().manual_seed(0)).to(device)
-    return model, x
+    size = "tiny" if tiny else "full"
+    model_entry = REGISTRY[name]
+    model = model_entry.build("random", size).to(device)
+    inputs = model_entry.inputs(entry.load_image(entry.default_image_path()), 1, "random", size)
+    return model, {k: v.to(device) if hasattr(v, "to") else v for k, v in inputs.items()}
 
 
 def one_round(fns: dict, order: list[str], clock, iters: int) -> dict[str, dict[str, float]]:
@@ -68,7 +68,9 @@ def one_round(fns: dict, order: list[str], clock, iters: int) -> dict[str, dict[
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="cuda")
-    parser.add_argument("--tiny", action="store_true", help="ResNet's tiny config (a rehearsal: the figure needs the real size)")
+    parser.add_argument("--model", default="resnet-50", help="a vision model of the zoo (default: resnet-50)")
+    parser.add_argument("--tiny", action="store_true", help="the model's tiny config (a rehearsal: the figure needs "
+                        "the real size)")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--iters", type=int, default=300)
     args = parser.parse_args()
@@ -78,10 +80,10 @@ def main() -> None:
     from compilebench.measure import timing
 
     clock = timing.CudaClock(args.device) if args.device.startswith("cuda") else timing.HostClock()
-    model, x = model_and_input(args.device, args.tiny)
+    model, inputs = model_and_inputs(args.model, args.device, args.tiny)
     compiled = torch.compile(model)
     with torch.no_grad():
-        fns = {"eager": lambda: model(pixel_values=x), "default": lambda: compiled(pixel_values=x)}
+        fns = {"eager": lambda: model(**inputs), "default": lambda: compiled(**inputs)}
         fns["default"]()  # compiled here, not inside a design's first call
         rng = random.Random(62)
         speedups: dict[str, list[float]] = {d: [] for d in DESIGNS}

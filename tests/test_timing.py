@@ -3,6 +3,7 @@
 import pytest
 from fakeclock import FakeClock
 
+from compilebench.core import sharing
 from compilebench.measure import timing, warmup
 from compilebench.measure.timing import measure
 
@@ -146,7 +147,7 @@ def test_interleaved_blocks_alternate_and_each_variant_gets_its_own_samples():
     assert not got["eager"].stopped_early
 
 
-def test_interleaved_warmup_time_is_the_processs_so_the_variants_after_the_first_end_when_steady():
+def test_interleaved_warmup_time_is_the_processs_so_the_variants_after_the_first_end_when_steady_and_settled():
     clock = FakeClock()
     got = timing.measure_interleaved({"eager": lambda: clock.advance(3_000_000), "compiled": lambda: clock.advance(1_000_000)},
                                      iters=10, warmup={"eager": 2, "compiled": 2}, clock=clock, warmup_s=1.0,
@@ -154,7 +155,12 @@ def test_interleaved_warmup_time_is_the_processs_so_the_variants_after_the_first
     eager, compiled = got["eager"].warmup, got["compiled"].warmup
     assert eager.ended == compiled.ended == "steady"
     assert eager.ns >= 1_000_000_000  # the process's warm-up time, on the first variant: the device is warm after it
-    assert compiled.ns < 300_000_000 and len(compiled.windows_ms) == 2  # the calls asked for, one window: steady
+    # steady at once (the calls asked for, then windows alike), yet over SETTLED windows: its last ones read it alone
+    assert compiled.ns < 600_000_000 and len(compiled.windows_ms) == sharing.SETTLED
+    cpu = timing.measure_interleaved({"eager": lambda: clock.advance(3_000_000),
+                                      "compiled": lambda: clock.advance(1_000_000)},
+                                     iters=10, warmup={"eager": 2, "compiled": 2}, clock=clock, warmup_cap_s=10.0)
+    assert len(cpu["compiled"].warmup.windows_ms) == 2  # no floor (a CPU): steady after one window, as before
 
 
 def test_interleaved_budget_is_per_variant_and_recompiles_are_counted():

@@ -11,7 +11,7 @@ from compilebench import (
     kinds,
     report as reportmod,  # noqa: F401 - registers the report's exporters
 )
-from compilebench.core import job as jobmod, settings, shards, spec as specmod, stats, suites
+from compilebench.core import job as jobmod, settings, sharing, shards, spec as specmod, stats, suites
 from compilebench.report import exporters
 from compilebench.report.view import DEFAULT_REQUESTS
 from compilebench.run import rounds
@@ -160,7 +160,8 @@ def how_to_time(run) -> None:
     g.add_argument("--warmup-time", type=float, default=None, dest="warmup_s", metavar="S",
                    help=f"warm-up goes on until S seconds have passed too (default: {jobmod.DEFAULT_GPU_WARMUP_S:g} on a "
                         "GPU, so even a 3 ms model reaches steady clocks; 0 on a CPU). --interleave: the process's, "
-                        "spent on its first variant's warm-up")
+                        f"spent on its first variant's warm-up; the others warm up over {sharing.SETTLED} windows at "
+                        "least")
     g.add_argument("--warmup-cap", type=float, default=None, dest="warmup_cap_s", metavar="S",
                    help=f"after --warmup calls and --warmup-time, warm-up goes on until the calls stop getting faster "
                         f"(and a GPU's clock stops rising), for at most S seconds (default: "

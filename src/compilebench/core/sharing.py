@@ -5,7 +5,7 @@ windows over the other's) over the speed-up interleaved (their loops' figures) i
 a drift of the machine between the warm-ups falls on one process at a time, so over the processes it is noise. On
 one H200 (2026-11-28 02:50, ResNet-50 at batch 1) compiled ran 1.10-1.25x slower in its loop than in its warm-up in
 7 of 7 processes while eager did not: its speed-up alone was 1.19x [1.08-1.32] the interleaved one's, which said
-1.02x. On this project's 2-core VM the tiny quick suite reads 1.01-1.05x, no interval clear of 5%.
+1.02x. Where a warm-up was short there is no reading (SETTLED, below).
 Said where its 95% interval clears the ±5% band a verdict uses: on noise alone (tests/test_sharing.py) about 1 in
 100 at the recording's spread of 10% (fewer with more processes), up to 1 in 30 at a spread of 30%.
 No torch, no report."""
@@ -20,6 +20,12 @@ from compilebench.core.result import Result, process_id
 from compilebench.core.vocab import MEASURED, STEADY, Verdict
 
 WINDOWS = 3  # a warm-up's last windows, their median: the variant alone (one window is 0.1 s of calls)
+# The fewest windows a warm-up must have had, the asked calls' included, for its last ones to be past its start: a
+# warm-up that was steady after 2-4 windows may still be getting faster (compiled DeepLabV3-MobileNet on this VM,
+# full size: 74.7, 67.7, 63.7 ms, then its loop 59.9), which reads as sharing where there is none (the README's
+# first command, 2026-11-28: 0.94x [0.89-0.98] from such warm-ups, where benchmarks/blocks.py in one process read
+# blocks of 10 within 2% of alone). An H200's first variant warms up for its --warmup-time, 10 windows or more.
+SETTLED = 5
 FEWEST = 3  # processes: from two, an interval's t (df 1) is too wide to clear anything
 
 
@@ -40,7 +46,8 @@ class Sharing:
 
 
 def alone_over_interleaved(eager: Result, other: Result) -> Sharing | None:
-    """None where the two did not share processes, or fewer than FEWEST of them warmed both up to steady."""
+    """None where the two did not share processes, or fewer than FEWEST of them warmed both up to steady over SETTLED
+    windows or more."""
     if not (eager.case.interleave and other.case.interleave):
         return None
     e, o = _alone_and_loop(eager), _alone_and_loop(other)
@@ -61,7 +68,7 @@ def _alone_and_loop(r: Result) -> dict[str, tuple[float, float]]:
     out = {}
     for rep in r.repeats:
         windows = rep.warmed.windows_ms
-        if (rep.status in MEASURED and rep.samples_ms and rep.warmed.ended == STEADY and len(windows) >= WINDOWS
+        if (rep.status in MEASURED and rep.samples_ms and rep.warmed.ended == STEADY and len(windows) >= SETTLED
                 and all(w > 0 for w in windows[-WINDOWS:])):
             out[process_id(rep)] = (statistics.median(windows[-WINDOWS:]), stats.per_process(rep.samples_ms))
     return out

@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from compilebench.core import sharing
 from compilebench.core.conditions import Conditions
 from compilebench.measure.conditions import NoWatch, Watch
 from compilebench.measure.warmup import WarmUp, settled, sm_clock_of, warm_up
@@ -211,8 +212,9 @@ def measure_interleaved(
     """Time several callables in one process, alternating blocks of `block` calls, so that drift (clocks,
     temperature, other load) falls on all of them alike. Each first call is timed alone and each is warmed up
     before any timing (until steady; `warmup_s` is the process's: the first callable's warm-up lasts it, and the
-    device is warm for the ones after, which end when steady); the budget max_time_s is per callable and ends the
-    loop only once every callable has min_iters samples. Recompiles are counted over the whole loop."""
+    device is warm for the ones after, which end when steady, over sharing.SETTLED windows); the budget max_time_s
+    is per callable and ends the loop only once every callable has min_iters samples. Recompiles are counted over
+    the whole loop."""
     first = {}
     for name, fn in fns.items():
         on_phase(f"first call ({name})")
@@ -221,8 +223,10 @@ def measure_interleaved(
         warmed = {}
         for i, (name, fn) in enumerate(fns.items()):
             on_phase(f"warm-up ({name})")
+            # after the first, over sharing.SETTLED windows where the first had a floor (a GPU): their last windows
+            # read each variant alone, against which the loop is checked (core/sharing.py)
             warmed[name] = warm_up(fn, warmup[name], clock, warmup_s if i == 0 else 0.0, warmup_cap_s,
-                                   sm_clock_of(watch))
+                                   sm_clock_of(watch), sharing.SETTLED if i and warmup_s else 0)
         before_timing()
 
         on_phase("timing (interleaved)")

@@ -36,10 +36,11 @@ class WarmUp:
 
 
 def warm_up(fn: Callable[[], object], calls: int, clock, min_s: float = 0.0, cap_s: float | None = 0.0,
-            sm_clock: Callable[[], int | None] | None = None) -> WarmUp:
+            sm_clock: Callable[[], int | None] | None = None, min_windows: int = 0) -> WarmUp:
     """At least `calls` untimed calls (the first window) and `min_s` seconds, then windows of calls until steady
-    (above), or until `cap_s` (or `min_s`, where longer) has passed. `sm_clock` reads the GPU's SM clock (None: not
-    read). A cap of None (a timing recorded before the cap existed) is 0: the warm-up asked for, no more."""
+    (above) over `min_windows` windows at least, or until `cap_s` (or `min_s`, where longer) has passed. `sm_clock`
+    reads the GPU's SM clock (None: not read). A cap of None (a timing recorded before the cap existed) is 0: the
+    warm-up asked for, no more."""
     cap_s = cap_s or 0.0
     t0 = clock.now_ns()
     for _ in range(calls):
@@ -52,7 +53,7 @@ def warm_up(fn: Callable[[], object], calls: int, clock, min_s: float = 0.0, cap
     clocks = [sm_clock() if sm_clock else None] if windows else []
     while True:
         elapsed = clock.now_ns() - t0
-        steady = (len(windows) > 1 and windows[-1] >= windows[-2] * (1 - STEADY_TOLERANCE)
+        steady = (len(windows) > max(1, min_windows - 1) and windows[-1] >= windows[-2] * (1 - STEADY_TOLERANCE)
                   and (clocks[-1] is None or abs(clocks[-1] - clocks[-2]) <= clocks[-2] * CLOCK_TOLERANCE))
         if elapsed >= min_ns and (steady or elapsed >= cap_ns):
             return WarmUp(made, elapsed, STEADY if steady else CAP if cap_s else FIXED, windows,
