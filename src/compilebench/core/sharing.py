@@ -31,8 +31,8 @@ FEWEST = 3  # processes: from two, an interval's t (df 1) is too wide to clear a
 
 @dataclass(frozen=True)
 class Sharing:
-    """The speed-up alone over the speed-up interleaved, the geometric mean over the processes both warmed up to
-    steady, with its 95% interval (paired: each process's own ratio)."""
+    """The speed-up alone over the speed-up interleaved, the geometric mean over the processes that warmed both up
+    long enough (SETTLED), with its 95% interval (paired: each process's own ratio)."""
 
     value: float
     low: float

@@ -184,7 +184,7 @@ SHARING = ("alone_over_interleaved", "alone_over_interleaved_ci95_low", "alone_o
 
 def _sharing_columns(eager: Result | None, r: Result) -> dict:
     """An interleaved speed-up against the one its variants' warm-ups, each timed alone, give (core/sharing.py): 1
-    where sharing the process changed nothing; empty where they shared none, or too few warmed up to steady."""
+    where sharing the process changed nothing; empty where they shared none, or too few warm-ups were long enough."""
     found = sharing.alone_over_interleaved(eager, r) if eager is not None else None
     return dict(zip(SHARING, (found.value, found.low, found.high) if found else (None,) * 3))
 
