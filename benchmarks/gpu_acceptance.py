@@ -165,7 +165,7 @@ def _alone_over_interleaved(found: list[dict]) -> tuple[str, bool]:
             changed = s.changed(stats.DEFAULT_MIN_EFFECT)
             held &= not changed
             out.append(f"{r.case.model} {s.value:.2f}x [{s.low:.2f}-{s.high:.2f}]{' changed' if changed else ''}")
-    return ", ".join(out) or "none (a process each, or too few warm-ups of sharing.SETTLED windows)", held
+    return ", ".join(out) or f"none (a process each, or too few warm-ups of {sharing.SETTLED} windows)", held
 
 
 def _first_round(found: list[dict]) -> str:
