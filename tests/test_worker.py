@@ -2,6 +2,7 @@
 Compiled cases use dynamo's `eager` backend: the same capture, recompile and break machinery as inductor,
 without tens of seconds of C++ compilation per test."""
 
+import platform
 import re
 
 import fakeresults as fr
@@ -147,6 +148,10 @@ def test_process_executor_returns_the_workers_result():
     spent = r.repeats[0].phases
     assert list(spent)[0] == "start" and list(spent)[-1] == "end" and set(phases) <= set(spent)
     assert all(v >= 0 for v in spent.values())
+    # its allocator set to keep freed memory before the model was built (measure/allocator.py), and said
+    libc, version = platform.libc_ver()
+    assert libc != "glibc" or r.repeats[0].environment.malloc == (
+        f"glibc {version}: freed memory kept (mmap above 32 MiB, no trim)")
 
 
 def test_a_worker_that_kills_itself_is_a_crashed_result_naming_the_signal():

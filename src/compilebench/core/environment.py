@@ -20,7 +20,7 @@ ALWAYS = ("hostname", "os", "python", "torch", "transformers", "triton", "compil
 # What the repeats of one case must share to be one case: a report says where they do not, rather than showing
 # one of them (the GPU itself may differ: --gpus spreads a case's repeats over several of one model).
 COMMON = ("device_name", "compute_capability", "torch", "transformers", "triton", "python", "cuda", "cudnn", "driver",
-          "torch_threads", "tf32_matmul", "tf32_cudnn", "environment")
+          "torch_threads", "tf32_matmul", "tf32_cudnn", "environment", "malloc")
 
 
 def is_cuda(device: str | None) -> bool:
@@ -42,6 +42,7 @@ class Environment(Record):
     torch_threads: int | None = None
     float32_matmul_precision: str | None = None
     cpu_affinity: int | None = None  # CPU cores the process could run on
+    malloc: str | None = None  # the C allocator and whether it kept freed memory (measure/allocator.py)
     cuda_visible_devices: str | None = None
     device: str | None = None  # as the worker saw it: "cpu", "cuda:0"
     device_name: str | None = None  # the GPU's name, or the CPU's

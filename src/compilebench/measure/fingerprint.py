@@ -11,7 +11,7 @@ import socket
 import subprocess
 
 from compilebench.core.environment import Environment, is_cuda
-from compilebench.measure import precision
+from compilebench.measure import allocator, precision
 
 
 def version(package: str) -> str | None:
@@ -73,6 +73,7 @@ def collect(device: str, **also) -> Environment:
         "torch_threads": torch.get_num_threads(),
         "float32_matmul_precision": precision.matmul_precision_words(),
         "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "malloc": allocator.state(),
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
         "device": device,
         "device_name": static()["cpu"],

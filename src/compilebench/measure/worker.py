@@ -33,6 +33,7 @@ from compilebench.diagnostics import bandwidth, traces
 from compilebench.kinds import quantize
 from compilebench.kinds.exported import Unsupported
 from compilebench.measure import (
+    allocator,
     compiler,
     compiler_state,
     conditions,
@@ -256,6 +257,7 @@ def main(argv: list[str]) -> int:
     crash = open(argv[3], "w")  # noqa: SIM115 - faulthandler writes to it until the process ends
     faulthandler.enable(file=crash, all_threads=True)
     confine()
+    allocator.keep_freed_memory()  # before the model is built: every process in the same allocator state
     serve(argv[0], argv[1], int(argv[2]))
     return 0
 
