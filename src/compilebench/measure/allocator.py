@@ -3,8 +3,8 @@ call, so that every process runs in the same state. Under its defaults glibc ser
 returns it to the system when freed, and it moves that threshold with what the process freed before: two fresh
 processes of one model may differ in whether each call's activations are page-faulted in anew. On this project's
 2-core VM, eager DeepLabV3-MobileNet (full size, batch 1) read 144, 200, 205, 222, 231 and 231 ms in six fresh
-processes under the defaults, the fast ones holding 100-150 MB more; with these settings 118-130 ms in six, as
-jemalloc with its decay off gives in Intel's and PyTorch's CPU benchmark scripts. A process that preloads another
+processes under the defaults (the fast one held 649 MB, the others 480-575); with these settings 118-130 ms in six,
+the state jemalloc with its decay off gives in Intel's PyTorch CPU benchmark scripts. A process that preloads another
 allocator (LD_PRELOAD) keeps its own; the caller's process (an nn.Module measured inline) is never changed.
 The state is recorded in each repeat's environment (`malloc`)."""
 
@@ -23,8 +23,8 @@ _state: str | None = None  # what keep_freed_memory did in this process; None: n
 
 
 def keep_freed_memory(libc=None, preload: str | None = None, libc_ver=platform.libc_ver) -> str:
-    """Set glibc's malloc to keep freed memory (above), once per process; returns the words the environment
-    records. `libc`: the C library (ctypes), for tests; `preload`: LD_PRELOAD, from the environment by default."""
+    """Set glibc's malloc to keep freed memory (above); returns the words the environment records. `libc`: the C
+    library (ctypes), for tests; `preload`: LD_PRELOAD, from the environment by default."""
     global _state
     preload = os.environ.get("LD_PRELOAD", "") if preload is None else preload
     name, version = libc_ver()
