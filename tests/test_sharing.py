@@ -20,11 +20,11 @@ H200 = {"eager": ([4.333, 4.614, 4.145, 4.622, 4.889, 3.607, 4.007],
                     [3.744, 4.143, 4.111, 3.808, 5.399, 3.727, 4.245])}
 
 
-def _pair(figures: dict, *, interleave: bool = True, ended: str = "steady", ids=None, start=(1.3, 1.1)):
+def _pair(figures: dict, *, interleave: bool = True, ended: str = "steady", start=(1.3, 1.1)):
     """Eager and default results whose processes warmed up to `figures[variant][0]` and timed `[1]`; each warm-up's
     windows begin at `start` times that (the asked calls, then a window still getting faster)."""
     n = len(figures["eager"][0])
-    ids = ids or [f"p{i}" for i in range(n)]
+    ids = [f"p{i}" for i in range(n)]
     out = []
     for variant in ("eager", "default"):
         alone, loop = figures[variant]

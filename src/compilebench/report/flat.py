@@ -15,7 +15,7 @@ import csv
 import io
 import json
 
-from compilebench.core import repeat, reproduce, settings, sharing, speedups, stats, traffic
+from compilebench.core import repeat, reproduce, settings, speedups, stats, traffic
 from compilebench.core.engines import EngineStart
 from compilebench.core.environment import ALWAYS
 from compilebench.core.result import Result
@@ -80,7 +80,7 @@ def rows(view: View) -> list[dict]:
         eager = view.eager_of(r)
         sp = view.speedup(eager, r) if eager is not None else None
         row["eager_mean_ms"] = speedups.mean(eager)
-        row.update({**_speedup_columns("", sp, min_effect), **_sharing_columns(eager, r)})
+        row.update({**_speedup_columns("", sp, min_effect), **_sharing_columns(view, r)})
         row["break_even_inferences"] = (stats.break_even(r.compile_s, speedups.mean(eager), r.mean)
                                         if sp is not None else None)
         row.update({**_why_columns(r), **_start_columns(r)})
@@ -182,10 +182,10 @@ def _start_columns(r) -> dict:
 SHARING = ("alone_over_interleaved", "alone_over_interleaved_ci95_low", "alone_over_interleaved_ci95_high")
 
 
-def _sharing_columns(eager: Result | None, r: Result) -> dict:
+def _sharing_columns(view: View, r: Result) -> dict:
     """An interleaved speed-up against the one its variants' warm-ups, each timed alone, give (core/sharing.py): 1
     where sharing the process changed nothing; empty where they shared none, or too few warm-ups were long enough."""
-    found = sharing.alone_over_interleaved(eager, r) if eager is not None else None
+    found = view.sharing(r)
     return dict(zip(SHARING, (found.value, found.low, found.high) if found else (None,) * 3))
 
 

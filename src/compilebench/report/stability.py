@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import statistics
 
-from compilebench.core import sharing, speedups
+from compilebench.core import speedups
 from compilebench.core.result import Result
 from compilebench.core.vocab import Verdict
 from compilebench.report import data
@@ -68,8 +68,7 @@ def _effect_groups(view: View, r: Result) -> str | None:
 
 
 def _shared(view: View, r: Result) -> str | None:
-    eager = view.eager_of(r)
-    found = sharing.alone_over_interleaved(eager, r) if eager is not None else None
+    found = view.sharing(r)
     if found is None or not found.changed(view.min_effect):
         return None
     return (f"interleaving: {_name(r)}: timed alone (each process's warm-up, moments before its loop) its speed-up "
