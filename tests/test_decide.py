@@ -13,7 +13,7 @@ from compilebench.cli import run as cli_run
 from compilebench.core import sequential, speedups, stats
 from compilebench.core.environment import Environment
 from compilebench.core.errors import UserError
-from compilebench.core.repeat import Repeat
+from compilebench.core.repeat import Repeat, Warmed
 from compilebench.core.run import Run
 from compilebench.core.spec import DEFAULT_MAX_REPEATS, RunSpec, asked
 from compilebench.core.vocab import Verdict
@@ -130,6 +130,45 @@ def test_the_time_budget_ends_the_extra_rounds_and_says_so(tmp_path):
     assert max(o[0] for o in order) == 3 and outcome.extra == 0
     assert {r.undecided_by for r in stored.values() if r.undecided_by} == {rounds.TIME_BUDGET}
     assert any("the time budget for extra rounds (--extra-time) ended it" in line for line in outcome.undecided)
+
+
+class ScriptedShared(Scripted):
+    """Interleaved units: the unit's cases share one process, each warmed up to `alone(case)` ms a call (steady over
+    6 windows) before its loop reads `latency(case, repeat)`."""
+
+    def __init__(self, latency, alone):
+        super().__init__(latency)
+        self.alone = alone
+
+    def run(self, units, open_unit, progress, deliver):
+        def shared(unit, job, repeats):
+            for case, rep in zip(job.cases, repeats):
+                rep.process = f"{unit.repeat}-{unit.group}"
+                w = self.alone(case)
+                rep.warmed = Warmed(ended="steady", windows_ms=[w * 1.3, w * 1.1, w * 1.02, w * 1.01, w, w * 0.99])
+            deliver(unit, job, repeats)
+
+        super().run(units, open_unit, progress, shared)
+
+
+def test_an_interleaved_comparison_that_sharing_changed_gets_no_more_rounds_and_says_why(tmp_path):
+    # compiled as fast as eager interleaved (`same`), 1.25x faster in its warm-ups alone: `same` is withheld at the
+    # first look, and more interleaved rounds would not undo it, so none are measured
+    spec = asked(models=["resnet-50"], device="cpu", interleave=True, max_repeats=7, extra_time_s=3600)
+    dispatcher = ScriptedShared(lambda c, i: 10.0, lambda c: 10.0 if c.variant.name == "eager" else 8.0)
+    with Store.open(str(tmp_path / "r.db")) as store:
+        cases = spec.cases()
+        run = plan.Plan(spec, {}, dispatcher, [TARGET]).new_run(spec, cases)
+        outcome = sweep.run(spec, store, dispatcher, [TARGET], run, cases=cases, quiet=True)
+        stored = {r.case.variant.name: r for r in store.results()}
+    assert max(o[0] for o in dispatcher.order) == 3 and outcome.extra == 0
+    s = speedups.speedup(stored["eager"], stored["default"])
+    assert s.verdict == Verdict.inconclusive and s.withheld == Verdict.same and s.sharing.value == pytest.approx(1.25)
+    assert stored["default"].undecided_by == rounds.SHARING
+    (line,) = outcome.undecided
+    assert "the check of what sharing the process changed ended it; its interval said same, withheld" in line
+    (note,) = [n for n in stability.notes(View(list(stored.values()))) if n.startswith("undecided:")]
+    assert "after 3 repeats (the check of what sharing the process changed ended it)" in note
 
 
 def test_repeats_alone_keep_a_fixed_design_and_the_defaults_add_rounds():

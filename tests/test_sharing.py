@@ -7,9 +7,10 @@ import random
 import fakeresults as fr
 import pytest
 
-from compilebench.core import sharing
+from compilebench.core import sharing, speedups
 from compilebench.core.repeat import Warmed
-from compilebench.report import flat, stability
+from compilebench.core.vocab import Verdict
+from compilebench.report import cells, flat, stability
 from compilebench.report.view import View
 
 # The H200 of 2026-11-28 02:50, ResNet-50 at batch 1, interleaved: per process, the median of the warm-up's last three
@@ -42,13 +43,64 @@ def test_the_h200s_interleaved_resnet_is_said_to_have_been_changed_by_sharing_it
     assert found.n == 7 and found.changed(0.05)
     assert found.value == pytest.approx(1.19, abs=0.01) and found.low > 1.05
     view = View([eager, default])
-    assert view.speedup(eager, default).value == pytest.approx(1.02, abs=0.01)  # what the interleaved loop said
-    (note,) = [n for n in stability.notes(view) if n.startswith("interleaving: ")]
-    assert f"was {found.value:.2f}x [{found.low:.2f}-{found.high:.2f}] the interleaved one, over 7 processes" in note
-    assert "--no-interleave" in note
+    s = view.speedup(eager, default)
+    assert s.value == pytest.approx(1.02, abs=0.01)  # what the interleaved loop said
+    # undecided either way, and more interleaved rounds would not decide it: none are asked for
+    assert s.verdict == s.withheld == Verdict.inconclusive and s.sharing == found and s.rounds_to_decide(0.05) is None
+    (note,) = [n for n in stability.notes(view) if n.startswith("undecided: ")]
+    assert f"was {found.value:.2f}x [{found.low:.2f}-{found.high:.2f}] the interleaved one over 7 processes" in note
+    assert "more interleaved rounds would not decide it; --no-interleave" in note and "withheld" not in note
+    assert not [n for n in stability.notes(view) if n.startswith("interleaving: ")]  # said once, in its line above
     (row,) = [r for r in flat.rows(view) if r["variant"] == "default"]
     assert (row["alone_over_interleaved"], row["alone_over_interleaved_ci95_low"],
-            row["alone_over_interleaved_ci95_high"]) == (found.value, found.low, found.high)
+            row["alone_over_interleaved_ci95_high"], row["verdict_withheld"]) == (found.value, found.low, found.high,
+                                                                                   "inconclusive")
+    assert row["verdict"] == "inconclusive" and row["rounds_to_decide"] is None
+
+
+def _shifted(loop_speedup: float, alone_speedup: float, spread=(0.99, 1.0, 1.01, 1.0, 0.995)):
+    """Eager at 10 ms in 5 processes, the other at `loop_speedup` interleaved and `alone_speedup` in its warm-ups
+    (eager's warm-ups at its loop's figure), each process moved by the host alike in all four."""
+    eager = [10.0 * f for f in spread]
+    return {"eager": (eager, eager), "default": ([e / alone_speedup for e in eager], [e / loop_speedup for e in eager])}
+
+
+@pytest.mark.parametrize("loop, alone, said, stands", [
+    (1.0, 1.2, Verdict.same, False),  # same interleaved, compiled 1.2x alone: `same` would be wrong
+    (1.0, 1 / 1.2, Verdict.same, False),
+    (1.12, 1.0, Verdict.faster, False),  # faster only beside eager: alone the two are alike
+    (1 / 1.12, 1.0, Verdict.slower, False),
+    (1.5, 1.8, Verdict.faster, True),  # faster, and faster still alone: the change only strengthens it
+    (1 / 1.5, 1 / 1.8, Verdict.slower, True),
+    (1.12, 1.13, Verdict.faster, True),  # no change beyond the band: nothing withheld
+])
+def test_a_verdict_is_withheld_where_what_sharing_the_process_changed_could_undo_it(loop, alone, said, stands):
+    eager, default = _pair(_shifted(loop, alone))
+    view = View([eager, default])
+    s = view.speedup(eager, default)
+    assert s.sharing is not None and s.paired_by == "process"
+    if stands:
+        assert s.verdict == said and s.withheld is None
+        notes = [n for n in stability.notes(view) if n.startswith("interleaving: ")]
+        assert bool(notes) == s.sharing.changed(0.05)
+        assert all(f"its verdict ({said}) stands, as the change only strengthens it" in n for n in notes)
+        return
+    assert s.verdict == Verdict.inconclusive and s.withheld == said
+    (note,) = [n for n in stability.notes(view) if n.startswith("undecided: ")]
+    assert f"its interval said {said}, withheld: timed alone" in note and "--no-interleave" in note
+    (row,) = [r for r in flat.rows(view) if r["variant"] == "default"]
+    assert (row["verdict"], row["verdict_withheld"]) == ("inconclusive", said)
+    # the recommendation does not compile on a withheld `faster`, and says why
+    assert speedups.best([("default", s)]) is None
+    assert "withheld" in cells.may_decide([s], 0.05)
+
+
+def test_a_speed_up_of_another_metric_or_of_processes_apart_has_no_sharing_check():
+    eager, default = _pair(_shifted(1.0, 1.2))
+    assert speedups.speedup(eager, default).withheld == Verdict.same
+    assert speedups.speedup(eager, default, metric=lambda rep: rep.samples_ms).sharing is None
+    eager, default = _pair(_shifted(1.0, 1.2), interleave=False)
+    assert speedups.speedup(eager, default).sharing is None
 
 
 def test_variants_that_run_alone_as_they_do_interleaved_say_nothing_and_their_columns_read_near_1():

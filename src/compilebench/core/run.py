@@ -17,7 +17,11 @@ from compilebench.core.job import Timing
 from compilebench.core.record import Record, parts
 from compilebench.core.repeat import utc_now
 
-MAX_REPEATS, TIME_BUDGET = "max-repeats", "time budget"  # why a run stopped measuring an undecided case
+# why a run stopped measuring an undecided case, and how each is said
+MAX_REPEATS, TIME_BUDGET, SHARING = "max-repeats", "time budget", "sharing"
+STOPPED = {MAX_REPEATS: "--max-repeats ended it, not the data",
+           TIME_BUDGET: "the time budget for extra rounds (--extra-time) ended it, not the data",
+           SHARING: "the check of what sharing the process changed ended it"}
 
 
 @dataclass(kw_only=True)

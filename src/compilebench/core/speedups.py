@@ -10,9 +10,10 @@ import math
 from dataclasses import dataclass
 from typing import Iterable, TypeVar
 
-from compilebench.core import sequential, stats
+from compilebench.core import sequential, sharing, stats
 from compilebench.core.drift import Drift
 from compilebench.core.result import Result, process_id
+from compilebench.core.sharing import Sharing
 from compilebench.core.vocab import Verdict
 
 T = TypeVar("T")
@@ -40,6 +41,10 @@ class Speedup:
     # a paired reading whose per-pair ratios fell into two groups far apart (stats.groups): each group's speed-up
     # and the repeats it holds, lower first; the effect itself moved with the machine's state
     groups: tuple[tuple[float, tuple[int, ...]], ...] = ()
+    # interleaved: the speed-up its variants' warm-ups, each timed alone, give over it (core/sharing.py), and the
+    # verdict its interval gave where that change could undo it (then `verdict` is inconclusive: withheld)
+    sharing: Sharing | None = None
+    withheld: Verdict | None = None
 
     @property
     def reach(self) -> float | None:
@@ -50,8 +55,8 @@ class Speedup:
         """About how many processes (rounds) a side would need, at the same estimate and spread, for the interval
         to clear the nearer edge of the ±min_effect band (`same` inside it, `faster` or `slower` beyond). None:
         out of reach (the estimate sits on an edge, or the drift between runs alone is wider), or no interval."""
-        if self.reach is None or not self.n or not self.df:
-            return None
+        if self.reach is None or not self.n or not self.df or self.withheld is not None:
+            return None  # withheld: more interleaved rounds would not undo what sharing the process changed
         return sequential.rounds_to_reach(self.reach, self.gap(min_effect), self.n, self.df, self.confidence,
                                           self.drift or 0.0)
 
@@ -89,7 +94,8 @@ def speedup(eager: Result | None, other: Result | None, min_effect: float = stat
         s = of_means([e[p] for p in shared], [o[p] for p in shared], min_effect, pair=True, drift=drift,
                      confidence=_confidence(eager, other, len(shared)), paired_by="process")
         index = {process_id(rep): rep.index for rep in other.repeats}
-        return _grouped(s, [e[p] / o[p] for p in shared], [index[p] for p in shared])
+        s = _grouped(s, [e[p] / o[p] for p in shared], [index[p] for p in shared])
+        return _checked(s, sharing.alone_over_interleaved(eager, other), min_effect) if metric is None else s
     pair_from = min(eager.pair_from or 0, other.pair_from or 0)
     if pair_from:
         re, ro = eager.round_figures(metric), other.round_figures(metric)
@@ -112,6 +118,20 @@ def _grouped(s: Speedup, ratios: list[float], repeats: list[int]) -> Speedup:
     groups = tuple((math.exp(sum(math.log(ratios[i]) for i in g) / len(g)), tuple(sorted(repeats[i] for i in g)))
                    for g in found)
     return dataclasses.replace(s, groups=groups)
+
+
+def _checked(s: Speedup, found: Sharing | None, min_effect: float) -> Speedup:
+    """An interleaved speed-up with its sharing check. Where sharing the process changed the effect beyond the band
+    and in the direction that could undo its verdict, the verdict is withheld (inconclusive): `same` by a change
+    either way, `faster` by variants closer alone (the other's speed-up smaller), `slower` by variants further
+    apart alone; an undecided one stays undecided, as more interleaved rounds would not undo the change. A verdict
+    the change would only strengthen stands (faster interleaved, faster still alone)."""
+    if found is None or not found.changed(min_effect):
+        return dataclasses.replace(s, sharing=found)
+    alone = Verdict.faster if found.low > 1 else Verdict.slower
+    if s.verdict == alone:
+        return dataclasses.replace(s, sharing=found)
+    return dataclasses.replace(s, sharing=found, withheld=s.verdict, verdict=Verdict.inconclusive)
 
 
 def _confidence(eager: Result, other: Result, processes: int) -> float:
@@ -144,6 +164,8 @@ def out_of_reach(s: Speedup, min_effect: float) -> str:
     no interval: one process a side says so elsewhere)."""
     if s.verdict != Verdict.inconclusive or s.reach is None:
         return ""
+    if s.withheld is not None:
+        return why_withheld(s)
     said = f"differences under ±{s.reach:.0%} are out of this run's reach"
     need = s.rounds_to_decide(min_effect)
     if need is None:
@@ -156,6 +178,15 @@ def out_of_reach(s: Speedup, min_effect: float) -> str:
     unit = ("round" if s.paired_by == "round" else "process" if s.paired_by == "process" else "process a side")
     unit = unit if more == 1 else unit.replace("process", "processes").replace("round", "rounds")
     return f"{said}; about {more} more {unit} would decide it, at the same spread"
+
+
+def why_withheld(s: Speedup) -> str:
+    """Why an interleaved reading decides nothing, in one clause: sharing the process changed the effect."""
+    was = f"its interval said {s.withheld}, withheld: " if s.withheld != Verdict.inconclusive else ""
+    return (f"{was}timed alone (each process's warm-up, moments before its loop) its speed-up was "
+            f"{s.sharing.value:.2f}x [{s.sharing.low:.2f}-{s.sharing.high:.2f}] the interleaved one over {s.sharing.n} "
+            "processes, so sharing the process changed the effect and more interleaved rounds would not decide it; "
+            "--no-interleave times each variant in processes of its own")
 
 
 def best(candidates: Iterable[tuple[T, Speedup | None]]) -> tuple[T, Speedup] | None:

@@ -102,8 +102,10 @@ def break_even(compiled: Result, eager: Result | None) -> str:
 def may_decide(undecided: Iterable[Speedup], min_effect: float) -> str:
     """What inconclusive speed-ups could not see (one: its reach and the rounds that would decide it; several: the
     widest reach) and what may decide them: more repeats, and --interleave unless every one already shared its
-    processes (suggesting what the run did is no remedy)."""
+    processes (suggesting what the run did is no remedy); one withheld for what sharing a process changed: that."""
     undecided = list(undecided)
+    if len(undecided) == 1 and undecided[0].withheld is not None:  # its remedy is --no-interleave, said with it
+        return speedups.out_of_reach(undecided[0], min_effect)
     interleaved = all(s.paired_by == "process" for s in undecided)
     remedy = "more repeats may decide" if interleaved else "more repeats or --interleave may decide"
     if len(undecided) == 1:

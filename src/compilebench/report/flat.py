@@ -179,14 +179,19 @@ def _start_columns(r) -> dict:
             **r.engine.row()}
 
 
-SHARING = ("alone_over_interleaved", "alone_over_interleaved_ci95_low", "alone_over_interleaved_ci95_high")
+SHARING = ("alone_over_interleaved", "alone_over_interleaved_ci95_low", "alone_over_interleaved_ci95_high",
+           "verdict_withheld")
 
 
 def _sharing_columns(view: View, r: Result) -> dict:
     """An interleaved speed-up against the one its variants' warm-ups, each timed alone, give (core/sharing.py): 1
-    where sharing the process changed nothing; empty where they shared none, or too few warm-ups were long enough."""
-    found = view.sharing(r)
-    return dict(zip(SHARING, (found.value, found.low, found.high) if found else (None,) * 3))
+    where sharing the process changed nothing; empty where they shared none, or too few warm-ups were long enough.
+    `verdict_withheld`: the verdict its interval gave where that change could undo it (`verdict` then says
+    inconclusive)."""
+    eager = view.eager_of(r)
+    s = view.speedup(eager, r) if eager is not None else None
+    found = s.sharing if s is not None else None
+    return dict(zip(SHARING, (found.value, found.low, found.high, s.withheld) if found else (None,) * 4))
 
 
 def _speedup_columns(prefix: str, s: speedups.Speedup | None, min_effect: float) -> dict:

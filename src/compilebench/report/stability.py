@@ -2,9 +2,10 @@
 (core/stats.groups: the machine changed state during the run), a paired speed-up whose processes (or rounds) did
 (compile's effect itself moved with that state), each with its groups' CPU probes where recorded (whether the
 host's CPU side ran at another speed), an interleaved speed-up that its variants' warm-ups, each timed alone, did
-not bear out (core/sharing.py: sharing the process changed the effect), an earlier run of the same case on the same
+not bear out (core/sharing.py: sharing the process changed the effect, and whether its verdict is withheld for it),
+an earlier run of the same case on the same
 machine whose interval does not overlap the newest one's (it changed between runs), and a comparison that the
-run's cap or time budget, not the data, left inconclusive. One line each, for the report's summary and the
+run's cap, its time budget or its sharing check left inconclusive. One line each, for the report's summary and the
 terminal."""
 
 from __future__ import annotations
@@ -13,13 +14,12 @@ import statistics
 
 from compilebench.core import speedups
 from compilebench.core.result import Result
+from compilebench.core.run import STOPPED
 from compilebench.core.vocab import Verdict
 from compilebench.report import data
 from compilebench.report.view import View
 
 PROBE_APART = 0.10  # the groups' CPU probes this far apart: the host's CPU side ran at another speed in one
-WHY = {"max-repeats": "--max-repeats ended it, not the data",
-       "time budget": "the time budget for extra rounds (--extra-time) ended it, not the data"}
 
 
 def notes(view: View) -> list[str]:
@@ -68,13 +68,17 @@ def _effect_groups(view: View, r: Result) -> str | None:
 
 
 def _shared(view: View, r: Result) -> str | None:
-    found = view.sharing(r)
-    if found is None or not found.changed(view.min_effect):
+    """An interleaved verdict that stands though sharing the process changed its effect (the change only
+    strengthens it); one withheld for it is said with its undecided line (speedups.why_withheld)."""
+    s = _speedup(view, r)
+    found = s.sharing if s is not None else None
+    if found is None or not found.changed(view.min_effect) or s.withheld is not None:
         return None
     return (f"interleaving: {_name(r)}: timed alone (each process's warm-up, moments before its loop) its speed-up "
             f"over eager was {found.value:.2f}x [{found.low:.2f}-{found.high:.2f}] the interleaved one, over "
             f"{found.n} processes: sharing the process changed the effect, and the interval holds the interleaved "
-            "one; --no-interleave times each variant in processes of its own")
+            f"one; its verdict ({s.verdict}) stands, as the change only strengthens it; --no-interleave times each "
+            "variant in processes of its own")
 
 
 def _probes(r: Result, groups) -> str:
@@ -123,7 +127,7 @@ def _undecided(view: View, r: Result) -> str | None:
     s = _speedup(view, r)
     if s is None or s.verdict != Verdict.inconclusive:
         return None
-    why = f" ({WHY[r.undecided_by]})" if r.undecided_by in WHY else ""
+    why = f" ({STOPPED[r.undecided_by]})" if r.undecided_by in STOPPED else ""
     seen = speedups.out_of_reach(s, view.min_effect) or "one process a side gives no interval"
     return (f"undecided: {_name(r)}: {s.value:.2f}x{_span(s)}, inconclusive after {r.stats.repeats} repeats{why}: "
             f"{seen}")

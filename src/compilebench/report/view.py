@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from compilebench.core import drift, pairing, settings as settingsmod, sharing, speedups, stats, traffic
+from compilebench.core import drift, pairing, settings as settingsmod, speedups, stats, traffic
 from compilebench.core.drift import Drift
 from compilebench.core.result import Result
 from compilebench.core.speedups import Speedup
@@ -107,7 +107,6 @@ class View:
         # a % improvement names its torch (and environment) only where there is a choice
         self.versions = len({data.stack(r, labels) for r in results})
         self._speedups: dict[tuple, Speedup | None] = {}
-        self._sharing: dict[str, sharing.Sharing | None] = {}
         # what each result is read against: within its hardware, torch and --env, its own machine's first
         self.pairing = pairing.Pairing(newest, pairing.HARDWARE)
         self.groups = self._group()
@@ -119,14 +118,6 @@ class View:
         if key not in self._speedups:
             self._speedups[key] = speedups.speedup(base, other, self.min_effect, metric, self.drift_between(base, other))
         return self._speedups[key]
-
-    def sharing(self, r: Result) -> sharing.Sharing | None:
-        """Whether sharing its processes changed r's speed-up over its eager twin (core/sharing.py), computed once
-        per result; None for eager, or where the two shared none."""
-        if r.result_id not in self._sharing:
-            eager = self.eager_of(r)
-            self._sharing[r.result_id] = sharing.alone_over_interleaved(eager, r) if eager is not None else None
-        return self._sharing[r.result_id]
 
     def drift_between(self, a: Result | None, b: Result | None) -> Drift | None:
         """The drift a comparison of two results is widened by: this machine's, where they come from different runs."""

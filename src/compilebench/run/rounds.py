@@ -13,8 +13,10 @@ Extra: which comparisons of a run are still undecided after its planned rounds, 
 more. A comparison is a compiled case against its eager twin on the same target, and (--env) a case under each
 later environment against the same case under the first. One still `inconclusive` gets rounds up to the design's
 next look (core/sequential.looks: two more at a time, up to --max-repeats); its verdict is read at the widened
-confidence of its look (core/sequential.confidence), so a false verdict over all looks stays within 5%. The
-extra rounds of every undecided model are interleaved, as the planned ones are."""
+confidence of its look (core/sequential.confidence), so a false verdict over all looks stays within 5%. One whose
+verdict was withheld because sharing its processes changed the effect (--interleave: core/speedups.py) gets none:
+more rounds of the same design would not undo that. The extra rounds of every undecided model are interleaved, as
+the planned ones are."""
 
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ from dataclasses import dataclass, field
 from compilebench.core import pairing, speedups
 from compilebench.core.case import Case
 from compilebench.core.result import Result
-from compilebench.core.run import MAX_REPEATS, TIME_BUDGET  # why a run stopped short of a verdict
+from compilebench.core.run import MAX_REPEATS, SHARING, TIME_BUDGET  # why a run stopped short of a verdict
 from compilebench.core.spec import RunSpec
 from compilebench.core.speedups import Speedup
 from compilebench.core.vocab import FAILED, RETRIED, RETRIED_ON_REQUEST, Verdict
@@ -269,6 +271,9 @@ class ExtraRounds:
         told, ended = [], []
         for o in undecided(self.comparisons, stored, self.spec.min_effect):
             upto = next_look(self.spec.looks, o.repeats)
+            if o.speedup.withheld is not None:  # interleaving changed the effect: more of it would not undo that
+                ended.append((o, SHARING))
+                continue
             if upto is None:
                 ended.append((o, MAX_REPEATS))
                 continue

@@ -20,7 +20,7 @@ from compilebench.core.case import Case
 from compilebench.core.job import Job
 from compilebench.core.repeat import Repeat, utc_now
 from compilebench.core.result import Result
-from compilebench.core.run import Run
+from compilebench.core.run import STOPPED, Run
 from compilebench.core.spec import RunSpec
 from compilebench.core.vocab import FAILED
 from compilebench.core.why import CompileTrace
@@ -244,8 +244,7 @@ class _Sweep:
         low, high = o.speedup.improvement_interval
         seen = speedups.out_of_reach(o.speedup, self.spec.min_effect)
         line = (f"{o.comparison.describe()}: still inconclusive after {o.repeats} repeats ({low:+.0f}% to {high:+.0f}%): "
-                f"{'--max-repeats' if why == rounds.MAX_REPEATS else 'the time budget for extra rounds (--extra-time)'}"
-                " ended it, not the data" + (f"; {seen}" if seen else ""))
+                f"{STOPPED[why]}" + (f"; {seen}" if seen else ""))
         self.outcome.undecided.append(line)
         self.run.undecided[self.plan.stored[o.comparison.other.key].result_id] = why
         storing.keep_run(self.store, self.run)
