@@ -7,7 +7,7 @@ import pytest
 from conftest import run_cli
 
 from compilebench.core.drift import Drift
-from compilebench.report import check
+from compilebench.report import check, compare
 
 TIGHT = [1 / 1.001, 1.0, 1.001]
 QUIET = Drift(0.02, "given")  # a machine whose runs move 2%
@@ -147,3 +147,21 @@ def test_a_model_made_thirty_percent_slower_fails_the_gate(tmp_path, main_here, 
     assert code == 0, out
     code, out, _ = main_here("check", "slow.db", "--baseline", "base.db", "--drift", "5%", *memory)
     assert code == 1 and "REGRESSION: slower beyond 5%" in out, out
+
+
+def test_what_the_two_sides_figures_depend_on_beyond_the_hardware_and_torch_is_named_where_it_differs(tmp_path):
+    # files from before and after every worker kept its freed memory (measure/allocator.py): 20-40% apart on a CPU
+    kept = {**fr.CPU, "malloc": "glibc 2.36: freed memory kept (mmap above 32 MiB, no trim)", "transformers": "5.24.0"}
+    after = [fr.result("vit", 1, mode, mean, processes=[mean * x for x in TIGHT], env=kept)
+             for mode, mean in (("eager", 10.0), ("default", 5.0))]
+    said = compare.apart_note(base(), after)
+    assert said == ("A and B also differ in what their figures depend on: transformers: 5.23.0 (A), 5.24.0 (B); "
+                    "malloc: not recorded (A), glibc 2.36: freed memory kept (mmap above 32 MiB, no trim) (B)")
+    assert said in compare.compare(base(), after, "a.db", "b.db", given=QUIET).notes
+    assert compare.apart_note(base(), base()) is None
+    assert not [n for n in compare.compare(base(), base(), "a.db", "b.db", given=QUIET).notes if "also differ" in n]
+    fr.fill(tmp_path / "base.db", base())
+    fr.fill(tmp_path / "after.db", after)
+    p = run_cli("check", "after.db", "--baseline", "base.db", "--drift", "2%", cwd=tmp_path)
+    assert p.returncode == 0 and "The baseline and the candidate also differ in what their figures depend on: " \
+        "transformers: 5.23.0 (the baseline), 5.24.0 (the candidate); malloc: not recorded (the baseline)" in p.stdout

@@ -121,6 +121,9 @@ def cmd_check(args) -> int:
         (f". Latency and speed-up verdicts across runs hold the run-to-run drift, {moved.describe()}." if moved else
          ". No verdict compared results of different runs (environments of one run alternate): no run-to-run drift "
          "to allow for.")
+    apart = comparemod.apart_note(reportdata.latest(base), reportdata.latest(cand), names=("the baseline",
+                                                                                         "the candidate"))
+    said += f" {apart[0].upper()}{apart[1:]}." if apart else ""
     return finish_check(args, "compilebench check", text, said, lines, (names[0], cand))
 
 

@@ -121,6 +121,17 @@ class Environment(Record):
         return {**{name: getattr(self, name) for name in ALWAYS}, **self.fields()}
 
 
+def apart(a: list[Environment], b: list[Environment], skip=()) -> dict[str, tuple[list, list]]:
+    """What must be common to a case's repeats (COMMON, but `skip`) and differs between two sets of environments (the
+    two sides of a comparison): each such field with A's values and B's, in the order met, None where unrecorded."""
+    out = {}
+    for name in (n for n in COMMON if n not in skip):
+        values = [list(dict.fromkeys(getattr(e, name) for e in side)) for side in (a, b)]
+        if set(values[0]) != set(values[1]):
+            out[name] = (values[0], values[1])
+    return out
+
+
 def disagreements(environments: list[Environment]) -> dict[str, list]:
     """What must be common to a case's repeats and is not: each such field with its values, in the order met."""
     out = {}

@@ -9,6 +9,7 @@ CPU, and one environment with another."""
 from __future__ import annotations
 
 from compilebench.core import drift, speedups, stats
+from compilebench.core.environment import apart
 from compilebench.core.errors import UserError
 from compilebench.core.pairing import match_key
 from compilebench.core.result import Result
@@ -52,10 +53,27 @@ def one_per_case(results: list[Result], name: str, option: str, env_option: str)
     return {match_key(r): r for r in data.latest(shown, key=match_key)}
 
 
+DESCRIBED = ("device_name", "torch", "environment")  # what _describe names of each side
+
+
 def _describe(results: list[Result]) -> str:
     parts = dict.fromkeys(f"{data.hardware(r)}, torch {data.torch_version(r)}" +
                           (f", environment {r.case.environment}" if r.case.environment else "") for r in results)
     return "; ".join(parts)
+
+
+def apart_note(a: list[Result], b: list[Result], skip=(), names=("A", "B")) -> str | None:
+    """What the two sides' figures depend on beyond what the comparison is of, where it differs (core/environment
+    .apart: the C allocator, transformers, the driver, threads, TF32...): a difference the reader must weigh."""
+    found = apart([e for r in a for e in r.environments], [e for r in b for e in r.environments], skip)
+    if not found:
+        return None
+
+    def said(values: list) -> str:
+        return ", ".join("not recorded" if v is None else str(v) for v in values)
+
+    return (f"{names[0]} and {names[1]} also differ in what their figures depend on: " + "; ".join(
+        f"{name}: {said(va)} ({names[0]}), {said(vb)} ({names[1]})" for name, (va, vb) in found.items()))
 
 
 def undecided(size: str, across: drift.Drift | None, reach: str = "") -> str:
@@ -117,6 +135,7 @@ def compare(a: list[Result], b: list[Result], a_name: str, b_name: str, min_effe
                f"B: {b_name} ({_describe(list(b_cases.values()))})",
                "B/A below 1: B takes less time; B vs A says how B reads against A: faster means B is faster. The "
                "interval comes from both files' per-process figures.", verdict_note(min_effect),
+               *filter(None, [apart_note(list(a_cases.values()), list(b_cases.values()), DESCRIBED)]),
                *([drift_note(moved)] if any(s and s.drift is not None for s in said.values()) else []),
                *_undecided_note([(case(k), s) for k, s in said.items()], moved, min_effect)],
     )
