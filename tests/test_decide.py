@@ -166,7 +166,8 @@ def test_an_interleaved_comparison_that_sharing_changed_gets_no_more_rounds_and_
     assert s.verdict == Verdict.inconclusive and s.withheld == Verdict.same and s.sharing.value == pytest.approx(1.25)
     assert stored["default"].undecided_by == rounds.SHARING
     (line,) = outcome.undecided
-    assert "the check of what sharing the process changed ended it; its interval said same, withheld" in line
+    assert "the check of what sharing the process changed ended it; differences under ±" in line
+    assert "out of this run's reach; its interval said same, withheld: timed alone" in line
     (note,) = [n for n in stability.notes(View(list(stored.values()))) if n.startswith("undecided:")]
     assert "after 3 repeats (the check of what sharing the process changed ended it)" in note
 

@@ -181,9 +181,10 @@ def out_of_reach(s: Speedup, min_effect: float) -> str:
 
 
 def why_withheld(s: Speedup) -> str:
-    """Why an interleaved reading decides nothing, in one clause: sharing the process changed the effect."""
+    """Why an interleaved reading decides nothing, in one clause: its reach, and that sharing the process changed the
+    effect."""
     was = f"its interval said {s.withheld}, withheld: " if s.withheld != Verdict.inconclusive else ""
-    return (f"{was}timed alone (each process's warm-up, moments before its loop) its speed-up was "
+    return (f"differences under ±{s.reach:.0%} are out of this run's reach; {was}timed alone (each process's warm-up, moments before its loop) its speed-up was "
             f"{s.sharing.value:.2f}x [{s.sharing.low:.2f}-{s.sharing.high:.2f}] the interleaved one over {s.sharing.n} "
             "processes, so sharing the process changed the effect and more interleaved rounds would not decide it; "
             "--no-interleave times each variant in processes of its own")
