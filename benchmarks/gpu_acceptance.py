@@ -352,7 +352,8 @@ class Checks:
                             *(("--tiny", "--rounds", "2") if rehearse else ())], capture_output=True, text=True)
         with open(os.path.join(self.tmp, "blocks.log"), "w") as f:
             f.write(p.stdout + "\n--- stderr\n" + p.stderr)
-        lines = [line for line in p.stdout.splitlines() if line.startswith(("speed-up", "interleaved over", "host-timed"))]
+        said = ("speed-up", "interleaved over", "host-timed")
+        lines = [line for line in p.stdout.splitlines() if line.startswith(said)]
         over = [float(part.split()[-1]) for line in lines if line.startswith(("interleaved over", "host-timed"))
                 for part in line.split(": ", 1)[1].split(", ")]
         ok = p.returncode == 0 and bool(over) and all(abs(math.log(x)) <= math.log(1.05) for x in over)

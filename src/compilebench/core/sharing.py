@@ -7,8 +7,8 @@ one H200 (2026-11-28 02:50, ResNet-50 at batch 1) compiled ran 1.10-1.25x slower
 7 of 7 processes while eager did not: its speed-up alone was 1.19x [1.08-1.32] the interleaved one's, which said
 1.02x. Where a warm-up was short there is no reading (SETTLED, below).
 Said where its 95% interval clears the ±5% band a verdict uses, and a verdict that change could undo is withheld
-(core/speedups.py): on noise alone (tests/test_sharing.py) about 1 in
-100 at the recording's spread of 10% (fewer with more processes), up to 1 in 30 at a spread of 30%.
+(core/speedups.py): on noise alone (tests/test_sharing.py) about 1 in 100 at the recording's spread of 10% (fewer
+with more processes), up to 1 in 30 at a spread of 30%.
 No torch, no report."""
 
 from __future__ import annotations

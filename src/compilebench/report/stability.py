@@ -3,10 +3,9 @@
 (compile's effect itself moved with that state), each with its groups' CPU probes where recorded (whether the
 host's CPU side ran at another speed), an interleaved speed-up that its variants' warm-ups, each timed alone, did
 not bear out (core/sharing.py: sharing the process changed the effect, and whether its verdict is withheld for it),
-an earlier run of the same case on the same
-machine whose interval does not overlap the newest one's (it changed between runs), and a comparison that the
-run's cap, its time budget or its sharing check left inconclusive. One line each, for the report's summary and the
-terminal."""
+an earlier run of the same case on the same machine whose interval does not overlap the newest one's (it changed
+between runs), and a comparison that the run's cap, its time budget or its sharing check left inconclusive. One
+line each, for the report's summary and the terminal."""
 
 from __future__ import annotations
 
