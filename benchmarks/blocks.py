@@ -101,6 +101,7 @@ def main() -> None:
 
     import torch
 
+    from compilebench.core import stats
     from compilebench.measure import timing
 
     clock = timing.CudaClock(args.device) if args.device.startswith("cuda") else timing.HostClock()
@@ -111,11 +112,14 @@ def main() -> None:
         fns["default"]()  # compiled here, not inside a design's first call
         rng = random.Random(62)
         speedups: dict[str, list[float]] = {d: [] for d in DESIGNS}
+        times: dict[str, dict[str, list[float]]] = {d: {"eager": [], "default": []} for d in DESIGNS}
         for i in range(1, args.rounds + 1):
             order = rng.sample(DESIGNS, len(DESIGNS))
             got = one_round(fns, order, clock, args.iters)
             for design in DESIGNS:
                 speedups[design].append(got[design]["eager"] / got[design]["default"])
+                for name in ("eager", "default"):
+                    times[design][name].append(got[design][name])
             print(f"round {i}: " + " | ".join(f"{d}: eager {got[d]['eager']:.3f} ms, default {got[d]['default']:.3f} ms "
                                               f"({speedups[d][-1]:.2f}x)" for d in order), flush=True)
     alone = statistics.median(speedups["alone"])
@@ -123,6 +127,10 @@ def main() -> None:
         f"{d} {statistics.median(v):.3f}x" for d, v in speedups.items()))
     print("interleaved over alone (near 1.00 where interleaving changes nothing): " + ", ".join(
         f"{d} {statistics.median(speedups[d]) / alone:.3f}" for d in INTERLEAVED))
+    # what each design would decide as a run's design, its rounds paired (a design to adopt must also be narrow)
+    print("speed-up, paired over rounds, 95%: " + ", ".join(
+        "{} {:.3f}x [{:.3f}-{:.3f}]".format(d, *stats.ratio_df(times[d]["default"], times[d]["eager"], pair=True)[:3])
+        for d in DESIGNS))
     print("host-timed windows over alone (near 1.00 where per-call events and the cadence change nothing): "
           f"windows of 10 {statistics.median(speedups['windows of 10']) / alone:.3f}")
 
