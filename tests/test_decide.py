@@ -10,7 +10,7 @@ import fakeresults as fr
 import pytest
 
 from compilebench.cli import run as cli_run
-from compilebench.core import sequential, speedups, stats
+from compilebench.core import sequential, sharing, speedups, stats
 from compilebench.core.environment import Environment
 from compilebench.core.errors import UserError
 from compilebench.core.repeat import Repeat, Warmed
@@ -133,8 +133,8 @@ def test_the_time_budget_ends_the_extra_rounds_and_says_so(tmp_path):
 
 
 class ScriptedShared(Scripted):
-    """Interleaved units: the unit's cases share one process, each warmed up to `alone(case)` ms a call (steady over
-    6 windows) before its loop reads `latency(case, repeat)`."""
+    """Interleaved units: the unit's cases share one process, each warmed up to `alone(case, repeat)` ms a call
+    (steady over 6 windows) before its loop reads `latency(case, repeat)`."""
 
     def __init__(self, latency, alone):
         super().__init__(latency)
@@ -144,24 +144,30 @@ class ScriptedShared(Scripted):
         def shared(unit, job, repeats):
             for case, rep in zip(job.cases, repeats):
                 rep.process = f"{unit.repeat}-{unit.group}"
-                w = self.alone(case)
+                w = self.alone(case, unit.repeat)
                 rep.warmed = Warmed(ended="steady", windows_ms=[w * 1.3, w * 1.1, w * 1.02, w * 1.01, w, w * 0.99])
             deliver(unit, job, repeats)
 
         super().run(units, open_unit, progress, shared)
 
 
-def test_an_interleaved_comparison_that_sharing_changed_gets_no_more_rounds_and_says_why(tmp_path):
-    # compiled as fast as eager interleaved (`same`), 1.25x faster in its warm-ups alone: `same` is withheld at the
-    # first look, and more interleaved rounds would not undo it, so none are measured
+def _shared_sweep(tmp_path, alone):
     spec = asked(models=["resnet-50"], device="cpu", interleave=True, max_repeats=7, extra_time_s=3600)
-    dispatcher = ScriptedShared(lambda c, i: 10.0, lambda c: 10.0 if c.variant.name == "eager" else 8.0)
+    dispatcher = ScriptedShared(lambda c, i: 10.0, alone)
     with Store.open(str(tmp_path / "r.db")) as store:
         cases = spec.cases()
         run = plan.Plan(spec, {}, dispatcher, [TARGET]).new_run(spec, cases)
         outcome = sweep.run(spec, store, dispatcher, [TARGET], run, cases=cases, quiet=True)
         stored = {r.case.variant.name: r for r in store.results()}
-    assert max(o[0] for o in dispatcher.order) == 3 and outcome.extra == 0
+    return outcome, stored, max(o[0] for o in dispatcher.order)
+
+
+def test_an_interleaved_comparison_that_sharing_changed_gets_no_more_rounds_and_says_why(tmp_path):
+    # compiled as fast as eager interleaved (`same`), 1.25x faster in its warm-ups alone: `same` is withheld at the
+    # first look; read so again from sharing.FIRM processes, the run gives up on it (more interleaved rounds would not
+    # undo what sharing changed) where the cap would have allowed 7
+    outcome, stored, rounds_run = _shared_sweep(tmp_path, lambda c, i: 10.0 if c.variant.name == "eager" else 8.0)
+    assert rounds_run == sharing.FIRM == 5 and outcome.extra == 4
     s = speedups.speedup(stored["eager"], stored["default"])
     assert s.verdict == Verdict.inconclusive and s.withheld == Verdict.same and s.sharing.value == pytest.approx(1.25)
     assert stored["default"].undecided_by == rounds.SHARING
@@ -169,7 +175,17 @@ def test_an_interleaved_comparison_that_sharing_changed_gets_no_more_rounds_and_
     assert "the check of what sharing the process changed ended it; differences under ±" in line
     assert "out of this run's reach; its interval said same, withheld: timed alone" in line
     (note,) = [n for n in stability.notes(View(list(stored.values()))) if n.startswith("undecided:")]
-    assert "after 3 repeats (the check of what sharing the process changed ended it)" in note
+    assert "after 5 repeats (the check of what sharing the process changed ended it)" in note
+
+
+def test_a_change_that_sharing_made_in_the_first_look_alone_is_cleared_by_the_next(tmp_path):
+    # the first three processes' warm-ups read compiled 1.25x faster alone (chance, or a moment of the machine's), the
+    # next two alike: at 5 the check no longer clears the band, and `same` is decided there
+    outcome, stored, rounds_run = _shared_sweep(
+        tmp_path, lambda c, i: 10.0 if c.variant.name == "eager" or i > 3 else 8.0)
+    s = speedups.speedup(stored["eager"], stored["default"])
+    assert rounds_run == 5 and s.verdict == Verdict.same and s.withheld is None and not s.sharing.changed(0.05)
+    assert not outcome.undecided and stored["default"].undecided_by is None
 
 
 def test_repeats_alone_keep_a_fixed_design_and_the_defaults_add_rounds():

@@ -28,6 +28,10 @@ WINDOWS = 3  # a warm-up's last windows, their median: the variant alone (one wi
 # blocks of 10 within 2% of alone). An H200's first variant warms up for its --warmup-time, 10 windows or more.
 SETTLED = 5
 FEWEST = 3  # processes: from two, an interval's t (df 1) is too wide to clear anything
+# processes: a run gives up on a comparison whose verdict the check withholds once it reads that from this many (at
+# 3 noise alone draws it about 1 in 100 at a 10% spread and 1 in 30 at 30%, at 5 about 1 in 200 and 1 in 45:
+# tests/test_sharing.py), so one drawn at the first look by chance has the next look to clear it
+FIRM = 5
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,10 @@ more. A comparison is a compiled case against its eager twin on the same target,
 later environment against the same case under the first. One still `inconclusive` gets rounds up to the design's
 next look (core/sequential.looks: two more at a time, up to --max-repeats); its verdict is read at the widened
 confidence of its look (core/sequential.confidence), so a false verdict over all looks stays within 5%. One whose
-verdict was withheld because sharing its processes changed the effect (--interleave: core/speedups.py) gets none:
-more rounds of the same design would not undo that. The extra rounds of every undecided model are interleaved, as
-the planned ones are."""
+verdict is withheld because sharing its processes changed the effect (--interleave: core/speedups.py), read from
+sharing.FIRM processes or more, gets none: more rounds of the same design would not undo that (read from fewer, it
+gets the next look, which a chance reading may not repeat). The extra rounds of every undecided model are
+interleaved, as the planned ones are."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from compilebench.core import pairing, speedups
 from compilebench.core.case import Case
 from compilebench.core.result import Result
 from compilebench.core.run import MAX_REPEATS, SHARING, TIME_BUDGET  # why a run stopped short of a verdict
+from compilebench.core.sharing import FIRM
 from compilebench.core.spec import RunSpec
 from compilebench.core.speedups import Speedup
 from compilebench.core.vocab import FAILED, RETRIED, RETRIED_ON_REQUEST, Verdict
@@ -271,8 +273,8 @@ class ExtraRounds:
         told, ended = [], []
         for o in undecided(self.comparisons, stored, self.spec.min_effect):
             upto = next_look(self.spec.looks, o.repeats)
-            if o.speedup.withheld is not None:  # interleaving changed the effect: more of it would not undo that
-                ended.append((o, SHARING))
+            if o.speedup.withheld is not None and o.speedup.sharing.n >= FIRM:
+                ended.append((o, SHARING))  # interleaving changed the effect: more of it would not undo that
                 continue
             if upto is None:
                 ended.append((o, MAX_REPEATS))
