@@ -80,7 +80,7 @@ def rows(view: View) -> list[dict]:
         eager = view.eager_of(r)
         sp = view.speedup(eager, r) if eager is not None else None
         row["eager_mean_ms"] = speedups.mean(eager)
-        row.update({**_speedup_columns("", sp, min_effect), **_sharing_columns(view, r)})
+        row.update({**_speedup_columns("", sp, min_effect), **_sharing_columns(sp)})
         row["break_even_inferences"] = (stats.break_even(r.compile_s, speedups.mean(eager), r.mean)
                                         if sp is not None else None)
         row.update({**_why_columns(r), **_start_columns(r)})
@@ -183,13 +183,11 @@ SHARING = ("alone_over_interleaved", "alone_over_interleaved_ci95_low", "alone_o
            "verdict_withheld")
 
 
-def _sharing_columns(view: View, r: Result) -> dict:
+def _sharing_columns(s: speedups.Speedup | None) -> dict:
     """An interleaved speed-up against the one its variants' warm-ups, each timed alone, give (core/sharing.py): 1
     where sharing the process changed nothing; empty where they shared none, or too few warm-ups were long enough.
     `verdict_withheld`: the verdict its interval gave where that change could undo it (`verdict` then says
     inconclusive)."""
-    eager = view.eager_of(r)
-    s = view.speedup(eager, r) if eager is not None else None
     found = s.sharing if s is not None else None
     return dict(zip(SHARING, (found.value, found.low, found.high, s.withheld) if found else (None,) * 4))
 
