@@ -92,6 +92,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import statistics
 import os
 import subprocess
 import sys
@@ -165,8 +166,28 @@ def _alone_over_interleaved(found: list[dict]) -> tuple[str, bool]:
         if s is not None:
             changed = s.changed(stats.DEFAULT_MIN_EFFECT)
             held &= not changed
-            out.append(f"{r.case.model} {s.value:.2f}x [{s.low:.2f}-{s.high:.2f}]{' changed' if changed else ''}")
+            out.append(f"{r.case.model} {s.value:.2f}x [{s.low:.2f}-{s.high:.2f}]{' changed' if changed else ''} "
+                       f"({_by_order(eager, r)})")
     return ", ".join(out) or f"none (a process each, or too few warm-ups of {sharing.SETTLED} windows)", held
+
+
+def _by_order(eager, other) -> str:
+    """The same figure split by which variant its process warmed up first (the run draws it per process:
+    run/rounds.in_process), each the geometric mean of its processes' alone over interleaved: where only one order
+    reads above 1, the order, not the sharing, changed the effect."""
+    from compilebench.core import sharing
+    from compilebench.core.result import process_id
+
+    first = {process_id(rep): list(rep.phases).index(f"warm-up ({eager.case.variant.label})")
+             < list(rep.phases).index(f"warm-up ({other.case.variant.label})")
+             for rep in eager.repeats if f"warm-up ({eager.case.variant.label})" in rep.phases}
+    sides = {True: [], False: []}
+    for p, (alone, shared) in sharing.by_process(eager, other).items():
+        if p in first:
+            sides[first[p]].append(alone / shared)
+    return ", ".join(f"{name} first {math.exp(statistics.fmean(map(math.log, v))):.2f}x in {len(v)}"
+                     for name, v in ((eager.case.variant.name, sides[True]), (other.case.variant.name, sides[False]))
+                     if v) or "no order recorded"
 
 
 def _first_round(found: list[dict]) -> str:

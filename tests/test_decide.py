@@ -159,15 +159,15 @@ def _shared_sweep(tmp_path, alone):
         run = plan.Plan(spec, {}, dispatcher, [TARGET]).new_run(spec, cases)
         outcome = sweep.run(spec, store, dispatcher, [TARGET], run, cases=cases, quiet=True)
         stored = {r.case.variant.name: r for r in store.results()}
-    return outcome, stored, max(o[0] for o in dispatcher.order)
+    return outcome, stored, dispatcher.order
 
 
 def test_an_interleaved_comparison_that_sharing_changed_gets_no_more_rounds_and_says_why(tmp_path):
     # compiled as fast as eager interleaved (`same`), 1.25x faster in its warm-ups alone: `same` is withheld at the
     # first look; read so again from sharing.FIRM processes, the run gives up on it (more interleaved rounds would not
     # undo what sharing changed) where the cap would have allowed 7
-    outcome, stored, rounds_run = _shared_sweep(tmp_path, lambda c, i: 10.0 if c.variant.name == "eager" else 8.0)
-    assert rounds_run == sharing.FIRM == 5 and outcome.extra == 4
+    outcome, stored, order = _shared_sweep(tmp_path, lambda c, i: 10.0 if c.variant.name == "eager" else 8.0)
+    assert max(o[0] for o in order) == sharing.FIRM == 5 and outcome.extra == 4
     s = speedups.speedup(stored["eager"], stored["default"])
     assert s.verdict == Verdict.inconclusive and s.withheld == Verdict.same and s.sharing.value == pytest.approx(1.25)
     assert stored["default"].undecided_by == rounds.SHARING
@@ -181,11 +181,27 @@ def test_an_interleaved_comparison_that_sharing_changed_gets_no_more_rounds_and_
 def test_a_change_that_sharing_made_in_the_first_look_alone_is_cleared_by_the_next(tmp_path):
     # the first three processes' warm-ups read compiled 1.25x faster alone (chance, or a moment of the machine's), the
     # next two alike: at 5 the check no longer clears the band, and `same` is decided there
-    outcome, stored, rounds_run = _shared_sweep(
+    outcome, stored, order = _shared_sweep(
         tmp_path, lambda c, i: 10.0 if c.variant.name == "eager" or i > 3 else 8.0)
     s = speedups.speedup(stored["eager"], stored["default"])
-    assert rounds_run == 5 and s.verdict == Verdict.same and s.withheld is None and not s.sharing.changed(0.05)
+    assert max(o[0] for o in order) == 5 and s.verdict == Verdict.same and s.withheld is None and not s.sharing.changed(0.05)
     assert not outcome.undecided and stored["default"].undecided_by is None
+
+
+def test_an_interleaved_process_alternates_its_variants_in_an_order_drawn_for_its_round(tmp_path):
+    # the planned rounds and the extra ones alike: each process's variants in the order in_process draws, eager first
+    # in one process of every two rounds and last in the other, the same order on a rerun
+    _, stored, order = _shared_sweep(tmp_path, lambda c, i: 10.0 if c.variant.name == "eager" else 8.0)
+    seed = stored["eager"].case.eager_key(environment=None)
+    assert order == [(i, *(f"resnet-50 b1 {v}" for v in rounds.within_round(["eager", "default"], i, f"{seed}|in process")))
+                     for i in range(1, 6)]
+    firsts = [o[1] for o in order[:4]]
+    assert firsts[0] != firsts[1] and firsts[2] != firsts[3]
+    (tmp_path / "again").mkdir()
+    assert _shared_sweep(tmp_path / "again", lambda c, i: 10.0 if c.variant.name == "eager" else 8.0)[2] == order
+    # a process of one variant has nothing to order
+    (case,) = asked(models=["resnet-50"], variants=["eager"]).cases()
+    assert rounds.in_process([case], 2, seed) == (case,)
 
 
 def test_repeats_alone_keep_a_fixed_design_and_the_defaults_add_rounds():

@@ -53,13 +53,19 @@ class Sharing:
 def alone_over_interleaved(eager: Result, other: Result) -> Sharing | None:
     """None where the two did not share processes, or fewer than FEWEST of them warmed both up to steady over SETTLED
     windows or more."""
+    found = by_process(eager, other)
+    if len(found) < FEWEST:
+        return None
+    return of_speedups([alone for alone, _ in found.values()], [shared for _, shared in found.values()])
+
+
+def by_process(eager: Result, other: Result) -> dict[str, tuple[float, float]]:
+    """Per process that warmed both up long enough: the speed-up alone and the speed-up interleaved; none where the
+    two did not share processes."""
     if not (eager.case.interleave and other.case.interleave):
-        return None
+        return {}
     e, o = _alone_and_loop(eager), _alone_and_loop(other)
-    shared = [p for p in e if p in o]
-    if len(shared) < FEWEST:
-        return None
-    return of_speedups([e[p][0] / o[p][0] for p in shared], [e[p][1] / o[p][1] for p in shared])
+    return {p: (e[p][0] / o[p][0], e[p][1] / o[p][1]) for p in e if p in o}
 
 
 def of_speedups(alone: list[float], interleaved: list[float]) -> Sharing:

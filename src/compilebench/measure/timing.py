@@ -214,7 +214,8 @@ def measure_interleaved(
     before any timing (until steady; `warmup_s` is the process's: the first callable's warm-up lasts it, and the
     device is warm for the ones after, which end when steady, over sharing.SETTLED windows); the budget max_time_s
     is per callable and ends the loop only once every callable has min_iters samples. Recompiles are counted over
-    the whole loop."""
+    the whole loop. The order of `fns` is the order of the warm-ups and of each round of blocks: the caller's (a
+    run draws it per process: run/rounds.in_process)."""
     first = {}
     for name, fn in fns.items():
         on_phase(f"first call ({name})")
