@@ -167,7 +167,7 @@ def _alone_over_interleaved(found: list[dict]) -> tuple[str, bool]:
             changed = s.changed(stats.DEFAULT_MIN_EFFECT)
             held &= not changed
             out.append(f"{r.case.model} {s.value:.2f}x [{s.low:.2f}-{s.high:.2f}]{' changed' if changed else ''} "
-                       f"({_by_order(eager, r)})")
+                       f"(alone {s.alone:.2f}x [{s.alone_low:.2f}-{s.alone_high:.2f}]; {_by_order(eager, r)})")
     return ", ".join(out) or f"none (a process each, or too few warm-ups of {sharing.SETTLED} windows)", held
 
 

@@ -48,13 +48,18 @@ def test_the_h200s_interleaved_resnet_is_said_to_have_been_changed_by_sharing_it
     # undecided either way, and more interleaved rounds would not decide it: none are asked for
     assert s.verdict == s.withheld == Verdict.inconclusive and s.sharing == found and s.rounds_to_decide(0.05) is None
     (note,) = [n for n in stability.notes(view) if n.startswith("undecided: ")]
-    assert f"was {found.value:.2f}x [{found.low:.2f}-{found.high:.2f}] the interleaved one over 7 processes" in note
+    # the speed-up alone (what a process running one variant reads) beside its ratio to the interleaved one
+    assert found.alone == pytest.approx(1.22, abs=0.01) and 1.05 < found.alone_low < found.alone < found.alone_high
+    assert (f"its speed-up was {found.alone:.2f}x [{found.alone_low:.2f}-{found.alone_high:.2f}] over 7 processes, "
+            f"{found.value:.2f}x [{found.low:.2f}-{found.high:.2f}] the interleaved one, so sharing") in note
     assert "more interleaved rounds would not decide it; --no-interleave" in note and "withheld" not in note
     assert not [n for n in stability.notes(view) if n.startswith("interleaving: ")]  # said once, in its line above
     (row,) = [r for r in flat.rows(view) if r["variant"] == "default"]
     assert (row["alone_over_interleaved"], row["alone_over_interleaved_ci95_low"],
             row["alone_over_interleaved_ci95_high"], row["verdict_withheld"]) == (found.value, found.low, found.high,
                                                                                    "inconclusive")
+    assert (row["speedup_alone"], row["speedup_alone_ci95_low"], row["speedup_alone_ci95_high"]) == (
+        found.alone, found.alone_low, found.alone_high)
     assert row["verdict"] == "inconclusive" and row["rounds_to_decide"] is None
 
 

@@ -37,17 +37,27 @@ FIRM = 5
 @dataclass(frozen=True)
 class Sharing:
     """The speed-up alone over the speed-up interleaved, the geometric mean over the processes that warmed both up
-    long enough (SETTLED), with its 95% interval (paired: each process's own ratio)."""
+    long enough (SETTLED), with its 95% interval (paired: each process's own ratio); and the speed-up alone itself,
+    with its own (what a process that runs one variant would read: a user's server)."""
 
     value: float
     low: float
     high: float
     n: int
+    alone: float
+    alone_low: float
+    alone_high: float
 
     def changed(self, min_effect: float) -> bool:
         """The whole interval beyond the ±min_effect band: sharing the process changed the effect by more than a
         verdict's smallest effect."""
         return Verdict.of(self.low, self.high, min_effect) in (Verdict.faster, Verdict.slower)
+
+    def said(self) -> str:
+        """What the check read, in one clause."""
+        return (f"timed alone (each process's warm-up, moments before its loop) its speed-up was {self.alone:.2f}x "
+                f"[{self.alone_low:.2f}-{self.alone_high:.2f}] over {self.n} processes, {self.value:.2f}x "
+                f"[{self.low:.2f}-{self.high:.2f}] the interleaved one")
 
 
 def alone_over_interleaved(eager: Result, other: Result) -> Sharing | None:
@@ -71,7 +81,8 @@ def by_process(eager: Result, other: Result) -> dict[str, tuple[float, float]]:
 def of_speedups(alone: list[float], interleaved: list[float]) -> Sharing:
     """From each process's speed-up alone and interleaved (at least two processes)."""
     value, low, high, _ = stats.ratio_df(interleaved, alone, pair=True)
-    return Sharing(value, low, high, len(alone))
+    alone_value, alone_low, alone_high, _ = stats.ratio_df([1.0] * len(alone), alone, pair=True)  # each one's own
+    return Sharing(value, low, high, len(alone), alone_value, alone_low, alone_high)
 
 
 def _alone_and_loop(r: Result) -> dict[str, tuple[float, float]]:

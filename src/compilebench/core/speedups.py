@@ -184,11 +184,9 @@ def why_withheld(s: Speedup) -> str:
     """Why an interleaved reading decides nothing, in one clause: its reach, and that sharing the process changed the
     effect."""
     was = f"its interval said {s.withheld}, withheld: " if s.withheld != Verdict.inconclusive else ""
-    return (f"differences under ±{s.reach:.0%} are out of this run's reach; {was}timed alone (each process's "
-            f"warm-up, moments before its loop) its speed-up was {s.sharing.value:.2f}x [{s.sharing.low:.2f}-"
-            f"{s.sharing.high:.2f}] the interleaved one over {s.sharing.n} "
-            "processes, so sharing the process changed the effect and more interleaved rounds would not decide it; "
-            "--no-interleave times each variant in processes of its own")
+    return (f"differences under ±{s.reach:.0%} are out of this run's reach; {was}{s.sharing.said()}, so sharing the "
+            "process changed the effect and more interleaved rounds would not decide it; --no-interleave times each "
+            "variant in processes of its own")
 
 
 def best(candidates: Iterable[tuple[T, Speedup | None]]) -> tuple[T, Speedup] | None:

@@ -180,16 +180,19 @@ def _start_columns(r) -> dict:
 
 
 SHARING = ("alone_over_interleaved", "alone_over_interleaved_ci95_low", "alone_over_interleaved_ci95_high",
-           "verdict_withheld")
+           "speedup_alone", "speedup_alone_ci95_low", "speedup_alone_ci95_high", "verdict_withheld")
 
 
 def _sharing_columns(s: speedups.Speedup | None) -> dict:
     """An interleaved speed-up against the one its variants' warm-ups, each timed alone, give (core/sharing.py): 1
     where sharing the process changed nothing; empty where they shared none, or too few warm-ups were long enough.
-    `verdict_withheld`: the verdict its interval gave where that change could undo it (`verdict` then says
-    inconclusive)."""
+    `speedup_alone`: the speed-up those warm-ups give. `verdict_withheld`: the verdict its interval gave where that
+    change could undo it (`verdict` then says inconclusive)."""
     found = s.sharing if s is not None else None
-    return dict(zip(SHARING, (found.value, found.low, found.high, s.withheld) if found else (None,) * 4))
+    if found is None:
+        return dict.fromkeys(SHARING)
+    return dict(zip(SHARING, (found.value, found.low, found.high, found.alone, found.alone_low, found.alone_high,
+                              s.withheld)))
 
 
 def _speedup_columns(prefix: str, s: speedups.Speedup | None, min_effect: float) -> dict:

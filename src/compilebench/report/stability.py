@@ -73,11 +73,9 @@ def _shared(view: View, r: Result) -> str | None:
     found = s.sharing if s is not None else None
     if found is None or not found.changed(view.min_effect) or s.withheld is not None:
         return None
-    return (f"interleaving: {_name(r)}: timed alone (each process's warm-up, moments before its loop) its speed-up "
-            f"over eager was {found.value:.2f}x [{found.low:.2f}-{found.high:.2f}] the interleaved one, over "
-            f"{found.n} processes: sharing the process changed the effect, and the interval holds the interleaved "
-            f"one; its verdict ({s.verdict}) stands, as the change only strengthens it; --no-interleave times each "
-            "variant in processes of its own")
+    return (f"interleaving: {_name(r)}: {found.said()}: sharing the process changed the effect, and the interval "
+            f"holds the interleaved one; its verdict ({s.verdict}) stands, as the change only strengthens it; "
+            "--no-interleave times each variant in processes of its own")
 
 
 def _probes(r: Result, groups) -> str:
