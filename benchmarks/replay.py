@@ -9,7 +9,9 @@ For every comparison a file holds (a compiled case against its eager twin of the
   10% trimmed mean;
 - design: how its looks are read: unpaired (Welch) or paired by round from the 3rd or the 5th round, each look's
   confidence from the spending function by the union bound (as compilebench 0.2 read it) or by the group-sequential
-  boundaries (core/sequential.look_confidences);
+  boundaries (core/sequential.look_confidences); and one that reads each process's variants alone, from their
+  warm-ups' last windows (core/sharing.py) instead of their loops: in an interleaved process, how the variants
+  timed back to back in one process, in the process's order, would have decided;
 
 it walks the design's looks (the run's own, or --looks) over the rounds recorded, in order, and stops at the first
 decided verdict (faster, slower or same within the minimum effect), as a run does. Printed per comparison: the
@@ -34,6 +36,7 @@ import glob
 import math
 import os
 import random
+import statistics
 import sys
 from collections import Counter
 from dataclasses import dataclass
@@ -44,8 +47,8 @@ from _runs import TREE
 
 sys.path.insert(0, os.path.join(TREE, "src"))
 
-from compilebench.core import sequential, stats  # noqa: E402
-from compilebench.core.vocab import Verdict  # noqa: E402
+from compilebench.core import sequential, sharing, stats  # noqa: E402
+from compilebench.core.vocab import STEADY, Verdict  # noqa: E402
 from compilebench.report import data  # noqa: E402
 
 ESTIMATORS: dict[str, Callable] = {
@@ -81,6 +84,8 @@ DESIGNS = [
     Design("median, unpaired", "median", None, exact),
     Design("median, pair from 5", "median", 5, exact),
     Design("median, pair from 3", "median", 3, exact),
+    # each variant alone in the process (its warm-up's last windows: core/sharing.py), not the interleaved loop
+    Design("alone (warm-ups), pair from 3", "alone", 3, exact),
 ]
 
 
@@ -131,9 +136,21 @@ def comparisons(results) -> list[tuple[str, object, object]]:
     return out
 
 
+def alone(rep) -> float | None:
+    """A process's figure from its warm-up's last windows, as core/sharing reads a variant alone (None where the
+    warm-up was too short to read): in an interleaved process, each variant's calls back to back, in the process's
+    order, moments before the loop that alternates them."""
+    windows = rep.warmed.windows_ms
+    if rep.warmed.ended != STEADY or len(windows) < sharing.SETTLED or min(windows[-sharing.WINDOWS:]) <= 0:
+        return None
+    return statistics.median(windows[-sharing.WINDOWS:])
+
+
 def per_round(r, estimator: str) -> dict[tuple[str, int], float]:
-    return {(rep.run, rep.index): ESTIMATORS[estimator](np.asarray(rep.samples_ms)) for rep in r.repeats
-            if rep.status in ("ok", "invalid", "mismatch") and rep.samples_ms}
+    measured = [rep for rep in r.repeats if rep.status in ("ok", "invalid", "mismatch") and rep.samples_ms]
+    if estimator == "alone":
+        return {(rep.run, rep.index): f for rep in measured if (f := alone(rep)) is not None}
+    return {(rep.run, rep.index): ESTIMATORS[estimator](np.asarray(rep.samples_ms)) for rep in measured}
 
 
 def aa(pool: list[float], looks: list[int], design: Design, min_effect: float, rng: random.Random, k: int) -> int:
@@ -174,7 +191,8 @@ def main() -> None:
             print(f"\n{os.path.basename(path)}: {what}: {len(rounds)} rounds, looks at {design_looks}")
             for d in designs:
                 b, o = per_round(base, d.estimator), per_round(other, d.estimator)
-                got = walk([b[k] for k in rounds], [o[k] for k in rounds], design_looks, d, args.min_effect)
+                had = [k for k in rounds if k in b and k in o]  # alone: the rounds whose warm-ups were long enough
+                got = walk([b[k] for k in had], [o[k] for k in had], design_looks, d, args.min_effect)
                 false = sum(aa(list(side.values()), design_looks, d, args.min_effect, rng, args.resamples // 2)
                             for side in (b, o))
                 t = totals[d.name]
