@@ -71,6 +71,31 @@ def test_a_lock_held_by_a_dead_process_is_taken_over():
         release.set()
 
 
+def test_a_lock_is_free_once_released_though_a_process_forked_while_it_was_held_lives_on():
+    # a library may fork while a run holds the device (OpenVINO's telemetry sender did, and hung): its child shares
+    # the lock's open file, so closing the descriptor alone left the device locked for as long as the child lived
+    ready_r, ready_w = os.pipe()
+    go_r, go_w = os.pipe()
+    with locks.hold([("cpu", True)], "a case"):
+        pid = os.fork()
+        if pid == 0:  # the child: says it is there, then waits until told to end
+            os.write(ready_w, b"x")
+            os.read(go_r, 1)
+            os._exit(0)
+        assert os.read(ready_r, 1) == b"x"
+    try:
+        messages, acquired, release = take_in_thread([("cpu", True)])
+        try:
+            assert acquired.wait(60) and messages.empty()  # taken at once: nobody waited for
+        finally:
+            release.set()
+    finally:
+        os.write(go_w, b"x")
+        os.waitpid(pid, 0)
+        for fd in (ready_r, ready_w, go_r, go_w):
+            os.close(fd)
+
+
 def test_gpu_cases_share_the_cpu_with_each_other_but_not_with_a_cpu_case():
     gpu0 = holder(",".join(f"{n}={'x' if e else 's'}" for n, e in locks.names_for("cuda:0", "GPU-aaa")))
     gpu1 = holder(",".join(f"{n}={'x' if e else 's'}" for n, e in locks.names_for("cuda:1", "GPU-bbb")))  # no wait

@@ -91,4 +91,8 @@ def hold(names: list[tuple[str, bool]], what: str, on_wait: Callable[[str], None
             with contextlib.suppress(OSError):
                 os.remove(note)
         for fd in reversed(fds):
-            os.close(fd)  # closing the descriptor releases its flock
+            # unlocked, then closed: a process forked while it was held (a library's helper) shares the open file,
+            # and closing this descriptor alone would leave the lock held until that process exits
+            with contextlib.suppress(OSError):
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
