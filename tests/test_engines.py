@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import os
+import subprocess
 import sys
 import types
 
@@ -288,3 +289,26 @@ def test_tensorrt_builds_its_engine_once_in_the_cases_dtype_and_a_later_repeat_t
     with pytest.raises(exported.Unsupported, match="Torch-TensorRT could not compile the model: .*aten::nonzero"):
         tensorrt.KIND.make(model, inputs, names, str(tmp_path / "other"), case, EnginePrepared(engine="tensorrt"),
                           lambda p: None)
+
+
+def test_the_engines_send_no_usage_data_and_write_no_id_to_the_users_home(tmp_path):
+    # OpenVINO's converter sends each conversion to Google Analytics from a process it forks, with a client id it
+    # writes under ~/intel, unless a consent file or CI=true says no; ONNX Runtime 1.32 writes a device id under
+    # ~/.cache/Microsoft as it loads. A run keeps OpenVINO's telemetry module from importing (its converter then takes
+    # its no-op stub) and sets ORT_DISABLE_TELEMETRY before ONNX Runtime loads (kinds/base.Kind.no_telemetry)
+    from conftest import run_cli
+
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("CI", "TF_BUILD", "JENKINS_URL", "ORT_DISABLE_TELEMETRY")} | {"HOME": str(home)}
+    done = run_cli(*RUN, "--variant", "eager", "onnxruntime", "openvino", "--backend", "eager", "--repeats", "1",
+                   "--db", "r.db", cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    assert {r["status"] for r in stored(tmp_path / "r.db")} == {"ok"}
+    assert not (home / "intel").exists() and not (home / ".cache" / "Microsoft").exists()
+    # the torch.compile backend it ships (--backend openvino) is registered the same way
+    probe = ("from compilebench import kinds; kinds.register_backend('openvino')\n"
+             "try:\n    import openvino_telemetry\nexcept ImportError:\n    print('kept out')")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=300)
+    assert done.stdout.strip() == "kept out", done.stderr

@@ -68,6 +68,7 @@ def register_backend(backend: str) -> None:
     for kind in ALL:
         module = kind.backends.get(backend)
         if module:
+            kind.no_telemetry()
             try:
                 importlib.import_module(module)
             except ImportError as exc:

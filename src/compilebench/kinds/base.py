@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import os
+import sys
 from dataclasses import dataclass
 
 
@@ -43,6 +45,10 @@ class Kind:
     prepares = False  # made ready by its own `prepare` (an engine, AOTInductor, a CUDA graph); else by torch.compile
     code: tuple[str, ...] = ()  # how a user runs the model this way, as lines of Python (tune prints them)
     backends: dict[str, str] = {}  # torch.compile backends it ships (`--backend NAME`): the module registering each
+    # What its packages send off this machine unless told not to (no_telemetry): optional modules that send usage
+    # data, kept from importing, and the variables that turn it off, set before its library loads
+    phones_home: tuple[str, ...] = ()
+    telemetry_off: dict[str, str] = {}
 
     def refusal(self, asked: Asked) -> str | None:
         """Why it cannot run what is asked, in one line; None where it can."""
@@ -55,6 +61,15 @@ class Kind:
                 return (f"--variant {self.name} needs {module}, which is not installed: pip install "
                         f"compilebench[{self.extra}]")
         return None
+
+    def no_telemetry(self) -> None:
+        """Before its packages are imported in this process: each module of `phones_home` made unimportable, so that
+        its package takes the path it has for it missing, and `telemetry_off` set where the user has not set it
+        (nothing sent, no id written to the user's home; the publish issue's rule, for a run as for a report)."""
+        for module in self.phones_home:
+            sys.modules.setdefault(module, None)  # `import module` now raises ImportError
+        for name, value in self.telemetry_off.items():
+            os.environ.setdefault(name, value)
 
     def version(self) -> str | None:
         for dist in self.distributions:

@@ -46,6 +46,7 @@ class Engine(Kind):
         refused, as an AOTInductor package is), then built cold, or warm from the engine's cache."""
         import torch
 
+        self.no_telemetry()
         prepared = EnginePrepared(engine=self.name, version=self.version(), threads=torch.get_num_threads())
         names = exported.output_names(model, inputs)
         with torch.inference_mode(False), torch.no_grad():

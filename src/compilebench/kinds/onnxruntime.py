@@ -19,6 +19,9 @@ class OnnxRuntime(Engine):
     name, title, extra = "onnxruntime", "ONNX Runtime", "onnx"
     packages = ("onnxruntime", "onnx", "onnxscript")
     distributions = ("onnxruntime", "onnxruntime-gpu")
+    # 1.32 on Linux writes a device id and an event store under ~/.cache/Microsoft/DeveloperTools as it loads, for
+    # Microsoft's collector; disable_telemetry_events() after loading does not stop that, this variable does
+    telemetry_off = {"ORT_DISABLE_TELEMETRY": "1"}
     dtypes = ("float32", "float16")
     code = ("torch.onnx.export(model, args=(), kwargs=inputs, f='model.onnx', dynamo=True)  # once",
             "session = onnxruntime.InferenceSession('model.onnx')  # in each process that serves",

@@ -23,6 +23,11 @@ class OpenVino(Engine):
     # It takes the float32 model and computes in the case's dtype (its inference precision, pinned).
     dtypes = ("float32", "bfloat16", "float16")
     backends = {"openvino": "openvino.torch"}  # the torch.compile backend it ships: the module that registers it
+    # Its converter sends each conversion's parameters to Google Analytics with a client id it writes to
+    # ~/intel/openvino_ga_cid, unless a consent file or CI=true says no, from a process it forks: on a host without
+    # network that child hung in getaddrinfo, holding the device lock it inherited, and the run waited on it for
+    # good (2026-11-28). Without the module, the converter uses its own no-op stub.
+    phones_home = ("openvino_telemetry",)
     code = ("program = torch.export.export(model, args=(), kwargs=inputs)",
             "openvino.save_model(openvino.convert_model(program), 'model.xml')  # once",
             "compiled = openvino.Core().compile_model('model.xml', 'CPU', {'PERFORMANCE_HINT': 'LATENCY', "
