@@ -379,3 +379,34 @@ def test_a_ray_gpu_is_locked_by_the_uuid_of_the_gpu_its_workers_see_not_the_pci_
     # no UUID known: the lock names the task's own CUDA_VISIBLE_DEVICES entry; the worker sees the UUID alone
     assert devices.gpu_lock(0, None) == [("cpu", False), ("cuda-0", True)]
     assert devices.gpu_env(0, "GPU-h100")["CUDA_VISIBLE_DEVICES"] == "GPU-h100"
+
+
+@pytest.mark.parametrize("address, reported", [(None, "0"), ("ray://head:10001", None)])
+def test_a_local_ray_cluster_a_run_starts_reports_no_usage_and_one_it_joins_is_left_as_set(monkeypatch, address,
+                                                                                          reported):
+    # Ray sends usage stats to its server by default from a cluster ray.init starts; a run that starts one turns that
+    # off (unless the user set RAY_USAGE_STATS_ENABLED), and a cluster it joins keeps its own setting
+    from compilebench.run import ray_cluster
+
+    monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "")  # recorded, so that what the run sets is undone after
+    monkeypatch.delenv("RAY_USAGE_STATS_ENABLED")
+    seen = []
+
+    class Started(Exception):
+        pass
+
+    class FakeRay:
+        @staticmethod
+        def is_initialized():
+            return False
+
+        @staticmethod
+        def init(**kwargs):
+            seen.append((kwargs["address"], os.environ.get("RAY_USAGE_STATS_ENABLED")))
+            raise Started
+
+    monkeypatch.setattr(ray_cluster, "_ray", lambda: FakeRay)
+    with pytest.raises(Started):
+        ray_cluster.RayDispatcher(address=address, accelerator_types=None, device=None, cpus_per_case=None,
+                                  timeout_s=None)
+    assert seen == [(address, reported)]

@@ -22,6 +22,7 @@ pytestmark = pytest.mark.slow  # a local Ray cluster: tens of seconds to start a
 def cluster(tmp_path_factory):
     # Ray's processes inherit this environment: the fault plugin, and where the slow model logs its calls.
     os.environ["COMPILEBENCH_FAULT_LOG"] = str(tmp_path_factory.mktemp("calls") / "calls.log")
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # as a run's own local cluster: nothing sent to Ray's server
     ray.init(num_cpus=CLUSTER_CPUS, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()

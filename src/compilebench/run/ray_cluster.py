@@ -89,6 +89,8 @@ class RayDispatcher:
                  cpus_per_case: int | None, timeout_s: float | None):
         ray = _ray()
         if not ray.is_initialized():
+            if address is None:  # a local cluster this run starts: Ray reports usage to its server by default
+                os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
             ray.init(address=address, include_dashboard=False, log_to_driver=False)
         self.ray = ray
         self.timeout_s = timeout_s
