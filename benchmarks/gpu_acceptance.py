@@ -92,8 +92,8 @@ from __future__ import annotations
 
 import argparse
 import math
-import statistics
 import os
+import statistics
 import subprocess
 import sys
 import tempfile

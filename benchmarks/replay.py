@@ -36,7 +36,6 @@ import glob
 import math
 import os
 import random
-import statistics
 import sys
 from collections import Counter
 from dataclasses import dataclass
@@ -48,7 +47,7 @@ from _runs import TREE
 sys.path.insert(0, os.path.join(TREE, "src"))
 
 from compilebench.core import sequential, sharing, stats  # noqa: E402
-from compilebench.core.vocab import STEADY, Verdict  # noqa: E402
+from compilebench.core.vocab import Verdict  # noqa: E402
 from compilebench.report import data  # noqa: E402
 
 ESTIMATORS: dict[str, Callable] = {
@@ -136,20 +135,10 @@ def comparisons(results) -> list[tuple[str, object, object]]:
     return out
 
 
-def alone(rep) -> float | None:
-    """A process's figure from its warm-up's last windows, as core/sharing reads a variant alone (None where the
-    warm-up was too short to read): in an interleaved process, each variant's calls back to back, in the process's
-    order, moments before the loop that alternates them."""
-    windows = rep.warmed.windows_ms
-    if rep.warmed.ended != STEADY or len(windows) < sharing.SETTLED or min(windows[-sharing.WINDOWS:]) <= 0:
-        return None
-    return statistics.median(windows[-sharing.WINDOWS:])
-
-
 def per_round(r, estimator: str) -> dict[tuple[str, int], float]:
     measured = [rep for rep in r.repeats if rep.status in ("ok", "invalid", "mismatch") and rep.samples_ms]
-    if estimator == "alone":
-        return {(rep.run, rep.index): f for rep in measured if (f := alone(rep)) is not None}
+    if estimator == "alone":  # each variant's calls back to back, in the process's order, before the loop
+        return {(rep.run, rep.index): f for rep in measured if (f := sharing.alone(rep)) is not None}
     return {(rep.run, rep.index): ESTIMATORS[estimator](np.asarray(rep.samples_ms)) for rep in measured}
 
 

@@ -17,6 +17,7 @@ import statistics
 from dataclasses import dataclass
 
 from compilebench.core import stats
+from compilebench.core.repeat import Repeat
 from compilebench.core.result import Result, process_id
 from compilebench.core.vocab import MEASURED, STEADY, Verdict
 
@@ -85,12 +86,19 @@ def of_speedups(alone: list[float], interleaved: list[float]) -> Sharing:
     return Sharing(value, low, high, len(alone), alone_value, alone_low, alone_high)
 
 
+def alone(rep: Repeat) -> float | None:
+    """A variant alone in its process: its warm-up's last windows, their median; None where the warm-up did not end
+    steady over SETTLED windows or more."""
+    windows = rep.warmed.windows_ms
+    if rep.warmed.ended != STEADY or len(windows) < SETTLED or not all(w > 0 for w in windows[-WINDOWS:]):
+        return None
+    return statistics.median(windows[-WINDOWS:])
+
+
 def _alone_and_loop(r: Result) -> dict[str, tuple[float, float]]:
-    """Per process: its warm-up's last windows (median) and its timed calls' figure (stats.per_process)."""
+    """Per process: the variant alone and its timed calls' figure (stats.per_process)."""
     out = {}
     for rep in r.repeats:
-        windows = rep.warmed.windows_ms
-        if (rep.status in MEASURED and rep.samples_ms and rep.warmed.ended == STEADY and len(windows) >= SETTLED
-                and all(w > 0 for w in windows[-WINDOWS:])):
-            out[process_id(rep)] = (statistics.median(windows[-WINDOWS:]), stats.per_process(rep.samples_ms))
+        if rep.status in MEASURED and rep.samples_ms and (found := alone(rep)) is not None:
+            out[process_id(rep)] = (found, stats.per_process(rep.samples_ms))
     return out
