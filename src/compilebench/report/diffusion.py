@@ -26,7 +26,8 @@ def _table(g: Group) -> Table | None:
             r = g.result(m, c)
             if r is None or r.case.steps is None:
                 continue
-            per_s = f"{r.case.steps / (r.stats.mean / 1e3):.1f}" if r.status == "ok" and r.stats.mean else ""
+            # three significant digits: a slow machine's 0.935 steps/s is not "0.9"
+            per_s = f"{r.case.steps / (r.stats.mean / 1e3):.3g}" if r.status == "ok" and r.stats.mean else ""
             rows.append([g.label(m), c.variant.label, str(r.case.steps), cell(r), per_s,
                          f"{r.decoder_share:.0%}" if r.decoder_share is not None else "",
                          ratio_said(g.speedup(m, c)) if c.variant.compiled else "",
