@@ -290,6 +290,23 @@ def test_a_worker_keeps_to_the_cpus_and_threads_it_is_given():
     assert r.environment.cpu_affinity == 1 and r.environment.torch_threads == 1 and r.cpus == 1
 
 
+@pytest.mark.parametrize("fork", [True, False])
+def test_a_worker_counts_its_threads_on_its_own_cores_not_where_it_was_started(fork):
+    """One GPU's run: the driver keeps to the house's cores while later launchers (or new interpreters) start, so
+    they import torch there; a worker given more cores runs as many threads (one H200 run's repeats of a case ran
+    with 16 threads and with 2)."""
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs two CPU cores to tell a share from the whole")
+    house, timed = sorted(os.sched_getaffinity(0))[:1], sorted(os.sched_getaffinity(0))
+    executor = ProcessExecutor(timeout_s=300, fork=fork)
+    with dispatch._kept_to(house):
+        executor.start_launchers([1])
+        (r,) = executor.run(fr.job([Case("fault-ok", 1, Variant("eager"))], POLICY),
+                            {"COMPILEBENCH_CPUS": ",".join(map(str, timed))}, lambda p: None)
+    assert r.status == "ok", r.message
+    assert r.environment.cpu_affinity == r.environment.torch_threads == len(timed)
+
+
 @pytest.mark.skipif(sys.platform != "linux", reason="PR_SET_PDEATHSIG and pidfd are Linux's")
 def test_a_worker_dies_with_the_process_that_started_it(tmp_path):
     import select

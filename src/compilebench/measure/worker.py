@@ -237,6 +237,20 @@ def confine() -> None:
     cpus = os.environ.get("COMPILEBENCH_CPUS")
     if cpus:
         os.sched_setaffinity(0, {int(c) for c in cpus.split(",")})
+        threads_as_started_here()
+
+
+def threads_as_started_here() -> None:
+    """torch's threads, and inductor's compile workers, as a process started on its cores would count them. The
+    launcher a worker was forked from, or the driver that started it, imported torch on other cores (every core,
+    or, once the driver keeps to its own, those 2), and torch counts its threads as it is imported: one H200 run's
+    repeats of a case ran with 16 threads on 14 cores and with 2 (2026-11-27). A count the run or the user set
+    (OMP_NUM_THREADS, TORCHINDUCTOR_COMPILE_THREADS) stands; what is imported later counts the cores it is on."""
+    torch, config = sys.modules.get("torch"), sys.modules.get("torch._inductor.config")
+    if torch is not None and "OMP_NUM_THREADS" not in os.environ:
+        torch.set_num_threads(len(os.sched_getaffinity(0)))
+    if config is not None and "TORCHINDUCTOR_COMPILE_THREADS" not in os.environ:
+        config.compile_threads = config.decide_compile_threads()
 
 
 def serve(job_path: str, result_path: str, phase_fd: int) -> None:
