@@ -235,6 +235,15 @@ def _probes_by_round(found: list[dict]) -> str:
     return ", ".join(f"{i}: {statistics.median(v):.0f}" for i, v in sorted(rounds.items())) or "none recorded"
 
 
+def _threads(found: list[dict]) -> tuple[str, bool]:
+    """torch's threads over the cores each worker kept to, each (threads, cores) with how many workers had it, and
+    whether every worker ran one thread a core (until 2026-11-28 one H200 run's repeats ran 16 on 14 cores, and 2)."""
+    envs = [rep.get("environment") or {} for r in found for rep in r["repeats"]]
+    seen = Counter((e.get("torch_threads"), e.get("cpu_affinity")) for e in envs)
+    said = ", ".join(f"{t} on {c} cores in {n}" for (t, c), n in sorted(seen.items(), key=str))
+    return said or "none recorded", len(seen) == 1 and all(t == c for t, c in seen)
+
+
 def _cuda_at_import() -> str:
     """Which of the launcher's imports initialize CUDA (under torch's NVML-based check, as the launcher imports)."""
     import subprocess
@@ -333,8 +342,9 @@ class Checks:
         verdicts, decided = _verdicts(found)
         alone, held = _alone_over_interleaved(found)
         warmed = [(rep.get("warmed") or {}).get("ended") for rep in reps]
+        threads, one_a_core = _threads(found)
         ok = (len(planned) == 18 and planned_s <= QUICK_PLANNED_S and max(starts) <= WORKER_START_S and not fell_back
-              and all(r["status"] == "ok" for r in found) and decided and held)
+              and all(r["status"] == "ok" for r in found) and decided and held and one_a_core)
         self.say("quick", ok, f"{len(planned)} planned repeats in {planned_s:.0f} s (goal 18 within {QUICK_PLANNED_S} s), "
                               f"{len(reps) - len(planned)} extra, the command's wall {wall:.0f} s, its first worker "
                               f"at {first_s:.1f} s, waits between rounds (s) {round_waits(found)} (at a look: 12-21 s "
@@ -343,7 +353,8 @@ class Checks:
                               f"{dict(sorted(Counter(warmed).items(), key=str))}, first rounds against the rest: "
                               f"{_first_round(found)}; loops over their warm-ups: {_loop_over_warmup(found)}; "
                               f"speed-ups alone over interleaved (goal: none changed): {alone}; CPU probes by "
-                              f"round (µs) {_probes_by_round(found)}; workers "
+                              f"round (µs) {_probes_by_round(found)}; torch threads (goal: one a core) {threads}; "
+                              f"workers "
                               f"{'started as new interpreters: a launcher was unfit' if fell_back else 'forked'}; a "
                               f"worker's start median {statistics.median(starts):.2f} s, max {max(starts):.2f} s (goal "
                               f"<= {WORKER_START_S} s); phases' medians (s) over the {len(reps)} repeats: {medians}; statuses "
