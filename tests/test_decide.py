@@ -308,6 +308,23 @@ def test_a_case_whose_processes_fall_into_two_groups_is_flagged_unstable():
     assert row["flags"] == "unstable" and row["unstable_groups"].startswith("54.65 ms (1,3) ")
 
 
+def test_cases_whose_processes_ran_with_different_threads_are_said_mixed_in_one_line_and_in_the_terminal():
+    """One H200 run (2026-11-27 15:23): the first processes of every case ran 16 torch threads, the later ones 2."""
+    from compilebench.report import terminal
+
+    pair = [fr.result("resnet-50", 1, mode, ms, env=fr.CPU, run="r") for mode, ms in (("eager", 10.0), ("default", 8.0))]
+    for r in pair:
+        for rep in r.repeats[1:]:
+            rep.environment = Environment.from_dict({**rep.environment.to_dict(), "torch_threads": 16})
+    (said,) = [n for n in stability.notes(View(pair)) if n.startswith("mixed")]
+    assert said == ("mixed: the repeats of 2 cases (ResNet b1 eager, ResNet b1 default) ran with different "
+                    "torch_threads (2, 16), and each interval holds them all")
+    assert "ResNet: b1 eager: its repeats ran with different torch_threads (2, 16)" in stability.mixed(pair[0])
+    assert terminal.notes(View(pair), width=200).startswith("mixed: the repeats of 2 cases")
+    alike = fr.result("resnet-50", 1, "eager", 10.0, env=fr.CPU)
+    assert not [n for n in stability.notes(View([alike])) if "mixed" in n]
+
+
 @pytest.mark.parametrize("n", [3, 4, 5, 6, 7, 8])
 def test_noise_alone_is_called_two_groups_in_about_one_draw_in_a_hundred_at_any_count(n):
     # values from one log-normal (wide enough that the 10% floor on the gap seldom decides): what the grouping rule

@@ -6,7 +6,7 @@ from __future__ import annotations
 from compilebench.core import reproduce, stats
 from compilebench.core.result import Result
 from compilebench.core.vocab import CUDAGRAPHS_SKIPPED, EAGER_NONDETERMINISTIC
-from compilebench.report import data
+from compilebench.report import data, stability
 from compilebench.report.cells import Columns, Table, interval, num, table
 from compilebench.report.tables import flags_note
 from compilebench.report.view import View
@@ -124,8 +124,6 @@ def environment_tables(results: list[Result]) -> list[Table]:
                     seen[k].append(value)
         keys = [k for k in ENV_FIELDS if k in seen] + sorted(k for k in seen if k not in ENV_FIELDS)
         rows = [[k, ", ".join("" if v is None else str(v) for v in seen[k])] for k in keys]
-        notes = [f"{_name(r)}{data.settings_said(r)}: its repeats ran with different " + "; ".join(f"{k} ({', '.join(map(str, v))})"
-                                                                         for k, v in r.disagreements.items())
-                 for r in rs if r.disagreements]
+        notes = [said for r in rs if (said := stability.mixed(r))]
         tables.append(Table(f"{rs[-1].env.hardware}: {machine}", ["field", "value"], rows, notes))
     return tables

@@ -1,11 +1,12 @@
-"""Where the machine moved, said rather than averaged: a case whose processes fell into two groups far apart
-(core/stats.groups: the machine changed state during the run), a paired speed-up whose processes (or rounds) did
-(compile's effect itself moved with that state), each with its groups' CPU probes where recorded (whether the
-host's CPU side ran at another speed), an interleaved speed-up that its variants' warm-ups, each timed alone, did
-not bear out (core/sharing.py: sharing the process changed the effect, and whether its verdict is withheld for it),
-an earlier run of the same case on the same machine whose interval does not overlap the newest one's (it changed
-between runs), and a comparison that the run's cap, its time budget or its sharing check left inconclusive. One
-line each, for the report's summary and the terminal."""
+"""Where the machine moved, said rather than averaged: a case whose processes were set up unlike each other (torch's
+threads, say), a case whose processes fell into two groups far apart (core/stats.groups: the machine changed state
+during the run), a paired speed-up whose processes (or rounds) did (compile's effect itself moved with that
+state), each with its groups' CPU probes where recorded (whether the host's CPU side ran at another speed), an
+interleaved speed-up that its variants' warm-ups, each timed alone, did not bear out (core/sharing.py: sharing the
+process changed the effect, and whether its verdict is withheld for it), an earlier run of the same case on the
+same machine whose interval does not overlap the newest one's (it changed between runs), and a comparison that the
+run's cap, its time budget or its sharing check left inconclusive. One line each, for the report's summary and
+the terminal."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ PROBE_APART = 0.10  # the groups' CPU probes this far apart: the host's CPU side
 
 def notes(view: View) -> list[str]:
     latest = view.latest + view.served
-    return [*filter(None, (_groups(r) for r in latest)), *filter(None, (_effect_groups(view, r) for r in latest)),
+    return [*_mixed_cases(latest), *filter(None, (_groups(r) for r in latest)),
+            *filter(None, (_effect_groups(view, r) for r in latest)),
             *filter(None, (_shared(view, r) for r in latest)), *_moved(view.results, latest),
             *filter(None, (_undecided(view, r) for r in latest))]
 
@@ -35,6 +37,33 @@ def _name(r: Result) -> str:
 
 def _when(stamp: str) -> str:
     return stamp[:16].replace("T", " ")
+
+
+def mixed(r: Result) -> str | None:
+    """A case whose processes differ in what the repeats of one case must share (core/environment.COMMON: torch's
+    threads, the allocator, the driver...): its figure holds processes set up unlike each other."""
+    if not r.disagreements:
+        return None
+    return f"mixed: {_name(r)}: its repeats ran with different {_different(r)}, and its interval holds them all"
+
+
+def _different(r: Result) -> str:
+    return "; ".join(f"{k} ({', '.join(map(str, v))})" for k, v in r.disagreements.items())
+
+
+def _mixed_cases(latest: list[Result]) -> list[str]:
+    """mixed(), one line for the cases that differ alike (a run whose later processes all started otherwise)."""
+    alike: dict[str, list[Result]] = {}
+    for r in latest:
+        if r.disagreements:
+            alike.setdefault(_different(r), []).append(r)
+    return [mixed(rs[0]) if len(rs) == 1 else
+            f"mixed: the repeats of {len(rs)} cases ({', '.join(_short(r) for r in rs)}) ran with different {said}, "
+            "and each interval holds them all" for said, rs in alike.items()]
+
+
+def _short(r: Result) -> str:
+    return f"{(r.label or r.case.model).rsplit('/', 1)[-1]} {r.case.describe().split(' ', 1)[1]}{data.settings_said(r)}"
 
 
 def _groups(r: Result) -> str | None:
