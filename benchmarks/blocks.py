@@ -8,8 +8,12 @@ config from the zoo, random weights), eager and torch.compile's default, timed b
 (compilebench.measure.timing) in three designs:
 
   alone        each variant's loop on its own, its calls back to back (as a process each times it)
-  blocks of 10 the two interleaved, 10 calls of one then 10 of the other (the quick suite's design)
-  blocks of 50 the same in blocks of 50
+  blocks of 10 the two interleaved, 10 calls of one then 10 of the other, each block opened by untimed calls
+               after the switch (measure/warmup.after_switch: the quick suite's design since 2026-11-28)
+  all-timed blocks of 10
+               the same, every call timed (the quick suite's design before: on this project's 2-core VM a tiny
+               ResNet-50's compiled speed-up read 0.91-0.97 of alone so, 0.99-1.00 with 2 untimed calls a block)
+  blocks of 50 the same in blocks of 50, opened by untimed calls
   windows of 10 each variant on its own, its calls in windows of 10 synchronized at both ends and timed by the
                host's clock, no CUDA event per call (as a warm-up times its windows, at the blocks' cadence)
 
@@ -34,8 +38,8 @@ from _runs import TREE
 
 sys.path.insert(0, os.path.join(TREE, "src"))
 
-DESIGNS = ("alone", "blocks of 10", "blocks of 50", "windows of 10")
-INTERLEAVED = ("blocks of 10", "blocks of 50")
+DESIGNS = ("alone", "blocks of 10", "all-timed blocks of 10", "blocks of 50", "windows of 10")
+INTERLEAVED = ("blocks of 10", "all-timed blocks of 10", "blocks of 50")
 
 
 def model_and_inputs(name: str, device: str, tiny: bool):
@@ -67,7 +71,8 @@ def one_round(fns: dict, order: list[str], clock, iters: int) -> dict[str, dict[
         else:
             block = int(design.split()[-1])
             measured = timing.measure_interleaved(fns, iters=iters, warmup=dict.fromkeys(fns, 2), clock=clock,
-                                                  block=block, warmup_cap_s=10.0)
+                                                  block=block, warmup_cap_s=10.0,
+                                                  after_switch=0 if design.startswith("all-timed") else None)
             got[design] = {name: statistics.median(m.samples_ns) / 1e6 for name, m in measured.items()}
     return got
 

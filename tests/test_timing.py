@@ -147,6 +147,41 @@ def test_interleaved_blocks_alternate_and_each_variant_gets_its_own_samples():
     assert not got["eager"].stopped_early
 
 
+def test_each_interleaved_block_opens_with_untimed_calls_that_bear_the_switch():
+    """A variant's first calls after the other's run slower (its caches taken by the other's calls): on this VM a
+    tiny ResNet-50's compiled calls read +60% and +20% at a block's first two. Those are untimed; a large model's
+    calls, each long beside a switch, are not repeated for it."""
+    clock = FakeClock()
+    calls, last = [], [None]
+
+    def make(name, ns, after_switch=()):
+        def fn():
+            since = 0 if last[0] != name else since_switch[name] + 1
+            since_switch[name], last[0] = since, name
+            calls.append(name)
+            clock.advance(after_switch[since] if since < len(after_switch) else ns)
+        return fn
+
+    since_switch = {}
+    fns = {"eager": make("e", 3_000_000, (3_750_000,)), "compiled": make("c", 1_000_000, (1_600_000, 1_200_000))}
+    got = timing.measure_interleaved(fns, iters=20, warmup={"eager": 2, "compiled": 2}, block=10, clock=clock,
+                                     warmup_cap_s=10.0)
+    assert got["eager"].warmup.after_switch == got["compiled"].warmup.after_switch == warmup.SWITCH_CALLS == 2
+    assert got["compiled"].samples_ns == [1_000_000] * 20 and got["eager"].samples_ns == [3_000_000] * 20
+    assert got["compiled"].loop_wall_ns == 20_000_000  # its timed calls' time alone
+    timed = "".join(calls)[-(4 * 12):]
+    assert timed == ("e" * 12 + "c" * 12) * 2  # each block: 2 untimed calls, then its 10
+    calls.clear()
+    raw = timing.measure_interleaved(fns, iters=20, warmup={"eager": 2, "compiled": 2}, block=10, clock=clock,
+                                     warmup_cap_s=10.0, after_switch=0)
+    assert raw["compiled"].samples_ns.count(1_600_000) == 2 and raw["compiled"].warmup.after_switch == 0
+    slow = {"a": lambda: clock.advance(100_000_000), "b": lambda: clock.advance(30_000_000)}
+    got = timing.measure_interleaved(slow, iters=4, warmup={"a": 1, "b": 1}, block=2, clock=clock, warmup_cap_s=10.0)
+    assert (got["a"].warmup.after_switch, got["b"].warmup.after_switch) == (0, 1)  # at most SWITCH_S each block
+    fixed = timing.measure_interleaved(fns, iters=20, warmup={"eager": 2, "compiled": 2}, block=10, clock=clock)
+    assert fixed["compiled"].warmup.after_switch == 0  # a fixed warm-up (cap 0) times no window: as before
+
+
 def test_interleaved_warmup_time_is_the_processs_so_the_variants_after_the_first_end_when_steady_and_settled():
     clock = FakeClock()
     got = timing.measure_interleaved({"eager": lambda: clock.advance(3_000_000), "compiled": lambda: clock.advance(1_000_000)},

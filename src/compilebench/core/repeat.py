@@ -154,6 +154,7 @@ class Warmed(Record):
     ended: str | None = None  # "steady" or "cap"
     windows_ms: list[float] = field(default_factory=list)
     sm_clock_mhz: int | None = None  # the GPU's SM clock as it ended (NVML)
+    after_switch: int | None = None  # interleaved: the untimed calls that opened each of its loop's blocks
 
 
 @dataclass

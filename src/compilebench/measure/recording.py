@@ -188,7 +188,8 @@ def record_loop(rep: Repeat, m, samples_ns: list[int], alone: bool) -> None:
 
 def record_warmup(rep: Repeat, w: timing.WarmUp) -> None:
     rep.warmup_iters, rep.warmup_s = w.calls, w.ns / 1e9
-    rep.warmed = Warmed(ended=w.ended, windows_ms=[round(x, 6) for x in w.windows_ms], sm_clock_mhz=w.sm_clock_mhz)
+    rep.warmed = Warmed(ended=w.ended, windows_ms=[round(x, 6) for x in w.windows_ms], sm_clock_mhz=w.sm_clock_mhz,
+                        after_switch=w.after_switch)
 
 
 def record(rep: Repeat, m: timing.Measurement, clock: timing.HostClock, sync_each_call: bool, alone: bool) -> None:

@@ -12,6 +12,7 @@ from compilebench.core import sharing
 from compilebench.core.conditions import Conditions
 from compilebench.measure.conditions import NoWatch, Watch
 from compilebench.measure.warmup import WarmUp, settled, sm_clock_of, warm_up
+from compilebench.measure.warmup import after_switch as opening_calls
 
 
 class HostClock:
@@ -208,9 +209,11 @@ def measure_interleaved(
     watch: Watch | None = None,
     before_timing: Callable[[], None] = lambda: None,
     on_phase: Callable[[str], None] = lambda phase: None,
+    after_switch: int | None = None,
 ) -> dict[str, Measurement]:
     """Time several callables in one process, alternating blocks of `block` calls, so that drift (clocks,
-    temperature, other load) falls on all of them alike. Each first call is timed alone and each is warmed up
+    temperature, other load) falls on all of them alike, each block opened by untimed calls (`after_switch`; None:
+    as warmup.after_switch finds from each one's warm-up). Each first call is timed alone and each is warmed up
     before any timing (until steady; `warmup_s` is the process's: the first callable's warm-up lasts it, and the
     device is warm for the ones after, which end when steady, over sharing.SETTLED windows); the budget max_time_s
     is per callable and ends the loop only once every callable has min_iters samples. Recompiles are counted over
@@ -228,6 +231,8 @@ def measure_interleaved(
             # read each variant alone, against which the loop is checked (core/sharing.py)
             warmed[name] = warm_up(fn, warmup[name], clock, warmup_s if i == 0 else 0.0, warmup_cap_s,
                                    sm_clock_of(watch), sharing.SETTLED if i and warmup_s else 0)
+        for w in warmed.values():
+            w.after_switch = opening_calls(w) if after_switch is None else after_switch
         before_timing()
 
         on_phase("timing (interleaved)")
@@ -239,7 +244,8 @@ def measure_interleaved(
                 for name, fn in fns.items():
                     n = done[name]
                     done[name] = min(iters, n + block)
-                    wall[name] += _timed_block(fn, recorders[name], range(n, done[name]), clock)
+                    wall[name] += _timed_block(fn, recorders[name], range(n, done[name]), clock,
+                                               warmed[name].after_switch)
     return {
         name: Measurement(first[name], warmed[name], iters, loop.floor, recorders[name].samples_ns(done[name]),
                           wall[name], done[name] < iters, loop.recompiles, loop.started_at, loop.ended_at,
@@ -248,9 +254,11 @@ def measure_interleaved(
     }
 
 
-def _timed_block(fn: Callable[[], object], rec, calls: range, clock: HostClock) -> int:
-    """One block of an interleaved loop: each call recorded, the block synchronized at both ends; returns its wall
-    time (the block's own, so that each callable's wall clock holds its own calls only)."""
+def _timed_block(fn: Callable[[], object], rec, calls: range, clock: HostClock, untimed: int = 0) -> int:
+    """One block of an interleaved loop: its untimed calls, then each call recorded, synchronized at both ends;
+    returns its wall time (the timed calls', so that each callable's wall clock holds its own timed calls only)."""
+    for _ in range(untimed):
+        fn()
     clock.sync()
     t0 = clock.now_ns()
     for i in calls:

@@ -24,6 +24,15 @@ CLOCK_TOLERANCE = 0.02  # of the SM clock after the window before
 WINDOW_S, WINDOW_CALLS = 0.1, 100
 
 
+# After a switch between an interleaved process's variants, a variant's first calls run slower, its code and data
+# out of the caches the other's calls used: on this project's 2-core VM (2026-11-28) a tiny ResNet-50's compiled
+# calls read +60%, +20% and +10% at a block's first three, eager's +25% and +8%, and blocks of 10 read compile's
+# speed-up 3.5-9% under each variant's alone; with 2 untimed calls opening each block, 0.99 of it. On an H200 a
+# block's first call read 10-15% over its last ones. So each block opens with SWITCH_CALLS untimed calls, fewer
+# where they would take over SWITCH_S (a large model's calls: the switch is a small share of one).
+SWITCH_CALLS, SWITCH_S = 2, 0.05
+
+
 @dataclass
 class WarmUp:
     """What a warm-up did: its calls, how long they took, why it ended, and the per-call time of each window."""
@@ -33,6 +42,14 @@ class WarmUp:
     ended: str  # STEADY, CAP or FIXED
     windows_ms: list[float] = field(default_factory=list)  # each window's time per call
     sm_clock_mhz: int | None = None  # the GPU's SM clock when it ended (NVML), where read
+    after_switch: int | None = None  # interleaved: the untimed calls that opened each of its blocks
+
+
+def after_switch(w: WarmUp) -> int:
+    """The untimed calls opening each interleaved block of a variant warmed up so (SWITCH_CALLS, above): none where
+    its warm-up timed no window (a fixed warm-up, as runs before issue 62 had)."""
+    per_call_s = w.windows_ms[-1] / 1e3 if w.windows_ms else None
+    return min(SWITCH_CALLS, int(SWITCH_S / per_call_s)) if per_call_s else 0
 
 
 def warm_up(fn: Callable[[], object], calls: int, clock, min_s: float = 0.0, cap_s: float | None = 0.0,
