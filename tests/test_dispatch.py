@@ -222,6 +222,7 @@ def fake_two_of_four_gpus(monkeypatch):
 
 def test_gpus_all_under_an_inherited_cuda_visible_devices_runs_on_the_gpus_it_names(monkeypatch, tmp_path):
     fake_two_of_four_gpus(monkeypatch)
+    monkeypatch.setenv("COMPILEBENCH_LOCK_DIR", str(tmp_path / "locks"))  # not the other pytest worker's runs' locks
     found = devices._answer("cuda", "all")
     assert found["gpus"] == [0, 1] and found["gpu_ids"] == {0: "GPU-2222", 1: "GPU-3333"}
     slots = devices.slots(found["gpus"], 10, found["gpu_ids"], gpu_cpus=found["gpu_cpus"]).slots

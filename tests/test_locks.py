@@ -24,6 +24,13 @@ with locks.hold(names, "a test holder", on_wait=lambda m: None):
 """
 
 
+@pytest.fixture(autouse=True)
+def _own_locks(tmp_path, monkeypatch):
+    """Each test's locks in a folder of its own: the session's are taken by every run the other pytest worker
+    starts, and a test that asserts a lock is taken at once found it held by one of those."""
+    monkeypatch.setenv("COMPILEBENCH_LOCK_DIR", str(tmp_path / "locks"))
+
+
 def holder(spec: str) -> subprocess.Popen:
     p = subprocess.Popen([sys.executable, "-c", HOLDER, spec], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert p.stdout.readline() == "held\n"  # the handshake
