@@ -12,7 +12,7 @@ config from the zoo, random weights), eager and torch.compile's default, timed b
                after the switch (measure/warmup.after_switch: the quick suite's design since 2026-11-28)
   all-timed blocks of 10
                the same, every call timed (the quick suite's design before: on this project's 2-core VM a tiny
-               ResNet-50's compiled speed-up read 0.91-0.97 of alone so, 0.99-1.00 with 2 untimed calls a block)
+               ResNet-50's compiled speed-up read 0.91-0.98 of alone so, 0.99-1.00 with 2 untimed calls a block)
   blocks of 50 the same in blocks of 50, opened by untimed calls
   windows of 10 each variant on its own, its calls in windows of 10 synchronized at both ends and timed by the
                host's clock, no CUDA event per call (as a warm-up times its windows, at the blocks' cadence)

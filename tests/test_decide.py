@@ -312,7 +312,8 @@ def test_cases_whose_processes_ran_with_different_threads_are_said_mixed_in_one_
     """One H200 run (2026-11-27 15:23): the first processes of every case ran 16 torch threads, the later ones 2."""
     from compilebench.report import terminal
 
-    pair = [fr.result("resnet-50", 1, mode, ms, env=fr.CPU, run="r") for mode, ms in (("eager", 10.0), ("default", 8.0))]
+    pair = [fr.result("resnet-50", 1, mode, ms, env=fr.CPU, run="r")
+            for mode, ms in (("eager", 10.0), ("default", 8.0))]
     for r in pair:
         for rep in r.repeats[1:]:
             rep.environment = Environment.from_dict({**rep.environment.to_dict(), "torch_threads": 16})
