@@ -30,9 +30,12 @@ def notes(view: View) -> list[str]:
             *filter(None, (_undecided(view, r) for r in latest))]
 
 
-def _name(r: Result) -> str:
-    """'ViT: b1 eager (int8-dynamic)': the case with the settings that set it apart from its neighbours."""
-    return f"{r.label or r.case.model}: {r.case.describe().split(' ', 1)[1]}{data.settings_said(r)}"
+def _name(r: Result, short: bool = False) -> str:
+    """'ViT: b1 eager (int8-dynamic)': the case with the settings that set it apart from its neighbours; `short`, in
+    a list of cases: 'ViT b1 eager (int8-dynamic)', its task left out."""
+    label = r.label or r.case.model
+    head = f"{label.rsplit('/', 1)[-1]} " if short else f"{label}: "
+    return f"{head}{r.case.describe().split(' ', 1)[1]}{data.settings_said(r)}"
 
 
 def _when(stamp: str) -> str:
@@ -58,12 +61,8 @@ def _mixed_cases(latest: list[Result]) -> list[str]:
         if r.disagreements:
             alike.setdefault(_different(r), []).append(r)
     return [mixed(rs[0]) if len(rs) == 1 else
-            f"mixed: the repeats of {len(rs)} cases ({', '.join(_short(r) for r in rs)}) ran with different {said}, "
+            f"mixed: the repeats of {len(rs)} cases ({', '.join(_name(r, short=True) for r in rs)}) ran with different {said}, "
             "and each interval holds them all" for said, rs in alike.items()]
-
-
-def _short(r: Result) -> str:
-    return f"{(r.label or r.case.model).rsplit('/', 1)[-1]} {r.case.describe().split(' ', 1)[1]}{data.settings_said(r)}"
 
 
 def _groups(r: Result) -> str | None:
