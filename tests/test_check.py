@@ -83,6 +83,30 @@ def test_a_case_on_one_side_only_is_listed_and_never_fails():
     assert not only.regression and only.why == "only in the candidate"
 
 
+def test_a_case_on_one_side_only_is_not_counted_as_checked():
+    lines, _ = check.check(base(), base() + [res("detr", "eager", 30.0)], drift=QUIET)
+    assert check.summary(lines) == "no regression in 2 case(s); 1 case(s) on one side only, not compared"
+
+
+def test_two_sides_without_a_case_in_common_are_an_error_naming_what_sets_them_apart(tmp_path):
+    # The quick suite interleaved (the README's command since issue 62) against a baseline measured a process each:
+    # the gate had said "no regression in 4 case(s)" and passed, having compared nothing.
+    fr.fill(tmp_path / "base.db", base())
+    fr.fill(tmp_path / "new.db", [res("vit", "eager", 10.0, interleave=True),
+                                  res("vit", "default", 5.0, compile_s=20.0, interleave=True)])
+    p = run_cli("check", "new.db", "--baseline", "base.db", "--drift", "2%", "--junit", "j.xml", cwd=tmp_path)
+    assert p.returncode == 2 and not (tmp_path / "j.xml").exists(), p.stdout + p.stderr
+    assert p.stderr.strip() == ("error: nothing to check: the baseline and the candidate have no case in common "
+                                "(same model, batch size, variant and settings); the nearest two, of vit, differ "
+                                "in interleave: False (the baseline), True (the candidate)")
+    p = run_cli("compare", "base.db", "new.db", cwd=tmp_path)
+    assert p.returncode == 2 and "the nearest two, of vit, differ in interleave: False (base.db), True (new.db)" \
+        in p.stderr, p.stderr
+    fr.fill(tmp_path / "other.db", [res("detr", "eager", 30.0)])
+    p = run_cli("compare", "base.db", "other.db", cwd=tmp_path)
+    assert p.returncode == 2 and p.stderr.strip().endswith("settings): not one model is in both"), p.stderr
+
+
 def test_the_command_exits_0_1_or_2_and_writes_junit_and_a_summary(tmp_path):
     fr.fill(tmp_path / "base.db", base())
     fr.fill(tmp_path / "same.db", base())

@@ -3,8 +3,9 @@ hold, each metric of the candidate against the baseline, and a regression where 
 that metric's limit: latency and speed-up over eager by their intervals (widened by the run-to-run drift, as two
 files are two runs), compile time and peak memory by value (one cold compile and one peak per result: no
 interval to read), a quantized case's quality against its float model by value, and a case that was ok and no
-longer is, always. Cases on one side only are listed, never a failure. Out: a table, markdown for a CI summary,
-JUnit XML for CI systems to list."""
+longer is, always. Cases on one side only are listed, never a failure, and never counted as checked; two sides
+without a case in common are an error (a gate that compared nothing must not pass). Out: a table, markdown for a
+CI summary, JUnit XML for CI systems to list."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from xml.etree import ElementTree
 
 from compilebench.core import drift as driftmod, pairing, sequential, speedups, stats
 from compilebench.core.drift import Drift
+from compilebench.core.errors import UserError
 from compilebench.core.result import Result
 from compilebench.core.speedups import Speedup
 from compilebench.core.vocab import Verdict
@@ -29,6 +31,9 @@ class Limits:
     compile_increase: float = 0.15
     memory_increase: float = 0.10
     quality_drop: float = 0.01  # --quantize: a quality measure's agreement with float, in points (0.99 to 0.97 fails)
+
+
+ONE_SIDE = "case"  # the metric of a line whose case only one side holds: listed, never compared
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,8 @@ def check(baseline: list[Result], candidate: list[Result], limits: Limits = Limi
     moved = drift or driftmod.estimate([*baseline, *candidate])
     base = compare.one_per_case(baseline, "the baseline", "--machine", "--baseline-env")
     cand = compare.one_per_case(candidate, "the candidate", "--machine", "--candidate-env")
+    if not set(base) & set(cand):  # a gate that compared nothing must not pass
+        raise UserError(f"nothing to check: {compare.nothing_in_common(base, cand, 'the baseline', 'the candidate')}")
     lines: list[Line] = []
     used: Drift | None = None
     paired = pairing.Pairing(base.values()), pairing.Pairing(cand.values())
@@ -65,7 +72,7 @@ def check(baseline: list[Result], candidate: list[Result], limits: Limits = Limi
         b, c = base.get(key), cand.get(key)
         label = _label(b or c)
         if b is None or c is None:
-            lines.append(Line(label, "case", _status(b), _status(c), None, None, None, "", False,
+            lines.append(Line(label, ONE_SIDE, _status(b), _status(c), None, None, None, "", False,
                               "only in the " + ("candidate" if b is None else "baseline")))
             continue
         if b.status == "ok" and c.status != "ok":
@@ -195,8 +202,10 @@ def _result(l: Line) -> str:
 
 
 def summary(lines: list[Line], unit: str = "case(s)") -> str:
-    """The gate's sentence: regressions, and cases undecided apart (never counted among those without one)."""
-    labels = list(dict.fromkeys(l.label for l in lines))
+    """The gate's sentence: regressions, and cases undecided apart (never counted among those without one), and
+    cases on one side only apart (not compared: never counted as without a regression)."""
+    one_side = list(dict.fromkeys(l.label for l in lines if l.metric == ONE_SIDE))
+    labels = [label for label in dict.fromkeys(l.label for l in lines) if label not in one_side]
     bad = list(dict.fromkeys(l.label for l in lines if l.regression))
     undecided = [l for l in lines if l.undecided and l.label not in bad]
     open_ = list(dict.fromkeys(l.label for l in undecided))
@@ -207,6 +216,8 @@ def summary(lines: list[Line], unit: str = "case(s)") -> str:
         across = all("drift" in l.undecided for l in undecided)
         said.append(f"{len(open_)} {unit} undecided{' across runs' if across else ''} ("
                     + "; ".join(f"{l.label}, {l.metric}: {l.undecided}" for l in undecided) + ")")
+    if one_side:
+        said.append(f"{len(one_side)} {unit} on one side only, not compared")
     return "; ".join(said)
 
 
@@ -214,7 +225,7 @@ def junit(lines: list[Line]) -> str:
     """JUnit XML: one test case per case and metric, a regression its failure."""
     suite = ElementTree.Element("testsuite", name="compilebench check", tests=str(len(lines)),
                                 failures=str(sum(l.regression for l in lines)),
-                                skipped=str(sum(bool(l.undecided) or (l.metric == "case") for l in lines)))
+                                skipped=str(sum(bool(l.undecided) or (l.metric == ONE_SIDE) for l in lines)))
     for l in lines:
         case = ElementTree.SubElement(suite, "testcase", classname=l.label, name=l.metric)
         if l.regression:
@@ -222,6 +233,6 @@ def junit(lines: list[Line]) -> str:
             failure.text = f"baseline {l.baseline}, candidate {l.candidate}, candidate/baseline {num(l.ratio, 3)}"
         elif l.undecided:  # neither a pass nor a failure: what it would take to decide
             ElementTree.SubElement(case, "skipped", message=f"undecided: {l.undecided}")
-        elif l.metric == "case":
+        elif l.metric == ONE_SIDE:
             ElementTree.SubElement(case, "skipped", message=l.why)
     return ElementTree.tostring(ElementTree.ElementTree(suite).getroot(), encoding="unicode", xml_declaration=True)

@@ -53,6 +53,32 @@ def one_per_case(results: list[Result], name: str, option: str, env_option: str)
     return {match_key(r): r for r in data.latest(shown, key=match_key)}
 
 
+def nothing_in_common(a: dict[str, Result], b: dict[str, Result], a_name: str, b_name: str) -> UserError:
+    """The error of two sides without a case in common (by match key), naming what the nearest two cases (one a
+    side, of one model) differ in: a quick suite interleaved (the README's command since issue 62) against one
+    measured a process each is no comparison, and the user must see why."""
+    said = f"{a_name} and {b_name} have no case in common (same model, batch size, variant and settings)"
+    pairs = [(ra.case.model, _settings(ra), _settings(rb)) for ra in a.values() for rb in b.values()
+             if ra.case.model == rb.case.model]
+    if not pairs:
+        return UserError(f"{said}: not one model is in both")
+    model, sa, sb = min(pairs, key=lambda p: len(_differ(p[1], p[2])))
+    return UserError(f"{said}; the nearest two, of {model}, differ in " + "; ".join(
+        f"{name}: {sa.get(name)} ({a_name}), {sb.get(name)} ({b_name})" for name in _differ(sa, sb)))
+
+
+def _settings(r: Result) -> dict:
+    """What a case is matched on (pairing.match_key), one level: the variant's fields beside the case's."""
+    case = {**r.case_extra, **r.case.to_dict()}
+    variant = case.pop("variant")
+    case.pop("device"), case.pop("environment")
+    return {**case, **{f"variant {k}": v for k, v in variant.items()}}
+
+
+def _differ(a: dict, b: dict) -> list[str]:
+    return sorted(k for k in dict.fromkeys([*a, *b]) if a.get(k) != b.get(k))
+
+
 DESCRIBED = ("device_name", "torch", "environment")  # what _describe names of each side
 
 
@@ -94,7 +120,7 @@ def compare(a: list[Result], b: list[Result], a_name: str, b_name: str, min_effe
     b_cases = one_per_case(b, b_name, "--machine-b", "--env-b")
     keys = list(dict.fromkeys([*a_cases, *b_cases]))
     if not set(a_cases) & set(b_cases):
-        raise UserError(f"{a_name} and {b_name} have no case in common (same model, batch size, variant and settings)")
+        raise nothing_in_common(a_cases, b_cases, a_name, b_name)
     everything = [*a_cases.values(), *b_cases.values()]
     order = {m: i for i, m in enumerate(data.model_order(everything))}
 
