@@ -69,9 +69,8 @@ def nothing_in_common(a: dict[str, Result], b: dict[str, Result], a_name: str, b
 
 def _settings(r: Result) -> dict:
     """What a case is matched on (pairing.match_key), one level: the variant's fields beside the case's."""
-    case = {**r.case_extra, **r.case.to_dict()}
+    case = {k: v for k, v in {**r.case_extra, **r.case.to_dict()}.items() if k not in ("device", "environment")}
     variant = case.pop("variant")
-    case.pop("device"), case.pop("environment")
     return {**case, **{f"variant {k}": v for k, v in variant.items()}}
 
 
