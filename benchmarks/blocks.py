@@ -16,12 +16,19 @@ config from the zoo, random weights), eager and torch.compile's default, timed b
   blocks of 50 the same in blocks of 50, opened by untimed calls
   windows of 10 each variant on its own, its calls in windows of 10 synchronized at both ends and timed by the
                host's clock, no CUDA event per call (as a warm-up times its windows, at the blocks' cadence)
+  host-timed blocks of 10
+               the two interleaved as in blocks of 10, each block timed whole by the host's clock instead of by
+               CUDA events per call: with windows of 10, it tells what interleaving does from what the events do
 
 Each round runs the designs in an order drawn for it (seeded), so the machine's drift falls on all alike. Prints
 each round's medians per call and speed-ups, then each design's speed-up as the median over rounds, the
 interleaved designs' over the alone one (near 1.00 where interleaving changes nothing), and the windows' over the
 alone one (near 1.00 where timing each call by CUDA events and synchronizing every 10 calls change nothing: on the
-02:50 lease compiled ResNet-50's warm-up windows read 1.2x faster than its interleaved loop, eager's did not).
+02:50 lease compiled ResNet-50's warm-up windows read 1.2x faster than its interleaved loop, eager's did not), the
+host-timed blocks' over the windows' (near 1.00 where interleaving changes nothing, events aside), and in the two
+host-timed designs the calling thread's CPU time per call up to each block's closing synchronize (the launches:
+near the ms per call where the host, not the device, sets the pace; on that lease, 6 of 7 processes read compiled
+and eager within 2.5% of each other from a block's third call on, though alone they were 1.05-1.44x apart).
 
 Usage: python benchmarks/blocks.py [--device cuda] [--model resnet-50] [--tiny] [--rounds 5] [--iters 300]
 """
@@ -33,12 +40,15 @@ import os
 import random
 import statistics
 import sys
+import time
 
 from _runs import TREE
 
 sys.path.insert(0, os.path.join(TREE, "src"))
 
-DESIGNS = ("alone", "blocks of 10", "all-timed blocks of 10", "blocks of 50", "windows of 10")
+DESIGNS = ("alone", "blocks of 10", "all-timed blocks of 10", "blocks of 50", "windows of 10",
+           "host-timed blocks of 10")
+HOST_TIMED = ("windows of 10", "host-timed blocks of 10")
 INTERLEAVED = ("blocks of 10", "all-timed blocks of 10", "blocks of 50")
 
 
@@ -56,14 +66,17 @@ def model_and_inputs(name: str, device: str, tiny: bool):
     return model, {k: v.to(device) if hasattr(v, "to") else v for k, v in inputs.items()}
 
 
-def one_round(fns: dict, order: list[str], clock, iters: int) -> dict[str, dict[str, float]]:
-    """Each design's median ms per call of each variant, in the order given."""
+def one_round(fns: dict, order: list[str], clock, iters: int) -> tuple[dict, dict]:
+    """Each design's median ms per call of each variant, in the order given, and the host-timed designs' launch
+    CPU ms per call."""
     from compilebench.measure import timing
 
-    got = {}
+    got, launch = {}, {}
     for design in order:
-        if design == "windows of 10":
-            got[design] = {name: windows(fn, clock, iters, 10) for name, fn in fns.items()}
+        if design in HOST_TIMED:
+            timed = host_timed(fns if design.startswith("host") else None, fns, clock, iters, 10)
+            got[design] = {name: ms for name, (ms, _) in timed.items()}
+            launch[design] = {name: cpu for name, (_, cpu) in timed.items()}
         elif design == "alone":
             got[design] = {name: statistics.median(timing.measure(fn, iters=iters, warmup=2, clock=clock,
                                                                   warmup_cap_s=10.0).samples_ns) / 1e6
@@ -74,24 +87,43 @@ def one_round(fns: dict, order: list[str], clock, iters: int) -> dict[str, dict[
                                                   block=block, warmup_cap_s=10.0,
                                                   after_switch=0 if design.startswith("all-timed") else None)
             got[design] = {name: statistics.median(m.samples_ns) / 1e6 for name, m in measured.items()}
-    return got
+    return got, launch
 
 
-def windows(fn, clock, iters: int, size: int) -> float:
-    """The median ms per call of `iters` calls in windows of `size`, each synchronized at both ends and timed by the
-    host's clock, after the same warm-up as a loop's."""
+def host_timed(together: dict | None, fns: dict, clock, iters: int, size: int) -> dict[str, tuple[float, float]]:
+    """Per variant, the median ms per call of `iters` calls in windows of `size`, each synchronized at both ends and
+    timed by the host's clock, after the same warm-up as a loop's, and the median CPU ms per call the calling thread
+    spent up to each window's closing synchronize. `together` None: each variant's windows on their own, one
+    variant after the other; else the variants' windows alternate, each opened by the untimed calls a block of the
+    quick suite opens with (measure/warmup.after_switch)."""
     from compilebench.measure import warmup
 
-    warmup.warm_up(fn, 2, clock, cap_s=10.0)
-    per_call = []
-    for _ in range(max(1, iters // size)):
-        clock.sync()
-        t0 = clock.now_ns()
-        for _ in range(size):
+    warmed = {name: warmup.warm_up(fn, 2, clock, cap_s=10.0) for name, fn in (together or {}).items()}
+    per_call: dict[str, list[float]] = {name: [] for name in fns}
+    cpu: dict[str, list[float]] = {name: [] for name in fns}
+
+    def window(name: str, fn) -> None:
+        for _ in range(warmup.after_switch(warmed[name]) if together else 0):
             fn()
         clock.sync()
-        per_call.append((clock.now_ns() - t0) / size)
-    return statistics.median(per_call) / 1e6
+        t0, c0 = clock.now_ns(), time.thread_time_ns()
+        for _ in range(size):
+            fn()
+        c1 = time.thread_time_ns()
+        clock.sync()
+        per_call[name].append((clock.now_ns() - t0) / size)
+        cpu[name].append((c1 - c0) / size)
+
+    if together:
+        for _ in range(max(1, iters // size)):
+            for name, fn in together.items():
+                window(name, fn)
+    else:
+        for name, fn in fns.items():
+            warmup.warm_up(fn, 2, clock, cap_s=10.0)
+            for _ in range(max(1, iters // size)):
+                window(name, fn)
+    return {name: (statistics.median(per_call[name]) / 1e6, statistics.median(cpu[name]) / 1e6) for name in fns}
 
 
 def main() -> None:
@@ -118,13 +150,16 @@ def main() -> None:
         rng = random.Random(62)
         speedups: dict[str, list[float]] = {d: [] for d in DESIGNS}
         times: dict[str, dict[str, list[float]]] = {d: {"eager": [], "default": []} for d in DESIGNS}
+        launches: dict[str, dict[str, list[float]]] = {d: {"eager": [], "default": []} for d in HOST_TIMED}
         for i in range(1, args.rounds + 1):
             order = rng.sample(DESIGNS, len(DESIGNS))
-            got = one_round(fns, order, clock, args.iters)
+            got, launch = one_round(fns, order, clock, args.iters)
             for design in DESIGNS:
                 speedups[design].append(got[design]["eager"] / got[design]["default"])
                 for name in ("eager", "default"):
                     times[design][name].append(got[design][name])
+                    if design in HOST_TIMED:
+                        launches[design][name].append(launch[design][name])
             print(f"round {i}: " + " | ".join(f"{d}: eager {got[d]['eager']:.3f} ms, default {got[d]['default']:.3f} ms "
                                               f"({speedups[d][-1]:.2f}x)" for d in order), flush=True)
     alone = statistics.median(speedups["alone"])
@@ -136,8 +171,14 @@ def main() -> None:
     print("speed-up, paired over rounds, 95%: " + ", ".join(
         "{} {:.3f}x [{:.3f}-{:.3f}]".format(d, *stats.ratio_df(times[d]["default"], times[d]["eager"], pair=True)[:3])
         for d in DESIGNS))
+    windowed = statistics.median(speedups["windows of 10"])
     print("host-timed windows over alone (near 1.00 where per-call events and the cadence change nothing): "
-          f"windows of 10 {statistics.median(speedups['windows of 10']) / alone:.3f}")
+          f"windows of 10 {windowed / alone:.3f}, host-timed blocks of 10 over windows of 10 (interleaving with "
+          f"no events) {statistics.median(speedups['host-timed blocks of 10']) / windowed:.3f}")
+    print("launch CPU ms per call, the median over rounds (against ms per call: near it, the host sets the pace): "
+          + ", ".join(f"{d}: " + ", ".join(f"{name} {statistics.median(launches[d][name]):.3f} of "
+                                           f"{statistics.median(times[d][name]):.3f}" for name in ("eager", "default"))
+                      for d in HOST_TIMED))
 
 
 if __name__ == "__main__":
