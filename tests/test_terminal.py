@@ -111,3 +111,17 @@ def test_an_undecided_case_is_told_to_interleave_only_if_it_did_not():
         assert why == (f"nothing measured is faster than eager beyond 5% (1 inconclusive: "
                        f"{speedups.out_of_reach(s, 0.05)}; {remedy})")
         assert f"{speedups.out_of_reach(s, 0.05)}; {remedy}" in said  # what it could not see, then what may decide
+
+
+def test_an_interleaved_comparison_read_from_one_process_is_not_told_to_interleave():
+    # A run interrupted after its first interleaved process printed "more repeats or --interleave may decide":
+    # with one shared process its speed-up had been read as two unpaired sides.
+    one = ["p1"]
+    eager = fr.result("resnet-50", 1, "eager", 0.678, processes=[0.678], process_ids=one, interleave=True)
+    compiled = fr.result("resnet-50", 1, "default", 0.370, processes=[0.370], process_ids=one, interleave=True,
+                         compile_s=20.8)
+    s = speedups.speedup(eager, compiled)
+    assert s.paired_by == "process" and s.n == 1 and s.low is None and s.verdict == Verdict.inconclusive
+    said = " ".join(terminal.summary(View([eager, compiled])).split())  # its lines wrapped at 100 columns
+    assert "(default 1.83x, inconclusive); more repeats may decide" in said, said
+    assert "--interleave may decide" not in said

@@ -90,7 +90,7 @@ def speedup(eager: Result | None, other: Result | None, min_effect: float = stat
     if not e or not o:
         return None
     shared = [p for p in e if p in o]
-    if eager.case.interleave and other.case.interleave and len(shared) >= 2:
+    if eager.case.interleave and other.case.interleave and shared:  # one shared process: no interval, yet paired
         s = of_means([e[p] for p in shared], [o[p] for p in shared], min_effect, pair=True, drift=drift,
                      confidence=_confidence(eager, other, len(shared)), paired_by="process")
         index = {process_id(rep): rep.index for rep in other.repeats}
