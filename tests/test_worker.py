@@ -259,16 +259,16 @@ def test_attention_implementation_is_chosen_where_the_model_has_one():
 
 
 @pytest.mark.slow
-def test_a_warm_compile_cache_is_read_from_disk_and_a_cold_one_is_not(tmp_path):
+def test_a_warm_compile_cache_is_read_from_disk(tmp_path):
+    # --compile-cache warm: compiled once first, then timed from the on-disk cache. A cold case's first repeat
+    # (no hits) and its later ones (hits, from what the first left) are the end-to-end test's (test_cli), which
+    # compiles cold anyway: a cold compile here as well cost the slow step 14 s (34 s, now 20).
     from compilebench.measure import compiler_state
 
-    env = compiler_state.env_for(str(tmp_path / "state"))
-    cold = run_in_process(case("fault-ok", "default", backend="inductor"), env=env)
-    # a later repeat of a cold case starting from what the first left: the end-to-end test (test_cli) shows its hits
     warm = run_in_process(Case("fault-ok", 1, Variant("default"), device="cpu", model_size="tiny", compile_cache="warm"),
                           env=compiler_state.env_for(str(tmp_path / "other")))
-    assert cold.status == warm.status == "ok", (cold.message, warm.message)
-    assert cold.compile_cache_hits == 0 and warm.compile_cache_hits >= 1
+    assert warm.status == "ok", warm.message
+    assert warm.compile_cache_hits >= 1
 
 
 def test_inductor_options_go_to_torch_compile_with_only_their_own_modes_table():
