@@ -74,7 +74,7 @@ def one_round(fns: dict, order: list[str], clock, iters: int) -> tuple[dict, dic
     got, launch = {}, {}
     for design in order:
         if design in HOST_TIMED:
-            timed = host_timed(fns if design.startswith("host") else None, fns, clock, iters, 10)
+            timed = host_timed(fns, clock, iters, 10, interleaved=design.startswith("host"))
             got[design] = {name: ms for name, (ms, _) in timed.items()}
             launch[design] = {name: cpu for name, (_, cpu) in timed.items()}
         elif design == "alone":
@@ -90,20 +90,20 @@ def one_round(fns: dict, order: list[str], clock, iters: int) -> tuple[dict, dic
     return got, launch
 
 
-def host_timed(together: dict | None, fns: dict, clock, iters: int, size: int) -> dict[str, tuple[float, float]]:
+def host_timed(fns: dict, clock, iters: int, size: int, interleaved: bool) -> dict[str, tuple[float, float]]:
     """Per variant, the median ms per call of `iters` calls in windows of `size`, each synchronized at both ends and
     timed by the host's clock, after the same warm-up as a loop's, and the median CPU ms per call the calling thread
-    spent up to each window's closing synchronize. `together` None: each variant's windows on their own, one
-    variant after the other; else the variants' windows alternate, each opened by the untimed calls a block of the
-    quick suite opens with (measure/warmup.after_switch)."""
+    spent up to each window's closing synchronize: each variant's windows on their own, one variant after the
+    other, or `interleaved`, alternating, each opened by the untimed calls a block of the quick suite opens with
+    (measure/warmup.after_switch)."""
     from compilebench.measure import warmup
 
-    warmed = {name: warmup.warm_up(fn, 2, clock, cap_s=10.0) for name, fn in (together or {}).items()}
+    warmed = {name: warmup.warm_up(fn, 2, clock, cap_s=10.0) for name, fn in fns.items()} if interleaved else {}
     per_call: dict[str, list[float]] = {name: [] for name in fns}
     cpu: dict[str, list[float]] = {name: [] for name in fns}
 
     def window(name: str, fn) -> None:
-        for _ in range(warmup.after_switch(warmed[name]) if together else 0):
+        for _ in range(warmup.after_switch(warmed[name]) if interleaved else 0):
             fn()
         clock.sync()
         t0, c0 = clock.now_ns(), time.thread_time_ns()
@@ -114,9 +114,9 @@ def host_timed(together: dict | None, fns: dict, clock, iters: int, size: int) -
         per_call[name].append((clock.now_ns() - t0) / size)
         cpu[name].append((c1 - c0) / size)
 
-    if together:
+    if interleaved:
         for _ in range(max(1, iters // size)):
-            for name, fn in together.items():
+            for name, fn in fns.items():
                 window(name, fn)
     else:
         for name, fn in fns.items():

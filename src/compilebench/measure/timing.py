@@ -11,8 +11,7 @@ from typing import Callable
 from compilebench.core import sharing
 from compilebench.core.conditions import Conditions
 from compilebench.measure.conditions import NoWatch, Watch
-from compilebench.measure.warmup import WarmUp, settled, sm_clock_of, warm_up
-from compilebench.measure.warmup import after_switch as opening_calls
+from compilebench.measure.warmup import WarmUp, after_switch as opening_calls, settled, sm_clock_of, warm_up
 
 
 class HostClock:

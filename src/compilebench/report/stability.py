@@ -61,8 +61,8 @@ def _mixed_cases(latest: list[Result]) -> list[str]:
         if r.disagreements:
             alike.setdefault(_different(r), []).append(r)
     return [mixed(rs[0]) if len(rs) == 1 else
-            f"mixed: the repeats of {len(rs)} cases ({', '.join(_name(r, short=True) for r in rs)}) ran with different {said}, "
-            "and each interval holds them all" for said, rs in alike.items()]
+            f"mixed: the repeats of {len(rs)} cases ({', '.join(_name(r, short=True) for r in rs)}) ran with "
+            f"different {said}, and each interval holds them all" for said, rs in alike.items()]
 
 
 def _groups(r: Result) -> str | None:
