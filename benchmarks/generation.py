@@ -125,7 +125,7 @@ def main() -> None:
 
 
 def describe(ours: dict, wall: float) -> None:
-    from compilebench.core import speedups
+    from compilebench.core import generation, speedups
     from compilebench.report import data
 
     print(f"1. compilebench run: {wall:.0f} s")
@@ -140,7 +140,7 @@ def describe(ours: dict, wall: float) -> None:
               f"end-to-end {data.e2e_tokens_per_s(r.result):.1f} tokens/s; "
               f"first calls (s) {first}; cold compile {r.get('cold_compile_s') or 0:.1f} s, "
               f"warm {r.get('warm_compile_s') or 0:.1f} s")
-    s = speedups.speedup(ours["eager"].result, ours["default"].result, metric=data.PER_TOKEN)
+    s = speedups.speedup(ours["eager"].result, ours["default"].result, metric=generation.PER_TOKEN)
     print(f"   per-token speed-up {s.value:.3f}x ({s.confidence:.1%} interval {s.low:.3f}-{s.high:.3f}): {s.verdict}")
 
 

@@ -97,9 +97,9 @@ def _tokens(r) -> tuple[float | None, float | None, float | None]:
 
 
 def _ratio(view, name: str, base, other, published: float | None) -> None:
-    from compilebench.report import data
+    from compilebench.core import generation
 
-    s = view.speedup(base, other, data.PER_TOKEN) if base is not None and other is not None else None
+    s = view.speedup(base, other, generation.PER_TOKEN) if base is not None and other is not None else None
     here = "not measured ok" if s is None else (f"{s.value:.2f}x [{_num(s.low)}-{_num(s.high)}] {s.verdict}")
     print(f"{name:44} {here:40} {f'{published:.2f}x' if published else 'not published'}")
 

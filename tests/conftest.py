@@ -79,12 +79,14 @@ def main_here(tmp_path, monkeypatch, capsys):
 @pytest.fixture
 def former_reading(monkeypatch):
     """Results read by the rules they were written under before issue 62: each process's mean as its figure, each
-    look's confidence by the union bound over the looks' shares of 5%, and two groups of processes called at a gap
-    3x their spread whatever their count. Under it a file written before reports as it did then, which shows that
-    nothing else changed."""
+    look's confidence by the union bound over the looks' shares of 5%, two groups of processes called at a gap 3x
+    their spread whatever their count, and a text-generation case's verdict (its undecided line, the suite's summary)
+    read from whole generate() calls where its table read per token (the files read under it quantized nothing, whose
+    table read per token already). Under it a file written before reports as it did then, which shows that nothing
+    else changed."""
     import math as _math
 
-    from compilebench.core import sequential, stats
+    from compilebench.core import generation, sequential, stats
 
     def union_bound(design):
         fractions = [n / design[-1] for n in design]
@@ -94,6 +96,7 @@ def former_reading(monkeypatch):
     monkeypatch.setattr(stats, "per_process", lambda samples: _math.fsum(samples) / len(samples))  # to the last bit
     monkeypatch.setattr(sequential, "look_confidences", union_bound)
     monkeypatch.setattr(stats, "NOISE_RATIO", {})
+    monkeypatch.setattr(generation, "verdict_metric", lambda case: None)
 
 
 

@@ -26,6 +26,20 @@ CPU = {"device": "cpu", "device_name": "AMD EPYC 7B13", "cpu": "AMD EPYC 7B13", 
        "torch": "2.13.0+cpu", "hostname": "laptop", "transformers": "5.23.0"}
 
 
+def generation(model: str, mode: str, calls_ms: list[float], per_token_ms: list[float], **fields) -> Result:
+    """A text-generation result of 8 new tokens on a 16-token prompt: each process's whole generate() calls at its
+    figure of `calls_ms`, its decoded tokens at its figure of `per_token_ms` (a process's two figures set apart: the
+    prefill takes the rest)."""
+    from compilebench.core.generation import GenerateCalls
+
+    r = result(model, 1, mode, calls_ms[0], env=CPU, processes=calls_ms, prompt_len=16, new_tokens=8, **fields)
+    for rep, per_token in zip(r.repeats, per_token_ms):
+        rep.generation = GenerateCalls(new_tokens=8, batch_size=1, prompt_len=16, ttft_ms=[1.0] * 3,
+                                       per_token_ms=[per_token * f for f in (0.99, 1.0, 1.01)])
+    r.derive()
+    return r
+
+
 def machine(env: dict) -> str:
     return Environment.from_dict(env).machine_id
 

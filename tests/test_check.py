@@ -59,6 +59,25 @@ def test_a_lost_speedup_a_failure_and_growth_beyond_the_limits_are_regressions()
     assert status[0].regression and status[0].why == "was ok, now error: boom"
 
 
+def test_a_slower_decode_fails_the_gate_though_whole_generate_calls_cannot_tell():
+    """A language model's gate reads its time per token too, the figure its verdict is: a decode 30% slower fails
+    where its whole calls, their prefills wandering, read no change."""
+    calls, tokens = [50.0, 62.0, 44.0], [10.0, 10.01, 9.99]
+
+    def side(per_token):
+        return [fr.generation("smollm2-135m", "eager", calls, tokens),
+                fr.generation("smollm2-135m", "default", calls, [t * per_token for t in tokens], compile_s=20.0)]
+
+    lines = check.check(side(0.5), side(0.65), drift=QUIET)[0]
+    found = {(l.label.split("b1 ")[-1], l.metric): l for l in lines}
+    assert not found[("compile", "latency ms")].regression and not found[("no compile", "latency ms")].regression
+    per_token = found[("compile", "ms per token")]
+    assert per_token.regression and per_token.ratio == pytest.approx(1.3) and per_token.baseline == "5.000"
+    lost = found[("compile", "speed-up over eager per token")]  # 2.0x -> 1.54x
+    assert lost.regression and lost.baseline == "2.00x" and lost.candidate == "1.54x"
+    assert not found[("no compile", "ms per token")].regression
+
+
 def test_peak_memory_measured_two_ways_is_said_and_never_compared():
     # A reduce-overhead baseline written before the CUDA graphs' pools were counted read far too low; the same case
     # measured now (pools counted) must not fail the gate as a memory rise.

@@ -61,6 +61,8 @@ REWORDED_62 = [
      "each round's two processes, which ran back to back, in an order drawn afresh each round."),
     ("each look's interval at its share of the 5% (Lan-DeMets Pocock-type spending: ",
      "each look's interval at the group-sequential boundary of Lan-DeMets Pocock-type spending of the 5% ("),
+    ("the compiled model takes 80% of the time), over",  # a generation case's verdict per token (core/generation)
+     "the compiled model takes 80% of the time; text generation's: per decoded token), over"),
 ]
 REACH = re.compile(r"differences under ±\d+% are out of this run's reach; [^;|]*; ")
 UNDECIDED_NOTES = "Where the machine moved, or a verdict was left undecided:\n\n| note |\n|:---:|\n\n"
@@ -186,10 +188,16 @@ def test_a_release_file_read_today_takes_each_processs_median_and_says_what_an_u
         assert float(row["latency_ms"]) == pytest.approx(statistics.geometric_mean(medians))
         assert float(row["mean_ms"]) == pytest.approx(statistics.geometric_mean(
             [statistics.fmean(rep.samples_ms) for rep in r.repeats if rep.samples_ms]))
-    undecided = [r for r in rows.values() if r["verdict"] == "inconclusive"]
-    assert undecided and all(float(r["reach_pct"]) > 0 and r["rounds_to_decide"] for r in undecided)
+    # a case's verdict: its time per token for text generation (core/generation.verdict_metric), else its calls'
+    undecided = [(r, "per_token_" if r["task"] == "text-generation" else "") for r in rows.values()]
+    undecided = [(r, p) for r, p in undecided if r[f"{p}verdict"] == "inconclusive"]
+    assert undecided and all(float(r[f"{p}reach_pct"]) > 0 and r[f"{p}rounds_to_decide"] for r, p in undecided)
     notes = [line for line in (out / "report.md").read_text().split("\n") if line.startswith("| undecided: ")]
     assert len(notes) == len(undecided) and all("are out of this run's reach" in n for n in notes)
+    # the release's SmolLM2 read inconclusive by whole generate() calls, faster per token: no undecided line
+    (lm,) = [r for r in rows.values() if r["task"] == "text-generation" and r["variant"] == "default"]
+    assert (lm["verdict"], lm["per_token_verdict"]) == ("inconclusive", "faster")
+    assert not any("SmolLM2" in n for n in notes)
 
 
 @pytest.mark.parametrize("command", RUNS)

@@ -390,6 +390,33 @@ def test_quantization_is_searched_only_when_asked_and_never_below_the_quality_fl
     assert "torchao.quantization.quantize_(model, torchao.quantization.Int8WeightOnlyConfig())" in kept.code()
 
 
+def test_a_language_model_is_tuned_by_its_time_per_token():
+    """The configuration that decodes fastest wins, as a run's verdict would call it, though another makes whole
+    generate() calls (its prefill) faster."""
+    from compilebench.cli.tune import render
+
+    base = Case("smollm2-135m", 1, Variant("eager"), device="cpu", model_size="tiny", prompt_len=16, new_tokens=8)
+    prefill, decode = tune.Config.make("default"), tune.Config.make("max-autotune-no-cudagraphs")
+    figures = {None: ([50.0, 50.5, 49.5], [10.0, 10.1, 9.9]), prefill: ([30.0, 30.3, 29.7], [9.8, 9.9, 9.7]),
+               decode: ([45.0, 45.4, 44.6], [5.0, 5.05, 4.95])}
+    clock = [0.0]
+
+    def measure(cases, repeats, policy):
+        out = {}
+        for c in cases:
+            config = next((k for k in (prefill, decode) if k.case(base) == c), None)
+            calls, per_token = figures[config]
+            r = fr.generation("smollm2-135m", "eager", calls[:repeats], per_token[:repeats])
+            r.case, r.cold_compile_s = c, None if config is None else 30.0
+            out[c.key()] = r
+        clock[0] += 30.0
+        return out
+
+    out = tune.search(base, [prefill, decode], measure, lambda: clock[0], budget_s=100_000)
+    assert out.winner.config == decode and out.winner.speedup.value == pytest.approx(2.0, rel=0.02)
+    assert "2.00x eager per token" in render(out, 0.05, "r.db")
+
+
 def test_tune_refuses_a_quality_floor_out_of_range(main_here):
     code, _, err = main_here("tune", "--model", "resnet-50", "--min-agreement", "99", "--device", "cpu")
     assert code == 2 and "--min-agreement must be a fraction above 0 and at most 1" in err

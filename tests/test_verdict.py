@@ -119,6 +119,37 @@ def test_every_output_of_an_undecided_case_carries_its_reach(tmp_path):
     assert speedups.out_of_reach(s, 0.05) in note and "inconclusive after 3 repeats" in note
 
 
+def test_a_generation_case_is_decided_everywhere_by_its_time_per_token():
+    """Its table reads its time per decoded token against eager's; so do the run's looks at its verdicts, its
+    undecided line and the suite's summary (they read whole generate() calls, so one tiny SmolLM2 run printed
+    `faster` at 1.25x in its table and `undecided` at 1.23x beneath it)."""
+    from collections import Counter
+
+    from compilebench.report import suite
+    from compilebench.run.rounds import Comparison, Side
+
+    calls_e, calls_c = [50.0, 62.0, 44.0], [47.0, 55.0, 41.0]  # whole calls: their prefills wander
+    eager = fr.generation("smollm2-135m", "eager", calls_e, [10.0, 10.1, 9.9])
+    decided = fr.generation("smollm2-135m", "default", calls_c, [8.0, 8.1, 7.9])
+    wandering = fr.generation("smollm2-135m", "reduce-overhead", calls_c, [9.0, 10.6, 8.5])
+    view = View([eager, decided, wandering], 0.05)
+    assert view.speedup(eager, decided).verdict == Verdict.inconclusive  # whole calls cannot tell
+    per_token = view.verdict(decided)
+    assert per_token.verdict == Verdict.faster and per_token.value == pytest.approx(1.25, rel=0.01)
+    (note,) = [n for n in stability.notes(view) if n.startswith("undecided")]
+    assert "b1 reduce-overhead" in note and ": per token 1.0" in note
+    (compiled,) = [s for s in suite.summaries(view) if s.column.variant.mode == "default"]
+    assert compiled.verdicts == Counter({Verdict.faster: 1})
+    assert f"geomean speed-up per token {per_token.value:.2f}x over 1 model(s)" in compiled.sentence()
+    target = SimpleNamespace(resume_id="here")
+    sides = [Side(r.case, target, 0) for r in (eager, decided, wandering)]
+    stored = {side.key: r for side, r in zip(sides, (eager, decided, wandering))}
+    found = [Comparison(sides[0], sides[1]), Comparison(sides[0], sides[2])]
+    (still,) = rounds.undecided(found, stored, 0.05)  # the run measures on only where the table cannot tell
+    assert still.comparison.other.case.variant.mode == "reduce-overhead"
+    assert still.comparison.describe().endswith(", per token")
+
+
 # -- the H200's recording under these rules -------------------------------------------------------------------------
 
 

@@ -57,18 +57,19 @@ def _served(outcome: tune.Outcome, view: View) -> str:
 def render(result: tune.Outcome, min_effect: float, db: str) -> str:
     out = []
     w = result.winner or (result.ranked[0] if result.ranked else None)  # the pick, else the best that was not
+    per = " per token" if result.eager is not None and result.eager.case.generation else ""  # generation.verdict_metric
     if w is None:
         out.append("No configuration was measured ok: the table says why each was dropped.")
     else:
         s = w.speedup
         saving = stats_break_even(result.eager, w.result)
         if w is result.winner:
-            out.append(f"Fastest correct configuration: {w.config.describe()}: {s.value:.2f}x eager "
+            out.append(f"Fastest correct configuration: {w.config.describe()}: {s.value:.2f}x eager{per} "
                        f"(95% CI {interval(s.low, s.high, '{:.2f}x')}), {s.verdict}.")
         else:
             seen = speedups.out_of_reach(s, min_effect)  # an undecided best: what the search could not see
             out.append(f"Nothing measured is faster than eager beyond {min_effect:.0%}: keep the model uncompiled. "
-                       f"The best was {w.config.describe()}: {s.value:.2f}x eager "
+                       f"The best was {w.config.describe()}: {s.value:.2f}x eager{per} "
                        f"(95% CI {interval(s.low, s.high, '{:.2f}x')}), {s.verdict}" + (f": {seen}." if seen else "."))
         kept = quantization.quality_words(w.result)
         if kept:  # a quantized pick: what it kept of the float model's predictions
@@ -87,7 +88,7 @@ def render(result: tune.Outcome, min_effect: float, db: str) -> str:
                      (f"{s.verdict} (±{s.reach:.0%} reach)" if s and s.verdict == Verdict.inconclusive and s.reach
                       else s.verdict if s else ""), cells.num(r and r.cold_compile_s, 1),
                      f"{first.seconds:.2f} ({first.name.rsplit(', ', 1)[-1]})" if first else "", t.dropped or ""])
-    out += ["", markdown.table(Table("Configurations measured", ["configuration", "rungs", "status", "speed-up",
+    out += ["", markdown.table(Table("Configurations measured", ["configuration", "rungs", "status", f"speed-up{per}",
                                                                    "95% CI", "verdict", "cold compile s",
                                                                    "start s (how)", "dropped"],
                                      rows, [cells.verdict_note(min_effect), TUNE_START_NOTE]))]

@@ -1,5 +1,6 @@
 """Text generation's figures, as one process records its generate() calls and as a case sums them up over its
-processes: time to first token (prefill), the latency of each decoded token, and the bytes a decode step reads."""
+processes: time to first token (prefill), the latency of each decoded token, and the bytes a decode step reads;
+and which of them a case's verdict is read from."""
 
 from __future__ import annotations
 
@@ -67,3 +68,21 @@ class Generation(Record):
                    ttft=stats.case_summary([g.ttft_ms for g in gen]),
                    per_token=stats.case_summary([g.per_token_ms for g in gen]),
                    decode_bytes=next((g.decode_bytes for g in gen if g.decode_bytes), DecodeBytes()))
+
+
+def TTFT(rep) -> list[float]:
+    """A repeat's time to first token of each steady-state generate() call: a metric of core/speedups.speedup."""
+    return rep.generation.ttft_ms
+
+
+def PER_TOKEN(rep) -> list[float]:
+    """A repeat's mean time per decoded token of each steady-state generate() call: a metric of speedups.speedup."""
+    return rep.generation.per_token_ms
+
+
+def verdict_metric(case):
+    """The per-call series a case's verdict is read from, wherever it is said (the table, the run's looks at its
+    verdicts, the undecided line, the suite's summary): a text-generation case's time per decoded token, as its
+    table's "per token vs eager" shows it (the prefill has a column of its own, whole calls their end-to-end
+    tokens/s); any other case's whole call (None)."""
+    return PER_TOKEN if case.generation else None

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from xml.etree import ElementTree
 
-from compilebench.core import drift as driftmod, pairing, sequential, speedups, stats
+from compilebench.core import drift as driftmod, generation, pairing, sequential, speedups, stats
 from compilebench.core.drift import Drift
 from compilebench.core.errors import UserError
 from compilebench.core.result import Result
@@ -85,6 +85,8 @@ def check(baseline: list[Result], candidate: list[Result], limits: Limits = Limi
         across = moved if driftmod.across_runs(b, c, unknown=True) else None
         used = used or across
         lines.append(_latency(label, b, c, limits, min_effect, across))
+        if b.case.generation:  # its verdict's figure too: a slower decode that the prefill's noise would hide
+            lines += filter(None, [_latency(label, b, c, limits, min_effect, across, generation.PER_TOKEN)])
         lines += _speedup(label, b, c, *paired, limits, min_effect, across)
         lines += _by_value(label, "compile s", b.compile_s, c.compile_s, limits.compile_increase, 1, 1)
         lines += _memory(label, b, c, limits)
@@ -113,10 +115,17 @@ def _memory(label, b: Result, c: Result, limits: Limits) -> list[Line]:
     return _by_value(label, "peak memory MiB", _peak(b), _peak(c), limits.memory_increase, 1, 2 ** 20)
 
 
-def _latency(label, b: Result, c: Result, limits: Limits, min_effect: float, across: Drift | None) -> Line:
-    s = speedups.speedup(b, c, min_effect, drift=across)  # baseline time over the candidate's
+def _latency(label, b: Result, c: Result, limits: Limits, min_effect: float, across: Drift | None,
+             metric=None) -> Line | None:
+    """The candidate's time over the baseline's: whole calls, or (`metric`: generation.PER_TOKEN) decoded tokens
+    (None where a side has none: results from before they were recorded)."""
+    s = speedups.speedup(b, c, min_effect, metric, across)  # baseline time over the candidate's
+    if s is None:
+        return None
     slower = Verdict.of(s.low, s.high, limits.slowdown) == Verdict.slower
-    return Line(label, "latency ms", f"{b.mean:.3f}", f"{c.mean:.3f}", 1 / s.value, _inv(s.high), _inv(s.low),
+    name, was, now = (("latency ms", b.mean, c.mean) if metric is None else
+                      ("ms per token", b.generation.per_token.mean, c.generation.per_token.mean))
+    return Line(label, name, f"{was:.3f}", f"{now:.3f}", 1 / s.value, _inv(s.high), _inv(s.low),
                 verdict(s), slower, f"slower beyond {limits.slowdown:.0%}" if slower else "",
                 "" if slower else _undecided(s.value, s.low, limits, across, "slower", "faster",
                                              speedups.out_of_reach(s, min_effect)))
@@ -128,13 +137,15 @@ def _speedup(label, b: Result, c: Result, base: pairing.Pairing, cand: pairing.P
     the candidate's against the baseline's."""
     if not pairing.compared(b):
         return []
-    sb, sc = (speedups.speedup(side.of(r), r, min_effect) for side, r in ((base, b), (cand, c)))
+    metric = generation.verdict_metric(b.case)
+    sb, sc = (speedups.speedup(side.of(r), r, min_effect, metric) for side, r in ((base, b), (cand, c)))
     if sb is None or sc is None:
         return []
     ratio, low, high = _ratio_of(sb, sc, across)
     worse = Verdict.of(low, high, limits.slowdown) == Verdict.slower
     said = Verdict.of(low, high, min_effect)
-    return [Line(label, "speed-up over eager", f"{sb.value:.2f}x", f"{sc.value:.2f}x", ratio, low, high,
+    name = f"speed-up over eager{' per token' if metric else ''}"
+    return [Line(label, name, f"{sb.value:.2f}x", f"{sc.value:.2f}x", ratio, low, high,
                  f"{said} (across runs)" if across else said, worse,
                  f"speed-up fell beyond {limits.slowdown:.0%}" if worse else "",
                  "" if worse else _undecided(ratio, low, limits, across, "lower", "higher", _reach(low, high)))]

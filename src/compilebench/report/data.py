@@ -13,7 +13,6 @@ from packaging.version import InvalidVersion, Version
 
 from compilebench.core import suites
 from compilebench.core.errors import UserError
-from compilebench.core.repeat import Repeat
 from compilebench.core.result import Result
 from compilebench.core.run import Run
 from compilebench.core.variant import Variant
@@ -271,16 +270,6 @@ def flag_counts(results: list[Result]) -> dict[str, int]:
 
     latest_ = latest(results)
     return {f: sum(1 for r in latest_ if f in r.flags) for f in FLAGS}
-
-
-def TTFT(rep: Repeat) -> list[float]:
-    """A repeat's time to first token of each steady-state generate() call."""
-    return rep.generation.ttft_ms
-
-
-def PER_TOKEN(rep: Repeat) -> list[float]:
-    """A repeat's mean time per decoded token of each steady-state generate() call."""
-    return rep.generation.per_token_ms
 
 
 def decode_tokens_per_s(r: Result) -> float | None:

@@ -15,7 +15,7 @@ import csv
 import io
 import json
 
-from compilebench.core import repeat, reproduce, settings, speedups, stats, traffic
+from compilebench.core import generation, repeat, reproduce, settings, speedups, stats, traffic
 from compilebench.core.engines import EngineStart
 from compilebench.core.environment import ALWAYS
 from compilebench.core.result import Result
@@ -113,7 +113,7 @@ def _generation_columns(view: View, r: Result, eager: Result | None) -> dict:
     """Text generation: time to first token and per token with their intervals and speed-ups, energy per token,
     tokens/s, and where the tokens first diverged from eager's."""
     row = {}
-    for metric, name in ((data.TTFT, "ttft"), (data.PER_TOKEN, "per_token")):
+    for metric, name in ((generation.TTFT, "ttft"), (generation.PER_TOKEN, "per_token")):
         est = getattr(r.generation, name)
         row[f"{name}_ms"] = est.mean
         row[f"{name}_ci95_low_ms"], row[f"{name}_ci95_high_ms"] = est.ci95_low, est.ci95_high

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from compilebench.core import pairing, settings
+from compilebench.core import generation, pairing, settings
 from compilebench.core.result import Result
 from compilebench.core.speedups import Speedup
 from compilebench.core.variant import Variant
@@ -68,7 +68,7 @@ def models(view: View) -> list[Model]:
 
 def _model(view: View, results: list[Result]) -> Model:
     first = results[0]
-    metric = data.PER_TOKEN if first.case.generation else None
+    metric = generation.verdict_metric(first.case)
     order = {q: i for i, q in enumerate(settings.QUANTIZATIONS)}
     results = sorted(results, key=lambda r: (order.get(r.case.quantize, len(order)), r.case.variant.compiled,
                                              r.case.variant.order, r.case.variant.label))

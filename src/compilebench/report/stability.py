@@ -74,14 +74,8 @@ def _groups(r: Result) -> str | None:
             f"state during the run, and the interval holds both{_probes(r, [g.repeats for g in r.unstable])}")
 
 
-def _speedup(view: View, r: Result):
-    """The result's speed-up over its eager twin, as every table reads it; None for eager or where unmeasured."""
-    eager = view.eager_of(r)
-    return view.speedup(eager, r) if eager is not None else None
-
-
 def _effect_groups(view: View, r: Result) -> str | None:
-    s = _speedup(view, r)
+    s = view.verdict(r)
     if s is None or not s.groups:
         return None
     parts = [f"{value:.2f}x (repeat{'s' if len(repeats) > 1 else ''} {', '.join(map(str, repeats))})"
@@ -89,7 +83,7 @@ def _effect_groups(view: View, r: Result) -> str | None:
     why = ("the effect itself moved with the machine's state (eager and it shared each process)"
            if s.paired_by == "process" else
            "the machine changed state during the run (a round's two processes apart, or the effect with the state)")
-    return (f"unstable: {_name(r)}: its speed-up over eager fell into two groups of "
+    return (f"unstable: {_name(r)}: its speed-up{_per(r)} over eager fell into two groups of "
             f"{'processes' if s.paired_by == 'process' else 'rounds'}, {' and '.join(parts)}: {why}, and the interval "
             f"({s.value:.2f}x{_span(s)}) holds both{_probes(r, [repeats for _, repeats in s.groups])}")
 
@@ -97,7 +91,7 @@ def _effect_groups(view: View, r: Result) -> str | None:
 def _shared(view: View, r: Result) -> str | None:
     """An interleaved verdict that stands though sharing the process changed its effect (the change only
     strengthens it); one withheld for it is said with its undecided line (speedups.why_withheld)."""
-    s = _speedup(view, r)
+    s = view.verdict(r)
     found = s.sharing if s is not None else None
     if found is None or not found.changed(view.min_effect) or s.withheld is not None:
         return None
@@ -149,13 +143,18 @@ def _moved(results: list[Result], latest: list[Result]) -> list[str]:
 def _undecided(view: View, r: Result) -> str | None:
     """A comparison left inconclusive: after how many repeats, why the run stopped there where it was not the data,
     and the smallest effect it could have seen (speedups.out_of_reach)."""
-    s = _speedup(view, r)
+    s = view.verdict(r)
     if s is None or s.verdict != Verdict.inconclusive:
         return None
     why = f" ({STOPPED[r.undecided_by]})" if r.undecided_by in STOPPED else ""
     seen = speedups.out_of_reach(s, view.min_effect) or "one process a side gives no interval"
-    return (f"undecided: {_name(r)}: {s.value:.2f}x{_span(s)}, inconclusive after {r.stats.repeats} repeats{why}: "
-            f"{seen}")
+    return (f"undecided: {_name(r)}:{_per(r)} {s.value:.2f}x{_span(s)}, inconclusive after {r.stats.repeats} "
+            f"repeats{why}: {seen}")
+
+
+def _per(r: Result) -> str:
+    """What a speed-up is of where that is not the call (core/generation.verdict_metric)."""
+    return " per token" if r.case.generation else ""
 
 
 def _span(s) -> str:

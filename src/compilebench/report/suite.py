@@ -18,8 +18,9 @@ from compilebench.report.view import Group, View
 
 @dataclass(frozen=True)
 class _Summary:
-    """One compiled column of one group: its pass rate, and over the models measured ok both ways, the speed-ups,
-    verdicts and memory compression ratios."""
+    """One compiled column of one group: its pass rate, and over the models measured ok both ways, the speed-ups
+    (per decoded token in a text-generation group: core/generation.verdict_metric), verdicts and memory compression
+    ratios."""
 
     g: Group
     column: Column
@@ -48,7 +49,8 @@ class _Summary:
         """The column in one line: `run` prints it under its summary."""
         said = [f"pass rate {self.pass_rate}"]
         if self.speedups:
-            said.append(f"geomean speed-up {self.geomean} over {len(self.speedups)} model(s)")
+            per = " per token" if self.g.generation else ""  # core/generation.verdict_metric
+            said.append(f"geomean speed-up{per} {self.geomean} over {len(self.speedups)} model(s)")
         if self.memory:
             said.append(f"memory compression {self.memory_compression}")
         kind = ", generation" if self.g.generation else ""  # the LMs' group apart from the vision models'
@@ -60,7 +62,7 @@ def _geomean(values: list[float]) -> float:
 
 
 def _summarise(g: Group, c: Column) -> _Summary:
-    measured = [(m, s) for m in g.models if (s := g.speedup(m, c)) is not None]
+    measured = [(m, s) for m in g.models if (s := g.verdict(m, c)) is not None]
     compiled = [r for m in g.models if (r := g.result(m, c)) is not None]
     memory = [e.peak_mem_bytes / r.peak_mem_bytes for m, _ in measured
               if (r := g.result(m, c)) and (e := g.eager(m, c)) and _alike_peaks(e, r)]
@@ -104,7 +106,8 @@ def summary_table(view: View) -> Table:
     return table("", columns, summaries(view), [
         f"Pass rate of the suite: {pass_rate(view)}. A compiled variant's pass rate: its cases ok over its cases "
         "run (a mismatch, a recompile while timed, an error, OOM, timeout or crash fails one).",
-        "speed-up = eager time / compiled time (1.25x: the compiled model takes 80% of the time), over the models "
-        "measured ok both ways; each model's verdict needs its 95% interval clear of the minimum effect.",
+        "speed-up = eager time / compiled time (1.25x: the compiled model takes 80% of the time; text generation's: "
+        "per decoded token), over the models measured ok both ways; each model's verdict needs its 95% interval "
+        "clear of the minimum effect.",
         "memory compression = eager's peak memory / compiled's (above 1: compiling saved memory), geometric mean over "
         "the same models; on a CPU a peak is the process's RSS, which for a compiled case includes the compiler."])

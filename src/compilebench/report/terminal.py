@@ -182,11 +182,12 @@ def summary(view: View, width: int = WIDTH) -> str:
         lines = [f"pass rate: {suite.pass_rate(view)}", *(s.sentence() for s in suite.summaries(view))]
         out += ["", *[line for s in lines for line in textwrap.wrap(s, width, subsequent_indent="  ")]]
     if out:
+        per = GEN_WORDS if any(g.generation for g in view.groups) else ""
         confidence = ("95%; where a run adds repeats to decide, wider at each look, so that all its looks together "
                       "hold 95%, as --details says"
                       if view.looks > 1 else "95%")
         out += ["", *textwrap.wrap(
-            f"ms: {stats.PER_PROCESS_WORDS}, over processes. speed-up: eager ms / compiled ms, with its interval "
+            f"ms: {stats.PER_PROCESS_WORDS}, over processes. speed-up: eager ms / compiled ms{per}, with its interval "
             f"between processes ({confidence}). verdict: faster or slower beyond {view.min_effect:.0%}, same within "
             "it, else inconclusive, with the smallest effect it could see. break-even: calls until compiling has paid "
             f"for itself.{ENGINE_WORDS if engines_lines else ''} The guide's tables (and "
@@ -196,6 +197,7 @@ def summary(view: View, width: int = WIDTH) -> str:
     return "\n".join(out).lstrip("\n")
 
 
+GEN_WORDS = " (text generation: per decoded token, the figure its verdict reads)"
 GEN_HEADER = ["model", "variant", "TTFT ms", "ms/token", "tokens/s", "per token vs eager", "verdict"]
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from compilebench.core import drift, pairing, settings as settingsmod, speedups, stats, traffic
+from compilebench.core import drift, generation, pairing, settings as settingsmod, speedups, stats, traffic
 from compilebench.core.drift import Drift
 from compilebench.core.result import Result
 from compilebench.core.speedups import Speedup
@@ -27,6 +27,12 @@ class Cell:
     speedup: Speedup | None = None
     ttft: Speedup | None = None  # text generation: the time to first token
     per_token: Speedup | None = None  # text generation: each decoded token after the first
+
+    @property
+    def verdict(self) -> Speedup | None:
+        """The speed-up its verdict is (core/generation.verdict_metric): per decoded token for text generation."""
+        metric = generation.verdict_metric(self.result.case)
+        return {generation.TTFT: self.ttft, generation.PER_TOKEN: self.per_token}.get(metric, self.speedup)
 
 
 @dataclass
@@ -78,6 +84,11 @@ class Group:
     def speedup(self, model: str, column: Column) -> Speedup | None:
         cell = self.cells.get((model, column))
         return cell.speedup if cell else None
+
+    def verdict(self, model: str, column: Column) -> Speedup | None:
+        """The speed-up a cell's verdict is: Cell.verdict."""
+        cell = self.cells.get((model, column))
+        return cell.verdict if cell else None
 
     def eager(self, model: str, column: Column) -> Result | None:
         """The eager twin a cell's speed-ups are against."""
@@ -148,6 +159,12 @@ class View:
         """Whether any speed-up asked for so far compared results of different runs (a table's note says so)."""
         return any(s is not None and s.drift is not None for s in self._speedups.values())
 
+    def verdict(self, r: Result) -> Speedup | None:
+        """A result's speed-up over its eager twin as its verdict reads it (core/generation.verdict_metric: per
+        decoded token for text generation); None for eager or where unmeasured."""
+        eager = self.eager_of(r)
+        return self.speedup(eager, r, generation.verdict_metric(r.case)) if eager is not None else None
+
     def eager_of(self, r: Result) -> Result | None:
         """What a compiled (or cached) result is measured against in every table, chart and row: its eager twin
         (self.pairing); None for an eager result."""
@@ -175,5 +192,5 @@ class View:
             return Cell(r)
         if not r.case.generation:
             return Cell(r, eager, self.speedup(eager, r))
-        return Cell(r, eager, self.speedup(eager, r), self.speedup(eager, r, data.TTFT),
-                    self.speedup(eager, r, data.PER_TOKEN))
+        return Cell(r, eager, self.speedup(eager, r), self.speedup(eager, r, generation.TTFT),
+                    self.speedup(eager, r, generation.PER_TOKEN))

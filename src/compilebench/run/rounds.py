@@ -28,7 +28,7 @@ import random
 import time
 from dataclasses import dataclass, field
 
-from compilebench.core import pairing, speedups
+from compilebench.core import generation, pairing, speedups
 from compilebench.core.case import Case
 from compilebench.core.result import Result
 from compilebench.core.run import MAX_REPEATS, SHARING, TIME_BUDGET  # why a run stopped short of a verdict
@@ -186,9 +186,10 @@ class Comparison:
         return self.base.key, self.other.key
 
     def describe(self) -> str:
+        what = f"{self.other.case.describe()}{', per token' if self.other.case.generation else ''}"
         if self.base.case.environment != self.other.case.environment:
-            return f"{self.other.case.describe()} against {self.base.case.environment}"
-        return self.other.case.describe()
+            return f"{what} against {self.base.case.environment}"
+        return what
 
 
 def comparisons(groups: list[list[Case]], targets: list[Target], first_environment: str | None) -> list[Comparison]:
@@ -231,7 +232,7 @@ def undecided(found: list[Comparison], stored: dict[tuple[str, str], Result], mi
     out = []
     for c in found:
         base, other = stored.get(c.base.key), stored.get(c.other.key)
-        s = speedups.speedup(base, other, min_effect)
+        s = speedups.speedup(base, other, min_effect, generation.verdict_metric(c.other.case))
         if s is not None and s.verdict == Verdict.inconclusive:
             out.append(Open(c, s, max(max(r.index for r in base.repeats), max(r.index for r in other.repeats))))
     return out

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
 from compilebench import kinds
-from compilebench.core import speedups, stats, traffic
+from compilebench.core import generation, speedups, stats, traffic
 from compilebench.core.case import Case
 from compilebench.core.environment import is_cuda
 from compilebench.core.errors import UserError
@@ -204,6 +204,7 @@ def search(base: Case, configs: list[Config], measure: Measure, now: Callable[[]
     `min_agreement` (any of its task's measures) is dropped, saying so."""
     start = now()
     eager_case = base
+    metric = generation.verdict_metric(base)  # per decoded token for text generation, as a run's verdicts read it
     tried = {c: Tried(c) for c in configs}
     alive = list(configs)
     untried: list[Config] = []
@@ -234,13 +235,13 @@ def search(base: Case, configs: list[Config], measure: Measure, now: Callable[[]
             measured.append(config)
             if config not in order:
                 order.append(config)
-            so_far = speedups.speedup(eager, t.result, min_effect) if not t.dropped else None
+            so_far = speedups.speedup(eager, t.result, min_effect, metric) if not t.dropped else None
             if so_far and so_far.value > best_value:  # against eager as it stands: where the climb goes next
                 best, best_value = config, so_far.value
         for config in measured:  # eager gained repeats along the rung: every speed-up against the same eager
             t = tried[config]
             if not t.dropped:
-                t.speedup = speedups.speedup(eager, t.result, min_effect)
+                t.speedup = speedups.speedup(eager, t.result, min_effect, metric)
         ok = sorted((c for c in measured if not tried[c].dropped and tried[c].speedup),
                     key=lambda c: -tried[c].value)
         n = max(1, math.ceil(len(ok) * keep)) if keep < 1 else int(keep)
