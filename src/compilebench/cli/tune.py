@@ -11,7 +11,7 @@ import sys
 from compilebench import kinds, tune
 from compilebench.cli import groups, resume
 from compilebench.cli.run import EXIT_FAILED
-from compilebench.core import shards, speedups, traffic
+from compilebench.core import generation, shards, speedups, traffic
 from compilebench.core.result import Result
 from compilebench.core.vocab import Verdict
 from compilebench.report import cells, markdown, quantization, shapes, start
@@ -57,7 +57,7 @@ def _served(outcome: tune.Outcome, view: View) -> str:
 def render(result: tune.Outcome, min_effect: float, db: str) -> str:
     out = []
     w = result.winner or (result.ranked[0] if result.ranked else None)  # the pick, else the best that was not
-    per = " per token" if result.eager is not None and result.eager.case.generation else ""  # generation.verdict_metric
+    per = generation.per(result.eager.case) if result.eager is not None else ""
     if w is None:
         out.append("No configuration was measured ok: the table says why each was dropped.")
     else:

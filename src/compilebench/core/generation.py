@@ -86,3 +86,8 @@ def verdict_metric(case):
     table's "per token vs eager" shows it (the prefill has a column of its own, whole calls their end-to-end
     tokens/s); any other case's whole call (None)."""
     return PER_TOKEN if case.generation else None
+
+
+def per(case) -> str:
+    """What a case's speed-up is of, in words to follow it, where that is not the whole call: ' per token'."""
+    return " per token" if verdict_metric(case) is PER_TOKEN else ""

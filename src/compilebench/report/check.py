@@ -144,7 +144,7 @@ def _speedup(label, b: Result, c: Result, base: pairing.Pairing, cand: pairing.P
     ratio, low, high = _ratio_of(sb, sc, across)
     worse = Verdict.of(low, high, limits.slowdown) == Verdict.slower
     said = Verdict.of(low, high, min_effect)
-    name = f"speed-up over eager{' per token' if metric else ''}"
+    name = f"speed-up over eager{generation.per(b.case)}"
     return [Line(label, name, f"{sb.value:.2f}x", f"{sc.value:.2f}x", ratio, low, high,
                  f"{said} (across runs)" if across else said, worse,
                  f"speed-up fell beyond {limits.slowdown:.0%}" if worse else "",

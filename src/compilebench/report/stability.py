@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import statistics
 
-from compilebench.core import speedups
+from compilebench.core import generation, speedups
 from compilebench.core.result import Result
 from compilebench.core.run import STOPPED
 from compilebench.core.vocab import Verdict
@@ -83,7 +83,7 @@ def _effect_groups(view: View, r: Result) -> str | None:
     why = ("the effect itself moved with the machine's state (eager and it shared each process)"
            if s.paired_by == "process" else
            "the machine changed state during the run (a round's two processes apart, or the effect with the state)")
-    return (f"unstable: {_name(r)}: its speed-up{_per(r)} over eager fell into two groups of "
+    return (f"unstable: {_name(r)}: its speed-up{generation.per(r.case)} over eager fell into two groups of "
             f"{'processes' if s.paired_by == 'process' else 'rounds'}, {' and '.join(parts)}: {why}, and the interval "
             f"({s.value:.2f}x{_span(s)}) holds both{_probes(r, [repeats for _, repeats in s.groups])}")
 
@@ -148,13 +148,8 @@ def _undecided(view: View, r: Result) -> str | None:
         return None
     why = f" ({STOPPED[r.undecided_by]})" if r.undecided_by in STOPPED else ""
     seen = speedups.out_of_reach(s, view.min_effect) or "one process a side gives no interval"
-    return (f"undecided: {_name(r)}:{_per(r)} {s.value:.2f}x{_span(s)}, inconclusive after {r.stats.repeats} "
+    return (f"undecided: {_name(r)}:{generation.per(r.case)} {s.value:.2f}x{_span(s)}, inconclusive after {r.stats.repeats} "
             f"repeats{why}: {seen}")
-
-
-def _per(r: Result) -> str:
-    """What a speed-up is of where that is not the call (core/generation.verdict_metric)."""
-    return " per token" if r.case.generation else ""
 
 
 def _span(s) -> str:

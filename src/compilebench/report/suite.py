@@ -9,6 +9,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
+from compilebench.core import generation
 from compilebench.core.result import Result
 from compilebench.core.vocab import VERDICTS
 from compilebench.report.cells import Columns, Table, table
@@ -49,7 +50,7 @@ class _Summary:
         """The column in one line: `run` prints it under its summary."""
         said = [f"pass rate {self.pass_rate}"]
         if self.speedups:
-            per = " per token" if self.g.generation else ""  # core/generation.verdict_metric
+            per = generation.per(self.g.results[0].case)  # a group is text generation or not
             said.append(f"geomean speed-up{per} {self.geomean} over {len(self.speedups)} model(s)")
         if self.memory:
             said.append(f"memory compression {self.memory_compression}")

@@ -186,7 +186,8 @@ class Comparison:
         return self.base.key, self.other.key
 
     def describe(self) -> str:
-        what = f"{self.other.case.describe()}{', per token' if self.other.case.generation else ''}"
+        per = generation.per(self.other.case)
+        what = f"{self.other.case.describe()}{',' + per if per else ''}"
         if self.base.case.environment != self.other.case.environment:
             return f"{what} against {self.base.case.environment}"
         return what
