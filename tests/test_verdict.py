@@ -150,6 +150,29 @@ def test_a_generation_case_is_decided_everywhere_by_its_time_per_token():
     assert still.comparison.describe().endswith(", per token")
 
 
+def test_a_side_comparison_left_undecided_says_its_reach_in_its_cell():
+    """Quantized against float, or an engine against compile: no undecided note speaks for such a comparison, so
+    its terminal cell says the smallest effect it could see (a tiny ViT's int8-dynamic compiled read
+    '0.95x inconclusive' against eager float, its interval ±19% wide)."""
+    from compilebench.report import terminal
+
+    def res(mode, processes, q="none"):
+        r = fr.result("vit", 1, mode, processes[1], env=fr.CPU, processes=processes, quantize=q)
+        for rep in r.repeats:
+            rep.quality = {"top1": 1.0} if q != "none" else {}
+        r.derive()
+        return r
+
+    view = View([res("eager", [10.0, 10.1, 9.9]), res("default", [8.0, 8.1, 7.9]),
+                 res("eager", [6.0, 6.1, 5.9], "int8-dynamic"), res("default", [9.0, 10.6, 8.7], "int8-dynamic")], 0.05)
+    text = "\n".join(terminal.quantization_summary(view, 200))
+    (row,) = [line for line in text.split("\n") if line.startswith("int8-dynamic  default")]
+    against_float = speedups.speedup(view.latest[0], view.latest[3])
+    assert against_float.verdict == Verdict.inconclusive
+    assert f"{against_float.value:.2f}x inconclusive (±{against_float.reach:.0%} reach)" in row
+    assert text.count("reach") == 1 and "1.25x faster\n" in text  # a decided one reads as before
+
+
 # -- the H200's recording under these rules -------------------------------------------------------------------------
 
 

@@ -13,7 +13,6 @@ from compilebench.cli import groups, resume
 from compilebench.cli.run import EXIT_FAILED
 from compilebench.core import generation, shards, speedups, traffic
 from compilebench.core.result import Result
-from compilebench.core.vocab import Verdict
 from compilebench.report import cells, markdown, quantization, shapes, start
 from compilebench.report.cells import Table, interval
 from compilebench.report.view import View
@@ -85,8 +84,7 @@ def render(result: tune.Outcome, min_effect: float, db: str) -> str:
         first = start.first_start(r) if r else None
         rows.append([t.config.describe(), str(t.rungs), r.status if r else "",
                      f"{s.value:.3f}x" if s else "", interval(s.low, s.high, "{:.3f}x") if s else "",
-                     (f"{s.verdict} (±{s.reach:.0%} reach)" if s and s.verdict == Verdict.inconclusive and s.reach
-                      else s.verdict if s else ""), cells.num(r and r.cold_compile_s, 1),
+                     cells.verdict_reach(s), cells.num(r and r.cold_compile_s, 1),
                      f"{first.seconds:.2f} ({first.name.rsplit(', ', 1)[-1]})" if first else "", t.dropped or ""])
     out += ["", markdown.table(Table("Configurations measured", ["configuration", "rungs", "status", f"speed-up{per}",
                                                                    "95% CI", "verdict", "cold compile s",

@@ -10,7 +10,7 @@ from compilebench.core import sequential, speedups, stats
 from compilebench.core.drift import Drift
 from compilebench.core.result import Result
 from compilebench.core.speedups import Speedup
-from compilebench.core.vocab import CLOCK, CUDAGRAPHS_SKIPPED, INCONCLUSIVE_REMEDY, RECOMPILE_LIMIT
+from compilebench.core.vocab import CLOCK, CUDAGRAPHS_SKIPPED, INCONCLUSIVE_REMEDY, RECOMPILE_LIMIT, Verdict
 
 
 @dataclass
@@ -119,6 +119,16 @@ def may_decide(undecided: Iterable[Speedup], min_effect: float) -> str:
 def verdict(s: Speedup | None) -> str:
     """'faster'; 'inconclusive (across runs)' where the two sides come from different runs (drift_note says why)."""
     return "" if s is None else s.verdict if s.drift is None else f"{s.verdict} (across runs)"
+
+
+def verdict_reach(s: Speedup | None) -> str:
+    """verdict(), an inconclusive one with its reach (the smallest effect its interval could tell from none), for a
+    cell no undecided note speaks for: 'inconclusive (±8% reach)', 'inconclusive (across runs, ±30% reach)'."""
+    if s is None:
+        return ""
+    words = (["across runs"] if s.drift is not None else []) + (
+        [f"±{s.reach:.0%} reach"] if s.verdict == Verdict.inconclusive and s.reach is not None else [])
+    return f"{s.verdict} ({', '.join(words)})" if words else str(s.verdict)
 
 
 def improvement_verdict(s: Speedup | None) -> str:

@@ -16,7 +16,7 @@ from compilebench.core.result import Result
 from compilebench.core.speedups import Speedup
 from compilebench.core.vocab import Verdict
 from compilebench.report import data, engines, quantization, stability, suite
-from compilebench.report.cells import break_even, cell, may_decide
+from compilebench.report.cells import break_even, cell, may_decide, verdict_reach
 from compilebench.report.data import Column
 from compilebench.report.view import Group, View
 
@@ -279,4 +279,5 @@ def _variant_of(v) -> str:
 
 
 def _against(s: Speedup | None) -> str:
-    return "" if s is None else f"{s.value:.2f}x {_verdict(s)}"
+    """A side comparison (quantized against float, an engine against compile): no undecided note speaks for it."""
+    return "" if s is None else f"{s.value:.2f}x {verdict_reach(s)}"
