@@ -1,8 +1,10 @@
 """Whether sharing a process changed a speed-up (core/sharing.py): each interleaved variant's warm-up, timed alone,
 against its timed loop, said in the notes and the CSV where the two disagree beyond the smallest effect."""
 
+import dataclasses
 import math
 import random
+import statistics
 
 import fakeresults as fr
 import pytest
@@ -150,3 +152,24 @@ def test_noise_between_the_warm_ups_and_the_loop_seldom_reads_as_a_change_and_a_
     assert called(1.0, 0.10) <= 0.015
     assert called(1.0, 0.30) <= 0.04
     assert called(1.19, 0.10) >= {3: 0.15, 5: 0.4, 7: 0.6}[n]
+
+
+def test_a_language_models_verdict_per_token_is_checked_as_its_whole_calls_are():
+    """Warm-ups time whole generate() calls alone: where they say sharing the process could undo a verdict, a
+    language model's verdict (its time per token) is withheld as a call's would be; its prefill's is not checked."""
+    from compilebench.core import generation
+    from compilebench.core.generation import GenerateCalls
+
+    eager, default = _pair(_shifted(1.12, 1.0))  # faster only beside eager: alone the two are alike
+    for r in (eager, default):
+        r.case = dataclasses.replace(r.case, model="smollm2-135m", prompt_len=16, new_tokens=8)
+        for rep in r.repeats:
+            per_token = statistics.median(rep.samples_ms) / 10
+            rep.generation = GenerateCalls(new_tokens=8, batch_size=1, prompt_len=16, ttft_ms=[1.0] * 3,
+                                           per_token_ms=[per_token] * 3)
+        r.derive()
+    s = speedups.speedup(eager, default, metric=generation.PER_TOKEN)
+    assert s.sharing is not None and s.withheld == Verdict.faster and s.verdict == Verdict.inconclusive
+    (note,) = [n for n in stability.notes(View([eager, default])) if n.startswith("undecided: ")]
+    assert ": per token 1.12x" in note and "its interval said faster, withheld: timed alone" in note
+    assert speedups.speedup(eager, default, metric=generation.TTFT).sharing is None

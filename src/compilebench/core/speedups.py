@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 from typing import Iterable, TypeVar
 
-from compilebench.core import sequential, sharing, stats
+from compilebench.core import generation, sequential, sharing, stats
 from compilebench.core.drift import Drift
 from compilebench.core.result import Result, process_id
 from compilebench.core.sharing import Sharing
@@ -95,7 +95,10 @@ def speedup(eager: Result | None, other: Result | None, min_effect: float = stat
                      confidence=_confidence(eager, other, len(shared)), paired_by="process")
         index = {process_id(rep): rep.index for rep in other.repeats}
         s = _grouped(s, [e[p] / o[p] for p in shared], [index[p] for p in shared])
-        return _checked(s, sharing.alone_over_interleaved(eager, other), min_effect) if metric is None else s
+        # the warm-ups time whole calls alone: their check holds the verdict's figure too (a generate() call's time
+        # is mostly its decoded tokens'), and no other figure
+        checked = metric is None or metric is generation.verdict_metric(other.case)
+        return _checked(s, sharing.alone_over_interleaved(eager, other), min_effect) if checked else s
     pair_from = min(eager.pair_from or 0, other.pair_from or 0)
     if pair_from:
         re, ro = eager.round_figures(metric), other.round_figures(metric)
