@@ -215,6 +215,22 @@ def test_the_best_setting_for_the_mix_is_named_with_its_verdict_and_one_that_nev
     assert shapesmod.summary_table(small, m).records()[1]["catches up after (requests)"] == "402"
 
 
+def test_a_shape_left_undecided_says_its_reach_beside_its_ratio():
+    """No undecided note speaks for one shape's steady time against no compile's: its cell says what it could see."""
+    eager = _served_result(Variant(), {"b1": 0.01, "b4": 0.01}, {"b1": 10.0, "b4": 40.0})
+    auto = _served_result(Variant("default"), {"b1": 5.0, "b4": 0.01}, {"b1": 5.0, "b4": 39.0})
+    for rep, f in zip(auto.repeats, (0.9, 1.0, 1.12)):  # its batch 4 wanders between processes: 1.03x, undecided
+        rep.shapes.per_shape["b4"].samples_ms = [39.0 * f * g for g in (0.99, 1.0, 1.01)]
+    auto.derive()
+    view = View([eager, auto])
+    (m,) = shapesmod.models(view)
+    rows = shapesmod.setting_table(view, m, m.settings[1]).records()
+    b4 = shapesmod.shape_versus(view, m, m.settings[1], "b4")
+    assert b4.verdict == "inconclusive" and b4.reach > 0.05
+    said = f"{b4.value:.2f}x (inconclusive, ±{b4.reach:.0%} reach)"
+    assert [r["vs no compile"] for r in rows] == ["2.00x (faster)", said]
+
+
 def test_bad_shapes_input_is_one_line_and_exit_2(main_here):
     base = ["shapes", "--model", "resnet-50", "--tiny", "--isolation", "inline"]
     for args, words in [

@@ -121,14 +121,20 @@ def verdict(s: Speedup | None) -> str:
     return "" if s is None else s.verdict if s.drift is None else f"{s.verdict} (across runs)"
 
 
+def verdict_words(s: Speedup) -> list[str]:
+    """The verdict, then whether its sides came from different runs, then (inconclusive) its reach: the smallest
+    effect its interval could tell from none."""
+    return [str(s.verdict), *(["across runs"] if s.drift is not None else []),
+            *([f"±{s.reach:.0%} reach"] if s.verdict == Verdict.inconclusive and s.reach is not None else [])]
+
+
 def verdict_reach(s: Speedup | None) -> str:
-    """verdict(), an inconclusive one with its reach (the smallest effect its interval could tell from none), for a
-    cell no undecided note speaks for: 'inconclusive (±8% reach)', 'inconclusive (across runs, ±30% reach)'."""
+    """verdict(), an inconclusive one with its reach, for a cell no undecided note speaks for: 'faster',
+    'inconclusive (±8% reach)', 'inconclusive (across runs, ±30% reach)'."""
     if s is None:
         return ""
-    words = (["across runs"] if s.drift is not None else []) + (
-        [f"±{s.reach:.0%} reach"] if s.verdict == Verdict.inconclusive and s.reach is not None else [])
-    return f"{s.verdict} ({', '.join(words)})" if words else str(s.verdict)
+    said, *more = verdict_words(s)
+    return f"{said} ({', '.join(more)})" if more else said
 
 
 def improvement_verdict(s: Speedup | None) -> str:

@@ -16,7 +16,7 @@ from compilebench.core.served import ShapeSummary
 from compilebench.core.speedups import Speedup
 from compilebench.core.variant import Variant
 from compilebench.core.vocab import MEASURED, Verdict
-from compilebench.report import data, drawing
+from compilebench.report import cells, data, drawing
 from compilebench.report.cells import Table, table
 from compilebench.report.drawing import Chart
 from compilebench.report.start import shapes_table
@@ -200,7 +200,7 @@ def setting_table(view, m: Model, s: Setting) -> Table:
 
     def vs(t: str) -> str:
         sp = shape_versus(view, m, s, t)
-        return "" if sp is None else f"{sp.value:.2f}x ({sp.verdict})"
+        return "" if sp is None else f"{sp.value:.2f}x ({', '.join(cells.verdict_words(sp))})"
 
     columns = [
         ("shape", lambda t: traffic.Shape.parse(t).words),
