@@ -1,5 +1,7 @@
 """The terminal summary (issue 39): the run's answer in at most 100 columns, with the same figures as the report."""
 
+import math
+
 import fakeresults as fr
 import pytest
 
@@ -56,6 +58,27 @@ def test_the_summary_fits_the_width_and_holds_the_reports_figures(width):
     row = next(r for r in b1 if r.startswith("DETR "))
     assert f"{s.value:.2f}x" in row and "faster" in row and ("312.0" in row or width < 100)  # compile s: left out
     assert f"{g.result('detr', column).mean:.3f}" in row
+
+
+def test_the_break_even_is_the_range_its_speed_ups_interval_gives():
+    """A count to the call beside a speed-up known to ±15% would read surer than it is: the table gives the calls at
+    each end of the interval, the line in words the estimate with that range; an end that saves nothing reads
+    never."""
+    eager = fr.result("resnet-50", 1, "eager", 4.0, env=fr.CPU, processes=[4.0, 4.2, 3.8])
+    decided = fr.result("resnet-50", 1, "default", 2.0, env=fr.CPU, processes=[2.0, 2.05, 1.95], compile_s=12.0)
+    view = View([eager, decided])
+    s = view.speedup(eager, decided)
+    fewest, most = (12.0 / ((eager.mean - eager.mean / x) / 1e3) for x in (s.high, s.low))
+    text = terminal.summary(view, 100)
+    row = next(line for line in text.splitlines() if line.startswith("ResNet "))
+    assert row.endswith(f"{math.ceil(fewest):,}-{math.ceil(most):,}")
+    point = math.ceil(12.0 / ((eager.mean - decided.mean) / 1e3))
+    assert f"pays off after {point:,} calls [{math.ceil(fewest):,}-{math.ceil(most):,}]" in text
+    unsure = fr.result("resnet-50", 1, "default", 3.9, env=fr.CPU, processes=[3.6, 4.1, 3.9], compile_s=12.0)
+    s = View([eager, unsure]).speedup(eager, unsure)
+    assert s.low < 1 < s.high and s.verdict == Verdict.inconclusive
+    row = next(line for line in terminal.summary(View([eager, unsure]), 100).splitlines() if line.startswith("ResNet "))
+    assert row.endswith("-never") and f"{math.ceil(12.0 / ((eager.mean - eager.mean / s.high) / 1e3)):,}-" in row
 
 
 def test_each_case_that_is_not_a_speed_up_says_why_in_words():

@@ -99,6 +99,17 @@ def break_even(compiled: Result, eager: Result | None) -> str:
     return "never" if be is None else f"{be:,.0f}"
 
 
+def break_even_range(compiled: Result, eager: Result | None, s: Speedup | None) -> str:
+    """break_even() at each end of the speed-up's interval: '[12,130-306,000]', '[12,130-never]'; '' without one. A
+    count to the call beside an interval 25x wide would read surer than it is."""
+    if not compiled.case.variant.compiled or s is None or eager is None:
+        return ""
+    found = stats.break_even_range(compiled.compile_s, speedups.mean(eager), s.low, s.high)
+    if found is None:
+        return ""
+    return "[" + "-".join("never" if n is None else f"{n:,.0f}" for n in found) + "]"
+
+
 def may_decide(undecided: Iterable[Speedup], min_effect: float) -> str:
     """What inconclusive speed-ups could not see (one: its reach and the rounds that would decide it; several: the
     widest reach) and what may decide them: more repeats, and --interleave unless every one already shared its

@@ -16,7 +16,7 @@ from compilebench.core.result import Result
 from compilebench.core.speedups import Speedup
 from compilebench.core.vocab import Verdict
 from compilebench.report import data, engines, quantization, stability, suite
-from compilebench.report.cells import break_even, cell, may_decide, verdict_reach
+from compilebench.report.cells import break_even, break_even_range, cell, may_decide, verdict_reach
 from compilebench.report.data import Column
 from compilebench.report.view import Group, View
 
@@ -63,8 +63,8 @@ class Row:
     def _words(self, min_effect: float) -> str:
         s = self.speedup
         if self.recommended:
-            be = _break_even(self)
-            pays = "" if be in ("", "never") else f", pays off after {be} calls"
+            be, between = _break_even(self, ranged=False), break_even_range(self.compiled, self.eager, s)
+            pays = "" if be in ("", "never") else f", pays off after {be} calls{' ' + between if between else ''}"
             verb = "compile" if self.column.variant.compiled else "run"  # an eager setting can win too
             kept = quantization.quality_words(self.compiled)  # a quantized pick says what it kept of float's
             return (f"{self.name}: {verb} ({_variant(self.column)}) - {s.value:.2f}x {_interval(s)}{pays}"
@@ -101,8 +101,13 @@ def _verdict(s: Speedup | None) -> str:
     return "" if s is None else str(s.verdict) + (" (across runs)" if s.drift is not None else "")
 
 
-def _break_even(row: Row) -> str:
-    return "" if row.compiled is None or row.speedup is None else break_even(row.compiled, row.eager)
+def _break_even(row: Row, ranged: bool = True) -> str:
+    """The calls until compiling has paid for itself; `ranged`: the range its speed-up's interval gives instead,
+    where it has one ('2,712-7,504')."""
+    if row.compiled is None or row.speedup is None:
+        return ""
+    between = break_even_range(row.compiled, row.eager, row.speedup) if ranged else ""
+    return between.strip("[]") or break_even(row.compiled, row.eager)
 
 
 def rows(view: View, g: Group) -> list[Row]:
@@ -190,7 +195,8 @@ def summary(view: View, width: int = WIDTH) -> str:
             f"ms: {stats.PER_PROCESS_WORDS}, over processes. speed-up: eager ms / compiled ms{per}, with its interval "
             f"between processes ({confidence}). verdict: faster or slower beyond {view.min_effect:.0%}, same within "
             "it, else inconclusive, with the smallest effect it could see. break-even: calls until compiling has paid "
-            f"for itself.{ENGINE_WORDS if engines_lines else ''} The guide's tables (and "
+            "for itself, at each end of the speed-up's interval (never: that end saves nothing per call)."
+            f"{ENGINE_WORDS if engines_lines else ''} The guide's tables (and "
             "its mean of the calls) and every detail: --details, or the report.", width)]
     for c in view.shards:  # a report over shard files says whether it is the whole run
         out += ["", *textwrap.wrap(c.describe(), width, subsequent_indent="  ")]
