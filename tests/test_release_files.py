@@ -64,6 +64,7 @@ REWORDED_62 = [
     ("the compiled model takes 80% of the time), over",  # a generation case's verdict per token (core/generation)
      "the compiled model takes 80% of the time; text generation's: per decoded token), over"),
 ]
+BREAK_EVEN_RANGE = " Its range: the same at each end of the speed-up's 95% interval."
 REACH = re.compile(r"differences under ±\d+% are out of this run's reach; [^;|]*; ")
 UNDECIDED_NOTES = "Where the machine moved, or a verdict was left undecided:\n\n| note |\n|:---:|\n\n"
 
@@ -71,14 +72,15 @@ UNDECIDED_NOTES = "Where the machine moved, or a verdict was left undecided:\n\n
 def as_before_62(new: str, old: str) -> tuple[str, str]:
     """A report of today beside one written before issue 62, each with what issue 62 added or reworded taken out:
     the notes on undecided verdicts (each comparison's reach: tested apart), the reach in a recommendation's why,
-    the details' median-based column (`ms`, under the former reading the same figure as `mean ms`)."""
+    the details' median-based column (`ms`, under the former reading the same figure as `mean ms`), the break-even's
+    range at the ends of the speed-up's interval (its legend's sentence with it)."""
     for before, now in REWORDED_62:
         old = old.replace(before, now)
     new = REACH.sub("", new)
     new = "\n".join(line for line in new.split("\n") if not line.startswith("| undecided: "))
     old = "\n".join(line for line in old.split("\n") if not line.startswith("| undecided: "))
     new, old = new.replace(UNDECIDED_NOTES, ""), old.replace(UNDECIDED_NOTES, "")
-    new = without(new, ("mean ms",))
+    new = without(new, ("mean ms", "break-even range")).replace(BREAK_EVEN_RANGE, "")
     return new.replace("| flags | ms | 95% CI ms |", "| flags | mean ms | 95% CI ms |"), old
 # Columns of the report's tables added (or, from the release's side, replaced) since the release, and the legend
 # lines that came with them: left out of both sides, so the rest of each table compares to the byte.
@@ -147,6 +149,7 @@ def test_a_release_file_reports_as_that_release_did(release_db, tmp_path, former
              "sensitivity_rel_err",  # issue 57: the engines' columns (in flat.START) and the sensitivity floor
              # issue 62: the median-based latency (the release's figure under its reading) and each reach
              "latency_ms", *(f"{p}{c}" for p in ("", "ttft_", "per_token_") for c in ("reach_pct", "rounds_to_decide")),
+             "break_even_fewest", "break_even_most",  # the break-even at the ends of the speed-up's interval
              *(f"{p}speedup_groups" for p in ("", "ttft_", "per_token_")),  # a paired speed-up's two groups, if any
              *flat.SHARING,  # an interleaved speed-up against its variants' warm-ups: the release interleaved none
              "steps", "decoder_share", "compile_decoder"}  # issue 64: a pipeline's steps, decoder, decoder compiled
@@ -154,7 +157,8 @@ def test_a_release_file_reports_as_that_release_did(release_db, tmp_path, former
         new_rows, old_rows = list(csv.DictReader(new)), list(csv.DictReader(old))
     assert fr.same_rows(new_rows, old_rows, added)
     by = {"paired_by": "paired", "ttft_paired_by": "ttft_paired", "per_token_paired_by": "per_token_paired"}
-    since_62 = {"latency_ms", *(k for k in added if k.endswith(("reach_pct", "rounds_to_decide")))}
+    since_62 = {"latency_ms", "break_even_fewest", "break_even_most",
+                *(k for k in added if k.endswith(("reach_pct", "rounds_to_decide")))}
     assert all(r[k] == "" for r in new_rows for k in added - set(by) - {"reproduce", "quantize", "weight_bytes"}
                - since_62)
     assert all(fr.same_rows([{"x": r["latency_ms"]}], [{"x": r["mean_ms"]}]) for r in new_rows)  # one figure then

@@ -2,6 +2,7 @@
 
 import csv
 import json
+import math
 import os
 import re
 import shutil
@@ -415,6 +416,12 @@ def test_speedup_table_has_the_ci_verdict_and_break_even(tmp_path):
     assert (low, high) == (pytest.approx(resnet.speedup_ci95_low, abs=6e-4), pytest.approx(resnet.speedup_ci95_high, abs=6e-4))
     resnet_row = guide["Image Classification/ResNet"]
     assert resnet_row["95% CI"] == f"{resnet.improvement_ci95_low_pct:.1f}% to {resnet.improvement_ci95_high_pct:.1f}%"
+    # the break-even at each end of that interval: eager's 10 ms over the interval's ends, 30 s of compile
+    ends = (resnet.speedup_ci95_high, resnet.speedup_ci95_low)
+    fewest, most = (math.ceil(30.0 / ((10.0 - 10.0 / x) / 1e3)) for x in ends)
+    assert (resnet.break_even_fewest, resnet.break_even_most) == (fewest, most)
+    assert rows["Image Classification/ResNet"]["break-even range"] == f"{fewest:,}-{most:,}"
+    assert vit["break-even range"].endswith("-never")  # its interval reaches below 1x: that end never pays off
 
 
 def test_the_recommendation_is_the_fastest_correct_variant_whose_verdict_is_faster(tmp_path):

@@ -83,6 +83,8 @@ def rows(view: View) -> list[dict]:
         row.update({**_speedup_columns("", sp, min_effect), **_sharing_columns(sp)})
         row["break_even_inferences"] = (stats.break_even(r.compile_s, speedups.mean(eager), r.mean)
                                         if sp is not None else None)
+        ends = stats.break_even_range(r.compile_s, speedups.mean(eager), sp.low, sp.high) if sp is not None else None
+        row["break_even_fewest"], row["break_even_most"] = ends or (None, None)  # at the interval's ends; None: never
         row.update({**_why_columns(r), **_start_columns(r)})
         if c.generation:
             row.update(_generation_columns(view, r, eager))

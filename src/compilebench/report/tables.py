@@ -22,6 +22,7 @@ from compilebench.report.cells import (
     Columns,
     Table,
     break_even,
+    break_even_range,
     cell,
     improvement,
     improvement_interval,
@@ -93,6 +94,7 @@ def speedup_table(view: View) -> Table:
         ("cold compile s", lambda x: num(x[3].cold_compile_s, 1)),
         ("warm compile s", lambda x: num(x[3].warm_compile_s, 1)),
         ("break-even (inferences)", lambda x: "" if x[5] is None else break_even(x[3], x[4])),
+        ("break-even range", lambda x: break_even_range(x[3], x[4], x[5]).strip("[]")),
         ("peak memory compiled / eager", lambda x: _memory_ratio(x[4], x[3])),
     ]
     return table("", columns, items, [
@@ -104,7 +106,8 @@ def speedup_table(view: View) -> Table:
         verdict_note(view.min_effect, view.looks, view.design),
         "cold compile: the first repeat, from an empty compiler state; warm: later repeats, from the on-disk state "
         "the first left. break-even: cold compile seconds / per-inference saving, the number of inferences after "
-        "which compiling has paid for itself; never when the compiled model saves nothing.",
+        "which compiling has paid for itself; never when the compiled model saves nothing. Its range: the same at "
+        "each end of the speed-up's 95% interval.",
         "peak memory: on a GPU the allocator's peak over the steady state, plus the CUDA graphs' pools it counts "
         "free though each replay writes into them; on a CPU the process's peak RSS, which for a "
         "compiled case includes the compiler itself."])
