@@ -65,6 +65,8 @@ REWORDED_62 = [
      "the compiled model takes 80% of the time; text generation's: per decoded token), over"),
 ]
 BREAK_EVEN_RANGE = " Its range: the same at each end of the speed-up's 95% interval."
+RIVAL = (" Where the run could not tell the pick from the next fastest such variant, why says so, with the pick's "
+         "speed-up over it.")
 REACH = re.compile(r"differences under ±\d+% are out of this run's reach; [^;|]*; ")
 UNDECIDED_NOTES = "Where the machine moved, or a verdict was left undecided:\n\n| note |\n|:---:|\n\n"
 
@@ -73,14 +75,15 @@ def as_before_62(new: str, old: str) -> tuple[str, str]:
     """A report of today beside one written before issue 62, each with what issue 62 added or reworded taken out:
     the notes on undecided verdicts (each comparison's reach: tested apart), the reach in a recommendation's why,
     the details' median-based column (`ms`, under the former reading the same figure as `mean ms`), the break-even's
-    range at the ends of the speed-up's interval (its legend's sentence with it)."""
+    range at the ends of the speed-up's interval (its legend's sentence with it), the recommendation's sentence on a
+    runner-up it could not tell its pick from."""
     for before, now in REWORDED_62:
         old = old.replace(before, now)
     new = REACH.sub("", new)
     new = "\n".join(line for line in new.split("\n") if not line.startswith("| undecided: "))
     old = "\n".join(line for line in old.split("\n") if not line.startswith("| undecided: "))
     new, old = new.replace(UNDECIDED_NOTES, ""), old.replace(UNDECIDED_NOTES, "")
-    new = without(new, ("mean ms", "break-even range")).replace(BREAK_EVEN_RANGE, "")
+    new = without(new, ("mean ms", "break-even range")).replace(BREAK_EVEN_RANGE, "").replace(RIVAL, "")
     return new.replace("| flags | ms | 95% CI ms |", "| flags | mean ms | 95% CI ms |"), old
 # Columns of the report's tables added (or, from the release's side, replaced) since the release, and the legend
 # lines that came with them: left out of both sides, so the rest of each table compares to the byte.

@@ -81,6 +81,30 @@ def test_the_break_even_is_the_range_its_speed_ups_interval_gives():
     assert row.endswith("-never") and f"{math.ceil(12.0 / ((eager.mean - eager.mean / s.high) / 1e3)):,}-" in row
 
 
+def test_a_pick_the_run_could_not_tell_from_the_next_fastest_says_so():
+    """Two compiled modes both faster than eager, a few percent apart within their noise: the faster by its estimate
+    is the pick, and its line and the recommendation say the run could not tell it from the other."""
+    eager = fr.result("resnet-50", 1, "eager", 10.0, env=fr.CPU, processes=[10.0, 10.1, 9.9])
+    default = fr.result("resnet-50", 1, "default", 5.0, env=fr.CPU, processes=[5.0, 5.4, 4.7], compile_s=20.0)
+    close = fr.result("resnet-50", 1, "reduce-overhead", 4.8, env=fr.CPU, processes=[4.5, 5.1, 4.8], compile_s=20.0)
+    view = View([eager, default, close])
+    over = view.speedup(default, close)
+    assert over.verdict == Verdict.inconclusive and over.value > 1
+    text = terminal.summary(view, 1000)  # its line unwrapped
+    line = next(line for line in text.splitlines() if line.startswith("ResNet: compile (reduce-overhead)"))
+    theirs = view.speedup(eager, default)
+    assert line.endswith(f"; not told apart from default ({theirs.value:.2f}x [{theirs.low:.2f}-{theirs.high:.2f}]): "
+                         f"reduce-overhead over it {over.value:.2f}x [{over.low:.2f}-{over.high:.2f}], inconclusive")
+    (pick,) = tables.recommendation_table(view).records()
+    assert pick["recommended"] == "compile (reduce-overhead)"
+    assert pick["why"].startswith(f"not told apart from compile: {over.value:.3f}x (")
+    apart = fr.result("resnet-50", 1, "reduce-overhead", 2.5, env=fr.CPU, processes=[2.5, 2.51, 2.49], compile_s=20.0)
+    tight = fr.result("resnet-50", 1, "default", 5.0, env=fr.CPU, processes=[5.0, 5.01, 4.99], compile_s=20.0)
+    view = View([eager, tight, apart])  # 2x the other: told apart, nothing to say
+    assert "told apart" not in terminal.summary(view, 1000)
+    assert tables.recommendation_table(view).records()[0]["why"] == ""
+
+
 def test_each_case_that_is_not_a_speed_up_says_why_in_words():
     text = terminal.summary(View(results()), 100)
     said = text.replace("\n  ", " ").splitlines()  # a line in words wraps, indented

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from compilebench.core import sequential, speedups, stats
+from compilebench.core import generation, sequential, speedups, stats
 from compilebench.core.result import Result
 from compilebench.core.speedups import Speedup
 from compilebench.core.stats import Estimate
@@ -130,17 +130,23 @@ class _Pick:
     base: Result
     best: tuple[Column, Speedup, Result] | None
     undecided: list[Speedup]  # of the candidates whose verdict was inconclusive
+    rival: tuple[Column, Speedup] | None = None  # a runner-up the pick is not told apart from, and the pick over it
 
 
 def _pick(view: View, g: Group, torch: str, baseline: Column, model: str) -> _Pick | None:
     base = g.result(model, baseline)
     if speedups.mean(base) is None:
         return None
-    others = [(c, g.result(model, c)) for c in g.columns if c != baseline and c.torch == torch]
-    measured = [(cr, view.speedup(base, cr[1])) for cr in others]
+    others = [(c, r) for c in g.columns if c != baseline and c.torch == torch and (r := g.result(model, c)) is not None]
+    measured = [(cr, view.speedup(base, cr[1], generation.verdict_metric(cr[1].case))) for cr in others]
     undecided = [s for _, s in measured if s is not None and s.verdict == Verdict.inconclusive]
     picked = speedups.best(measured)
-    return _Pick(g, torch, model, base, (picked[0][0], picked[1], picked[0][1]) if picked else None, undecided)
+    if not picked:
+        return _Pick(g, torch, model, base, None, undecided)
+    (c, r), s = picked
+    found = view.rival(base, r, [x for _, x in others])
+    rival = next((rc, found[1]) for rc, x in others if x is found[0]) if found else None
+    return _Pick(g, torch, model, base, (c, s, r), undecided, rival)
 
 
 def _recommended(p: _Pick, min_effect: float) -> list[str]:
@@ -152,9 +158,13 @@ def _recommended(p: _Pick, min_effect: float) -> list[str]:
         return ["no compile", "", "", "", why]
     c, s, r = p.best
     kept = quantization.quality_words(r)  # a quantized pick says what it kept of the float model's predictions
+    why = [f"quantized {r.case.quantize}: {kept or 'quality not measured'}" if r.case.quantize != "none" else ""]
+    if p.rival is not None:  # a runner-up the run could not tell it from: the pick is no surer than that
+        rc, over = p.rival
+        why.append(f"not told apart from {rc.header.removeprefix(f'torch {p.torch} - ')}: {ratio(over)} "
+                   f"({ratio_interval(over)}) over it, {verdict(over)}")
     return [c.header.removeprefix(f"torch {p.torch} - "), ratio(s), ratio_interval(s),
-            break_even(r, p.base) if c.variant.compiled else "0",
-            f"quantized {r.case.quantize}: {kept or 'quality not measured'}" if r.case.quantize != "none" else ""]
+            break_even(r, p.base) if c.variant.compiled else "0", "; ".join(filter(None, why))]
 
 
 def recommendation_table(view: View) -> Table:
@@ -175,7 +185,8 @@ def recommendation_table(view: View) -> Table:
         "The fastest variant measured ok (outputs within tolerance of eager, no recompile while timed) whose speed-up "
         f"over plain eager is `faster`: its whole 95% interval above {view.min_effect:.0%}. A lower-precision variant "
         "is checked against eager in its own dtype: decide separately whether that precision is acceptable for your "
-        "task."])
+        "task. Where the run could not tell the pick from the next fastest such variant, why says so, with the "
+        "pick's speed-up over it."])
 
 
 def _by_hardware(view: View) -> dict[str, list[Group]]:

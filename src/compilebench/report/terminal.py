@@ -45,6 +45,8 @@ class Row:
     speedup: Speedup | None
     recommended: bool
     full_name: str  # with its batch size, for the lines in words when the run had several groups
+    # a runner-up not told apart (View.rival): its column, its speed-up, ours over it
+    rival: tuple[Column, Speedup, Speedup] | None = None
 
     def cells(self) -> list[str]:
         s, c = self.speedup, self.compiled
@@ -68,7 +70,7 @@ class Row:
             verb = "compile" if self.column.variant.compiled else "run"  # an eager setting can win too
             kept = quantization.quality_words(self.compiled)  # a quantized pick says what it kept of float's
             return (f"{self.name}: {verb} ({_variant(self.column)}) - {s.value:.2f}x {_interval(s)}{pays}"
-                    + (f"; quality against float: {kept}" if kept else ""))
+                    + (f"; quality against float: {kept}" if kept else "") + self._rival())
         if s is None:
             if self.eager.status != "ok":
                 return f"{self.name}: eager {cell(self.eager)}, so no speed-up to read (compiled: {cell(self.compiled)})"
@@ -78,6 +80,15 @@ class Row:
             return (f"{self.name}: no compile - not shown faster beyond {min_effect:.0%} ({said}); "
                     f"{may_decide([s], min_effect)}")
         return f"{self.name}: no compile - nothing measured is faster than eager beyond {min_effect:.0%} ({said})"
+
+
+    def _rival(self) -> str:
+        """A runner-up the pick is not shown faster than (View.rival): said, so the pick reads no surer than it is."""
+        if self.rival is None:
+            return ""
+        c, theirs, over = self.rival
+        return (f"; not told apart from {_variant(c)} ({theirs.value:.2f}x {_interval(theirs)}): "
+                f"{_variant(self.column)} over it {over.value:.2f}x {_interval(over)}, {_verdict(over)}")
 
 
 def notes(view: View, width: int) -> str:
@@ -132,10 +143,19 @@ def rows(view: View, g: Group) -> list[Row]:
                 measured = [x for x in found if x[2] is not None]
                 c, r, s = max(measured, key=lambda x: x[2].value) if measured else found[0] if found else (None,) * 3
             name = g.label(m).rsplit("/", 1)[-1] + (f" (torch {torch})" if len(torches) > 1 else "")
+            found_r = view.rival(eager, r, [x[1] for x in found]) if picked else None
+            rival = next((x[0], x[2], found_r[1]) for x in found if x[1] is found_r[0]) if found_r else None
             if c is not None:  # named by what sets it apart from its eager ("interleaved" in both says nothing)
-                c = replace(c, settings=tuple(w for w in c.settings if w not in baseline.settings))
-            out.append(Row(name, eager, r, c, s, picked is not None, f"{name} b{g.batch_size}"))
+                c = _apart(c, baseline)
+            if rival is not None:
+                rival = (_apart(rival[0], baseline), *rival[1:])
+            out.append(Row(name, eager, r, c, s, picked is not None, f"{name} b{g.batch_size}", rival))
     return out
+
+
+def _apart(c: Column, baseline: Column) -> Column:
+    """A column named by what sets it apart from its eager ("interleaved" in both says nothing)."""
+    return replace(c, settings=tuple(w for w in c.settings if w not in baseline.settings))
 
 
 def fit(header: list[str], body: list[list[str]], width: int = WIDTH, free: tuple[int, ...] = (2, 0),
