@@ -71,6 +71,26 @@ def test_the_search_finds_the_planted_winner_and_drops_what_fails():
     assert "torch.compile(model, options={" in code and "'freezing': True" in code and "'max_autotune': True" in code
 
 
+@pytest.mark.parametrize("second, told", [(1.98, False), (1.5, True)])
+def test_a_winner_the_search_could_not_tell_from_the_runner_up_says_so(second, told):
+    from compilebench.cli.tune import render
+
+    space = configs()
+    winner, close = tune.Config.make("max-autotune-no-cudagraphs"), tune.Config.make(dtype="bfloat16")
+    speedups = {c: 1.1 for c in space}
+    speedups[winner], speedups[close] = 2.0, second
+    clock = [0.0]
+    out = tune.search(BASE, space, Planted(clock, speedups), lambda: clock[0], budget_s=10_000)
+    assert out.winner.config == winner and out.winner.rungs == 3
+    text = render(out, 0.05, "r.db")
+    if told:  # 2.0x over 1.5x: the winner is faster than the runner-up beyond 5%
+        assert out.rival(0.05) is None and "Not told apart" not in text
+        return
+    r, over = out.rival(0.05)
+    assert r.config == close and over.verdict == "same" and over.value == pytest.approx(2.0 / 1.98)
+    assert f"Not told apart from {close.describe()} (1.98x eager): the pick over it 1.01x (" in text
+
+
 def test_a_small_budget_tries_the_likeliest_configurations_and_says_which_it_left():
     space = configs()
     clock = [0.0]

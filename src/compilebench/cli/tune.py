@@ -65,6 +65,11 @@ def render(result: tune.Outcome, min_effect: float, db: str) -> str:
         if w is result.winner:
             out.append(f"Fastest correct configuration: {w.config.describe()}: {s.value:.2f}x eager{per} "
                        f"(95% CI {interval(s.low, s.high, '{:.2f}x')}), {s.verdict}.")
+            if (found := result.rival(min_effect)) is not None:  # the pick edged it: no surer than that
+                r, over = found
+                out.append(f"Not told apart from {r.config.describe()} ({r.value:.2f}x eager{per}): the pick over it "
+                           f"{over.value:.2f}x ({interval(over.low, over.high, '{:.2f}x')}), {over.verdict}; "
+                           "either serves, or a larger --budget may tell them apart.")
         else:
             seen = speedups.out_of_reach(s, min_effect)  # an undecided best: what the search could not see
             out.append(f"Nothing measured is faster than eager beyond {min_effect:.0%}: keep the model uncompiled. "

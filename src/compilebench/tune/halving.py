@@ -20,7 +20,7 @@ from compilebench.core.job import TimingPolicy
 from compilebench.core.result import Result
 from compilebench.core.settings import Settings
 from compilebench.core.variant import AOT_INDUCTOR, MODES, Variant
-from compilebench.core.vocab import STATUS_WORDS
+from compilebench.core.vocab import STATUS_WORDS, Verdict
 from compilebench.tune.as_code import config_code
 
 # (share of the budget a rung may use up to, repeats a configuration has after it, how many go on, timing)
@@ -149,6 +149,19 @@ class Outcome:
         furthest = [t for t in self.ranked if t.rungs == self.ranked[0].rungs] if self.ranked else []
         picked = speedups.best((t, t.speedup) for t in furthest)
         return picked[0] if picked else None
+
+    def rival(self, min_effect: float) -> tuple[Tried, speedups.Speedup] | None:
+        """The runner-up to the winner among those that went as far and are `faster` than eager, with the winner's
+        speed-up over it, where the search could not tell the two apart (that is not `faster` itself); else None."""
+        w = self.winner
+        if w is None:
+            return None
+        others = [t for t in self.ranked if t is not w and t.rungs == w.rungs and t.speedup.verdict == Verdict.faster]
+        if not others:
+            return None
+        r = max(others, key=lambda t: t.value)
+        over = speedups.speedup(r.result, w.result, min_effect, generation.verdict_metric(w.result.case))
+        return None if over is None or over.verdict == Verdict.faster else (r, over)
 
 
 def _changes(c: Config) -> frozenset:
