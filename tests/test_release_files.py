@@ -63,7 +63,11 @@ REWORDED_62 = [
      "each look's interval at the group-sequential boundary of Lan-DeMets Pocock-type spending of the 5% ("),
     ("the compiled model takes 80% of the time), over",  # a generation case's verdict per token (core/generation)
      "the compiled model takes 80% of the time; text generation's: per decoded token), over"),
+    ("over the same models; on a CPU a peak",  # an interleaved process's peak is both variants': not compared
+     "over the same models, but for those whose variants shared each process (--interleave: one peak, both's); on a "
+     "CPU a peak"),
 ]
+ONE_PEAK = re.compile(r"\| 1\.00x \(([\d,]+) / \1 MiB\) \|")
 BREAK_EVEN_RANGE = " Its range: the same at each end of the speed-up's 95% interval."
 RIVAL = (" Where the run could not tell the pick from the next fastest such variant, why says so, with the pick's "
          "speed-up over it.")
@@ -76,9 +80,11 @@ def as_before_62(new: str, old: str) -> tuple[str, str]:
     the notes on undecided verdicts (each comparison's reach: tested apart), the reach in a recommendation's why,
     the details' median-based column (`ms`, under the former reading the same figure as `mean ms`), the break-even's
     range at the ends of the speed-up's interval (its legend's sentence with it), the recommendation's sentence on a
-    runner-up it could not tell its pick from."""
+    runner-up it could not tell its pick from, and an interleaved case's peak memory, one process's for both
+    variants, which the release read as a ratio of 1.00x."""
     for before, now in REWORDED_62:
         old = old.replace(before, now)
+    old = ONE_PEAK.sub("| one process held both |", old)  # an interleaved case's one peak, read as a ratio then
     new = REACH.sub("", new)
     new = "\n".join(line for line in new.split("\n") if not line.startswith("| undecided: "))
     old = "\n".join(line for line in old.split("\n") if not line.startswith("| undecided: "))

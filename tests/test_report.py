@@ -730,3 +730,19 @@ def test_the_suite_summary_gives_the_pass_rate_speed_up_and_memory_compression()
     assert "pass rate: 5 of 6 case(s) ok (83%)" in said
     assert "pass rate 2/3 (67%), geomean speed-up 1.58x over 2 model(s), memory compression 1.58x" in \
         " ".join(said.split())
+
+
+def test_the_variants_of_one_process_have_one_peak_and_no_memory_ratio():
+    """Interleaved, eager and compiled share each process, whose peak is both's: the README's quick suite read
+    'memory compression 1.00x' for every model on a CPU and on an H200. Not compared, and said so."""
+    ids = ["p1", "p2", "p3"]
+    results = [_peaks(fr.result("vit", 1, "eager", 10.0, interleave=True, process_ids=ids), 100),
+               _peaks(fr.result("vit", 1, "default", 5.0, interleave=True, process_ids=ids), 100)]
+    view = View(results)
+    (row,) = suite.summary_table(view).records()
+    assert (row["geomean speed-up"], row["memory compression"]) == ("2.00x", "")
+    said = " ".join(terminal.summary(view, 100).split())
+    assert "memory compression" not in said.split("ms: ")[0]
+    assert "memory not compared (each process held both variants: --no-interleave measures it)" in said
+    (cost,) = tables.speedup_table(view).records()
+    assert cost["peak memory compiled / eager"] == "one process held both"

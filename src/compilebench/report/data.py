@@ -272,6 +272,13 @@ def flag_counts(results: list[Result]) -> dict[str, int]:
     return {f: sum(1 for r in latest_ if f in r.flags) for f in FLAGS}
 
 
+def shared_process(a: Result | None, b: Result | None) -> bool:
+    """Whether two results were measured in the same worker processes (--interleave): a process's peak memory is
+    then both's, so the two peaks read alike whatever compiling did to memory."""
+    mine = {rep.process for rep in (a.repeats if a else []) if rep.process}
+    return any(rep.process in mine for rep in (b.repeats if b else []) if rep.process)
+
+
 def decode_tokens_per_s(r: Result) -> float | None:
     """Tokens decoded per second after the first, every sequence of the batch counted."""
     per_token = r.generation.per_token.mean

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from compilebench.core import generation
 from compilebench.core.result import Result
 from compilebench.core.vocab import VERDICTS
+from compilebench.report import data
 from compilebench.report.cells import Columns, Table, table
 from compilebench.report.data import Column
 from compilebench.report.view import Group, View
@@ -30,6 +31,7 @@ class _Summary:
     not_ok: int
     run: int  # compiled results of the column, whatever their status
     memory: list[float]  # eager peak memory / compiled peak memory, where both were measured alike
+    shared: int = 0  # models whose variants shared their processes (--interleave): one peak, nothing to compare
 
     @property
     def geomean(self) -> str:
@@ -54,6 +56,8 @@ class _Summary:
             said.append(f"geomean speed-up{per} {self.geomean} over {len(self.speedups)} model(s)")
         if self.memory:
             said.append(f"memory compression {self.memory_compression}")
+        elif self.shared:
+            said.append("memory not compared (each process held both variants: --no-interleave measures it)")
         kind = ", generation" if self.g.generation else ""  # the LMs' group apart from the vision models'
         return f"{self.column.header}, {self.g.hardware}, batch {self.g.batch_size}{kind}: {', '.join(said)}"
 
@@ -67,13 +71,16 @@ def _summarise(g: Group, c: Column) -> _Summary:
     compiled = [r for m in g.models if (r := g.result(m, c)) is not None]
     memory = [e.peak_mem_bytes / r.peak_mem_bytes for m, _ in measured
               if (r := g.result(m, c)) and (e := g.eager(m, c)) and _alike_peaks(e, r)]
+    shared = sum(1 for m, _ in measured if data.shared_process(g.eager(m, c), g.result(m, c)))
     return _Summary(g, c, [(s.value, g.label(m)) for m, s in measured], Counter(s.verdict for _, s in measured),
-                    sum(1 for r in compiled if r.status != "ok"), len(compiled), memory)
+                    sum(1 for r in compiled if r.status != "ok"), len(compiled), memory, shared)
 
 
 def _alike_peaks(eager: Result, compiled: Result) -> bool:
-    """Both peaks measured, and measured the same way (the allocator's, or the process's RSS)."""
-    return bool(eager.peak_mem_bytes and compiled.peak_mem_bytes and eager.peak_mem_kind == compiled.peak_mem_kind)
+    """Both peaks measured, measured the same way (the allocator's, or the process's RSS), and in processes of
+    their own (an interleaved process's peak is both variants')."""
+    return bool(eager.peak_mem_bytes and compiled.peak_mem_bytes and eager.peak_mem_kind == compiled.peak_mem_kind
+                and not data.shared_process(eager, compiled))
 
 
 def summaries(view: View) -> list[_Summary]:
@@ -111,4 +118,5 @@ def summary_table(view: View) -> Table:
         "per decoded token), over the models measured ok both ways; each model's verdict needs its 95% interval "
         "clear of the minimum effect.",
         "memory compression = eager's peak memory / compiled's (above 1: compiling saved memory), geometric mean over "
-        "the same models; on a CPU a peak is the process's RSS, which for a compiled case includes the compiler."])
+        "the same models, but for those whose variants shared each process (--interleave: one peak, both's); on a "
+        "CPU a peak is the process's RSS, which for a compiled case includes the compiler."])

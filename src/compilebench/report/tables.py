@@ -117,6 +117,8 @@ def _memory_ratio(eager: Result | None, compiled: Result) -> str:
     e, c = eager and eager.peak_mem_bytes, compiled.peak_mem_bytes
     if not e or not c or eager.peak_mem_kind != compiled.peak_mem_kind:
         return ""
+    if data.shared_process(eager, compiled):
+        return "one process held both"
     return f"{c / e:.2f}x ({c / 2**20:,.0f} / {e / 2**20:,.0f} MiB)"
 
 
