@@ -11,7 +11,7 @@ import sys
 from compilebench import kinds, tune
 from compilebench.cli import groups, resume
 from compilebench.cli.run import EXIT_FAILED
-from compilebench.core import generation, shards, speedups, traffic
+from compilebench.core import generation, shards, speedups, stats, traffic
 from compilebench.core.result import Result
 from compilebench.report import cells, markdown, quantization, shapes, start
 from compilebench.report.cells import Table, interval
@@ -80,8 +80,13 @@ def render(result: tune.Outcome, min_effect: float, db: str) -> str:
             out.append(f"Quality against the float model: {kept}.")
         out += ["", "```python", w.config.code(result.part), "```", ""]
         cold, warm = w.result.cold_compile_s, w.result.warm_compile_s
+        # the calls at each end of the speed-up's interval (a language model's speed-up is per token: not its calls)
+        ends = None if per else stats.break_even_range(cold, speedups.mean(result.eager), s.low, s.high)
+        between = (f" ({' to '.join('never' if n is None else f'{n:,}' for n in ends)} at the interval's ends)"
+                   if ends else "")
         out.append(f"Compile cost: {cold:.1f} s cold" + (f", {warm:.1f} s from a warm cache" if warm else "")
-                   + (f"; it pays for itself after {saving:,} calls." if saving else "; it saves nothing per call."))
+                   + (f"; it pays for itself after {saving:,} calls{between}." if saving
+                      else "; it saves nothing per call."))
     rows = []
     for t in [*result.ranked, *(t for t in result.tried if t.dropped)]:
         s = t.speedup
@@ -109,8 +114,6 @@ TUNE_START_NOTE = ("start: the seconds a new process waited for its first answer
 
 
 def stats_break_even(eager: Result | None, compiled: Result | None) -> int | None:
-    from compilebench.core import speedups, stats
-
     e, c = speedups.mean(eager), speedups.mean(compiled)
     return stats.break_even(compiled.cold_compile_s, e, c) if e and c else None
 
