@@ -81,7 +81,6 @@ class Row:
                     f"{may_decide([s], min_effect)}")
         return f"{self.name}: no compile - nothing measured is faster than eager beyond {min_effect:.0%} ({said})"
 
-
     def _rival(self) -> str:
         """A runner-up the pick is not shown faster than (View.rival): said, so the pick reads no surer than it is."""
         if self.rival is None:
