@@ -67,6 +67,7 @@ REWORDED_62 = [
      "over the same models, but for those whose variants shared each process (--interleave: one peak, both's); on a "
      "CPU a peak"),
 ]
+BREAK_EVEN_ENDS = re.compile(r"\| ([\d,]+) \[[\d,]+-(?:[\d,]+|never)\] \|")
 ONE_PEAK = re.compile(r"\| 1\.00x \(([\d,]+) / \1 MiB\) \|")
 BREAK_EVEN_RANGE = " Its range: the same at each end of the speed-up's 95% interval."
 RIVAL = (" Where the run could not tell the pick from the next fastest such variant, why says so, with the pick's "
@@ -79,7 +80,8 @@ def as_before_62(new: str, old: str) -> tuple[str, str]:
     """A report of today beside one written before issue 62, each with what issue 62 added or reworded taken out:
     the notes on undecided verdicts (each comparison's reach: tested apart), the reach in a recommendation's why,
     the details' median-based column (`ms`, under the former reading the same figure as `mean ms`), the break-even's
-    range at the ends of the speed-up's interval (its legend's sentence with it), the recommendation's sentence on a
+    range at the ends of the speed-up's interval (its column, its legend's sentence, and beside the recommendation's
+    break-even), the recommendation's sentence on a
     runner-up it could not tell its pick from, and an interleaved case's peak memory, one process's for both
     variants, which the release read as a ratio of 1.00x."""
     for before, now in REWORDED_62:
@@ -90,6 +92,7 @@ def as_before_62(new: str, old: str) -> tuple[str, str]:
     old = "\n".join(line for line in old.split("\n") if not line.startswith("| undecided: "))
     new, old = new.replace(UNDECIDED_NOTES, ""), old.replace(UNDECIDED_NOTES, "")
     new = without(new, ("mean ms", "break-even range")).replace(BREAK_EVEN_RANGE, "").replace(RIVAL, "")
+    new = BREAK_EVEN_ENDS.sub(r"| \1 |", new)  # the recommendation's break-even, its range beside it
     return new.replace("| flags | ms | 95% CI ms |", "| flags | mean ms | 95% CI ms |"), old
 # Columns of the report's tables added (or, from the release's side, replaced) since the release, and the legend
 # lines that came with them: left out of both sides, so the rest of each table compares to the byte.

@@ -165,8 +165,10 @@ def _recommended(p: _Pick, min_effect: float) -> list[str]:
         rc, over = p.rival
         why.append(f"not told apart from {rc.header.removeprefix(f'torch {p.torch} - ')}: {ratio(over)} "
                    f"({ratio_interval(over)}) over it, {verdict(over)}")
+    between = break_even_range(r, p.base, s) if c.variant.compiled else ""  # at the interval's ends
     return [c.header.removeprefix(f"torch {p.torch} - "), ratio(s), ratio_interval(s),
-            break_even(r, p.base) if c.variant.compiled else "0", "; ".join(filter(None, why))]
+            " ".join(filter(None, [break_even(r, p.base), between])) if c.variant.compiled else "0",
+            "; ".join(filter(None, why))]
 
 
 def recommendation_table(view: View) -> Table:
