@@ -148,8 +148,8 @@ def _undecided(view: View, r: Result) -> str | None:
         return None
     why = f" ({STOPPED[r.undecided_by]})" if r.undecided_by in STOPPED else ""
     seen = speedups.out_of_reach(s, view.min_effect) or "one process a side gives no interval"
-    return (f"undecided: {_name(r)}:{generation.per(r.case)} {s.value:.2f}x{_span(s)}, inconclusive after {r.stats.repeats} "
-            f"repeats{why}: {seen}")
+    return (f"undecided: {_name(r)}:{generation.per(r.case)} {s.value:.2f}x{_span(s)}, inconclusive after "
+            f"{r.stats.repeats} repeats{why}: {seen}")
 
 
 def _span(s) -> str:
