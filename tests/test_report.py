@@ -730,8 +730,13 @@ def test_the_suite_summary_gives_the_pass_rate_speed_up_and_memory_compression()
     assert suite.pass_rate(view) == "5 of 6 case(s) ok (83%)"
     said = terminal.summary(view, 100)
     assert "pass rate: 5 of 6 case(s) ok (83%)" in said
-    assert "pass rate 2/3 (67%), geomean speed-up 1.58x over 2 model(s), memory compression 1.58x" in \
-        " ".join(said.split())
+    (summed,) = suite.summaries(view)
+    low, high = summed.geomean_interval  # the models' log half-widths in quadrature, over their count
+    halves = [math.log(s.high / s.low) / 2 for s in (view.speedup(*results[:2]), view.speedup(*results[2:4]))]
+    assert math.log(high / low) / 2 == pytest.approx(math.hypot(*halves) / 2) and low < 1.58 < high
+    assert row["geomean 95% CI"] == f"{low:.2f}x to {high:.2f}x"
+    assert (f"pass rate 2/3 (67%), geomean speed-up 1.58x [{low:.2f}-{high:.2f}] over 2 model(s), memory "
+            "compression 1.58x") in " ".join(said.split())
 
 
 def test_the_variants_of_one_process_have_one_peak_and_no_memory_ratio():

@@ -140,7 +140,8 @@ def test_a_generation_case_is_decided_everywhere_by_its_time_per_token():
     assert "b1 reduce-overhead" in note and ": per token 1.0" in note
     (compiled,) = [s for s in suite.summaries(view) if s.column.variant.mode == "default"]
     assert compiled.verdicts == Counter({Verdict.faster: 1})
-    assert f"geomean speed-up per token {per_token.value:.2f}x over 1 model(s)" in compiled.sentence()
+    assert (f"geomean speed-up per token {per_token.value:.2f}x [{per_token.low:.2f}-{per_token.high:.2f}] over 1 "
+            "model(s)") in compiled.sentence()
     target = SimpleNamespace(resume_id="here")
     sides = [Side(r.case, target, 0) for r in (eager, decided, wandering)]
     stored = {side.key: r for side, r in zip(sides, (eager, decided, wandering))}

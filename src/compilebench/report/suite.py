@@ -32,10 +32,28 @@ class _Summary:
     run: int  # compiled results of the column, whatever their status
     memory: list[float]  # eager peak memory / compiled peak memory, where both were measured alike
     shared: int = 0  # models whose variants shared their processes (--interleave): one peak, nothing to compare
+    bounds: tuple = ()  # each model's speed-up interval (low, high), in the order of `speedups`
 
     @property
     def geomean(self) -> str:
         return f"{_geomean([s for s, _ in self.speedups]):.2f}x" if self.speedups else ""
+
+    @property
+    def geomean_interval(self) -> tuple[float, float] | None:
+        """The geomean's interval: the models' half-widths (log space) in quadrature over their count. Each is at
+        its own critical value (Student's t, or a look's boundary), never under the normal's, so this is at least
+        as wide as the normal theory's. None where a model has no interval."""
+        if not self.bounds or any(low is None or high is None for low, high in self.bounds):
+            return None
+        centre = math.log(_geomean([s for s, _ in self.speedups]))
+        half = math.hypot(*(math.log(high / low) / 2 for low, high in self.bounds)) / len(self.bounds)
+        return math.exp(centre - half), math.exp(centre + half)
+
+    @property
+    def geomean_said(self) -> str:
+        """'1.53x [1.44-1.63]', or the geomean alone without an interval."""
+        found = self.geomean_interval
+        return self.geomean + (f" [{found[0]:.2f}-{found[1]:.2f}]" if found else "")
 
     @property
     def pass_rate(self) -> str:
@@ -53,7 +71,7 @@ class _Summary:
         said = [f"pass rate {self.pass_rate}"]
         if self.speedups:
             per = generation.per(self.g.results[0].case)  # a group is text generation or not
-            said.append(f"geomean speed-up{per} {self.geomean} over {len(self.speedups)} model(s)")
+            said.append(f"geomean speed-up{per} {self.geomean_said} over {len(self.speedups)} model(s)")
         if self.memory:
             said.append(f"memory compression {self.memory_compression}")
         elif self.shared:
@@ -73,7 +91,8 @@ def _summarise(g: Group, c: Column) -> _Summary:
               if (r := g.result(m, c)) and (e := g.eager(m, c)) and _alike_peaks(e, r)]
     shared = sum(1 for m, _ in measured if data.shared_process(g.eager(m, c), g.result(m, c)))
     return _Summary(g, c, [(s.value, g.label(m)) for m, s in measured], Counter(s.verdict for _, s in measured),
-                    sum(1 for r in compiled if r.status != "ok"), len(compiled), memory, shared)
+                    sum(1 for r in compiled if r.status != "ok"), len(compiled), memory, shared,
+                    tuple((s.low, s.high) for _, s in measured))
 
 
 def _alike_peaks(eager: Result, compiled: Result) -> bool:
@@ -106,6 +125,7 @@ def summary_table(view: View) -> Table:
         ("pass rate", lambda s: s.pass_rate),
         ("models", lambda s: str(len(s.speedups))),
         ("geomean speed-up", lambda s: s.geomean),
+        ("geomean 95% CI", lambda s: "" if (i := s.geomean_interval) is None else f"{i[0]:.2f}x to {i[1]:.2f}x"),
         ("verdicts", lambda s: ", ".join(f"{s.verdicts[v]} {v}" for v in VERDICTS if s.verdicts[v])),
         ("best", lambda s: s.extreme(max)),
         ("worst", lambda s: s.extreme(min)),
@@ -116,7 +136,8 @@ def summary_table(view: View) -> Table:
         "run (a mismatch, a recompile while timed, an error, OOM, timeout or crash fails one).",
         "speed-up = eager time / compiled time (1.25x: the compiled model takes 80% of the time; text generation's: "
         "per decoded token), over the models measured ok both ways; each model's verdict needs its 95% interval "
-        "clear of the minimum effect.",
+        "clear of the minimum effect. The geomean's interval: the models' (in log space) in quadrature over their "
+        "count.",
         "memory compression = eager's peak memory / compiled's (above 1: compiling saved memory), geometric mean over "
         "the same models, but for those whose variants shared each process (--interleave: one peak, both's); on a "
         "CPU a peak is the process's RSS, which for a compiled case includes the compiler."])
