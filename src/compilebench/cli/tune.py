@@ -82,8 +82,7 @@ def render(result: tune.Outcome, min_effect: float, db: str) -> str:
         cold, warm = w.result.cold_compile_s, w.result.warm_compile_s
         # the calls at each end of the speed-up's interval (a language model's speed-up is per token: not its calls)
         ends = None if per else stats.break_even_range(cold, speedups.mean(result.eager), s.low, s.high)
-        between = (f" ({' to '.join('never' if n is None else f'{n:,}' for n in ends)} at the interval's ends)"
-                   if ends else "")
+        between = f" ({cells.ends_said(ends, ' to ')} at the interval's ends)" if ends else ""
         out.append(f"Compile cost: {cold:.1f} s cold" + (f", {warm:.1f} s from a warm cache" if warm else "")
                    + (f"; it pays for itself after {saving:,} calls{between}." if saving
                       else "; it saves nothing per call."))

@@ -100,14 +100,16 @@ def break_even(compiled: Result, eager: Result | None) -> str:
 
 
 def break_even_range(compiled: Result, eager: Result | None, s: Speedup | None) -> str:
-    """break_even() at each end of the speed-up's interval: '[12,130-306,000]', '[12,130-never]'; '' without one. A
+    """break_even() at each end of the speed-up's interval: '12,130-306,000', '12,130-never'; '' without one. A
     count to the call beside an interval 25x wide would read surer than it is."""
     if not compiled.case.variant.compiled or s is None or eager is None:
         return ""
-    found = stats.break_even_range(compiled.compile_s, speedups.mean(eager), s.low, s.high)
-    if found is None:
-        return ""
-    return "[" + "-".join("never" if n is None else f"{n:,.0f}" for n in found) + "]"
+    return ends_said(stats.break_even_range(compiled.compile_s, speedups.mean(eager), s.low, s.high))
+
+
+def ends_said(ends: tuple[float | None, float | None] | None, between: str = "-") -> str:
+    """stats.break_even_range's two counts in words ('never' for an end that saves nothing); '' for none."""
+    return between.join("never" if n is None else f"{n:,.0f}" for n in ends) if ends else ""
 
 
 def may_decide(undecided: Iterable[Speedup], min_effect: float) -> str:

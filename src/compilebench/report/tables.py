@@ -94,7 +94,7 @@ def speedup_table(view: View) -> Table:
         ("cold compile s", lambda x: num(x[3].cold_compile_s, 1)),
         ("warm compile s", lambda x: num(x[3].warm_compile_s, 1)),
         ("break-even (inferences)", lambda x: "" if x[5] is None else break_even(x[3], x[4])),
-        ("break-even range", lambda x: break_even_range(x[3], x[4], x[5]).strip("[]")),
+        ("break-even range", lambda x: break_even_range(x[3], x[4], x[5])),
         ("peak memory compiled / eager", lambda x: _memory_ratio(x[4], x[3])),
     ]
     return table("", columns, items, [
@@ -167,7 +167,7 @@ def _recommended(p: _Pick, min_effect: float) -> list[str]:
                    f"({ratio_interval(over)}) over it, {verdict(over)}")
     between = break_even_range(r, p.base, s) if c.variant.compiled else ""  # at the interval's ends
     return [c.header.removeprefix(f"torch {p.torch} - "), ratio(s), ratio_interval(s),
-            " ".join(filter(None, [break_even(r, p.base), between])) if c.variant.compiled else "0",
+            (break_even(r, p.base) + (f" [{between}]" if between else "")) if c.variant.compiled else "0",
             "; ".join(filter(None, why))]
 
 

@@ -66,7 +66,7 @@ class Row:
         s = self.speedup
         if self.recommended:
             be, between = _break_even(self, ranged=False), break_even_range(self.compiled, self.eager, s)
-            pays = "" if be in ("", "never") else f", pays off after {be} calls{' ' + between if between else ''}"
+            pays = "" if be in ("", "never") else f", pays off after {be} calls{f' [{between}]' if between else ''}"
             verb = "compile" if self.column.variant.compiled else "run"  # an eager setting can win too
             kept = quantization.quality_words(self.compiled)  # a quantized pick says what it kept of float's
             return (f"{self.name}: {verb} ({_variant(self.column)}) - {s.value:.2f}x {_interval(s)}{pays}"
@@ -117,7 +117,7 @@ def _break_even(row: Row, ranged: bool = True) -> str:
     if row.compiled is None or row.speedup is None:
         return ""
     between = break_even_range(row.compiled, row.eager, row.speedup) if ranged else ""
-    return between.strip("[]") or break_even(row.compiled, row.eager)
+    return between or break_even(row.compiled, row.eager)
 
 
 def rows(view: View, g: Group) -> list[Row]:
