@@ -151,6 +151,43 @@ def test_a_generation_case_is_decided_everywhere_by_its_time_per_token():
     assert still.comparison.describe().endswith(", per token")
 
 
+def test_compare_and_history_read_a_language_model_by_its_time_per_token():
+    """`compare` and `history` (and so `check --history`) read a language model as its verdict does: a decode 30%
+    slower, its whole generate() calls unchanged (their prefills wander), is `slower` in `compare` and fails the
+    history gate; both read whole calls until 2026-11-29."""
+    import datetime
+
+    from compilebench.core.drift import Drift
+    from compilebench.core.run import Run
+    from compilebench.report import compare, history
+
+    calls, tokens = [50.0, 62.0, 44.0], [10.0, 10.05, 9.95]
+
+    def measured(mode, per_token, i=0):
+        at = (datetime.datetime(2026, 11, 1) + datetime.timedelta(days=i)).isoformat()
+        r = fr.generation("smollm2-135m", mode, calls, [t * per_token for t in tokens],
+                          run=Run(run_id=f"run{i}", tag=f"commit{i}", started=at),
+                          compile_s=None if mode == "eager" else 20.0)
+        for rep in r.repeats:
+            rep.created_at = at
+        return r
+
+    table = compare.compare([measured("eager", 1.0)], [measured("eager", 1.3)], "A", "B",
+                            given=Drift(0.02, "given"))
+    (row,) = table.rows
+    said = dict(zip(table.header, row))
+    assert said["A ms"] == "10.000 per token" and said["B ms"] == "13.000 per token"
+    assert said["B/A"] == "1.300" and said["B vs A"].startswith("slower")
+    assert any(n.startswith("text generation: its ms are per decoded token") for n in table.notes)
+
+    runs = [measured(mode, (1.3 if i > 8 and mode == "default" else 1.0) * (0.5 if mode == "default" else 1.0), i)
+            for i in range(1, 11) for mode in ("eager", "default")]
+    series = {s.metric: s for s in history.series(runs, 0.05) if s.case.endswith("default")}
+    assert history.SPEEDUP not in series and not series[history.LATENCY].steps  # whole calls: nothing moved
+    flagged = {s.metric for s, _, bad in history.gate(list(series.values()), 0.05) if bad}
+    assert flagged == {history.SPEEDUP_PER_TOKEN, history.TOKENS}
+
+
 def test_a_side_comparison_left_undecided_says_its_reach_in_its_cell():
     """Quantized against float, or an engine against compile: no undecided note speaks for such a comparison, so
     its terminal cell says the smallest effect it could see (a tiny ViT's int8-dynamic compiled read

@@ -120,7 +120,7 @@ def _line(s: history.Series, step: stepsmod.Step | None, bad: bool, max_slowdown
     if step is None:
         why = ""
     elif bad:
-        why = f"{'slower' if s.metric == history.LATENCY else 'speed-up lower'} beyond {max_slowdown:.0%}"
+        why = f"{'slower' if s.metric == history.LATENCY else s.metric + ' lower'} beyond {max_slowdown:.0%}"
     else:
         why = "a step for the worse, within --max-slowdown" if s.worse(step) else "a step for the better"
     return checkmod.Line(f"{s.case} on {s.machine}", s.metric, f"{mean(before):.4g} ({len(before)} runs)",

@@ -8,7 +8,7 @@ CPU, and one environment with another."""
 
 from __future__ import annotations
 
-from compilebench.core import drift, speedups, stats
+from compilebench.core import drift, generation, speedups, stats
 from compilebench.core.environment import apart
 from compilebench.core.errors import UserError
 from compilebench.core.pairing import match_key
@@ -135,7 +135,8 @@ def compare(a: list[Result], b: list[Result], a_name: str, b_name: str, min_effe
         ra, rb = a_cases.get(k), b_cases.get(k)
         if not (ra and rb):
             return None
-        return speedups.speedup(ra, rb, min_effect, drift=moved if drift.across_runs(ra, rb, unknown=True) else None)
+        return speedups.speedup(ra, rb, min_effect, generation.verdict_metric(ra.case),
+                                drift=moved if drift.across_runs(ra, rb, unknown=True) else None)
 
     said = {k: speedup(k) for k in keys}
 
@@ -146,8 +147,8 @@ def compare(a: list[Result], b: list[Result], a_name: str, b_name: str, min_effe
         ("Task/Model", lambda k: data.model_label(everything, case(k).case.model)),
         ("Batch Size", lambda k: str(case(k).case.batch_size)),
         ("variant", lambda k: data.with_settings(case(k).case.variant.label, data.settings(case(k)))),
-        ("A ms", lambda k: cell(a_cases[k]) if k in a_cases else "not measured"),
-        ("B ms", lambda k: cell(b_cases[k]) if k in b_cases else "not measured"),
+        ("A ms", lambda k: _ms(a_cases[k]) if k in a_cases else "not measured"),
+        ("B ms", lambda k: _ms(b_cases[k]) if k in b_cases else "not measured"),
         ("B/A", lambda k: num(1 / said[k].value if said[k] else None, 3)),
         ("95% CI of B/A", lambda k: interval(_inv(said[k].high), _inv(said[k].low), "{:.3f}") if said[k] else ""),
         ("B vs A", lambda k: verdict(said[k])),
@@ -160,6 +161,7 @@ def compare(a: list[Result], b: list[Result], a_name: str, b_name: str, min_effe
                f"B: {b_name} ({_describe(list(b_cases.values()))})",
                "B/A below 1: B takes less time; B vs A says how B reads against A: faster means B is faster. The "
                "interval comes from both files' per-process figures.", verdict_note(min_effect),
+               *([PER_TOKEN_NOTE] if any(generation.verdict_metric(case(k).case) for k in keys) else []),
                *filter(None, [apart_note(list(a_cases.values()), list(b_cases.values()), DESCRIBED)]),
                *([drift_note(moved)] if any(s and s.drift is not None for s in said.values()) else []),
                *_undecided_note([(case(k), s) for k, s in said.items()], moved, min_effect)],
@@ -173,10 +175,22 @@ def _undecided_note(pairs: list, moved: drift.Drift, min_effect: float) -> list[
         return []
     across = all(s.drift is not None for _, s in open_)
     words = "; ".join(f"{data.model_label([r], r.case.model)} b{r.case.batch_size} {r.case.variant.label}: " +
-                      undecided(f"B {1 / s.value:.2f}x slower" if s.value < 1 else f"B {s.value:.2f}x faster",
+                      undecided(f"B{generation.per(r.case)} " +
+                                (f"{1 / s.value:.2f}x slower" if s.value < 1 else f"{s.value:.2f}x faster"),
                                 moved if s.drift is not None else None, speedups.out_of_reach(s, min_effect))
                       for r, s in open_)
     return [f"{len(open_)} case(s) undecided{' across runs' if across else ''} ({words})."]
+
+
+PER_TOKEN_NOTE = ("text generation: its ms are per decoded token, the figure its verdict reads everywhere; its "
+                  "prefill and whole calls: each file's report, or `compilebench check`")
+
+
+def _ms(r: Result) -> str:
+    """The figure B/A reads of one side: a text-generation case's time per decoded token, any other its calls'."""
+    if r.status != "ok" or generation.verdict_metric(r.case) is None:
+        return cell(r)
+    return f"{r.generation.per_token.mean:.3f} per token"
 
 
 def _inv(x: float | None) -> float | None:

@@ -13,13 +13,15 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from compilebench.core import pairing, speedups, steps as stepsmod
+from compilebench.core import generation, pairing, speedups, steps as stepsmod
 from compilebench.core.result import Result
 from compilebench.core.run import Run
 from compilebench.report import data
 
 LATENCY, SPEEDUP, COMPILE, TOKENS = "latency ms", "speed-up", "compile s", "tokens/s"
-HIGHER_IS_BETTER = {SPEEDUP, TOKENS}
+SPEEDUP_PER_TOKEN = SPEEDUP + " per token"  # a text-generation case's: the figure its verdict reads
+HIGHER_IS_BETTER = {SPEEDUP, SPEEDUP_PER_TOKEN, TOKENS}
+GATED = (LATENCY, SPEEDUP, SPEEDUP_PER_TOKEN, TOKENS)  # what `check --history` reads: each has its interval
 # What a step's "what changed" compares between the runs around it: the software and the run's label.
 CHANGES = ("torch", "transformers", "triton", "python", "cuda", "driver", "compilebench", "torch_threads")
 
@@ -100,20 +102,31 @@ def series(results: list[Result], min_effect: float) -> list[Series]:
 
 
 def _metrics(where: str, case: str, runs: list[Measured], eager: list[Measured]) -> list[Series]:
-    """A case's series: latency (and tokens/s for generation) of every run measured ok; for a compiled case its
-    speed-up over the eager case of the same run, and its compile seconds."""
+    """A case's series: latency (and decoded tokens/s for generation) of every run measured ok; for a compiled case
+    its speed-up over the eager case of the same run (per decoded token for generation, as its verdict reads it),
+    and its compile seconds."""
     ok = [r for r in runs if r.result.mean is not None]
     made = {LATENCY: [(r, stepsmod.Point(r.result.stats.mean, r.result.stats.ci95_low, r.result.stats.ci95_high))
                       for r in ok]}
     if ok and ok[0].result.case.variant.compiled:
         same_run = pairing.Pairing([e.result for e in eager], pairing.RUN)
-        pairs = [(r, speedups.speedup(same_run.of(r.result), r.result)) for r in ok]
-        made[SPEEDUP] = [(r, stepsmod.Point(s.value, s.low, s.high)) for r, s in pairs if s is not None]
+        metric = generation.verdict_metric(ok[0].result.case)
+        pairs = [(r, speedups.speedup(same_run.of(r.result), r.result, metric=metric)) for r in ok]
+        made[SPEEDUP if metric is None else SPEEDUP_PER_TOKEN] = [
+            (r, stepsmod.Point(s.value, s.low, s.high)) for r, s in pairs if s is not None]
         made[COMPILE] = [(r, stepsmod.Point(r.result.compile_s)) for r in ok if r.result.compile_s]
-    tokens = [(r, data.decode_tokens_per_s(r.result)) for r in ok]
-    made[TOKENS] = [(r, stepsmod.Point(t)) for r, t in tokens if t]
+    made[TOKENS] = [(r, p) for r in ok if (p := _tokens(r.result))]
     return [Series(where, case, metric, [r for r, _ in pts], [p for _, p in pts])
             for metric, pts in made.items() if pts]
+
+
+def _tokens(r: Result) -> stepsmod.Point | None:
+    """Tokens decoded per second (every sequence of the batch), with the interval its time per token has."""
+    value, e = data.decode_tokens_per_s(r), r.generation.per_token
+    if value is None:
+        return None
+    per = r.case.batch_size * 1e3
+    return stepsmod.Point(value, per / e.ci95_high if e.ci95_high else None, per / e.ci95_low if e.ci95_low else None)
 
 
 def newest_step(s: Series) -> stepsmod.Step | None:
@@ -125,12 +138,12 @@ def newest_step(s: Series) -> stepsmod.Step | None:
 
 
 def gate(series: list[Series], max_slowdown: float) -> list[tuple[Series, stepsmod.Step | None, bool]]:
-    """`check --history`: per latency and speed-up series, the step its newest runs complete (None: none) and
+    """`check --history`: per latency, speed-up and decoded tokens/s series, the step its newest runs complete (None: none) and
     whether it is a regression: for the worse, its size beyond max_slowdown, and each of the newest runs beyond
     max_slowdown against the runs before the step (the HUD's rule: the last two runs, not one)."""
     out = []
     for s in series:
-        if s.metric not in (LATENCY, SPEEDUP) or len(s.points) < 2 * stepsmod.MIN_SEGMENT:
+        if s.metric not in GATED or len(s.points) < 2 * stepsmod.MIN_SEGMENT:
             continue
         step = newest_step(s)
         bad = False
