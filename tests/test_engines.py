@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import math
 import os
 import subprocess
 import sys
@@ -139,13 +140,14 @@ def test_the_engines_table_sets_each_engine_beside_eager_and_the_best_torch_comp
     assert ort["vs eager"].startswith("2.000x") and ort["vs eager"].endswith("faster)")
     assert ort["vs best torch.compile"].startswith("1.500x")  # against max-autotune's 30 ms: the best faster one
     assert (ort["prepare cold s"], ort["prepare warm s"]) == ("2.50", f"{(0.5 / 2 + 0.5 / 3) / 2:.2f}")  # median warm
-    assert ort["break-even calls"] == f"{2.5 / 0.020:,.0f}"
+    s = view.speedup(results[0], results[3])
+    fewest, most = (math.ceil(2.5 / ((40.0 - 40.0 / x) / 1e3)) for x in (s.high, s.low))  # at the interval's ends
+    assert ort["break-even calls"] == f"{2.5 / 0.020:,.0f} [{fewest:,}-{most:,}]"
     assert ort["against eager"] == "max rel err 3.0e-07 (allowed 1e-03), top1 100.0%"
     assert rows["openvino"]["precision"] == "bfloat16" and rows["openvino"]["version"] == "OpenVINO 1.0"
     assert rows["compile"]["vs best torch.compile"] == ""
     lines = terminal.engines_summary(view)
     (ort_line,) = [line for line in lines if "onnxruntime" in line]
-    s = view.speedup(results[0], results[3])
     assert f"2.00x faster  [{s.low:.2f}-{s.high:.2f}]" in ort_line and "float32" in ort_line  # interval, precision
     assert max(map(len, lines)) <= terminal.WIDTH
     no_engine = View(results[:3])

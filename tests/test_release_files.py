@@ -66,6 +66,11 @@ REWORDED_62 = [
     ("over the same models; on a CPU a peak",  # an interleaved process's peak is both variants': not compared
      "over the same models, but for those whose variants shared each process (--interleave: one peak, both's); on a "
      "CPU a peak"),
+    ("compile's; never: it is no faster per request. The recommended start is the fastest of those whose steady "
+     "speed-up is `faster` and that pay off within the requests given (--requests).",  # a start's pay-off, its range
+     "compile's, and in brackets the same at each end of the steady speed-up's 95% interval; never: it is no faster "
+     "per request. The recommended start is the fastest of those whose steady speed-up is `faster` and that pay off "
+     "within the requests given (--requests) at both ends."),
 ]
 BREAK_EVEN_ENDS = re.compile(r"\| ([\d,]+) \[[\d,]+-(?:[\d,]+|never)\] \|")
 ONE_PEAK = re.compile(r"\| 1\.00x \(([\d,]+) / \1 MiB\) \|")

@@ -13,7 +13,7 @@ from compilebench import kinds
 from compilebench.core import speedups, stats
 from compilebench.core.result import Result
 from compilebench.core.speedups import Speedup
-from compilebench.report.cells import Table, ratio_said
+from compilebench.report.cells import Table, ends_said, ratio_said
 from compilebench.report.data import Column
 from compilebench.report.view import Group, View
 
@@ -76,12 +76,23 @@ def _table(g: Group, model: str, found: list[Way]) -> Table:
     for w in found:
         r = w.result
         cold, warm = prepared(r)
-        be = stats.break_even(cold, speedups.mean(eager), r.mean) if eager and r.mean is not None and cold else None
         rows.append([w.column.header.split(" - ", 1)[-1], time_said(r), ratio_said(w.vs_eager),
                      ratio_said(w.vs_compile) if w.engine else "", _s(cold), _s(warm),
-                     "" if w.vs_eager is None else "never" if be is None else f"{be:,.0f}", agreement(r),
+                     _break_even(cold, eager, r, w.vs_eager), agreement(r),
                      precision(r), version(r, w.engine)])
     return Table(f"{g.label(model)} on {g.title}", HEADER, rows)
+
+
+def _break_even(cold: float | None, eager: Result | None, r: Result, vs_eager: Speedup | None) -> str:
+    """Calls until the cold preparation has paid for itself, '1,234 [1,010-1,580]' with the same at each end of
+    the speed-up's interval; never: it saves nothing per call."""
+    if vs_eager is None or cold is None:  # no speed-up, or a preparation not recorded: nothing to repay
+        return ""
+    be = stats.break_even(cold, speedups.mean(eager), r.mean) if eager and r.mean is not None else None
+    if be is None:
+        return "never"
+    ends = stats.break_even_range(cold, speedups.mean(eager), vs_eager.low, vs_eager.high)
+    return f"{be:,.0f}" + (f" [{ends_said(ends)}]" if ends else "")
 
 
 def time_said(r: Result | None) -> str:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from compilebench.core.result import Result
 from compilebench.core.vocab import FAILED, MEASURED
 from compilebench.report import data, drawing
-from compilebench.report.cells import Table, num, table
+from compilebench.report.cells import Table, ends_said, num, table
 from compilebench.report.drawing import Chart
 from compilebench.report.view import View
 
@@ -57,7 +57,24 @@ def break_even(start: Start, eager: Start) -> int | None:
     (it is no faster per request, and starts later, or it never answered)."""
     if start.steady_ms is None or eager.steady_ms is None or not start.processes:
         return None
-    extra_s, saving_s = start.seconds - eager.seconds, (eager.steady_ms - start.steady_ms) / 1e3
+    return _pays(start.seconds - eager.seconds, (eager.steady_ms - start.steady_ms) / 1e3)
+
+
+def break_even_ends(start: Start, eager: Start, view: View) -> tuple[int | None, int | None] | None:
+    """break_even at each end of the start's steady speed-up over no compile (its 95% interval): the fewest requests
+    and the most (None: never at that end); None without an interval. A count to the request beside a speed-up
+    that is only known to ±20% would read surer than it is."""
+    if start.steady_ms is None or eager.steady_ms is None or not start.processes:
+        return None
+    s = view.speedup(eager.result, start.result)
+    if s is None or s.low is None or s.high is None:
+        return None
+    extra_s, e = start.seconds - eager.seconds, eager.steady_ms
+    return _pays(extra_s, (e - e / s.high) / 1e3), _pays(extra_s, (e - e / s.low) / 1e3)
+
+
+def _pays(extra_s: float, saving_s: float) -> int | None:
+    """Requests until `extra_s` more seconds to start are repaid at `saving_s` per request (0: from the first)."""
     if extra_s <= 0 and saving_s >= 0:
         return 0
     if saving_s <= 0:
@@ -134,32 +151,38 @@ def models(view: View) -> list[Model]:
     return out
 
 
-def _break_even_text(s: Start, eager: Start | None) -> str:
+def _break_even_text(s: Start, eager: Start | None, view: View) -> str:
+    """'780 [760-802]': the requests at the steady speed-up's estimate and at its interval's ends."""
     if eager is None or s is eager or not s.processes:
         return ""
-    n = break_even(s, eager)
-    return "never" if n is None else f"{n:,}"
+    n, ends = break_even(s, eager), break_even_ends(s, eager, view)
+    return ("never" if n is None else f"{n:,}") + (f" [{ends_said(ends)}]" if ends and n is not None else "")
 
 
 def recommended(m: Model, view: View) -> tuple[Start | None, str]:
     """The fastest start among those whose steady speed-up over no compile is `faster` and that pay for their
-    start within --requests; else no compile. With the reason, in a few words."""
+    start within --requests even at the slow end of that speed-up's interval; else no compile. With the reason, in a
+    few words, naming a start that pays off within them only at the interval's fast end."""
     requests = view.requests
     if m.eager is None:
         return None, "no eager result to weigh the starts against"
-    paying = []
+    paying, maybe = [], []
     for s in m.starts:
         if s is m.eager or s.result.status != "ok":
             continue
         speedup = view.speedup(m.eager.result, s.result)
-        n = break_even(s, m.eager)
-        if speedup is not None and speedup.verdict == "faster" and n is not None and n <= requests:
-            paying.append(s)
+        ends = break_even_ends(s, m.eager, view)
+        if speedup is None or speedup.verdict != "faster" or ends is None or ends[0] is None or ends[0] > requests:
+            continue
+        (paying if ends[1] is not None and ends[1] <= requests else maybe).append((s, ends))
+    undecided = "".join(f"; {s.name} pays off after {ends_said(ends)} requests at the ends of its speed-up's "
+                        f"interval, {requests:,} between them: more repeats may tell" for s, ends in maybe)
     if not paying:
-        return m.eager, f"no start that is faster per request (beyond {view.min_effect:.0%}) pays for itself within " \
-                        f"{requests:,} requests"
-    best = min(paying, key=lambda s: (s.seconds, s.steady_ms))
-    return best, f"the fastest start of the {len(paying)} that pay for themselves within {requests:,} requests"
+        return m.eager, (f"no start that is faster per request (beyond {view.min_effect:.0%}) pays for itself within "
+                         f"{requests:,} requests{undecided}")
+    best = min((s for s, _ in paying), key=lambda s: (s.seconds, s.steady_ms))
+    return best, (f"the fastest start of the {len(paying)} that pay for themselves within {requests:,} requests"
+                  f"{undecided}")
 
 
 def start_tables(view: View) -> list[Table]:
@@ -176,7 +199,7 @@ def start_tables(view: View) -> list[Table]:
             ("processes", lambda s: str(s.processes)),
             ("steady ms", lambda s: _steady(s.result)),
             ("95% CI ms", lambda s: _interval(s.result)),
-            ("pays off after (requests)", lambda s: _break_even_text(s, m.eager)),
+            ("pays off after (requests)", lambda s: _break_even_text(s, m.eager, view)),
             (f"{requests:,} requests s", lambda s: num(serving_s(s, requests), 1)),
         ]
         builds = [f"- {s.name}: the package was built once, in {s.result.aot_inductor.export_s:.1f} s of export "
@@ -220,9 +243,10 @@ NOTE = ("Until the first answer: what a new process waits, measured in one: the 
         "package holds its weights and skips it), loading the mega-cache's artifacts or the package, and the first "
         "call, which holds any compile. A cold start is the first repeat's; the others are medians over the "
         "repeats that started so (processes). Pays off after: the requests, served one after another, after which "
-        "the start plus the steady latency has cost less than no compile's; never: it is no faster per request. "
-        "The recommended start is the fastest of those whose steady speed-up is `faster` and that pay off within "
-        "the requests given (--requests).")
+        "the start plus the steady latency has cost less than no compile's, and in brackets the same at each end of "
+        "the steady speed-up's 95% interval; never: it is no faster per request. The recommended start is the "
+        "fastest of those whose steady speed-up is `faster` and that pay off within the requests given (--requests) "
+        "at both ends.")
 
 
 def shapes_table(m) -> Table | None:
