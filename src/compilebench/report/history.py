@@ -138,9 +138,9 @@ def newest_step(s: Series) -> stepsmod.Step | None:
 
 
 def gate(series: list[Series], max_slowdown: float) -> list[tuple[Series, stepsmod.Step | None, bool]]:
-    """`check --history`: per latency, speed-up and decoded tokens/s series, the step its newest runs complete (None: none) and
-    whether it is a regression: for the worse, its size beyond max_slowdown, and each of the newest runs beyond
-    max_slowdown against the runs before the step (the HUD's rule: the last two runs, not one)."""
+    """`check --history`: per latency, speed-up and decoded tokens/s series, the step its newest runs complete (None:
+    none) and whether it is a regression: for the worse, its size beyond max_slowdown, and each of the newest runs
+    beyond max_slowdown against the runs before the step (the HUD's rule: the last two runs, not one)."""
     out = []
     for s in series:
         if s.metric not in GATED or len(s.points) < 2 * stepsmod.MIN_SEGMENT:

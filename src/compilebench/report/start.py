@@ -63,7 +63,7 @@ def break_even(start: Start, eager: Start) -> int | None:
 def break_even_ends(start: Start, eager: Start, view: View) -> tuple[int | None, int | None] | None:
     """break_even at each end of the start's steady speed-up over no compile (its 95% interval): the fewest requests
     and the most (None: never at that end); None without an interval. A count to the request beside a speed-up
-    that is only known to ±20% would read surer than it is."""
+    known only within its interval would read surer than it is."""
     if start.steady_ms is None or eager.steady_ms is None or not start.processes:
         return None
     s = view.speedup(eager.result, start.result)
@@ -156,7 +156,8 @@ def _break_even_text(s: Start, eager: Start | None, view: View) -> str:
     if eager is None or s is eager or not s.processes:
         return ""
     n, ends = break_even(s, eager), break_even_ends(s, eager, view)
-    return ("never" if n is None else f"{n:,}") + (f" [{ends_said(ends)}]" if ends and n is not None else "")
+    ranged = ends and n is not None and ends != (n, n)  # one that starts sooner pays from the first at both ends
+    return ("never" if n is None else f"{n:,}") + (f" [{ends_said(ends)}]" if ranged else "")
 
 
 def recommended(m: Model, view: View) -> tuple[Start | None, str]:
