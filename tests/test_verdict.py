@@ -192,7 +192,7 @@ def test_a_side_comparison_left_undecided_says_its_reach_in_its_cell():
     """Quantized against float, or an engine against compile: no undecided note speaks for such a comparison, so
     its terminal cell says the smallest effect it could see (a tiny ViT's int8-dynamic compiled read
     '0.95x inconclusive' against eager float, its interval ±19% wide)."""
-    from compilebench.report import terminal
+    from compilebench.report import quantization, terminal
 
     def res(mode, processes, q="none"):
         r = fr.result("vit", 1, mode, processes[1], env=fr.CPU, processes=processes, quantize=q)
@@ -209,6 +209,10 @@ def test_a_side_comparison_left_undecided_says_its_reach_in_its_cell():
     assert against_float.verdict == Verdict.inconclusive
     assert f"{against_float.value:.2f}x inconclusive (±{against_float.reach:.0%} reach)" in row
     assert text.count("reach") == 1 and "1.25x faster\n" in text  # a decided one reads as before
+    (table,) = quantization.tables(view)  # the report's cell too (until 2026-11-29 it read "... inconclusive)")
+    cells = [c for row in table.rows for c in row if "inconclusive" in c]
+    assert cells == [f"{against_float.value:.3f}x ({against_float.low:.3f}x to {against_float.high:.3f}x, "
+                     f"inconclusive, ±{against_float.reach:.0%} reach)"]
 
 
 # -- the H200's recording under these rules -------------------------------------------------------------------------

@@ -75,11 +75,14 @@ def ratio_interval(s: Speedup | None) -> str:
 
 
 def ratio_said(s: Speedup | None) -> str:
-    """One cell: '1.500x (1.200x to 1.900x, faster)': the ratio, its interval where it has one, the verdict."""
+    """One cell: '1.500x (1.200x to 1.900x, faster)': the ratio, its interval where it has one, the verdict, and an
+    inconclusive one's reach ('0.950x (0.770x to 1.170x, inconclusive, ±19% reach)'): a side comparison (an engine
+    against compile, quantized against float) has no undecided note to say it."""
     if s is None:
         return ""
     between = ratio_interval(s)
-    return f"{ratio(s)} ({between + ', ' if between else ''}{verdict(s)})"
+    reach = f", ±{s.reach:.0%} reach" if s.verdict == Verdict.inconclusive and s.reach is not None else ""
+    return f"{ratio(s)} ({between + ', ' if between else ''}{verdict(s)}{reach})"
 
 
 def improvement(s: Speedup | None) -> str:
