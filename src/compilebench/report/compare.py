@@ -127,7 +127,7 @@ def compare(a: list[Result], b: list[Result], a_name: str, b_name: str, min_effe
         r = a_cases.get(k) or b_cases[k]
         return (order[r.case.model], r.case.batch_size, data.settings(r), r.case.variant.order, k)
 
-    moved = given or drift.estimate([*a, *b])
+    moved = given or drift.estimate([*a, *b], under_test=b_cases.values())  # B's moves are what is asked
 
     def speedup(k) -> speedups.Speedup | None:
         """A's time over B's (B's speed-up over A), whose verdict reads as B against A; B/A is its inverse. Results of
