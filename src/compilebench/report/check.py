@@ -3,8 +3,7 @@ hold, each metric of the candidate against the baseline, and a regression where 
 that metric's limit: latency and speed-up over eager by their intervals (widened by the run-to-run drift, as two
 files are two runs), compile time by value beyond how far one cold compile of a case moves from another on the
 machine (one compile per result: no interval to read), peak memory by value (one peak per result), a quantized
-case's quality against its float model by value, and a case that was ok and no
-longer is, always. Cases on one side only are listed, never a failure, and never counted as checked; two sides
+case's quality against its float model by value, and a case that was ok and no longer is, always. Cases on one side only are listed, never a failure, and never counted as checked; two sides
 without a case in common are an error (a gate that compared nothing must not pass). Out: a table, markdown for a
 CI summary, JUnit XML for CI systems to list."""
 
@@ -60,7 +59,8 @@ class Line:
 def check(baseline: list[Result], candidate: list[Result], limits: Limits = Limits(),
           min_effect: float = stats.DEFAULT_MIN_EFFECT, drift: Drift | None = None) -> tuple[list[Line], Drift | None]:
     """Every case and metric, and the drift verdicts across runs held (None where every pair came from one run);
-    `drift` None: estimated from both files' history, else the default."""
+    `drift` None: estimated from both files' history (the candidate's results checked left out), else the
+    default."""
     stats.check_min_effect(min_effect)
     base = compare.one_per_case(baseline, "the baseline", "--machine", "--baseline-env")
     cand = compare.one_per_case(candidate, "the candidate", "--machine", "--candidate-env")
