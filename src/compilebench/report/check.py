@@ -3,9 +3,10 @@ hold, each metric of the candidate against the baseline, and a regression where 
 that metric's limit: latency and speed-up over eager by their intervals (widened by the run-to-run drift, as two
 files are two runs), compile time by value beyond how far one cold compile of a case moves from another on the
 machine (one compile per result: no interval to read), peak memory by value (one peak per result), a quantized
-case's quality against its float model by value, and a case that was ok and no longer is, always. Cases on one side only are listed, never a failure, and never counted as checked; two sides
-without a case in common are an error (a gate that compared nothing must not pass). Out: a table, markdown for a
-CI summary, JUnit XML for CI systems to list."""
+case's quality against its float model by value, and a case that was ok and no longer is, always. Cases on one
+side only are listed, never a failure, and never counted as checked; two sides without a case in common are an
+error (a gate that compared nothing must not pass). Out: a table, markdown for a CI summary, JUnit XML for CI
+systems to list."""
 
 from __future__ import annotations
 
