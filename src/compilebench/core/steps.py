@@ -23,6 +23,9 @@ Z95 = 1.959964
 MIN_SEGMENT = 2  # runs: a step needs two runs on its far side
 PENALTY = 2.0  # per segment, in the weighted cost's chi-square units, on top of the log(n) of BIC: see _penalty
 DEFAULT_DRIFT = 0.05  # where too few moves are known to estimate it: the 5% band the HUD and asv allow
+# The same for compile seconds, one cold compile a run: this estimator on the six moves of the quick suite's three
+# cold compiles over three runs of one night on this project's VM (2-21%, same code and torch; 2026-11-29) gives 0.13.
+DEFAULT_COMPILE_DRIFT = 0.13
 MIN_MOVES = 10  # successive moves (over all of a machine's series) needed to estimate the drift
 Q75_HALF_NORMAL = 1.1503  # the upper quartile of |x| for x normal with unit deviation
 
@@ -55,12 +58,12 @@ class Step:
     after: tuple[int, int]
 
 
-def drift(series: list[list[Point]]) -> float:
+def drift(series: list[list[Point]], default: float = DEFAULT_DRIFT) -> float:
     """The machine's run-to-run drift as a fraction (a standard deviation of the log values), beyond what the points'
-    own intervals hold; DEFAULT_DRIFT where the series hold fewer than MIN_MOVES successive moves."""
+    own intervals hold; `default` where the series hold fewer than MIN_MOVES successive moves."""
     moves = [math.log(b.value / a.value) for s in series for a, b in zip(s, s[1:]) if a.value > 0 and b.value > 0]
     if len(moves) < MIN_MOVES:
-        return DEFAULT_DRIFT
+        return default
     upper = statistics.quantiles([abs(m) for m in moves], n=4)[2]
     scatter = upper / Q75_HALF_NORMAL / math.sqrt(2)  # per point (a move is the difference of two), robust to steps
     own = [p.log_se ** 2 for s in series for p in s if p.log_se is not None]
