@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Iterable, TypeVar
+from typing import Callable, Iterable, TypeVar
 
 from compilebench.core import generation, sequential, sharing, stats
 from compilebench.core.drift import Drift
@@ -197,3 +197,15 @@ def best(candidates: Iterable[tuple[T, Speedup | None]]) -> tuple[T, Speedup] | 
     none is: then the answer is not to compile. The recommendation table and `tune` both pick with it."""
     faster = [(c, s) for c, s in candidates if s is not None and s.verdict == Verdict.faster]
     return max(faster, key=lambda cs: cs[1].value, default=None)
+
+
+def rival(others: Iterable[tuple[T, Speedup | None]], over: Callable[[T], Speedup | None]) -> tuple[T, Speedup] | None:
+    """The runner-up to a pick (best): of the `others` (the pick left out) `faster` than the baseline, the fastest,
+    with the pick's speed-up over it (`over`), where that is not itself `faster`: the two were not told apart, so the
+    pick is no surer than its rival. None where the pick beats it beyond the minimum effect, or nothing else is
+    faster. The recommendation table, the terminal's words and `tune` all name it so."""
+    runner_up = best(others)
+    if runner_up is None:
+        return None
+    said = over(runner_up[0])
+    return None if said is None or said.verdict == Verdict.faster else (runner_up[0], said)

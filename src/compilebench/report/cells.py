@@ -81,8 +81,8 @@ def ratio_said(s: Speedup | None) -> str:
     if s is None:
         return ""
     between = ratio_interval(s)
-    reach = f", ±{s.reach:.0%} reach" if s.verdict == Verdict.inconclusive and s.reach is not None else ""
-    return f"{ratio(s)} ({between + ', ' if between else ''}{verdict(s)}{reach})"
+    reach = reach_said(s)
+    return f"{ratio(s)} ({between + ', ' if between else ''}{verdict(s)}{', ' + reach if reach else ''})"
 
 
 def improvement(s: Speedup | None) -> str:
@@ -140,8 +140,13 @@ def verdict(s: Speedup | None) -> str:
 def verdict_words(s: Speedup) -> list[str]:
     """The verdict, then whether its sides came from different runs, then (inconclusive) its reach: the smallest
     effect its interval could tell from none."""
-    return [str(s.verdict), *(["across runs"] if s.drift is not None else []),
-            *([f"±{s.reach:.0%} reach"] if s.verdict == Verdict.inconclusive and s.reach is not None else [])]
+    return [str(s.verdict), *(["across runs"] if s.drift is not None else []), *filter(None, [reach_said(s)])]
+
+
+def reach_said(s: Speedup) -> str:
+    """An inconclusive speed-up's reach, '±19% reach' (the smallest effect its interval could tell from none); ''
+    for a decided one."""
+    return f"±{s.reach:.0%} reach" if s.verdict == Verdict.inconclusive and s.reach is not None else ""
 
 
 def verdict_reach(s: Speedup | None) -> str:

@@ -11,7 +11,6 @@ from compilebench.core import drift, generation, pairing, settings as settingsmo
 from compilebench.core.drift import Drift
 from compilebench.core.result import Result
 from compilebench.core.speedups import Speedup
-from compilebench.core.vocab import Verdict
 from compilebench.report import data
 from compilebench.report.data import Column
 
@@ -169,15 +168,11 @@ class View:
     def rival(self, base: Result, picked: Result, others: list[Result]) -> tuple[Result, Speedup] | None:
         """The runner-up to a pick (speedups.best): of the others `faster` than `base`, the fastest, with the pick's
         speed-up over it, where that is not itself `faster`: the run cannot tell the two apart, so the pick is no
-        surer than its rival. None where the pick beats it beyond the minimum effect, or nothing else is faster."""
+        surer than its rival (speedups.rival). None where the pick beats it beyond the minimum effect, or nothing
+        else is faster."""
         metric = generation.verdict_metric(picked.case)
-        rivals = [(r, s) for r in others if r is not picked and (s := self.speedup(base, r, metric)) is not None
-                  and s.verdict == Verdict.faster]
-        if not rivals:
-            return None
-        r = max(rivals, key=lambda x: x[1].value)[0]
-        over = self.speedup(r, picked, metric)
-        return None if over is None or over.verdict == Verdict.faster else (r, over)
+        return speedups.rival(((r, self.speedup(base, r, metric)) for r in others if r is not picked),
+                              lambda r: self.speedup(r, picked, metric))
 
     def eager_of(self, r: Result) -> Result | None:
         """What a compiled (or cached) result is measured against in every table, chart and row: its eager twin

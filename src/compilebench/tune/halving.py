@@ -20,7 +20,7 @@ from compilebench.core.job import TimingPolicy
 from compilebench.core.result import Result
 from compilebench.core.settings import Settings
 from compilebench.core.variant import AOT_INDUCTOR, MODES, Variant
-from compilebench.core.vocab import STATUS_WORDS, Verdict
+from compilebench.core.vocab import STATUS_WORDS
 from compilebench.tune.as_code import config_code
 
 # (share of the budget a rung may use up to, repeats a configuration has after it, how many go on, timing)
@@ -156,12 +156,9 @@ class Outcome:
         w = self.winner
         if w is None:
             return None
-        others = [t for t in self.ranked if t is not w and t.rungs == w.rungs and t.speedup.verdict == Verdict.faster]
-        if not others:
-            return None
-        r = max(others, key=lambda t: t.value)
-        over = speedups.speedup(r.result, w.result, min_effect, generation.verdict_metric(w.result.case))
-        return None if over is None or over.verdict == Verdict.faster else (r, over)
+        metric = generation.verdict_metric(w.result.case)
+        return speedups.rival(((t, t.speedup) for t in self.ranked if t is not w and t.rungs == w.rungs),
+                              lambda t: speedups.speedup(t.result, w.result, min_effect, metric))
 
 
 def _changes(c: Config) -> frozenset:
