@@ -16,7 +16,7 @@ import pytest
 from PIL import Image
 
 from compilebench import report
-from compilebench.core import speedups, stats, suites
+from compilebench.core import drift, speedups, stats, suites
 from compilebench.core.generation import GenerateCalls
 from compilebench.diagnostics import peaks
 from compilebench.report import charts, details, drawing, html, suite, tables, terminal
@@ -416,9 +416,10 @@ def test_speedup_table_has_the_ci_verdict_and_break_even(tmp_path):
     assert (low, high) == (pytest.approx(resnet.speedup_ci95_low, abs=6e-4), pytest.approx(resnet.speedup_ci95_high, abs=6e-4))
     resnet_row = guide["Image Classification/ResNet"]
     assert resnet_row["95% CI"] == f"{resnet.improvement_ci95_low_pct:.1f}% to {resnet.improvement_ci95_high_pct:.1f}%"
-    # the break-even at each end of that interval: eager's 10 ms over the interval's ends, 30 s of compile
-    ends = (resnet.speedup_ci95_high, resnet.speedup_ci95_low)
-    fewest, most = (math.ceil(30.0 / ((10.0 - 10.0 / x) / 1e3)) for x in ends)
+    # the break-even at each end of that interval: eager's 10 ms over the interval's ends, 30 s of compile, 25% shorter
+    # at the fewest and longer at the most (how far one compile moves from another: the default, in one run)
+    ends = ((30.0 / 1.25, resnet.speedup_ci95_high), (30.0 * 1.25, resnet.speedup_ci95_low))
+    fewest, most = (math.ceil(c / ((10.0 - 10.0 / x) / 1e3)) for c, x in ends)
     assert (resnet.break_even_fewest, resnet.break_even_most) == (fewest, most)
     assert rows["Image Classification/ResNet"]["break-even range"] == f"{fewest:,}-{most:,}"
     assert vit["break-even range"].endswith("-never")  # its interval reaches below 1x: that end never pays off
@@ -441,7 +442,7 @@ def test_the_recommendation_is_the_fastest_correct_variant_whose_verdict_is_fast
     rows = {r["Task/Model"]: r for r in md_records(text, "rec")}
     resnet = rows["Image Classification/ResNet"]
     s = View(results).speedup(results[0], results[2])  # its break-even at the ends of its interval, beside it
-    fewest, most = stats.break_even_range(60.0, results[0].mean, s.low, s.high)
+    fewest, most = stats.break_even_range(60.0, results[0].mean, s.low, s.high, drift.COMPILE_DEFAULT)
     assert (resnet["recommended"], resnet["speed-up"], resnet["break-even (inferences)"]) == (
         "compile (reduce-overhead)", "2.500x", f"10,000 [{fewest:,}-{most:,}]")
     picked = ("recommended", "speed-up", "95% CI", "break-even (inferences)", "why")

@@ -53,8 +53,8 @@ def test_break_even_is_the_extra_start_over_the_saving_per_request():
     assert start.break_even(sooner, m.eager) == 0  # starts sooner and serves faster: from the first
 
 
-@pytest.mark.parametrize("requests, expected", [(500, "no compile"), (1000, "compile, warm cache"),
-                                                (100_000, "compile, warm cache")])
+@pytest.mark.parametrize("requests, expected", [(500, "no compile"), (1000, "no compile"),
+                                                (1500, "compile, warm cache"), (100_000, "compile, warm cache")])
 def test_the_recommendation_is_the_fastest_start_that_pays_off_within_the_requests(requests, expected):
     (m,) = start.models(_stacked(requests=requests))
     pick, why = start.recommended(m, _stacked(requests=requests))
@@ -62,12 +62,14 @@ def test_the_recommendation_is_the_fastest_start_that_pays_off_within_the_reques
     assert f"{requests:,} requests" in why
 
 
-@pytest.mark.parametrize("requests, expected", [(500, "no compile"), (1000, "no compile"), (3000, "warm cache")])
+@pytest.mark.parametrize("requests, expected", [(400, "no compile"), (1000, "no compile"), (3000, "warm cache")])
 def test_when_a_start_pays_off_carries_its_speed_ups_interval_and_a_pick_must_pay_off_at_its_slow_end(
         requests, expected):
     """A start whose steady speed-up is known only to about ±30% pays off after 770 requests at its estimate but
-    anywhere from 556 to 2,114 within its interval: the table says the range, and 1,000 requests, inside it, are no
-    ground to recommend it (until 2026-11-29 the table said 770 and the recommendation took the estimate)."""
+    anywhere from 442 to 2,656 within its interval, its first call (its 4 s warm compile) 25% shorter or longer (one
+    run: the default of how far one compile moves from another): the table says the range, and 1,000 requests, inside
+    it, are no ground to recommend it (until 2026-11-29 the table said 770 and the recommendation took the estimate;
+    then 556-2,114 with the compile taken as exact)."""
     wide = _started(result("resnet-50", 1, "default", 5.0, env=CPU, compile_s=30.0, processes=[4.0, 5.0, 6.0]),
                     (1.0, 31.0), (1.0, 3.0), (1.0, 5.0))
     eager = _started(result("resnet-50", 1, "eager", 10.0, env=CPU), (1.0, 0.1), (1.0, 0.1), (1.0, 0.1))
@@ -75,11 +77,11 @@ def test_when_a_start_pays_off_carries_its_speed_ups_interval_and_a_pick_must_pa
     (m,) = start.models(view)
     pick, why = start.recommended(m, view)
     assert pick.name.endswith(expected)
-    assert ("compile, warm cache pays off after 556-2,114 requests at the ends of its speed-up's interval, "
+    assert ("compile, warm cache pays off after 442-2,656 requests at the ends of its speed-up's interval, "
             f"{requests:,} between them" in why) == (requests == 1000)
     (table,) = start.start_tables(view)
     rows = {row[0].removesuffix(" (recommended)"): dict(zip(table.header, row)) for row in table.rows}
-    assert rows["compile, warm cache"]["pays off after (requests)"] == "770 [556-2,114]"
+    assert rows["compile, warm cache"]["pays off after (requests)"] == "770 [442-2,656]"
 
 
 def test_a_mega_cache_run_adds_its_start_and_its_first_repeat_does_not_replace_the_cold_runs():

@@ -5,7 +5,7 @@ import math
 import fakeresults as fr
 import pytest
 
-from compilebench.core import speedups
+from compilebench.core import drift, speedups
 from compilebench.core.vocab import Verdict
 from compilebench.report import tables, terminal
 from compilebench.report.view import View
@@ -61,14 +61,16 @@ def test_the_summary_fits_the_width_and_holds_the_reports_figures(width):
 
 
 def test_the_break_even_is_the_range_its_speed_ups_interval_gives():
-    """A count to the call beside a speed-up known to ±15% would read surer than it is: the table gives the calls at
-    each end of the interval, the line in words the estimate with that range; an end that saves nothing reads
-    never."""
+    """A count to the call beside a speed-up known to ±15%, or a compile measured once, would read surer than it is:
+    the table gives the calls at each end of the interval, the compile as much shorter or longer as one moves from
+    another (the default here: one run), the line in words the estimate with that range; an end that saves nothing
+    reads never."""
     eager = fr.result("resnet-50", 1, "eager", 4.0, env=fr.CPU, processes=[4.0, 4.2, 3.8])
     decided = fr.result("resnet-50", 1, "default", 2.0, env=fr.CPU, processes=[2.0, 2.05, 1.95], compile_s=12.0)
     view = View([eager, decided])
-    s = view.speedup(eager, decided)
-    fewest, most = (12.0 / ((eager.mean - eager.mean / x) / 1e3) for x in (s.high, s.low))
+    s, d = view.speedup(eager, decided), drift.COMPILE_DEFAULT
+    fewest, most = (c / ((eager.mean - eager.mean / x) / 1e3) for c, x in ((12.0 / (1 + d), s.high),
+                                                                          (12.0 * (1 + d), s.low)))
     text = terminal.summary(view, 100)
     row = next(line for line in text.splitlines() if line.startswith("ResNet "))
     assert row.endswith(f"{math.ceil(fewest):,}-{math.ceil(most):,}")
@@ -78,7 +80,24 @@ def test_the_break_even_is_the_range_its_speed_ups_interval_gives():
     s = View([eager, unsure]).speedup(eager, unsure)
     assert s.low < 1 < s.high and s.verdict == Verdict.inconclusive
     row = next(line for line in terminal.summary(View([eager, unsure]), 100).splitlines() if line.startswith("ResNet "))
-    assert row.endswith("-never") and f"{math.ceil(12.0 / ((eager.mean - eager.mean / s.high) / 1e3)):,}-" in row
+    assert row.endswith("-never") and f"{math.ceil(12.0 / 1.25 / ((eager.mean - eager.mean / s.high) / 1e3)):,}-" in row
+
+
+def test_the_break_even_range_holds_how_far_one_compile_moves_from_another_in_the_file():
+    """Four runs of one case whose compile moved 10% at most between runs: the range takes the compile 10% shorter
+    and longer, not the default 25%, and the legend says where that came from."""
+    runs = [(fr.result("resnet-50", 1, "eager", 4.0, env=fr.CPU, run=f"r{i}"),
+             fr.result("resnet-50", 1, "default", 2.0, env=fr.CPU, compile_s=c, run=f"r{i}"))
+            for i, c in enumerate([12.0, 13.2, 12.5, 12.0])]
+    view = View([r for pair in runs for r in pair])
+    assert view.compile_drift.value == pytest.approx(0.1)
+    eager, compiled = runs[-1]
+    s = view.speedup(eager, compiled)
+    fewest, most = (math.ceil(round(c / ((eager.mean - eager.mean / x) / 1e3), 6))
+                    for c, x in ((12.0 / 1.1, s.high), (12.0 * 1.1, s.low)))
+    text = terminal.summary(view, 100)
+    assert f"[{fewest:,}-{most:,}]" in text
+    assert "the compile 10% shorter" in " ".join(text.split()) and "the largest of 3 moves" in " ".join(text.split())
 
 
 def test_a_pick_the_run_could_not_tell_from_the_next_fastest_says_so():

@@ -5,7 +5,7 @@ import fakeresults as fr
 import pytest
 
 from compilebench import tune
-from compilebench.core import speedups, stats
+from compilebench.core import drift, speedups, stats
 from compilebench.core.case import Case
 from compilebench.core.errors import UserError
 from compilebench.core.shards import Shard
@@ -84,8 +84,8 @@ def test_a_winner_the_search_could_not_tell_from_the_runner_up_says_so(second, t
     assert out.winner.config == winner and out.winner.rungs == 3
     text = render(out, 0.05, "r.db")
     s = out.winner.speedup  # its break-even at the ends of its interval, beside the estimate's
-    fewest, most = stats.break_even_range(30.0, out.eager.mean, s.low, s.high)
-    assert f"calls ({fewest:,} to {most:,} at the interval's ends)." in text
+    fewest, most = stats.break_even_range(30.0, out.eager.mean, s.low, s.high, drift.COMPILE_DEFAULT)
+    assert f"calls ({fewest:,} to {most:,} at the interval's ends, with the compile 25% shorter" in text
     if told:  # 2.0x over 1.5x: the winner is faster than the runner-up beyond 5%
         assert out.rival(0.05) is None and "Not told apart" not in text
         return

@@ -11,7 +11,7 @@ import sys
 from compilebench import kinds, tune
 from compilebench.cli import groups, resume
 from compilebench.cli.run import EXIT_FAILED
-from compilebench.core import generation, shards, speedups, stats, traffic
+from compilebench.core import drift, generation, shards, speedups, stats, traffic
 from compilebench.core.result import Result
 from compilebench.report import cells, markdown, quantization, shapes, start
 from compilebench.report.cells import Table, interval
@@ -81,8 +81,11 @@ def render(result: tune.Outcome, min_effect: float, db: str) -> str:
         out += ["", "```python", w.config.code(result.part), "```", ""]
         cold, warm = w.result.cold_compile_s, w.result.warm_compile_s
         # the calls at each end of the speed-up's interval (a language model's speed-up is per token: not its calls)
-        ends = None if per else stats.break_even_range(cold, speedups.mean(result.eager), s.low, s.high)
-        between = f" ({cells.ends_said(ends, ' to ')} at the interval's ends)" if ends else ""
+        noise = drift.estimate([t.result for t in result.tried if t.result], lambda r: r.compile_s,
+                               drift.COMPILE_DEFAULT)
+        ends = None if per else stats.break_even_range(cold, speedups.mean(result.eager), s.low, s.high, noise.value)
+        between = (f" ({cells.ends_said(ends, ' to ')} at the interval's ends, {cells.spread_said(noise)})"
+                   if ends else "")
         out.append(f"Compile cost: {cold:.1f} s cold" + (f", {warm:.1f} s from a warm cache" if warm else "")
                    + (f"; it pays for itself after {saving:,} calls{between}." if saving
                       else "; it saves nothing per call."))

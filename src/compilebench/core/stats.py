@@ -205,14 +205,17 @@ def break_even(compile_s: float | None, eager_ms: float, compiled_ms: float) -> 
     return math.ceil(round(compile_s / saving_s, 6))  # round first: 1.0 / 1e-6 must not become 1000001
 
 
-def break_even_range(compile_s: float | None, eager_ms: float, low: float | None,
-                     high: float | None) -> tuple[float | None, float | None] | None:
-    """The calls break_even gives at each end of a speed-up's interval (eager's time at its estimate, the compile's
-    seconds as measured): the fewest at `high`, the most at `low`, each None ("never") where that end saves
-    nothing per call. None without an interval or a compile."""
+def break_even_range(compile_s: float | None, eager_ms: float, low: float | None, high: float | None,
+                     spread: float) -> tuple[float | None, float | None] | None:
+    """The calls break_even gives at each end of a speed-up's interval (eager's time at its estimate), the compile's
+    seconds moved by `spread` (the fraction one cold compile moves from another: core/drift) toward that end: the
+    fewest at `high` with the compile that much shorter, the most at `low` with it that much longer, each None
+    ("never") where that end saves nothing per call. None without an interval or a compile. One compile measured
+    once, taken as exact, would make the range read surer than it is."""
     if compile_s is None or low is None or high is None:
         return None
-    return break_even(compile_s, eager_ms, eager_ms / high), break_even(compile_s, eager_ms, eager_ms / low)
+    return (break_even(compile_s / (1 + spread), eager_ms, eager_ms / high),
+            break_even(compile_s * (1 + spread), eager_ms, eager_ms / low))
 
 
 @dataclass(frozen=True)

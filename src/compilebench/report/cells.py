@@ -102,12 +102,19 @@ def break_even(compiled: Result, eager: Result | None) -> str:
     return "never" if be is None else f"{be:,.0f}"
 
 
-def break_even_range(compiled: Result, eager: Result | None, s: Speedup | None) -> str:
-    """break_even() at each end of the speed-up's interval: '12,130-306,000', '12,130-never'; '' without one. A
-    count to the call beside an interval 25x wide would read surer than it is."""
+def break_even_range(compiled: Result, eager: Result | None, s: Speedup | None, spread: float) -> str:
+    """break_even() at each end of the speed-up's interval, the compile moved by `spread` toward that end
+    (stats.break_even_range): '12,130-306,000', '12,130-never'; '' without one. A count to the call beside an
+    interval 25x wide would read surer than it is."""
     if not compiled.case.variant.compiled or s is None or eager is None:
         return ""
-    return ends_said(stats.break_even_range(compiled.compile_s, speedups.mean(eager), s.low, s.high))
+    return ends_said(stats.break_even_range(compiled.compile_s, speedups.mean(eager), s.low, s.high, spread))
+
+
+def spread_said(d: Drift, what: str = "the compile") -> str:
+    """How a break-even range holds the compile's own noise (View.compile_drift), for a table's note."""
+    return (f"with {what} {d.value:.0%} shorter at the fewest and as much longer at the most: how far one "
+            f"compile of a case moves from another here ({d.source}), measured once a case")
 
 
 def ends_said(ends: tuple[float | None, float | None] | None, between: str = "-") -> str:

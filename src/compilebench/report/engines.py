@@ -13,7 +13,7 @@ from compilebench import kinds
 from compilebench.core import speedups, stats
 from compilebench.core.result import Result
 from compilebench.core.speedups import Speedup
-from compilebench.report.cells import Table, ends_said, ratio_said
+from compilebench.report.cells import Table, ends_said, ratio_said, spread_said
 from compilebench.report.data import Column
 from compilebench.report.view import Group, View
 
@@ -59,9 +59,10 @@ def tables(view: View) -> list[Table]:
         for m in g.models:
             found = ways(view, g, m)
             if found:
-                out.append(_table(g, m, found))
+                out.append(_table(g, m, found, view.compile_drift.value))
     if out:
-        out[-1].notes += NOTES
+        out[-1].notes += [*NOTES, "break-even calls in brackets: the same at each end of the speed-up's interval, "
+                                  f"{spread_said(view.compile_drift, 'the cold preparation')}."]
     return out
 
 
@@ -69,7 +70,7 @@ HEADER = ["variant", "ms [95%]", "vs eager", "vs best torch.compile", "prepare c
           "break-even calls", "against eager", "precision", "version"]
 
 
-def _table(g: Group, model: str, found: list[Way]) -> Table:
+def _table(g: Group, model: str, found: list[Way], spread: float) -> Table:
     eager = next((c.eager for c in (g.cells.get((model, w.column)) for w in found) if c and c.eager), None)
     rows = [["no compile (eager)", time_said(eager), "", "", "", "", "", "", eager_precision(eager),
              version(eager, None)]] if eager else []
@@ -78,20 +79,21 @@ def _table(g: Group, model: str, found: list[Way]) -> Table:
         cold, warm = prepared(r)
         rows.append([w.column.header.split(" - ", 1)[-1], time_said(r), ratio_said(w.vs_eager),
                      ratio_said(w.vs_compile) if w.engine else "", _s(cold), _s(warm),
-                     _break_even(cold, eager, r, w.vs_eager), agreement(r),
+                     _break_even(cold, eager, r, w.vs_eager, spread), agreement(r),
                      precision(r), version(r, w.engine)])
     return Table(f"{g.label(model)} on {g.title}", HEADER, rows)
 
 
-def _break_even(cold: float | None, eager: Result | None, r: Result, vs_eager: Speedup | None) -> str:
+def _break_even(cold: float | None, eager: Result | None, r: Result, vs_eager: Speedup | None,
+                spread: float) -> str:
     """Calls until the cold preparation has paid for itself, '1,234 [1,010-1,580]' with the same at each end of
-    the speed-up's interval; never: it saves nothing per call."""
+    the speed-up's interval, the preparation `spread` shorter or longer; never: it saves nothing per call."""
     if vs_eager is None or cold is None:  # no speed-up, or a preparation not recorded: nothing to repay
         return ""
     be = stats.break_even(cold, speedups.mean(eager), r.mean) if eager and r.mean is not None else None
     if be is None:
         return "never"
-    ends = stats.break_even_range(cold, speedups.mean(eager), vs_eager.low, vs_eager.high)
+    ends = stats.break_even_range(cold, speedups.mean(eager), vs_eager.low, vs_eager.high, spread)
     return f"{be:,.0f}" + (f" [{ends_said(ends)}]" if ends else "")
 
 

@@ -81,7 +81,7 @@ def rows(view: View) -> list[dict]:
         sp = view.speedup(eager, r) if eager is not None else None
         row["eager_mean_ms"] = speedups.mean(eager)
         row.update({**_speedup_columns("", sp, min_effect), **_sharing_columns(sp)})
-        row.update(_break_even_columns(r, eager, sp))
+        row.update(_break_even_columns(r, eager, sp, view.compile_drift.value))
         row.update({**_why_columns(r), **_start_columns(r)})
         if c.generation:
             row.update(_generation_columns(view, r, eager))
@@ -91,12 +91,12 @@ def rows(view: View) -> list[dict]:
     return out
 
 
-def _break_even_columns(r: Result, eager: Result | None, sp) -> dict:
-    """The calls until compiling has paid for itself, and the same at the ends of the speed-up's interval (None:
-    never, or no interval)."""
+def _break_even_columns(r: Result, eager: Result | None, sp, spread: float) -> dict:
+    """The calls until compiling has paid for itself, and the same at the ends of the speed-up's interval with the
+    compile `spread` shorter or longer (stats.break_even_range; None: never, or no interval)."""
     if sp is None:
         return dict.fromkeys(("break_even_inferences", "break_even_fewest", "break_even_most"))
-    ends = stats.break_even_range(r.compile_s, speedups.mean(eager), sp.low, sp.high) or (None, None)
+    ends = stats.break_even_range(r.compile_s, speedups.mean(eager), sp.low, sp.high, spread) or (None, None)
     return {"break_even_inferences": stats.break_even(r.compile_s, speedups.mean(eager), r.mean),
             "break_even_fewest": ends[0], "break_even_most": ends[1]}
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from compilebench.core.result import Result
 from compilebench.core.vocab import FAILED, MEASURED
 from compilebench.report import data, drawing
-from compilebench.report.cells import Table, ends_said, num, table
+from compilebench.report.cells import Table, ends_said, num, spread_said, table
 from compilebench.report.drawing import Chart
 from compilebench.report.view import View
 
@@ -61,16 +61,19 @@ def break_even(start: Start, eager: Start) -> int | None:
 
 
 def break_even_ends(start: Start, eager: Start, view: View) -> tuple[int | None, int | None] | None:
-    """break_even at each end of the start's steady speed-up over no compile (its 95% interval): the fewest requests
-    and the most (None: never at that end); None without an interval. A count to the request beside a speed-up
-    known only within its interval would read surer than it is."""
+    """break_even at each end of the start's steady speed-up over no compile (its 95% interval), its first call (which
+    holds its compile) as much shorter or longer as one compile moves from another (View.compile_drift): the fewest
+    requests and the most (None: never at that end); None without an interval. A count to the request beside a
+    speed-up known only within its interval, or a compile measured once, would read surer than it is."""
     if start.steady_ms is None or eager.steady_ms is None or not start.processes:
         return None
     s = view.speedup(eager.result, start.result)
     if s is None or s.low is None or s.high is None:
         return None
     extra_s, e = start.seconds - eager.seconds, eager.steady_ms
-    return _pays(extra_s, (e - e / s.high) / 1e3), _pays(extra_s, (e - e / s.low) / 1e3)
+    first, spread = start.parts.get("first call", 0.0), view.compile_drift.value
+    return (_pays(extra_s - first * spread / (1 + spread), (e - e / s.high) / 1e3),
+            _pays(extra_s + first * spread, (e - e / s.low) / 1e3))
 
 
 def _pays(extra_s: float, saving_s: float) -> int | None:
@@ -245,9 +248,9 @@ NOTE = ("Until the first answer: what a new process waits, measured in one: the 
         "call, which holds any compile. A cold start is the first repeat's; the others are medians over the "
         "repeats that started so (processes). Pays off after: the requests, served one after another, after which "
         "the start plus the steady latency has cost less than no compile's, and in brackets the same at each end of "
-        "the steady speed-up's 95% interval; never: it is no faster per request. The recommended start is the "
-        "fastest of those whose steady speed-up is `faster` and that pay off within the requests given (--requests) "
-        "at both ends.")
+        "the steady speed-up's 95% interval, {spread}; never: it is no faster per request. The recommended start is "
+        "the fastest of those whose steady speed-up is `faster` and that pay off within the requests given "
+        "(--requests) at both ends.")
 
 
 def shapes_table(m) -> Table | None:
@@ -304,7 +307,7 @@ def recommendation_rows(view: View) -> Table | None:
 
 def sections(view: View, charts: list) -> list:
     tables = start_tables(view)
-    items: list = [NOTE] if tables else []
+    items: list = [NOTE.format(spread=spread_said(view.compile_drift, "the first call"))] if tables else []
     for t in tables:
         items.append(t)
         items += [c for c in charts if c.section == ("start", t.title)]

@@ -33,6 +33,7 @@ from compilebench.report.cells import (
     pct,
     ratio,
     ratio_interval,
+    spread_said,
     table,
     verdict,
     verdict_note,
@@ -94,7 +95,7 @@ def speedup_table(view: View) -> Table:
         ("cold compile s", lambda x: num(x[3].cold_compile_s, 1)),
         ("warm compile s", lambda x: num(x[3].warm_compile_s, 1)),
         ("break-even (inferences)", lambda x: "" if x[5] is None else break_even(x[3], x[4])),
-        ("break-even range", lambda x: break_even_range(x[3], x[4], x[5])),
+        ("break-even range", lambda x: break_even_range(x[3], x[4], x[5], view.compile_drift.value)),
         ("peak memory compiled / eager", lambda x: _memory_ratio(x[4], x[3])),
     ]
     return table("", columns, items, [
@@ -107,7 +108,7 @@ def speedup_table(view: View) -> Table:
         "cold compile: the first repeat, from an empty compiler state; warm: later repeats, from the on-disk state "
         "the first left. break-even: cold compile seconds / per-inference saving, the number of inferences after "
         "which compiling has paid for itself; never when the compiled model saves nothing. Its range: the same at "
-        "each end of the speed-up's 95% interval.",
+        f"each end of the speed-up's 95% interval, {spread_said(view.compile_drift)}.",
         "peak memory: on a GPU the allocator's peak over the steady state, plus the CUDA graphs' pools it counts "
         "free though each replay writes into them; on a CPU the process's peak RSS, which for a "
         "compiled case includes the compiler itself."])
@@ -151,7 +152,7 @@ def _pick(view: View, g: Group, torch: str, baseline: Column, model: str) -> _Pi
     return _Pick(g, torch, model, base, (c, s, r), undecided, rival)
 
 
-def _recommended(p: _Pick, min_effect: float) -> list[str]:
+def _recommended(p: _Pick, min_effect: float, spread: float) -> list[str]:
     """recommended, speed-up, 95% CI, break-even and why."""
     if p.best is None:
         why = (f"nothing measured is faster than eager beyond {min_effect:.0%}"
@@ -165,7 +166,7 @@ def _recommended(p: _Pick, min_effect: float) -> list[str]:
         rc, over = p.rival
         why.append(f"not told apart from {rc.header.removeprefix(f'torch {p.torch} - ')}: {ratio(over)} "
                    f"({ratio_interval(over)}) over it, {verdict(over)}")
-    between = break_even_range(r, p.base, s) if c.variant.compiled else ""  # at the interval's ends
+    between = break_even_range(r, p.base, s, spread) if c.variant.compiled else ""  # at the interval's ends
     return [c.header.removeprefix(f"torch {p.torch} - "), ratio(s), ratio_interval(s),
             (break_even(r, p.base) + (f" [{between}]" if between else "")) if c.variant.compiled else "0",
             "; ".join(filter(None, why))]
@@ -180,7 +181,7 @@ def recommendation_table(view: View) -> Table:
         for torch in dict.fromkeys(c.torch for c in g.columns):
             if (baseline := g.baseline(torch)) is not None:
                 picks += [p for m in g.models if (p := _pick(view, g, torch, baseline, m))]
-    said = {id(p): _recommended(p, view.min_effect) for p in picks}
+    said = {id(p): _recommended(p, view.min_effect, view.compile_drift.value) for p in picks}
     columns: Columns = [("hardware", lambda p: p.g.hardware), ("torch", lambda p: f"torch {p.torch}"),
                         ("batch", lambda p: str(p.g.batch_size)), ("Task/Model", lambda p: p.g.label(p.model))]
     columns += [(name, lambda p, i=i: said[id(p)][i]) for i, name in
@@ -190,7 +191,8 @@ def recommendation_table(view: View) -> Table:
         f"over plain eager is `faster`: its whole 95% interval above {view.min_effect:.0%}. A lower-precision variant "
         "is checked against eager in its own dtype: decide separately whether that precision is acceptable for your "
         "task. Where the run could not tell the pick from the next fastest such variant, why says so, with the "
-        "pick's speed-up over it."])
+        "pick's speed-up over it. break-even: the inferences after which compiling has paid for itself, and in "
+        f"brackets the same at each end of the speed-up's interval, {spread_said(view.compile_drift)}."])
 
 
 def _by_hardware(view: View) -> dict[str, list[Group]]:

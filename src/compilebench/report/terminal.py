@@ -16,7 +16,7 @@ from compilebench.core.result import Result
 from compilebench.core.speedups import Speedup
 from compilebench.core.vocab import Verdict
 from compilebench.report import data, engines, quantization, stability, suite
-from compilebench.report.cells import break_even, break_even_range, cell, may_decide, verdict_reach
+from compilebench.report.cells import break_even, break_even_range, cell, may_decide, spread_said, verdict_reach
 from compilebench.report.data import Column
 from compilebench.report.view import Group, View
 
@@ -45,6 +45,7 @@ class Row:
     speedup: Speedup | None
     recommended: bool
     full_name: str  # with its batch size, for the lines in words when the run had several groups
+    spread: float  # how far one compile moves from another here (View.compile_drift): the break-even range holds it
     # a runner-up not told apart (View.rival): its column, its speed-up, ours over it
     rival: tuple[Column, Speedup, Speedup] | None = None
 
@@ -65,7 +66,7 @@ class Row:
     def _words(self, min_effect: float) -> str:
         s = self.speedup
         if self.recommended:
-            be, between = _break_even(self, ranged=False), break_even_range(self.compiled, self.eager, s)
+            be, between = _break_even(self, ranged=False), break_even_range(self.compiled, self.eager, s, self.spread)
             pays = "" if be in ("", "never") else f", pays off after {be} calls{f' [{between}]' if between else ''}"
             verb = "compile" if self.column.variant.compiled else "run"  # an eager setting can win too
             kept = quantization.quality_words(self.compiled)  # a quantized pick says what it kept of float's
@@ -116,7 +117,7 @@ def _break_even(row: Row, ranged: bool = True) -> str:
     where it has one ('2,712-7,504')."""
     if row.compiled is None or row.speedup is None:
         return ""
-    between = break_even_range(row.compiled, row.eager, row.speedup) if ranged else ""
+    between = break_even_range(row.compiled, row.eager, row.speedup, row.spread) if ranged else ""
     return between or break_even(row.compiled, row.eager)
 
 
@@ -148,7 +149,8 @@ def rows(view: View, g: Group) -> list[Row]:
                 c = _apart(c, baseline)
             if rival is not None:
                 rival = (_apart(rival[0], baseline), *rival[1:])
-            out.append(Row(name, eager, r, c, s, picked is not None, f"{name} b{g.batch_size}", rival))
+            out.append(Row(name, eager, r, c, s, picked is not None, f"{name} b{g.batch_size}",
+                           view.compile_drift.value, rival))
     return out
 
 
@@ -214,7 +216,8 @@ def summary(view: View, width: int = WIDTH) -> str:
             f"ms: {stats.PER_PROCESS_WORDS}, over processes. speed-up: eager ms / compiled ms{per}, with its interval "
             f"between processes ({confidence}). verdict: faster or slower beyond {view.min_effect:.0%}, same within "
             "it, else inconclusive, with the smallest effect it could see. break-even: calls until compiling has paid "
-            "for itself, at each end of the speed-up's interval (never: that end saves nothing per call)."
+            "for itself, at each end of the speed-up's interval "
+            f"{spread_said(view.compile_drift)} (never: that end saves nothing per call)."
             f"{ENGINE_WORDS if engines_lines else ''} The guide's tables (and "
             "its mean of the calls) and every detail: --details, or the report.", width)]
     for c in view.shards:  # a report over shard files says whether it is the whole run

@@ -144,6 +144,12 @@ class View:
         """The run-to-run drift these results show (or the default), for speed-ups across runs."""
         return drift.estimate(self.results)
 
+    @functools.cached_property
+    def compile_drift(self) -> Drift:
+        """How far one compile of a case moves from another here (or drift.COMPILE_DEFAULT): a break-even's
+        range holds it, since each case compiled cold once."""
+        return drift.estimate(self.results, lambda r: r.compile_s, drift.COMPILE_DEFAULT)
+
     @property
     def looks(self) -> int:
         """The most looks at its verdicts a run of these results allowed (1: fixed designs alone)."""
