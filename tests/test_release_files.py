@@ -78,6 +78,9 @@ ONE_PEAK = re.compile(r"\| 1\.00x \(([\d,]+) / \1 MiB\) \|")
 BREAK_EVEN_RANGE = re.compile(r" (Its range|break-even: the inferences after which compiling has paid for itself, and "
                               r"in brackets)[^.]*\.")
 START_SPREAD = re.compile(r", with the first call \d+% shorter[^;]*;")  # the start-up's pay-off, its compile's noise
+SERVING = re.compile(r"\| (\d+\.\d) \[\d+\.\d-\d+\.\d\] \|")  # the start-up's N requests s, its range beside it
+SERVING_WORDS = (" N requests s: the start and then N requests at the steady latency, and in brackets the same at the "
+                 "ends of its 95% interval, the compile as far shorter or longer.")
 GEOMEAN = " The geomean's interval: the models' (in log space) in quadrature over their count."
 RIVAL = (" Where the run could not tell the pick from the next fastest such variant, why says so, with the pick's "
          "speed-up over it.")
@@ -90,9 +93,10 @@ def as_before_62(new: str, old: str) -> tuple[str, str]:
     the notes on undecided verdicts (each comparison's reach: tested apart), the reach in a recommendation's why,
     the details' median-based column (`ms`, under the former reading the same figure as `mean ms`), the break-even's
     range at the ends of the speed-up's interval (its column, its legend's sentence, and beside the recommendation's
-    break-even; the start-up note's words on the compile's own noise), the geomean's interval (its column and
-    sentence), the recommendation's sentence on a runner-up it could not tell its pick from, and an interleaved
-    case's peak memory, one process's for both variants, which the release read as a ratio of 1.00x."""
+    break-even; the start-up note's words on the compile's own noise, and the range of its N requests s), the
+    geomean's interval (its column and sentence), the recommendation's sentence on a runner-up it could not tell its
+    pick from, and an interleaved case's peak memory, one process's for both variants, which the release read as a
+    ratio of 1.00x."""
     for before, now in REWORDED_62:
         old = old.replace(before, now)
     old = ONE_PEAK.sub("| one process held both |", old)  # an interleaved case's one peak, read as a ratio then
@@ -101,7 +105,8 @@ def as_before_62(new: str, old: str) -> tuple[str, str]:
     old = "\n".join(line for line in old.split("\n") if not line.startswith("| undecided: "))
     new, old = new.replace(UNDECIDED_NOTES, ""), old.replace(UNDECIDED_NOTES, "")
     new = BREAK_EVEN_RANGE.sub("", without(new, ("mean ms", "break-even range", "geomean 95% CI")))
-    new = START_SPREAD.sub(";", new.replace(RIVAL, "").replace(GEOMEAN, ""))
+    new = START_SPREAD.sub(";", new.replace(RIVAL, "").replace(GEOMEAN, "").replace(SERVING_WORDS, ""))
+    new = SERVING.sub(r"| \1 |", new)
     new = BREAK_EVEN_ENDS.sub(r"| \1 |", new)  # the recommendation's break-even, its range beside it
     return new.replace("| flags | ms | 95% CI ms |", "| flags | mean ms | 95% CI ms |"), old
 # Columns of the report's tables added (or, from the release's side, replaced) since the release, and the legend

@@ -71,9 +71,17 @@ def break_even_ends(start: Start, eager: Start, view: View) -> tuple[int | None,
     if s is None or s.low is None or s.high is None:
         return None
     extra_s, e = start.seconds - eager.seconds, eager.steady_ms
+    shorter, longer = _compile_moves(start, view)
+    return _pays(extra_s - shorter, (e - e / s.high) / 1e3), _pays(extra_s + longer, (e - e / s.low) / 1e3)
+
+
+def _compile_moves(start: Start, view: View) -> tuple[float, float]:
+    """The seconds a compiled start's first call (which holds its compile) may be shorter and longer in another run:
+    as far as one compile of a case moves from another (View.compile_drift); none for no compile."""
+    if not start.result.case.variant.compiled:
+        return 0.0, 0.0
     first, spread = start.parts.get("first call", 0.0), view.compile_drift.value
-    return (_pays(extra_s - first * spread / (1 + spread), (e - e / s.high) / 1e3),
-            _pays(extra_s + first * spread, (e - e / s.low) / 1e3))
+    return first * spread / (1 + spread), first * spread
 
 
 def _pays(extra_s: float, saving_s: float) -> int | None:
@@ -90,8 +98,16 @@ def serving_s(start: Start, requests: int) -> float | None:
     return None if start.steady_ms is None else start.seconds + requests * start.steady_ms / 1e3
 
 
-def _median(values: list[float]) -> float:
-    return statistics.median(values) if values else 0.0
+def serving_said(start: Start, requests: int, view: View) -> str:
+    """serving_s, and in brackets the same at the ends of the steady latency's 95% interval with the compile as
+    far shorter or longer as one moves from another: '510.4 [495.2-521.6]'."""
+    point = serving_s(start, requests)
+    e = start.result.stats
+    if point is None or e.ci95_low is None or e.ci95_high is None:
+        return num(point, 1)
+    shorter, longer = _compile_moves(start, view)
+    low = start.seconds - shorter + requests * e.ci95_low / 1e3
+    return f"{point:.1f} [{low:.1f}-{start.seconds + longer + requests * e.ci95_high / 1e3:.1f}]"
 
 
 def _starts_of(r: Result) -> list[Start]:
@@ -111,7 +127,7 @@ def _starts_of(r: Result) -> list[Start]:
         states = {(v.label, ""): reps} if reps else {}
     if not states and r.status in FAILED:  # it never answered: a row that says why
         return [Start(v.label, r, {}, 0)]
-    return [Start(name, r, {part: _median([p.start.parts[key] for p in mine if key in p.start.parts])
+    return [Start(name, r, {part: statistics.median([p.start.parts[key] for p in mine if key in p.start.parts])
                             for part, key in PARTS if any(key in p.start.parts for p in mine)}, len(mine), state)
             for (name, state), mine in states.items()]
 
@@ -204,11 +220,11 @@ def start_tables(view: View) -> list[Table]:
             ("steady ms", lambda s: _steady(s.result)),
             ("95% CI ms", lambda s: _interval(s.result)),
             ("pays off after (requests)", lambda s: _break_even_text(s, m.eager, view)),
-            (f"{requests:,} requests s", lambda s: num(serving_s(s, requests), 1)),
+            (f"{requests:,} requests s", lambda s: serving_said(s, requests, view)),
         ]
-        builds = [f"- {s.name}: the package was built once, in {s.result.aot_inductor.export_s:.1f} s of export "
-                  f"and {s.result.aot_inductor.package_s:.1f} s of packaging ({_mb(s.result.aot_inductor)} MB)"
-                  for s in m.starts if s.result.aot_inductor.package_s is not None]
+        builds = [f"- {s.name}: the package was built once, in {a.export_s:.1f} s of export and {a.package_s:.1f} s "
+                  f"of packaging ({a.package_bytes / 1e6:.1f} MB)"
+                  for s in m.starts if (a := s.result.aot_inductor).package_s is not None]
         megas = [_mega_note(s) for s in m.starts if s.name.endswith(STARTS["mega"]) and s.result.mega_cache.bytes]
         out.append(table(title_of(m), columns, m.starts, [*builds, *megas]))
     return out
@@ -226,10 +242,6 @@ def _mega_note(s: Start) -> str:
         if s.result.cold_compile_s is not None:
             note += f" (the cold compile: {s.result.cold_compile_s:.1f} s)"
     return note
-
-
-def _mb(aot) -> str:
-    return f"{aot.package_bytes / 1e6:.1f}"
 
 
 def _steady(r: Result) -> str:
@@ -250,7 +262,8 @@ NOTE = ("Until the first answer: what a new process waits, measured in one: the 
         "the start plus the steady latency has cost less than no compile's, and in brackets the same at each end of "
         "the steady speed-up's 95% interval, {spread}; never: it is no faster per request. The recommended start is "
         "the fastest of those whose steady speed-up is `faster` and that pay off within the requests given "
-        "(--requests) at both ends.")
+        "(--requests) at both ends. N requests s: the start and then N requests at the steady latency, and in "
+        "brackets the same at the ends of its 95% interval, the compile as far shorter or longer.")
 
 
 def shapes_table(m) -> Table | None:
@@ -300,7 +313,7 @@ def recommendation_rows(view: View) -> Table | None:
                ("start recommended", lambda x: x[1].name if x[1] else ""),
                ("until the first answer s", lambda x: f"{x[1].seconds:.2f}" if x[1] else ""),
                ("steady ms", lambda x: _steady(x[1].result) if x[1] else ""),
-               (f"{requests:,} requests s", lambda x: num(serving_s(x[1], requests), 1) if x[1] else ""),
+               (f"{requests:,} requests s", lambda x: serving_said(x[1], requests, view) if x[1] else ""),
                ("why", lambda x: x[2])]
     return table(f"Start-up within {requests:,} requests", columns, picks)
 
