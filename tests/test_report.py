@@ -153,6 +153,8 @@ def test_bad_report_options_are_one_line_and_write_nothing(tmp_path, cli):
         (["report", "r.db", "--min-effect", "200"], "--min-effect must be from 0% to below 100%"),
         (["report", "r.db", "--min-effect", "-5"], "--min-effect must be from 0% to below 100%"),
         (["compare", "r.db", "r.db", "--min-effect", "-5"], "--min-effect must be from 0% to below 100%"),
+        # a mix for results that served no shapes would weigh nothing, silently
+        (["report", "r.db", "--mix", "1:50,4:50"], "--mix '1:50,4:50': these results hold no shapes served"),
     ]:
         p = cli(*args)
         assert p.returncode == 2 and p.stderr.count("\n") == 1 and message in p.stderr, p.stderr

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from compilebench.core import drift, generation, pairing, settings as settingsmod, speedups, stats, traffic
 from compilebench.core.drift import Drift
+from compilebench.core.errors import UserError
 from compilebench.core.result import Result
 from compilebench.core.speedups import Speedup
 from compilebench.report import data
@@ -114,6 +115,9 @@ class View:
         self.served = [r for r in newest if r.case.shapes]
         for r in self.served:
             self.mix_for(tuple(traffic.Shape.parse(t) for t in r.case.shapes))  # a mix naming no shape: said now
+        if mix and not self.served:  # it would weigh nothing, and the report would not say so
+            raise UserError(f"--mix {mix!r}: these results hold no shapes served (`compilebench shapes`), so there is "
+                            "nothing for it to weigh; leave it out")
         labels = data.torch_labels(results)
         # a % improvement names its torch (and environment) only where there is a choice
         self.versions = len({data.stack(r, labels) for r in results})
