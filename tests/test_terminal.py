@@ -191,3 +191,14 @@ def test_an_interleaved_comparison_read_from_one_process_is_not_told_to_interlea
     said = " ".join(terminal.summary(View([eager, compiled])).split())  # its lines wrapped at 100 columns
     assert "(default 1.83x, inconclusive); more repeats may decide" in said, said
     assert "--interleave may decide" not in said
+
+
+def test_a_summary_that_shows_no_break_even_does_not_explain_one():
+    """Text generation's table has no break-even column (its verdict is per token): its legend leaves the
+    break-even's sentence out, which a vision model's table beside it brings back."""
+    lm = [fr.generation("smollm2-135m", "eager", [50.0, 50.5, 49.5], [10.0, 10.1, 9.9]),
+          fr.generation("smollm2-135m", "default", [40.0, 40.4, 39.6], [8.0, 8.1, 7.9], compile_s=20.0)]
+    assert "break-even" not in terminal.summary(View(lm), 100)
+    vision = [fr.result("resnet-50", 1, "eager", 4.0, env=fr.CPU),
+              fr.result("resnet-50", 1, "default", 2.0, env=fr.CPU, compile_s=12.0)]
+    assert "break-even: calls until compiling has paid" in " ".join(terminal.summary(View(lm + vision), 100).split())
