@@ -151,6 +151,29 @@ def test_a_generation_case_is_decided_everywhere_by_its_time_per_token():
     assert still.comparison.describe().endswith(", per token")
 
 
+def test_the_speed_up_table_reads_a_language_model_per_token_and_its_break_even_in_whole_calls():
+    """The report's speed-up table read whole generate() calls, so one tiny SmolLM2 run's compile was
+    `inconclusive` there at 1.155x and `faster` at 1.176x per token in the recommendation above it; and the
+    recommendation's break-even took its range from the per-token interval applied to whole calls, so the two tables
+    gave one compile two ranges. Now the table reads per token, and both break-evens count whole calls at the ends
+    of the calls' own interval."""
+    from compilebench.core import drift, stats
+    from compilebench.report import tables
+
+    calls_e, calls_c = [50.0, 62.0, 44.0], [47.0, 55.0, 41.0]  # whole calls: their prefills wander
+    eager = fr.generation("smollm2-135m", "eager", calls_e, [10.0, 10.1, 9.9])
+    compiled = fr.generation("smollm2-135m", "default", calls_c, [8.0, 8.1, 7.9], compile_s=20.0)
+    view = View([eager, compiled], 0.05)
+    per_token, calls = view.verdict(compiled), view.speedup(eager, compiled)
+    (row,) = tables.speedup_table(view).records()
+    assert (row["speed-up"], row["verdict"]) == (f"{per_token.value:.3f}x", "faster")
+    ends = stats.break_even_range(20.0, eager.mean, calls.low, calls.high, drift.COMPILE_DEFAULT)
+    assert calls.low < 1 and ends[1] is None  # the calls' interval reaches below 1x: at that end it never pays
+    assert row["break-even range"] == f"{ends[0]:,}-never"
+    (rec,) = tables.recommendation_table(view).records()
+    assert rec["break-even (inferences)"].endswith(f"[{ends[0]:,}-never]")
+
+
 def test_compare_and_history_read_a_language_model_by_its_time_per_token():
     """`compare` and `history` (and so `check --history`) read a language model as its verdict does: a decode 30%
     slower, its whole generate() calls unchanged (their prefills wander), is `slower` in `compare` and fails the

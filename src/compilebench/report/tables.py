@@ -75,13 +75,14 @@ def flags_note(view: View) -> list[str]:
 
 
 def speedup_table(view: View) -> Table:
-    """Every compiled result against its eager baseline: the speed-up with its 95% interval and verdict, and
-    what compiling cost: cold and warm compile seconds and the inferences it takes to pay them back."""
+    """Every compiled result against its eager baseline: the speed-up its verdict reads (per decoded token for text
+    generation) with its 95% interval and verdict, and what compiling cost: cold and warm compile seconds and the
+    inferences (whole calls, at the calls' own speed-up and interval) it takes to pay them back."""
     def paired(s: Speedup | None) -> str:
         return "" if s is None else {"process": "paired", "round": "paired by round"}.get(s.paired_by, "unpaired")
 
-    items = [(g, c, m, comp, g.eager(m, c), g.speedup(m, c)) for g in view.groups for c in g.compiled_columns
-             for m in g.models if (comp := g.result(m, c)) is not None]
+    items = [(g, c, m, comp, g.eager(m, c), g.verdict(m, c), g.speedup(m, c)) for g in view.groups
+             for c in g.compiled_columns for m in g.models if (comp := g.result(m, c)) is not None]
     columns: Columns = [
         ("hardware", lambda x: x[0].hardware),
         ("Task/Model", lambda x: x[0].label(x[2])),
@@ -94,8 +95,8 @@ def speedup_table(view: View) -> Table:
         ("interval from", lambda x: paired(x[5])),
         ("cold compile s", lambda x: num(x[3].cold_compile_s, 1)),
         ("warm compile s", lambda x: num(x[3].warm_compile_s, 1)),
-        ("break-even (inferences)", lambda x: "" if x[5] is None else break_even(x[3], x[4])),
-        ("break-even range", lambda x: break_even_range(x[3], x[4], x[5], view.compile_drift.value)),
+        ("break-even (inferences)", lambda x: "" if x[6] is None else break_even(x[3], x[4])),
+        ("break-even range", lambda x: break_even_range(x[3], x[4], x[6], view.compile_drift.value)),
         ("peak memory compiled / eager", lambda x: _memory_ratio(x[4], x[3])),
     ]
     return table("", columns, items, [
@@ -108,10 +109,18 @@ def speedup_table(view: View) -> Table:
         "cold compile: the first repeat, from an empty compiler state; warm: later repeats, from the on-disk state "
         "the first left. break-even: cold compile seconds / per-inference saving, the number of inferences after "
         "which compiling has paid for itself; never when the compiled model saves nothing. Its range: the same at "
-        f"each end of the speed-up's 95% interval, {spread_said(view.compile_drift)}.",
+        f"each end of the speed-up's 95% interval, {spread_said(view.compile_drift)}." + _generation_break_even(view),
         "peak memory: on a GPU the allocator's peak over the steady state, plus the CUDA graphs' pools it counts "
         "free though each replay writes into them; on a CPU the process's peak RSS, which for a "
         "compiled case includes the compiler itself."])
+
+
+def _generation_break_even(view: View) -> str:
+    """What a language model's row reads, where the view holds one."""
+    return (" Text generation: its speed-up, interval and verdict are per decoded token, the figure its verdict reads "
+            "everywhere; its break-even counts whole generate() calls, and its range is at the ends of the whole "
+            "calls' own speed-up interval (the CSV's unprefixed speedup columns)."
+            if any(g.generation for g in view.groups) else "")
 
 
 def _memory_ratio(eager: Result | None, compiled: Result) -> str:
@@ -134,6 +143,7 @@ class _Pick:
     best: tuple[Column, Speedup, Result] | None
     undecided: list[Speedup]  # of the candidates whose verdict was inconclusive
     rival: tuple[Column, Speedup] | None = None  # a runner-up the pick is not told apart from, and the pick over it
+    calls: Speedup | None = None  # the pick's speed-up in whole calls (text generation's verdict is per token)
 
 
 def _pick(view: View, g: Group, torch: str, baseline: Column, model: str) -> _Pick | None:
@@ -149,7 +159,7 @@ def _pick(view: View, g: Group, torch: str, baseline: Column, model: str) -> _Pi
     (c, r), s = picked
     found = view.rival(base, r, [x for _, x in others])
     rival = next((rc, found[1]) for rc, x in others if x is found[0]) if found else None
-    return _Pick(g, torch, model, base, (c, s, r), undecided, rival)
+    return _Pick(g, torch, model, base, (c, s, r), undecided, rival, view.speedup(base, r))
 
 
 def _recommended(p: _Pick, min_effect: float, spread: float) -> list[str]:
@@ -166,7 +176,8 @@ def _recommended(p: _Pick, min_effect: float, spread: float) -> list[str]:
         rc, over = p.rival
         why.append(f"not told apart from {rc.header.removeprefix(f'torch {p.torch} - ')}: {ratio(over)} "
                    f"({ratio_interval(over)}) over it, {verdict(over)}")
-    between = break_even_range(r, p.base, s, spread) if c.variant.compiled else ""  # at the interval's ends
+    # at the ends of the interval of what it counts: whole calls
+    between = break_even_range(r, p.base, p.calls, spread) if c.variant.compiled else ""
     return [c.header.removeprefix(f"torch {p.torch} - "), ratio(s), ratio_interval(s),
             (break_even(r, p.base) + (f" [{between}]" if between else "")) if c.variant.compiled else "0",
             "; ".join(filter(None, why))]
@@ -192,7 +203,8 @@ def recommendation_table(view: View) -> Table:
         "is checked against eager in its own dtype: decide separately whether that precision is acceptable for your "
         "task. Where the run could not tell the pick from the next fastest such variant, why says so, with the "
         "pick's speed-up over it. break-even: the inferences after which compiling has paid for itself, and in "
-        f"brackets the same at each end of the speed-up's interval, {spread_said(view.compile_drift)}."])
+        f"brackets the same at each end of the speed-up's interval, {spread_said(view.compile_drift)}."
+        + _generation_break_even(view)])
 
 
 def _by_hardware(view: View) -> dict[str, list[Group]]:
