@@ -122,6 +122,36 @@ def test_check_history_gates_on_a_step_the_newest_runs_complete(tmp_path, main_h
     assert said in (tmp_path / "s.md").read_text()
 
 
+@pytest.mark.parametrize("compiles, code, said", [
+    # a torch upgrade at run 9 compiles 1.6x longer, a few % of noise: a regression
+    ([1.0, 1.03, 0.97, 1.02, 0.98, 1.01, 0.99, 1.0, 1.6, 1.62], 1, "compile s up beyond 15%"),
+    # ±20% of one cold compile a run, the newest two high after two low: noise, not a regression (failed until
+    # its step had to clear the limit over its whole interval)
+    ([1.0, 1.18, 0.84, 1.12, 0.9, 1.2, 0.82, 0.85, 1.19, 1.2], 0, "no regression"),
+    # about 1.36x at the newest two, in ±20% noise: the step is found, its interval reaches within the limit: said
+    ([1.0, 1.18, 0.84, 1.12, 0.9, 1.2, 0.82, 1.1, 1.35, 1.4], 0, "one cold compile a run cannot tell it"),
+])
+def test_check_history_gates_compile_seconds_beyond_their_limit_and_their_own_noise(tmp_path, main_here, compiles,
+                                                                                   code, said):
+    """Compile seconds were shown in `history` but never gated: a torch upgrade that compiled 1.6x longer passed
+    `check --history`. They are gated by --max-compile-increase, a step needing its whole interval beyond it."""
+    results = []
+    for i, c in enumerate(compiles, 1):
+        results.append(run_of(i, "resnet-50", "eager", 40.0 * WIGGLE[i - 1]))
+        compiled = run_of(i, "resnet-50", "default", 20.0 * WIGGLE[-i])
+        for rep in compiled.repeats:
+            rep.compile_s = 30.0 * c
+        compiled.derive()
+        results.append(compiled)
+    fr.fill(str(tmp_path / "h.db"), results)
+    got, out, err = main_here("check", "--history", "h.db")
+    assert got == code and said in out, out + err
+    compile_line = next(line for line in out.splitlines() if "| compile s |" in line)
+    assert ("compile s up beyond 15%" in compile_line) == (code == 1)
+    undecided = "cannot tell" in said
+    assert main_here("check", "--history", "h.db", "--fail-undecided")[0] == (1 if code or undecided else 0)
+
+
 def test_bad_history_input_is_one_line_and_writes_nothing(tmp_path, main_here):
     (tmp_path / "empty").mkdir()
     (tmp_path / "notes.db").write_text("not sqlite")

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import textwrap
@@ -100,19 +101,22 @@ def cmd_check_history(args, finish) -> int:
     """check --history: exit 0 when no series' newest runs complete a step for the worse, 1 when one does.
     `finish(args, command, text, said, lines)`: check's own end (print, summary, JUnit, exit code)."""
     results, series = load(args.history, args.min_effect)
-    verdicts = history.gate(series, args.max_slowdown)
-    lines = [_line(s, step, bad, args.max_slowdown) for s, step, bad in verdicts]
+    verdicts = history.gate(series, args.max_slowdown, args.max_compile_increase)
+    lines = [_line(s, step, bad, args.max_compile_increase if s.metric == history.COMPILE else args.max_slowdown)
+             for s, step, bad in verdicts]
     text = markdown.table(checkmod.table(lines, f"the newest runs of {', '.join(args.history)} against the runs "
                                                 "before them"))
     said = checkmod.summary(lines, "series") + \
         (". A regression: the newest two runs complete a step for the worse, significant at 95% with each run's "
-         f"interval and the machine's run-to-run drift, beyond --max-slowdown ({args.max_slowdown:.0%}), each of "
-         "the two beyond it too.")
+         f"interval and the machine's run-to-run drift, beyond --max-slowdown ({args.max_slowdown:.0%}; compile "
+         f"seconds: --max-compile-increase, {args.max_compile_increase:.0%}, and how far one cold compile moves "
+         "from another), each of the two beyond it too.")
     # the suite as its newest run of each case left it
     return finish(args, "compilebench check --history", text, said, lines, ("the newest run of each case", results))
 
 
-def _line(s: history.Series, step: stepsmod.Step | None, bad: bool, max_slowdown: float) -> checkmod.Line:
+def _line(s: history.Series, step: stepsmod.Step | None, bad: bool, limit: float) -> checkmod.Line:
+    """One series' line; `limit`: its own (--max-slowdown, or --max-compile-increase for compile seconds)."""
     n = len(s.points)
     before = s.points[step.before[0]:step.before[1]] if step else s.points[:n - stepsmod.MIN_SEGMENT]
     after = s.points[step.after[0]:] if step else s.points[n - stepsmod.MIN_SEGMENT:]
@@ -120,29 +124,39 @@ def _line(s: history.Series, step: stepsmod.Step | None, bad: bool, max_slowdown
     if step is None:
         why = ""
     elif bad:
-        why = f"{'slower' if s.metric == history.LATENCY else s.metric + ' lower'} beyond {max_slowdown:.0%}"
+        worse = {history.LATENCY: "slower", history.COMPILE: "compile s up"}.get(s.metric, s.metric + " lower")
+        why = f"{worse} beyond {limit:.0%}"
     else:
-        why = "a step for the worse, within --max-slowdown" if s.worse(step) else "a step for the better"
+        why = f"a step for the worse, within {_option(s)}" if s.worse(step) else "a step for the better"
     return checkmod.Line(f"{s.case} on {s.machine}", s.metric, f"{mean(before):.4g} ({len(before)} runs)",
                          f"{mean(after):.4g} ({len(after)} runs)", step.ratio if step else mean(after) / mean(before),
                          step.low if step else None, step.high if step else None,
                          "step" if step else "no step", bad, why,
-                         "" if bad else _undecided(s, step, max_slowdown))
+                         "" if bad else _undecided(s, step, limit))
 
 
-def _undecided(s: history.Series, step: stepsmod.Step | None, max_slowdown: float) -> str:
-    """Why a series' gate is open: the newest step is worse beyond --max-slowdown but its newest runs are not all
-    beyond it, or (no new step) the newest run is, against the runs since the series' last step; "" where nothing
-    points that way."""
+def _option(s: history.Series) -> str:
+    return "--max-compile-increase" if s.metric == history.COMPILE else "--max-slowdown"
+
+
+def _undecided(s: history.Series, step: stepsmod.Step | None, limit: float) -> str:
+    """Why a series' gate is open: the newest step is worse beyond its limit but its newest runs are not all
+    beyond it, or (no new step) the newest run is, against the runs since the series' last step, and beyond how far
+    one run moves from another (a cold compile 20% longer than the last few is one compile's noise); "" where
+    nothing points that way."""
     higher = s.metric in history.HIGHER_IS_BETTER
-    beyond = (lambda r: r < 1 / (1 + max_slowdown)) if higher else (lambda r: r > 1 + max_slowdown)
+    beyond = history.worse_beyond(s, limit)
     level = [p.value for p in s.points[max((st.at for st in s.steps), default=0):-1]]
     ratio = step.ratio if step else s.points[-1].value / (sum(level) / len(level)) if level else 1.0
-    if not beyond(ratio):
+    if not beyond(ratio) or (not step and abs(math.log(ratio)) <= stepsmod.Z95 * s.drift):
         return ""
-    size = f"{1 / ratio:.2f}x lower" if higher else f"{ratio:.2f}x slower"
+    worse = "longer" if s.metric == history.COMPILE else "slower"
+    size = f"{1 / ratio:.2f}x lower" if higher else f"{ratio:.2f}x {worse}"
+    if step and not history.cleared(s, step, beyond):
+        return (f"a step {size} [{step.low:.2f}-{step.high:.2f}], but its interval reaches within {_option(s)}: "
+                "one cold compile a run cannot tell it from the compile's own noise yet")
     if step:
-        return f"a step {size}, but its newest runs are not all beyond --max-slowdown: the next run decides"
+        return f"a step {size}, but its newest runs are not all beyond {_option(s)}: the next run decides"
     return f"the newest run is {size} than the runs before it, but no step of two runs beyond it: the next run decides"
 
 
