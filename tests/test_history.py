@@ -75,6 +75,22 @@ def test_compile_seconds_find_steps_against_how_far_one_cold_compile_moves_not_t
     assert [st.at for st in series.steps] == found
 
 
+def test_a_speed_up_series_finds_steps_against_its_own_drift_not_one_latencys():
+    """A speed-up is a ratio of two latencies, so it moves between runs by up to both's: eager and compiled each
+    wandering ±3% apart (no step in either), the speed-up series was weighed by one latency's drift and found a
+    1.05x step in this noise (26 of 60 such series in simulation); by its own (√2 of the latency's where one series
+    holds too few moves to estimate it), none."""
+    eager = [1.003, 1.038, 0.972, 1.03, 0.992, 0.992, 1.059, 1.005, 0.999, 1.022]
+    compiled = [1.034, 0.999, 1.018, 0.971, 0.989, 0.987, 0.961, 0.956, 0.952, 0.993]
+    results = []
+    for i in range(1, 11):
+        results += [run_of(i, "resnet-50", "eager", 40.0 * eager[i - 1]),
+                    run_of(i, "resnet-50", "default", 20.0 * compiled[i - 1])]
+    series = {s.metric: s for s in history.series(results, 0.05) if s.case.endswith("default")}
+    assert series[history.SPEEDUP].drift == pytest.approx(series[history.LATENCY].drift * 2 ** 0.5)
+    assert not any(s.steps for s in series.values())
+
+
 def _load(path):
     from compilebench.report import data
 

@@ -11,6 +11,7 @@ case of the same run (core/pairing.py, scope RUN)."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 from compilebench.core import generation, pairing, speedups, steps as stepsmod
@@ -82,8 +83,8 @@ def by_run(r: Result) -> list[Measured]:
 
 
 def series(results: list[Result], min_effect: float) -> list[Series]:
-    """Every series the results hold, each with its steps; the drift of each machine is estimated from its own
-    latency series (its compile seconds': from its compile series)."""
+    """Every series the results hold, each with its steps; the drift of each machine's metric is estimated from
+    that metric's series there (where they hold too few moves: from its latency's, or the compile's default)."""
     runs: dict[tuple[str, str], list[Measured]] = {}
     for r in results:
         for run in by_run(r):
@@ -96,12 +97,18 @@ def series(results: list[Result], min_effect: float) -> list[Series]:
         out += _metrics(where, case, found, runs.get((where, pairing.baseline_key(found[-1].result)), []))
     for where in {s.machine for s in out}:
         mine = [s for s in out if s.machine == where]
-        drift = stepsmod.drift([s.points for s in mine if s.metric == LATENCY])
-        # one cold compile a run moves far more than a latency measured over processes: its own drift (a compile
-        # series weighted by the latency's found 62 steps in 20 histories of pure ±20% noise)
-        compiling = stepsmod.drift([s.points for s in mine if s.metric == COMPILE], stepsmod.DEFAULT_COMPILE_DRIFT)
+        # each metric moves between runs by its own drift, estimated from its own series where they hold enough
+        # moves: one cold compile a run far more than a latency measured over processes (weighted by the latency's,
+        # 20 histories of pure ±20% compile noise found 62 steps), and a speed-up, a ratio of two latencies, by up
+        # to both's, √2 of one where its sides move apart (weighted by the latency's, 26 of 60 speed-up series of
+        # pure noise, each side ±3% apart, found a step; by its own, 8); tokens/s as its time per token
+        latency = stepsmod.drift([s.points for s in mine if s.metric == LATENCY])
+        assumed = {COMPILE: stepsmod.DEFAULT_COMPILE_DRIFT, SPEEDUP: latency * math.sqrt(2),
+                   SPEEDUP_PER_TOKEN: latency * math.sqrt(2), TOKENS: latency}
+        drift = {metric: stepsmod.drift([s.points for s in mine if s.metric == metric], assumed[metric])
+                 if metric in assumed else latency for metric in {s.metric for s in mine}}
         for s in mine:
-            s.drift = compiling if s.metric == COMPILE else drift
+            s.drift = drift[s.metric]
             s.steps = stepsmod.find(s.points, s.drift, min_effect)
     return sorted(out, key=lambda s: (s.machine, s.case, s.metric))
 
