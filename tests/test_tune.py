@@ -437,7 +437,12 @@ def test_a_language_model_is_tuned_by_its_time_per_token():
 
     out = tune.search(base, [prefill, decode], measure, lambda: clock[0], budget_s=100_000)
     assert out.winner.config == decode and out.winner.speedup.value == pytest.approx(2.0, rel=0.02)
-    assert "2.00x eager per token" in render(out, 0.05, "r.db")
+    text = render(out, 0.05, "r.db")
+    assert "2.00x eager per token" in text
+    # its compile pays off in whole generate() calls, with the range of their own interval (a count alone read surer)
+    calls = speedups.speedup(out.eager, out.winner.result, 0.05)
+    fewest, most = stats.break_even_range(30.0, out.eager.mean, calls.low, calls.high, drift.COMPILE_DEFAULT)
+    assert f"calls ({fewest:,} to {most:,} at the interval's ends, with the compile 25% shorter" in text
 
 
 def test_tune_refuses_a_quality_floor_out_of_range(main_here):

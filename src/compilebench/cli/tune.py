@@ -79,16 +79,7 @@ def render(result: tune.Outcome, min_effect: float, db: str) -> str:
         if kept:  # a quantized pick: what it kept of the float model's predictions
             out.append(f"Quality against the float model: {kept}.")
         out += ["", "```python", w.config.code(result.part), "```", ""]
-        cold, warm = w.result.cold_compile_s, w.result.warm_compile_s
-        # the calls at each end of the speed-up's interval (a language model's speed-up is per token: not its calls)
-        noise = drift.estimate([t.result for t in result.tried if t.result], lambda r: r.compile_s,
-                               drift.COMPILE_DEFAULT)
-        ends = None if per else stats.break_even_range(cold, speedups.mean(result.eager), s.low, s.high, noise.value)
-        between = (f" ({cells.ends_said(ends, ' to ')} at the interval's ends, {cells.spread_said(noise)})"
-                   if ends else "")
-        out.append(f"Compile cost: {cold:.1f} s cold" + (f", {warm:.1f} s from a warm cache" if warm else "")
-                   + (f"; it pays for itself after {saving:,} calls{between}." if saving
-                      else "; it saves nothing per call."))
+        out.append(_compile_cost(result, w, saving, min_effect))
     rows = []
     for t in [*result.ranked, *(t for t in result.tried if t.dropped)]:
         s = t.speedup
@@ -107,6 +98,20 @@ def render(result: tune.Outcome, min_effect: float, db: str) -> str:
                    + "; ".join(c.describe() for c in result.untried) + ". A larger --budget tries them.")
     out.append(f"Searched for {result.elapsed_s:.0f} s; every measurement is in {db} (`compilebench report {db}`).")
     return "\n".join(out)
+
+
+def _compile_cost(result: tune.Outcome, w: tune.Tried, saving: int | None, min_effect: float) -> str:
+    """The pick's compile seconds and the calls after which it pays for itself, with the calls at the ends of the
+    interval of its speed-up in calls (a language model's verdict is per token: its whole generate() calls' here),
+    the compile as far shorter or longer as one moves from another."""
+    cold, warm = w.result.cold_compile_s, w.result.warm_compile_s
+    calls = speedups.speedup(result.eager, w.result, min_effect)
+    noise = drift.estimate([t.result for t in result.tried if t.result], lambda r: r.compile_s, drift.COMPILE_DEFAULT)
+    ends = stats.break_even_range(cold, speedups.mean(result.eager), calls.low, calls.high, noise.value) \
+        if calls else None
+    between = f" ({cells.ends_said(ends, ' to ')} at the interval's ends, {cells.spread_said(noise)})" if ends else ""
+    return (f"Compile cost: {cold:.1f} s cold" + (f", {warm:.1f} s from a warm cache" if warm else "")
+            + (f"; it pays for itself after {saving:,} calls{between}." if saving else "; it saves nothing per call."))
 
 
 TUNE_START_NOTE = ("start: the seconds a new process waited for its first answer (build, load, first call with any "
