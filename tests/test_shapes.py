@@ -1,6 +1,7 @@
 """`compilebench shapes`: a model serving a sequence of shapes under each dynamic-shape setting, its compiles and
 dynamo's reasons, a second pass that must compile nothing, padding to buckets, and the time to serve a mix."""
 
+import math
 import json
 import os
 
@@ -11,7 +12,7 @@ from fakeresults import CPU, machine
 from tiny_factories import make_inputs, make_model
 
 import compilebench
-from compilebench.core import traffic
+from compilebench.core import stats, traffic
 from compilebench.core.case import Case
 from compilebench.core.environment import Environment
 from compilebench.core.errors import UserError
@@ -212,7 +213,25 @@ def test_the_best_setting_for_the_mix_is_named_with_its_verdict_and_one_that_nev
     small = View([eager, auto, restless], requests=100)
     (m,) = shapesmod.models(small)
     assert shapesmod.best(small, m)[0].name == "no compile"
-    assert shapesmod.summary_table(small, m).records()[1]["catches up after (requests)"] == "402"
+    # and when it does, with the interval between its processes' own (each compiled cold, each 1% apart here)
+    assert shapesmod.summary_table(small, m).records()[1]["catches up after (requests)"] == "402 [401-403]"
+
+
+def test_when_a_setting_catches_up_carries_the_spread_of_its_processes_own_compiles():
+    """Each process of a shapes run compiles cold: one compiling 3 s, one 5 s, one 8 s catch up with no compile
+    after about 300, 500 and 800 requests, and the median's 500 alone read surer than that."""
+    eager = _served_result(Variant(), {"b1": 0.01, "b4": 0.01}, {"b1": 10.0, "b4": 40.0})
+    auto = _served_result(Variant("default"), {"b1": 5.0, "b4": 0.01}, {"b1": 5.0, "b4": 20.0})
+    for rep, first in zip(auto.repeats, (3.0, 5.0, 8.0)):
+        rep.shapes.per_shape["b1"].first_call_s = first
+    view = View([eager, auto], requests=100)
+    (m,) = shapesmod.models(view)
+    s = next(x for x in m.settings if x.name == "automatic dynamic")
+    per = [traffic.break_even(p, e, m.mix, 100) for p, e in zip(s.processes, m.eager.processes)]
+    _, low, high = stats.estimate(per)
+    said = shapesmod.summary_table(view, m).records()[1]["catches up after (requests)"]
+    assert said == f"{shapesmod.break_even(m, s, 100):,} [{math.floor(low):,}-{math.ceil(high):,}]"
+    assert low < 300 and high > 800  # three processes: the interval is wider than their range
 
 
 def test_a_shape_left_undecided_says_its_reach_beside_its_ratio():
