@@ -217,6 +217,19 @@ def test_the_best_setting_for_the_mix_is_named_with_its_verdict_and_one_that_nev
     assert shapesmod.summary_table(small, m).records()[1]["catches up after (requests)"] == "402 [401-403]"
 
 
+def test_a_report_of_shapes_results_prints_their_summary(tmp_path, main_here):
+    """`compilebench report` of a file that only served shapes printed nothing but where it wrote the files: the
+    shapes results are in no latency table. It prints each model's summary, as `compilebench shapes` does."""
+    from fakeresults import fill
+
+    eager = _served_result(Variant(), {"b1": 0.01, "b4": 0.01}, {"b1": 10.0, "b4": 40.0})
+    auto = _served_result(Variant("default"), {"b1": 5.0, "b4": 0.01}, {"b1": 5.0, "b4": 20.0})
+    fill(str(tmp_path / "s.db"), [eager, auto])
+    code, out, err = main_here("report", "s.db", "--format", "md")
+    assert code == 0, err
+    assert "### Shapes: Image Classification/ResNet" in out and "| automatic dynamic |" in out
+
+
 def test_when_a_setting_catches_up_carries_the_spread_of_its_processes_own_compiles():
     """Each process of a shapes run compiles cold: one compiling 3 s, one 5 s, one 8 s catch up with no compile
     after about 300, 500 and 800 requests, and the median's 500 alone read surer than that."""

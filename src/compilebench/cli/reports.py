@@ -18,6 +18,7 @@ from compilebench.report import (
     data as reportdata,
     markdown,
     reference as referencemod,
+    shapes as shapesmod,
     suite,
     tables,
     terminal,
@@ -54,7 +55,10 @@ def cmd_report(args) -> int:
     if args.details:
         print(markdown.tables([suite.summary_table(view), *tables.guide_tables(view), *([beside] if beside else [])]))
     else:
-        print(terminal.summary(view, terminal.width()) + (f"\n\n{markdown.table(beside)}" if beside else ""))
+        # results that served shapes (`compilebench shapes`) are in no latency table: their summary per model
+        served = [markdown.table(shapesmod.summary_table(view, m)) for m in shapesmod.models(view)]
+        print("\n\n".join(filter(None, [terminal.summary(view, terminal.width()), *served,
+                                         markdown.table(beside) if beside else ""])))
         noted = terminal.notes(view, terminal.width())  # where the machine moved, or a verdict left undecided: as run
         if noted:
             print(noted)
