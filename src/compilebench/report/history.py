@@ -157,7 +157,8 @@ def gate(series: list[Series], max_slowdown: float,
     (the HUD's rule: the last two runs, not one). A compile series' step must also lie beyond its limit over its
     whole 95% interval (cleared()): one cold compile a run moves 10-20%, and two runs that happen high after two
     that happened low failed 2-4 in 100 simulated 10-run histories of three models with nothing changed; with the
-    interval, none in 100 (a 1.5x step at ±20% noise is still failed in 58% of series, the rest said undecided)."""
+    interval, none in 100 (a 1.5x step at ±20% noise still fails 193 of 300 series, the rest said undecided:
+    benchmarks/compile_gate.py)."""
     out = []
     for s in series:
         if s.metric not in GATED or len(s.points) < 2 * stepsmod.MIN_SEGMENT:
