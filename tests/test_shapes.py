@@ -245,6 +245,10 @@ def test_when_a_setting_catches_up_carries_the_spread_of_its_processes_own_compi
     said = shapesmod.summary_table(view, m).records()[1]["catches up after (requests)"]
     assert said == f"{shapesmod.break_even(m, s, 100):,} [{math.floor(low):,}-{math.ceil(high):,}]"
     assert low < 300 and high > 800  # three processes: the interval is wider than their range
+    from compilebench.report import flat
+
+    (row, *_) = [r for r in flat.shape_rows(view) if r["setting"] == "automatic dynamic"]
+    assert (row["catches_up_ci95_low"], row["catches_up_ci95_high"]) == (math.floor(low), math.ceil(high))
 
 
 def test_a_shape_left_undecided_says_its_reach_beside_its_ratio():

@@ -248,6 +248,14 @@ def to_json(rows_: list[dict]) -> str:
     return json.dumps(rows_, indent=1) + "\n"
 
 
+def _catch_up_columns(m, s, requests: int) -> dict:
+    """When a setting catches up with no compile, with the 95% interval between its processes' own (None: never,
+    no interval, or no compile itself)."""
+    b, low, high, _ = shapes.catch_up(m, s, requests) if s is not m.eager and m.eager is not None and s.usable \
+        else (None, None, None, 0)
+    return {"catches_up_after": b, "catches_up_ci95_low": low, "catches_up_ci95_high": high}
+
+
 def shape_rows(view) -> list[dict]:
     """One flat row per setting and shape (shapes.csv, shapes.json, `Results.to_pandas()` of a shapes run)."""
     out = []
@@ -274,7 +282,7 @@ def shape_rows(view) -> list[dict]:
                     "serve_s": total[0] if total else None, "serve_ci95_low_s": total[1] if total else None,
                     "serve_ci95_high_s": total[2] if total else None, "serve_speedup": sp.value if sp else None,
                     "serve_verdict": str(sp.verdict) if sp else None,
-                    "catches_up_after": shapes.break_even(m, s, view.requests) if s is not m.eager else None,
+                    **_catch_up_columns(m, s, view.requests),
                     "settles": s.settles,
                 })
     return out

@@ -136,22 +136,28 @@ def break_even(m: Model, s: Setting, horizon: int) -> int | None:
     return traffic.break_even(s.median(), m.eager.median(), m.mix, horizon)
 
 
-def catch_up_said(m: Model, s: Setting, horizon: int) -> str:
-    """'62,092 [48,310-79,840]': break_even, and in brackets the 95% interval between the setting's processes of
-    each one's own (each a replica that compiled cold), against no compile's process of the same repeat where both
-    have as many, else its median; 'never' where a process never catches up. A count from medians alone read surer
-    than the processes' compiles and latencies allow."""
+def catch_up(m: Model, s: Setting, horizon: int) -> tuple[int | None, int | None, int | None, int]:
+    """break_even, and the 95% interval between the setting's processes of each one's own (each a replica that
+    compiled cold: a count from medians alone read surer than that), against no compile's process of the same repeat
+    where both have as many, else its median; with how many processes never catch up (then no interval)."""
     b = break_even(m, s, horizon)
     if b is None:
-        return "never"
+        return None, None, None, 0
     theirs = m.eager.processes if len(m.eager.processes) == len(s.processes) else [m.eager.median()] * len(s.processes)
     per = [traffic.break_even(p, e, m.mix, horizon) for p, e in zip(s.processes, theirs)]
-    if any(x is None for x in per):
-        return f"{b:,} [{sum(x is None for x in per)} of {len(per)} processes never]"
-    if len(per) < 2 or min(per) <= 0:
-        return f"{b:,}"
+    never = sum(x is None for x in per)
+    if never or len(per) < 2 or min(per) <= 0:
+        return b, None, None, never
     _, low, high = stats.estimate(per)
-    return f"{b:,} [{math.floor(low):,}-{math.ceil(high):,}]"
+    return b, math.floor(low), math.ceil(high), 0
+
+
+def catch_up_said(m: Model, s: Setting, horizon: int) -> str:
+    """catch_up in words: '62,092 [48,310-79,840]', '62,092 [1 of 3 processes never]', 'never'."""
+    b, low, high, never = catch_up(m, s, horizon)
+    extra = (f" [{never} of {len(s.processes)} processes never]" if never else
+             f" [{low:,}-{high:,}]" if low is not None else "")
+    return "never" if b is None else f"{b:,}{extra}"
 
 
 def best(view, m: Model) -> tuple[Setting | None, Speedup | None, str]:
@@ -179,8 +185,7 @@ def _interval(est) -> str:
 
 
 def _status(s: Setting) -> str:
-    r = s.result
-    return "" if r.status == "ok" else f"{r.status}: {r.message or ''}".strip()
+    return "" if s.result.status == "ok" else f"{s.result.status}: {s.result.message or ''}".strip()
 
 
 def summary_table(view, m: Model) -> Table:
