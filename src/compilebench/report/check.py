@@ -134,8 +134,8 @@ def _memory(label, b: Result, c: Result, limits: Limits) -> list[Line]:
     return [Line(label, "peak memory MiB", num(was / 2 ** 20, 1), num(now / 2 ** 20, 1), ratio, low, high,
                  "between processes", up, f"up more than {limits.memory_increase:.0%}" if up else "",
                  "" if up or not reaches else (
-                     f"up {ratio - 1:.0%} [{low:.2f}-{high:.2f}]: its processes' peaks spread too far to tell it from "
-                     f"{limits.memory_increase:.0%}; more repeats a side can"))]
+                     f"{ratio:.2f}x [{low:.2f}-{high:.2f}]: its processes' peaks spread too far to tell it from "
+                     f"{limits.memory_increase:.0%} more; more repeats a side can"))]
 
 
 def _latency(label, b: Result, c: Result, limits: Limits, min_effect: float, across: Drift | None,
