@@ -128,6 +128,8 @@ def compare(a: list[Result], b: list[Result], a_name: str, b_name: str, min_effe
         return (order[r.case.model], r.case.batch_size, data.settings(r), r.case.variant.order, k)
 
     moved = given or drift.estimate([*a, *b], under_test=b_cases.values())  # B's moves are what is asked
+    compiles = drift.estimate([*a, *b], lambda r: r.compile_s, drift.COMPILE_DEFAULT, b_cases.values())
+    compiled = {k: _compile_ratio(a_cases.get(k), b_cases.get(k), compiles) for k in keys}
 
     def speedup(k) -> speedups.Speedup | None:
         """A's time over B's (B's speed-up over A), whose verdict reads as B against A; B/A is its inverse. Results of
@@ -154,6 +156,7 @@ def compare(a: list[Result], b: list[Result], a_name: str, b_name: str, min_effe
         ("B vs A", lambda k: verdict(said[k])),
         ("A compile s", lambda k: num((r := a_cases.get(k)) and r.compile_s, 1)),
         ("B compile s", lambda k: num((r := b_cases.get(k)) and r.compile_s, 1)),
+        ("B/A compile", lambda k: compiled[k]),
     ]
     return table(
         f"{a_name} vs {b_name}", columns, sorted(keys, key=sort_key),
@@ -164,6 +167,7 @@ def compare(a: list[Result], b: list[Result], a_name: str, b_name: str, min_effe
                *([PER_TOKEN_NOTE] if any(generation.verdict_metric(case(k).case) for k in keys) else []),
                *filter(None, [apart_note(list(a_cases.values()), list(b_cases.values()), DESCRIBED)]),
                *([drift_note(moved)] if any(s and s.drift is not None for s in said.values()) else []),
+               *([COMPILE_NOTE.format(noise=compiles.describe())] if any(compiled.values()) else []),
                *_undecided_note([(case(k), s) for k, s in said.items()], moved, min_effect)],
     )
 
@@ -184,6 +188,21 @@ def _undecided_note(pairs: list, moved: drift.Drift, min_effect: float) -> list[
 
 PER_TOKEN_NOTE = ("text generation: its ms are per decoded token, the figure its verdict reads everywhere; its "
                   "prefill and whole calls: each file's report, or `compilebench check`")
+
+
+def _compile_ratio(a: Result | None, b: Result | None, noise: drift.Drift) -> str:
+    """B's compile seconds over A's, 'longer' or 'shorter' only beyond how far one compile of a case moves from
+    another (one cold compile a side: no interval of its own); '' where a side compiled nothing."""
+    if not (a and b and a.compile_s and b.compile_s):
+        return ""
+    ratio = b.compile_s / a.compile_s
+    said = "longer" if ratio > 1 + noise.value else "shorter" if ratio < 1 / (1 + noise.value) else "within noise"
+    return f"{ratio:.2f} ({said})"
+
+
+COMPILE_NOTE = ("B/A compile: one cold compile a side, so a difference is read only beyond how far one compile of a "
+                "case moves from another here, {noise}; within it, `compilebench history` over several runs of each "
+                "side can tell.")
 
 
 def _ms(r: Result) -> str:
