@@ -251,8 +251,7 @@ def to_json(rows_: list[dict]) -> str:
 def _catch_up_columns(m, s, requests: int) -> dict:
     """When a setting catches up with no compile, with the 95% interval between its processes' own (None: never,
     no interval, or no compile itself)."""
-    b, low, high, _ = shapes.catch_up(m, s, requests) if s is not m.eager and m.eager is not None and s.usable \
-        else (None, None, None, 0)
+    b, low, high, _ = shapes.catch_up(m, s, requests) or (None, None, None, 0)
     return {"catches_up_after": b, "catches_up_ci95_low": low, "catches_up_ci95_high": high}
 
 

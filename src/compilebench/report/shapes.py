@@ -136,10 +136,12 @@ def break_even(m: Model, s: Setting, horizon: int) -> int | None:
     return traffic.break_even(s.median(), m.eager.median(), m.mix, horizon)
 
 
-def catch_up(m: Model, s: Setting, horizon: int) -> tuple[int | None, int | None, int | None, int]:
-    """break_even, and the 95% interval between the setting's processes of each one's own (each a replica that
-    compiled cold: a count from medians alone read surer than that), against no compile's process of the same repeat
-    where both have as many, else its median; with how many processes never catch up (then no interval)."""
+def catch_up(m: Model, s: Setting, horizon: int) -> tuple[int | None, int | None, int | None, int] | None:
+    """break_even, and the 95% interval between the setting's processes of each one's own (each compiled cold: a count
+    from medians alone read surer), against no compile's process of the same repeat where both have as many, else its
+    median; with how many never catch up (then no interval). None for no compile, or a setting that did not serve."""
+    if s is m.eager or m.eager is None or not s.usable:
+        return None
     b = break_even(m, s, horizon)
     if b is None:
         return None, None, None, 0
@@ -153,11 +155,12 @@ def catch_up(m: Model, s: Setting, horizon: int) -> tuple[int | None, int | None
 
 
 def catch_up_said(m: Model, s: Setting, horizon: int) -> str:
-    """catch_up in words: '62,092 [48,310-79,840]', '62,092 [1 of 3 processes never]', 'never'."""
-    b, low, high, never = catch_up(m, s, horizon)
-    extra = (f" [{never} of {len(s.processes)} processes never]" if never else
-             f" [{low:,}-{high:,}]" if low is not None else "")
-    return "never" if b is None else f"{b:,}{extra}"
+    """catch_up in words: '62,092 [48,310-79,840]', '62,092 [1 of 3 processes never]', 'never'; '' for none."""
+    if (found := catch_up(m, s, horizon)) is None or found[0] is None:
+        return "" if found is None else "never"
+    b, low, high, never = found
+    return f"{b:,}" + (f" [{never} of {len(s.processes)} processes never]" if never else
+                       f" [{low:,}-{high:,}]" if low is not None else "")
 
 
 def best(view, m: Model) -> tuple[Setting | None, Speedup | None, str]:
@@ -180,10 +183,6 @@ def _mix_words(m: Model) -> str:
     return ", ".join(f"{s.words} {m.mix[s.token]:.0%}" for s in m.shapes if m.mix[s.token] > 0)
 
 
-def _interval(est) -> str:
-    return "" if est is None or est[1] is None else f"{est[1]:.2f}-{est[2]:.2f}"
-
-
 def _status(s: Setting) -> str:
     return "" if s.result.status == "ok" else f"{s.result.status}: {s.result.message or ''}".strip()
 
@@ -202,11 +201,11 @@ def summary_table(view, m: Model) -> Table:
          if s.result.shapes and s.result.case.variant.compiled else ""),
         ("peak memory MB", lambda s: f"{s.result.peak_mem_bytes / 1e6:,.0f}" if s.result.peak_mem_bytes else ""),
         (f"{n:,} requests s", lambda s: f"{e[0]:.2f}" if (e := serve_time(s, m, n)) else _status(s)),
-        ("95% CI s", lambda s: _interval(serve_time(s, m, n))),
+        ("95% CI s", lambda s: "" if (e := serve_time(s, m, n)) is None or e[1] is None else
+         f"{e[1]:.2f}-{e[2]:.2f}"),
         ("vs no compile", lambda s: "" if (sp := versus(view, m, s, n)) is None else
          f"{sp.value:.2f}x ({sp.low:.2f}-{sp.high:.2f}, {sp.verdict})" if sp.low is not None else f"{sp.value:.2f}x (inconclusive)"),
-        ("catches up after (requests)", lambda s: "" if s is m.eager or m.eager is None or not s.usable else
-         catch_up_said(m, s, n)),
+        ("catches up after (requests)", lambda s: catch_up_said(m, s, n)),
     ]
     pick, sp, why = best(view, m)
     notes = [f"Mix: {_mix_words(m)}; {n:,} requests (--mix, --requests). Best for this mix: "
