@@ -153,6 +153,17 @@ def release_db(tmp_path) -> str:
     return str(path)
 
 
+SPEEDUP = tuple(flat._speedup_columns("", None, 0.02))  # the speed-up's columns, unprefixed
+
+
+def as_released(row: dict) -> dict:
+    """A row as the release wrote it: its unprefixed speed-up columns read whole calls then, a text-generation case's
+    too (since: per token, as its verdict everywhere; whole calls in `call_*`)."""
+    if row["speedup_of"] != "token":
+        return row
+    return {**row, **{k: row[f"call_{k}"] for k in SPEEDUP if f"call_{k}" in row}}
+
+
 def test_a_release_file_reports_as_that_release_did(release_db, tmp_path, former_reading):
     """The markdown to the byte; the CSV and JSON rows with the same values under the same column names (their
     order follows the settings' declaration now), plus the one setting 0.2.0 left out of them (`inputs`) and the
@@ -182,12 +193,14 @@ def test_a_release_file_reports_as_that_release_did(release_db, tmp_path, former
              *(f"{p}speedup_groups" for p in ("", "ttft_", "per_token_")),  # a paired speed-up's two groups, if any
              *flat.SHARING,  # an interleaved speed-up against its variants' warm-ups: the release interleaved none
              "steps", "decoder_share", "compile_decoder"}  # issue 64: a pipeline's steps, decoder, decoder compiled
+    calls = {"speedup_of", *(f"call_{k}" for k in SPEEDUP)}  # a LM's verdict per token unprefixed, whole calls in call_*
+    added |= calls
     with open(out / "results.csv") as new, open(RELEASE / "results.csv") as old:
         new_rows, old_rows = list(csv.DictReader(new)), list(csv.DictReader(old))
-    assert fr.same_rows(new_rows, old_rows, added)
+    assert fr.same_rows([as_released(r) for r in new_rows], old_rows, added)
     by = {"paired_by": "paired", "ttft_paired_by": "ttft_paired", "per_token_paired_by": "per_token_paired"}
     since_62 = {"latency_ms", "break_even_fewest", "break_even_most",
-                *(k for k in added if k.endswith(("reach_pct", "rounds_to_decide")))}
+                *(k for k in added if k.endswith(("reach_pct", "rounds_to_decide"))), *calls}
     assert all(r[k] == "" for r in new_rows for k in added - set(by) - {"reproduce", "quantize", "weight_bytes"}
                - since_62)
     assert all(fr.same_rows([{"x": r["latency_ms"]}], [{"x": r["mean_ms"]}]) for r in new_rows)  # one figure then
@@ -200,7 +213,7 @@ def test_a_release_file_reports_as_that_release_did(release_db, tmp_path, former
     # what the release called paired (the variants shared each process) is paired by process; nothing by round
     assert all(r[k] == ("process" if r[p] == "True" else "") for r in new_rows for k, p in by.items())
     new_json, old_json = json.loads((out / "results.json").read_text()), json.loads((RELEASE / "results.json").read_text())
-    assert fr.same_rows(new_json, old_json, added)
+    assert fr.same_rows([as_released(r) for r in new_json], old_json, added)
 
 
 def test_a_release_file_read_today_takes_each_processs_median_and_says_what_an_undecided_verdict_could_see(
@@ -221,15 +234,17 @@ def test_a_release_file_read_today_takes_each_processs_median_and_says_what_an_u
         assert float(row["latency_ms"]) == pytest.approx(statistics.geometric_mean(medians))
         assert float(row["mean_ms"]) == pytest.approx(statistics.geometric_mean(
             [statistics.fmean(rep.samples_ms) for rep in r.repeats if rep.samples_ms]))
-    # a case's verdict: its time per token for text generation (core/generation.verdict_metric), else its calls'
-    undecided = [(r, "per_token_" if r["task"] == "text-generation" else "") for r in rows.values()]
-    undecided = [(r, p) for r, p in undecided if r[f"{p}verdict"] == "inconclusive"]
-    assert undecided and all(float(r[f"{p}reach_pct"]) > 0 and r[f"{p}rounds_to_decide"] for r, p in undecided)
+    # a case's verdict, in the unprefixed columns: its time per token for text generation, else its calls'
+    undecided = [r for r in rows.values() if r["verdict"] == "inconclusive"]
+    assert undecided and all(float(r["reach_pct"]) > 0 and r["rounds_to_decide"] for r in undecided)
     notes = [line for line in (out / "report.md").read_text().split("\n") if line.startswith("| undecided: ")]
     assert len(notes) == len(undecided) and all("are out of this run's reach" in n for n in notes)
-    # the release's SmolLM2 read inconclusive by whole generate() calls, faster per token: no undecided line
+    # the release's SmolLM2 read inconclusive by whole generate() calls, faster per token: the CSV's verdict is the
+    # report's (faster, no undecided line), its whole calls' kept in call_*
     (lm,) = [r for r in rows.values() if r["task"] == "text-generation" and r["variant"] == "default"]
-    assert (lm["verdict"], lm["per_token_verdict"]) == ("inconclusive", "faster")
+    assert (lm["verdict"], lm["per_token_verdict"], lm["call_verdict"]) == ("faster", "faster", "inconclusive")
+    assert (lm["speedup"], lm["speedup_of"]) == (lm["per_token_speedup"], "token")
+    assert {r["speedup_of"] for r in rows.values() if r["task"] != "text-generation"} == {"call"}
     assert not any("SmolLM2" in n for n in notes)
 
 

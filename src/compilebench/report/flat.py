@@ -2,8 +2,9 @@
 
 Columns: the case, the estimate between processes and its interval (milliseconds), what the samples say within
 a process, compile and correctness figures, the status and flags, the speed-up against the eager result of the
-same case on the same machine with its interval and verdict (the numbers the tables and charts show), text
-generation's figures, fields a newer compilebench wrote, and the environment as `env_*`. Raw samples stay in
+same case on the same machine with its interval and verdict (the numbers the tables and charts show; `speedup_of`
+says what it is of: a text-generation case's is per decoded token, as its verdict everywhere, with its whole
+`generate()` calls' in `call_*`), text generation's figures, fields a newer compilebench wrote, and the environment as `env_*`. Raw samples stay in
 the results file.
 
 A CSV cell of text that starts with =, +, -, @ (or a tab or carriage return) gets a leading apostrophe, so a
@@ -78,17 +79,24 @@ def rows(view: View) -> list[dict]:
         row["peak_tflops"], row["peak_math"] = (p.tflops, p.math) if p else (None, None)
         row["peak_fraction"] = data.peak_fraction(r)
         eager = view.eager_of(r)
-        sp = view.speedup(eager, r) if eager is not None else None
-        row["eager_mean_ms"] = speedups.mean(eager)
-        row.update({**_speedup_columns("", sp, min_effect), **_sharing_columns(sp)})
-        row.update(_break_even_columns(r, eager, sp, view.compile_drift.value))
-        row.update({**_why_columns(r), **_start_columns(r)})
+        row.update({**_verdict_columns(view, r, eager), **_why_columns(r), **_start_columns(r)})
         if c.generation:
             row.update(_generation_columns(view, r, eager))
         row.update({k: _scalar(val) for k, val in r.extra.items()})  # written by a newer compilebench
         row.update({f"env_{k}": environment_cell(r, k) for k in env_keys})
         out.append(row)
     return out
+
+
+def _verdict_columns(view: View, r: Result, eager: Result | None) -> dict:
+    """The speed-up over eager the case's verdict reads, as the report's (`speedup_of`: per decoded token for text
+    generation), whether sharing a process moved it, and the calls until compiling pays (whole calls)."""
+    metric = generation.verdict_metric(r.case)
+    sp = view.speedup(eager, r, metric) if eager is not None else None
+    calls = view.speedup(eager, r) if eager is not None else None
+    return {"eager_mean_ms": speedups.mean(eager), "speedup_of": "token" if metric else "call",
+            **_speedup_columns("", sp, view.min_effect), **_sharing_columns(sp),
+            **_break_even_columns(r, eager, calls, view.compile_drift.value)}
 
 
 def _break_even_columns(r: Result, eager: Result | None, sp, spread: float) -> dict:
@@ -119,9 +127,9 @@ def environment_cell(r: Result, name: str):
 
 
 def _generation_columns(view: View, r: Result, eager: Result | None) -> dict:
-    """Text generation: time to first token and per token with their intervals and speed-ups, energy per token,
-    tokens/s, and where the tokens first diverged from eager's."""
-    row = {}
+    """Text generation: whole calls' speed-up, time to first token and per token with their intervals and
+    speed-ups, energy per token, tokens/s, and where the tokens first diverged from eager's."""
+    row = _speedup_columns("call_", view.speedup(eager, r) if eager else None, view.min_effect)  # whole calls
     for metric, name in ((generation.TTFT, "ttft"), (generation.PER_TOKEN, "per_token")):
         est = getattr(r.generation, name)
         row[f"{name}_ms"] = est.mean
