@@ -6,7 +6,9 @@ A history is `--runs` runs of three models, each run one eager and one compiled 
 ±1.5%), the compiled case's cold compile drawn uniformly within ±`noise` of 30 s (one cold compile a run: the quick
 suite's moved 2-21% between runs of one night on this project's VM, 13-43% between H200 leases), and from the newest
 two runs on multiplied by `step`. Printed per (noise, step): the histories of `--histories` whose gate failed on a
-compile series, and the compile series failed of all. Goal: none where nothing changed (step 1.0).
+compile series, and the compile series failed of all. Then, nothing changed, a fifth as many histories of `--runs`
++ 2 runs, gated at every run from the fourth as a nightly CI gate is: those that failed at some look. Goal: none
+where nothing changed.
 
 Usage: python benchmarks/compile_gate.py [--histories 100] [--runs 10] [--seed 1]
 """
@@ -59,8 +61,23 @@ def failed(rnd: random.Random, runs: int, noise: float, step: float) -> int:
             compile_s = 30.0 * rnd.uniform(1 - noise, 1 + noise) * moved if mode != "eager" else None
             results.append(result(i, model, mode, (40.0 if mode == "eager" else 20.0) * rnd.uniform(0.985, 1.015),
                                   compile_s))
-    gated = history.gate(history.series(results, 0.05), 0.05, 0.15)
+    gated = history.gate(results, 0.05, 0.05, 0.15)
     return sum(1 for s, _, bad in gated if bad and s.metric == history.COMPILE)
+
+
+def failed_looks(rnd: random.Random, runs: int, noise: float) -> int:
+    """Nothing changed, and the gate looks at every run from the fourth, as a CI gate on each night does: the looks
+    that failed (on any series: compile, latency or speed-up). A step left undecided stays open until a look decides it (history.open_step), so noise
+    has every look to fail a gate in, not only the one that first saw the step."""
+    results = []
+    for i in range(1, runs + 1):
+        for model, mode in CASES:
+            compile_s = 30.0 * rnd.uniform(1 - noise, 1 + noise) if mode != "eager" else None
+            results.append(result(i, model, mode, (40.0 if mode == "eager" else 20.0) * rnd.uniform(0.985, 1.015),
+                                  compile_s))
+    per_run = len(CASES)
+    return sum(1 for n in range(4, runs + 1)
+               if any(bad for _, _, bad in history.gate(results[:n * per_run], 0.05, 0.05, 0.15)))
 
 
 def main() -> None:
@@ -75,6 +92,12 @@ def main() -> None:
         goal = "  (goal: 0)" if step == 1.0 else ""
         print(f"compile ±{noise:.0%}, newest two runs x{step}: the gate failed {sum(1 for n in per if n)} of "
               f"{args.histories} histories on compile, {sum(per)} of {3 * args.histories} series{goal}", flush=True)
+    nights = args.histories // 5
+    for noise in (0.2, 0.1):
+        per = [failed_looks(rnd, args.runs + 2, noise) for _ in range(nights)]
+        print(f"compile ±{noise:.0%}, nothing changed, a look at every run 4 to {args.runs + 2}: the gate failed "
+              f"{sum(1 for n in per if n)} of {nights} histories at some look, {sum(per)} of "
+              f"{nights * (args.runs - 1)} looks  (goal: 0)", flush=True)
 
 
 if __name__ == "__main__":

@@ -171,6 +171,30 @@ def test_check_history_gates_compile_seconds_beyond_their_limit_and_their_own_no
     assert main_here("check", "--history", "h.db", "--fail-undecided")[0] == (1 if code or undecided else 0)
 
 
+@pytest.mark.parametrize("runs, code, said", [
+    (10, 0, "one cold compile a run cannot tell it"),  # the step two runs old, its interval within reach of 15%
+    (11, 1, "compile s up beyond 15%"),  # a third run behind it decides it: the run the last look promised
+    (12, 0, "no regression"),  # decided (and failed) at the run before: not said again
+])
+def test_check_history_reads_a_step_left_undecided_until_a_run_decides_it(tmp_path, main_here, runs, code, said):
+    """A step only the newest two runs completed was read, so one left undecided at its second run ("the next run
+    decides") was never read again: the next run said "no step" and passed, whatever it showed."""
+    compiles = [1.01, 0.94, 0.92, 1.02, 0.98, 0.89, 0.82, 0.88, 1.17, 1.17, 1.19, 1.16][:runs]
+    results = []
+    for i, c in enumerate(compiles, 1):
+        results.append(run_of(i, "resnet-50", "eager", 40.0 * WIGGLE[(i - 1) % 10]))
+        compiled = run_of(i, "resnet-50", "default", 20.0 * WIGGLE[-1 - (i - 1) % 10])
+        for rep in compiled.repeats:
+            rep.compile_s = 30.0 * c
+        compiled.derive()
+        results.append(compiled)
+    fr.fill(str(tmp_path / "h.db"), results)
+    got, out, err = main_here("check", "--history", "h.db")
+    compile_line = next(line for line in out.splitlines() if "| compile s |" in line)
+    assert got == code and said in (compile_line if runs < 12 else out), out + err
+    assert ("step" in [c.strip() for c in compile_line.split("|")]) == (runs < 12)  # else: "no step"
+
+
 def test_bad_history_input_is_one_line_and_writes_nothing(tmp_path, main_here):
     (tmp_path / "empty").mkdir()
     (tmp_path / "notes.db").write_text("not sqlite")

@@ -207,7 +207,7 @@ def test_compare_and_history_read_a_language_model_by_its_time_per_token():
             for i in range(1, 11) for mode in ("eager", "default")]
     series = {s.metric: s for s in history.series(runs, 0.05) if s.case.endswith("default")}
     assert history.SPEEDUP not in series and not series[history.LATENCY].steps  # whole calls: nothing moved
-    flagged = {s.metric for s, _, bad in history.gate(list(series.values()), 0.05, 0.15) if bad}
+    flagged = {s.metric for s, _, bad in history.gate(runs, 0.05, 0.05, 0.15, list(series.values())) if bad}
     assert flagged == {history.SPEEDUP_PER_TOKEN, history.TOKENS}
 
 

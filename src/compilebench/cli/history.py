@@ -101,7 +101,7 @@ def cmd_check_history(args, finish) -> int:
     """check --history: exit 0 when no series' newest runs complete a step for the worse, 1 when one does.
     `finish(args, command, text, said, lines)`: check's own end (print, summary, JUnit, exit code)."""
     results, series = load(args.history, args.min_effect)
-    verdicts = history.gate(series, args.max_slowdown, args.max_compile_increase)
+    verdicts = history.gate(results, args.min_effect, args.max_slowdown, args.max_compile_increase, series)
     lines = [_line(s, step, bad, args.max_compile_increase if s.metric == history.COMPILE else args.max_slowdown)
              for s, step, bad in verdicts]
     text = markdown.table(checkmod.table(lines, f"the newest runs of {', '.join(args.history)} against the runs "

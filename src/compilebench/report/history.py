@@ -11,6 +11,7 @@ case of the same run (core/pairing.py, scope RUN)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 
@@ -82,13 +83,15 @@ def by_run(r: Result) -> list[Measured]:
     return out
 
 
-def series(results: list[Result], min_effect: float) -> list[Series]:
-    """Every series the results hold, each with its steps; the drift of each machine's metric is estimated from
-    that metric's series there (where they hold too few moves: from its latency's, or the compile's default)."""
+def series(results: list[Result], min_effect: float, until: str | None = None) -> list[Series]:
+    """Every series the results hold (`until`: of the runs measured by then, as a look then saw them), each with its
+    steps; the drift of each machine's metric is estimated from that metric's series there (where they hold too few
+    moves: from its latency's, or the compile's default)."""
     runs: dict[tuple[str, str], list[Measured]] = {}
     for r in results:
         for run in by_run(r):
-            runs.setdefault((r.env.machine, r.case_key), []).append(run)
+            if until is None or run.at <= until:
+                runs.setdefault((r.env.machine, r.case_key), []).append(run)
     out: list[Series] = []
     for (where, key), found in runs.items():
         found.sort(key=lambda x: x.at)
@@ -149,29 +152,63 @@ def newest_step(s: Series) -> stepsmod.Step | None:
     return last if last and last.after == (n - stepsmod.MIN_SEGMENT, n) else None
 
 
-def gate(series: list[Series], max_slowdown: float,
-         max_compile_increase: float) -> list[tuple[Series, stepsmod.Step | None, bool]]:
-    """`check --history`: per latency, speed-up, decoded tokens/s and compile seconds series, the step its newest runs
-    complete (None: none) and whether it is a regression: for the worse, its size beyond its limit (max_slowdown;
+def open_step(s: Series, limit: float, looks) -> stepsmod.Step | None:
+    """The step `check --history` reads: the one the newest runs complete, or an older last step for the worse that
+    no look since has decided: each earlier look (`looks(at)`: every series as the runs measured by then made them)
+    found it beyond `limit` but not yet a regression, or did not find it. So an undecided step is said undecided
+    until a run decides it ("the next run decides" holds), and a step found only once more runs stood behind it is
+    gated; a step decided once (failed, or within its limit) is not said again."""
+    step = newest_step(s)
+    last = s.steps[-1] if s.steps else None
+    if step is not None or last is None or not s.worse(last):
+        return step
+    for n in range(last.at + stepsmod.MIN_SEGMENT, len(s.points)):
+        cut = looks(s.runs[n - 1].at).get((s.machine, s.case, s.metric))
+        seen = cut.steps[-1] if cut and cut.steps else None  # open at that look: no look before it decided it
+        if seen is not None and abs(seen.at - last.at) < stepsmod.MIN_SEGMENT and _decided(cut, seen, limit):
+            return None
+    return last
+
+
+def _decided(s: Series, step: stepsmod.Step, limit: float) -> bool:
+    """Whether a look at this step said what it is: a regression, or no step for the worse beyond `limit`."""
+    return regression(s, step, limit) or not (s.worse(step) and worse_beyond(s, limit)(step.ratio))
+
+
+def regression(s: Series, step: stepsmod.Step, limit: float) -> bool:
+    """A step for the worse beyond `limit`, each run since beyond it against the runs before the step, and (compile
+    seconds) its whole interval beyond it."""
+    if not s.worse(step):
+        return False
+    before = [p.value for p in s.points[step.before[0]:step.before[1]]]
+    base = sum(before) / len(before)
+    beyond = worse_beyond(s, limit)
+    return (beyond(step.ratio) and all(beyond(p.value / base) for p in s.points[step.after[0]:])
+            and cleared(s, step, beyond))
+
+
+def gate(results: list[Result], min_effect: float, max_slowdown: float, max_compile_increase: float,
+         made: list[Series] | None = None) -> list[tuple[Series, stepsmod.Step | None, bool]]:
+    """`check --history`: per latency, speed-up, decoded tokens/s and compile seconds series of `results` (`made`:
+    those series, where already made), the step it reads (open_step: the one its newest runs complete, or one no run
+    has decided since; None: none) and whether it is a regression: for the worse, its size beyond its limit (max_slowdown;
     compile seconds: max_compile_increase), and each of the newest runs beyond it against the runs before the step
     (the HUD's rule: the last two runs, not one). A compile series' step must also lie beyond its limit over its
     whole 95% interval (cleared()): one cold compile a run moves 10-20%, and two runs that happen high after two
     that happened low failed 2-4 in 100 simulated 10-run histories of three models with nothing changed; with the
     interval, none in 100 (a 1.5x step at ±20% noise still fails 193 of 300 series, the rest said undecided:
     benchmarks/compile_gate.py)."""
+    @functools.cache
+    def looks(at: str) -> dict[tuple[str, str, str], Series]:
+        return {(s.machine, s.case, s.metric): s for s in series(results, min_effect, until=at)}
+
     out = []
-    for s in series:
+    for s in series(results, min_effect) if made is None else made:
         if s.metric not in GATED or len(s.points) < 2 * stepsmod.MIN_SEGMENT:
             continue
-        step = newest_step(s)
-        bad = False
-        if step is not None and s.worse(step):
-            before = [p.value for p in s.points[step.before[0]:step.before[1]]]
-            base = sum(before) / len(before)
-            newest = [p.value / base for p in s.points[step.after[0]:]]
-            beyond = worse_beyond(s, max_compile_increase if s.metric == COMPILE else max_slowdown)
-            bad = beyond(step.ratio) and all(beyond(r) for r in newest) and cleared(s, step, beyond)
-        out.append((s, step, bad))
+        limit = max_compile_increase if s.metric == COMPILE else max_slowdown
+        step = open_step(s, limit, looks)
+        out.append((s, step, step is not None and regression(s, step, limit)))
     return out
 
 
