@@ -80,6 +80,8 @@ BREAK_EVEN_RANGE = re.compile(r" (Its range|break-even: the inferences after whi
 START_SPREAD = re.compile(r", with the first call \d+% shorter[^;]*;")  # the start-up's pay-off, its compile's noise
 GENERATION_BREAK_EVEN = re.compile(r" Text generation: its speed-up, interval and verdict are per decoded token[^.]*\.")
 SERVING = re.compile(r"\| (\d+\.\d) \[\d+\.\d-\d+\.\d\] \|")  # the start-up's N requests s, its range beside it
+FIRST_ANSWER = re.compile(r"\| (\d+\.\d\d) \[\d+\.\d\d-\d+\.\d\d\] \|")  # a cold start's seconds, their range beside
+COLD_WORDS = ", and in brackets the same with its first call as far shorter or longer as one compile moves from another"
 SERVING_WORDS = (" N requests s: the start and then N requests at the steady latency, and in brackets the same at the "
                  "ends of its 95% interval, the compile as far shorter or longer.")
 GEOMEAN = " The geomean's interval: the models' (in log space) in quadrature over their count."
@@ -94,7 +96,8 @@ def as_before_62(new: str, old: str) -> tuple[str, str]:
     the notes on undecided verdicts (each comparison's reach: tested apart), the reach in a recommendation's why,
     the details' median-based column (`ms`, under the former reading the same figure as `mean ms`), the break-even's
     range at the ends of the speed-up's interval (its column, its legend's sentence, and beside the recommendation's
-    break-even; the start-up note's words on the compile's own noise, and the range of its N requests s; what a
+    break-even; the start-up note's words on the compile's own noise, and the range of its N requests s and of a
+    cold start's seconds; what a
     language model's row reads per token and in whole calls), the
     geomean's interval (its column and sentence), the recommendation's sentence on a runner-up it could not tell its
     pick from, and an interleaved case's peak memory, one process's for both variants, which the release read as a
@@ -108,7 +111,7 @@ def as_before_62(new: str, old: str) -> tuple[str, str]:
     new, old = new.replace(UNDECIDED_NOTES, ""), old.replace(UNDECIDED_NOTES, "")
     new = BREAK_EVEN_RANGE.sub("", without(new, ("mean ms", "break-even range", "geomean 95% CI")))
     new = START_SPREAD.sub(";", new.replace(RIVAL, "").replace(GEOMEAN, "").replace(SERVING_WORDS, ""))
-    new = GENERATION_BREAK_EVEN.sub("", SERVING.sub(r"| \1 |", new))
+    new = GENERATION_BREAK_EVEN.sub("", SERVING.sub(r"| \1 |", FIRST_ANSWER.sub(r"| \1 |", new.replace(COLD_WORDS, ""))))
     new = BREAK_EVEN_ENDS.sub(r"| \1 |", new)  # the recommendation's break-even, its range beside it
     return new.replace("| flags | ms | 95% CI ms |", "| flags | mean ms | 95% CI ms |"), old
 # Columns of the report's tables added (or, from the release's side, replaced) since the release, and the legend

@@ -93,6 +93,15 @@ def _pays(extra_s: float, saving_s: float) -> int | None:
     return math.ceil(round(extra_s / saving_s, 6))
 
 
+def seconds_said(start: Start, view: View) -> str:
+    """Seconds until the first answer; for a compiled start measured in one process (a cold start), in brackets the
+    same with its first call as far shorter or longer as one compile moves from another: '14.15 [11.36-17.63]'."""
+    shorter, longer = _compile_moves(start, view) if start.processes == 1 else (0.0, 0.0)
+    if not longer:
+        return f"{start.seconds:.2f}"
+    return f"{start.seconds:.2f} [{start.seconds - shorter:.2f}-{start.seconds + longer:.2f}]"
+
+
 def serving_s(start: Start, requests: int) -> float | None:
     """Seconds to start and then serve `requests` one after another."""
     return None if start.steady_ms is None else start.seconds + requests * start.steady_ms / 1e3
@@ -213,7 +222,7 @@ def start_tables(view: View) -> list[Table]:
         pick, _ = recommended(m, view)
         columns = [
             ("start", lambda s: s.name + (" (recommended)" if s is pick else "")),
-            ("until the first answer s", lambda s: f"{s.seconds:.2f}" if s.processes else ""),
+            ("until the first answer s", lambda s: seconds_said(s, view) if s.processes else ""),
             ("of which build / load / first call s", lambda s: " / ".join(
                 f"{s.parts[k]:.2f}" if k in s.parts else "-" for k, _ in PARTS) if s.processes else ""),
             ("processes", lambda s: str(s.processes)),
@@ -257,7 +266,8 @@ def _interval(r: Result) -> str:
 
 NOTE = ("Until the first answer: what a new process waits, measured in one: the model's build (an AOTInductor "
         "package holds its weights and skips it), loading the mega-cache's artifacts or the package, and the first "
-        "call, which holds any compile. A cold start is the first repeat's; the others are medians over the "
+        "call, which holds any compile. A cold start is the first repeat's, and in brackets the same with its first "
+        "call as far shorter or longer as one compile moves from another; the others are medians over the "
         "repeats that started so (processes). Pays off after: the requests, served one after another, after which "
         "the start plus the steady latency has cost less than no compile's, and in brackets the same at each end of "
         "the steady speed-up's 95% interval, {spread}; never: it is no faster per request. The recommended start is "
@@ -311,7 +321,7 @@ def recommendation_rows(view: View) -> Table | None:
     columns = [("hardware", lambda x: x[0].hardware), ("torch", lambda x: f"torch {x[0].torch}"),
                ("batch", lambda x: str(x[0].batch_size)), ("Task/Model", lambda x: x[0].label),
                ("start recommended", lambda x: x[1].name if x[1] else ""),
-               ("until the first answer s", lambda x: f"{x[1].seconds:.2f}" if x[1] else ""),
+               ("until the first answer s", lambda x: seconds_said(x[1], view) if x[1] else ""),
                ("steady ms", lambda x: _steady(x[1].result) if x[1] else ""),
                (f"{requests:,} requests s", lambda x: serving_said(x[1], requests, view) if x[1] else ""),
                ("why", lambda x: x[2])]
