@@ -21,7 +21,7 @@ from compilebench.core.result import Result
 from compilebench.core.spec import RunSpec
 from compilebench.core.variant import Variant
 from compilebench.measure import serving
-from compilebench.report import shapes as shapesmod, start
+from compilebench.report import shape_starts, shapes as shapesmod
 from compilebench.report.view import View
 
 FAST = dict(iters=3, warmup=1, backend="eager", repeats=2)
@@ -171,7 +171,7 @@ def test_the_start_up_over_the_shapes_is_told_per_setting_and_per_state_its_proc
         for p in (p for rep in r.repeats[1:] for p in rep.shapes.per_shape.values()):  # graphs from the artifacts
             p.first_call_s, p.compile_s, p.compiles = p.first_call_s / 10, p.compile_s / 10, 0
     (m,) = shapesmod.models(View([eager, whole, regional]))
-    rows = start.shapes_table(m).records()
+    rows = shape_starts.shapes_table(m).records()
     assert [(r["setting"], r["start"], r["processes"]) for r in rows] == [
         ("no compile", "no compile", "3"), ("automatic dynamic", "cold start", "1"),
         ("automatic dynamic", "mega-cache", "2"), ("automatic dynamic, regions", "cold start", "1"),
@@ -180,7 +180,7 @@ def test_the_start_up_over_the_shapes_is_told_per_setting_and_per_state_its_proc
     assert rows[2]["every shape answered once s"] == "0.30"  # the median of 0.300 and 0.303
     assert rows[1]["graphs compiled"] == "1" and rows[0]["compile s"] == ""
     eager_only = shapesmod.models(View([eager]))[0]
-    assert start.shapes_table(eager_only) is None  # nothing compiled: no start to tell apart
+    assert shape_starts.shapes_table(eager_only) is None  # nothing compiled: no start to tell apart
 
 
 def test_regional_adds_a_setting_with_each_repeated_block_compiled_where_nothing_marked_would_miss_it():

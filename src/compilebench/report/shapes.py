@@ -20,7 +20,7 @@ from compilebench.core.vocab import MEASURED, Verdict
 from compilebench.report import cells, data, drawing
 from compilebench.report.cells import Table, table
 from compilebench.report.drawing import Chart
-from compilebench.report.start import shapes_table
+from compilebench.report.shape_starts import shapes_table
 
 REASON_CHARS = 140
 

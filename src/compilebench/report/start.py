@@ -6,7 +6,7 @@ no compile, and the fastest start that pays off within --requests N.
 A start is what the worker measured in a fresh process: the model's build (not for an AOTInductor package,
 which holds its weights), loading artifacts or a package, and the first call (which holds any compile); a cold
 start is one process's (the first repeat), the others the median over the repeats that started so. For
-`compilebench shapes`, a start is the first call of every shape served (`shapes_table`)."""
+`compilebench shapes`, a start is the first call of every shape served (report/shape_starts.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import statistics
 from dataclasses import dataclass
 
 from compilebench.core.result import Result
-from compilebench.core.vocab import FAILED, MEASURED
+from compilebench.core.vocab import FAILED
 from compilebench.report import data, drawing
 from compilebench.report.cells import Table, ends_said, num, spread_said, table
 from compilebench.report.drawing import Chart
@@ -274,42 +274,6 @@ NOTE = ("Until the first answer: what a new process waits, measured in one: the 
         "the fastest of those whose steady speed-up is `faster` and that pay off within the requests given "
         "(--requests) at both ends. N requests s: the start and then N requests at the steady latency, and in "
         "brackets the same at the ends of its 95% interval, the compile as far shorter or longer.")
-
-
-def shapes_table(m) -> Table | None:
-    """A new process's start on this sequence of shapes: per setting and the compiler state its processes started
-    from (a cold compile, a warm cache, the mega-cache's artifacts), the seconds until it had answered every shape
-    once (each shape's first call, its LoRA swap included), the compiling in them and the graphs compiled: what a
-    replica serving this mix (a pipeline's resolutions) waits for, cold and otherwise."""
-    rows = []
-    for s in m.settings:
-        by: dict[str, list] = {}
-        for rep in s.result.repeats:
-            if rep.status in MEASURED and rep.shapes:
-                state = (rep.compile_cache or "cold") if s.result.case.variant.compiled else ""
-                by.setdefault(state, []).append(list(rep.shapes.per_shape.values()))
-        rows += [(s, state, by[state]) for state in sorted(by, key=lambda k: list(STARTS).index(k) if k in STARTS
-                                                              else len(STARTS))]
-    if not any(s.result.case.variant.compiled for s, _, _ in rows):
-        return None
-
-    def median(row, of) -> float:
-        return statistics.median(sum(of(p) for p in shapes) for shapes in row[2])
-
-    columns = [
-        ("setting", lambda r: r[0].name),
-        ("start", lambda r: STARTS.get(r[1], r[1]) if r[1] else "no compile"),
-        ("processes", lambda r: str(len(r[2]))),
-        ("every shape answered once s",
-         lambda r: f"{median(r, lambda p: (p.first_call_s or 0) + (p.swap_s or 0)):.2f}"),
-        ("compile s", lambda r: f"{median(r, lambda p: p.compile_s):.1f}" if r[1] else ""),
-        ("graphs compiled", lambda r: f"{median(r, lambda p: p.compiles):g}" if r[1] else ""),
-    ]
-    notes = ["Each process served the shapes in the order listed; its start here is the sum of its shapes' first calls "
-             "(and LoRA swaps), the median over the processes that started from that state (cold: an empty compiler "
-             "state; warm cache: what an earlier process of the case left on disk; mega-cache: torch's portable cache "
-             "artifacts loaded into an empty state, --compile-cache mega). The model's build is not in it."]
-    return table(f"Start-up over these shapes: {m.label}, {m.hardware}", columns, rows, notes)
 
 
 def recommendation_rows(view: View) -> Table | None:
