@@ -119,7 +119,7 @@ def _generation_break_even(view: View) -> str:
     """What a language model's row reads, where the view holds one."""
     return (" Text generation: its speed-up, interval and verdict are per decoded token, the figure its verdict reads "
             "everywhere; its break-even counts whole generate() calls, and its range is at the ends of the whole "
-            "calls' own speed-up interval (the CSV's unprefixed speedup columns)."
+            "calls' own speed-up interval (the CSV's call_speedup columns)."
             if any(g.generation for g in view.groups) else "")
 
 
