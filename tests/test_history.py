@@ -138,6 +138,19 @@ def test_check_history_gates_on_a_step_the_newest_runs_complete(tmp_path, main_h
     assert said in (tmp_path / "s.md").read_text()
 
 
+def compile_history(path: str, compiles: list[float]) -> None:
+    """A results file of one run per entry: ResNet-50 eager and default, the default's cold compile 30 s times it."""
+    results = []
+    for i, c in enumerate(compiles, 1):
+        results.append(run_of(i, "resnet-50", "eager", 40.0 * WIGGLE[(i - 1) % 10]))
+        compiled = run_of(i, "resnet-50", "default", 20.0 * WIGGLE[-1 - (i - 1) % 10])
+        for rep in compiled.repeats:
+            rep.compile_s = 30.0 * c
+        compiled.derive()
+        results.append(compiled)
+    fr.fill(path, results)
+
+
 @pytest.mark.parametrize("compiles, code, said", [
     # a torch upgrade at run 9 compiles 1.6x longer, a few % of noise: a regression
     ([1.0, 1.03, 0.97, 1.02, 0.98, 1.01, 0.99, 1.0, 1.6, 1.62], 1, "compile s up beyond 15%"),
@@ -154,15 +167,7 @@ def test_check_history_gates_compile_seconds_beyond_their_limit_and_their_own_no
                                                                                    code, said):
     """Compile seconds were shown in `history` but never gated: a torch upgrade that compiled 1.6x longer passed
     `check --history`. They are gated by --max-compile-increase, a step needing its whole interval beyond it."""
-    results = []
-    for i, c in enumerate(compiles, 1):
-        results.append(run_of(i, "resnet-50", "eager", 40.0 * WIGGLE[i - 1]))
-        compiled = run_of(i, "resnet-50", "default", 20.0 * WIGGLE[-i])
-        for rep in compiled.repeats:
-            rep.compile_s = 30.0 * c
-        compiled.derive()
-        results.append(compiled)
-    fr.fill(str(tmp_path / "h.db"), results)
+    compile_history(str(tmp_path / "h.db"), compiles)
     got, out, err = main_here("check", "--history", "h.db")
     assert got == code and said in out, out + err
     compile_line = next(line for line in out.splitlines() if "| compile s |" in line)
@@ -180,15 +185,7 @@ def test_check_history_reads_a_step_left_undecided_until_a_run_decides_it(tmp_pa
     """A step only the newest two runs completed was read, so one left undecided at its second run ("the next run
     decides") was never read again: the next run said "no step" and passed, whatever it showed."""
     compiles = [1.01, 0.94, 0.92, 1.02, 0.98, 0.89, 0.82, 0.88, 1.17, 1.17, 1.19, 1.16][:runs]
-    results = []
-    for i, c in enumerate(compiles, 1):
-        results.append(run_of(i, "resnet-50", "eager", 40.0 * WIGGLE[(i - 1) % 10]))
-        compiled = run_of(i, "resnet-50", "default", 20.0 * WIGGLE[-1 - (i - 1) % 10])
-        for rep in compiled.repeats:
-            rep.compile_s = 30.0 * c
-        compiled.derive()
-        results.append(compiled)
-    fr.fill(str(tmp_path / "h.db"), results)
+    compile_history(str(tmp_path / "h.db"), compiles)
     got, out, err = main_here("check", "--history", "h.db")
     compile_line = next(line for line in out.splitlines() if "| compile s |" in line)
     assert got == code and said in (compile_line if runs < 12 else out), out + err
