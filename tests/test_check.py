@@ -43,6 +43,21 @@ def test_thirty_percent_slower_is_a_regression_beyond_a_known_drift_but_not_beyo
     assert {l.verdict for l in lines if l.metric == "latency ms"} == {"inconclusive (across runs)"}
 
 
+def test_an_undecided_speedup_says_how_many_more_processes_would_decide_it():
+    """Issue 62: every undecided reading says what it could see and what would decide it. A speed-up over eager
+    that may have fallen (2.0x to 1.7x, its processes ±6% apart) said its reach, but not how many more processes a
+    side would decide it, as the latency beside it did."""
+    spread = [0.94, 1.0, 1.06]
+    def side(compiled_ms):
+        return [fr.result("vit", 1, "eager", 10.0, processes=[10.0 * x for x in spread], env=fr.CPU),
+                fr.result("vit", 1, "default", compiled_ms, processes=[compiled_ms * x for x in spread[::-1]],
+                          env=fr.CPU, compile_s=20.0)]
+    lines = by_metric(check.check(side(5.0), side(10 / 1.7), drift=QUIET)[0])
+    said = lines[("Image", "speed-up over eager")].undecided
+    assert "are out of its reach; about " in said and "more processes a side would decide it" in said, said
+    assert "more processes a side would decide it" in lines[("Image", "latency ms")].undecided
+
+
 def test_a_lost_speedup_a_failure_and_growth_beyond_the_limits_are_regressions():
     worse = [res("vit", "eager", 10.0), res("vit", "default", 8.0, compile_s=30.0),
              fr.result("resnet-50", 1, "eager", None, status="error", message="boom", env=fr.CPU)]

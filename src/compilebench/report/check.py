@@ -171,12 +171,25 @@ def _speedup(label, b: Result, c: Result, base: pairing.Pairing, cand: pairing.P
     return [Line(label, name, f"{sb.value:.2f}x", f"{sc.value:.2f}x", ratio, low, high,
                  f"{said} (across runs)" if across else said, worse,
                  f"speed-up fell beyond {limits.slowdown:.0%}" if worse else "",
-                 "" if worse else _undecided(ratio, low, limits, across, "lower", "higher", _reach(low, high)))]
+                 "" if worse else _undecided(ratio, low, limits, across, "lower", "higher",
+                                             _reach(sb, sc, (ratio, low, high), said, min_effect, across)))]
 
 
-def _reach(low: float | None, high: float | None) -> str:
+def _reach(sb: Speedup, sc: Speedup, read: tuple, said: Verdict, min_effect: float, across: Drift | None) -> str:
+    """What the ratio of two speed-ups could see, as a latency's reading says it (speedups.out_of_reach): its reach,
+    and about how many more processes a side would decide it, at both sides' fewer processes and degrees of
+    freedom (each side's half-width shrinks alike as both grow, so theirs in quadrature does too); `read`: the
+    ratio and its interval, widened by `across` where the files are different runs (more processes do not shrink
+    that part)."""
+    ratio, low, high = read
     reach = sequential.reach(low, high)
-    return "" if reach is None else f"differences under ±{reach:.0%} are out of its reach"
+    if reach is None:
+        return ""
+    fewer = min((sb, sc), key=lambda s: (s.n or 0, s.df or 0))
+    both = Speedup(ratio, low, high, said, paired=False, drift=across.value if across else None,
+                   confidence=max(sb.confidence, sc.confidence), n=fewer.n, df=fewer.df)
+    return (speedups.out_of_reach(both, min_effect).replace("this run's reach", "its reach")
+            or f"differences under ±{reach:.0%} are out of its reach")  # decided by --min-effect, not by the limit
 
 
 def _undecided(value: float, low: float | None, limits: Limits, across: Drift | None, worse: str, better: str,
