@@ -67,8 +67,8 @@ def failed(rnd: random.Random, runs: int, noise: float, step: float) -> int:
 
 def failed_looks(rnd: random.Random, runs: int, noise: float) -> int:
     """Nothing changed, and the gate looks at every run from the fourth, as a CI gate on each night does: the looks
-    that failed (on any series: compile, latency or speed-up). A step left undecided stays open until a look decides it (history.open_step), so noise
-    has every look to fail a gate in, not only the one that first saw the step."""
+    that failed (on any series: compile, latency or speed-up). A step left undecided stays open until a look decides
+    it (history.open_step), so noise has every look to fail a gate in, not only the one that first saw the step."""
     results = []
     for i in range(1, runs + 1):
         for model, mode in CASES:

@@ -4,8 +4,8 @@ Columns: the case, the estimate between processes and its interval (milliseconds
 a process, compile and correctness figures, the status and flags, the speed-up against the eager result of the
 same case on the same machine with its interval and verdict (the numbers the tables and charts show; `speedup_of`
 says what it is of: a text-generation case's is per decoded token, as its verdict everywhere, with its whole
-`generate()` calls' in `call_*`), text generation's figures, fields a newer compilebench wrote, and the environment as `env_*`. Raw samples stay in
-the results file.
+`generate()` calls' in `call_*`), text generation's figures, fields a newer compilebench wrote, and the environment
+as `env_*`. Raw samples stay in the results file.
 
 A CSV cell of text that starts with =, +, -, @ (or a tab or carriage return) gets a leading apostrophe, so a
 spreadsheet shows it rather than running it as a formula; numbers are left as they are."""
