@@ -161,15 +161,15 @@ def of_means(eager_means: list[float], other_means: list[float], min_effect: flo
 MARGIN = 0.005  # an estimate this close to an edge of the ±min_effect band sits on it: no count of rounds decides
 
 
-def out_of_reach(s: Speedup, min_effect: float) -> str:
+def out_of_reach(s: Speedup, min_effect: float, whose: str = "this run's") -> str:
     """What an undecided reading could and could not see, in one clause: "differences under ±9% are out of this
     run's reach; about 6 more rounds would decide it, at the same spread". Empty for a decided one (or one with
-    no interval: one process a side says so elsewhere)."""
+    no interval: one process a side says so elsewhere). `whose`: what reads it ("its": two files' speed-ups)."""
     if s.verdict != Verdict.inconclusive or s.reach is None:
         return ""
     if s.withheld is not None:
         return why_withheld(s)
-    said = f"differences under ±{s.reach:.0%} are out of this run's reach"
+    said = f"differences under ±{s.reach:.0%} are out of {whose} reach"
     need = s.rounds_to_decide(min_effect)
     if need is None:
         gap = s.gap(min_effect)

@@ -188,7 +188,7 @@ def _reach(sb: Speedup, sc: Speedup, read: tuple, said: Verdict, min_effect: flo
     fewer = min((sb, sc), key=lambda s: (s.n or 0, s.df or 0))
     both = Speedup(ratio, low, high, said, paired=False, drift=across.value if across else None,
                    confidence=max(sb.confidence, sc.confidence), n=fewer.n, df=fewer.df)
-    return (speedups.out_of_reach(both, min_effect).replace("this run's reach", "its reach")
+    return (speedups.out_of_reach(both, min_effect, "its")
             or f"differences under ±{reach:.0%} are out of its reach")  # decided by --min-effect, not by the limit
 
 
