@@ -7,8 +7,9 @@ A history is `--runs` runs of three models, each run one eager and one compiled 
 suite's moved 2-21% between runs of one night on this project's VM, 13-43% between H200 leases), and from the newest
 two runs on multiplied by `step`. Printed per (noise, step): the histories of `--histories` whose gate failed on a
 compile series, and the compile series failed of all. Then, nothing changed, a fifth as many histories of `--runs`
-+ 2 runs, gated at every run from the fourth as a nightly CI gate is: those that failed at some look. Goal: none
-where nothing changed.
++ 2 runs, gated at every run from the fourth as a nightly CI gate is: those that failed at some look (goal: none
+where nothing changed); and with a step from the fourth newest run, gated at each of its runs: those failed by its
+second, third and fourth run.
 
 Usage: python benchmarks/compile_gate.py [--histories 100] [--runs 10] [--seed 1]
 """
@@ -80,6 +81,23 @@ def failed_looks(rnd: random.Random, runs: int, noise: float) -> int:
                if any(bad for _, _, bad in history.gate(results[:n * per_run], 0.05, 0.05, 0.15)))
 
 
+def caught_at(rnd: random.Random, runs: int, noise: float, step: float) -> int | None:
+    """A step from run `runs` - 3 on, gated at every run from its second, as a nightly gate is: the step's run (2, 3
+    or 4) whose look failed first on its compile series, None where none did."""
+    results = []
+    for i in range(1, runs + 1):
+        moved = step if i >= runs - 3 else 1.0
+        for model, mode in CASES:
+            compile_s = 30.0 * rnd.uniform(1 - noise, 1 + noise) * moved if mode != "eager" else None
+            results.append(result(i, model, mode, (40.0 if mode == "eager" else 20.0) * rnd.uniform(0.985, 1.015),
+                                  compile_s))
+    for k in (2, 3, 4):
+        gated = history.gate(results[:(runs - 4 + k) * len(CASES)], 0.05, 0.05, 0.15)
+        if any(bad and s.metric == history.COMPILE for s, _, bad in gated):
+            return k
+    return None
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--histories", type=int, default=100)
@@ -98,6 +116,11 @@ def main() -> None:
         print(f"compile ±{noise:.0%}, nothing changed, a look at every run 4 to {args.runs + 2}: the gate failed "
               f"{sum(1 for n in per if n)} of {nights} histories at some look, {sum(per)} of "
               f"{nights * (args.runs - 1)} looks  (goal: 0)", flush=True)
+    for noise, step in ((0.2, 1.5), (0.2, 1.3), (0.1, 1.3)):
+        at = [caught_at(rnd, args.runs + 2, noise, step) for _ in range(nights)]
+        print(f"compile ±{noise:.0%}, a x{step} step gated at every run: failed by its second run in "
+              f"{sum(1 for k in at if k and k <= 2)}, third {sum(1 for k in at if k and k <= 3)}, fourth "
+              f"{sum(1 for k in at if k)} of {nights} histories", flush=True)
 
 
 if __name__ == "__main__":

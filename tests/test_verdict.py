@@ -205,7 +205,7 @@ def test_compare_and_history_read_a_language_model_by_its_time_per_token():
 
     runs = [measured(mode, (1.3 if i > 8 and mode == "default" else 1.0) * (0.5 if mode == "default" else 1.0), i)
             for i in range(1, 11) for mode in ("eager", "default")]
-    series = {s.metric: s for s in history.series(runs, 0.05) if s.case.endswith("default")}
+    series = {s.metric: s for s in history.series(runs, 0.05, gate=True) if s.case.endswith("default")}
     assert history.SPEEDUP not in series and not series[history.LATENCY].steps  # whole calls: nothing moved
     flagged = {s.metric for s, _, bad in history.gate(runs, 0.05, 0.05, 0.15, list(series.values())) if bad}
     assert flagged == {history.SPEEDUP_PER_TOKEN, history.TOKENS}

@@ -23,16 +23,16 @@ from compilebench.report import (
 )
 
 
-def load(paths: list[str], min_effect: float) -> tuple[list[Result], list[history.Series]]:
-    """The files' results and the series they hold; one clear error where they hold no history (no run, or one
-    run of each case)."""
+def load(paths: list[str], min_effect: float, gate: bool = False) -> tuple[list[Result], list[history.Series]]:
+    """The files' results and the series they hold (`gate`: their steps as the gate reads them); one clear error
+    where they hold no history (no run, or one run of each case)."""
     stats.check_min_effect(min_effect)
     results, runs = reportdata.read(paths)
     for c in shards.coverage(runs, results):  # a series read from shard files says where it is not whole
         print(c.describe(), file=sys.stderr)
     if not results:
         raise UserError(f"{', '.join(paths)} hold(s) no results")
-    series = history.series(results, min_effect)
+    series = history.series(results, min_effect, gate=gate)
     if not any(len(s.points) >= 2 for s in series):
         raise UserError(f"{', '.join(paths)} hold(s) one run of each case: a history needs two runs or more of a case "
                         "on one machine (`compilebench run --rerun` measures a case again)")
@@ -100,7 +100,7 @@ def _moves(series: list[history.Series]) -> list[str]:
 def cmd_check_history(args, finish) -> int:
     """check --history: exit 0 when no series' newest runs complete a step for the worse, 1 when one does.
     `finish(args, command, text, said, lines)`: check's own end (print, summary, JUnit, exit code)."""
-    results, series = load(args.history, args.min_effect)
+    results, series = load(args.history, args.min_effect, gate=True)
     verdicts = history.gate(results, args.min_effect, args.max_slowdown, args.max_compile_increase, series)
     lines = [_line(s, step, bad, args.max_compile_increase if s.metric == history.COMPILE else args.max_slowdown)
              for s, step, bad in verdicts]

@@ -83,10 +83,11 @@ def by_run(r: Result) -> list[Measured]:
     return out
 
 
-def series(results: list[Result], min_effect: float, until: str | None = None) -> list[Series]:
+def series(results: list[Result], min_effect: float, until: str | None = None, gate: bool = False) -> list[Series]:
     """Every series the results hold (`until`: of the runs measured by then, as a look then saw them), each with its
-    steps; the drift of each machine's metric is estimated from that metric's series there (where they hold too few
-    moves: from its latency's, or the compile's default)."""
+    steps (`gate`: as the gate reads them, each one boundary named by the run that asks about it, else as places the
+    search picked: core/steps.find); the drift of each machine's metric is estimated from that metric's series there
+    (where they hold too few moves: from its latency's, or the compile's default)."""
     runs: dict[tuple[str, str], list[Measured]] = {}
     for r in results:
         for run in by_run(r):
@@ -112,7 +113,7 @@ def series(results: list[Result], min_effect: float, until: str | None = None) -
                  if metric in assumed else latency for metric in {s.metric for s in mine}}
         for s in mine:
             s.drift = drift[s.metric]
-            s.steps = stepsmod.find(s.points, s.drift, min_effect)
+            s.steps = stepsmod.find(s.points, s.drift, min_effect, searched=not gate)
     return sorted(out, key=lambda s: (s.machine, s.case, s.metric))
 
 
@@ -190,7 +191,7 @@ def regression(s: Series, step: stepsmod.Step, limit: float) -> bool:
 def gate(results: list[Result], min_effect: float, max_slowdown: float, max_compile_increase: float,
          made: list[Series] | None = None) -> list[tuple[Series, stepsmod.Step | None, bool]]:
     """`check --history`: per latency, speed-up, decoded tokens/s and compile seconds series of `results` (`made`:
-    those series, where already made), the step it reads (open_step: the one its newest runs complete, or one no run
+    those series as a gate reads them, series(gate=True), where already made), the step it reads (open_step: the one its newest runs complete, or one no run
     has decided since; None: none) and whether it is a regression: for the worse, its size beyond its limit
     (max_slowdown; compile seconds: max_compile_increase), and each run since the step beyond it against the runs
     before the step (the HUD's rule: the last two runs, not one). A compile series' step must also lie beyond its
@@ -200,10 +201,10 @@ def gate(results: list[Result], min_effect: float, max_slowdown: float, max_comp
     undecided; gated at every run, as a nightly gate is, no pure-noise history failed: benchmarks/compile_gate.py)."""
     @functools.cache
     def looks(at: str) -> dict[tuple[str, str, str], Series]:
-        return {(s.machine, s.case, s.metric): s for s in series(results, min_effect, until=at)}
+        return {(s.machine, s.case, s.metric): s for s in series(results, min_effect, until=at, gate=True)}
 
     out = []
-    for s in series(results, min_effect) if made is None else made:
+    for s in series(results, min_effect, gate=True) if made is None else made:
         if s.metric not in GATED or len(s.points) < 2 * stepsmod.MIN_SEGMENT:
             continue
         limit = max_compile_increase if s.metric == COMPILE else max_slowdown

@@ -15,7 +15,8 @@ FILES = {"html": "history.html", "csv": "history.csv", "json": "history.json"}
 
 
 def steps_table(series: list[Series]) -> Table:
-    """Every step, newest first: where, how big with its 95% interval, the runs on either side, what changed."""
+    """Every step, newest first: where, how big with its 95% interval (the search allowed for), the runs on either
+    side, what changed."""
     found = sorted(((s, st) for s in series for st in s.steps), key=lambda x: x[0].runs[x[1].at].at, reverse=True)
     return Table("", ["machine", "case", "metric", "step", "95% interval", "for the", "between runs", "what changed"],
                  [[s.machine, s.case, s.metric, f"{st.ratio:.3f}x", f"{st.low:.3f}x to {st.high:.3f}x",
@@ -23,8 +24,10 @@ def steps_table(series: list[Series]) -> Table:
                    f"{s.runs[st.at - 1].label} | {s.runs[st.at].label}", "; ".join(s.changed(st)) or "nothing recorded"]
                   for s, st in found],
                  ["step: the mean of the runs after it over the mean of the runs before it (since the step before), "
-                  "with its 95% interval from each run's interval and the machine's run-to-run drift. A step needs two "
-                  "runs on its far side and a size of at least the minimum effect."])
+                  "with its 95% interval from each run's interval and the machine's run-to-run drift, allowing for the "
+                  "search: its run is the one picked among every run a step could have started at (Bonferroni's over "
+                  "them; at 1.96 standard errors, 13-23% of drawn series with nothing changed showed a step). A step "
+                  "needs two runs on its far side and a size of at least the minimum effect."])
 
 
 def series_table(series: list[Series]) -> Table:
