@@ -76,11 +76,13 @@ BREAK_EVEN_ENDS = re.compile(r"\| ([\d,]+) \[[\d,]+-(?:[\d,]+|never)\] \|")
 ONE_PEAK = re.compile(r"\| 1\.00x \(([\d,]+) / \1 MiB\) \|")
 # the break-even's range in the legends (the speed-up table's, the recommendation's), with the compile's own noise
 BREAK_EVEN_RANGE = re.compile(r" (Its range|break-even: the inferences after which compiling has paid for itself, and "
-                              r"in brackets)[^.]*\.")
-START_SPREAD = re.compile(r", with the first call \d+% shorter[^;]*;")  # the start-up's pay-off, its compile's noise
+                              r"in brackets)(?:[^.]|\.\d)*\.")  # its sentence: 0.80x's point is not its end
+START_SPREAD = re.compile(r", with the first call \d\.\d\dx as long[^;]*;")  # the start-up's pay-off, its compile's noise
 GENERATION_BREAK_EVEN = re.compile(r" Text generation: its speed-up, interval and verdict are per decoded token[^.]*\.")
 SERVING = re.compile(r"\| (\d+\.\d) \[\d+\.\d-\d+\.\d\] \|")  # the start-up's N requests s, its range beside it
 FIRST_ANSWER = re.compile(r"\| (\d+\.\d\d) \[\d+\.\d\d-\d+\.\d\d\] \|")  # a cold start's seconds, their range beside
+COMPILE_NOTE = re.compile(r"compile s: a cold compile, measured once a case[^\n]*\n")  # the guide table's note
+COLD_COMPILE = re.compile(r" \(their median\)\. A cold compile, measured once a case, .*?\)\.(?= break-even:)")
 COLD_WORDS = ", and in brackets the same with its first call as far shorter or longer as one compile moves from another"
 SERVING_WORDS = (" N requests s: the start and then N requests at the steady latency, and in brackets the same at the "
                  "ends of its 95% interval, the compile as far shorter or longer.")
@@ -112,6 +114,7 @@ def as_before_62(new: str, old: str) -> tuple[str, str]:
     new = BREAK_EVEN_RANGE.sub("", without(new, ("mean ms", "break-even range", "geomean 95% CI")))
     new = START_SPREAD.sub(";", new.replace(RIVAL, "").replace(GEOMEAN, "").replace(SERVING_WORDS, ""))
     new = FIRST_ANSWER.sub(r"| \1 |", new.replace(COLD_WORDS, ""))  # a cold start's seconds, their range apart
+    new = COLD_COMPILE.sub(".", COMPILE_NOTE.sub("", new))  # a cold compile's range: its notes (cells: SERVING's)
     new = GENERATION_BREAK_EVEN.sub("", SERVING.sub(r"| \1 |", new))
     new = BREAK_EVEN_ENDS.sub(r"| \1 |", new)  # the recommendation's break-even, its range beside it
     return new.replace("| flags | ms | 95% CI ms |", "| flags | mean ms | 95% CI ms |"), old
@@ -194,6 +197,7 @@ def test_a_release_file_reports_as_that_release_did(release_db, tmp_path, former
              # issue 62: the median-based latency (the release's figure under its reading) and each reach
              "latency_ms", *(f"{p}{c}" for p in ("", "ttft_", "per_token_") for c in ("reach_pct", "rounds_to_decide")),
              "break_even_fewest", "break_even_most",  # the break-even at the ends of the speed-up's interval
+             "compile_s_low", "compile_s_high",  # a cold compile, measured once, as far as one moves from another
              *(f"{p}speedup_groups" for p in ("", "ttft_", "per_token_")),  # a paired speed-up's two groups, if any
              *flat.SHARING,  # an interleaved speed-up against its variants' warm-ups: the release interleaved none
              "steps", "decoder_share", "compile_decoder"}  # issue 64: a pipeline's steps, decoder, decoder compiled
@@ -203,7 +207,7 @@ def test_a_release_file_reports_as_that_release_did(release_db, tmp_path, former
         new_rows, old_rows = list(csv.DictReader(new)), list(csv.DictReader(old))
     assert fr.same_rows([as_released(r) for r in new_rows], old_rows, added)
     by = {"paired_by": "paired", "ttft_paired_by": "ttft_paired", "per_token_paired_by": "per_token_paired"}
-    since_62 = {"latency_ms", "break_even_fewest", "break_even_most",
+    since_62 = {"latency_ms", "break_even_fewest", "break_even_most", "compile_s_low", "compile_s_high",
                 *(k for k in added if k.endswith(("reach_pct", "rounds_to_decide"))), *calls}
     assert all(r[k] == "" for r in new_rows for k in added - set(by) - {"reproduce", "quantize", "weight_bytes"}
                - since_62)

@@ -85,7 +85,7 @@ def test_a_winner_the_search_could_not_tell_from_the_runner_up_says_so(second, t
     text = render(out, 0.05, "r.db")
     s = out.winner.speedup  # its break-even at the ends of its interval, beside the estimate's
     fewest, most = stats.break_even_range(30.0, out.eager.mean, s.low, s.high, drift.COMPILE_DEFAULT)
-    assert f"calls ({fewest:,} to {most:,} at the interval's ends, with the compile 25% shorter" in text
+    assert f"calls ({fewest:,} to {most:,} at the interval's ends, with the compile 0.80x as long" in text
     if told:  # 2.0x over 1.5x: the winner is faster than the runner-up beyond 5%
         assert out.rival(0.05) is None and "Not told apart" not in text
         return
@@ -442,7 +442,7 @@ def test_a_language_model_is_tuned_by_its_time_per_token():
     # its compile pays off in whole generate() calls, with the range of their own interval (a count alone read surer)
     calls = speedups.speedup(out.eager, out.winner.result, 0.05)
     fewest, most = stats.break_even_range(30.0, out.eager.mean, calls.low, calls.high, drift.COMPILE_DEFAULT)
-    assert f"calls ({fewest:,} to {most:,} at the interval's ends, with the compile 25% shorter" in text
+    assert f"calls ({fewest:,} to {most:,} at the interval's ends, with the compile 0.80x as long" in text
 
 
 def test_tune_refuses_a_quality_floor_out_of_range(main_here):

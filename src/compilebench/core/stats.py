@@ -214,8 +214,14 @@ def break_even_range(compile_s: float | None, eager_ms: float, low: float | None
     once, taken as exact, would make the range read surer than it is."""
     if compile_s is None or low is None or high is None:
         return None
-    return (break_even(compile_s / (1 + spread), eager_ms, eager_ms / high),
-            break_even(compile_s * (1 + spread), eager_ms, eager_ms / low))
+    shortest, longest = moved(compile_s, spread)
+    return break_even(shortest, eager_ms, eager_ms / high), break_even(longest, eager_ms, eager_ms / low)
+
+
+def moved(once: float, spread: float) -> tuple[float, float]:
+    """A figure measured once (a cold compile's seconds) as far lower and higher as one measurement of it moves from
+    another (`spread`, a fraction: core/drift): (once / (1 + spread), once * (1 + spread))."""
+    return once / (1 + spread), once * (1 + spread)
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,17 @@ def num(x: float | None, digits: int | None) -> str:
     return f"{x:.{digits}f}" if digits is not None else f"{x:.2e}"
 
 
+def compile_s(r: Result | None, spread: float, digits: int = 1) -> str:
+    """A result's compile seconds; a cold compile, measured once a case, with the same in brackets as far shorter
+    or longer as one compile moves from another here (View.compile_drift): '22.1 [17.7-27.6]'. A warm compile is
+    a median over its processes, said alone."""
+    if r is None or r.compile_s is None:
+        return ""
+    if r.compile_s != r.cold_compile_s or not spread:
+        return num(r.compile_s, digits)
+    return f"{num(r.compile_s, digits)} [{'-'.join(num(x, digits) for x in stats.moved(r.compile_s, spread))}]"
+
+
 def interval(low: float | None, high: float | None, fmt: str = "{:.1f}%") -> str:
     return "" if low is None or high is None else f"{fmt.format(low)} to {fmt.format(high)}"
 
@@ -111,10 +122,17 @@ def break_even_range(compiled: Result, eager: Result | None, s: Speedup | None, 
     return ends_said(stats.break_even_range(compiled.compile_s, speedups.mean(eager), s.low, s.high, spread))
 
 
+def compile_note(d: Drift, what: str = "compile s: a cold compile") -> str:
+    """What compile_s() brackets, for a table's note."""
+    return (f"{what}, measured once a case, has in brackets the same divided and multiplied by {1 + d.value:.2f}: "
+            f"how far one compile of a case moves from another here ({d.source}).")
+
+
 def spread_said(d: Drift, what: str = "the compile") -> str:
-    """How a break-even range holds the compile's own noise (View.compile_drift), for a table's note."""
-    return (f"with {what} {d.value:.0%} shorter at the fewest and as much longer at the most: how far one "
-            f"compile of a case moves from another here ({d.source}), measured once a case")
+    """How a break-even range holds the compile's own noise (View.compile_drift), for a table's note: at the fewest
+    the compile divided by 1 + d, at the most multiplied by it (stats.moved)."""
+    return (f"with {what} {1 / (1 + d.value):.2f}x as long at the fewest and {1 + d.value:.2f}x at the most: how far "
+            f"one compile of a case moves from another here ({d.source}), measured once a case")
 
 
 def ends_said(ends: tuple[float | None, float | None] | None, between: str = "-") -> str:

@@ -101,12 +101,15 @@ def _verdict_columns(view: View, r: Result, eager: Result | None) -> dict:
 
 def _break_even_columns(r: Result, eager: Result | None, sp, spread: float) -> dict:
     """The calls until compiling has paid for itself, and the same at the ends of the speed-up's interval with the
-    compile `spread` shorter or longer (stats.break_even_range; None: never, or no interval)."""
+    compile `spread` shorter or longer (stats.break_even_range; None: never, or no interval); a cold compile's
+    seconds so moved (compile_s_low, compile_s_high: one compile measured once a case)."""
+    cold = r.compile_s if r.compile_s is not None and r.compile_s == r.cold_compile_s else None
+    moved = dict(zip(("compile_s_low", "compile_s_high"), stats.moved(cold, spread) if cold else (None, None)))
     if sp is None:
-        return dict.fromkeys(("break_even_inferences", "break_even_fewest", "break_even_most"))
+        return {**dict.fromkeys(("break_even_inferences", "break_even_fewest", "break_even_most")), **moved}
     ends = stats.break_even_range(r.compile_s, speedups.mean(eager), sp.low, sp.high, spread) or (None, None)
     return {"break_even_inferences": stats.break_even(r.compile_s, speedups.mean(eager), r.mean),
-            "break_even_fewest": ends[0], "break_even_most": ends[1]}
+            "break_even_fewest": ends[0], "break_even_most": ends[1], **moved}
 
 
 def environment_cell(r: Result, name: str):

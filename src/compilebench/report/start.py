@@ -14,6 +14,7 @@ import math
 import statistics
 from dataclasses import dataclass
 
+from compilebench.core import stats
 from compilebench.core.result import Result
 from compilebench.core.vocab import FAILED
 from compilebench.report import data, drawing
@@ -80,8 +81,9 @@ def _compile_moves(start: Start, view: View) -> tuple[float, float]:
     as far as one compile of a case moves from another (View.compile_drift); none for no compile."""
     if not start.result.case.variant.compiled:
         return 0.0, 0.0
-    first, spread = start.parts.get("first call", 0.0), view.compile_drift.value
-    return first * spread / (1 + spread), first * spread
+    first = start.parts.get("first call", 0.0)
+    shortest, longest = stats.moved(first, view.compile_drift.value)
+    return first - shortest, longest - first
 
 
 def _pays(extra_s: float, saving_s: float) -> int | None:

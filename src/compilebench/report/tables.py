@@ -24,6 +24,8 @@ from compilebench.report.cells import (
     break_even,
     break_even_range,
     cell,
+    compile_note,
+    compile_s,
     improvement,
     improvement_interval,
     improvement_verdict,
@@ -60,8 +62,9 @@ def guide_table(view: View, g: Group) -> Table:
         columns += [(f"% improvement{tag}", lambda m, c=c: improvement(g.speedup(m, c))),
                     (f"95% CI{tag}", lambda m, c=c: improvement_interval(g.speedup(m, c))),
                     (f"verdict{tag}", lambda m, c=c: verdict(g.speedup(m, c))),
-                    (f"compile s{tag}", lambda m, c=c: num((r := g.result(m, c)) and r.compile_s, 1))]
-    return table(g.title, columns, g.models, [verdict_note(view.min_effect, view.looks, view.design)] if g.compiled_columns else [])
+                    (f"compile s{tag}", lambda m, c=c: compile_s(g.result(m, c), view.compile_drift.value))]
+    return table(g.title, columns, g.models, [verdict_note(view.min_effect, view.looks, view.design),
+                                              compile_note(view.compile_drift)] if g.compiled_columns else [])
 
 
 def guide_tables(view: View) -> list[Table]:
@@ -93,7 +96,7 @@ def speedup_table(view: View) -> Table:
         ("95% CI", lambda x: ratio_interval(x[5])),
         ("verdict", lambda x: verdict(x[5])),
         ("interval from", lambda x: paired(x[5])),
-        ("cold compile s", lambda x: num(x[3].cold_compile_s, 1)),
+        ("cold compile s", lambda x: compile_s(x[3], view.compile_drift.value) if x[3].cold_compile_s else ""),
         ("warm compile s", lambda x: num(x[3].warm_compile_s, 1)),
         ("break-even (inferences)", lambda x: "" if x[6] is None else break_even(x[3], x[4])),
         ("break-even range", lambda x: break_even_range(x[3], x[4], x[6], view.compile_drift.value)),
@@ -107,7 +110,7 @@ def speedup_table(view: View) -> Table:
         "which ran back to back, in an order drawn afresh each round.",
         verdict_note(view.min_effect, view.looks, view.design),
         "cold compile: the first repeat, from an empty compiler state; warm: later repeats, from the on-disk state "
-        "the first left. break-even: cold compile seconds / per-inference saving, the number of inferences after "
+        f"the first left (their median). {compile_note(view.compile_drift, 'A cold compile')} break-even: cold compile seconds / per-inference saving, the number of inferences after "
         "which compiling has paid for itself; never when the compiled model saves nothing. Its range: the same at "
         f"each end of the speed-up's 95% interval, {spread_said(view.compile_drift)}." + _generation_break_even(view),
         "peak memory: on a GPU the allocator's peak over the steady state, plus the CUDA graphs' pools it counts "

@@ -216,7 +216,9 @@ def summary(view: View, width: int = WIDTH) -> str:
             f"ms: {stats.PER_PROCESS_WORDS}, over processes. speed-up: eager ms / compiled ms{per}, with its interval "
             f"between processes ({confidence}). verdict: faster or slower beyond {view.min_effect:.0%}, same within "
             "it, else inconclusive, with the smallest effect it could see."
-            + (" break-even: calls until compiling has paid for itself, at each end of the speed-up's interval "
+            + (" compile s: one cold compile, measured once a case; another of the same case may take "
+               f"{1 / (1 + view.compile_drift.value):.2f}x to {1 + view.compile_drift.value:.2f}x its seconds here. "
+               "break-even: calls until compiling has paid for itself, at each end of the speed-up's interval "
                f"{spread_said(view.compile_drift)} (never: that end saves nothing per call)." if said else "")
             + f"{ENGINE_WORDS if engines_lines else ''} The guide's tables (and "
             "its mean of the calls) and every detail: --details, or the report.", width)]
