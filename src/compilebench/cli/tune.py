@@ -80,19 +80,20 @@ def render(result: tune.Outcome, min_effect: float, db: str) -> str:
             out.append(f"Quality against the float model: {kept}.")
         out += ["", "```python", w.config.code(result.part), "```", ""]
         out.append(_compile_cost(result, w, saving, min_effect))
-    rows = []
+    rows, noise = [], compile_noise(result)
     for t in [*result.ranked, *(t for t in result.tried if t.dropped)]:
         s = t.speedup
         r = t.result
         first = start.first_start(r) if r else None
         rows.append([t.config.describe(), str(t.rungs), r.status if r else "",
                      f"{s.value:.3f}x" if s else "", interval(s.low, s.high, "{:.3f}x") if s else "",
-                     cells.verdict_reach(s), cells.num(r and r.cold_compile_s, 1),
+                     cells.verdict_reach(s), cells.compile_s(r, noise.value) if r and r.cold_compile_s else "",
                      f"{first.seconds:.2f} ({first.name.rsplit(', ', 1)[-1]})" if first else "", t.dropped or ""])
+    notes = [cells.verdict_note(min_effect), cells.compile_note(noise, "cold compile s: a cold compile"),
+             TUNE_START_NOTE]
     out += ["", markdown.table(Table("Configurations measured", ["configuration", "rungs", "status", f"speed-up{per}",
                                                                    "95% CI", "verdict", "cold compile s",
-                                                                   "start s (how)", "dropped"],
-                                     rows, [cells.verdict_note(min_effect), TUNE_START_NOTE]))]
+                                                                   "start s (how)", "dropped"], rows, notes))]
     if result.untried:
         out.append(f"Not tried within the budget ({len(result.untried)}): "
                    + "; ".join(c.describe() for c in result.untried) + ". A larger --budget tries them.")
@@ -106,12 +107,18 @@ def _compile_cost(result: tune.Outcome, w: tune.Tried, saving: int | None, min_e
     the compile as far shorter or longer as one moves from another."""
     cold, warm = w.result.cold_compile_s, w.result.warm_compile_s
     calls = speedups.speedup(result.eager, w.result, min_effect)
-    noise = drift.estimate([t.result for t in result.tried if t.result], lambda r: r.compile_s, drift.COMPILE_DEFAULT)
+    noise = compile_noise(result)
     ends = stats.break_even_range(cold, speedups.mean(result.eager), calls.low, calls.high, noise.value) \
         if calls else None
     between = f" ({cells.ends_said(ends, ' to ')} at the interval's ends, {cells.spread_said(noise)})" if ends else ""
     return (f"Compile cost: {cold:.1f} s cold" + (f", {warm:.1f} s from a warm cache" if warm else "")
             + (f"; it pays for itself after {saving:,} calls{between}." if saving else "; it saves nothing per call."))
+
+
+def compile_noise(result: tune.Outcome) -> drift.Drift:
+    """How far one cold compile of a configuration moves from another, from the search's own results (else the
+    default): the break-even's range and the cold compile's."""
+    return drift.estimate([t.result for t in result.tried if t.result], lambda r: r.compile_s, drift.COMPILE_DEFAULT)
 
 
 TUNE_START_NOTE = ("start: the seconds a new process waited for its first answer (build, load, first call with any "

@@ -5,19 +5,19 @@ in a pipeline's terms."""
 
 from __future__ import annotations
 
-from compilebench.report.cells import Table, cell, ratio_said
+from compilebench.report.cells import Table, cell, compile_note, compile_s, ratio_said
 from compilebench.report.view import Group, View
 
 
 def tables(view: View) -> list[Table]:
     """One table per group that holds a pipeline's images; none where no run measured one."""
-    out = [t for g in view.groups if (t := _table(g)) is not None]
+    out = [t for g in view.groups if (t := _table(g, view.compile_drift.value)) is not None]
     if out:
-        out[-1].notes.append(NOTE)
+        out[-1].notes += [NOTE, compile_note(view.compile_drift)]
     return out
 
 
-def _table(g: Group) -> Table | None:
+def _table(g: Group, spread: float) -> Table | None:
     header = ["pipeline", "variant", "steps", "image ms", "steps/s", "decoder share", "vs eager", "compile s",
               "peak memory MB"]
     rows = []
@@ -31,7 +31,7 @@ def _table(g: Group) -> Table | None:
             rows.append([g.label(m), c.variant.label, str(r.case.steps), cell(r), per_s,
                          f"{r.decoder_share:.0%}" if r.decoder_share is not None else "",
                          ratio_said(g.speedup(m, c)) if c.variant.compiled else "",
-                         f"{r.cold_compile_s:.1f}" if r.cold_compile_s else "",
+                         compile_s(r, spread) if r.cold_compile_s else "",
                          f"{r.peak_mem_bytes / 2**20:.0f}" if r.peak_mem_bytes else ""])
     return Table(g.title, header, rows) if rows else None
 
