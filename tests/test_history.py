@@ -87,7 +87,7 @@ def test_a_speed_up_series_finds_steps_against_its_own_drift_not_one_latencys():
         results += [run_of(i, "resnet-50", "eager", 40.0 * eager[i - 1]),
                     run_of(i, "resnet-50", "default", 20.0 * compiled[i - 1])]
     series = {s.metric: s for s in history.series(results, 0.05) if s.case.endswith("default")}
-    assert series[history.SPEEDUP].drift == pytest.approx(series[history.LATENCY].drift * 2 ** 0.5)
+    assert series[history.SPEEDUP].drift >= series[history.LATENCY].drift * 2 ** 0.5 - 1e-12  # or what its runs show
     assert not any(s.steps for s in series.values())
 
 
@@ -113,6 +113,33 @@ def test_a_step_found_by_searching_every_run_needs_more_than_one_boundarys_95_pe
     found = [[st.at for st in steps.find(drawn(1.3), 0.05, 0.05)] for _ in range(50)]
     assert all(5 in at or 4 in at for at in found) and sum(5 in at for at in found) >= 45
     assert steps.critical(4) == pytest.approx(steps.Z95) and steps.critical(10) > steps.Z95  # one boundary, or seven
+
+
+def test_a_handful_of_runs_on_a_machine_that_moves_reads_its_drift_from_them_not_the_default():
+    """Four runs of three cases: too few moves to estimate the drift as many runs do, so 5% was assumed, and on a
+    machine whose runs move 12% from each other (this project's VM moves 10-25%) a step showed in most drawn
+    series where nothing changed. The runs themselves say the machine moves (steps.few); a quiet one keeps the
+    default, and a 1.3x step on it is still found at its run."""
+    import math
+    import random
+
+    from compilebench.core import steps
+
+    rnd = random.Random(11)
+
+    def machine(drift: float, effect: float) -> list[list[steps.Point]]:
+        return [[steps.Point(math.exp(v), math.exp(v - 0.04), math.exp(v + 0.04))
+                 for v in (rnd.gauss(math.log(effect) if i >= 2 else 0.0, drift) for i in range(4))] for _ in range(3)]
+
+    def stepped(series: list[list[steps.Point]]) -> list[list[int]]:
+        sd = steps.drift(series)
+        return [[st.at for st in steps.find(s, sd, 0.05)] for s in series]
+
+    noisy = [at for _ in range(60) for at in stepped(machine(0.12, 1.0))]
+    assert sum(1 for at in noisy if at) <= 20  # of 180 series: 6 to 19 over eight seeds (with 5% assumed: 73)
+    quiet = [machine(0.01, 1.3) for _ in range(20)]
+    assert all(steps.drift(m) == steps.DEFAULT_DRIFT for m in quiet)
+    assert all(at == [2] for m in quiet for at in stepped(m))
 
 
 def _load(path):
@@ -184,8 +211,9 @@ def compile_history(path: str, compiles: list[float]) -> None:
     # ±20% of one cold compile a run, no step: the newest run 1.2x the level is one compile's noise, so not even
     # undecided (--fail-undecided passes it)
     ([1.0, 1.18, 0.84, 1.12, 0.9, 1.2, 0.82, 0.85, 1.19, 1.2], 0, "no regression"),
-    # about 1.36x at the newest two, in ±20% noise: the step is found, its interval reaches within the limit: said
-    ([1.0, 1.18, 0.84, 1.12, 0.9, 1.2, 0.82, 1.1, 1.35, 1.4], 0, "one cold compile a run cannot tell it"),
+    # about 1.36x at the newest two, in ±20% noise that its own eight runs show (steps.few: 20%, where 13% was
+    # assumed until 2026-11-29 and made it a step, said undecided): within one compile's noise, no step
+    ([1.0, 1.18, 0.84, 1.12, 0.9, 1.2, 0.82, 1.1, 1.35, 1.4], 0, "no regression"),
 ])
 def test_check_history_gates_compile_seconds_beyond_their_limit_and_their_own_noise(tmp_path, main_here, compiles,
                                                                                    code, said):

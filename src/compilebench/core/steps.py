@@ -11,8 +11,9 @@ until the next run confirms it (the rule PyTorch's HUD applies to its nightly se
 
 The drift is estimated from the machine's series themselves where they hold MIN_MOVES successive moves or more (the
 upper quartile of the moves, which a few steps do not move, as a normal scatter, less what the points' own
-intervals already hold); with fewer, DEFAULT_DRIFT is assumed: a handful of runs cannot tell a machine that moves
-10% between runs (this project's VM does) from one that never moves."""
+intervals already hold); with fewer, DEFAULT_DRIFT is assumed unless the runs show more (few()): a handful of runs
+cannot tell a machine that never moves from one that moves a little, but can show one that moves 10% between runs
+(this project's VM does)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ import math
 import statistics
 from dataclasses import dataclass
 from statistics import NormalDist
+
+from compilebench.core import stats
 
 Z95 = 1.959964
 MIN_SEGMENT = 2  # runs: a step needs two runs on its far side
@@ -30,6 +33,7 @@ DEFAULT_DRIFT = 0.05  # where too few moves are known to estimate it: the 5% ban
 DEFAULT_COMPILE_DRIFT = 0.13
 MIN_MOVES = 10  # successive moves (over all of a machine's series) needed to estimate the drift
 Q75_HALF_NORMAL = 1.1503  # the upper quartile of |x| for x normal with unit deviation
+Q50_HALF_NORMAL = 0.6745  # its median
 
 
 @dataclass(frozen=True)
@@ -64,12 +68,47 @@ class Step:
 
 def drift(series: list[list[Point]], default: float = DEFAULT_DRIFT) -> float:
     """The machine's run-to-run drift as a fraction (a standard deviation of the log values), beyond what the points'
-    own intervals hold; `default` where the series hold fewer than MIN_MOVES successive moves."""
+    own intervals hold; where the series hold fewer than MIN_MOVES successive moves, `default` unless few() says
+    more."""
     moves = [math.log(b.value / a.value) for s in series for a, b in zip(s, s[1:]) if a.value > 0 and b.value > 0]
     if len(moves) < MIN_MOVES:
-        return default
+        return max(default, few(series))
     upper = statistics.quantiles([abs(m) for m in moves], n=4)[2]
-    scatter = upper / Q75_HALF_NORMAL / math.sqrt(2)  # per point (a move is the difference of two), robust to steps
+    return _beyond_own(upper / Q75_HALF_NORMAL / math.sqrt(2), series)  # per point: a move is the difference of two
+
+
+def few(series: list[list[Point]]) -> float:
+    """The drift as a handful of runs show it (0 where they cannot): each series of 2 * MIN_SEGMENT points or more
+    split where one step would fit it best, the points' deviations from their side's mean (so a step does not pass
+    for drift, nor do runs that alternate high and low, as successive moves would make them), their median as a
+    normal scatter, widened by Student's t over the normal's at the deviations' degrees of freedom (an estimate
+    from ten points is low as often as high). A handful of runs cannot tell a machine that never moves from one
+    that moves a little, so drift() keeps its default over this; they can show one that moves 10-15%: taken as the
+    default 5%, four runs of three series of such a machine showed a step in 31-51% of drawn series where nothing
+    changed, ten runs of one series in 58-90%; with this, 5-7% and 7-8% (benchmarks/step_noise.py)."""
+    deviations, fitted = [], 0
+    for s in series:
+        y = [math.log(p.value) for p in s if p.value > 0]
+        if len(y) < 2 * MIN_SEGMENT:
+            continue
+        at = min(range(MIN_SEGMENT, len(y) - MIN_SEGMENT + 1), key=lambda k: _spread(y[:k]) + _spread(y[k:]))
+        for side in (y[:at], y[at:]):
+            mean, widen = statistics.fmean(side), math.sqrt(len(side) / (len(side) - 1))
+            deviations += [abs(v - mean) * widen for v in side]
+        fitted += 2
+    if len(deviations) - fitted < 2:
+        return 0.0
+    scatter = statistics.median(deviations) / Q50_HALF_NORMAL * stats.t_critical(len(deviations) - fitted) / Z95
+    return _beyond_own(scatter, series)
+
+
+def _spread(y: list[float]) -> float:
+    mean = statistics.fmean(y)
+    return sum((v - mean) ** 2 for v in y)
+
+
+def _beyond_own(scatter: float, series: list[list[Point]]) -> float:
+    """A per-point scatter less what the points' own intervals already hold."""
     own = [p.log_se ** 2 for s in series for p in s if p.log_se is not None]
     return math.sqrt(max(0.0, scatter ** 2 - (statistics.median(own) if own else 0.0)))
 
