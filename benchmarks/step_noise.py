@@ -5,9 +5,9 @@ each series' steps).
 
 A history is `--series` series (cases of one machine) of `--runs` runs; each run's point is its true value moved
 by the machine's run-to-run drift (normal, `drift`) and its own noise (normal, `se`, its 95% interval ±1.96 se).
-Printed per (se, drift): the series of `--histories` x `--series` with a step where nothing changed (goal: at most 5%, the
-interval's own promise), and with a step of `--effect` from the middle run on, the series where it was found at that
-run (goal: all but a few).
+Printed per (se, drift): the series of `--histories` x `--series` with a step where nothing changed (goal: at
+most 5%, the interval's own promise), and with a step of `--effect` from the middle run on, the series where it
+was found at that run (as often as the noise allows).
 
 Usage: python benchmarks/step_noise.py [--histories 200] [--runs 10] [--series 3] [--effect 1.15] [--seed 1]
 """
@@ -54,9 +54,9 @@ def main() -> None:
     for se, drift in NOISES:
         false = sum(found(rnd, args.runs, se, drift, 1.0, args.series)[0] for _ in range(args.histories))
         real = sum(found(rnd, args.runs, se, drift, args.effect, args.series)[1] for _ in range(args.histories))
-        print(f"se {se:.0%}, drift {drift:.0%}, {args.series} x {args.runs} runs: nothing changed, a step in {false} of {total} "
-              f"series ({false / total:.1%}; goal: at most 5%); a {args.effect}x step found at its run in {real} of "
-              f"{total} ({real / total:.1%})", flush=True)
+        print(f"se {se:.0%}, drift {drift:.0%}, {args.series} x {args.runs} runs: nothing changed, a step in "
+              f"{false} of {total} series ({false / total:.1%}; goal: at most 5%); a {args.effect}x step found at its "
+              f"run in {real} of {total} ({real / total:.1%})", flush=True)
 
 
 if __name__ == "__main__":

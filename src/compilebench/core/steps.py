@@ -6,8 +6,8 @@ each point weighted by 1 / (its own variance + the drift's), with a penalty per 
 that weighted cost). A boundary is kept as a step only where the two segments' means differ at 95%, the search
 allowed for (their difference beyond `critical` standard errors: 1.96 where one boundary was possible, Bonferroni's
 over every boundary the search could have picked beyond that), and by at least the minimum effect; boundaries that
-fail are merged away one by one, the weakest first. Segments hold at least two runs: one run out of line is a blip, not a step,
-until the next run confirms it (the rule PyTorch's HUD applies to its nightly series).
+fail are merged away one by one, the weakest first. Segments hold at least two runs: one run out of line is a blip,
+not a step, until the next run confirms it (the rule PyTorch's HUD applies to its nightly series).
 
 The drift is estimated from the machine's series themselves where they hold MIN_MOVES successive moves or more (the
 upper quartile of the moves, which a few steps do not move, as a normal scatter, less what the points' own
@@ -83,9 +83,9 @@ def few(series: list[list[Point]]) -> float:
     for drift, nor do runs that alternate high and low, as successive moves would make them), their median as a
     normal scatter, widened by Student's t over the normal's at the deviations' degrees of freedom (an estimate
     from ten points is low as often as high). A handful of runs cannot tell a machine that never moves from one
-    that moves a little, so drift() keeps its default over this; they can show one that moves 10-15%: taken as the
-    default 5%, four runs of three series of such a machine showed a step in 31-51% of drawn series where nothing
-    changed, ten runs of one series in 58-90%; with this, 5-7% and 7-8% (benchmarks/step_noise.py)."""
+    that moves a little, so drift() keeps its default over this; they can show one that moves 12%: taken as the
+    default 5%, four runs of three series of such a machine showed a step in 40% of drawn series where nothing
+    changed, ten runs of one series in 77%; with this, 8% and 11% (benchmarks/step_noise.py)."""
     deviations, fitted = [], 0
     for s in series:
         y = [math.log(p.value) for p in s if p.value > 0]

@@ -190,15 +190,16 @@ def regression(s: Series, step: stepsmod.Step, limit: float) -> bool:
 
 def gate(results: list[Result], min_effect: float, max_slowdown: float, max_compile_increase: float,
          made: list[Series] | None = None) -> list[tuple[Series, stepsmod.Step | None, bool]]:
-    """`check --history`: per latency, speed-up, decoded tokens/s and compile seconds series of `results` (`made`:
-    those series as a gate reads them, series(gate=True), where already made), the step it reads (open_step: the one its newest runs complete, or one no run
-    has decided since; None: none) and whether it is a regression: for the worse, its size beyond its limit
-    (max_slowdown; compile seconds: max_compile_increase), and each run since the step beyond it against the runs
-    before the step (the HUD's rule: the last two runs, not one). A compile series' step must also lie beyond its
-    limit over its whole 95% interval (cleared()): one cold compile a run moves 10-20%, and two runs that happen high
-    after two that happened low failed 2-4 in 100 simulated 10-run histories of three models with nothing changed;
-    with the interval, none in 100 (a 1.5x step at ±20% noise still fails 194 of 300 series, the rest said
-    undecided; gated at every run, as a nightly gate is, no pure-noise history failed: benchmarks/compile_gate.py)."""
+    """`check --history`: per latency, speed-up, decoded tokens/s and compile seconds series of `results` (`made`: those
+    series as a gate reads them, series(gate=True), where already made), the step it reads (open_step: the one its
+    newest runs complete, or one no run has decided since; None: none) and whether it is a regression: for the
+    worse, its size beyond its limit (max_slowdown; compile seconds: max_compile_increase), and each run since the
+    step beyond it against the runs before the step (the HUD's rule: the last two runs, not one). A compile series'
+    step must also lie beyond its limit over its whole 95% interval (cleared()): one cold compile a run moves
+    10-20%, and two runs that happen high after two that happened low failed 2-4 in 100 simulated 10-run histories
+    of three models with nothing changed; with the interval, none in 100 (a 1.5x step at ±20% noise still fails 194
+    of 300 series, the rest said undecided; gated at every run, as a nightly gate is, no pure-noise history failed:
+    benchmarks/compile_gate.py)."""
     @functools.cache
     def looks(at: str) -> dict[tuple[str, str, str], Series]:
         return {(s.machine, s.case, s.metric): s for s in series(results, min_effect, until=at, gate=True)}

@@ -110,9 +110,10 @@ def speedup_table(view: View) -> Table:
         "which ran back to back, in an order drawn afresh each round.",
         verdict_note(view.min_effect, view.looks, view.design),
         "cold compile: the first repeat, from an empty compiler state; warm: later repeats, from the on-disk state "
-        f"the first left (their median). {compile_note(view.compile_drift, 'A cold compile')} break-even: cold compile seconds / per-inference saving, the number of inferences after "
-        "which compiling has paid for itself; never when the compiled model saves nothing. Its range: the same at "
-        f"each end of the speed-up's 95% interval, {spread_said(view.compile_drift)}." + _generation_break_even(view),
+        f"the first left (their median). {compile_note(view.compile_drift, 'A cold compile')} break-even: cold "
+        "compile seconds / per-inference saving, the number of inferences after which compiling has paid for itself; "
+        "never when the compiled model saves nothing. Its range: the same at each end of the speed-up's 95% interval, "
+        f"{spread_said(view.compile_drift)}." + _generation_break_even(view),
         "peak memory: on a GPU the allocator's peak over the steady state, plus the CUDA graphs' pools it counts "
         "free though each replay writes into them; on a CPU the process's peak RSS, which for a "
         "compiled case includes the compiler itself."])
