@@ -53,16 +53,22 @@ def result(i: int, model: str, mode: str, ms: float, compile_s: float | None) ->
     return r
 
 
-def failed(rnd: random.Random, runs: int, noise: float, step: float) -> int:
-    """The compile series one history's gate fails."""
+def history_of(rnd: random.Random, runs: int, noise: float, step: float = 1.0, step_from: int | None = None) -> list:
+    """`runs` runs of the three models, each compiled case's cold compile within ±`noise` of 30 s, multiplied by
+    `step` from run `step_from` on."""
     results = []
     for i in range(1, runs + 1):
-        moved = step if i >= runs - 1 else 1.0
+        moved = step if step_from is not None and i >= step_from else 1.0
         for model, mode in CASES:
             compile_s = 30.0 * rnd.uniform(1 - noise, 1 + noise) * moved if mode != "eager" else None
             results.append(result(i, model, mode, (40.0 if mode == "eager" else 20.0) * rnd.uniform(0.985, 1.015),
                                   compile_s))
-    gated = history.gate(results, 0.05, 0.05, 0.15)
+    return results
+
+
+def failed(rnd: random.Random, runs: int, noise: float, step: float) -> int:
+    """The compile series one history's gate fails."""
+    gated = history.gate(history_of(rnd, runs, noise, step, runs - 1), 0.05, 0.05, 0.15)
     return sum(1 for s, _, bad in gated if bad and s.metric == history.COMPILE)
 
 
@@ -70,27 +76,15 @@ def failed_looks(rnd: random.Random, runs: int, noise: float) -> int:
     """Nothing changed, and the gate looks at every run from the fourth, as a CI gate on each night does: the looks
     that failed (on any series: compile, latency or speed-up). A step left undecided stays open until a look decides
     it (history.open_step), so noise has every look to fail a gate in, not only the one that first saw the step."""
-    results = []
-    for i in range(1, runs + 1):
-        for model, mode in CASES:
-            compile_s = 30.0 * rnd.uniform(1 - noise, 1 + noise) if mode != "eager" else None
-            results.append(result(i, model, mode, (40.0 if mode == "eager" else 20.0) * rnd.uniform(0.985, 1.015),
-                                  compile_s))
-    per_run = len(CASES)
+    results = history_of(rnd, runs, noise)
     return sum(1 for n in range(4, runs + 1)
-               if any(bad for _, _, bad in history.gate(results[:n * per_run], 0.05, 0.05, 0.15)))
+               if any(bad for _, _, bad in history.gate(results[:n * len(CASES)], 0.05, 0.05, 0.15)))
 
 
 def caught_at(rnd: random.Random, runs: int, noise: float, step: float) -> int | None:
     """A step from run `runs` - 3 on, gated at every run from its second, as a nightly gate is: the step's run (2, 3
     or 4) whose look failed first on its compile series, None where none did."""
-    results = []
-    for i in range(1, runs + 1):
-        moved = step if i >= runs - 3 else 1.0
-        for model, mode in CASES:
-            compile_s = 30.0 * rnd.uniform(1 - noise, 1 + noise) * moved if mode != "eager" else None
-            results.append(result(i, model, mode, (40.0 if mode == "eager" else 20.0) * rnd.uniform(0.985, 1.015),
-                                  compile_s))
+    results = history_of(rnd, runs, noise, step, runs - 3)
     for k in (2, 3, 4):
         gated = history.gate(results[:(runs - 4 + k) * len(CASES)], 0.05, 0.05, 0.15)
         if any(bad and s.metric == history.COMPILE for s, _, bad in gated):
