@@ -167,7 +167,7 @@ def _step(y, w, start: int, at: int, end: int, z: float) -> Step:
 def critical(n: int) -> float:
     """How many standard errors a step must clear to be one at 95% in a series of n points, its boundary picked by a
     search among every one that leaves MIN_SEGMENT points a side: Z95 where one boundary was possible, beyond that
-    Bonferroni's over the candidates. Read at Z95 whatever the search, steps appeared in 13-23% of drawn series where
+    Bonferroni's over the candidates. Read at Z95 whatever the search, steps appeared in 6-23% of drawn series where
     nothing changed; at this, 2-7% (benchmarks/step_noise.py); the 95% point of the largest |z| over single
     boundaries (a scan statistic, lower) left 10-14% in thirty runs, where a search also compares short segments."""
     return NormalDist().inv_cdf(1 - (1 - 0.95) / 2 / max(1, n - 2 * MIN_SEGMENT + 1))

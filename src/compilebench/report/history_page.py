@@ -26,7 +26,7 @@ def steps_table(series: list[Series]) -> Table:
                  ["step: the mean of the runs after it over the mean of the runs before it (since the step before), "
                   "with its 95% interval from each run's interval and the machine's run-to-run drift, allowing for the "
                   "search: its run is the one picked among every run a step could have started at (Bonferroni's over "
-                  "them; at 1.96 standard errors, 13-23% of drawn series with nothing changed showed a step). A step "
+                  "them; at 1.96 standard errors, 6-23% of drawn series with nothing changed showed a step). A step "
                   "needs two runs on its far side and a size of at least the minimum effect."])
 
 
