@@ -87,7 +87,7 @@ def render(result: tune.Outcome, min_effect: float, db: str) -> str:
         first = start.first_start(r) if r else None
         rows.append([t.config.describe(), str(t.rungs), r.status if r else "",
                      f"{s.value:.3f}x" if s else "", interval(s.low, s.high, "{:.3f}x") if s else "",
-                     cells.verdict_reach(s), cells.compile_s(r, noise.value) if r and r.cold_compile_s else "",
+                     cells.verdict_reach(s), cells.compile_s(r, noise.value, cold_only=True),
                      f"{first.seconds:.2f} ({first.name.rsplit(', ', 1)[-1]})" if first else "", t.dropped or ""])
     notes = [cells.verdict_note(min_effect), cells.compile_note(noise, "cold compile s: a cold compile"),
              TUNE_START_NOTE]

@@ -62,15 +62,21 @@ def num(x: float | None, digits: int | None) -> str:
     return f"{x:.{digits}f}" if digits is not None else f"{x:.2e}"
 
 
-def compile_s(r: Result | None, spread: float, digits: int = 1) -> str:
-    """A result's compile seconds; a cold compile, measured once a case, with the same in brackets as far shorter
-    or longer as one compile moves from another here (View.compile_drift): '22.1 [17.7-27.6]'. A warm compile is
-    a median over its processes, said alone."""
-    if r is None or r.compile_s is None:
+def cold_range(r: Result, spread: float) -> tuple[float, float] | None:
+    """Where a result's compile seconds are a cold compile's, measured once a case: the same as far shorter or
+    longer as one compile moves from another here (`spread`: View.compile_drift); None for a warm compile."""
+    return stats.moved(r.compile_s, spread) if r.compile_s is not None and r.compile_s == r.cold_compile_s else None
+
+
+def compile_s(r: Result | None, spread: float, digits: int = 1, cold_only: bool = False) -> str:
+    """A result's compile seconds, a cold compile's with its cold_range() in brackets: '22.1 [17.7-27.6]'. A warm
+    compile is a median over its processes, said alone (`cold_only`: not said)."""
+    if r is None or r.compile_s is None or (cold_only and not r.cold_compile_s):
         return ""
-    if r.compile_s != r.cold_compile_s or not spread:
+    moved = cold_range(r, spread)
+    if moved is None or not spread:
         return num(r.compile_s, digits)
-    return f"{num(r.compile_s, digits)} [{'-'.join(num(x, digits) for x in stats.moved(r.compile_s, spread))}]"
+    return f"{num(r.compile_s, digits)} [{'-'.join(num(x, digits) for x in moved)}]"
 
 
 def interval(low: float | None, high: float | None, fmt: str = "{:.1f}%") -> str:

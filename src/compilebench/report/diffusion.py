@@ -31,7 +31,7 @@ def _table(g: Group, spread: float) -> Table | None:
             rows.append([g.label(m), c.variant.label, str(r.case.steps), cell(r), per_s,
                          f"{r.decoder_share:.0%}" if r.decoder_share is not None else "",
                          ratio_said(g.speedup(m, c)) if c.variant.compiled else "",
-                         compile_s(r, spread) if r.cold_compile_s else "",
+                         compile_s(r, spread, cold_only=True),
                          f"{r.peak_mem_bytes / 2**20:.0f}" if r.peak_mem_bytes else ""])
     return Table(g.title, header, rows) if rows else None
 

@@ -22,7 +22,7 @@ from compilebench.core.environment import ALWAYS
 from compilebench.core.result import Result
 from compilebench.core.starts import AotStart, MegaStart
 from compilebench.diagnostics import bandwidth, profiling
-from compilebench.report import data, shapes
+from compilebench.report import cells, data, shapes
 from compilebench.report.view import View
 
 # The case's own figures: every metric its repeats declare a column for (core/repeat.py), then the result's.
@@ -103,8 +103,7 @@ def _break_even_columns(r: Result, eager: Result | None, sp, spread: float) -> d
     """The calls until compiling has paid for itself, and the same at the ends of the speed-up's interval with the
     compile `spread` shorter or longer (stats.break_even_range; None: never, or no interval); a cold compile's
     seconds so moved (compile_s_low, compile_s_high: one compile measured once a case)."""
-    cold = r.compile_s if r.compile_s is not None and r.compile_s == r.cold_compile_s else None
-    moved = dict(zip(("compile_s_low", "compile_s_high"), stats.moved(cold, spread) if cold else (None, None)))
+    moved = dict(zip(("compile_s_low", "compile_s_high"), cells.cold_range(r, spread) or (None, None)))
     if sp is None:
         return {**dict.fromkeys(("break_even_inferences", "break_even_fewest", "break_even_most")), **moved}
     ends = stats.break_even_range(r.compile_s, speedups.mean(eager), sp.low, sp.high, spread) or (None, None)

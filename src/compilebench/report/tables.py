@@ -96,7 +96,7 @@ def speedup_table(view: View) -> Table:
         ("95% CI", lambda x: ratio_interval(x[5])),
         ("verdict", lambda x: verdict(x[5])),
         ("interval from", lambda x: paired(x[5])),
-        ("cold compile s", lambda x: compile_s(x[3], view.compile_drift.value) if x[3].cold_compile_s else ""),
+        ("cold compile s", lambda x: compile_s(x[3], view.compile_drift.value, cold_only=True)),
         ("warm compile s", lambda x: num(x[3].warm_compile_s, 1)),
         ("break-even (inferences)", lambda x: "" if x[6] is None else break_even(x[3], x[4])),
         ("break-even range", lambda x: break_even_range(x[3], x[4], x[6], view.compile_drift.value)),
