@@ -79,11 +79,12 @@ BREAK_EVEN_RANGE = re.compile(r" (Its range|break-even: the inferences after whi
                               r"in brackets)(?:[^.]|\.\d)*\.")  # its sentence: 0.80x's point is not its end
 START_SPREAD = re.compile(r", with the first call \d\.\d\dx as long[^;]*;")  # the start-up's pay-off, its compile's noise
 GENERATION_BREAK_EVEN = re.compile(r" Text generation: its speed-up, interval and verdict are per decoded token[^.]*\.")
-SERVING = re.compile(r"\| (\d+\.\d) \[\d+\.\d-\d+\.\d\] \|")  # the start-up's N requests s, its range beside it
-FIRST_ANSWER = re.compile(r"\| (\d+\.\d\d) \[\d+\.\d\d-\d+\.\d\d\] \|")  # a cold start's seconds, their range beside
+SERVING = re.compile(r"\| (\d+\.\d) \[\d+\.\d-\d+\.\d\](?= \|)")  # the start-up's N requests s, its range beside it
+FIRST_ANSWER = re.compile(r"\| (\d+\.\d\d) \[\d+\.\d\d-\d+\.\d\d\](?= \|)")  # a compiled start's seconds, their range
 COMPILE_NOTE = re.compile(r"compile s: a cold compile, measured once a case[^\n]*\n")  # the guide table's note
-COLD_COMPILE = re.compile(r" \(their median\)\. A cold compile, measured once a case, .*?\)\.(?= break-even:)")
-COLD_WORDS = ", and in brackets the same with its first call as far shorter or longer as one compile moves from another"
+COLD_COMPILE = re.compile(r" \(their median\)\. Each has in brackets .*?\)\.(?= break-even:)")
+COLD_WORDS = "; a compiled start has in brackets the same with its first call as far shorter or longer as one compile " \
+    "moves from another"
 SERVING_WORDS = (" N requests s: the start and then N requests at the steady latency, and in brackets the same at the "
                  "ends of its 95% interval, the compile as far shorter or longer.")
 GEOMEAN = " The geomean's interval: the models' (in log space) in quadrature over their count."
@@ -113,9 +114,9 @@ def as_before_62(new: str, old: str) -> tuple[str, str]:
     new, old = new.replace(UNDECIDED_NOTES, ""), old.replace(UNDECIDED_NOTES, "")
     new = BREAK_EVEN_RANGE.sub("", without(new, ("mean ms", "break-even range", "geomean 95% CI")))
     new = START_SPREAD.sub(";", new.replace(RIVAL, "").replace(GEOMEAN, "").replace(SERVING_WORDS, ""))
-    new = FIRST_ANSWER.sub(r"| \1 |", new.replace(COLD_WORDS, ""))  # a cold start's seconds, their range apart
+    new = FIRST_ANSWER.sub(r"| \1", new.replace(COLD_WORDS, ""))  # a compiled start's seconds, their range apart
     new = COLD_COMPILE.sub(".", COMPILE_NOTE.sub("", new))  # a cold compile's range: its notes (cells: SERVING's)
-    new = GENERATION_BREAK_EVEN.sub("", SERVING.sub(r"| \1 |", new))
+    new = GENERATION_BREAK_EVEN.sub("", SERVING.sub(r"| \1", new))
     new = BREAK_EVEN_ENDS.sub(r"| \1 |", new)  # the recommendation's break-even, its range beside it
     return new.replace("| flags | ms | 95% CI ms |", "| flags | mean ms | 95% CI ms |"), old
 # Columns of the report's tables added (or, from the release's side, replaced) since the release, and the legend

@@ -85,11 +85,11 @@ def render(result: tune.Outcome, min_effect: float, db: str) -> str:
         s = t.speedup
         r = t.result
         first = start.first_start(r) if r else None
+        how = f"{start.seconds_said(first, noise.value)} ({first.name.rsplit(', ', 1)[-1]})" if first else ""
         rows.append([t.config.describe(), str(t.rungs), r.status if r else "",
                      f"{s.value:.3f}x" if s else "", interval(s.low, s.high, "{:.3f}x") if s else "",
-                     cells.verdict_reach(s), cells.compile_s(r, noise.value, cold_only=True),
-                     f"{first.seconds:.2f} ({first.name.rsplit(', ', 1)[-1]})" if first else "", t.dropped or ""])
-    notes = [cells.verdict_note(min_effect), cells.compile_note(noise, "cold compile s: a cold compile"),
+                     cells.verdict_reach(s), cells.compile_s(r, noise.value, cold_only=True), how, t.dropped or ""])
+    notes = [cells.verdict_note(min_effect), cells.compile_note(noise, "cold " + cells.COLD),
              TUNE_START_NOTE]
     out += ["", markdown.table(Table("Configurations measured", ["configuration", "rungs", "status", f"speed-up{per}",
                                                                    "95% CI", "verdict", "cold compile s",
@@ -111,7 +111,8 @@ def _compile_cost(result: tune.Outcome, w: tune.Tried, saving: int | None, min_e
     ends = stats.break_even_range(cold, speedups.mean(result.eager), calls.low, calls.high, noise.value) \
         if calls else None
     between = f" ({cells.ends_said(ends, ' to ')} at the interval's ends, {cells.spread_said(noise)})" if ends else ""
-    return (f"Compile cost: {cold:.1f} s cold" + (f", {warm:.1f} s from a warm cache" if warm else "")
+    return (f"Compile cost: {cells.ranged(cold, noise.value)} s cold"
+            + (f", {cells.ranged(warm, noise.value)} s from a warm cache" if warm else "")
             + (f"; it pays for itself after {saving:,} calls{between}." if saving else "; it saves nothing per call."))
 
 
@@ -124,7 +125,8 @@ def compile_noise(result: tune.Outcome) -> drift.Drift:
 TUNE_START_NOTE = ("start: the seconds a new process waited for its first answer (build, load, first call with any "
                    "compile), from the first start each configuration measured: a cold compile, or (AOTInductor) "
                    "loading the package its export built; cold compile s is then the export and packaging, paid "
-                   "once ahead of time.")
+                   "once ahead of time. In brackets: the same with its first call (which holds the compile) as far "
+                   "shorter or longer as one compile moves from another.")
 
 
 def stats_break_even(eager: Result | None, compiled: Result | None) -> int | None:

@@ -62,21 +62,28 @@ def num(x: float | None, digits: int | None) -> str:
     return f"{x:.{digits}f}" if digits is not None else f"{x:.2e}"
 
 
-def cold_range(r: Result, spread: float) -> tuple[float, float] | None:
-    """Where a result's compile seconds are a cold compile's, measured once a case: the same as far shorter or
-    longer as one compile moves from another here (`spread`: View.compile_drift); None for a warm compile."""
-    return stats.moved(r.compile_s, spread) if r.compile_s is not None and r.compile_s == r.cold_compile_s else None
+def compile_range(r: Result, spread: float) -> tuple[float, float] | None:
+    """A result's compile seconds (a cold compile's, measured once a case, else the median of its warm ones) as far
+    shorter or longer as one compile moves from another here (`spread`: View.compile_drift), as its break-even's
+    range moves them; None where it compiled nothing."""
+    return stats.moved(r.compile_s, spread) if r.compile_s is not None else None
 
 
 def compile_s(r: Result | None, spread: float, digits: int = 1, cold_only: bool = False) -> str:
-    """A result's compile seconds, a cold compile's with its cold_range() in brackets: '22.1 [17.7-27.6]'. A warm
-    compile is a median over its processes, said alone (`cold_only`: not said)."""
+    """A result's compile seconds with their compile_range() in brackets: '22.1 [17.7-27.6]' (`cold_only`: none
+    where no repeat compiled cold)."""
     if r is None or r.compile_s is None or (cold_only and not r.cold_compile_s):
         return ""
-    moved = cold_range(r, spread)
-    if moved is None or not spread:
-        return num(r.compile_s, digits)
-    return f"{num(r.compile_s, digits)} [{'-'.join(num(x, digits) for x in moved)}]"
+    return ranged(r.compile_s, spread, digits)
+
+
+def ranged(seconds: float | None, spread: float, digits: int = 1) -> str:
+    """Seconds with, in brackets, the same as far shorter or longer as one compile moves from another (`spread`:
+    View.compile_drift; stats.moved): '4.1 [3.3-5.1]'; alone without a spread."""
+    if seconds is None:
+        return ""
+    low, high = (num(x, digits) for x in stats.moved(seconds, spread))
+    return num(seconds, digits) if low == high else f"{num(seconds, digits)} [{low}-{high}]"
 
 
 def interval(low: float | None, high: float | None, fmt: str = "{:.1f}%") -> str:
@@ -128,10 +135,15 @@ def break_even_range(compiled: Result, eager: Result | None, s: Speedup | None, 
     return ends_said(stats.break_even_range(compiled.compile_s, speedups.mean(eager), s.low, s.high, spread))
 
 
-def compile_note(d: Drift, what: str = "compile s: a cold compile") -> str:
-    """What compile_s() brackets, for a table's note."""
-    return (f"{what}, measured once a case, has in brackets the same divided and multiplied by {1 + d.value:.2f}: "
-            f"how far one compile of a case moves from another here ({d.source}).")
+COLD = "compile s: a cold compile, measured once a case,"
+COLD_OR_WARM = ("compile s: a cold compile, measured once a case (where no repeat compiled cold, a warm one: the median "
+                "of those that compiled warm),")
+
+
+def compile_note(d: Drift, what: str = COLD) -> str:
+    """What compile_s() and ranged() bracket, for a table's note: `what` has in brackets..."""
+    return (f"{what} has in brackets the same divided and multiplied by {1 + d.value:.2f}: how far one compile of a "
+            f"case moves from another here ({d.source}).")
 
 
 def spread_said(d: Drift, what: str = "the compile") -> str:

@@ -13,7 +13,7 @@ from compilebench import kinds
 from compilebench.core import speedups, stats
 from compilebench.core.result import Result
 from compilebench.core.speedups import Speedup
-from compilebench.report.cells import Table, ends_said, ratio_said, spread_said
+from compilebench.report.cells import Table, compile_note, ends_said, ranged, ratio_said, spread_said
 from compilebench.report.data import Column
 from compilebench.report.view import Group, View
 
@@ -61,11 +61,13 @@ def tables(view: View) -> list[Table]:
             if found:
                 out.append(_table(g, m, found, view.compile_drift.value))
     if out:
-        out[-1].notes += [*NOTES, "break-even calls in brackets: the same at each end of the speed-up's interval, "
-                                  f"{spread_said(view.compile_drift, 'the cold preparation')}."]
+        out[-1].notes += [*NOTES, compile_note(view.compile_drift, PREPARED),
+                          "break-even calls in brackets: the same at each end of the speed-up's interval, "
+                          f"{spread_said(view.compile_drift, 'the cold preparation')}."]
     return out
 
 
+PREPARED = "prepare s: the cold preparation, measured once a case, and the warm one, the median of its processes, each"
 HEADER = ["variant", "ms [95%]", "vs eager", "vs best torch.compile", "prepare cold s", "prepare warm s",
           "break-even calls", "against eager", "precision", "version"]
 
@@ -78,7 +80,7 @@ def _table(g: Group, model: str, found: list[Way], spread: float) -> Table:
         r = w.result
         cold, warm = prepared(r)
         rows.append([w.column.header.split(" - ", 1)[-1], time_said(r), ratio_said(w.vs_eager),
-                     ratio_said(w.vs_compile) if w.engine else "", _s(cold), _s(warm),
+                     ratio_said(w.vs_compile) if w.engine else "", ranged(cold, spread, 2), ranged(warm, spread, 2),
                      _break_even(cold, eager, r, w.vs_eager, spread), agreement(r),
                      precision(r), version(r, w.engine)])
     return Table(f"{g.label(model)} on {g.title}", HEADER, rows)
@@ -142,10 +144,6 @@ def version(r: Result | None, engine: str | None) -> str:
     if engine:
         return f"{kinds.title(engine)} {r.engine.version or '?'}"
     return f"torch {r.env.torch_version}"
-
-
-def _s(x: float | None) -> str:
-    return "" if x is None else f"{x:.2f}"
 
 
 NOTES = [

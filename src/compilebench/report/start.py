@@ -72,17 +72,17 @@ def break_even_ends(start: Start, eager: Start, view: View) -> tuple[int | None,
     if s is None or s.low is None or s.high is None:
         return None
     extra_s, e = start.seconds - eager.seconds, eager.steady_ms
-    shorter, longer = _compile_moves(start, view)
+    shorter, longer = _compile_moves(start, view.compile_drift.value)
     return _pays(extra_s - shorter, (e - e / s.high) / 1e3), _pays(extra_s + longer, (e - e / s.low) / 1e3)
 
 
-def _compile_moves(start: Start, view: View) -> tuple[float, float]:
+def _compile_moves(start: Start, spread: float) -> tuple[float, float]:
     """The seconds a compiled start's first call (which holds its compile) may be shorter and longer in another run:
-    as far as one compile of a case moves from another (View.compile_drift); none for no compile."""
+    as far as one compile of a case moves from another (`spread`: View.compile_drift); none for no compile."""
     if not start.result.case.variant.compiled:
         return 0.0, 0.0
     first = start.parts.get("first call", 0.0)
-    shortest, longest = stats.moved(first, view.compile_drift.value)
+    shortest, longest = stats.moved(first, spread)
     return first - shortest, longest - first
 
 
@@ -95,13 +95,12 @@ def _pays(extra_s: float, saving_s: float) -> int | None:
     return math.ceil(round(extra_s / saving_s, 6))
 
 
-def seconds_said(start: Start, view: View) -> str:
-    """Seconds until the first answer; for a compiled start measured in one process (a cold start), in brackets the
-    same with its first call as far shorter or longer as one compile moves from another: '14.15 [11.36-17.63]'."""
-    shorter, longer = _compile_moves(start, view) if start.processes == 1 else (0.0, 0.0)
-    if not longer:
-        return f"{start.seconds:.2f}"
-    return f"{start.seconds:.2f} [{start.seconds - shorter:.2f}-{start.seconds + longer:.2f}]"
+def seconds_said(start: Start, spread: float) -> str:
+    """Seconds until the first answer; for a compiled start, in brackets the same with its first call as far shorter
+    or longer as one compile moves from another, as its pay-off's range moves it: '14.15 [11.36-17.63]'."""
+    shorter, longer = _compile_moves(start, spread)
+    point, low, high = (f"{x:.2f}" for x in (start.seconds, start.seconds - shorter, start.seconds + longer))
+    return point if low == high else f"{point} [{low}-{high}]"  # a first call too short to move what is said
 
 
 def serving_s(start: Start, requests: int) -> float | None:
@@ -116,7 +115,7 @@ def serving_said(start: Start, requests: int, view: View) -> str:
     e = start.result.stats
     if point is None or e.ci95_low is None or e.ci95_high is None:
         return num(point, 1)
-    shorter, longer = _compile_moves(start, view)
+    shorter, longer = _compile_moves(start, view.compile_drift.value)
     low = start.seconds - shorter + requests * e.ci95_low / 1e3
     return f"{point:.1f} [{low:.1f}-{start.seconds + longer + requests * e.ci95_high / 1e3:.1f}]"
 
@@ -224,7 +223,7 @@ def start_tables(view: View) -> list[Table]:
         pick, _ = recommended(m, view)
         columns = [
             ("start", lambda s: s.name + (" (recommended)" if s is pick else "")),
-            ("until the first answer s", lambda s: seconds_said(s, view) if s.processes else ""),
+            ("until the first answer s", lambda s: seconds_said(s, view.compile_drift.value) if s.processes else ""),
             ("of which build / load / first call s", lambda s: " / ".join(
                 f"{s.parts[k]:.2f}" if k in s.parts else "-" for k, _ in PARTS) if s.processes else ""),
             ("processes", lambda s: str(s.processes)),
@@ -268,9 +267,9 @@ def _interval(r: Result) -> str:
 
 NOTE = ("Until the first answer: what a new process waits, measured in one: the model's build (an AOTInductor "
         "package holds its weights and skips it), loading the mega-cache's artifacts or the package, and the first "
-        "call, which holds any compile. A cold start is the first repeat's, and in brackets the same with its first "
-        "call as far shorter or longer as one compile moves from another; the others are medians over the "
-        "repeats that started so (processes). Pays off after: the requests, served one after another, after which "
+        "call, which holds any compile. A cold start is the first repeat's; the others are medians over the repeats "
+        "that started so (processes); a compiled start has in brackets the same with its first call as far shorter "
+        "or longer as one compile moves from another. Pays off after: the requests, served one after another, after which "
         "the start plus the steady latency has cost less than no compile's, and in brackets the same at each end of "
         "the steady speed-up's 95% interval, {spread}; never: it is no faster per request. The recommended start is "
         "the fastest of those whose steady speed-up is `faster` and that pay off within the requests given "
@@ -287,7 +286,7 @@ def recommendation_rows(view: View) -> Table | None:
     columns = [("hardware", lambda x: x[0].hardware), ("torch", lambda x: f"torch {x[0].torch}"),
                ("batch", lambda x: str(x[0].batch_size)), ("Task/Model", lambda x: x[0].label),
                ("start recommended", lambda x: x[1].name if x[1] else ""),
-               ("until the first answer s", lambda x: seconds_said(x[1], view) if x[1] else ""),
+               ("until the first answer s", lambda x: seconds_said(x[1], view.compile_drift.value) if x[1] else ""),
                ("steady ms", lambda x: _steady(x[1].result) if x[1] else ""),
                (f"{requests:,} requests s", lambda x: serving_said(x[1], requests, view) if x[1] else ""),
                ("why", lambda x: x[2])]

@@ -19,6 +19,7 @@ from compilebench.core.stats import Estimate
 from compilebench.core.vocab import FLAGS, Verdict
 from compilebench.report import data, quantization
 from compilebench.report.cells import (
+    COLD_OR_WARM,
     Columns,
     Table,
     break_even,
@@ -33,6 +34,7 @@ from compilebench.report.cells import (
     may_decide,
     num,
     pct,
+    ranged,
     ratio,
     ratio_interval,
     spread_said,
@@ -64,7 +66,8 @@ def guide_table(view: View, g: Group) -> Table:
                     (f"verdict{tag}", lambda m, c=c: verdict(g.speedup(m, c))),
                     (f"compile s{tag}", lambda m, c=c: compile_s(g.result(m, c), view.compile_drift.value))]
     return table(g.title, columns, g.models, [verdict_note(view.min_effect, view.looks, view.design),
-                                              compile_note(view.compile_drift)] if g.compiled_columns else [])
+                                              compile_note(view.compile_drift, COLD_OR_WARM)]
+                 if g.compiled_columns else [])
 
 
 def guide_tables(view: View) -> list[Table]:
@@ -97,7 +100,7 @@ def speedup_table(view: View) -> Table:
         ("verdict", lambda x: verdict(x[5])),
         ("interval from", lambda x: paired(x[5])),
         ("cold compile s", lambda x: compile_s(x[3], view.compile_drift.value, cold_only=True)),
-        ("warm compile s", lambda x: num(x[3].warm_compile_s, 1)),
+        ("warm compile s", lambda x: ranged(x[3].warm_compile_s, view.compile_drift.value)),
         ("break-even (inferences)", lambda x: "" if x[6] is None else break_even(x[3], x[4])),
         ("break-even range", lambda x: break_even_range(x[3], x[4], x[6], view.compile_drift.value)),
         ("peak memory compiled / eager", lambda x: _memory_ratio(x[4], x[3])),
@@ -110,7 +113,7 @@ def speedup_table(view: View) -> Table:
         "which ran back to back, in an order drawn afresh each round.",
         verdict_note(view.min_effect, view.looks, view.design),
         "cold compile: the first repeat, from an empty compiler state; warm: later repeats, from the on-disk state "
-        f"the first left (their median). {compile_note(view.compile_drift, 'A cold compile')} break-even: cold "
+        f"the first left (their median). {compile_note(view.compile_drift, 'Each')} break-even: cold "
         "compile seconds / per-inference saving, the number of inferences after which compiling has paid for itself; "
         "never when the compiled model saves nothing. Its range: the same at each end of the speed-up's 95% interval, "
         f"{spread_said(view.compile_drift)}." + _generation_break_even(view),
