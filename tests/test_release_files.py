@@ -92,6 +92,13 @@ RIVAL = (" Where the run could not tell the pick from the next fastest such vari
          "speed-up over it.")
 REACH = re.compile(r"differences under ±\d+% are out of this run's reach; [^;|]*; ")
 UNDECIDED_NOTES = "Where the machine moved, or a verdict was left undecided:\n\n| note |\n|:---:|\n\n"
+# peak memory read from each process's, with its interval (a CPU's RSS moves): the columns and the words said so
+MEMORY_COLUMNS = ("peak memory compiled / eager", "memory compression")
+MEMORY_WORDS = (" compiled / eager: from each process's peak (log space, as a latency), with its 95% interval where the "
+                "peaks moved from one process to another (a CPU's RSS; a GPU allocator's does not), beside each side's "
+                "(the geometric mean of its processes'); `check` reads the same.",
+                ", and moves from one process to another: each model's ratio then has its interval (the speed-up "
+                "table's), and the geomean's is theirs in quadrature.")
 
 
 def as_before_62(new: str, old: str) -> tuple[str, str]:
@@ -112,6 +119,9 @@ def as_before_62(new: str, old: str) -> tuple[str, str]:
     new = "\n".join(line for line in new.split("\n") if not line.startswith("| undecided: "))
     old = "\n".join(line for line in old.split("\n") if not line.startswith("| undecided: "))
     new, old = new.replace(UNDECIDED_NOTES, ""), old.replace(UNDECIDED_NOTES, "")
+    for words in MEMORY_WORDS:
+        new = new.replace(words, "" if words.startswith(" ") else ".")
+    new, old = without(new, MEMORY_COLUMNS), without(old, MEMORY_COLUMNS)
     new = BREAK_EVEN_RANGE.sub("", without(new, ("mean ms", "break-even range", "geomean 95% CI")))
     new = START_SPREAD.sub(";", new.replace(RIVAL, "").replace(GEOMEAN, "").replace(SERVING_WORDS, ""))
     new = FIRST_ANSWER.sub(r"| \1", new.replace(COLD_WORDS, ""))  # a compiled start's seconds, their range apart

@@ -119,7 +119,7 @@ def _memory(label, b: Result, c: Result, limits: Limits) -> list[Line]:
     beyond the limit. A GPU allocator's peak is the same in every process, so its interval is the value; a CPU's
     peak RSS is not (the quick suite's DETR: 1,086 to 1,278 MiB over three processes of one run), and by value a
     rise within that spread failed the gate. One process a side: by value."""
-    pb, pc = _peaks(b), _peaks(c)
+    pb, pc = data.process_peaks(b), data.process_peaks(c)
     if not pb or not pc:
         return []
     was, now = stats.estimate(pb)[0], stats.estimate(pc)[0]
@@ -236,11 +236,6 @@ def _compile(label, b: Result, c: Result, limit: float, noise: Drift) -> list[Li
     return [dataclasses.replace(line, regression=False, why="", undecided=(
         f"up {line.ratio - 1:.0%}, within how far one cold compile moves from another here, {noise.describe()}: "
         "one compile a side cannot tell it; `compilebench history` over several runs of each side can"))]
-
-
-def _peaks(r: Result) -> list[float]:
-    """Each process's peak memory (bytes)."""
-    return [rep.peak_mem_bytes for rep in r.repeats if rep.status == "ok" and rep.peak_mem_bytes]
 
 
 def _label(r: Result) -> str:

@@ -10,7 +10,6 @@ from collections import Counter
 from dataclasses import dataclass
 
 from compilebench.core import generation
-from compilebench.core.result import Result
 from compilebench.core.vocab import VERDICTS
 from compilebench.report import data
 from compilebench.report.cells import Columns, Table, table
@@ -33,6 +32,7 @@ class _Summary:
     memory: list[float]  # eager peak memory / compiled peak memory, where both were measured alike
     shared: int = 0  # models whose variants shared their processes (--interleave): one peak, nothing to compare
     bounds: tuple = ()  # each model's speed-up interval (low, high), in the order of `speedups`
+    memory_bounds: tuple = ()  # each model's compression interval (low, high), in the order of `memory`
 
     @property
     def geomean(self) -> str:
@@ -43,11 +43,7 @@ class _Summary:
         """The geomean's interval: the models' half-widths (log space) in quadrature over their count. Each is at
         its own critical value (Student's t, or a look's boundary), never under the normal's, so this is at least
         as wide as the normal theory's. None where a model has no interval."""
-        if not self.bounds or any(low is None or high is None for low, high in self.bounds):
-            return None
-        centre = math.log(_geomean([s for s, _ in self.speedups]))
-        half = math.hypot(*(math.log(high / low) / 2 for low, high in self.bounds)) / len(self.bounds)
-        return math.exp(centre - half), math.exp(centre + half)
+        return _in_quadrature([s for s, _ in self.speedups], self.bounds)
 
     @property
     def geomean_said(self) -> str:
@@ -61,7 +57,13 @@ class _Summary:
 
     @property
     def memory_compression(self) -> str:
-        return f"{_geomean(self.memory):.2f}x" if self.memory else ""
+        """'1.18x [1.05-1.32]': the geometric mean of the models' and its interval as the speed-ups' (where each
+        model's peaks moved between processes; the interval left out where it says no more)."""
+        if not self.memory:
+            return ""
+        found = _in_quadrature(self.memory, self.memory_bounds)
+        ends = "" if found is None or f"{found[0]:.2f}" == f"{found[1]:.2f}" else f" [{found[0]:.2f}-{found[1]:.2f}]"
+        return f"{_geomean(self.memory):.2f}x{ends}"
 
     def extreme(self, pick) -> str:
         return "" if not self.speedups else f"{(e := pick(self.speedups))[1]} ({e[0]:.2f}x)"
@@ -84,22 +86,27 @@ def _geomean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
+def _in_quadrature(values: list[float], bounds: tuple) -> tuple[float, float] | None:
+    """The geomean's interval: the models' half-widths (log space) in quadrature over their count. Each is at its
+    own critical value (Student's t, or a look's boundary), never under the normal's, so this is at least as wide
+    as the normal theory's. None where a model has no interval."""
+    if not bounds or any(low is None or high is None for low, high in bounds):
+        return None
+    centre = math.log(_geomean(values))
+    half = math.hypot(*(math.log(high / low) / 2 for low, high in bounds)) / len(bounds)
+    return math.exp(centre - half), math.exp(centre + half)
+
+
 def _summarise(g: Group, c: Column) -> _Summary:
     measured = [(m, s) for m in g.models if (s := g.verdict(m, c)) is not None]
     compiled = [r for m in g.models if (r := g.result(m, c)) is not None]
-    memory = [e.peak_mem_bytes / r.peak_mem_bytes for m, _ in measured
-              if (r := g.result(m, c)) and (e := g.eager(m, c)) and _alike_peaks(e, r)]
+    # compiled over eager (data.memory_ratio, as the tables read it), turned over: eager's peak over compiled's
+    ratios = [found for m, _ in measured if (r := g.result(m, c)) and (found := data.memory_ratio(g.eager(m, c), r))]
     shared = sum(1 for m, _ in measured if data.shared_process(g.eager(m, c), g.result(m, c)))
     return _Summary(g, c, [(s.value, g.label(m)) for m, s in measured], Counter(s.verdict for _, s in measured),
-                    sum(1 for r in compiled if r.status != "ok"), len(compiled), memory, shared,
-                    tuple((s.low, s.high) for _, s in measured))
-
-
-def _alike_peaks(eager: Result, compiled: Result) -> bool:
-    """Both peaks measured, measured the same way (the allocator's, or the process's RSS), and in processes of
-    their own (an interleaved process's peak is both variants')."""
-    return bool(eager.peak_mem_bytes and compiled.peak_mem_bytes and eager.peak_mem_kind == compiled.peak_mem_kind
-                and not data.shared_process(eager, compiled))
+                    sum(1 for r in compiled if r.status != "ok"), len(compiled), [1 / x for x, _, _ in ratios],
+                    shared, tuple((s.low, s.high) for _, s in measured),
+                    tuple((1 / high if high else None, 1 / low if low else None) for _, low, high in ratios))
 
 
 def summaries(view: View) -> list[_Summary]:
@@ -140,4 +147,6 @@ def summary_table(view: View) -> Table:
         "count.",
         "memory compression = eager's peak memory / compiled's (above 1: compiling saved memory), geometric mean over "
         "the same models, but for those whose variants shared each process (--interleave: one peak, both's); on a "
-        "CPU a peak is the process's RSS, which for a compiled case includes the compiler."])
+        "CPU a peak is the process's RSS, which for a compiled case includes the compiler, and moves from one "
+        "process to another: each model's ratio then has its interval (the speed-up table's), and the geomean's "
+        "is theirs in quadrature."])

@@ -119,7 +119,9 @@ def speedup_table(view: View) -> Table:
         f"{spread_said(view.compile_drift)}." + _generation_break_even(view),
         "peak memory: on a GPU the allocator's peak over the steady state, plus the CUDA graphs' pools it counts "
         "free though each replay writes into them; on a CPU the process's peak RSS, which for a "
-        "compiled case includes the compiler itself."])
+        "compiled case includes the compiler itself. compiled / eager: from each process's peak (log space, as a "
+        "latency), with its 95% interval where the peaks moved from one process to another (a CPU's RSS; a GPU "
+        "allocator's does not), beside each side's (the geometric mean of its processes'); `check` reads the same."])
 
 
 def _generation_break_even(view: View) -> str:
@@ -131,12 +133,16 @@ def _generation_break_even(view: View) -> str:
 
 
 def _memory_ratio(eager: Result | None, compiled: Result) -> str:
-    e, c = eager and eager.peak_mem_bytes, compiled.peak_mem_bytes
-    if not e or not c or eager.peak_mem_kind != compiled.peak_mem_kind:
-        return ""
-    if data.shared_process(eager, compiled):
-        return "one process held both"
-    return f"{c / e:.2f}x ({c / 2**20:,.0f} / {e / 2**20:,.0f} MiB)"
+    """'1.18x [1.05-1.32] (1,210 / 1,025 MiB)': data.memory_ratio, beside each side's peak (the geometric mean of
+    its processes'); the interval left out where it says no more than the ratio (a GPU allocator's peaks)."""
+    found = data.memory_ratio(eager, compiled)
+    if found is None:
+        both = eager is not None and eager.peak_mem_bytes and compiled.peak_mem_bytes
+        return "one process held both" if both and data.shared_process(eager, compiled) else ""
+    ratio, low, high = found
+    ends = "" if low is None or f"{low:.2f}" == f"{high:.2f}" else f" [{low:.2f}-{high:.2f}]"
+    c, e = (stats.estimate(data.process_peaks(r))[0] / 2**20 for r in (compiled, eager))
+    return f"{ratio:.2f}x{ends} ({c:,.0f} / {e:,.0f} MiB)"
 
 
 @dataclass(frozen=True)
