@@ -136,8 +136,8 @@ def break_even_range(compiled: Result, eager: Result | None, s: Speedup | None, 
 
 
 COLD = "compile s: a cold compile, measured once a case,"
-COLD_OR_WARM = ("compile s: a cold compile, measured once a case (where no repeat compiled cold, a warm one: the median "
-                "of those that compiled warm),")
+COLD_OR_WARM = ("compile s: a cold compile, measured once a case (where no repeat compiled cold, a warm one: the "
+                "median of those that compiled warm),")
 
 
 def compile_note(d: Drift, what: str = COLD) -> str:
