@@ -12,6 +12,7 @@ from conftest import stored
 from compilebench.diagnostics import profiling, traces
 from compilebench.diagnostics.profiling import MATMUL_CONV, OTHER, OUTSIDE, Event
 from compilebench.measure import compiler
+from compilebench.report import why
 
 QUICK = ["--iters", "5", "--warmup", "0", "--min-iters", "1", "--device", "cpu", "--quiet", "--format", "md,csv"]
 
@@ -126,6 +127,54 @@ def test_profile_is_a_pass_after_the_timed_loop_once_per_case(main_here, tmp_pat
     assert [len(rep["samples_ms"]) for r in unprofiled for rep in r["repeats"]] == [5, 5]  # as with the profile
 
 
+def test_inductors_checks_of_the_cpu_are_timed_from_the_first_watch_until_a_reset(monkeypatch):
+    """Each check (a library built per instruction set and loaded in a new process: here a fake clock's 0.75 s) adds
+    to what the checks spent; a new case starts from none; a process that never watched records none."""
+    from torch._inductor import cpu_vec_isa
+
+    from compilebench.measure import cpu_checks
+
+    clock = [0.0]
+
+    def check(self, code):
+        clock[0] += 0.75
+        return True
+
+    monkeypatch.setattr(cpu_vec_isa.VecISA, "check_build", check)
+    monkeypatch.setattr(cpu_checks, "_spent", {"s": 0.0, "watched": False})
+    monkeypatch.setattr(cpu_checks.time, "perf_counter", lambda: clock[0])
+    assert cpu_checks.spent() is None
+    cpu_checks.watch()
+    cpu_checks.watch()  # once a process: not timed twice
+    isa = cpu_vec_isa.VecAVX2()
+    assert isa.check_build("code") and isa.check_build("code")
+    assert cpu_checks.spent() == pytest.approx(1.5)
+    cpu_checks.reset()
+    assert cpu_checks.spent() == 0.0
+
+
+def test_the_compiler_table_says_what_of_a_compile_was_the_cpus_checks_where_any_were_timed():
+    import fakeresults as fr
+
+    from compilebench.core.why import CompilePhases
+    from compilebench.report.view import View
+
+    def compiled(checks):
+        r = fr.result("resnet-50", 1, "default", 5.0, env=fr.CPU, compile_s=17.3)
+        for rep in r.repeats:
+            rep.compile_phases = CompilePhases(dynamo_s=1.0, aot_s=1.0, inductor_s=15.3, codegen_s=2.0,
+                                               cpu_checks_s=checks)
+        r.derive()
+        return r
+
+    results = [fr.result("resnet-50", 1, "eager", 10.0, env=fr.CPU), compiled(9.2)]
+    table = why.compiler_table(View(results))
+    (row,) = table.records()
+    assert row["of it CPU checks s"] == "9.20" and why.CPU_CHECKS in table.notes
+    table = why.compiler_table(View([results[0], compiled(None)]))  # a GPU's compile, or a torch without them
+    assert "of it CPU checks s" not in table.header and why.CPU_CHECKS not in table.notes
+
+
 def test_compile_trace_keeps_the_log_and_the_compile_phases(main_here, tmp_path, monkeypatch):
     monkeypatch.setattr(traces.shutil, "which", lambda *a, **k: None)  # as where tlparse is not installed
     results = _run(main_here, tmp_path, "--compile-trace", repeats=1)
@@ -136,7 +185,8 @@ def test_compile_trace_keeps_the_log_and_the_compile_phases(main_here, tmp_path,
     assert kept.get("html") is None and "pip install tlparse" in kept["why_not"]
     assert not eager["repeats"][0]["compile_trace"]  # nothing compiled: nothing traced
     phases = compiled["repeats"][0]["compile_phases"]
-    assert set(phases) == {"dynamo_s", "aot_s", "inductor_s", "codegen_s"} and phases["dynamo_s"] > 0
+    assert set(phases) == {"dynamo_s", "aot_s", "inductor_s", "codegen_s", "cpu_checks_s"} and phases["dynamo_s"] > 0
+    assert 0 <= phases["cpu_checks_s"] <= phases["inductor_s"]  # none where this process had checked its CPU before
 
 
 def test_a_trace_an_interrupted_run_kept_is_rendered_by_the_next(main_here, tmp_path, monkeypatch):
@@ -192,9 +242,11 @@ def test_a_profiled_and_traced_inductor_run_in_worker_processes(cli, tmp_path):
     assert any(n.startswith("compiled graph") for n in names), names
     assert compiled["bytes_moved"] > 0 and eager["bytes_moved"] > 0  # inductor's count; the operators' count
     assert first["compile_trace"]["html"] and os.path.exists(first["compile_trace"]["html"])
-    assert set(first["compile_phases"]) == {"dynamo_s", "aot_s", "inductor_s", "codegen_s"}
-    assert first["compile_phases"]["inductor_s"] > 0
+    assert set(first["compile_phases"]) == {"dynamo_s", "aot_s", "inductor_s", "codegen_s", "cpu_checks_s"}
+    # a new process from an empty compiler state: inductor built and loaded its checks of this CPU, within its phase
+    assert 0 < first["compile_phases"]["cpu_checks_s"] < first["compile_phases"]["inductor_s"]
     text = next(tmp_path.rglob("report.md")).read_text()
+    assert "| of it CPU checks s |" in text and why.CPU_CHECKS in text
     for heading in ("### Where the time goes: Image Classification/ResNet", "### What the compiler did",
                     "### How close to the hardware: forward passes"):
         assert heading in text

@@ -47,6 +47,8 @@ class CompilePhases(Record):
     aot_s: float | None = column(csv="compile_aot_s")  # AOT autograd: the backend's time outside inductor
     inductor_s: float | None = column(csv="compile_inductor_s")
     codegen_s: float | None = column(csv="compile_codegen_s")  # part of inductor's
+    # part of inductor's too: its checks of this CPU's instruction sets (measure/cpu_checks), the machine's cost
+    cpu_checks_s: float | None = column(csv="compile_cpu_checks_s")
 
 
 @dataclass(kw_only=True)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from compilebench import kinds
 from compilebench.core.errors import UserError
 from compilebench.core.variant import Variant
+from compilebench.measure import cpu_checks
 
 
 def compile_kwargs(variant: Variant) -> dict:
@@ -168,6 +169,8 @@ def reset_dynamo() -> None:
     from torch._dynamo.utils import compilation_time_metrics, counters
 
     torch._dynamo.reset()
+    cpu_checks.watch()  # imported with dynamo: costs nothing here
+    cpu_checks.reset()
     counters.clear()
     compilation_time_metrics.clear()
     metrics = _metrics_api()
@@ -265,8 +268,11 @@ def compile_stats() -> CompileStats:
         hits = counters["inductor"]["fxgraph_cache_hit"]
     reasons = counters["graph_break"]  # the only record of why a graph broke
     recompiles = [_first_line(why) for m in records if (why := getattr(m, "recompile_reason", None))]
+    split = phases(records)
+    if split and (checks := cpu_checks.spent()) is not None:
+        split["cpu_checks_s"] = checks  # within inductor's phase: the machine's part of it
     return CompileStats(float(compile_s), graph_count(), int(hits), sum(reasons.values()),
-                        sorted(r.strip().splitlines()[0] for r in reasons), recompiles, phases(records),
+                        sorted(r.strip().splitlines()[0] for r in reasons), recompiles, split,
                         sum(1 for m in records if _hit_limit(getattr(m, "fail_reason", None))))
 
 

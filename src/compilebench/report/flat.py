@@ -157,7 +157,8 @@ def shape_columns(r: Result) -> dict:
             "pad_to": " ".join(map(str, c.variant.pad_to)) or None}
 
 
-WHY = ("compile_dynamo_s", "compile_aot_s", "compile_inductor_s", "compile_codegen_s", "recompile_reasons",
+WHY = ("compile_dynamo_s", "compile_aot_s", "compile_inductor_s", "compile_codegen_s", "compile_cpu_checks_s",
+       "recompile_reasons",
        "compile_trace", "profile_trace", "profile_ms", "profile_matmul_conv_ms", "profile_other_kernels_ms",
        "profile_outside_kernels_ms", "profile_op_calls", "profile_gpu_kernels", "bytes_moved", "flop_per_byte",
        "achieved_gbs", "decode_bytes_per_step", "decode_gbs", "decode_gbs_ci95_low", "decode_gbs_ci95_high")

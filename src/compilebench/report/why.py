@@ -98,6 +98,13 @@ def _explained(view: View) -> list[Result]:
     return [r for r in view.latest if r.case.variant.compiled and (r.compile_phases or r.compile_trace)]
 
 
+CPU_CHECKS = ("CPU checks: part of inductor's phase, its checks of which vector instruction sets this CPU runs (a "
+              "small library built per set into the compiler's cache, and loaded in a new Python process), once a "
+              "process. A cold compile starts from an empty compiler state and builds them; a process on a machine "
+              "that has compiled before (its cache holds them) skips the builds and only loads them: a cost of the "
+              "machine's, not of the model.")
+
+
 def compiler_table(view: View) -> Table | None:
     """What the compiler did for each compiled case: its compile seconds split into phases, graphs, graph breaks,
     recompiles, the blocks a regional compile compiled and the frames past the recompile limit (where any case
@@ -114,6 +121,8 @@ def compiler_table(view: View) -> Table | None:
         ("AOT autograd s", lambda r: _phase(r, "aot_s")),
         ("inductor s", lambda r: _phase(r, "inductor_s")),
         ("of it code generation s", lambda r: _phase(r, "codegen_s")),
+        *([("of it CPU checks s", lambda r: _phase(r, "cpu_checks_s"))]
+          if any(r.compile_phases.cpu_checks_s for r in rows) else []),
         ("graphs", lambda r: "" if r.graphs is None else str(r.graphs)),
         ("graph breaks", lambda r: "" if r.graph_breaks is None else str(r.graph_breaks)),
         ("recompiles", lambda r: str(len(r.recompile_reasons))),
@@ -127,6 +136,7 @@ def compiler_table(view: View) -> Table | None:
     notes = ["The phases are dynamo's own compilation metrics, summed over the graphs compiled: dynamo's tracing, "
              "AOT autograd, inductor (code generation is part of inductor's). A warm compile's inductor phase is "
              "mostly cache reads. A compile traced with --compile-trace takes longer for the writing.",
+             *([CPU_CHECKS] if any(r.compile_phases.cpu_checks_s for r in rows) else []),
              *[f"- compile trace without HTML: {why}" for why in missing]]
     return _linked(table("What the compiler did", columns, rows, notes))
 
