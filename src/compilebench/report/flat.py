@@ -101,8 +101,8 @@ def _verdict_columns(view: View, r: Result, eager: Result | None) -> dict:
 
 def _break_even_columns(r: Result, eager: Result | None, sp, spread: float) -> dict:
     """The calls until compiling has paid for itself, and the same at the ends of the speed-up's interval with the
-    compile `spread` shorter or longer (stats.break_even_range; None: never, or no interval); a cold compile's
-    seconds so moved (compile_s_low, compile_s_high: cells.compile_range)."""
+    compile `spread` shorter or longer (stats.break_even_range; None: never, or no interval); the compile's seconds
+    so moved (compile_s_low, compile_s_high: cells.compile_range, a warm compile's where none was cold)."""
     moved = dict(zip(("compile_s_low", "compile_s_high"), cells.compile_range(r, spread) or (None, None)))
     if sp is None:
         return {**dict.fromkeys(("break_even_inferences", "break_even_fewest", "break_even_most")), **moved}
