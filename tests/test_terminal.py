@@ -102,6 +102,21 @@ def test_the_break_even_range_holds_how_far_one_compile_moves_from_another_in_th
     assert "compile s: one cold compile, measured once a case; another of the same case may take 0.91x to 1.10x" in said
 
 
+def test_a_compile_no_repeat_made_cold_is_said_to_be_the_warm_ones_median():
+    """A run on a --compile-cache folder that already held the case compiles warm in every repeat: its compile s is
+    the warm ones' median, and the legend, which said 'one cold compile' whatever the row held, says so."""
+    eager = fr.result("resnet-50", 1, "eager", 4.0, env=fr.CPU)
+    compiled = fr.result("resnet-50", 1, "default", 2.0, env=fr.CPU, compile_s=3.0)
+    said = " ".join(terminal.summary(View([eager, compiled]), 100).split())
+    assert "compile s: one cold compile, measured once a case; another" in said
+    for rep in compiled.repeats:
+        rep.compile_cache = "dir"
+    compiled.derive()
+    assert (compiled.cold_compile_s, compiled.compile_s) == (None, 3.0)
+    said = " ".join(terminal.summary(View([eager, compiled]), 100).split())
+    assert f"compile s: one cold compile, measured once a case {' '.join(terminal.WARM_WORDS.split())}; another" in said
+
+
 def test_a_pick_the_run_could_not_tell_from_the_next_fastest_says_so():
     """Two compiled modes both faster than eager, a few percent apart within their noise: the faster by its estimate
     is the pick, and its line and the recommendation say the run could not tell it from the other."""

@@ -188,7 +188,7 @@ def fit(header: list[str], body: list[list[str]], width: int = WIDTH, free: tupl
 
 def summary(view: View, width: int = WIDTH) -> str:
     """The run's answer in at most `width` columns."""
-    out, said = [], []
+    out, said, warm = [], [], False
     for g in view.groups:
         if g.generation:
             continue  # text generation has its own few columns: generation_summary
@@ -196,6 +196,7 @@ def summary(view: View, width: int = WIDTH) -> str:
         if not found:
             continue
         out += ["", g.title, *fit(HEADER, [r.cells() for r in found], width)]
+        warm |= any(r.compiled is not None and r.compiled.compile_s != r.compiled.cold_compile_s for r in found)
         several = sum(1 for x in view.groups if not x.generation) > 1
         said += [w for r in found if (w := r.words(view.min_effect, several))]
     out += generation_summary(view, width)
@@ -216,7 +217,8 @@ def summary(view: View, width: int = WIDTH) -> str:
             f"ms: {stats.PER_PROCESS_WORDS}, over processes. speed-up: eager ms / compiled ms{per}, with its interval "
             f"between processes ({confidence}). verdict: faster or slower beyond {view.min_effect:.0%}, same within "
             "it, else inconclusive, with the smallest effect it could see."
-            + (" compile s: one cold compile, measured once a case; another of the same case may take "
+            + (" compile s: one cold compile, measured once a case" + (WARM_WORDS if warm else "")
+               + "; another of the same case may take "
                f"{1 / (1 + view.compile_drift.value):.2f}x to {1 + view.compile_drift.value:.2f}x its seconds here. "
                "break-even: calls until compiling has paid for itself, at each end of the speed-up's interval "
                f"{spread_said(view.compile_drift)} (never: that end saves nothing per call)." if said else "")
@@ -228,6 +230,8 @@ def summary(view: View, width: int = WIDTH) -> str:
 
 
 GEN_WORDS = " (text generation: per decoded token, the figure its verdict reads)"
+WARM_WORDS = (" (where no repeat compiled cold, as from a --compile-cache folder that held the case, the warm ones' "
+              "median)")
 GEN_HEADER = ["model", "variant", "TTFT ms", "ms/token", "tokens/s", "per token vs eager", "verdict"]
 
 
