@@ -161,6 +161,19 @@ def _held(info) -> dict[str, int]:
     return {kind: len(keys) for kind, keys in sorted((getattr(info, "artifacts", None) or {}).items()) if keys}
 
 
+def is_user_folder(mode: str) -> bool:
+    """Whether --compile-cache names the user's own folder (DIR), kept between runs."""
+    return mode not in ("cold", "warm") and not settings.is_mega(mode)
+
+
+def user_folder(path: str) -> tuple[dict[str, str], str]:
+    """The user's --compile-cache DIR as a job starts from it, and what it is: cold while it holds nothing (the first
+    repeat compiles into it from nothing: recorded as a cache folder, its seconds were a median with the warm
+    ones'), else dir."""
+    state = "cold" if is_empty(path) else "dir"
+    return env_for(path), state
+
+
 def for_job(mode: str, states: StateFolders, name: str,
             every_repeat_cold: bool = False) -> tuple[dict[str, str], str, str | None]:
     """The private compiler state a job starts from, what it is, and (--compile-cache mega) its artifacts file:
@@ -176,8 +189,8 @@ def for_job(mode: str, states: StateFolders, name: str,
         artifacts = os.path.join(kept or states.folder(f"{name}-artifacts"), f"{name}.megacache")
         folder = states.folder(f"{name}-mega-{uuid.uuid4().hex[:8]}")
         return env_for(folder), "mega" if os.path.exists(artifacts) else "cold", artifacts
-    if mode not in ("cold", "warm"):
-        return env_for(mode), "dir", None
+    if is_user_folder(mode):
+        return (*user_folder(mode), None)
     if mode == "warm":
         folder = states.folder(f"{name}-warm-{uuid.uuid4().hex[:8]}")
         return env_for(folder), "warm", None

@@ -67,8 +67,8 @@ def run_unit(job: dict, timeout_s: float | None, threads: int, unit_id: int, eve
     device_env = devices.gpu_env(0, uuid) if gpus else {}
     states = compiler_state.StateFolders()
     try:
-        if work.compile_cache == "dir":
-            env = compiler_state.env_for(work.cases[0].compile_cache)
+        if compiler_state.is_user_folder(work.cases[0].compile_cache):  # as this node holds it
+            env, work.compile_cache = compiler_state.user_folder(work.cases[0].compile_cache)
         else:
             env = compiler_state.env_for(states.folder("case"))
             work.compile_cache = "warm" if work.compile_cache == "warm" else "cold"
