@@ -286,6 +286,19 @@ def test_a_compile_cache_folder_that_holds_nothing_starts_cold_and_then_is_a_cac
     states.close()
 
 
+@pytest.mark.parametrize("hits, state", [(0, "cold"), (1, "dir")])
+def test_a_case_that_found_none_of_its_graphs_in_a_shared_compile_cache_folder_compiled_cold(hits, state):
+    """One folder for a run of several models: the second model's first repeat finds the first's files there, none
+    of its own graphs (inductor's cache hits: none), and compiles from nothing: cold, as an empty folder's first."""
+    from compilebench.core.repeat import Repeat
+    from compilebench.measure import compiler, invariants, recording
+
+    rep = Repeat(compile_cache="dir")
+    stats = compiler.CompileStats(compile_s=19.8 if state == "cold" else 2.2, graphs=1, cache_hits=hits, graph_breaks=0)
+    recording.record_compile(rep, stats, 0, invariants.CudaGraphs(), Case("resnet-50", 1, Variant("default")))
+    assert rep.compile_cache == state
+
+
 def test_inductor_options_go_to_torch_compile_with_only_their_own_modes_table():
     from compilebench.measure.compiler import compile_kwargs
 

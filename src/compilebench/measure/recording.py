@@ -224,6 +224,8 @@ def record_compile(rep: Repeat, compiled, recompiles: int | None, cudagraphs: in
     if case.variant.prepared:
         return
     rep.compile_s, rep.graphs, rep.compile_cache_hits = compiled.compile_s, compiled.graphs, compiled.cache_hits
+    if rep.compile_cache == "dir" and compiled.graphs and not compiled.cache_hits:
+        rep.compile_cache = "cold"  # the user's folder held none of this case's graphs (another model's, or none)
     rep.graph_breaks, rep.break_reasons = compiled.graph_breaks, compiled.break_reasons
     rep.recompile_reasons, rep.compile_phases = compiled.recompile_reasons, CompilePhases.from_dict(compiled.phases)
     rep.recompile_limit_hits = compiled.limit_hits
