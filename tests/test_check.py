@@ -205,6 +205,20 @@ def test_two_sides_without_a_case_in_common_are_an_error_naming_what_sets_them_a
     assert p.returncode == 2 and p.stderr.strip().endswith("settings): not one model is in both"), p.stderr
 
 
+def test_one_file_against_itself_or_its_copy_is_refused_not_read_as_the_same(tmp_path):
+    # Before: every ratio read 1.000 [1.000-1.000] "same", as if the cases had been measured twice.
+    fr.fill(tmp_path / "base.db", base())
+    (tmp_path / "copy.db").write_bytes((tmp_path / "base.db").read_bytes())
+    for args in (("compare", "base.db", "base.db"), ("compare", "base.db", "copy.db"),
+                 ("check", "copy.db", "--baseline", "base.db", "--junit", "j.xml")):
+        p = run_cli(*args, cwd=tmp_path)
+        assert p.returncode == 2 and "hold the same measurements (one results file, or a copy of it)" in p.stderr, \
+            p.stdout + p.stderr
+        assert len(p.stderr.strip().splitlines()) == 1 and not (tmp_path / "j.xml").exists()
+    fr.fill(tmp_path / "again.db", base())  # the same figures measured again are two measurements
+    assert run_cli("check", "again.db", "--baseline", "base.db", "--drift", "2%", cwd=tmp_path).returncode == 0
+
+
 def test_the_command_exits_0_1_or_2_and_writes_junit_and_a_summary(tmp_path):
     fr.fill(tmp_path / "base.db", base())
     fr.fill(tmp_path / "same.db", base())

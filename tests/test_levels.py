@@ -205,7 +205,8 @@ def test_two_machines_of_one_hardware_give_one_speedup_in_the_table_the_csv_and_
     assert group.result("vit", column).env.hostname == "box-b"
     in_csv = next(row for row in flat.rows(view) if row["variant"] == "default" and "box-b" in row["machine_id"])
     mine = compare.select(results, "box-b")
-    lines, _ = check.check(mine, mine)
+    again = [dataclasses.replace(r, result_id=f"again-{r.result_id}") for r in mine]  # measured twice
+    lines, _ = check.check(mine, again)
     (line,) = [l for l in lines if l.metric == "speed-up over eager"]
     assert in_table.value == pytest.approx(1.25, rel=1e-6)
     assert in_csv["speedup"] == pytest.approx(in_table.value) and line.candidate == f"{in_table.value:.2f}x"

@@ -289,12 +289,12 @@ def test_publishing_again_into_the_folder_leaves_only_the_runs_given(tmp_path, m
 
 
 def test_a_published_folder_is_a_side_of_compare_and_check(tmp_path, main_here):
-    db = _results_file(tmp_path)
+    db, other = _results_file(tmp_path), _results_file(tmp_path, "b.db", tag="two")
     assert main_here("publish", db, "--out", "pub")[0] == 0
-    code, out, err = main_here("compare", "pub", str(db))
+    code, out, err = main_here("compare", "pub", str(other))
     assert code == 0, err
     assert "resnet-50" in out.lower() or "ResNet" in out
-    code, out, err = main_here("check", str(db), "--baseline", "pub")
+    code, out, err = main_here("check", str(other), "--baseline", "pub")
     assert code == 0, err
 
 

@@ -69,8 +69,8 @@ def check(baseline: list[Result], candidate: list[Result], limits: Limits = Limi
     moved = drift or driftmod.estimate([*baseline, *candidate], under_test=cand.values())
     compiles = driftmod.estimate([*baseline, *candidate], lambda r: r.compile_s, driftmod.COMPILE_DEFAULT,
                                  cand.values())
-    if not set(base) & set(cand):  # a gate that compared nothing must not pass
-        raise UserError(f"nothing to check: {compare.nothing_in_common(base, cand, 'the baseline', 'the candidate')}")
+    if (unfit := compare.incomparable(base, cand, "the baseline", "the candidate")) is not None:
+        raise UserError(f"nothing to check: {unfit}")  # a gate that compared nothing must not pass
     lines: list[Line] = []
     used: Drift | None = None
     paired = pairing.Pairing(base.values()), pairing.Pairing(cand.values())

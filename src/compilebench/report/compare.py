@@ -67,6 +67,19 @@ def nothing_in_common(a: dict[str, Result], b: dict[str, Result], a_name: str, b
         f"{name}: {sa.get(name)} ({a_name}), {sb.get(name)} ({b_name})" for name in _differ(sa, sb)))
 
 
+def incomparable(a: dict[str, Result], b: dict[str, Result], a_name: str, b_name: str) -> UserError | None:
+    """Why two sides cannot be compared: no case in common (nothing_in_common), or every case in common one and the
+    same measurement (a file given as both, or a copy of it: every ratio would read 1.000 exactly, "same", as if
+    measured twice); None where they can."""
+    common = set(a) & set(b)
+    if not common:
+        return nothing_in_common(a, b, a_name, b_name)
+    if all((a[k].result_id, len(a[k].repeats)) == (b[k].result_id, len(b[k].repeats)) for k in common):
+        return UserError(f"{a_name} and {b_name} hold the same measurements (one results file, or a copy of it): "
+                         f"give two results files, or two environments of one run")
+    return None
+
+
 def _settings(r: Result) -> dict:
     """What a case is matched on (pairing.match_key), one level: the variant's fields beside the case's."""
     case = {k: v for k, v in {**r.case_extra, **r.case.to_dict()}.items() if k not in ("device", "environment")}
@@ -118,8 +131,8 @@ def compare(a: list[Result], b: list[Result], a_name: str, b_name: str, min_effe
     a_cases = one_per_case(a, a_name, "--machine-a", "--env-a")
     b_cases = one_per_case(b, b_name, "--machine-b", "--env-b")
     keys = list(dict.fromkeys([*a_cases, *b_cases]))
-    if not set(a_cases) & set(b_cases):
-        raise nothing_in_common(a_cases, b_cases, a_name, b_name)
+    if (unfit := incomparable(a_cases, b_cases, a_name, b_name)) is not None:
+        raise unfit
     everything = [*a_cases.values(), *b_cases.values()]
     order = {m: i for i, m in enumerate(data.model_order(everything))}
 
