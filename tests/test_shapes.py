@@ -208,6 +208,10 @@ def test_the_best_setting_for_the_mix_is_named_with_its_verdict_and_one_that_nev
     assert pick.name == "automatic dynamic" and speedup.verdict == "faster" and "faster" in why
     summary = shapesmod.summary_table(view, m).records()
     assert summary[2]["settles"] == "no: 2 compile(s) in the second pass"
+    for rep in eager.repeats:
+        rep.peak_mem_bytes = 3 * 2**30
+    eager.derive()
+    assert shapesmod.summary_table(view, m).records()[0]["peak memory MiB"] == "3,072"  # 3,221 under "MB"
     assert "Best for this mix: **automatic dynamic**" in shapesmod.summary_table(view, m).notes[0]
     # over 100 requests the 5 s compile has not paid off: no compile is best
     small = View([eager, auto, restless], requests=100)

@@ -19,7 +19,7 @@ def tables(view: View) -> list[Table]:
 
 def _table(g: Group, spread: float) -> Table | None:
     header = ["pipeline", "variant", "steps", "image ms", "steps/s", "decoder share", "vs eager", "compile s",
-              "peak memory MB"]
+              "peak memory MiB"]  # the unit of every other table's and check's (it read MiB under "MB")
     rows = []
     for m in g.models:
         for c in g.columns:
@@ -32,7 +32,7 @@ def _table(g: Group, spread: float) -> Table | None:
                          f"{r.decoder_share:.0%}" if r.decoder_share is not None else "",
                          ratio_said(g.speedup(m, c)) if c.variant.compiled else "",
                          compile_s(r, spread, cold_only=True),
-                         f"{r.peak_mem_bytes / 2**20:.0f}" if r.peak_mem_bytes else ""])
+                         f"{r.peak_mem_bytes / 2**20:,.0f}" if r.peak_mem_bytes else ""])
     return Table(g.title, header, rows) if rows else None
 
 

@@ -199,7 +199,7 @@ def summary_table(view, m: Model) -> Table:
          f"no: {s.result.shapes.second_compiles} compile(s) in the second pass"),
         ("recompile limit", lambda s: ("reached" if s.result.shapes.limit_hits else "not reached")
          if s.result.shapes and s.result.case.variant.compiled else ""),
-        ("peak memory MB", lambda s: f"{s.result.peak_mem_bytes / 1e6:,.0f}" if s.result.peak_mem_bytes else ""),
+        ("peak memory MiB", lambda s: f"{s.result.peak_mem_bytes / 2**20:,.0f}" if s.result.peak_mem_bytes else ""),
         (f"{n:,} requests s", lambda s: f"{e[0]:.2f}" if (e := serve_time(s, m, n)) else _status(s)),
         ("95% CI s", lambda s: "" if (e := serve_time(s, m, n)) is None or e[1] is None else
          f"{e[1]:.2f}-{e[2]:.2f}"),
