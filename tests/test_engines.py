@@ -153,6 +153,8 @@ def test_the_engines_table_sets_each_engine_beside_eager_and_the_best_torch_comp
     (ort_line,) = [line for line in lines if "onnxruntime" in line]
     assert f"2.00x faster  [{s.low:.2f}-{s.high:.2f}]" in ort_line and "float32" in ort_line  # interval, precision
     assert max(map(len, lines)) <= terminal.WIDTH
+    # the terminal's cold/warm s are bare: its legend says how far one preparation moves from another
+    assert "one preparation may take 0.80x to 1.25x another's here" in " ".join(terminal.summary(view).split())
     no_engine = View(results[:3])
     assert enginesreport.tables(no_engine) == [] and terminal.engines_summary(no_engine) == []
     # torch.compile's own answer on the terminal never picks an engine

@@ -222,7 +222,8 @@ def summary(view: View, width: int = WIDTH) -> str:
                f"{1 / (1 + view.compile_drift.value):.2f}x to {1 + view.compile_drift.value:.2f}x its seconds here. "
                "break-even: calls until compiling has paid for itself, at each end of the speed-up's interval "
                f"{spread_said(view.compile_drift)} (never: that end saves nothing per call)." if said else "")
-            + f"{ENGINE_WORDS if engines_lines else ''} The guide's tables (and "
+            + (ENGINE_WORDS.format(1 / (1 + view.compile_drift.value), 1 + view.compile_drift.value)
+               if engines_lines else "") + " The guide's tables (and "
             "its mean of the calls) and every detail: --details, or the report.", width)]
     for c in view.shards:  # a report over shard files says whether it is the whole run
         out += ["", *textwrap.wrap(c.describe(), width, subsequent_indent="  ")]
@@ -281,7 +282,8 @@ def quantization_summary(view: View, width: int = WIDTH) -> list[str]:
 
 ENGINE_HEADER = ["model", "variant", "ms", "vs eager", "interval", "vs compile", "cold/warm s", "precision"]
 ENGINE_WORDS = (" vs compile: an engine against the table's best torch.compile setting. cold/warm s: the seconds it "
-                "took to prepare, from nothing and from its cache. precision: what it computed in.")
+                "took to prepare, from nothing (once a case) and from its cache; one preparation may take {:.2f}x "
+                "to {:.2f}x another's here (the report gives each its range). precision: what it computed in.")
 
 
 def engines_summary(view: View, width: int = WIDTH) -> list[str]:
