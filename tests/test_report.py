@@ -228,6 +228,8 @@ def test_charts_are_valid_png_and_svg_with_one_bar_per_model_and_variant(tmp_pat
         assert len(ids) == len(c.bars) == len(set(ids))
         assert c.title in Path(c.svg).read_text()  # the title is text in the SVG
     duration_b1, improvement_b1, duration_b4 = made[0], made[1], made[2]
+    # its axis names the figure every table reads (it said "mean time per batch")
+    assert "time per batch (ms): the median of each process" in Path(duration_b1.svg).read_text()
     assert len(duration_b1.bars) == 12 * 2 and len(improvement_b1.bars) == 12
     assert {b[1] for b in duration_b1.bars} == {"torch 2.0 - no compile", "torch 2.0 - compile"}
     # batch 4: resnet compiled ran out of memory: no bar, and the word OOM printed in its place
@@ -560,6 +562,26 @@ def test_a_bar_label_past_a_long_whisker_stays_inside_the_axes():
     for t in texts:
         extent = t.get_window_extent()
         assert box.x0 <= extent.x0 and extent.x1 <= box.x1, (t.get_text(), extent, box)
+
+
+def test_a_long_title_and_axis_words_stay_inside_the_figure(tmp_path, monkeypatch):
+    """The quick suite's charts on this project's VM: "..., torch 2.13, batch si" and the axis's "with 95% CI betwe"
+    were cut at the figure's edge."""
+    figures = []
+    monkeypatch.setattr(drawing, "save", lambda fig, stem: figures.append(fig) or (stem + ".png", stem + ".svg"))
+    hardware = "CPU (Intel(R) Xeon(R) Processor, 2 threads)"
+    series = [drawing.Series("torch 2.13 - compile, interleaved", [32.7, 11.2, 51.3], [(8, 8), (3, 3), (2, 2)])]
+    labels = ["Object Detection/DETR", "Image Classification/ResNet", "Image Segmentation/MobileNet"]
+    chart = drawing.bars(("g",), f"Improvement from torch.compile: {hardware}, torch 2.13, batch size 1", labels,
+                         series, charts.IMPROVEMENT_AXIS + ", and more words to make it longer than any axis holds",
+                         str(tmp_path / "c"), improvement=True)
+    (fig,) = figures
+    fig.draw_without_rendering()
+    edge = fig.get_window_extent()
+    for artist in (fig._suptitle, fig.axes[0].xaxis.label):
+        box = artist.get_window_extent()
+        assert edge.x0 <= box.x0 and box.x1 <= edge.x1, (artist.get_text(), box, edge)
+    assert chart.title.endswith("batch size 1")  # the chart keeps its title whole for the page
 
 
 def test_the_html_page_holds_the_same_numbers_as_the_markdown(tmp_path):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from compilebench.core import speedups
+from compilebench.core import speedups, stats
 from compilebench.core.result import Result
 from compilebench.report import data, drawing, shapes, start, why
 from compilebench.report.cells import cell
@@ -107,7 +107,7 @@ def _duration(g: Group) -> tuple[str, list[drawing.Series], str]:
                   for v, r in zip(values, rs)]
         series.append(drawing.Series(c.header, values, errors, [cell(r) for r in rs]))
     title = f"Inference duration: {g.hardware}, {_torches(g.columns)}, batch size {g.batch_size}"
-    return title, series, "mean time per batch (ms), with 95% CI between processes"
+    return title, series, f"time per batch (ms): {stats.PER_PROCESS_WORDS}, over processes, with 95% CI between them"
 
 
 def _around(value: float, low: float | None, high: float | None) -> tuple[float, float] | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import textwrap
 from dataclasses import dataclass, field
 
 
@@ -51,6 +52,20 @@ def stem(out_dir: str, text: str, taken: set[str]) -> str:
     return os.path.join(out_dir, unique)
 
 
+TITLE_WIDTH = 110  # characters a line: a figure 9 inches wide holds about 130 at 10 points
+AXIS_WIDTH = 80  # an axis's words are centred on the axes, narrower than the figure by the models' names
+
+
+def set_title(fig, text: str) -> None:
+    """The chart's title over the whole figure, in lines it holds: set over the axes, a CPU's long name ran past the
+    figure's edge and was cut ("..., torch 2.13, batch si")."""
+    fig.suptitle("\n".join(textwrap.wrap(text, TITLE_WIDTH)), fontsize=10)
+
+
+def axis_words(text: str) -> str:
+    return "\n".join(textwrap.wrap(text, AXIS_WIDTH))
+
+
 def lines(section: tuple, title: str, stem: str, draw) -> Chart:
     """A line chart: `draw(ax)` plots it and returns its lines' names."""
     from matplotlib.figure import Figure
@@ -58,7 +73,7 @@ def lines(section: tuple, title: str, stem: str, draw) -> Chart:
     fig = Figure(figsize=(9, 4.5), layout="constrained")
     ax = fig.subplots()
     drawn = draw(ax)
-    ax.set_title(title, fontsize=10)
+    set_title(fig, title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     png, svg = save(fig, stem)
@@ -127,9 +142,9 @@ def bars(section: tuple, title: str, labels: list[str], series: list[Series], xl
     ax.margins(x=0.15)
     if not improvement:  # a duration is never negative: neither is its axis
         ax.set_xlim(left=0)
-    ax.set_xlabel(xlabel)
+    ax.set_xlabel(axis_words(xlabel))
     ax.set_ylabel("Task/Model")
-    ax.set_title(title, fontsize=10)
+    set_title(fig, title)
     ax.grid(axis="x", alpha=0.3)
     if drawn:
         fig.legend(fontsize=8, loc="outside lower center", ncols=min(k, 3))
@@ -159,8 +174,8 @@ def stacked(section: tuple, title: str, labels: list[str], widths: dict[str, lis
     ax.set_yticks(range(len(labels)), labels)
     ax.set_ylim(len(labels) - 0.5, -0.5)
     ax.set_xlim(0, max(left, default=0.0) * 1.6 or 1.0) if notes else ax.set_xlim(left=0)  # room for the notes
-    ax.set_xlabel(xlabel)
-    ax.set_title(title, fontsize=10)
+    ax.set_xlabel(axis_words(xlabel))
+    set_title(fig, title)
     ax.grid(axis="x", alpha=0.3)
     fig.legend(fontsize=8, loc="outside lower center", ncols=3)
     png, svg = save(fig, stem)
