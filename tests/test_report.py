@@ -350,6 +350,8 @@ def test_the_html_page_renders_in_chromium_and_shows_a_script_name_as_text(tmp_p
     assert parsed.tags["script"] == 1  # the name did not become an element
     assert re.search(r"<title>compilebench report</title>", dom.stdout)  # nor ran
     assert parsed.tags["table"] >= 4  # summary, the guide's table, details, environment
+    # each in a box of its own that scrolls where it is wider than the page (the details: three pages wide)
+    assert text.count('<div class="wide"><table>') == text.count("<table") and "div.wide { overflow-x: auto; }" in text
     assert len(parsed.imgs) == 2 and all(src.startswith("data:image/svg+xml;base64,") for src in parsed.imgs)
     assert EVIL in parsed.cells  # shown as text, in a table cell
     assert any(c == "9.325" for c in parsed.cells) and "error" in parsed.cells

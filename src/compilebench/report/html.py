@@ -19,6 +19,7 @@ _STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1200px; padding: 0 1em; color: #222; }
 h1 { font-size: 1.6em; } h2 { border-bottom: 1px solid #ccc; margin-top: 2em; } h3 { margin-top: 1.5em; }
 table { border-collapse: collapse; margin: 0.5em 0 1em; font-size: 13px; }
+div.wide { overflow-x: auto; }
 th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: right; }
 th { background: #f3f3f3; text-align: center; } td:first-child { text-align: left; }
 td.fail { color: #b00020; font-weight: 600; }
@@ -46,7 +47,7 @@ def escape(text) -> str:
 
 def table(t: Table) -> str:
     out = [f"<h3>{escape(t.title)}</h3>"] if t.title else []
-    out.append("<table>")
+    out.append('<div class="wide"><table>')  # a table wider than the page scrolls alone, not the whole page
     out.append("<thead><tr>" + "".join(f"<th>{escape(h)}</th>" for h in t.header) + "</tr></thead>")
     out.append("<tbody>")
     kinds = ["link" if h in t.links else "command" if h in t.commands else "" for h in t.header]
@@ -58,7 +59,7 @@ def table(t: Table) -> str:
             else f"<td>{escape(c)}</td>" for c, kind in zip(row, kinds)
         )
         out.append(f"<tr>{cells}</tr>")
-    out.append("</tbody></table>")
+    out.append("</tbody></table></div>")
     for is_item, notes in itertools.groupby(t.notes, key=lambda n: n.startswith("- ")):  # in order: a list under
         if is_item:                                                                      # the line that heads it
             out.append("<ul>" + "".join(f"<li>{escape(n[2:])}</li>" for n in notes) + "</ul>")
