@@ -78,7 +78,7 @@ def test_the_time_to_serve_the_requests_carries_the_steady_latencys_interval_and
                                                       f"{1.1 + 10.0 * eager.ci95_high:.1f}]"
 
 
-def test_every_compiled_start_carries_the_compiles_noise():
+def test_every_compiled_start_carries_the_compiles_noise(tmp_path, monkeypatch):
     """A cold start is one process's: its seconds until the first answer read as exact. In brackets, its first call
     (31 s, the cold compile in it) 25% shorter or longer (one run: the default); a warm cache's start, a median over
     its processes, the same with its 4 s first call (as its pay-off's range already moved it: until 2026-11-29 its
@@ -90,6 +90,12 @@ def test_every_compiled_start_carries_the_compiles_noise():
     cold = f"32.00 [{32 - 31 * 0.25 / 1.25:.2f}-{32 + 31 * 0.25:.2f}]"
     warm = f"5.00 [{5 - 4 * 0.25 / 1.25:.2f}-{5 + 4 * 0.25:.2f}]"
     assert said == {"no compile": "1.10", "compile, cold start": cold, "compile, warm cache": warm}
+    # the chart's labels say the same (they said "32.00 s" bare)
+    drawn = []
+    monkeypatch.setattr(start.drawing, "stacked", lambda *args: drawn.append(args[-1]))
+    start.charts(view, str(tmp_path), set())
+    (notes,) = drawn
+    assert [text.split(" s; ")[0].strip() for text, _ in notes] == ["1.10", cold, warm]
     assert start.NOTE.count("in brackets the same with its first call as far shorter or longer") == 1
 
 

@@ -313,7 +313,8 @@ def charts(view: View, out_dir: str, taken: set[str]) -> list[Chart]:
     for m in models(view):
         title = title_of(m)
         widths = {part: [s.parts.get(part, 0.0) for s in m.starts] for part, _ in PARTS}
-        notes = [(f"  {s.seconds:.2f} s; " + (f"{s.steady_ms:.3f} ms per call after" if s.steady_ms is not None
+        spread = view.compile_drift.value  # a compiled start's label carries its range, as its table's cell
+        notes = [(f"  {seconds_said(s, spread)} s; " + (f"{s.steady_ms:.3f} ms per call after" if s.steady_ms is not None
                                               else s.result.status) if s.processes else f"  {s.result.status}",
                   not s.processes) for s in m.starts]
         stem = drawing.stem(out_dir, f"start-{m.label}-{m.hardware}-b{m.batch_size}-{m.torch}", taken)
