@@ -173,6 +173,12 @@ def test_the_compiler_table_says_what_of_a_compile_was_the_cpus_checks_where_any
     assert row["of it CPU checks s"] == "9.20" and why.CPU_CHECKS in table.notes
     table = why.compiler_table(View([results[0], compiled(None)]))  # a GPU's compile, or a torch without them
     assert "of it CPU checks s" not in table.header and why.CPU_CHECKS not in table.notes
+    # the terminal, where the break-even is read first, says it beside the compile s it is part of
+    from compilebench.report import terminal
+
+    said = " ".join(terminal.summary(View(results)).split())
+    assert "On this CPU 9.2 s of each compile s were inductor's checks of the CPU's vector instructions" in said
+    assert "checks of the CPU" not in terminal.summary(View([results[0], compiled(None)]))
 
 
 def test_compile_trace_keeps_the_log_and_the_compile_phases(main_here, tmp_path, monkeypatch):

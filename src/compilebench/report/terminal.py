@@ -188,7 +188,7 @@ def fit(header: list[str], body: list[list[str]], width: int = WIDTH, free: tupl
 
 def summary(view: View, width: int = WIDTH) -> str:
     """The run's answer in at most `width` columns."""
-    out, said, warm = [], [], False
+    out, said, warm, checks = [], [], False, []
     for g in view.groups:
         if g.generation:
             continue  # text generation has its own few columns: generation_summary
@@ -197,6 +197,7 @@ def summary(view: View, width: int = WIDTH) -> str:
             continue
         out += ["", g.title, *fit(HEADER, [r.cells() for r in found], width)]
         warm |= any(r.compiled is not None and r.compiled.compile_s != r.compiled.cold_compile_s for r in found)
+        checks += [x for r in found if r.compiled is not None and (x := r.compiled.compile_phases.cpu_checks_s)]
         several = sum(1 for x in view.groups if not x.generation) > 1
         said += [w for r in found if (w := r.words(view.min_effect, several))]
     out += generation_summary(view, width)
@@ -221,13 +222,25 @@ def summary(view: View, width: int = WIDTH) -> str:
                + "; another of the same case may take "
                f"{1 / (1 + view.compile_drift.value):.2f}x to {1 + view.compile_drift.value:.2f}x its seconds here. "
                "break-even: calls until compiling has paid for itself, at each end of the speed-up's interval "
-               f"{spread_said(view.compile_drift)} (never: that end saves nothing per call)." if said else "")
+               f"{spread_said(view.compile_drift)} (never: that end saves nothing per call)."
+               + cpu_checks_said(checks) if said else "")
             + (ENGINE_WORDS.format(1 / (1 + view.compile_drift.value), 1 + view.compile_drift.value)
                if engines_lines else "") + " The guide's tables (and "
             "its mean of the calls) and every detail: --details, or the report.", width)]
     for c in view.shards:  # a report over shard files says whether it is the whole run
         out += ["", *textwrap.wrap(c.describe(), width, subsequent_indent="  ")]
     return "\n".join(out).lstrip("\n")
+
+
+def cpu_checks_said(checks: list[float]) -> str:
+    """How much of the compile seconds shown was inductor's checks of this CPU (measure/cpu_checks): a machine's
+    cost, which the break-even holds as a new replica pays it; '' where none was recorded."""
+    if not checks:
+        return ""
+    low, high = f"{min(checks):.1f}", f"{max(checks):.1f}"
+    return (f" On this CPU {low if low == high else f'{low} to {high}'} s of each compile s were inductor's checks of "
+            "the CPU's vector instructions: the machine's cost, paid in full by a new container and in part by a "
+            "machine that has compiled before (the report's \"What the compiler did\").")
 
 
 GEN_WORDS = " (text generation: per decoded token, the figure its verdict reads)"
