@@ -310,13 +310,13 @@ def charts(view: View, out_dir: str, taken: set[str]) -> list[Chart]:
     """Per model: stacked bars, one per way of starting, the seconds of its build, load and first call (with any
     compile), each labelled with the steady latency it then gives (or why it never answered)."""
     out = []
+    spread = view.compile_drift.value  # a compiled start's label carries its range, as its table's cell
     for m in models(view):
         title = title_of(m)
         widths = {part: [s.parts.get(part, 0.0) for s in m.starts] for part, _ in PARTS}
-        spread = view.compile_drift.value  # a compiled start's label carries its range, as its table's cell
-        notes = [(f"  {seconds_said(s, spread)} s; " + (f"{s.steady_ms:.3f} ms per call after" if s.steady_ms is not None
-                                              else s.result.status) if s.processes else f"  {s.result.status}",
-                  not s.processes) for s in m.starts]
+        notes = [(f"  {seconds_said(s, spread)} s; "
+                  + (f"{s.steady_ms:.3f} ms per call after" if s.steady_ms is not None else s.result.status)
+                  if s.processes else f"  {s.result.status}", not s.processes) for s in m.starts]
         stem = drawing.stem(out_dir, f"start-{m.label}-{m.hardware}-b{m.batch_size}-{m.torch}", taken)
         out.append(drawing.stacked(("start", title), title, [s.name for s in m.starts], widths, stem,
                                    "seconds until the first answer in a new process (build, load, first call with "
