@@ -83,8 +83,9 @@ SERVING = re.compile(r"\| (\d+\.\d) \[\d+\.\d-\d+\.\d\](?= \|)")  # the start-up
 FIRST_ANSWER = re.compile(r"\| (\d+\.\d\d) \[\d+\.\d\d-\d+\.\d\d\](?= \|)")  # a compiled start's seconds, their range
 COMPILE_NOTE = re.compile(r"compile s: a cold compile, measured once a case[^\n]*\n")  # the guide table's note
 COLD_COMPILE = re.compile(r" \(their median\)\. Each has in brackets .*?\)\.(?= break-even:)")
-COLD_WORDS = "; a compiled start has in brackets the same with its first call as far shorter or longer as one compile " \
-    "moves from another"
+COLD_WORDS = "; a compiled start has in brackets the same with its first call (an engine: and its preparation) as far " \
+    "shorter or longer as one compile moves from another"
+ENGINE_START = " (another engine: preparing it)"  # what an engine's start loads
 SERVING_WORDS = (" N requests s: the start and then N requests at the steady latency, and in brackets the same at the "
                  "ends of its 95% interval, the compile as far shorter or longer.")
 GEOMEAN = " The geomean's interval: the models' (in log space) in quadrature over their count."
@@ -124,7 +125,7 @@ def as_before_62(new: str, old: str) -> tuple[str, str]:
     new, old = without(new, MEMORY_COLUMNS), without(old, MEMORY_COLUMNS)
     new = BREAK_EVEN_RANGE.sub("", without(new, ("mean ms", "break-even range", "geomean 95% CI")))
     new = START_SPREAD.sub(";", new.replace(RIVAL, "").replace(GEOMEAN, "").replace(SERVING_WORDS, ""))
-    new = FIRST_ANSWER.sub(r"| \1", new.replace(COLD_WORDS, ""))  # a compiled start's seconds, their range apart
+    new = FIRST_ANSWER.sub(r"| \1", new.replace(COLD_WORDS, "").replace(ENGINE_START, ""))  # a compiled start's seconds, their range apart
     new = COLD_COMPILE.sub(".", COMPILE_NOTE.sub("", new))  # a cold compile's range: its notes (cells: SERVING's)
     new = GENERATION_BREAK_EVEN.sub("", SERVING.sub(r"| \1", new))
     new = BREAK_EVEN_ENDS.sub(r"| \1 |", new)  # the recommendation's break-even, its range beside it

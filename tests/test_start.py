@@ -96,7 +96,8 @@ def test_every_compiled_start_carries_the_compiles_noise(tmp_path, monkeypatch):
     start.charts(view, str(tmp_path), set())
     (notes,) = drawn
     assert [text.split(" s; ")[0].strip() for text, _ in notes] == ["1.10", cold, warm]
-    assert start.NOTE.count("in brackets the same with its first call as far shorter or longer") == 1
+    assert start.NOTE.count("in brackets the same with its first call (an engine: and its preparation) as far "
+                            "shorter or longer") == 1
 
 
 def test_an_engines_start_carries_the_noise_of_its_preparation():

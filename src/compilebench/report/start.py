@@ -269,10 +269,11 @@ def _interval(r: Result) -> str:
 
 
 NOTE = ("Until the first answer: what a new process waits, measured in one: the model's build (an AOTInductor "
-        "package holds its weights and skips it), loading the mega-cache's artifacts or the package, and the first "
-        "call, which holds any compile. A cold start is the first repeat's; the others are medians over the repeats "
-        "that started so (processes); a compiled start has in brackets the same with its first call as far shorter "
-        "or longer as one compile moves from another. Pays off after: the requests, served one after another, after "
+        "package holds its weights and skips it), loading the mega-cache's artifacts or the package (another "
+        "engine: preparing it), and the first call, which holds any compile. A cold start is the first repeat's; the "
+        "others are medians over the repeats that started so (processes); a compiled start has in brackets the same "
+        "with its first call (an engine: and its preparation) as far shorter or longer as one compile moves from "
+        "another. Pays off after: the requests, served one after another, after "
         "which the start plus the steady latency has cost less than no compile's, and in brackets the same at each "
         "end of the steady speed-up's 95% interval, {spread}; never: it is no faster per request. The recommended "
         "start is the fastest of those whose steady speed-up is `faster` and that pay off within the requests given "
