@@ -211,6 +211,7 @@ def summary(view: View, width: int = WIDTH) -> str:
         out += ["", *[line for s in lines for line in textwrap.wrap(s, width, subsequent_indent="  ")]]
     if out:
         per = GEN_WORDS if any(g.generation for g in view.groups) else ""
+        fewest, most = stats.moved(1.0, view.compile_drift.value)  # one compile (or preparation) against another
         confidence = ("95%; where a run adds repeats to decide, wider at each look, so that all its looks together "
                       "hold 95%, as --details says"
                       if view.looks > 1 else "95%")
@@ -220,12 +221,11 @@ def summary(view: View, width: int = WIDTH) -> str:
             "it, else inconclusive, with the smallest effect it could see."
             + (" compile s: one cold compile, measured once a case" + (WARM_WORDS if warm else "")
                + "; another of the same case may take "
-               f"{1 / (1 + view.compile_drift.value):.2f}x to {1 + view.compile_drift.value:.2f}x its seconds here. "
+               f"{fewest:.2f}x to {most:.2f}x its seconds here. "
                "break-even: calls until compiling has paid for itself, at each end of the speed-up's interval "
                f"{spread_said(view.compile_drift)} (never: that end saves nothing per call)."
                + cpu_checks_said(checks) if said else "")
-            + (ENGINE_WORDS.format(1 / (1 + view.compile_drift.value), 1 + view.compile_drift.value)
-               if engines_lines else "") + " The guide's tables (and "
+            + (ENGINE_WORDS.format(fewest, most) if engines_lines else "") + " The guide's tables (and "
             "its mean of the calls) and every detail: --details, or the report.", width)]
     for c in view.shards:  # a report over shard files says whether it is the whole run
         out += ["", *textwrap.wrap(c.describe(), width, subsequent_indent="  ")]

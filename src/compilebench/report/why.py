@@ -112,6 +112,7 @@ def compiler_table(view: View) -> Table | None:
     rows = sorted(_explained(view), key=lambda r: (data.hardware(r), r.label, *_order(r)))
     if not rows:
         return None
+    checked = any(r.compile_phases.cpu_checks_s for r in rows)  # a CPU's compiles, timed since 2026-11-29
     columns = [
         ("Task/Model", lambda r: r.label),
         ("Batch", lambda r: str(r.case.batch_size)),
@@ -121,8 +122,7 @@ def compiler_table(view: View) -> Table | None:
         ("AOT autograd s", lambda r: _phase(r, "aot_s")),
         ("inductor s", lambda r: _phase(r, "inductor_s")),
         ("of it code generation s", lambda r: _phase(r, "codegen_s")),
-        *([("of it CPU checks s", lambda r: _phase(r, "cpu_checks_s"))]
-          if any(r.compile_phases.cpu_checks_s for r in rows) else []),
+        *([("of it CPU checks s", lambda r: _phase(r, "cpu_checks_s"))] if checked else []),
         ("graphs", lambda r: "" if r.graphs is None else str(r.graphs)),
         ("graph breaks", lambda r: "" if r.graph_breaks is None else str(r.graph_breaks)),
         ("recompiles", lambda r: str(len(r.recompile_reasons))),
@@ -136,7 +136,7 @@ def compiler_table(view: View) -> Table | None:
     notes = ["The phases are dynamo's own compilation metrics, summed over the graphs compiled: dynamo's tracing, "
              "AOT autograd, inductor (code generation is part of inductor's). A warm compile's inductor phase is "
              "mostly cache reads. A compile traced with --compile-trace takes longer for the writing.",
-             *([CPU_CHECKS] if any(r.compile_phases.cpu_checks_s for r in rows) else []),
+             *([CPU_CHECKS] if checked else []),
              *[f"- compile trace without HTML: {why}" for why in missing]]
     return _linked(table("What the compiler did", columns, rows, notes))
 
