@@ -148,7 +148,8 @@ def _undecided(s: history.Series, step: stepsmod.Step | None, limit: float) -> s
     beyond = history.worse_beyond(s, limit)
     level = [p.value for p in s.points[max((st.at for st in s.steps), default=0):-1]]
     ratio = step.ratio if step else s.points[-1].value / (sum(level) / len(level)) if level else 1.0
-    if not beyond(ratio) or (not step and abs(math.log(ratio)) <= stepsmod.Z95 * s.drift):
+    one_run = stepsmod.critical(2 * stepsmod.MIN_SEGMENT, s.drift.df) * s.drift.sd  # how far one run moves, at 95%
+    if not beyond(ratio) or (not step and abs(math.log(ratio)) <= one_run):
         return ""
     worse = "longer" if s.metric == history.COMPILE else "slower"
     size = f"{1 / ratio:.2f}x lower" if higher else f"{ratio:.2f}x {worse}"

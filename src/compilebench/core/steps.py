@@ -13,7 +13,8 @@ The drift is estimated from the machine's series themselves where they hold MIN_
 upper quartile of the moves, which a few steps do not move, as a normal scatter, less what the points' own
 intervals already hold); with fewer, DEFAULT_DRIFT is assumed unless the runs show more (few()): a handful of runs
 cannot tell a machine that never moves from one that moves a little, but can show one that moves 10% between runs
-(this project's VM does)."""
+(this project's VM does). An estimate carries its degrees of freedom, and a step is judged by Student's t at them
+(a drift read low from a few runs would otherwise pass its moves for steps); an assumed drift, by the normal."""
 
 from __future__ import annotations
 
@@ -32,8 +33,11 @@ DEFAULT_DRIFT = 0.05  # where too few moves are known to estimate it: the 5% ban
 # cold compiles over three runs of one night on this project's VM (2-21%, same code and torch; 2026-11-29) gives 0.13.
 DEFAULT_COMPILE_DRIFT = 0.13
 MIN_MOVES = 10  # successive moves (over all of a machine's series) needed to estimate the drift
+# The degrees of freedom an upper quartile of n moves' sizes is worth, as a normal scale estimate, per move: its
+# asymptotic efficiency against the standard deviation, f(q)^2 q^2 / (2 p (1 - p)) for the half-normal's quartile
+# q = 1.1503 (p = 0.75, density f(q) = 0.4118): 0.60.
+MOVES_EFFICIENCY = 0.60
 Q75_HALF_NORMAL = 1.1503  # the upper quartile of |x| for x normal with unit deviation
-Q50_HALF_NORMAL = 0.6745  # its median
 
 
 @dataclass(frozen=True)
@@ -66,26 +70,39 @@ class Step:
     critical: float = Z95
 
 
-def drift(series: list[list[Point]], default: float = DEFAULT_DRIFT) -> float:
-    """The machine's run-to-run drift as a fraction (a standard deviation of the log values), beyond what the points'
-    own intervals hold; where the series hold fewer than MIN_MOVES successive moves, `default` unless few() says
-    more."""
+@dataclass(frozen=True)
+class Drift:
+    """The machine's run-to-run drift as a fraction (a standard deviation of the log values) beyond what the points'
+    own intervals hold, and the degrees of freedom of its estimate (inf: assumed, not estimated)."""
+
+    sd: float
+    df: float = math.inf
+
+    def times(self, k: float) -> Drift:
+        return Drift(self.sd * k, self.df)
+
+
+def drift(series: list[list[Point]], default: Drift = Drift(DEFAULT_DRIFT)) -> Drift:
+    """The machine's run-to-run drift; where the series hold fewer than MIN_MOVES successive moves, `default` unless
+    few() says more."""
     moves = [math.log(b.value / a.value) for s in series for a, b in zip(s, s[1:]) if a.value > 0 and b.value > 0]
     if len(moves) < MIN_MOVES:
-        return max(default, few(series))
+        shown = few(series)
+        return shown if shown.sd > default.sd else default
     upper = statistics.quantiles([abs(m) for m in moves], n=4)[2]
-    return _beyond_own(upper / Q75_HALF_NORMAL / math.sqrt(2), series)  # per point: a move is the difference of two
+    # per point: a move is the difference of two
+    return Drift(_beyond_own(upper / Q75_HALF_NORMAL / math.sqrt(2), series), MOVES_EFFICIENCY * len(moves))
 
 
-def few(series: list[list[Point]]) -> float:
+def few(series: list[list[Point]]) -> Drift:
     """The drift as a handful of runs show it (0 where they cannot): each series of 2 * MIN_SEGMENT points or more
     split where one step would fit it best, the points' deviations from their side's mean (so a step does not pass
-    for drift, nor do runs that alternate high and low, as successive moves would make them), their median as a
-    normal scatter, widened by Student's t over the normal's at the deviations' degrees of freedom (an estimate
-    from ten points is low as often as high). A handful of runs cannot tell a machine that never moves from one
-    that moves a little, so drift() keeps its default over this; they can show one that moves 12%: taken as the
+    for drift, nor do runs that alternate high and low, as successive moves would make them), their root mean
+    square over the deviations' degrees of freedom. A handful of runs cannot tell a machine that never moves from
+    one that moves a little, so drift() keeps its default over this; they can show one that moves 12%: taken as the
     default 5%, four runs of three series of such a machine showed a step in 40% of drawn series where nothing
-    changed, ten runs of one series in 77%; with this, 8% and 11% (benchmarks/step_noise.py)."""
+    changed, ten runs of one series in 77%; read as a median widened by t over the normal at 95%, 8% and 11%; as
+    this with the step judged by t at its degrees of freedom, 4.8% and 3.3% (benchmarks/step_noise.py)."""
     deviations, fitted = [], 0
     for s in series:
         y = [math.log(p.value) for p in s if p.value > 0]
@@ -93,13 +110,13 @@ def few(series: list[list[Point]]) -> float:
             continue
         at = min(range(MIN_SEGMENT, len(y) - MIN_SEGMENT + 1), key=lambda k: _spread(y[:k]) + _spread(y[k:]))
         for side in (y[:at], y[at:]):
-            mean, widen = statistics.fmean(side), math.sqrt(len(side) / (len(side) - 1))
-            deviations += [abs(v - mean) * widen for v in side]
+            mean = statistics.fmean(side)
+            deviations += [v - mean for v in side]
         fitted += 2
-    if len(deviations) - fitted < 2:
-        return 0.0
-    scatter = statistics.median(deviations) / Q50_HALF_NORMAL * stats.t_critical(len(deviations) - fitted) / Z95
-    return _beyond_own(scatter, series)
+    df = len(deviations) - fitted
+    if df < 2:
+        return Drift(0.0)
+    return Drift(_beyond_own(math.sqrt(sum(d * d for d in deviations) / df), series), df)
 
 
 def _spread(y: list[float]) -> float:
@@ -113,20 +130,20 @@ def _beyond_own(scatter: float, series: list[list[Point]]) -> float:
     return math.sqrt(max(0.0, scatter ** 2 - (statistics.median(own) if own else 0.0)))
 
 
-def find(points: list[Point], drift_sd: float, min_effect: float, searched: bool = True) -> list[Step]:
+def find(points: list[Point], drift: Drift, min_effect: float, searched: bool = True) -> list[Step]:
     """The steps of one series, oldest first. `searched`: read as places a search picked among every run (the
     history's steps); False: as a gate reads them, which at each run asks about one boundary, its newest runs',
-    named before they were measured (Z95)."""
+    named before they were measured (one boundary's critical value)."""
     import numpy as np
     import ruptures
 
     if len(points) < 2 * MIN_SEGMENT:
         return []
-    y, w = _weighed(points, drift_sd)
+    y, w = _weighed(points, drift.sd)
     ends = ruptures.Pelt(custom_cost=_weighted(), min_size=MIN_SEGMENT, jump=1).fit(
         np.column_stack([y, w])).predict(pen=_penalty(len(points)))
     bounds = [0, *ends]
-    z = critical(len(points)) if searched else Z95
+    z = critical(len(points) if searched else 2 * MIN_SEGMENT, drift.df)
     while True:
         steps = [_step(y, w, bounds[i - 1], bounds[i], bounds[i + 1], z) for i in range(1, len(bounds) - 1)]
         # how far each clears its own critical value: its size over its interval's half-width
@@ -164,13 +181,16 @@ def _step(y, w, start: int, at: int, end: int, z: float) -> Step:
     return Step(at, math.exp(d), math.exp(d - z * se), math.exp(d + z * se), (start, at), (at, end), z)
 
 
-def critical(n: int) -> float:
+def critical(n: int, df: float = math.inf) -> float:
     """How many standard errors a step must clear to be one at 95% in a series of n points, its boundary picked by a
     search among every one that leaves MIN_SEGMENT points a side: Z95 where one boundary was possible, beyond that
-    Bonferroni's over the candidates. Read at Z95 whatever the search, steps appeared in 6-23% of drawn series where
-    nothing changed; at this, 2-7% (benchmarks/step_noise.py); the 95% point of the largest |z| over single
-    boundaries (a scan statistic, lower) left 10-14% in thirty runs, where a search also compares short segments."""
-    return NormalDist().inv_cdf(1 - (1 - 0.95) / 2 / max(1, n - 2 * MIN_SEGMENT + 1))
+    Bonferroni's over the candidates; Student's t at `df` where the drift is an estimate of that many degrees of
+    freedom. Read at Z95 whatever the search, steps appeared in 6-23% of drawn series where nothing changed; at
+    this by the normal, 2-8%, by t, 0.7-4.7% (benchmarks/step_noise.py); the 95% point of the largest |z| over
+    single boundaries (a scan statistic, lower) left 10-14% in thirty runs, where a search also compares short
+    segments."""
+    level = 1 - (1 - 0.95) / 2 / max(1, n - 2 * MIN_SEGMENT + 1)
+    return NormalDist().inv_cdf(level) if math.isinf(df) else stats.t_critical(df, 2 * level - 1)
 
 
 def _weighted():

@@ -58,7 +58,7 @@ class Series:
     runs: list[Measured]
     points: list[stepsmod.Point]
     steps: list[stepsmod.Step] = dataclasses.field(default_factory=list)
-    drift: float = 0.0  # how far one run moves from the next beyond its interval (steps.drift): its steps' noise
+    drift: stepsmod.Drift = stepsmod.Drift(0.0)  # how far one run moves from the next beyond its interval
 
     def changed(self, step: stepsmod.Step) -> list[str]:
         """What differed between the last run before the step and the first after it."""
@@ -107,8 +107,8 @@ def series(results: list[Result], min_effect: float, until: str | None = None, g
         # to both's, √2 of one where its sides move apart (weighted by the latency's, 26 of 60 speed-up series of
         # pure noise, each side ±3% apart, found a step; by its own, 8); tokens/s as its time per token
         latency = stepsmod.drift([s.points for s in mine if s.metric == LATENCY])
-        assumed = {COMPILE: stepsmod.DEFAULT_COMPILE_DRIFT, SPEEDUP: latency * math.sqrt(2),
-                   SPEEDUP_PER_TOKEN: latency * math.sqrt(2), TOKENS: latency}
+        assumed = {COMPILE: stepsmod.Drift(stepsmod.DEFAULT_COMPILE_DRIFT), SPEEDUP: latency.times(math.sqrt(2)),
+                   SPEEDUP_PER_TOKEN: latency.times(math.sqrt(2)), TOKENS: latency}
         drift = {metric: stepsmod.drift([s.points for s in mine if s.metric == metric], assumed[metric])
                  if metric in assumed else latency for metric in {s.metric for s in mine}}
         for s in mine:
