@@ -62,6 +62,17 @@ def test_the_recommendation_is_the_fastest_start_that_pays_off_within_the_reques
     assert f"{requests:,} requests" in why
 
 
+def test_the_recommendation_says_its_steady_latency_with_its_interval():
+    """The Recommendation section's start-up row gave "5.000" steady ms bare, beside a time to serve that carries
+    the interval; the start's own table has it in a column of its own."""
+    view = _stacked()
+    table = start.recommendation_rows(view)
+    (row,) = [dict(zip(table.header, r)) for r in table.rows]
+    warm = next(s for s in start.models(view)[0].starts if s.name == "compile, warm cache").result.stats
+    assert row["start recommended"] == "compile, warm cache"
+    assert row["steady ms"] == f"5.000 [{warm.ci95_low:.3f}-{warm.ci95_high:.3f}]"
+
+
 def test_the_time_to_serve_the_requests_carries_the_steady_latencys_interval_and_the_compiles_noise():
     """'55.0 [53.2-57.6]': the start and 10,000 requests at the steady latency, and the same at the ends of its 95%
     interval with the first call (4 s of warm compile) 25% shorter and longer (one run: the default); no compile's
@@ -96,6 +107,9 @@ def test_every_compiled_start_carries_the_compiles_noise(tmp_path, monkeypatch):
     start.charts(view, str(tmp_path), set())
     (notes,) = drawn
     assert [text.split(" s; ")[0].strip() for text, _ in notes] == ["1.10", cold, warm]
+    # and the steady latency after, with its interval between processes (it read "5.000 ms per call after")
+    warm_ms = next(s for s in start.models(view)[0].starts if s.name == "compile, warm cache").result.stats
+    assert notes[2][0].endswith(f"; 5.000 [{warm_ms.ci95_low:.3f}-{warm_ms.ci95_high:.3f}] ms per call after")
     assert start.NOTE.count("in brackets the same with its first call (an engine: and its preparation) as far "
                             "shorter or longer") == 1
 

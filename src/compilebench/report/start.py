@@ -268,6 +268,11 @@ def _interval(r: Result) -> str:
     return f"{s.ci95_low:.3f}-{s.ci95_high:.3f}" if r.status == "ok" and s.ci95_low is not None else ""
 
 
+def _steady_said(r: Result) -> str:
+    """The steady latency with its interval in brackets, where no column beside it holds the interval."""
+    return _steady(r) + (f" [{i}]" if (i := _interval(r)) else "")
+
+
 NOTE = ("Until the first answer: what a new process waits, measured in one: the model's build (an AOTInductor "
         "package holds its weights and skips it), loading the mega-cache's artifacts or the package (another "
         "engine: preparing it), and the first call, which holds any compile. A cold start is the first repeat's; the "
@@ -291,7 +296,7 @@ def recommendation_rows(view: View) -> Table | None:
                ("batch", lambda x: str(x[0].batch_size)), ("Task/Model", lambda x: x[0].label),
                ("start recommended", lambda x: x[1].name if x[1] else ""),
                ("until the first answer s", lambda x: seconds_said(x[1], view.compile_drift.value) if x[1] else ""),
-               ("steady ms", lambda x: _steady(x[1].result) if x[1] else ""),
+               ("steady ms", lambda x: _steady_said(x[1].result) if x[1] else ""),
                (f"{requests:,} requests s", lambda x: serving_said(x[1], requests, view) if x[1] else ""),
                ("why", lambda x: x[2])]
     return table(f"Start-up within {requests:,} requests", columns, picks)
@@ -319,7 +324,7 @@ def charts(view: View, out_dir: str, taken: set[str]) -> list[Chart]:
         title = title_of(m)
         widths = {part: [s.parts.get(part, 0.0) for s in m.starts] for part, _ in PARTS}
         notes = [(f"  {seconds_said(s, spread)} s; "
-                  + (f"{s.steady_ms:.3f} ms per call after" if s.steady_ms is not None else s.result.status)
+                  + (f"{_steady_said(s.result)} ms per call after" if s.steady_ms is not None else s.result.status)
                   if s.processes else f"  {s.result.status}", not s.processes) for s in m.starts]
         stem = drawing.stem(out_dir, f"start-{m.label}-{m.hardware}-b{m.batch_size}-{m.torch}", taken)
         out.append(drawing.stacked(("start", title), title, [s.name for s in m.starts], widths, stem,
