@@ -18,6 +18,7 @@ from compilebench.core.vocab import Verdict
 from compilebench.report import data, engines, quantization, stability, suite
 from compilebench.report.cells import break_even, break_even_range, cell, may_decide, spread_said, verdict_reach
 from compilebench.report.data import Column
+from compilebench.report.text_columns import fit
 from compilebench.report.view import Group, View
 
 WIDTH = 100  # hyperfine's and pytest-benchmark's summaries fit a common terminal; a wider one gains nothing
@@ -159,33 +160,6 @@ def _apart(c: Column, baseline: Column) -> Column:
     return replace(c, settings=tuple(w for w in c.settings if w not in baseline.settings))
 
 
-def fit(header: list[str], body: list[list[str]], width: int = WIDTH, free: tuple[int, ...] = (2, 0),
-        left: tuple[int, ...] = (0, 2, 6), optional: tuple[int, ...] = (8, 7, 3, 1)) -> list[str]:
-    """Rows as text columns no wider than `width`: the `free` columns (names) are cut, with '~', when they must be;
-    then the `optional` columns are left out, in that order, until the rest fits (as pytest-benchmark hides what
-    it cannot fit; the lines in words below the table still say it). The `left` columns (words) are aligned left,
-    the numbers right."""
-    widths = [max(len(x) for x in col) for col in zip(header, *body)]
-    shown = list(range(len(header)))
-
-    def over() -> int:
-        return sum(widths[i] for i in shown) + 2 * (len(shown) - 1) - width
-
-    for i in free:
-        cut = min(over(), widths[i] - len(header[i]))
-        if cut > 0:
-            widths[i] -= cut
-    for i in optional:
-        if over() > 0 and i < len(header):
-            shown.remove(i)
-
-    def line(cells: list[str]) -> str:
-        texts = [(i, cells[i] if len(cells[i]) <= widths[i] else cells[i][:widths[i] - 1] + "~") for i in shown]
-        return "  ".join(x.ljust(widths[i]) if i in left else x.rjust(widths[i]) for i, x in texts).rstrip()
-
-    return [line(header)] + [line(r) for r in body]
-
-
 def summary(view: View, width: int = WIDTH) -> str:
     """The run's answer in at most `width` columns."""
     out, said, warm, checks = [], [], False, []
@@ -287,7 +261,7 @@ def quantization_summary(view: View, width: int = WIDTH) -> list[str]:
         body = [[c.quantization, _variant_of(c.variant), quantization.time_cell(c.result, m.metric), _against(c.vs_float),
                  _against(c.vs_same), quantization.quality_words(c.result)] for c in m.cells]
         header = ["quantization", "variant", unit, "vs eager float", "vs same quant.", "quality"]
-        out += ["", m.title, *fit(header, body, width, free=(1, 5), left=(0, 1, 5), optional=())]
+        out += ["", m.title, *fit(header, body, width, free=(1,), left=(0, 1, 5), optional=(), wrap=(5,))]
     if quantization.random_weights(found):
         out += textwrap.wrap(quantization.RANDOM_WEIGHTS, width)
     return out
