@@ -123,10 +123,13 @@ def _memory(label, b: Result, c: Result, limits: Limits) -> list[Line]:
     if not pb or not pc:
         return []
     was, now = stats.estimate(pb)[0], stats.estimate(pc)[0]
-    if b.peak_mem_kind != c.peak_mem_kind:
+    read = data.memory_ratio(b, c)  # the one rule the tables and the suite read
+    if read is None:
+        why = (f"measured as {b.peak_mem_kind}, then as {c.peak_mem_kind}" if b.peak_mem_kind != c.peak_mem_kind
+               else "measured in the same processes")
         return [Line(label, "peak memory MiB", num(was / 2 ** 20, 1), num(now / 2 ** 20, 1), None, None,
-                     None, "", False, f"not compared: measured as {b.peak_mem_kind}, then as {c.peak_mem_kind}")]
-    ratio, low, high = stats.ratio(pb, pc)
+                     None, "", False, f"not compared: {why}")]
+    ratio, low, high = read
     if low is None:
         return _by_value(label, "peak memory MiB", was, now, limits.memory_increase, 1, 2 ** 20)
     limit = 1 + limits.memory_increase
