@@ -81,6 +81,7 @@ START_SPREAD = re.compile(r", with the first call \d\.\d\dx as long[^;]*;")  # t
 GENERATION_BREAK_EVEN = re.compile(r" Text generation: its speed-up, interval and verdict are per decoded token[^.]*\.")
 SERVING = re.compile(r"\| (\d+\.\d) \[\d+\.\d-\d+\.\d\](?= \|)")  # the start-up's N requests s, its range beside it
 FIRST_ANSWER = re.compile(r"\| (\d+\.\d\d) \[\d+\.\d\d-\d+\.\d\d\](?= \|)")  # a compiled start's seconds, their range
+STEADY = re.compile(r"\| (\d+\.\d{3}) \[\d+\.\d{3}-\d+\.\d{3}\](?= \|)")  # a recommended start's steady ms, its interval
 COMPILE_NOTE = re.compile(r"compile s: a cold compile, measured once a case[^\n]*\n")  # the guide table's note
 COLD_COMPILE = re.compile(r" \(their median\)\. Each has in brackets .*?\)\.(?= break-even:)")
 COLD_WORDS = "; a compiled start has in brackets the same with its first call (an engine: and its preparation) as far " \
@@ -108,7 +109,7 @@ def as_before_62(new: str, old: str) -> tuple[str, str]:
     the details' median-based column (`ms`, under the former reading the same figure as `mean ms`), the break-even's
     range at the ends of the speed-up's interval (its column, its legend's sentence, and beside the recommendation's
     break-even; the start-up note's words on the compile's own noise, and the range of its N requests s and of a
-    cold start's seconds; what a
+    cold start's seconds, and a recommended start's steady latency's interval; what a
     language model's row reads per token and in whole calls), the
     geomean's interval (its column and sentence), the recommendation's sentence on a runner-up it could not tell its
     pick from, and an interleaved case's peak memory, one process's for both variants, which the release read as a
@@ -129,6 +130,7 @@ def as_before_62(new: str, old: str) -> tuple[str, str]:
     new = COLD_COMPILE.sub(".", COMPILE_NOTE.sub("", new))  # a cold compile's range: its notes (cells: SERVING's)
     new = GENERATION_BREAK_EVEN.sub("", SERVING.sub(r"| \1", new))
     new = BREAK_EVEN_ENDS.sub(r"| \1 |", new)  # the recommendation's break-even, its range beside it
+    new = STEADY.sub(r"| \1", new)
     return new.replace("| flags | ms | 95% CI ms |", "| flags | mean ms | 95% CI ms |"), old
 # Columns of the report's tables added (or, from the release's side, replaced) since the release, and the legend
 # lines that came with them: left out of both sides, so the rest of each table compares to the byte.
