@@ -138,6 +138,20 @@ def test_a_store_of_failures_reports_them_without_charts(tmp_path, cli):
     assert "- detr b16 no compile: oom: CUDA out of memory. Tried to allocate 2 GiB" in text
     assert not list((tmp_path / "out").glob("charts/*"))
     assert (tmp_path / "out" / "report.html").exists()
+    # the terminal says why too: it showed 'OOM' and 'error' with no reason but in the report's details
+    assert "oom: Object Detection/DETR: b16 eager: CUDA out of memory. Tried to allocate 2 GiB" in p.stdout
+    assert "error: Object Detection/DETR: b16 default: RuntimeError: boom\n" in p.stdout
+
+
+def test_the_terminal_says_a_failures_first_line_and_that_more_follows():
+    from compilebench.report import terminal
+
+    failed = fr.result("vit", 1, "default", None, status="error",
+                       message="RuntimeError: self.size(0) needs to be greater than 16, but got 1\n  at int_mm")
+    ok = fr.result("vit", 1, "eager", 1.0)
+    assert terminal.failures(View([ok, failed])) == [
+        "error: Image Classification/ViT: b1 default: RuntimeError: self.size(0) needs to be greater than "
+        "16, but got 1 ..."]
 
 
 def test_bad_report_options_are_one_line_and_write_nothing(tmp_path, cli):

@@ -30,7 +30,7 @@ def notes(view: View) -> list[str]:
             *filter(None, (_undecided(view, r) for r in latest))]
 
 
-def _name(r: Result, short: bool = False) -> str:
+def case_name(r: Result, short: bool = False) -> str:
     """'ViT: b1 eager (int8-dynamic)': the case with the settings that set it apart from its neighbours; `short`, in
     a list of cases: 'ViT b1 eager (int8-dynamic)', its task left out."""
     label = r.label or r.case.model
@@ -47,7 +47,7 @@ def mixed(r: Result) -> str | None:
     threads, the allocator, the driver...): its figure holds processes set up unlike each other."""
     if not r.disagreements:
         return None
-    return f"mixed: {_name(r)}: its repeats ran with different {_different(r)}, and its interval holds them all"
+    return f"mixed: {case_name(r)}: its repeats ran with different {_different(r)}, and its interval holds them all"
 
 
 def _different(r: Result) -> str:
@@ -61,7 +61,7 @@ def _mixed_cases(latest: list[Result]) -> list[str]:
         if r.disagreements:
             alike.setdefault(_different(r), []).append(r)
     return [mixed(rs[0]) if len(rs) == 1 else
-            f"mixed: the repeats of {len(rs)} cases ({', '.join(_name(r, short=True) for r in rs)}) ran with "
+            f"mixed: the repeats of {len(rs)} cases ({', '.join(case_name(r, short=True) for r in rs)}) ran with "
             f"different {said}, and each interval holds them all" for said, rs in alike.items()]
 
 
@@ -70,7 +70,7 @@ def _groups(r: Result) -> str | None:
         return None
     parts = [f"{g.mean_ms:.2f} ms (repeat{'s' if len(g.repeats) > 1 else ''} "
              f"{', '.join(map(str, g.repeats))}, {_when(g.started)} to {_when(g.ended)[11:]})" for g in r.unstable]
-    return (f"unstable: {_name(r)}: its processes fell into two groups, {' and '.join(parts)}: the machine changed "
+    return (f"unstable: {case_name(r)}: its processes fell into two groups, {' and '.join(parts)}: the machine changed "
             f"state during the run, and the interval holds both{_probes(r, [g.repeats for g in r.unstable])}")
 
 
@@ -83,7 +83,7 @@ def _effect_groups(view: View, r: Result) -> str | None:
     why = ("the effect itself moved with the machine's state (eager and it shared each process)"
            if s.paired_by == "process" else
            "the machine changed state during the run (a round's two processes apart, or the effect with the state)")
-    return (f"unstable: {_name(r)}: its speed-up{generation.per(r.case)} over eager fell into two groups of "
+    return (f"unstable: {case_name(r)}: its speed-up{generation.per(r.case)} over eager fell into two groups of "
             f"{'processes' if s.paired_by == 'process' else 'rounds'}, {' and '.join(parts)}: {why}, and the interval "
             f"({s.value:.2f}x{_span(s)}) holds both{_probes(r, [repeats for _, repeats in s.groups])}")
 
@@ -95,7 +95,7 @@ def _shared(view: View, r: Result) -> str | None:
     found = s.sharing if s is not None else None
     if found is None or not found.changed(view.min_effect) or s.withheld is not None:
         return None
-    return (f"interleaving: {_name(r)}: {found.said()}: sharing the process changed the effect, and the interval "
+    return (f"interleaving: {case_name(r)}: {found.said()}: sharing the process changed the effect, and the interval "
             f"holds the interleaved one; its verdict ({s.verdict}) stands, as the change only strengthens it; "
             "--no-interleave times each variant in processes of its own")
 
@@ -134,7 +134,7 @@ def _moved(results: list[Result], latest: list[Result]) -> list[str]:
             earlier = e.created_at < r.created_at and e.case_key == r.case_key and e.machine_id == r.machine_id
             if earlier and e.stats.ci95_low is not None and (e.stats.ci95_high < r.stats.ci95_low
                                                                or r.stats.ci95_high < e.stats.ci95_low):
-                out.append(f"moved between runs: {_name(r)}: {_interval(r)} in the newest run, {_interval(e)} in "
+                out.append(f"moved between runs: {case_name(r)}: {_interval(r)} in the newest run, {_interval(e)} in "
                            f"the one of {_when(e.created_at)}: the intervals do not overlap, so the machine changed "
                            "between the runs by more than either interval holds")
     return out
@@ -148,7 +148,7 @@ def _undecided(view: View, r: Result) -> str | None:
         return None
     why = f" ({STOPPED[r.undecided_by]})" if r.undecided_by in STOPPED else ""
     seen = speedups.out_of_reach(s, view.min_effect) or "one process a side gives no interval"
-    return (f"undecided: {_name(r)}:{generation.per(r.case)} {s.value:.2f}x{_span(s)}, inconclusive after "
+    return (f"undecided: {case_name(r)}:{generation.per(r.case)} {s.value:.2f}x{_span(s)}, inconclusive after "
             f"{r.stats.repeats} repeats{why}: {seen}")
 
 

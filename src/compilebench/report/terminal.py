@@ -93,8 +93,22 @@ class Row:
 
 
 def notes(view: View, width: int) -> str:
-    """Where the machine moved, or a verdict was left undecided (report/stability), each line wrapped to `width`."""
-    return "\n".join(textwrap.fill(line, width, subsequent_indent="  ") for line in stability.notes(view))
+    """Where the machine moved, or a verdict was left undecided (report/stability), and why a case has no number or
+    a voided one (failures), each line wrapped to `width`."""
+    lines = [*stability.notes(view), *failures(view)]
+    return "\n".join(textwrap.fill(line, width, subsequent_indent="  ") for line in lines)
+
+
+def failures(view: View) -> list[str]:
+    """Each case the tables show as a status word, with its message's first line (the report's details hold it
+    whole): 'error: Image Classification/ViT: b1 default (int8-dynamic): RuntimeError: self.size(0) needs ...'."""
+    out = []
+    for r in view.latest + view.served:
+        if r.status != "ok":
+            first, *more = (r.message or "").strip().splitlines() or [""]
+            said = f"{r.status}: {stability.case_name(r)}" + (f": {first}" if first else "")
+            out.append(said + (" ..." if more else ""))
+    return out
 
 
 def _variant(c: Column | None) -> str:
