@@ -87,7 +87,8 @@ def test_a_speed_up_series_finds_steps_against_its_own_drift_not_one_latencys():
         results += [run_of(i, "resnet-50", "eager", 40.0 * eager[i - 1]),
                     run_of(i, "resnet-50", "default", 20.0 * compiled[i - 1])]
     series = {s.metric: s for s in history.series(results, 0.05) if s.case.endswith("default")}
-    assert series[history.SPEEDUP].drift.sd >= series[history.LATENCY].drift.sd * 2 ** 0.5 - 1e-12  # or what its runs show
+    # √2 of the latency's, or what its runs show
+    assert series[history.SPEEDUP].drift.sd >= series[history.LATENCY].drift.sd * 2 ** 0.5 - 1e-12
     assert not any(s.steps for s in series.values())
 
 
