@@ -35,3 +35,14 @@ def test_the_quantization_table_keeps_each_quality_whole_at_100_columns():
     text = "\n".join(terminal.quantization_summary(view, 100))
     assert "~" not in text
     assert text.count("pixel_class 87.3%") == 2 and text.count("top1 99.6%") == 2
+
+
+def test_a_wrapped_column_narrower_than_an_item_breaks_it_between_words_never_within_one():
+    header = ["name", "ms", "quality"]
+    body = [["a", "1.000", "pixel_class 87.3%, top1 99.6%"]]
+    lines = fit(header, body, 25, free=(0,), left=(0, 2), optional=(), wrap=(2,))
+    assert lines == ["name     ms  quality",
+                     "a     1.000  pixel_class",
+                     "             87.3%",
+                     "             top1 99.6%"]
+    assert max(map(len, lines)) <= 25

@@ -3,15 +3,18 @@ hold figures wrapped onto lines of their own, never cut."""
 
 from __future__ import annotations
 
+import textwrap
+
 
 def fit(header: list[str], body: list[list[str]], width: int, free: tuple[int, ...] = (2, 0),
         left: tuple[int, ...] = (0, 2, 6), optional: tuple[int, ...] = (8, 7, 3, 1),
         wrap: tuple[int, ...] = ()) -> list[str]:
     """Rows as text columns no wider than `width`: the `free` columns (names) are cut, with '~', when they must be;
     the `wrap` columns (words holding figures, which a cut would misread: "pixel_class 87.~") go on over lines of
-    their own below their row, broken between their comma-separated items, each item whole; then the `optional`
-    columns are left out, in that order, until the rest fits (as pytest-benchmark hides what it cannot fit; the
-    lines in words below the table still say it). The `left` columns (words) are aligned left, the numbers right."""
+    their own below their row, broken between their comma-separated items (or their words), never within a word;
+    then the `optional` columns are left out, in that order, until the rest fits (as pytest-benchmark hides what it
+    cannot fit; the lines in words below the table still say it). The `left` columns (words) are aligned left, the
+    numbers right."""
     widths = [max(len(x) for x in col) for col in zip(header, *body)]
     shown = list(range(len(header)))
 
@@ -23,8 +26,8 @@ def fit(header: list[str], body: list[list[str]], width: int, free: tuple[int, .
         if cut > 0:
             widths[i] -= cut
     for i in wrap:
-        items = [header[i], *(item for r in body for item in r[i].split(", "))]
-        cut = min(over(), widths[i] - max(map(len, items)))
+        words = [header[i], *(word for r in body for word in r[i].split())]
+        cut = min(over(), widths[i] - max(map(len, words)))
         if cut > 0:
             widths[i] -= cut
     for i in optional:
@@ -50,11 +53,11 @@ def fit(header: list[str], body: list[list[str]], width: int, free: tuple[int, .
 
 def _wrapped(text: str, width: int) -> list[str]:
     """A cell's lines no wider than `width`, broken between its comma-separated items (one item a line reads
-    without its comma), each item whole."""
+    without its comma), or between an item's words where it is wider than that."""
     out: list[str] = []
     for item in text.split(", "):
         if out and len(out[-1]) + 2 + len(item) <= width:
             out[-1] += ", " + item
         else:
-            out.append(item)
+            out += textwrap.wrap(item, width, break_long_words=False) or [""]
     return out or [""]
