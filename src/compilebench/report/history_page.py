@@ -24,10 +24,11 @@ def steps_table(series: list[Series]) -> Table:
                    f"{s.runs[st.at - 1].label} | {s.runs[st.at].label}", "; ".join(s.changed(st)) or "nothing recorded"]
                   for s, st in found],
                  ["step: the mean of the runs after it over the mean of the runs before it (since the step before), "
-                  "with its 95% interval from each run's interval and the machine's run-to-run drift, allowing for the "
-                  "search: its run is the one picked among every run a step could have started at (Bonferroni's over "
-                  "them; at 1.96 standard errors, 6-23% of drawn series with nothing changed showed a step). A step "
-                  "needs two runs on its far side and a size of at least the minimum effect."])
+                  "with its 95% interval from each run's interval and the machine's run-to-run drift (by Student's t "
+                  "at the degrees of freedom of that drift where the runs estimate it), allowing for the search: its "
+                  "run is the one picked among every run a step could have started at (Bonferroni's over them; at "
+                  "1.96 standard errors, 6-23% of drawn series with nothing changed showed a step). A step needs two "
+                  "runs on its far side and a size of at least the minimum effect."])
 
 
 def series_table(series: list[Series]) -> Table:
