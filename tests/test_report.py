@@ -580,6 +580,26 @@ def test_a_bar_label_past_a_long_whisker_stays_inside_the_axes():
         assert box.x0 <= extent.x0 and extent.x1 <= box.x1, (t.get_text(), extent, box)
 
 
+def test_a_start_up_charts_notes_stay_inside_the_axes(tmp_path, monkeypatch):
+    """The quick suite's DETR on this project's VM: its cold start's note, "41.94 [33.60-52.36] s; 608.482
+    [552.278-670.407] ms per call after", ran off the figure at "afte"."""
+    figures = []
+    monkeypatch.setattr(drawing, "save", lambda fig, stem: figures.append(fig) or (stem + ".png", stem + ".svg"))
+    notes = [("  1.20 s; 955.271 [784.737-1162.864] ms per call after", False),
+             ("  41.94 [33.60-52.36] s; 608.482 [552.278-670.407] ms per call after", False),
+             ("  6.83 [5.51-8.47] s; 608.482 [552.278-670.407] ms per call after", False)]
+    drawing.stacked(("start", "t"), "Start-up: Object Detection/DETR", ["no compile", "compile, cold start",
+                    "compile, warm cache"], {"build": [0.2, 0.2, 0.2], "first call": [1.0, 41.7, 6.6]},
+                    str(tmp_path / "s"), "seconds until the first answer", notes)
+    (fig,) = figures
+    fig.draw_without_rendering()
+    ax = fig.axes[0]
+    box = ax.get_window_extent()
+    for t in ax.texts:
+        extent = t.get_window_extent()
+        assert box.x0 <= extent.x0 and extent.x1 <= box.x1, (t.get_text(), extent, box)
+
+
 def test_a_long_title_and_axis_words_stay_inside_the_figure(tmp_path, monkeypatch):
     """The quick suite's charts on this project's VM: "..., torch 2.13, batch si" and the axis's "with 95% CI betwe"
     were cut at the figure's edge."""

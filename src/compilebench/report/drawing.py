@@ -169,13 +169,14 @@ def stacked(section: tuple, title: str, labels: list[str], widths: dict[str, lis
             (bar,) = ax.barh(i, w, 0.6, left=left[i], color=colors(j), label=part if i == 0 else None)
             bar.set_gid(f"bar-{i}-{j}")
         left = [a + w for a, w in zip(left, ws)]
-    for i, (text, problem) in enumerate(notes or []):
-        ax.text(left[i], i, text, va="center", ha="left", fontsize=7, color="#b00020" if problem else None)
+    texts = [ax.text(left[i], i, text, va="center", ha="left", fontsize=7, color="#b00020" if problem else None)
+             for i, (text, problem) in enumerate(notes or [])]
     ax.set_yticks(range(len(labels)), labels)
     ax.set_ylim(len(labels) - 0.5, -0.5)
-    ax.set_xlim(0, max(left, default=0.0) * 1.6 or 1.0) if notes else ax.set_xlim(left=0)  # room for the notes
+    ax.set_xlim(0, max(left, default=0.0) * 1.05 or 1.0)
     ax.set_xlabel(axis_words(xlabel))
     set_title(fig, title)
+    fit_labels(fig, ax, texts)  # room for each note, however long (a cold start's ran off the figure)
     ax.grid(axis="x", alpha=0.3)
     fig.legend(fontsize=8, loc="outside lower center", ncols=3)
     png, svg = save(fig, stem)
