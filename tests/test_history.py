@@ -182,6 +182,14 @@ def test_the_command_prints_the_steps_and_the_machine_change_and_writes_the_page
     assert "resnet-50 b1 eager, latency ms: 8 run(s)" in out and "worse at commit6" in out
     assert "resnet-50 b1 eager: a new series on box2 (CPU (AMD EPYC 7B13, 2 threads)) from commit9" in out
     assert "between commit5 and commit6: torch 2.13.0+cpu to 2.14.0+cpu; tag commit5 to commit6" in out
+    # what a step had to clear on each machine, and how it is known: the laptop's 8 runs of two cases estimate it,
+    # box2's 2 runs do not
+    laptop = {s.metric: s.drift for s in history.series(_load(str(tmp_path / "h.db")), 0.05)
+              if s.machine.startswith("laptop")}
+    said = " ".join(out.split())
+    assert f"latency ms ±{laptop[history.LATENCY].sd:.1%} (read from the runs: " \
+           f"{laptop[history.LATENCY].df:.0f} degrees of freedom)" in said
+    assert "compile s ±13.0% (assumed: the runs show no more)" in said
     page = (tmp_path / "page" / "history.html").read_text()
     assert page.count("<img") == len(history.series(_load(str(tmp_path / "h.db")), 0.05))  # a chart per series
     assert "Steps, newest first" in page and "commit5 | commit6" in page

@@ -63,6 +63,10 @@ def text(series: list[history.Series]) -> str:
     for machine in dict.fromkeys(s.machine for s in series):
         mine = [s for s in series if s.machine == machine]
         lines += ["", f"{machine}: {len({r.run_id or r.at for s in mine for r in s.runs})} run(s)"]
+        # what a step there must clear: each metric's drift (one for all its series on the machine) and how it is known
+        drifts = {s.metric: s.drift for s in mine}
+        lines += textwrap.wrap("how far one run moves from the next beyond its interval: " + "; ".join(
+            f"{metric} {d.said()}" for metric, d in drifts.items()), 100, initial_indent="  ", subsequent_indent="    ")
         for s in mine:
             said = ", ".join(f"{st.ratio:.2f}x [{st.low:.2f}-{st.high:.2f}] {'worse' if s.worse(st) else 'better'} "
                              f"at {s.runs[st.at].label}" for st in s.steps) or "no step"
