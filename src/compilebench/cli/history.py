@@ -66,7 +66,7 @@ def text(series: list[history.Series]) -> str:
         # what a step there must clear: each metric's drift (one for all its series on the machine) and how it is known
         drifts = {s.metric: s.drift for s in mine}
         lines += textwrap.wrap("how far one run moves from the next beyond its interval: " + "; ".join(
-            f"{metric} {d.said()}" for metric, d in drifts.items()), 100, initial_indent="  ", subsequent_indent="    ")
+            f"{metric} {d.describe()}" for metric, d in drifts.items()), 100, initial_indent="  ", subsequent_indent="    ")
         for s in mine:
             said = ", ".join(f"{st.ratio:.2f}x [{st.low:.2f}-{st.high:.2f}] {'worse' if s.worse(st) else 'better'} "
                              f"at {s.runs[st.at].label}" for st in s.steps) or "no step"

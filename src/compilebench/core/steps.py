@@ -81,7 +81,7 @@ class Drift:
     def times(self, k: float) -> Drift:
         return Drift(self.sd * k, self.df)
 
-    def said(self) -> str:
+    def describe(self) -> str:
         """'±3.1% (read from the runs: 8 degrees of freedom)', or '±5.0% (assumed: the runs show no more)'."""
         how = "assumed: the runs show no more" if math.isinf(self.df) else \
             f"read from the runs: {self.df:.0f} degrees of freedom"

@@ -34,7 +34,7 @@ def steps_table(series: list[Series]) -> Table:
 def series_table(series: list[Series]) -> Table:
     return Table("", ["machine", "case", "metric", "runs", "first", "newest", "steps", "drift between runs"],
                  [[s.machine, s.case, s.metric, str(len(s.points)), _value(s.points[0]), _value(s.points[-1]),
-                   str(len(s.steps)), s.drift.said()] for s in series],
+                   str(len(s.steps)), s.drift.describe()] for s in series],
                  ["drift between runs: how far one run of the machine moves from the next beyond its interval, for "
                   "that metric: what a step had to clear, and how it is known."])
 
