@@ -10,9 +10,18 @@ class FakeClock(HostClock):
 
     def __init__(self, start_ns: int = 0):
         self.t = start_ns
+        self.cpu = 0  # the calling thread's CPU time: moves only when a call spends it (spend)
 
     def now_ns(self) -> int:
         return self.t
 
+    def cpu_ns(self) -> int:
+        return self.cpu
+
     def advance(self, ns: int) -> None:
+        self.t += ns
+
+    def spend(self, ns: int) -> None:
+        """The calling thread's CPU time moves by ns (a launch), the wall clock with it."""
+        self.cpu += ns
         self.t += ns

@@ -73,7 +73,7 @@ def test_a_file_of_dca6dfc_reports_the_same_figures_read_and_after_migration(mai
     since = {"sensitivity_rel_err", *EngineStart.columns(), "steps", "decoder_share", "compile_decoder"}
     since_62 = {"latency_ms", *(f"{p}{c}" for p in ("", "ttft_", "per_token_") for c in ("reach_pct", "rounds_to_decide", "speedup_groups")),
                 *flat.SHARING, "break_even_fewest", "break_even_most", "compile_s_low", "compile_s_high",
-                "compile_cpu_checks_s",
+                "compile_cpu_checks_s", "launch_cpu_ms",
                 "speedup_of", *(f"call_{k}" for k in SPEEDUP)}  # a LM's verdict per token unprefixed, calls in call_*
     for out in ("read", "migrated"):
         with open(tmp_path / out / "results.csv") as new, open(MAIN / "results.csv") as old:

@@ -281,3 +281,22 @@ def test_generation_variants_alternate_call_by_call_after_their_first_calls():
 
     timing.measure_generation({"e": named("e"), "c": named("c")}, first_calls=2, iters=3, clock=clock)
     assert "".join(order) == "eecc" + "ececec"
+
+
+def test_the_loops_cpu_time_holds_the_timed_calls_launches_and_nothing_before_them():
+    """A GPU call: the host spends its launches (CPU time), then the device runs on; the thread's CPU time over the
+    timed calls is the launches', whatever the first call, the warm-up and the blocks' untimed openers spent."""
+    clock = FakeClock()
+
+    def gpu_call(launch_ns, device_ns):
+        def call():
+            clock.spend(launch_ns)
+            clock.advance(device_ns)
+        return call
+
+    alone = measure(gpu_call(400, 600), iters=5, warmup=3, clock=clock)
+    assert alone.loop_cpu_ns == 5 * 400 and alone.loop_wall_ns == 5 * 1_000
+    fns = {"eager": gpu_call(900, 100), "compiled": gpu_call(300, 200)}
+    got = timing.measure_interleaved(fns, iters=20, warmup={"eager": 2, "compiled": 2}, block=10, clock=clock,
+                                     after_switch=2)
+    assert got["eager"].loop_cpu_ns == 20 * 900 and got["compiled"].loop_cpu_ns == 20 * 300  # openers left out

@@ -23,7 +23,7 @@ from compilebench.core.record import Record, coerce, part, plain, typed
 from compilebench.core.served import ShapesServed
 from compilebench.core.starts import AotPackage, MegaCache, Start
 from compilebench.core.vocab import MEASURED, NOISY, STATUSES
-from compilebench.core.why import CompilePhases, CompileTrace, Profile
+from compilebench.core.why import CompilePhases, CompileTrace, Launchers, Profile
 
 # A rule: the case's figure from its repeats' values (every repeat, oldest index first), the values of the repeats
 # timed to the end (`measured`), and the field's empty value.
@@ -68,6 +68,11 @@ def median_measured(values: list, measured: list, empty):
     """The median of the repeats that were timed to the end (energy is per timed call)."""
     known = [v for v in measured if v is not None]
     return pystats.median(known) if known else None
+
+
+def most_through_triton(values: list, measured: list, empty):
+    """The process whose Triton kernels went most through Triton's own launcher (measure/launches.py)."""
+    return max(values, key=lambda v: v.triton or 0, default=empty)
 
 
 def least_each(values: list, measured: list, empty) -> dict:
@@ -144,6 +149,9 @@ class Figures:
     # --profile: where the time goes (diagnostics/profiling.summarize), and its trace
     profile: Profile = metric(Profile, over=found)
     compile_trace: CompileTrace = metric(CompileTrace, over=found)  # --compile-trace: the TORCH_TRACE folder, tlparse's HTML
+    # CUDA: the calling thread's CPU ms per timed call up to its loop's synchronize: the launches (measure/launches.py)
+    launch_cpu_ms: float | None = metric(over=median_measured, csv=True)
+    triton_launchers: Launchers = metric(Launchers, over=most_through_triton)  # compiled, CUDA: Triton kernels
 
 
 @dataclass(kw_only=True)

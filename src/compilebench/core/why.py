@@ -67,3 +67,16 @@ class CompileTrace(Record):
     @property
     def shown(self) -> str | None:
         return self.html or self.dir
+
+
+@dataclass(kw_only=True)
+class Launchers(Record):
+    """A compiled model's Triton kernels on a GPU by the launcher each runs through (measure/launches.py): inductor's
+    static one, or Triton's own, which costs more CPU per launch; every kernel its process had loaded."""
+
+    static: int | None = None
+    triton: int | None = None
+
+    @property
+    def total(self) -> int:
+        return (self.static or 0) + (self.triton or 0)

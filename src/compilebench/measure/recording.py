@@ -16,9 +16,9 @@ from compilebench.core.environment import Environment, is_cuda
 from compilebench.core.repeat import Repeat, Warmed
 from compilebench.core.starts import AotPackage, Start
 from compilebench.core.vocab import CLOCK, CUDAGRAPHS_SKIPPED, EAGER_NONDETERMINISTIC, RECOMPILE_LIMIT
-from compilebench.core.why import CompilePhases, Profile
+from compilebench.core.why import CompilePhases, Launchers, Profile
 from compilebench.diagnostics import profiling, traces
-from compilebench.measure import conditions, fingerprint, invariants, timing
+from compilebench.measure import conditions, fingerprint, invariants, launches, timing
 
 
 @dataclass
@@ -202,6 +202,8 @@ def record(rep: Repeat, m: timing.Measurement, clock: timing.HostClock, sync_eac
     rep.samples_over_wall = clock_check(m, clock, sync_each_call)
     if clock_suspect(rep.samples_over_wall):
         rep.flags.append(CLOCK.name)
+    if clock.name == timing.CudaClock.name and not sync_each_call:  # a call synchronized holds its wait too
+        rep.launch_cpu_ms = launches.launch_cpu_ms(m.loop_cpu_ns, len(m.samples_ns))
 
 
 def clock_check(m: timing.Measurement, clock: timing.HostClock, sync_each_call: bool) -> float | None:
@@ -232,6 +234,8 @@ def record_compile(rep: Repeat, compiled, recompiles: int | None, cudagraphs: in
     if compiled.limit_hits and RECOMPILE_LIMIT.name not in rep.flags:
         rep.flags.append(RECOMPILE_LIMIT.name)
     record_cudagraphs(rep, cudagraphs, case)
+    if is_cuda(case.device):
+        rep.triton_launchers = Launchers(**launches.triton_launchers())
 
 
 def record_aot(rep: Repeat, packaged: dict) -> None:

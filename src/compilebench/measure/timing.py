@@ -22,6 +22,10 @@ class HostClock:
     def now_ns(self) -> int:
         return time.perf_counter_ns()
 
+    def cpu_ns(self) -> int:
+        """The calling thread's CPU time: what its calls cost the host (a GPU model's launches)."""
+        return time.thread_time_ns()
+
     def sync(self) -> None:
         """Wait until queued device work is done. Nothing is queued on the host."""
 
@@ -37,8 +41,7 @@ class _HostRecorder:
 
     def __init__(self, now: Callable[[], int], iters: int, sync: Callable[[], None] | None = None):
         self._now, self._sync = now, sync
-        self._starts = [0] * iters
-        self._ends = [0] * iters
+        self._starts, self._ends = [0] * iters, [0] * iters
 
     def start(self, i: int) -> None:
         self._starts[i] = self._now()
@@ -79,8 +82,7 @@ class CudaClock(HostClock):
 class _CudaRecorder:
     def __init__(self, torch, iters: int, stream):
         self._stream = stream
-        self._starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
-        self._ends = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+        self._starts, self._ends = ([torch.cuda.Event(enable_timing=True) for _ in range(iters)] for _ in range(2))
 
     def start(self, i: int) -> None:
         self._starts[i].record(self._stream)
@@ -106,6 +108,7 @@ class Measurement:
     loop_started_at: float = 0.0  # wall clock (epoch seconds) at both ends of the timed loop
     loop_ended_at: float = 0.0
     conditions: Conditions = field(default_factory=Conditions)  # what else used the machine meanwhile (conditions.Watch)
+    loop_cpu_ns: int | None = None  # the calling thread's CPU time over the timed calls, before their synchronize
 
 
 def first_call(fn: Callable[[], object], clock: HostClock) -> int:
@@ -132,8 +135,7 @@ class _Loop:
     def __enter__(self) -> _Loop:
         self.graphs_before = self.graph_count() if self.graph_count else None
         self.watch.start()
-        self.started_at = time.time()
-        self.start_ns = self.clock.now_ns()
+        self.started_at, self.start_ns, self.start_cpu_ns = time.time(), self.clock.now_ns(), self.clock.cpu_ns()
         return self
 
     def spent(self, done: int) -> bool:
@@ -186,10 +188,11 @@ def measure(
                 n += 1
                 if loop.spent(n):
                     break
+            loop_cpu_ns = clock.cpu_ns() - loop.start_cpu_ns
             clock.sync()
             loop_wall_ns = clock.now_ns() - loop.start_ns
     return Measurement(first_ns, warmed, iters, loop.floor, rec.samples_ns(n), loop_wall_ns, n < iters,
-                       loop.recompiles, loop.started_at, loop.ended_at, loop.conditions)
+                       loop.recompiles, loop.started_at, loop.ended_at, loop.conditions, loop_cpu_ns)
 
 
 def measure_interleaved(
@@ -237,35 +240,37 @@ def measure_interleaved(
         on_phase("timing (interleaved)")
         recorders = {name: clock.recorder(iters, sync_each_call) for name in fns}
         done = dict.fromkeys(fns, 0)
-        wall = dict.fromkeys(fns, 0)
+        wall, cpu = dict.fromkeys(fns, 0), dict.fromkeys(fns, 0)
         with _Loop(clock, iters, min_iters, max_time_s, graph_count, watch, scale=len(fns)) as loop:
             while min(done.values()) < iters and not loop.spent(min(done.values())):
                 for name, fn in fns.items():
                     n = done[name]
                     done[name] = min(iters, n + block)
-                    wall[name] += _timed_block(fn, recorders[name], range(n, done[name]), clock,
-                                               warmed[name].after_switch)
+                    spent = _timed_block(fn, recorders[name], range(n, done[name]), clock, warmed[name].after_switch)
+                    wall[name], cpu[name] = wall[name] + spent[0], cpu[name] + spent[1]
     return {
         name: Measurement(first[name], warmed[name], iters, loop.floor, recorders[name].samples_ns(done[name]),
                           wall[name], done[name] < iters, loop.recompiles, loop.started_at, loop.ended_at,
-                          loop.conditions)
+                          loop.conditions, cpu[name])
         for name in fns
     }
 
 
-def _timed_block(fn: Callable[[], object], rec, calls: range, clock: HostClock, untimed: int = 0) -> int:
+def _timed_block(fn: Callable[[], object], rec, calls: range, clock: HostClock, untimed: int = 0) -> tuple[int, int]:
     """One block of an interleaved loop: its untimed calls, then each call recorded, synchronized at both ends;
-    returns its wall time (the timed calls', so that each callable's wall clock holds its own timed calls only)."""
+    returns its wall time (the timed calls', so that each callable's wall clock holds its own timed calls only) and
+    the calling thread's CPU time over those calls, up to the closing synchronize."""
     for _ in range(untimed):
         fn()
     clock.sync()
-    t0 = clock.now_ns()
+    t0, c0 = clock.now_ns(), clock.cpu_ns()
     for i in calls:
         rec.start(i)
         fn()
         rec.stop(i)
+    c1 = clock.cpu_ns()
     clock.sync()
-    return clock.now_ns() - t0
+    return clock.now_ns() - t0, c1 - c0
 
 
 @dataclass
@@ -322,8 +327,8 @@ def measure_generation(
 
     firsts: dict[str, list[CallTiming]] = {name: [] for name in calls}
     for name, call in calls.items():
+        suffix = "" if len(calls) == 1 else f" ({name})"
         for i in range(first_calls):
-            suffix = "" if len(calls) == 1 else f" ({name})"
             on_phase(("first call" if i == 0 else f"call {i + 1} of the first {first_calls}") + suffix)
             firsts[name].append(timed(call))
             after_first_call(name, i)

@@ -23,6 +23,8 @@ def details_table(view: View) -> Table:
     skipped = [f"- {_name(r)}: "
                f"{'; '.join(r.cudagraph_skip_reasons)}" for r in results if CUDAGRAPHS_SKIPPED.name in r.flags]
     checks = [f"- {_name(r)}: {'; '.join(r.self_checks)}" for r in results if r.self_checks]
+    through_triton = [f"- {_name(r)}: {r.triton_launchers.triton} of {r.triton_launchers.total}"
+                      for r in results if r.triton_launchers.triton]
     unsteady = [f"- {_name(r)}: by {r.eager_self_rel_err:.1e} relative; allowed {r.rel_tolerance:.1e}"
                 for r in results if EAGER_NONDETERMINISTIC.name in r.flags]
     tolerances = sorted({(r.math, r.rel_tolerance) for r in results
@@ -46,6 +48,9 @@ def details_table(view: View) -> Table:
            if tolerances else [])
         + ((["CUDA graphs skipped (inductor's reason):"] + skipped) if skipped else [])
         + ((["Self-checks failed (a figure that real hardware contradicted):"] + checks) if checks else [])
+        + ((["Triton kernels launched through Triton's own launcher, not inductor's static one (which takes a kernel "
+             "whose compiled binary it finds): more CPU per launch, which at a small batch can set the pace:"]
+            + through_triton) if through_triton else [])
         + ((["Eager differed from itself (two calls, same input), so its compiled twin was allowed that much:"]
             + unsteady) if unsteady else [])
         + ((["Not ok:"] + notes) if notes else [])
