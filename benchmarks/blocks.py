@@ -179,6 +179,10 @@ def main() -> None:
           + ", ".join(f"{d}: " + ", ".join(f"{name} {statistics.median(launches[d][name]):.3f} of "
                                            f"{statistics.median(times[d][name]):.3f}" for name in ("eager", "default"))
                       for d in HOST_TIMED))
+    from compilebench.measure.launches import triton_launchers
+
+    # against the count compilebench's workers record (measure/launches.py): a plain process's, for the same model
+    print(f"Triton kernels by launcher in this process: {triton_launchers() or 'none (no Triton kernel)'}")
 
 
 if __name__ == "__main__":

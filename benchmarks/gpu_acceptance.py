@@ -21,6 +21,11 @@ reads what it stored. Under 10 minutes on one H100 (most of it compiling ResNet-
                    on a GPU), and host-timed blocks of 10 within 5% of the windows' (interleaving, no events);
                    all-timed blocks of 10 (the design before 2026-11-28) and the launches' CPU time per call (the
                    calling thread's, up to each synchronize) printed beside
+  worker-gap       benchmarks/worker_gap.py: ResNet-50 batch 1, eager and default each alone in host-timed windows,
+                   in fresh interpreters that add the worker's traits one by one (inference mode, loaded weights,
+                   private compiler folders cold and warm), then `compilebench run` itself, its workers forked and
+                   not: default in the worker's warm-ups within 10% of a plain process's (on 2026-11-30 2.3 ms
+                   plain, 3.0-3.4 in the workers)
   clock            ResNet-50 eager, 100 calls: the sum of the per-call CUDA event times over the loop's wall
                    time lies in [0.80, 1.05] and no result carries the `clock` flag
   cuda:1           the same on --device cuda:1 of a two-GPU box: the worker saw physical GPU 1 (by UUID) and the
@@ -94,6 +99,7 @@ its results file (NAME.log), and each check prints how long it took.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import statistics
@@ -113,7 +119,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.join(TREE, "src
 
 # The results files (one a command) of the checks whose figures hold on a tiny config of the same architecture.
 SIZE_FREE = ("generation", "shapes", "mega", "aot", "shapes-graphs", "shapes-text", "launcher", "quantize", "engines")
-CHECKS = ("quick", "quick-rounds", "blocks", "clock", "cuda:1", "reduce-overhead", "generation", "launcher", "tf32", "oom",
+CHECKS = ("quick", "quick-rounds", "blocks", "worker-gap", "clock", "cuda:1", "reduce-overhead", "generation", "launcher", "tf32", "oom",
           "nvml", "shapes", "profile", "mega", "aot-inductor", "aot-load", "shapes-graphs", "energy", "eager-cudagraphs",
           "quantize", "engines", "diffusion")
 
@@ -123,9 +129,10 @@ SECONDS = {"clock": 27, "nvml": 0, "energy": 0, "profile": 58, "reduce-overhead"
 UNMEASURED_S = 120
 # On one H200, 2026-11-27: the quick suite a process each 294 s (12:18, 16 extra repeats) and 420 s (15:23, 20
 # extra); the quantize check 225 s (its workers new interpreters); aot-load 374 s (each of its four builds a minute
-# or more). 2026-11-28 02:50: the quick suite interleaved 276 s (8 extra repeats), as `quick` runs it now.
-SECONDS.update({"quick": 276, "quick-rounds": 420, "quantize": 225, "aot-load": 374})
-SECONDS["blocks"] = 120  # not measured yet: one cold compile of ResNet-50 and 50 loops of 300 calls, estimated
+# or more). 2026-11-28 02:50: the quick suite interleaved 276 s (8 extra repeats); 2026-11-30 00:13: `quick` 185 s
+# (4 extra), `quick-rounds` 340 s (7 rounds), `blocks` 108 s.
+SECONDS.update({"quick": 276, "quick-rounds": 420, "quantize": 225, "aot-load": 374, "blocks": 108})
+SECONDS["worker-gap"] = 200  # not measured yet: six cold compiles of ResNet-50 and three warm, estimated
 SECONDS["diffusion"] = 780  # not measured yet: Flux's 12B parameters drawn and compiled in 12 processes, estimated
 QUICK_PLANNED_S, WORKER_START_S = 180, 2.0  # the quick check's goals (issue 50)
 STARTING = ("start", "setup", "build")  # a worker's phases before its model is ready: its start
@@ -222,6 +229,28 @@ def _loop_over_warmup(found: list[dict]) -> str:
         if per:
             out.append(f"{r['case']['model']} {r['case']['variant'].get('mode')} {statistics.median(per):.2f}")
     return ", ".join(out) or "no warm-up windows recorded"
+
+
+def _launches(found: list[dict]) -> str:
+    """Each case's launches: the calling thread's CPU ms per timed call against its ms per call (the medians over its
+    processes: near it where the host set the pace), and a compiled case's Triton kernels by launcher (the process
+    that went most through Triton's own). On the H200 of 2026-11-30 blocks.py read compiled ResNet-50 at 2.2-2.3 ms
+    a call in a plain process, all of it its launches, where these workers read 3.0-4.0: which side moved."""
+    import statistics
+
+    out = []
+    for r in found:
+        reps = [rep for rep in r["repeats"] if rep.get("samples_ms") and rep.get("launch_cpu_ms") is not None]
+        if not reps:
+            continue
+        said = (f"{r['case']['model']} {r['case']['variant'].get('mode')} "
+                f"{statistics.median(rep['launch_cpu_ms'] for rep in reps):.2f} of "
+                f"{statistics.median(statistics.median(rep['samples_ms']) for rep in reps):.2f} ms")
+        launchers = [rep.get("triton_launchers") or {} for rep in r["repeats"]]
+        if any(launchers):
+            said += f" (Triton kernels by launcher {max(launchers, key=lambda v: v.get('triton', 0))})"
+        out.append(said)
+    return ", ".join(out) or "none recorded"
 
 
 def _probes_by_round(found: list[dict]) -> str:
@@ -355,6 +384,7 @@ class Checks:
                               f"each decided, its interval within ±{QUICK_REACH:.0%}): {verdicts}; warm-ups ended "
                               f"{dict(sorted(Counter(warmed).items(), key=str))}, first rounds against the rest: "
                               f"{_first_round(found)}; loops over their warm-ups: {_loop_over_warmup(found)}; "
+                              f"launch CPU per call: {_launches(found)}; "
                               f"speed-ups alone over interleaved (goal: none changed): {alone}; CPU probes by "
                               f"round (µs) {_probes_by_round(found)}; torch threads (goal: one a core) {threads}; "
                               f"workers "
@@ -378,7 +408,8 @@ class Checks:
                  f"the command's wall {wall:.0f} s, up to {processes} repeat(s) a model, waits between rounds (s) "
                  f"{round_waits(found)}; verdicts (goal: each decided, "
                  f"its interval within ±{QUICK_REACH:.0%}): {verdicts}; loops over their warm-ups: "
-                 f"{_loop_over_warmup(found)}; statuses {sorted({r['status'] for r in found})}")
+                 f"{_loop_over_warmup(found)}; launch CPU per call: {_launches(found)}; statuses "
+                 f"{sorted({r['status'] for r in found})}")
 
     def blocks(self) -> None:
         """benchmarks/blocks.py: whether interleaving changes a speed-up, in one process (no host state between)."""
@@ -387,13 +418,34 @@ class Checks:
                             *(("--tiny", "--rounds", "2") if rehearse else ())], capture_output=True, text=True)
         with open(os.path.join(self.tmp, "blocks.log"), "w") as f:
             f.write(p.stdout + "\n--- stderr\n" + p.stderr)
-        said = ("speed-up", "interleaved over", "host-timed", "launch CPU")  # the launches' line: printed, not judged
+        # the launches' lines: printed, not judged
+        said = ("speed-up", "interleaved over", "host-timed", "launch CPU", "Triton kernels")
         lines = [line for line in p.stdout.splitlines() if line.startswith(said)]
         # the all-timed blocks (the design before 2026-11-28) are printed beside, for what the untimed calls changed
         over = [float(part.split()[-1]) for line in lines if line.startswith(("interleaved over", "host-timed"))
                 for part in line.split(": ", 1)[1].split(", ") if not part.startswith("all-timed")]
         ok = p.returncode == 0 and bool(over) and all(abs(math.log(x)) <= math.log(1.05) for x in over)
         self.say("blocks", ok, " | ".join(lines) or p.stderr[-400:])
+
+    def worker_gap(self) -> None:
+        """benchmarks/worker_gap.py: whether compilebench's worker reads compiled ResNet-50 as a plain process does,
+        and at which of its traits it moves where it does not."""
+        rehearse, keep = "cpu" in self.extra, os.path.join(self.tmp, "worker-gap")
+        p = subprocess.run([sys.executable, os.path.join(HERE, "worker_gap.py"), "--device", "cpu" if rehearse else
+                            "cuda", *(("--tiny",) if rehearse else ()), "--keep", keep], capture_output=True, text=True)
+        with open(os.path.join(self.tmp, "worker-gap.log"), "w") as f:
+            f.write(p.stdout + "\n--- stderr\n" + p.stderr)
+        try:
+            with open(os.path.join(keep, "summary.json")) as f:
+                found = json.load(f)
+            plain = found["plain"]["ms"]["default"]
+            worker = statistics.median(row["warm_ms"] for row in found["worker"] if row["variant"] == "default")
+        except (OSError, KeyError, TypeError, ValueError, statistics.StatisticsError):
+            self.say("worker-gap", False, (p.stdout + p.stderr)[-600:])
+            return
+        self.say("worker-gap", abs(math.log(worker / plain)) <= math.log(1.10),
+                 f"default in the worker's warm-ups over a plain process's: {worker / plain:.2f} (goal within 10%) | "
+                 + " | ".join(line.strip() for line in p.stdout.splitlines()))
 
     def aot_load(self) -> None:
         """benchmarks/aot_load.py: which way of loading an AOTInductor package crashes."""
@@ -775,7 +827,8 @@ def main() -> None:
     extra = ("--device", "cpu", "--tiny") if args.rehearse else ()
     checks, t0 = Checks(tmp, devices, extra, args.tiny), time.perf_counter()
     clock_result = checks.clock() if {"clock", "nvml", "energy"} & set(only) else None
-    steps = {"quick": checks.quick, "quick-rounds": checks.quick_rounds, "blocks": checks.blocks, "cuda:1": checks.cuda1, "reduce-overhead": checks.reduce_overhead, "generation": checks.generation,
+    steps = {"quick": checks.quick, "quick-rounds": checks.quick_rounds, "blocks": checks.blocks,
+             "worker-gap": checks.worker_gap, "cuda:1": checks.cuda1, "reduce-overhead": checks.reduce_overhead, "generation": checks.generation,
              "launcher": checks.launcher, "tf32": checks.tf32, "oom": checks.oom,
              "nvml": lambda: checks.nvml(clock_result), "shapes": checks.shapes, "profile": checks.profile,
              "mega": checks.mega, "aot-inductor": checks.aot_inductor, "shapes-graphs": checks.shapes_graphs,

@@ -1,0 +1,169 @@
+"""Which trait of compilebench's worker makes compiled ResNet-50 read slower there than in a plain process? Prints
+figures; asserts nothing (issue 62).
+
+On one H200 (2026-11-30, torch 2.11) benchmarks/blocks.py, in a plain process, read ResNet-50 at batch 1 at 1.65x
+(eager 3.6-3.9 ms a call, default 2.1-2.4 ms, every design within 2%, the launches' CPU time all of each call),
+where the quick suite's workers minutes before read default at 3.0-3.4 ms in their warm-ups and 3.1-4.0 in their
+loops (0.95x interleaved; 1.10x from the warm-ups); every H200 recording since 2026-11-27 read it at 3.0 ms or
+more. Each step below is a fresh interpreter that adds one of the worker's traits to the one before, then times
+eager and default each alone in host-timed windows of 10 calls (blocks.py's `windows of 10`), 300 calls each:
+
+  plain         the model drawn in this process, called under torch.no_grad (blocks.py's way), inductor's folders
+                where it puts them by default (under an empty temporary folder: a cold compile)
+  inference     the same under torch.inference_mode, as a worker compiles and calls
+  loaded        the weights a worker loads: drawn once and saved, then loaded into a meta-device skeleton
+                (measure/weights.py), the model and inputs built by the worker's own code (measure/forward.prepare)
+  folders       the compiler's state in a private, empty folder (measure/compiler_state.env_for): a cold compile
+  folders-warm  the same folder again, in a new interpreter: inductor's caches hold the graph, as repeats 2 on find
+  worker        `compilebench run` itself, eager and default interleaved, 2 repeats (cold, then warm): each
+                process's warm-up windows (alone) and loop, read from its results
+  worker-exec   the same with its workers started as new interpreters (COMPILEBENCH_LAUNCH=exec), not forked
+                from a launcher that imported torch and inductor before the fork
+
+Each line gives each variant's ms per call and the calling thread's CPU ms per call (its launches: near the ms per
+call where the host sets the pace), the speed-up, and the Triton kernels by launcher (measure/launches.py): the
+step at which default's ms moves is the trait to look at.
+
+Usage: python benchmarks/worker_gap.py [--device cuda] [--tiny] [--steps plain,inference,...] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+from _runs import TREE, cli, results
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(TREE, "src"))
+
+STEPS = ("plain", "inference", "loaded", "folders", "folders-warm", "worker", "worker-exec")
+MODEL = "resnet-50"
+
+
+def one_step(step: str, device: str, tiny: bool, folder: str) -> dict:
+    """In this interpreter: build, compile and time the model with the step's traits; returns the figures."""
+    import contextlib
+
+    import torch
+
+    from blocks import host_timed, model_and_inputs
+    from compilebench.core.case import Case
+    from compilebench.core.variant import Variant
+    from compilebench.measure import forward, launches, timing, weights
+    from compilebench.zoo import get
+
+    clock = timing.CudaClock(device) if device.startswith("cuda") else timing.HostClock()
+    mode = torch.no_grad() if step == "plain" else torch.inference_mode()
+    with mode:
+        if step in ("plain", "inference"):
+            model, inputs = model_and_inputs(MODEL, device, tiny)
+        else:
+            case = Case(MODEL, 1, Variant("default"), device=device, model_size="tiny" if tiny else "full")
+            entry = weights.reusing(get(MODEL, None, None), case, folder, lambda phase: None)
+            model, inputs = forward.prepare(entry, case)
+        compiled = torch.compile(model)
+        fns = {"eager": lambda: model(**inputs), "default": lambda: compiled(**inputs)}
+        with contextlib.redirect_stdout(sys.stderr):
+            fns["default"]()  # the compile, outside the windows
+        timed = host_timed(fns, clock, 300, 10, interleaved=False)
+    hits = torch._dynamo.utils.counters["inductor"].get("fxgraph_cache_hit", 0)  # folders-warm: the graph loaded
+    return {"ms": {k: v[0] for k, v in timed.items()}, "cpu_ms": {k: v[1] for k, v in timed.items()},
+            "launchers": launches.triton_launchers(), "graph_cache_hits": hits}
+
+
+def run_step(step: str, args, folder: str) -> dict:
+    """A step in a fresh interpreter: its environment holds the compiler's folders from `folders` on."""
+    from compilebench.measure import compiler_state
+
+    env = dict(os.environ)
+    if step.startswith("folders"):
+        env.update(compiler_state.env_for(os.path.join(folder, "compiler")))
+    else:  # inductor's default folders, empty: cold, as a plain process on a fresh machine compiles
+        env["TMPDIR"] = os.path.join(folder, f"{step}-tmp")
+        os.makedirs(env["TMPDIR"], exist_ok=True)
+    out = os.path.join(folder, f"{step}.json")
+    p = subprocess.run([sys.executable, __file__, "--one", step, "--device", args.device, "--folder", folder, "--out",
+                        out, *(("--tiny",) if args.tiny else ())], env=env, capture_output=True, text=True)
+    if p.returncode != 0:
+        return {"error": p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"exit {p.returncode}"}
+    with open(out) as f:
+        return json.load(f)
+
+
+def worker_step(step: str, args, folder: str) -> list[dict]:
+    """`compilebench run` itself: per process, each variant's warm-up (the median of its last three windows, alone)
+    and loop (the median of its calls), its launches' CPU ms per call and the Triton kernels by launcher."""
+    db = os.path.join(folder, f"{step}.db")
+    cli("run", "--model", MODEL, "--batch-size", "1", "--variant", "eager", "default", "--repeats", "2",
+        "--max-repeats", "2", "--device", args.device, "--db", db, "--quiet", *(("--tiny",) if args.tiny else ()),
+        cwd=folder, check=False, env={"COMPILEBENCH_LAUNCH": "exec"} if step == "worker-exec" else None)
+    rows = []
+    for r in results(db) if os.path.exists(db) else []:
+        for rep in r["repeats"]:
+            windows = (rep.get("warmed") or {}).get("windows_ms") or []
+            rows.append({"variant": r["case"]["variant"].get("mode") or "eager", "repeat": rep["index"],
+                         "warm_ms": statistics.median(windows[-3:]) if windows else None,
+                         "loop_ms": statistics.median(rep["samples_ms"]) if rep.get("samples_ms") else None,
+                         "cpu_ms": rep.get("launch_cpu_ms"), "launchers": rep.get("triton_launchers") or {}})
+    return rows
+
+
+def _ms(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f} ms"
+
+
+def said(step: str, got: dict) -> str:
+    if "error" in got:
+        return f"{step:13} failed: {got['error']}"
+    ms, cpu = got["ms"], got["cpu_ms"]
+    return (f"{step:13} eager {ms['eager']:.3f} ms (launch CPU {cpu['eager']:.3f}), default {ms['default']:.3f} ms "
+            f"(launch CPU {cpu['default']:.3f}), {ms['eager'] / ms['default']:.2f}x; Triton kernels by launcher "
+            f"{got['launchers'] or 'none'}; graphs loaded from inductor's cache {got['graph_cache_hits']}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--tiny", action="store_true", help="the tiny config (a rehearsal: the figure needs the real size)")
+    ap.add_argument("--steps", default=",".join(STEPS))
+    ap.add_argument("--keep", default=None, help="keep the steps' folder (results, saved weights) here")
+    ap.add_argument("--one", default=None, help=argparse.SUPPRESS)  # a step, in the interpreter run_step started
+    ap.add_argument("--folder", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--out", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.one:
+        got = one_step(args.one, args.device, args.tiny, args.folder)
+        with open(args.out, "w") as f:
+            json.dump(got, f)
+        return
+    folder = args.keep or tempfile.mkdtemp(prefix="worker-gap-")
+    os.makedirs(folder, exist_ok=True)
+    found: dict = {}  # each step's figures, written to the folder as summary.json (gpu_acceptance reads it)
+    try:
+        for step in args.steps.split(","):
+            if step.startswith("worker"):
+                found[step] = worker_step(step, args, folder)
+                for row in found[step] or [{"failed": "no result stored"}]:
+                    print(f"{step:13} " + (row["failed"] if "failed" in row else
+                          f"repeat {row['repeat']} {row['variant']:8} warm-up {_ms(row['warm_ms'])}, loop "
+                          f"{_ms(row['loop_ms'])}, launch CPU {_ms(row['cpu_ms'])}; Triton kernels by launcher "
+                          f"{row['launchers'] or 'none'}"), flush=True)
+            else:
+                found[step] = run_step(step, args, folder)
+                print(said(step, found[step]), flush=True)
+        with open(os.path.join(folder, "summary.json"), "w") as f:
+            json.dump(found, f)
+    finally:
+        if not args.keep:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
