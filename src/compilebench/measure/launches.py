@@ -36,8 +36,8 @@ def triton_launchers() -> dict[str, int]:
 
 
 def kind(launcher) -> str:
-    """STATIC or TRITON: where torch marks its static launchers (`_is_static`) that mark, else whether the function
-    the launcher calls is a StaticallyLaunchedCudaKernel's `run`."""
+    """STATIC where torch marked the launcher static (`_is_static`) or, in a torch that marks none, where the
+    function it calls is a StaticallyLaunchedCudaKernel's `run`; else TRITON."""
     if getattr(launcher, "_is_static", False):
         return STATIC
     runner = getattr(launcher, "__globals__", {}).get("runner")
