@@ -16,7 +16,9 @@ STATIC, TRITON = "static", "triton"
 
 
 def launch_cpu_ms(loop_cpu_ns: int | None, calls: int) -> float | None:
-    """The calling thread's CPU ms per timed call, up to the synchronize closing the calls (None: not measured)."""
+    """The calling thread's CPU ms per timed call, up to the synchronize closing the calls (None: not measured): well
+    under the ms per call where the GPU set the pace; near it where the host did, or where the launches waited for
+    room in the GPU's queue (a driver that spins while it waits counts the wait as CPU time)."""
     return round(loop_cpu_ns / calls / 1e6, 6) if loop_cpu_ns is not None and calls else None
 
 
