@@ -40,7 +40,6 @@ import tempfile
 
 from _runs import TREE, cli, results
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(TREE, "src"))
 
 STEPS = ("plain", "inference", "loaded", "folders", "folders-warm", "worker", "worker-exec")
