@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import statistics
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -73,6 +74,17 @@ def groups(values: list[float]) -> list[list[int]] | None:
     if gaps[at] > UNSTABLE_GAP and gaps[at] > max(UNSTABLE_RATIO, NOISE_RATIO.get(len(values), 0.0)) * spread:
         return [order[:at + 1], order[at + 1:]]
     return None
+
+
+def beyond(one: float, others: list[float], confidence: float = 0.99) -> bool:
+    """Whether `one` lies outside where one more value drawn as `others` were would fall (log scale: their mean and
+    Student's t prediction interval at `confidence`): a process unlike the others beyond their own spread. Needs
+    three others: fewer give no spread to read."""
+    if len(others) < 3:
+        return False
+    logs = [math.log(v) for v in others]
+    centre, sd = statistics.fmean(logs), statistics.stdev(logs)
+    return abs(math.log(one) - centre) > t_critical(len(logs) - 1, confidence) * sd * math.sqrt(1 + 1 / len(logs))
 
 
 def t_critical(df: float, confidence: float = 0.95) -> float:

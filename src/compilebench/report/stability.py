@@ -2,7 +2,8 @@
 threads, say), a case whose processes fell into two groups far apart (core/stats.groups: the machine changed state
 during the run), a paired speed-up whose processes (or rounds) did (compile's effect itself moved with that
 state), each with its groups' CPU probes where recorded (whether the host's CPU side ran at another speed), an
-interleaved speed-up that its variants' warm-ups, each timed alone, did not bear out (core/sharing.py: sharing the
+interleaved speed-up whose cold-compiled process read unlike those that loaded its graph from the compiler's
+cache, an interleaved speed-up that its variants' warm-ups, each timed alone, did not bear out (core/sharing.py: sharing the
 process changed the effect, and whether its verdict is withheld for it), an earlier run of the same case on the
 same machine whose interval does not overlap the newest one's (it changed between runs), and a comparison that the
 run's cap, its time budget or its sharing check left inconclusive. One line each, for the report's summary and
@@ -26,6 +27,7 @@ def notes(view: View) -> list[str]:
     latest = view.latest + view.served
     return [*_mixed_cases(latest), *filter(None, (_groups(r) for r in latest)),
             *filter(None, (_effect_groups(view, r) for r in latest)),
+            *filter(None, (_by_compile(view, r) for r in latest)),
             *filter(None, (_shared(view, r) for r in latest)), *_moved(view.results, latest),
             *filter(None, (_undecided(view, r) for r in latest))]
 
@@ -86,6 +88,19 @@ def _effect_groups(view: View, r: Result) -> str | None:
     return (f"unstable: {case_name(r)}: its speed-up{generation.per(r.case)} over eager fell into two groups of "
             f"{'processes' if s.paired_by == 'process' else 'rounds'}, {' and '.join(parts)}: {why}, and the interval "
             f"({s.value:.2f}x{_span(s)}) holds both{_probes(r, [repeats for _, repeats in s.groups])}")
+
+
+def _by_compile(view: View, r: Result) -> str | None:
+    """An interleaved speed-up whose process that compiled the graph cold read unlike those that loaded it from the
+    compiler's cache (speedups._by_compile)."""
+    s = view.verdict(r)
+    if s is None or not s.by_compile:
+        return None
+    (cold, first), (cached, rest) = s.by_compile
+    return (f"compile cache: {case_name(r)}: its speed-up over eager was {cold:.2f}x in the process that compiled "
+            f"it cold (repeat {first[0]}) and {cached:.2f}x in those that loaded the compiled graph from the "
+            f"compiler's cache (repeats {', '.join(map(str, rest))}), eager beside it in each: the same graph ran "
+            f"at another speed as it was made ready, and the interval ({s.value:.2f}x{_span(s)}) holds both")
 
 
 def _shared(view: View, r: Result) -> str | None:
