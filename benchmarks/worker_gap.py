@@ -21,8 +21,10 @@ eager and default each alone in host-timed windows of 10 calls (blocks.py's `win
                 from a launcher that imported torch and inductor before the fork
 
 Each line gives each variant's ms per call and the calling thread's CPU ms per call (its launches: near the ms per
-call where the host sets the pace), the speed-up, and the Triton kernels by launcher (measure/launches.py): the
-step at which default's ms moves is the trait to look at.
+call where the host sets the pace), the speed-up, the Triton kernels by launcher (measure/launches.py), and, for
+the steps in interpreters of their own, where default's host time goes (cProfile over 50 calls: the functions a
+call runs, and those that take the most time of their own): the step at which default's ms moves is the trait to
+look at, and the function that grows with it where it moved.
 
 Usage: python benchmarks/worker_gap.py [--device cuda] [--tiny] [--steps plain,inference,...] [--keep DIR]
 """
@@ -72,9 +74,38 @@ def one_step(step: str, device: str, tiny: bool, folder: str) -> dict:
         with contextlib.redirect_stdout(sys.stderr):
             fns["default"]()  # the compile, outside the windows
         timed = host_timed(fns, clock, 300, 10, interleaved=False)
+        hot = hot_path(fns["default"], clock)
     hits = torch._dynamo.utils.counters["inductor"].get("fxgraph_cache_hit", 0)  # folders-warm: the graph loaded
     return {"ms": {k: v[0] for k, v in timed.items()}, "cpu_ms": {k: v[1] for k, v in timed.items()},
-            "launchers": launches.triton_launchers(), "graph_cache_hits": hits}
+            "launchers": launches.triton_launchers(), "graph_cache_hits": hits, "hot": hot}
+
+
+def hot_path(fn, clock, calls: int = 50, top: int = 6) -> dict:
+    """Where a compiled call's host time goes, by cProfile over `calls` calls: the Python functions and C functions
+    called per call, and the `top` that took the most time of their own (µs per call). The profiler slows every
+    call alike; between steps, a function that appears, or takes more, names where the step's ms went (Triton's
+    own launcher in place of inductor's static one, say)."""
+    import cProfile
+    import pstats
+
+    profile = cProfile.Profile()
+    clock.sync()
+    profile.enable()
+    for _ in range(calls):
+        fn()
+    profile.disable()
+    clock.sync()
+    rows = [(own / calls * 1e6, n / calls, _where(func))
+            for func, (_, n, own, _, _) in pstats.Stats(profile).stats.items()]
+    rows.sort(reverse=True)
+    return {"functions_per_call": round(sum(n for _, n, _ in rows), 1),
+            "top": [[name, round(us, 1), round(n, 1)] for us, n, name in rows[:top]]}
+
+
+def _where(func: tuple) -> str:
+    """A profiled function as `file:name` (a C function: its name alone)."""
+    path, _, name = func
+    return name if path == "~" else f"{os.path.basename(path)}:{name}"
 
 
 def run_step(step: str, args, folder: str) -> dict:
@@ -124,7 +155,9 @@ def said(step: str, got: dict) -> str:
     ms, cpu = got["ms"], got["cpu_ms"]
     return (f"{step:13} eager {ms['eager']:.3f} ms (launch CPU {cpu['eager']:.3f}), default {ms['default']:.3f} ms "
             f"(launch CPU {cpu['default']:.3f}), {ms['eager'] / ms['default']:.2f}x; Triton kernels by launcher "
-            f"{got['launchers'] or 'none'}; graphs loaded from inductor's cache {got['graph_cache_hits']}")
+            f"{got['launchers'] or 'none'}; graphs loaded from inductor's cache {got['graph_cache_hits']}; default's "
+            f"host time, profiled: {got['hot']['functions_per_call']} functions a call, the most of their own "
+            + ", ".join(f"{name} {us} µs ({n} a call)" for name, us, n in got["hot"]["top"]))
 
 
 def main() -> None:
