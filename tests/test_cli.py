@@ -1,6 +1,7 @@
 """compilebench as a user runs it: a separate process, real worker processes, a real results file."""
 
 import json
+import os
 import re
 import sqlite3
 
@@ -20,10 +21,13 @@ QUICK = ["--iters", "3", "--warmup", "0", "--min-iters", "1", "--device", "cpu",
 
 
 @pytest.mark.slow
-def test_end_to_end_eager_and_inductor_on_a_tiny_model(tmp_path):
-    """The issue's main command on a tiny config: the one real inductor compile of the suite."""
+def test_end_to_end_eager_and_inductor_on_a_tiny_model_profiled_and_traced(tmp_path):
+    """The issue's main command on a tiny config, as a user asks why it is (not) faster (--profile, --compile-trace):
+    worker processes, a real inductor compile, tlparse's HTML, the report. One run for both: a real compile costs
+    this suite's slow step about 30 s a run."""
     p = run_cli("run", "--model", "resnet-50", "--tiny", "--batch-size", "1", "--variant", "eager", "default",
-                "--iters", "20", "--warmup", "2", "--repeats", "2", "--device", "cpu", "--quiet", cwd=tmp_path)
+                "--iters", "20", "--warmup", "2", "--repeats", "2", "--device", "cpu", "--quiet", "--profile",
+                "--compile-trace", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     db = tmp_path / "compilebench-results" / "results.db"
     got = rows(db)
@@ -64,6 +68,29 @@ def test_end_to_end_eager_and_inductor_on_a_tiny_model(tmp_path):
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[1] == f"{means['eager']:.3f}" and cells[2] == f"{means['default']:.3f}"
     assert cells[3] == f"{(means['eager'] - means['default']) / means['eager'] * 100:.1f}%"
+    _explained(eager, compiled, tmp_path)
+
+
+def _explained(eager: dict, compiled: dict, tmp_path) -> None:
+    """What --profile and --compile-trace added to the run (issue 26): the profile's top names the compiled graph,
+    the bytes each moved, tlparse's HTML, the compile's phases, and the report's sections."""
+    from compilebench.report import why
+
+    first = compiled["repeats"][0]
+    names = [t["name"] for t in first["profile"]["top"]]
+    assert any(n.startswith("compiled graph") for n in names), names
+    assert compiled["bytes_moved"] > 0 and eager["bytes_moved"] > 0  # inductor's count; the operators' count
+    assert first["compile_trace"]["html"] and os.path.exists(first["compile_trace"]["html"])
+    assert set(first["compile_phases"]) == {"dynamo_s", "aot_s", "inductor_s", "codegen_s", "cpu_checks_s"}
+    # a new process from an empty compiler state: inductor built and loaded its checks of this CPU, within its phase
+    assert 0 < first["compile_phases"]["cpu_checks_s"] < first["compile_phases"]["inductor_s"]
+    text = next(tmp_path.rglob("report.md")).read_text()
+    assert "| of it CPU checks s |" in text and why.CPU_CHECKS in text
+    for heading in ("### Where the time goes: Image Classification/ResNet", "### What the compiler did",
+                    "### How close to the hardware: forward passes"):
+        assert heading in text
+    # the CPU's measured peaks, recorded by the run's first worker (eager's or compiled's: the round's order is drawn)
+    assert any(rep["host_peaks"].get("stream_gbs") for r in (eager, compiled) for rep in r["repeats"])
 
 
 def test_each_status_lands_in_the_store_and_the_table_and_the_sweep_goes_on(tmp_path, main_here):

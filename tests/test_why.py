@@ -235,31 +235,6 @@ def test_profile_and_compile_trace_are_refused_with_ray(main_here):
     assert code == 2 and "--profile keeps its files on this host" in err and len(err.strip().splitlines()) == 1
 
 
-@pytest.mark.slow
-def test_a_profiled_and_traced_inductor_run_in_worker_processes(cli, tmp_path):
-    """The whole path as a user runs it: worker processes, a real inductor compile, tlparse's HTML, the report."""
-    done = cli("run", "--model", "resnet-50", "--tiny", "--variant", "eager", "default", "--repeats", "2", *QUICK,
-               "--profile", "--compile-trace", "--db", "r.db")
-    assert done.returncode == 0, done.stderr
-    results = {r["case"]["variant"]["mode"]: r for r in stored(tmp_path / "r.db")}
-    compiled, eager = results["default"], results["eager"]
-    first = compiled["repeats"][0]
-    names = [t["name"] for t in first["profile"]["top"]]
-    assert any(n.startswith("compiled graph") for n in names), names
-    assert compiled["bytes_moved"] > 0 and eager["bytes_moved"] > 0  # inductor's count; the operators' count
-    assert first["compile_trace"]["html"] and os.path.exists(first["compile_trace"]["html"])
-    assert set(first["compile_phases"]) == {"dynamo_s", "aot_s", "inductor_s", "codegen_s", "cpu_checks_s"}
-    # a new process from an empty compiler state: inductor built and loaded its checks of this CPU, within its phase
-    assert 0 < first["compile_phases"]["cpu_checks_s"] < first["compile_phases"]["inductor_s"]
-    text = next(tmp_path.rglob("report.md")).read_text()
-    assert "| of it CPU checks s |" in text and why.CPU_CHECKS in text
-    for heading in ("### Where the time goes: Image Classification/ResNet", "### What the compiler did",
-                    "### How close to the hardware: forward passes"):
-        assert heading in text
-    # the CPU's measured peaks, recorded by the run's first worker (eager's or compiled's: the round's order is drawn)
-    assert any(rep["host_peaks"].get("stream_gbs") for r in (eager, compiled) for rep in r["repeats"])
-
-
 def test_profiler_events_become_records_with_cpu_self_times_and_kernel_durations():
     """As strict as torch's FunctionEvent: a CPU op has self and total CPU time, a kernel a device time range."""
     from torch.autograd import DeviceType
