@@ -156,7 +156,7 @@ def said(step: str, got: dict) -> str:
     return (f"{step:13} eager {ms['eager']:.3f} ms (launch CPU {cpu['eager']:.3f}), default {ms['default']:.3f} ms "
             f"(launch CPU {cpu['default']:.3f}), {ms['eager'] / ms['default']:.2f}x; Triton kernels by launcher "
             f"{got['launchers'] or 'none'}; graphs loaded from inductor's cache {got['graph_cache_hits']}; default's "
-            f"host time, profiled: {got['hot']['functions_per_call']} functions a call, the most of their own "
+            f"host time, profiled: {got['hot']['functions_per_call']} function calls a call, the most of their own "
             + ", ".join(f"{name} {us} µs ({n} a call)" for name, us, n in got["hot"]["top"]))
 
 
