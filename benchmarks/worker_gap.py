@@ -15,6 +15,12 @@ eager and default each alone in host-timed windows of 10 calls (blocks.py's `win
                 (measure/weights.py), the model and inputs built by the worker's own code (measure/forward.prepare)
   folders       the compiler's state in a private, empty folder (measure/compiler_state.env_for): a cold compile
   folders-warm  the same folder again, in a new interpreter: inductor's caches hold the graph, as repeats 2 on find
+  malloc        glibc's malloc set to keep what a call frees (measure/allocator.keep_freed_memory), as a worker does
+                before it builds its model
+  confined      kept to the cores a run gives its timed worker (run/devices.set_aside: all but the driver's, where the
+                host has 4 or more) with torch's threads counted on them (measure/worker.confine)
+  settled       the timed calls inside measure/warmup.settled: inductor's compile workers moved off those cores, and
+                what the process built kept out of the garbage collector's passes (gc.freeze)
   worker        `compilebench run` itself, eager and default interleaved, 2 repeats (cold, then warm): each
                 process's warm-up windows (alone) and loop, read from its results
   worker-exec   the same with its workers started as new interpreters (COMPILEBENCH_LAUNCH=exec), not forked
@@ -44,7 +50,9 @@ from _runs import TREE, cli, results
 
 sys.path.insert(0, os.path.join(TREE, "src"))
 
-STEPS = ("plain", "inference", "loaded", "folders", "folders-warm", "worker", "worker-exec")
+STEPS = ("plain", "inference", "loaded", "folders", "folders-warm", "malloc", "confined", "settled", "worker",
+         "worker-exec")
+COMPILER_FOLDERS = ("folders", "folders-warm", "malloc", "confined", "settled")  # the steps in a private folder
 MODEL = "resnet-50"
 
 
@@ -57,9 +65,14 @@ def one_step(step: str, device: str, tiny: bool, folder: str) -> dict:
     from blocks import host_timed, model_and_inputs
     from compilebench.core.case import Case
     from compilebench.core.variant import Variant
-    from compilebench.measure import forward, launches, timing, weights
+    from compilebench.measure import allocator, forward, launches, timing, warmup, weights, worker
     from compilebench.zoo import get
 
+    after = STEPS.index(step)  # the traits of every step up to this one
+    if after >= STEPS.index("malloc"):
+        allocator.keep_freed_memory()
+    if after >= STEPS.index("confined"):
+        worker.confine()  # the cores run_step named, as a run names them to its worker
     clock = timing.CudaClock(device) if device.startswith("cuda") else timing.HostClock()
     mode = torch.no_grad() if step == "plain" else torch.inference_mode()
     with mode:
@@ -73,8 +86,9 @@ def one_step(step: str, device: str, tiny: bool, folder: str) -> dict:
         fns = {"eager": lambda: model(**inputs), "default": lambda: compiled(**inputs)}
         with contextlib.redirect_stdout(sys.stderr):
             fns["default"]()  # the compile, outside the windows
-        timed = host_timed(fns, clock, 300, 10, interleaved=False)
-        hot = hot_path(fns["default"], clock)
+        with warmup.settled() if after >= STEPS.index("settled") else contextlib.nullcontext():
+            timed = host_timed(fns, clock, 300, 10, interleaved=False)
+            hot = hot_path(fns["default"], clock)
     hits = torch._dynamo.utils.counters["inductor"].get("fxgraph_cache_hit", 0)  # folders-warm: the graph loaded
     return {"ms": {k: v[0] for k, v in timed.items()}, "cpu_ms": {k: v[1] for k, v in timed.items()},
             "launchers": launches.triton_launchers(), "graph_cache_hits": hits, "hot": hot}
@@ -109,12 +123,17 @@ def _where(func: tuple) -> str:
 
 
 def run_step(step: str, args, folder: str) -> dict:
-    """A step in a fresh interpreter: its environment holds the compiler's folders from `folders` on."""
+    """A step in a fresh interpreter: its environment holds the compiler's folders from `folders` on, and from
+    `confined` on the cores a run's worker keeps to (none on a host of under 4: every process shares them all)."""
     from compilebench.measure import compiler_state
+    from compilebench.run import devices
 
     env = dict(os.environ)
-    if step.startswith("folders"):
+    if step in COMPILER_FOLDERS:
         env.update(compiler_state.env_for(os.path.join(folder, "compiler")))
+        if STEPS.index(step) >= STEPS.index("confined"):
+            house, timed = devices.set_aside(set(os.sched_getaffinity(0)))
+            env.update(devices.cpus_env(timed, house))
     else:  # inductor's default folders, empty: cold, as a plain process on a fresh machine compiles
         env["TMPDIR"] = os.path.join(folder, f"{step}-tmp")
         os.makedirs(env["TMPDIR"], exist_ok=True)
