@@ -1,5 +1,6 @@
 """Why it is (not) faster (issue 26): --profile's pass and its summary, --compile-trace's log and tlparse's HTML,
-the compile phases, and the report's section."""
+the compile phases, and the report's section. The whole path in worker processes with a real inductor compile is
+test_cli's end-to-end test, which runs with both options."""
 
 import json
 import os
