@@ -18,7 +18,7 @@ eager and default each alone in host-timed windows of 10 calls (blocks.py's `win
   malloc        glibc's malloc set to keep what a call frees (measure/allocator.keep_freed_memory), as a worker does
                 before it builds its model
   confined      kept to the cores a run gives its timed worker (run/devices.set_aside: all but the driver's, where the
-                host has 4 or more) with torch's threads counted on them (measure/worker.confine)
+                host has 4 cores or more) with torch's threads counted on them (measure/worker.confine)
   settled       the timed calls inside measure/warmup.settled: inductor's compile workers moved off those cores, and
                 what the process built kept out of the garbage collector's passes (gc.freeze)
   worker        `compilebench run` itself, eager and default interleaved, 2 repeats (cold, then warm): each
@@ -27,10 +27,10 @@ eager and default each alone in host-timed windows of 10 calls (blocks.py's `win
                 from a launcher that imported torch and inductor before the fork
 
 Each line gives each variant's ms per call and the calling thread's CPU ms per call (its launches: near the ms per
-call where the host sets the pace), the speed-up, the Triton kernels by launcher (measure/launches.py), and, for
-the steps in interpreters of their own, where default's host time goes (cProfile over 50 calls: the functions a
-call runs, and those that take the most time of their own): the step at which default's ms moves is the trait to
-look at, and the function that grows with it where it moved.
+call where the host sets the pace), the speed-up, the Triton kernels by launcher (measure/launches.py), and, for the
+steps in interpreters of their own, where default's host time goes (cProfile over 50 calls: the function calls a
+call makes, and the functions that take the most time of their own): the step at which default's ms moves is the
+trait to look at, and the function that grows with it where it moved.
 
 Usage: python benchmarks/worker_gap.py [--device cuda] [--tiny] [--steps plain,inference,...] [--keep DIR]
 """
