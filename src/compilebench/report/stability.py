@@ -1,13 +1,13 @@
 """Where the machine moved, said rather than averaged: a case whose processes were set up unlike each other (torch's
 threads, say), a case whose processes fell into two groups far apart (core/stats.groups: the machine changed state
-during the run), a paired speed-up whose processes (or rounds) did (compile's effect itself moved with that
-state), each with its groups' CPU probes where recorded (whether the host's CPU side ran at another speed), an
-interleaved speed-up whose cold-compiled process read unlike those that loaded its graph from the compiler's
-cache, an interleaved speed-up that its variants' warm-ups, each timed alone, did not bear out (core/sharing.py: sharing the
-process changed the effect, and whether its verdict is withheld for it), an earlier run of the same case on the
-same machine whose interval does not overlap the newest one's (it changed between runs), and a comparison that the
-run's cap, its time budget or its sharing check left inconclusive. One line each, for the report's summary and
-the terminal."""
+during the run), a paired speed-up whose processes (or rounds) did (compile's effect itself moved with that state),
+each with its groups' CPU probes where recorded (whether the host's CPU side ran at another speed), an interleaved
+speed-up whose cold-compiled process read unlike those that loaded its graph from the compiler's cache, an
+interleaved speed-up that its variants' warm-ups, each timed alone, did not bear out (core/sharing.py: sharing the
+process changed the effect, and whether its verdict is withheld for it), an earlier run of the same case on the same
+machine whose interval does not overlap the newest one's (it changed between runs), and a comparison that the run's
+cap, its time budget or its sharing check left inconclusive. One line each, for the report's summary and the
+terminal."""
 
 from __future__ import annotations
 
