@@ -26,8 +26,17 @@ eager and default each alone in host-timed windows of 10 calls (blocks.py's `win
   worker-exec   the same with its workers started as new interpreters (COMPILEBENCH_LAUNCH=exec), not forked
                 from a launcher that imported torch and inductor before the fork
 
+Each step in an interpreter of its own then times the two interleaved, in host-timed blocks of 10 opened by the
+untimed calls a quick suite's block opens with (blocks.py's `host-timed blocks of 10`): in the quick suite's
+recording of that hour (benchmarks/data/h200-quick-interleaved-1130.db) each worker's compiled loop, interleaved, read
+1.05x its own warm-ups (alone) where the worker compiled cold and 1.18-1.26x where it loaded the graph from
+inductor's cache, eager's 0.98-1.09x. It also reads the CPU probe (pure Python on its
+core, as a worker reads it before each loop: 516-679 µs in those workers): a step whose host runs Python slower shows
+there, apart from a slower compiled path.
+
 Each line gives each variant's ms per call and the calling thread's CPU ms per call (its launches: near the ms per
-call where the host sets the pace), the speed-up, the Triton kernels by launcher (measure/launches.py), and, for the
+call where the host sets the pace), the speed-up, the same interleaved and default's interleaved over alone, the
+probe, the Triton kernels by launcher (measure/launches.py), and, for the
 steps in interpreters of their own, where default's host time goes (cProfile over 50 calls: the function calls a
 call makes, and the functions that take the most time of their own): the step at which default's ms moves is the
 trait to look at, and the function that grows with it where it moved.
@@ -65,7 +74,7 @@ def one_step(step: str, device: str, tiny: bool, folder: str) -> dict:
     from blocks import host_timed, model_and_inputs
     from compilebench.core.case import Case
     from compilebench.core.variant import Variant
-    from compilebench.measure import allocator, forward, launches, timing, warmup, weights, worker
+    from compilebench.measure import allocator, conditions, forward, launches, timing, warmup, weights, worker
     from compilebench.zoo import get
 
     after = STEPS.index(step)  # the traits of every step up to this one
@@ -87,10 +96,13 @@ def one_step(step: str, device: str, tiny: bool, folder: str) -> dict:
         with contextlib.redirect_stdout(sys.stderr):
             fns["default"]()  # the compile, outside the windows
         with warmup.settled() if after >= STEPS.index("settled") else contextlib.nullcontext():
+            probe = conditions.cpu_probe_us()  # the host's Python speed on this core, as a worker reads it
             timed = host_timed(fns, clock, 300, 10, interleaved=False)
+            mixed = host_timed(fns, clock, 300, 10, interleaved=True)  # the quick suite's blocks, no events
             hot = hot_path(fns["default"], clock)
     hits = torch._dynamo.utils.counters["inductor"].get("fxgraph_cache_hit", 0)  # folders-warm: the graph loaded
     return {"ms": {k: v[0] for k, v in timed.items()}, "cpu_ms": {k: v[1] for k, v in timed.items()},
+            "interleaved_ms": {k: v[0] for k, v in mixed.items()}, "probe_us": round(probe, 1),
             "launchers": launches.triton_launchers(), "graph_cache_hits": hits, "hot": hot}
 
 
@@ -148,7 +160,8 @@ def run_step(step: str, args, folder: str) -> dict:
 
 def worker_step(step: str, args, folder: str) -> list[dict]:
     """`compilebench run` itself: per process, each variant's warm-up (the median of its last three windows, alone)
-    and loop (the median of its calls), its launches' CPU ms per call and the Triton kernels by launcher."""
+    and loop (the median of its calls, interleaved), its launches' CPU ms per call, the CPU probe before its loop
+    and the Triton kernels by launcher."""
     db = os.path.join(folder, f"{step}.db")
     cli("run", "--model", MODEL, "--batch-size", "1", "--variant", "eager", "default", "--repeats", "2",
         "--max-repeats", "2", "--device", args.device, "--db", db, "--quiet", *(("--tiny",) if args.tiny else ()),
@@ -160,7 +173,8 @@ def worker_step(step: str, args, folder: str) -> list[dict]:
             rows.append({"variant": r["case"]["variant"].get("mode") or "eager", "repeat": rep["index"],
                          "warm_ms": statistics.median(windows[-3:]) if windows else None,
                          "loop_ms": statistics.median(rep["samples_ms"]) if rep.get("samples_ms") else None,
-                         "cpu_ms": rep.get("launch_cpu_ms"), "launchers": rep.get("triton_launchers") or {}})
+                         "cpu_ms": rep.get("launch_cpu_ms"), "launchers": rep.get("triton_launchers") or {},
+                         "probe_us": ((rep.get("conditions") or {}).get("cpu_probe_us") or [None])[0]})
     return rows
 
 
@@ -171,9 +185,12 @@ def _ms(x: float | None) -> str:
 def said(step: str, got: dict) -> str:
     if "error" in got:
         return f"{step:13} failed: {got['error']}"
-    ms, cpu = got["ms"], got["cpu_ms"]
+    ms, cpu, mixed = got["ms"], got["cpu_ms"], got["interleaved_ms"]
     return (f"{step:13} eager {ms['eager']:.3f} ms (launch CPU {cpu['eager']:.3f}), default {ms['default']:.3f} ms "
-            f"(launch CPU {cpu['default']:.3f}), {ms['eager'] / ms['default']:.2f}x; Triton kernels by launcher "
+            f"(launch CPU {cpu['default']:.3f}), {ms['eager'] / ms['default']:.2f}x; interleaved in blocks of 10 "
+            f"eager {mixed['eager']:.3f} ms, default {mixed['default']:.3f} ms, "
+            f"{mixed['eager'] / mixed['default']:.2f}x (default interleaved over alone "
+            f"{mixed['default'] / ms['default']:.2f}); CPU probe {got['probe_us']} µs; Triton kernels by launcher "
             f"{got['launchers'] or 'none'}; graphs loaded from inductor's cache {got['graph_cache_hits']}; default's "
             f"host time, profiled: {got['hot']['functions_per_call']} function calls a call, the most of their own "
             + ", ".join(f"{name} {us} µs ({n} a call)" for name, us, n in got["hot"]["top"]))
@@ -204,7 +221,8 @@ def main() -> None:
                 for row in found[step] or [{"failed": "no result stored"}]:
                     print(f"{step:13} " + (row["failed"] if "failed" in row else
                           f"repeat {row['repeat']} {row['variant']:8} warm-up {_ms(row['warm_ms'])}, loop "
-                          f"{_ms(row['loop_ms'])}, launch CPU {_ms(row['cpu_ms'])}; Triton kernels by launcher "
+                          f"{_ms(row['loop_ms'])}, launch CPU {_ms(row['cpu_ms'])}, CPU probe before its loop "
+                          f"{row['probe_us']} µs; Triton kernels by launcher "
                           f"{row['launchers'] or 'none'}"), flush=True)
             else:
                 found[step] = run_step(step, args, folder)
