@@ -25,9 +25,9 @@ reads what it stored. Under 10 minutes on one H100 (most of it compiling ResNet-
                    then interleaved in host-timed blocks, in fresh interpreters that add the worker's traits one by
                    one (inference mode, loaded weights, private compiler folders cold and warm, the allocator kept,
                    the worker's cores, the settled process), each reading the CPU probe and profiling where the
-                   compiled call's host time goes, then `compilebench run`
-                   itself, its workers forked and not: default in the worker's warm-ups within 10% of a plain
-                   process's (on 2026-11-30 2.3 ms plain, 3.0-3.4 in the workers)
+                   compiled call's host time goes, then `compilebench run` itself, its workers forked and not:
+                   default in the worker's warm-ups within 10% of a plain process's (on 2026-11-30 2.3 ms plain,
+                   3.0-3.4 in the workers)
   clock            ResNet-50 eager, 100 calls: the sum of the per-call CUDA event times over the loop's wall
                    time lies in [0.80, 1.05] and no result carries the `clock` flag
   cuda:1           the same on --device cuda:1 of a two-GPU box: the worker saw physical GPU 1 (by UUID) and the

@@ -28,18 +28,18 @@ eager and default each alone in host-timed windows of 10 calls (blocks.py's `win
 
 Each step in an interpreter of its own then times the two interleaved, in host-timed blocks of 10 opened by the
 untimed calls a quick suite's block opens with (blocks.py's `host-timed blocks of 10`): in the quick suite's
-recording of that hour (benchmarks/data/h200-quick-interleaved-1130.db) each worker's compiled loop, interleaved, read
-1.05x its own warm-ups (alone) where the worker compiled cold and 1.18-1.26x where it loaded the graph from
-inductor's cache, eager's 0.98-1.09x. It also reads the CPU probe (pure Python on its
-core, as a worker reads it before each loop: 516-679 µs in those workers): a step whose host runs Python slower shows
-there, apart from a slower compiled path.
+recording of that hour (benchmarks/data/h200-quick-interleaved-1130.db) each worker's compiled loop, interleaved,
+read 1.05x its own warm-ups (alone) where the worker compiled cold and 1.18-1.26x where it loaded the graph from
+inductor's cache, eager's 0.98-1.09x. It also reads the CPU probe (pure Python on its core, as a worker reads it
+before each loop: 516-679 µs in those workers): a step whose host runs Python slower shows there, apart from a
+slower compiled path.
 
 Each line gives each variant's ms per call and the calling thread's CPU ms per call (its launches: near the ms per
 call where the host sets the pace), the speed-up, the same interleaved and default's interleaved over alone, the
-probe, the Triton kernels by launcher (measure/launches.py), and, for the
-steps in interpreters of their own, where default's host time goes (cProfile over 50 calls: the function calls a
-call makes, and the functions that take the most time of their own): the step at which default's ms moves is the
-trait to look at, and the function that grows with it where it moved.
+probe, the Triton kernels by launcher (measure/launches.py), and, for the steps in interpreters of their own, where
+default's host time goes (cProfile over 50 calls: the function calls a call makes, and the functions that take the
+most time of their own): the step at which default's ms moves is the trait to look at, and the function that grows
+with it where it moved.
 
 Usage: python benchmarks/worker_gap.py [--device cuda] [--tiny] [--steps plain,inference,...] [--keep DIR]
 """
