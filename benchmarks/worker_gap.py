@@ -36,10 +36,10 @@ slower compiled path.
 
 Each line gives each variant's ms per call and the calling thread's CPU ms per call (its launches: near the ms per
 call where the host sets the pace), the speed-up, the same interleaved and default's interleaved over alone, the
-probe, the Triton kernels by launcher (measure/launches.py), and, for the steps in interpreters of their own, where
-default's host time goes (cProfile over 50 calls: the function calls a call makes, and the functions that take the
-most time of their own): the step at which default's ms moves is the trait to look at, and the function that grows
-with it where it moved.
+probe, the process's threads, the Triton kernels by launcher (measure/launches.py), and, for the steps in
+interpreters of their own, where default's host time goes (cProfile over 50 calls: the function calls a call makes,
+and the functions that take the most time of their own): the step at which default's ms moves is the trait to look
+at, and the function that grows with it where it moved.
 
 Usage: python benchmarks/worker_gap.py [--device cuda] [--tiny] [--steps plain,inference,...] [--keep DIR]
 """
@@ -97,13 +97,27 @@ def one_step(step: str, device: str, tiny: bool, folder: str) -> dict:
             fns["default"]()  # the compile, outside the windows
         with warmup.settled() if after >= STEPS.index("settled") else contextlib.nullcontext():
             probe = conditions.cpu_probe_us()  # the host's Python speed on this core, as a worker reads it
+            threads = _threads()  # what else could take the interpreter's lock between the timed calls
             timed = host_timed(fns, clock, 300, 10, interleaved=False)
             mixed = host_timed(fns, clock, 300, 10, interleaved=True)  # the quick suite's blocks, no events
             hot = hot_path(fns["default"], clock)
     hits = torch._dynamo.utils.counters["inductor"].get("fxgraph_cache_hit", 0)  # folders-warm: the graph loaded
     return {"ms": {k: v[0] for k, v in timed.items()}, "cpu_ms": {k: v[1] for k, v in timed.items()},
-            "interleaved_ms": {k: v[0] for k, v in mixed.items()}, "probe_us": round(probe, 1),
+            "interleaved_ms": {k: v[0] for k, v in mixed.items()}, "probe_us": round(probe, 1), "threads": threads,
             "launchers": launches.triton_launchers(), "graph_cache_hits": hits, "hot": hot}
+
+
+def _threads() -> str:
+    """The process's threads as the timed calls begin: its Python threads by name (a compile pool's reader, tqdm's
+    monitor), then how many threads the kernel counts (torch's, the CUDA driver's) where /proc says."""
+    import threading
+
+    python = sorted(t.name for t in threading.enumerate())
+    try:
+        native = len(os.listdir("/proc/self/task"))
+    except OSError:
+        native = None
+    return f"Python {', '.join(python)}; {native if native is not None else '?'} in all"
 
 
 def hot_path(fn, clock, calls: int = 50, top: int = 6) -> dict:
@@ -190,7 +204,8 @@ def said(step: str, got: dict) -> str:
             f"(launch CPU {cpu['default']:.3f}), {ms['eager'] / ms['default']:.2f}x; interleaved in blocks of 10 "
             f"eager {mixed['eager']:.3f} ms, default {mixed['default']:.3f} ms, "
             f"{mixed['eager'] / mixed['default']:.2f}x (default interleaved over alone "
-            f"{mixed['default'] / ms['default']:.2f}); CPU probe {got['probe_us']} µs; Triton kernels by launcher "
+            f"{mixed['default'] / ms['default']:.2f}); CPU probe {got['probe_us']} µs; threads {got['threads']}; "
+            f"Triton kernels by launcher "
             f"{got['launchers'] or 'none'}; graphs loaded from inductor's cache {got['graph_cache_hits']}; default's "
             f"host time, profiled: {got['hot']['functions_per_call']} function calls a call, the most of their own "
             + ", ".join(f"{name} {us} µs ({n} a call)" for name, us, n in got["hot"]["top"]))
