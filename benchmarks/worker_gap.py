@@ -226,11 +226,16 @@ def main() -> None:
         with open(args.out, "w") as f:
             json.dump(got, f)
         return
+    steps = args.steps.split(",")
+    unknown = [s for s in steps if s not in STEPS]
+    if unknown:
+        print(f"worker_gap.py: unknown step {', '.join(unknown)}; the steps: {', '.join(STEPS)}", file=sys.stderr)
+        sys.exit(2)
     folder = args.keep or tempfile.mkdtemp(prefix="worker-gap-")
     os.makedirs(folder, exist_ok=True)
     found: dict = {}  # each step's figures, written to the folder as summary.json (gpu_acceptance reads it)
     try:
-        for step in args.steps.split(","):
+        for step in steps:
             if step.startswith("worker"):
                 found[step] = worker_step(step, args, folder)
                 for row in found[step] or [{"failed": "no result stored"}]:
