@@ -25,7 +25,8 @@ reads what it stored. Under 10 minutes on one H100 (most of it compiling ResNet-
                    then interleaved in host-timed blocks, in fresh interpreters that add the worker's traits one by
                    one (inference mode, loaded weights, private compiler folders cold and warm, the allocator kept,
                    the worker's cores, the settled process), each reading the CPU probe and profiling where the
-                   compiled call's host time goes, then `compilebench run` itself, its workers forked and not:
+                   compiled call's host time goes and its kernels' device time, then `compilebench run` itself
+                   (--profile), its workers forked and not:
                    default in the worker's warm-ups within 10% of a plain process's (on 2026-11-30 2.3 ms plain,
                    3.0-3.4 in the workers)
   clock            ResNet-50 eager, 100 calls: the sum of the per-call CUDA event times over the loop's wall
@@ -134,7 +135,7 @@ UNMEASURED_S = 120
 # or more). 2026-11-28 02:50: the quick suite interleaved 276 s (8 extra repeats); 2026-11-30 00:13: `quick` 185 s
 # (4 extra), `quick-rounds` 340 s (7 rounds), `blocks` 108 s.
 SECONDS.update({"quick": 276, "quick-rounds": 420, "quantize": 225, "aot-load": 374, "blocks": 108})
-SECONDS["worker-gap"] = 280  # not measured yet: six cold compiles of ResNet-50 and six warm, estimated
+SECONDS["worker-gap"] = 300  # not measured yet: six cold compiles of ResNet-50, six warm, 20 profiled passes
 SECONDS["diffusion"] = 780  # not measured yet: Flux's 12B parameters drawn and compiled in 12 processes, estimated
 QUICK_PLANNED_S, WORKER_START_S = 180, 2.0  # the quick check's goals (issue 50)
 STARTING = ("start", "setup", "build")  # a worker's phases before its model is ready: its start

@@ -39,7 +39,11 @@ call where the host sets the pace), the speed-up, the same interleaved and defau
 probe, the process's threads, the Triton kernels by launcher (measure/launches.py), and, for the steps in
 interpreters of their own, where default's host time goes (cProfile over 50 calls: the function calls a call makes,
 and the functions that take the most time of their own): the step at which default's ms moves is the trait to look
-at, and the function that grows with it where it moved.
+at, and the function that grows with it where it moved. Every step also profiles 5 calls of each variant after its
+timed calls (diagnostics/profiling, as `--profile` does; the workers run with `--profile`, which profiles a case's
+first repeat: the cold-compiled process): on a GPU the kernels' ms per call, how many, and the three that take the
+most (on a CPU, the operators' own CPU time). Where default's kernels take more where its call does, the device ran
+other or slower kernels, and their names say which; where they stay and the call grows, the host set the pace.
 
 Usage: python benchmarks/worker_gap.py [--device cuda] [--tiny] [--steps plain,inference,...] [--keep DIR]
 """
@@ -74,6 +78,7 @@ def one_step(step: str, device: str, tiny: bool, folder: str) -> dict:
     from blocks import host_timed, model_and_inputs
     from compilebench.core.case import Case
     from compilebench.core.variant import Variant
+    from compilebench.diagnostics import profiling
     from compilebench.measure import allocator, conditions, forward, launches, timing, warmup, weights, worker
     from compilebench.zoo import get
 
@@ -101,10 +106,24 @@ def one_step(step: str, device: str, tiny: bool, folder: str) -> dict:
             timed = host_timed(fns, clock, 300, 10, interleaved=False)
             mixed = host_timed(fns, clock, 300, 10, interleaved=True)  # the quick suite's blocks, no events
             hot = hot_path(fns["default"], clock)
+            device_side = {k: kernels(profiling.profile(fn, profiling.FORWARD_CALLS, device,
+                                                        os.path.join(folder, f"{step}-{k}.trace.json"), clock.sync))
+                           for k, fn in fns.items()}
     hits = torch._dynamo.utils.counters["inductor"].get("fxgraph_cache_hit", 0)  # folders-warm: the graph loaded
     return {"ms": {k: v[0] for k, v in timed.items()}, "cpu_ms": {k: v[1] for k, v in timed.items()},
             "interleaved_ms": {k: v[0] for k, v in mixed.items()}, "probe_us": round(probe, 1), "threads": threads,
-            "launchers": launches.triton_launchers(), "graph_cache_hits": hits, "hot": hot}
+            "launchers": launches.triton_launchers(), "graph_cache_hits": hits, "hot": hot,
+            "kernels": device_side}
+
+
+def kernels(profiled: dict, top: int = 3) -> dict:
+    """What a profiled pass (diagnostics/profiling, as `--profile` runs it) says of the device's side of a call:
+    its kernels' ms per call (on a CPU: the operators' own CPU ms), how many kernels, and the `top` by time. Where
+    the kernels' ms moves between steps with the call's, the device ran slower kernels (another algorithm, a lower
+    clock), and the names say which; where it stays and the call's ms moves, the host set the pace."""
+    rows = [r for r in profiled.get("top") or [] if r.get("share") is not None][:top]
+    return {"ms": profiled.get("profiled_ms"), "n": profiled.get("kernels"), "basis": profiled.get("basis"),
+            "top": [[r["name"][:60], round(r["self_ms"], 3)] for r in rows]}
 
 
 def _threads() -> str:
@@ -174,12 +193,12 @@ def run_step(step: str, args, folder: str) -> dict:
 
 def worker_step(step: str, args, folder: str) -> list[dict]:
     """`compilebench run` itself: per process, each variant's warm-up (the median of its last three windows, alone)
-    and loop (the median of its calls, interleaved), its launches' CPU ms per call, the CPU probe before its loop
-    and the Triton kernels by launcher."""
+    and loop (the median of its calls, interleaved), its launches' CPU ms per call, the CPU probe before its loop,
+    the Triton kernels by launcher and (`--profile`, after the loop) its kernels."""
     db = os.path.join(folder, f"{step}.db")
     cli("run", "--model", MODEL, "--batch-size", "1", "--variant", "eager", "default", "--repeats", "2",
-        "--max-repeats", "2", "--device", args.device, "--db", db, "--quiet", *(("--tiny",) if args.tiny else ()),
-        cwd=folder, check=False, env={"COMPILEBENCH_LAUNCH": "exec"} if step == "worker-exec" else None)
+        "--max-repeats", "2", "--device", args.device, "--db", db, "--quiet", "--profile",
+        *(("--tiny",) if args.tiny else ()), cwd=folder, check=False, env={"COMPILEBENCH_LAUNCH": "exec"} if step == "worker-exec" else None)
     rows = []
     for r in results(db) if os.path.exists(db) else []:
         for rep in r["repeats"]:
@@ -188,7 +207,8 @@ def worker_step(step: str, args, folder: str) -> list[dict]:
                          "warm_ms": statistics.median(windows[-3:]) if windows else None,
                          "loop_ms": statistics.median(rep["samples_ms"]) if rep.get("samples_ms") else None,
                          "cpu_ms": rep.get("launch_cpu_ms"), "launchers": rep.get("triton_launchers") or {},
-                         "probe_us": ((rep.get("conditions") or {}).get("cpu_probe_us") or [None])[0]})
+                         "probe_us": ((rep.get("conditions") or {}).get("cpu_probe_us") or [None])[0],
+                         "kernels": kernels(rep.get("profile") or {})})
     return rows
 
 
@@ -208,7 +228,16 @@ def said(step: str, got: dict) -> str:
             f"Triton kernels by launcher "
             f"{got['launchers'] or 'none'}; graphs loaded from inductor's cache {got['graph_cache_hits']}; default's "
             f"host time, profiled: {got['hot']['functions_per_call']} function calls a call, the most of their own "
-            + ", ".join(f"{name} {us} µs ({n} a call)" for name, us, n in got["hot"]["top"]))
+            + ", ".join(f"{name} {us} µs ({n} a call)" for name, us, n in got["hot"]["top"])
+            + "; after the timed calls, " + ", ".join(f"{k} {_kernels_said(v)}" for k, v in got["kernels"].items()))
+
+
+def _kernels_said(k: dict | None) -> str:
+    if not k or k.get("ms") is None:
+        return "not profiled (a run profiles a case's first repeat)"
+    n = f", {k['n']:.0f} kernels" if k.get("n") is not None else ""
+    return (f"profiled: {k.get('basis') or 'kernels'} {k['ms']:.3f} ms a call{n} (the most: "
+            + ", ".join(f"{name} {ms:.3f}" for name, ms in k["top"]) + ")")
 
 
 def main() -> None:
@@ -243,7 +272,8 @@ def main() -> None:
                           f"repeat {row['repeat']} {row['variant']:8} warm-up {_ms(row['warm_ms'])}, loop "
                           f"{_ms(row['loop_ms'])}, launch CPU {_ms(row['cpu_ms'])}, CPU probe before its loop "
                           f"{row['probe_us']} µs; Triton kernels by launcher "
-                          f"{row['launchers'] or 'none'}"), flush=True)
+                          f"{row['launchers'] or 'none'}; after its loop {_kernels_said(row['kernels'])}"),
+                          flush=True)
             else:
                 found[step] = run_step(step, args, folder)
                 print(said(step, found[step]), flush=True)
