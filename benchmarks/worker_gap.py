@@ -78,7 +78,6 @@ def one_step(step: str, device: str, tiny: bool, folder: str) -> dict:
     from blocks import host_timed, model_and_inputs
     from compilebench.core.case import Case
     from compilebench.core.variant import Variant
-    from compilebench.diagnostics import profiling
     from compilebench.measure import allocator, conditions, forward, launches, timing, warmup, weights, worker
     from compilebench.zoo import get
 
@@ -106,8 +105,7 @@ def one_step(step: str, device: str, tiny: bool, folder: str) -> dict:
             timed = host_timed(fns, clock, 300, 10, interleaved=False)
             mixed = host_timed(fns, clock, 300, 10, interleaved=True)  # the quick suite's blocks, no events
             hot = hot_path(fns["default"], clock)
-            device_side = {k: kernels(profiling.profile(fn, profiling.FORWARD_CALLS, device,
-                                                        os.path.join(folder, f"{step}-{k}.trace.json"), clock.sync))
+            device_side = {k: profiled(fn, device, os.path.join(folder, f"{step}-{k}.trace.json"), clock)
                            for k, fn in fns.items()}
     hits = torch._dynamo.utils.counters["inductor"].get("fxgraph_cache_hit", 0)  # folders-warm: the graph loaded
     return {"ms": {k: v[0] for k, v in timed.items()}, "cpu_ms": {k: v[1] for k, v in timed.items()},
@@ -116,14 +114,25 @@ def one_step(step: str, device: str, tiny: bool, folder: str) -> dict:
             "kernels": device_side}
 
 
-def kernels(profiled: dict, top: int = 3) -> dict:
+def profiled(fn, device: str, trace: str, clock) -> dict:
+    """kernels() of a profiled pass of fn, as `--profile` runs it; a pass that fails says why, and the step's timings
+    stand."""
+    from compilebench.diagnostics import profiling
+
+    try:
+        return kernels(profiling.profile(fn, profiling.FORWARD_CALLS, device, trace, clock.sync))
+    except Exception as exc:  # noqa: BLE001 - a profiler problem must not lose the step's timings
+        return kernels({"problem": f"the profiled pass failed: {type(exc).__name__}: {exc}"[:300]})
+
+
+def kernels(summary: dict, top: int = 3) -> dict:
     """What a profiled pass (diagnostics/profiling, as `--profile` runs it) says of the device's side of a call:
     its kernels' ms per call (on a CPU: the operators' own CPU ms), how many kernels, and the `top` by time. Where
     the kernels' ms moves between steps with the call's, the device ran slower kernels (another algorithm, a lower
     clock), and the names say which; where it stays and the call's ms moves, the host set the pace."""
-    rows = [r for r in profiled.get("top") or [] if r.get("share") is not None][:top]
-    return {"ms": profiled.get("profiled_ms"), "n": profiled.get("kernels"), "basis": profiled.get("basis"),
-            "top": [[r["name"][:60], round(r["self_ms"], 3)] for r in rows]}
+    rows = [r for r in summary.get("top") or [] if r.get("share") is not None][:top]
+    return {"ms": summary.get("profiled_ms"), "n": summary.get("kernels"), "basis": summary.get("basis"),
+            "top": [[r["name"][:60], round(r["self_ms"], 3)] for r in rows], "problem": summary.get("problem")}
 
 
 def _threads() -> str:
@@ -198,7 +207,8 @@ def worker_step(step: str, args, folder: str) -> list[dict]:
     db = os.path.join(folder, f"{step}.db")
     cli("run", "--model", MODEL, "--batch-size", "1", "--variant", "eager", "default", "--repeats", "2",
         "--max-repeats", "2", "--device", args.device, "--db", db, "--quiet", "--profile",
-        *(("--tiny",) if args.tiny else ()), cwd=folder, check=False, env={"COMPILEBENCH_LAUNCH": "exec"} if step == "worker-exec" else None)
+        *(("--tiny",) if args.tiny else ()), cwd=folder, check=False,
+        env={"COMPILEBENCH_LAUNCH": "exec"} if step == "worker-exec" else None)
     rows = []
     for r in results(db) if os.path.exists(db) else []:
         for rep in r["repeats"]:
@@ -232,12 +242,13 @@ def said(step: str, got: dict) -> str:
             + "; after the timed calls, " + ", ".join(f"{k} {_kernels_said(v)}" for k, v in got["kernels"].items()))
 
 
-def _kernels_said(k: dict | None) -> str:
-    if not k or k.get("ms") is None:
-        return "not profiled (a run profiles a case's first repeat)"
+def _kernels_said(k: dict) -> str:
+    if k.get("ms") is None:
+        return f"profile: {k['problem']}" if k.get("problem") else "not profiled (a run profiles a case's first repeat)"
     n = f", {k['n']:.0f} kernels" if k.get("n") is not None else ""
+    problem = f"; its problem: {k['problem']}" if k.get("problem") else ""
     return (f"profiled: {k.get('basis') or 'kernels'} {k['ms']:.3f} ms a call{n} (the most: "
-            + ", ".join(f"{name} {ms:.3f}" for name, ms in k["top"]) + ")")
+            + ", ".join(f"{name} {ms:.3f}" for name, ms in k["top"]) + f"){problem}")
 
 
 def main() -> None:
