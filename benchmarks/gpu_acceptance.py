@@ -83,6 +83,7 @@ reads what it stored. Under 10 minutes on one H100 (most of it compiling ResNet-
                    graphs each resolution compiled (dynamic=False: one each; mark: none after the first)
 
 Usage: python benchmarks/gpu_acceptance.py [--only clock,oom] [--keep DIR] [--list] [--tiny] [--rehearse] [--budget S]
+                                          [--bundle FILE]
 
 --tiny builds the models of the checks whose figures do not depend on the model's size (generation, shapes, mega,
 aot-inductor, shapes-graphs, launcher: CUDA graphs recorded, graphs compiled, caches loaded, workers forked) from
@@ -97,6 +98,14 @@ no check halfway, and the checks given first in --only run first.
 there by nature, but an option that no longer parses, a field the script reads that the results no longer hold, or a
 crash of the script itself shows up before a GPU's scarce minutes are spent. Each command's output is kept beside
 its results file (NAME.log), and each check prints how long it took.
+
+--bundle FILE packs the results files (the databases, logs and summaries under --keep's folder; no weights, compiler
+caches, scratch folders or traces) into one .tar.gz when the checks end, or when the script is stopped (SIGTERM, as
+`timeout` stops it): a lease brings back at most 8 files from $OUT, and a folder kept there whole (a worker-gap run
+leaves hundreds, its weights and compiler caches 600 MB on the tiny config) would come back in part. A lease runs:
+
+  timeout 560 python benchmarks/gpu_acceptance.py --only ... --keep /tmp/keep --bundle $OUT/lease.tgz \\
+      2>&1 | tee $OUT/acceptance.txt
 """
 
 from __future__ import annotations
@@ -105,9 +114,11 @@ import argparse
 import json
 import math
 import os
+import signal
 import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from collections import Counter
@@ -434,10 +445,14 @@ class Checks:
         """benchmarks/worker_gap.py: whether compilebench's worker reads compiled ResNet-50 as a plain process does,
         and at which of its traits it moves where it does not."""
         rehearse, keep = "cpu" in self.extra, os.path.join(self.tmp, "worker-gap")
-        p = subprocess.run([sys.executable, os.path.join(HERE, "worker_gap.py"), "--device", "cpu" if rehearse else
-                            "cuda", *(("--tiny",) if rehearse else ()), "--keep", keep], capture_output=True, text=True)
-        with open(os.path.join(self.tmp, "worker-gap.log"), "w") as f:
-            f.write(p.stdout + "\n--- stderr\n" + p.stderr)
+        log = os.path.join(self.tmp, "worker-gap.log")
+        with open(log, "w") as out, open(log + ".stderr", "w") as err:  # each step's line kept as it is printed:
+            # a lease that ends the script mid-way still has the steps done (under --keep)
+            p = subprocess.run([sys.executable, os.path.join(HERE, "worker_gap.py"), "--device", "cpu" if rehearse
+                                else "cuda", *(("--tiny",) if rehearse else ()), "--keep", keep], stdout=out,
+                               stderr=err, text=True)
+        with open(log) as out, open(log + ".stderr") as err:
+            p.stdout, p.stderr = out.read(), err.read()
         try:
             with open(os.path.join(keep, "summary.json")) as f:
                 found = json.load(f)
@@ -806,6 +821,9 @@ def main() -> None:
                     help="skip each check that would not end within S seconds of the start (by SECONDS)")
     ap.add_argument("--rehearse", action="store_true",
                     help="run every command on this CPU with tiny configs: the script's own smoke test")
+    ap.add_argument("--bundle", default=None, metavar="FILE",
+                    help="when the checks end, or the script is stopped (SIGTERM), pack the results files into this "
+                         ".tar.gz (bundle(): a lease brings back 8 files)")
     args = ap.parse_args()
     if args.list:
         for name, what in covered().items():
@@ -814,7 +832,12 @@ def main() -> None:
     only = [c.strip() for c in args.only.split(",") if c.strip()]
     unknown = [c for c in only if c not in CHECKS]
     if unknown:
-        raise SystemExit(f"--only: unknown check {unknown[0]} (allowed: {', '.join(CHECKS)})")
+        print(f"--only: unknown check {unknown[0]} (allowed: {', '.join(CHECKS)})", file=sys.stderr)
+        sys.exit(2)
+    if args.bundle and not os.path.isdir(os.path.dirname(os.path.abspath(args.bundle))):
+        print(f"--bundle: no folder {os.path.dirname(os.path.abspath(args.bundle))} to write {args.bundle} in",
+              file=sys.stderr)
+        sys.exit(2)
 
     devices = gpus()
     if args.rehearse:
@@ -838,17 +861,44 @@ def main() -> None:
              "energy": lambda: checks.energy(clock_result), "eager-cudagraphs": checks.eager_cudagraphs,
              "quantize": checks.quantize, "engines": checks.engines, "aot-load": checks.aot_load,
              "diffusion": checks.diffusion}
-    for name in only:
-        if name not in steps:
-            continue
-        need, left = SECONDS.get(name, UNMEASURED_S), (args.budget or math.inf) - (time.perf_counter() - t0)
-        if need > left:
-            checks.say(name, None, f"skipped: needs about {need} s, {left:.0f} s of --budget left")
-            continue
-        steps[name]()
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))  # a lease's timeout: bundle first
+    try:
+        for name in only:
+            if name not in steps:
+                continue
+            need, left = SECONDS.get(name, UNMEASURED_S), (args.budget or math.inf) - (time.perf_counter() - t0)
+            if need > left:
+                checks.say(name, None, f"skipped: needs about {need} s, {left:.0f} s of --budget left")
+                continue
+            steps[name]()
+    finally:
+        if args.bundle:
+            print(f"bundled {bundle(tmp, args.bundle)} results files into {args.bundle}", flush=True)
     said = [line.split()[0] for line in checks.lines]
     print(f"\n{said.count('pass')} passed, {said.count('FAIL')} failed, {said.count('skipped')} skipped of "
           f"{len(said)} checks, in {time.perf_counter() - t0:.0f} s; results files in {tmp}")
+
+
+LEFT_OUT = (".pt", ".trace.json")  # weights and profiler traces: large, and what they say is in the logs
+LEFT_OUT_FOLDERS = ("compiler", "report")  # compiler caches, HTML reports (the databases hold their figures)
+BUNDLED_MAX_BYTES = 8 << 20
+
+
+def bundle(folder: str, path: str) -> int:
+    """The results files under `folder` (databases, logs, summaries: no weights, compiler caches, scratch folders,
+    traces or file over 8 MiB) packed into the .tar.gz at `path`, written whole or not at all; returns how many."""
+    kept = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d not in LEFT_OUT_FOLDERS and not d.endswith(("-tmp", ".traces")))
+        for name in sorted(files):
+            full = os.path.join(root, name)
+            if not name.endswith(LEFT_OUT) and os.path.getsize(full) <= BUNDLED_MAX_BYTES:
+                kept.append(full)
+    with tarfile.open(path + ".part", "w:gz") as tar:
+        for full in kept:
+            tar.add(full, arcname=os.path.relpath(full, folder))
+    os.replace(path + ".part", path)
+    return len(kept)
 
 
 if __name__ == "__main__":
