@@ -847,9 +847,18 @@ def main() -> None:
         for name in only:
             print(f"{'skipped':8} {name:16} needs a GPU")
         return
-    print(f"{len(devices)} GPU(s): {', '.join(d['name'] for d in devices)}", flush=True)
     tmp = args.keep or tempfile.mkdtemp(prefix="compilebench-gpu-")
     os.makedirs(tmp, exist_ok=True)
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))  # a lease's timeout: bundle first
+    try:
+        run_checks(args, only, devices, tmp)
+    finally:
+        if args.bundle:
+            print(f"bundled {bundle(tmp, args.bundle)} results files into {args.bundle}", flush=True)
+
+
+def run_checks(args, only: list[str], devices: list[dict], tmp: str) -> None:
+    print(f"{len(devices)} GPU(s): {', '.join(d['name'] for d in devices)}", flush=True)
     extra = ("--device", "cpu", "--tiny") if args.rehearse else ()
     checks, t0 = Checks(tmp, devices, extra, args.tiny), time.perf_counter()
     clock_result = checks.clock() if {"clock", "nvml", "energy"} & set(only) else None
@@ -861,19 +870,14 @@ def main() -> None:
              "energy": lambda: checks.energy(clock_result), "eager-cudagraphs": checks.eager_cudagraphs,
              "quantize": checks.quantize, "engines": checks.engines, "aot-load": checks.aot_load,
              "diffusion": checks.diffusion}
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))  # a lease's timeout: bundle first
-    try:
-        for name in only:
-            if name not in steps:
-                continue
-            need, left = SECONDS.get(name, UNMEASURED_S), (args.budget or math.inf) - (time.perf_counter() - t0)
-            if need > left:
-                checks.say(name, None, f"skipped: needs about {need} s, {left:.0f} s of --budget left")
-                continue
-            steps[name]()
-    finally:
-        if args.bundle:
-            print(f"bundled {bundle(tmp, args.bundle)} results files into {args.bundle}", flush=True)
+    for name in only:
+        if name not in steps:
+            continue
+        need, left = SECONDS.get(name, UNMEASURED_S), (args.budget or math.inf) - (time.perf_counter() - t0)
+        if need > left:
+            checks.say(name, None, f"skipped: needs about {need} s, {left:.0f} s of --budget left")
+            continue
+        steps[name]()
     said = [line.split()[0] for line in checks.lines]
     print(f"\n{said.count('pass')} passed, {said.count('FAIL')} failed, {said.count('skipped')} skipped of "
           f"{len(said)} checks, in {time.perf_counter() - t0:.0f} s; results files in {tmp}")

@@ -222,3 +222,63 @@ def test_the_gpu_acceptance_script_skips_what_its_budget_cannot_hold_and_says_so
     assert [line.split()[:2] for line in lines[1:3]] == [["skipped", "aot-inductor"], ["skipped", "launcher"]], out
     assert "needs about 92 s" in lines[1] and "needs about 120 s" in lines[2], out
     assert lines[-1].startswith("0 passed, 0 failed, 2 skipped of 2 checks") and os.listdir(tmp_path) == [], out
+
+
+def _keep_folder_as_a_lease_leaves_it(keep):
+    """A --keep folder as checks leave it: results files beside weights, compiler caches, scratch and traces."""
+    (keep / "compiler" / "inductor").mkdir(parents=True)
+    (keep / "compiler" / "inductor" / "graph.py").write_text("cached")
+    (keep / "worker-gap" / "plain-tmp").mkdir(parents=True)
+    (keep / "worker-gap" / "plain-tmp" / "kernel.so").write_bytes(b"\0")
+    for name, data in {"quick.db": b"db", "quick.log": b"log", "worker-gap/summary.json": b"{}",
+                       "worker-gap/weights.pt": b"\0", "worker-gap/plain-default.trace.json": b"{}",
+                       "worker-gap/huge.db": b"\0" * ((8 << 20) + 1)}.items():
+        (keep / name).write_bytes(data)
+
+
+def test_the_gpu_acceptance_script_bundles_its_results_files_and_leaves_out_the_bulk(tmp_path):
+    """A lease brings back 8 files: --bundle packs the databases, logs and summaries into one, and nothing else."""
+    import os
+    import subprocess
+    import sys
+    import tarfile
+
+    keep, bundle = tmp_path / "keep", tmp_path / "out" / "lease.tgz"
+    keep.mkdir()
+    _keep_folder_as_a_lease_leaves_it(keep)
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks", "gpu_acceptance.py")
+    args = [sys.executable, script, "--rehearse", "--only", "aot-inductor", "--budget", "1", "--keep", str(keep),
+            "--bundle", str(bundle)]
+    refused = subprocess.run(args, capture_output=True, text=True)  # its folder does not exist yet
+    assert refused.returncode == 2 and refused.stderr.startswith("--bundle: no folder") and not bundle.exists()
+    bundle.parent.mkdir()
+    out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+    with tarfile.open(bundle) as tar:
+        assert sorted(tar.getnames()) == ["quick.db", "quick.log", "worker-gap/summary.json"], out
+        assert tar.extractfile("quick.db").read() == b"db"
+    assert "bundled 3 results files" in out.splitlines()[-1] and not os.path.exists(str(bundle) + ".part"), out
+
+
+def test_a_gpu_acceptance_script_stopped_by_a_timeout_still_bundles_what_it_has(tmp_path):
+    """`timeout` ends a lease's script with SIGTERM to its process group: the results so far are bundled anyway."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import tarfile
+
+    keep, bundle = tmp_path / "keep", tmp_path / "lease.tgz"
+    keep.mkdir()
+    _keep_folder_as_a_lease_leaves_it(keep)
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks", "gpu_acceptance.py")
+    p = subprocess.Popen([sys.executable, script, "--rehearse", "--only", "worker-gap", "--keep", str(keep),
+                          "--bundle", str(bundle)], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert p.stdout.readline().startswith("1 GPU(s)")  # its checks have begun
+        os.killpg(p.pid, signal.SIGTERM)
+        rest = p.stdout.read()
+    finally:
+        p.wait()
+    assert p.returncode == 128 + signal.SIGTERM and "bundled" in rest, rest
+    with tarfile.open(bundle) as tar:
+        assert {"quick.db", "quick.log", "worker-gap/summary.json"} <= set(tar.getnames())
