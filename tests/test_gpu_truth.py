@@ -1,6 +1,7 @@
 """GPU truth, round two (issue 42): what the newest CUDA paths would get wrong on a real GPU, each tested on the CPU
 with a fake as strict as the real API, and the self-checks that flag what no fake can prove."""
 
+import os
 import types
 
 import pytest
@@ -224,6 +225,10 @@ def test_the_gpu_acceptance_script_skips_what_its_budget_cannot_hold_and_says_so
     assert lines[-1].startswith("0 passed, 0 failed, 2 skipped of 2 checks") and os.listdir(tmp_path) == [], out
 
 
+_ACCEPTANCE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks",
+                           "gpu_acceptance.py")
+
+
 def _keep_folder_as_a_lease_leaves_it(keep):
     """A --keep folder as checks leave it: results files beside weights, compiler caches, scratch and traces."""
     (keep / "compiler" / "inductor").mkdir(parents=True)
@@ -238,7 +243,6 @@ def _keep_folder_as_a_lease_leaves_it(keep):
 
 def test_the_gpu_acceptance_script_bundles_its_results_files_and_leaves_out_the_bulk(tmp_path):
     """A lease brings back 8 files: --bundle packs the databases, logs and summaries into one, and nothing else."""
-    import os
     import subprocess
     import sys
     import tarfile
@@ -246,8 +250,7 @@ def test_the_gpu_acceptance_script_bundles_its_results_files_and_leaves_out_the_
     keep, bundle = tmp_path / "keep", tmp_path / "out" / "lease.tgz"
     keep.mkdir()
     _keep_folder_as_a_lease_leaves_it(keep)
-    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks", "gpu_acceptance.py")
-    args = [sys.executable, script, "--rehearse", "--only", "aot-inductor", "--budget", "1", "--keep", str(keep),
+    args = [sys.executable, _ACCEPTANCE, "--rehearse", "--only", "aot-inductor", "--budget", "1", "--keep", str(keep),
             "--bundle", str(bundle)]
     refused = subprocess.run(args, capture_output=True, text=True)  # its folder does not exist yet
     assert refused.returncode == 2 and refused.stderr.startswith("--bundle: no folder") and not bundle.exists()
@@ -261,7 +264,6 @@ def test_the_gpu_acceptance_script_bundles_its_results_files_and_leaves_out_the_
 
 def test_a_gpu_acceptance_script_stopped_by_a_timeout_still_bundles_what_it_has(tmp_path):
     """`timeout` ends a lease's script with SIGTERM to its process group: the results so far are bundled anyway."""
-    import os
     import signal
     import subprocess
     import sys
@@ -270,8 +272,7 @@ def test_a_gpu_acceptance_script_stopped_by_a_timeout_still_bundles_what_it_has(
     keep, bundle = tmp_path / "keep", tmp_path / "lease.tgz"
     keep.mkdir()
     _keep_folder_as_a_lease_leaves_it(keep)
-    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks", "gpu_acceptance.py")
-    p = subprocess.Popen([sys.executable, script, "--rehearse", "--only", "worker-gap", "--keep", str(keep),
+    p = subprocess.Popen([sys.executable, _ACCEPTANCE, "--rehearse", "--only", "worker-gap", "--keep", str(keep),
                           "--bundle", str(bundle)], stdout=subprocess.PIPE, text=True, start_new_session=True)
     try:
         assert p.stdout.readline().startswith("1 GPU(s)")  # its checks have begun
