@@ -99,10 +99,11 @@ there by nature, but an option that no longer parses, a field the script reads t
 crash of the script itself shows up before a GPU's scarce minutes are spent. Each command's output is kept beside
 its results file (NAME.log), and each check prints how long it took.
 
---bundle FILE packs the results files (the databases, logs and summaries under --keep's folder; no weights, compiler
-caches, scratch folders or traces) into one .tar.gz when the checks end, or when the script is stopped (SIGTERM, as
-`timeout` stops it): a lease brings back at most 8 files from $OUT, and a folder kept there whole (a worker-gap run
-leaves hundreds, its weights and compiler caches 600 MB on the tiny config) would come back in part. A lease runs:
+--bundle FILE packs the results files (the databases, logs and summaries under --keep's folder, then the profilers'
+traces up to 40 MiB; no weights, compiler caches or scratch folders) into one .tar.gz when the checks end, or when
+the script is stopped (SIGTERM, as `timeout` stops it): a lease brings back at most 8 files from $OUT, and a folder
+kept there whole (a worker-gap run leaves hundreds, its weights and compiler caches 600 MB on the tiny config) would
+come back in part. A lease runs:
 
   timeout 560 python benchmarks/gpu_acceptance.py --only ... --keep /tmp/keep --bundle $OUT/lease.tgz \\
       2>&1 | tee $OUT/acceptance.txt
@@ -854,7 +855,8 @@ def main() -> None:
         run_checks(args, only, devices, tmp)
     finally:
         if args.bundle:
-            print(f"bundled {bundle(tmp, args.bundle)} results files into {args.bundle}", flush=True)
+            files, traces = bundle(tmp, args.bundle)
+            print(f"bundled {files} results files and {traces} traces into {args.bundle}", flush=True)
 
 
 def run_checks(args, only: list[str], devices: list[dict], tmp: str) -> None:
@@ -883,27 +885,32 @@ def run_checks(args, only: list[str], devices: list[dict], tmp: str) -> None:
           f"{len(said)} checks, in {time.perf_counter() - t0:.0f} s; results files in {tmp}")
 
 
-LEFT_OUT = (".pt", ".trace.json")  # weights and profiler traces: large, and what they say is in the logs
 LEFT_OUT_FOLDERS = ("compiler", "report")  # compiler caches, HTML reports (the databases hold their figures)
-BUNDLED_MAX_BYTES = 8 << 20
+FILE_MAX_BYTES, TRACES_MAX_BYTES = 8 << 20, 40 << 20  # before compression (a trace's JSON packs to about a tenth)
 
 
-def bundle(folder: str, path: str) -> int:
-    """The results files under `folder` (databases, logs, summaries: no weights, compiler caches, scratch folders,
-    traces or file over 8 MiB) packed into the .tar.gz at `path`, written whole or not at all; returns how many."""
-    kept = []
+def bundle(folder: str, path: str) -> tuple[int, int]:
+    """The results files under `folder` (databases, logs, summaries), then its profilers' traces as far as 40 MiB of
+    them go, packed into the .tar.gz at `path`, written whole or not at all: no weights (.pt), compiler caches,
+    scratch folders (-tmp) or file over 8 MiB. Returns how many results files and traces."""
+    results_files, traces = [], []
     for root, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if d not in LEFT_OUT_FOLDERS and not d.endswith(("-tmp", ".traces")))
+        dirs[:] = sorted(d for d in dirs if d not in LEFT_OUT_FOLDERS and not d.endswith("-tmp"))
         for name in sorted(files):
             full = os.path.join(root, name)
-            if not name.endswith(LEFT_OUT) and os.path.getsize(full) <= BUNDLED_MAX_BYTES:
-                kept.append(full)
+            if not name.endswith(".pt") and os.path.getsize(full) <= FILE_MAX_BYTES:
+                trace = name.endswith(".trace.json") or root.endswith(".traces")  # worker_gap's; a run's (traces.py)
+                (traces if trace else results_files).append(full)
+    room, kept_traces = TRACES_MAX_BYTES, []
+    for full in traces:
+        if os.path.getsize(full) <= room:
+            room -= os.path.getsize(full)
+            kept_traces.append(full)
     with tarfile.open(path + ".part", "w:gz") as tar:
-        for full in kept:
+        for full in results_files + kept_traces:
             tar.add(full, arcname=os.path.relpath(full, folder))
     os.replace(path + ".part", path)
-    return len(kept)
-
+    return len(results_files), len(kept_traces)
 
 if __name__ == "__main__":
     main()

@@ -257,9 +257,27 @@ def test_the_gpu_acceptance_script_bundles_its_results_files_and_leaves_out_the_
     bundle.parent.mkdir()
     out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
     with tarfile.open(bundle) as tar:
-        assert sorted(tar.getnames()) == ["quick.db", "quick.log", "worker-gap/summary.json"], out
+        assert tar.getnames() == ["quick.db", "quick.log", "worker-gap/summary.json",
+                                  "worker-gap/plain-default.trace.json"], out  # the traces after the results
         assert tar.extractfile("quick.db").read() == b"db"
-    assert "bundled 3 results files" in out.splitlines()[-1] and not os.path.exists(str(bundle) + ".part"), out
+    assert "bundled 3 results files and 1 traces" in out.splitlines()[-1], out
+    assert not os.path.exists(str(bundle) + ".part")
+
+
+def test_a_bundle_takes_traces_only_as_far_as_their_room_goes(tmp_path, monkeypatch):
+    """The results files whatever their sum; then each trace that still fits the traces' room, in order."""
+    import tarfile
+
+    monkeypatch.syspath_prepend(os.path.dirname(_ACCEPTANCE))
+    import gpu_acceptance
+
+    monkeypatch.setattr(gpu_acceptance, "TRACES_MAX_BYTES", 10)
+    (tmp_path / "run.traces").mkdir()
+    for name, size in {"a.trace.json": 6, "b.trace.json": 6, "run.traces/c.profile.json": 4, "run.db": 50}.items():
+        (tmp_path / name).write_bytes(b"x" * size)
+    assert gpu_acceptance.bundle(str(tmp_path), str(tmp_path / "b.tgz")) == (1, 2)
+    with tarfile.open(tmp_path / "b.tgz") as tar:
+        assert tar.getnames() == ["run.db", "a.trace.json", "run.traces/c.profile.json"]
 
 
 def test_a_gpu_acceptance_script_stopped_by_a_timeout_still_bundles_what_it_has(tmp_path):
