@@ -912,5 +912,6 @@ def bundle(folder: str, path: str) -> tuple[int, int]:
     os.replace(path + ".part", path)
     return len(results_files), len(kept_traces)
 
+
 if __name__ == "__main__":
     main()

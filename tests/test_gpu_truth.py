@@ -242,7 +242,8 @@ def _keep_folder_as_a_lease_leaves_it(keep):
 
 
 def test_the_gpu_acceptance_script_bundles_its_results_files_and_leaves_out_the_bulk(tmp_path):
-    """A lease brings back 8 files: --bundle packs the databases, logs and summaries into one, and nothing else."""
+    """A lease brings back 8 files: --bundle packs the databases, logs, summaries and traces into one, and nothing
+    else."""
     import subprocess
     import sys
     import tarfile
