@@ -449,22 +449,21 @@ class Checks:
         log = os.path.join(self.tmp, "worker-gap.log")
         with open(log, "w") as out, open(log + ".stderr", "w") as err:  # each step's line kept as it is printed:
             # a lease that ends the script mid-way still has the steps done (under --keep)
-            p = subprocess.run([sys.executable, os.path.join(HERE, "worker_gap.py"), "--device", "cpu" if rehearse
-                                else "cuda", *(("--tiny",) if rehearse else ()), "--keep", keep], stdout=out,
-                               stderr=err, text=True)
+            subprocess.run([sys.executable, os.path.join(HERE, "worker_gap.py"), "--device", "cpu" if rehearse
+                            else "cuda", *(("--tiny",) if rehearse else ()), "--keep", keep], stdout=out, stderr=err)
         with open(log) as out, open(log + ".stderr") as err:
-            p.stdout, p.stderr = out.read(), err.read()
+            stdout, stderr = out.read(), err.read()
         try:
             with open(os.path.join(keep, "summary.json")) as f:
                 found = json.load(f)
             plain = found["plain"]["ms"]["default"]
             worker = statistics.median(row["warm_ms"] for row in found["worker"] if row["variant"] == "default")
         except (OSError, KeyError, TypeError, ValueError, statistics.StatisticsError):
-            self.say("worker-gap", False, (p.stdout + p.stderr)[-600:])
+            self.say("worker-gap", False, (stdout + stderr)[-600:])
             return
         self.say("worker-gap", abs(math.log(worker / plain)) <= math.log(1.10),
                  f"default in the worker's warm-ups over a plain process's: {worker / plain:.2f} (goal within 10%) | "
-                 + " | ".join(line.strip() for line in p.stdout.splitlines()))
+                 + " | ".join(line.strip() for line in stdout.splitlines()))
 
     def aot_load(self) -> None:
         """benchmarks/aot_load.py: which way of loading an AOTInductor package crashes."""
