@@ -36,14 +36,17 @@ slower compiled path.
 
 Each line gives each variant's ms per call and the calling thread's CPU ms per call (its launches: near the ms per
 call where the host sets the pace), the speed-up, the same interleaved and default's interleaved over alone, the
-probe, the process's threads, the Triton kernels by launcher (measure/launches.py), and, for the steps in
-interpreters of their own, where default's host time goes (cProfile over 50 calls: the function calls a call makes,
-and the functions that take the most time of their own): the step at which default's ms moves is the trait to look
-at, and the function that grows with it where it moved. Every step also profiles 5 calls of each variant after its
-timed calls (diagnostics/profiling, as `--profile` does; the workers run with `--profile`, which profiles a case's
-first repeat: the cold-compiled process): on a GPU the kernels' ms per call, how many, and the three that take the
-most (on a CPU, the operators' own CPU time). Where default's kernels take more where its call does, the device ran
-other or slower kernels, and their names say which; where they stay and the call grows, the host set the pace.
+probe, the process's threads, its descendant processes beside the timed calls and their CPU seconds (with triton
+installed, the compile pool inductor starts at every compile, a cached one too: on other cores from `settled` on,
+where a worker's CPU share, read on its own cores, does not see them), the Triton kernels by launcher
+(measure/launches.py), and, for the steps in interpreters of their own, where default's host time goes (cProfile
+over 50 calls: the function calls a call makes, and the functions that take the most time of their own): the step at
+which default's ms moves is the trait to look at, and the function that grows with it where it moved. Every step
+also profiles 5 calls of each variant after its timed calls (diagnostics/profiling, as `--profile` does; the workers
+run with `--profile`, which profiles a case's first repeat: the cold-compiled process): on a GPU the kernels' ms per
+call, how many, and the three that take the most (on a CPU, the operators' own CPU time). Where default's kernels
+take more where its call does, the device ran other or slower kernels, and their names say which; where they stay
+and the call grows, the host set the pace.
 
 Usage: python benchmarks/worker_gap.py [--device cuda] [--tiny] [--steps plain,inference,...] [--keep DIR]
 """
@@ -102,14 +105,17 @@ def one_step(step: str, device: str, tiny: bool, folder: str) -> dict:
         with warmup.settled() if after >= STEPS.index("settled") else contextlib.nullcontext():
             probe = conditions.cpu_probe_us()  # the host's Python speed on this core, as a worker reads it
             threads = _threads()  # what else could take the interpreter's lock between the timed calls
+            before = helpers()
             timed = host_timed(fns, clock, 300, 10, interleaved=False)
             mixed = host_timed(fns, clock, 300, 10, interleaved=True)  # the quick suite's blocks, no events
+            alongside = beside(before, helpers())
             hot = hot_path(fns["default"], clock)
             device_side = {k: profiled(fn, device, os.path.join(folder, f"{step}-{k}.trace.json"), clock)
                            for k, fn in fns.items()}
     hits = torch._dynamo.utils.counters["inductor"].get("fxgraph_cache_hit", 0)  # folders-warm: the graph loaded
     return {"ms": {k: v[0] for k, v in timed.items()}, "cpu_ms": {k: v[1] for k, v in timed.items()},
             "interleaved_ms": {k: v[0] for k, v in mixed.items()}, "probe_us": round(probe, 1), "threads": threads,
+            "helpers": alongside,
             "launchers": launches.triton_launchers(), "graph_cache_hits": hits, "hot": hot,
             "kernels": device_side}
 
@@ -133,6 +139,36 @@ def kernels(summary: dict, top: int = 3) -> dict:
     rows = [r for r in summary.get("top") or [] if r.get("share") is not None][:top]
     return {"ms": summary.get("profiled_ms"), "n": summary.get("kernels"), "basis": summary.get("basis"),
             "top": [[r["name"][:60], round(r["self_ms"], 3)] for r in rows], "problem": summary.get("problem")}
+
+
+def helpers() -> dict:
+    """This process's descendants (with triton installed, inductor starts its compile pool at every compile, a
+    graph loaded from its cache included: a sidecar interpreter that imports torch, then forks its workers) and the
+    CPU seconds each has used so far, from /proc. They run on other cores than the timed calls (from `settled` on,
+    moved there), out of the CPU share a worker reads on its own cores, and still share the host's caches, memory
+    and, on a VM, maybe a core's other hyper-thread: between two readings, what ran beside the timed calls."""
+    from compilebench.measure import cores
+
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for pid in cores.descendants(os.getpid()):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = [os.path.basename(a.decode(errors="replace")) for a in f.read().split(b"\0") if a][:2]
+            out[pid] = (" ".join(argv) or "?", (int(fields[11]) + int(fields[12])) / tick)
+        except (OSError, ValueError, IndexError):
+            continue  # ended meanwhile
+    return out
+
+
+def beside(before: dict, after: dict) -> dict:
+    """What the descendants did between two helpers() readings: how many there were at the end, how many started
+    and ended between, what they were, and the CPU seconds those alive at the end used meanwhile."""
+    return {"processes": len(after), "started": len(set(after) - set(before)), "ended": len(set(before) - set(after)),
+            "names": sorted({name for name, _ in after.values()}),
+            "cpu_s": round(sum(s - before.get(pid, ("", 0.0))[1] for pid, (_, s) in after.items()), 2)}
 
 
 def _threads() -> str:
@@ -235,11 +271,18 @@ def said(step: str, got: dict) -> str:
             f"eager {mixed['eager']:.3f} ms, default {mixed['default']:.3f} ms, "
             f"{mixed['eager'] / mixed['default']:.2f}x (default interleaved over alone "
             f"{mixed['default'] / ms['default']:.2f}); CPU probe {got['probe_us']} µs; threads {got['threads']}; "
+            f"{_helpers_said(got['helpers'])}; "
             f"Triton kernels by launcher "
             f"{got['launchers'] or 'none'}; graphs loaded from inductor's cache {got['graph_cache_hits']}; default's "
             f"host time, profiled: {got['hot']['functions_per_call']} function calls a call, the most of their own "
             + ", ".join(f"{name} {us} µs ({n} a call)" for name, us, n in got["hot"]["top"])
             + "; after the timed calls, " + ", ".join(f"{k} {_kernels_said(v)}" for k, v in got["kernels"].items()))
+
+
+def _helpers_said(h: dict) -> str:
+    names = f" ({', '.join(h['names'])})" if h["names"] else ""
+    return (f"beside the timed calls {h['processes']} descendant process(es){names}, {h['started']} started and "
+            f"{h['ended']} ended meanwhile, their CPU {h['cpu_s']:.2f} s")
 
 
 def _kernels_said(k: dict) -> str:

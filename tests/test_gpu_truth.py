@@ -302,3 +302,47 @@ def test_a_gpu_acceptance_script_stopped_by_a_timeout_still_bundles_what_it_has(
     assert p.returncode == 128 + signal.SIGTERM and "bundled" in rest, rest
     with tarfile.open(bundle) as tar:
         assert {"quick.db", "quick.log", "worker-gap/summary.json"} <= set(tar.getnames())
+
+
+def test_worker_gap_counts_what_the_steps_descendants_ran_beside_its_timed_calls(monkeypatch):
+    """Issue 62: with triton installed, inductor starts its compile pool at every compile (a graph loaded from its
+    cache too), on cores whose CPU a worker's own share never reads. worker_gap's steps read the process's
+    descendants before and after their timed calls: which ran, which started or ended between, and the CPU seconds
+    they used meanwhile (a child that ended takes its seconds with it)."""
+    import subprocess
+    import sys
+
+    monkeypatch.syspath_prepend(os.path.dirname(_ACCEPTANCE))
+    import worker_gap
+
+    wait = "import sys; print('ready', flush=True); sys.stdin.readline()"
+    work = wait + "\nx = 0\nfor i in range(3_000_000): x += i\nprint('done', flush=True); sys.stdin.readline()"
+
+    def child(code):
+        p = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert p.stdout.readline() == "ready\n"  # a handshake: it runs, before any reading
+        return p
+
+    idle, busy = child(wait), child(work)
+    late = None
+    try:
+        before = worker_gap.helpers()
+        idle.stdin.close()
+        idle.wait()  # ends between the readings
+        busy.stdin.write("go\n")
+        busy.stdin.flush()
+        assert busy.stdout.readline() == "done\n"
+        late = child(wait)  # starts between them
+        after = worker_gap.helpers()
+    finally:
+        for p in (idle, busy, late):
+            if p is not None:
+                p.kill()
+                p.wait()
+    ours = {idle.pid, busy.pid, late.pid}  # an xdist worker may hold children of earlier tests
+    assert {idle.pid, busy.pid} <= set(before) and {busy.pid, late.pid} <= set(after) and idle.pid not in after
+    mine = [{p: v for p, v in reading.items() if p in ours} for reading in (before, after)]
+    got = worker_gap.beside(*mine)
+    assert (got["processes"], got["started"], got["ended"]) == (2, 1, 1), got
+    assert got["names"] == [f"{os.path.basename(sys.executable)} -c"] and got["cpu_s"] >= 0.05, got
+    assert "2 descendant process(es)" in worker_gap._helpers_said(got)
