@@ -254,6 +254,8 @@ def worker_step(step: str, args, folder: str) -> list[dict]:
                          "loop_ms": statistics.median(rep["samples_ms"]) if rep.get("samples_ms") else None,
                          "cpu_ms": rep.get("launch_cpu_ms"), "launchers": rep.get("triton_launchers") or {},
                          "probe_us": ((rep.get("conditions") or {}).get("cpu_probe_us") or [None])[0],
+                         "helpers": [(rep.get("conditions") or {}).get(k)
+                                     for k in ("helper_processes", "helper_cpu_s")],
                          "kernels": kernels(rep.get("profile") or {})})
     return rows
 
@@ -325,7 +327,8 @@ def main() -> None:
                     print(f"{step:13} " + (row["failed"] if "failed" in row else
                           f"repeat {row['repeat']} {row['variant']:8} warm-up {_ms(row['warm_ms'])}, loop "
                           f"{_ms(row['loop_ms'])}, launch CPU {_ms(row['cpu_ms'])}, CPU probe before its loop "
-                          f"{row['probe_us']} µs; Triton kernels by launcher "
+                          f"{row['probe_us']} µs; its descendants before and after its loop {row['helpers'][0]}, "
+                          f"their CPU over it {row['helpers'][1]} s; Triton kernels by launcher "
                           f"{row['launchers'] or 'none'}; after its loop {_kernels_said(row['kernels'])}"),
                           flush=True)
             else:

@@ -41,6 +41,22 @@ def test_the_h200s_cold_compiled_resnet_is_said_apart_from_its_cached_processes(
     assert f"the interval ({s.value:.2f}x [{s.low:.2f}-{s.high:.2f}]) holds both" in note
 
 
+def test_the_note_says_what_the_processes_own_helpers_used_beside_their_loops():
+    """Issue 62: with triton installed inductor starts its compile pool at every compile, a cached one too, on cores
+    the worker's CPU share does not read: the note gives the CPU s those helpers used over the cold loop and the
+    cached ones (the median), where every group has the reading and any used some."""
+    eager, default = _pair(*H200_1130)
+    for rep, used in zip(default.repeats, [0.0, 2.4, 2.0, 2.6, 0.0]):
+        rep.conditions.helper_cpu_s = used
+    (note,) = [n for n in stability.notes(View([eager, default])) if n.startswith("compile cache: ")]
+    assert note.endswith("; their own helper processes (inductor's compile pool, on other cores) used 0.00 and 2.20 "
+                         "CPU s over the loops"), note
+    for rep in default.repeats:
+        rep.conditions.helper_cpu_s = 0.0  # none used any: nothing to say
+    (quiet,) = [n for n in stability.notes(View([eager, default])) if n.startswith("compile cache: ")]
+    assert quiet.endswith("holds both"), quiet
+
+
 @pytest.mark.parametrize("case", ["inside the cached spread", "every process cached", "two cached only",
                                   "a process each", "apart by less than the smallest effect"])
 def test_no_split_is_said_where_the_processes_cannot_show_one(case):

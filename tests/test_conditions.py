@@ -1,6 +1,7 @@
 """What else used the machine while a timed loop ran: the logic on fake counters and a fake NVML (the test
 machines have no GPU), and one real busy machine."""
 
+import os
 import subprocess
 import sys
 import types
@@ -20,6 +21,53 @@ def test_other_processes_share_of_the_cpu_is_counted_without_the_workers_own_tim
     assert conditions.flags(c) == ["busy"]
     quiet = Conditions(**conditions.cpu_conditions(before, CpuReading(total=1200, busy=153, own=100, loadavg=0.2)))
     assert quiet.other_cpu_share == pytest.approx(3 / 200) and conditions.flags(quiet) == []
+
+
+def test_the_workers_own_helpers_are_counted_apart_from_the_other_processes():
+    """Issue 62: its descendants (inductor's compile pool, starting at every compile with triton installed) run on
+    the housekeeping cores, outside the ticks the share reads: their count before and after the loop, and the CPU s
+    they used over it, at least (one that ended took its seconds with it: never below none)."""
+    before = CpuReading(total=1000, busy=100, own=50, loadavg=0.2, helpers=(1, 2.5))
+    c = Conditions(**conditions.cpu_conditions(before, CpuReading(1200, 150, 100, 0.2, helpers=(5, 4.0))))
+    assert c.helper_processes == [1, 5] and c.helper_cpu_s == pytest.approx(1.5) and c.other_cpu_share == 0
+    ended = Conditions(**conditions.cpu_conditions(before, CpuReading(1200, 150, 100, 0.2, helpers=(0, 0.0))))
+    assert ended.helper_processes == [1, 0] and ended.helper_cpu_s == 0.0
+    unread = Conditions(**conditions.cpu_conditions(CpuReading(1000, 100, 50, 0.2), CpuReading(1200, 150, 100, 0.2)))
+    assert unread.helper_processes is None and unread.helper_cpu_s is None
+
+
+def test_helpers_are_read_from_each_descendants_stat(tmp_path):
+    """cores.descendants_cpu_s on a /proc of four processes: 10's child 11 and grandchild 12 are its own, 13 is
+    another's; user plus system time, in the kernel's clock ticks."""
+    from compilebench.measure import cores
+
+    tick = os.sysconf("SC_CLK_TCK")
+    for pid, parent, user, system in ((10, 1, 500, 500), (11, 10, 3 * tick, tick), (12, 11, tick // 2, 0),
+                                      (13, 1, 9 * tick, 0)):
+        (tmp_path / str(pid)).mkdir()
+        rest = ["S", str(parent)] + ["0"] * 9 + [str(user), str(system)] + ["0"] * 30
+        (tmp_path / str(pid) / "stat").write_text(f"{pid} (py (compile) worker) " + " ".join(rest))
+    (tmp_path / "self").mkdir()  # not a process: left out
+    assert cores.descendants_cpu_s(10, str(tmp_path)) == (2, pytest.approx(4.5, abs=1 / tick))
+    assert cores.descendants_cpu_s(13, str(tmp_path)) == (0, 0.0)
+
+
+def test_a_child_working_between_two_real_readings_is_the_workers_helper():
+    """The real /proc, as a worker reads it around its loop: a child that works between the two readings (after a
+    handshake, not a sleep)."""
+    work = "import sys; sys.stdin.readline(); x = 0\nfor i in range(3_000_000): x += i\nprint('done', flush=True)"
+    child = subprocess.Popen([sys.executable, "-c", work], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        before = conditions.read_cpu()
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        assert child.stdout.readline() == "done\n"
+        after = conditions.read_cpu()
+    finally:
+        child.kill()
+        child.wait()
+    c = Conditions(**conditions.cpu_conditions(before, after))
+    assert c.helper_processes[0] >= 1 and c.helper_processes[1] >= 1 and c.helper_cpu_s >= 0.05, c
 
 
 def test_a_loop_too_short_to_judge_gets_no_share_and_no_flag():

@@ -17,6 +17,12 @@ class Conditions(Record):
     loadavg_1m_before: float | None = None
     cpu_ticks: int | None = None  # CPU time that passed on the cores the worker could run on
     other_cpu_share: float | None = None  # other processes' share of it (None: too few ticks to tell)
+    # the worker's own descendants, before and after the loop, and the CPU s they used over it (at least: one that
+    # ended took its seconds with it). They run on the housekeeping cores, outside cpu_ticks: inductor's compile
+    # pool, which with triton installed starts at every compile, one loaded from its cache too (3 s on an H200
+    # where a cold one took 12), may still be starting through the warm-up and the loop
+    helper_processes: list | None = None
+    helper_cpu_s: float | None = None
     # the core the loop's thread ran on, before and after it (Linux: /proc/self/stat's processor): on an H200 a
     # process's state (the same case at 5 ms or 9 ms, process by process) was what no warm-up cured, and where it
     # ran is what the next GPU run tells it apart by

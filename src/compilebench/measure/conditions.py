@@ -16,6 +16,7 @@ from typing import Callable
 
 from compilebench.core.conditions import Conditions
 from compilebench.core.vocab import BUSY, THROTTLED
+from compilebench.measure import cores
 
 # Too few clock ticks (10 ms each) between the two readings to tell a share from rounding: no verdict.
 MIN_TICKS = 20
@@ -43,6 +44,7 @@ class CpuReading:
     own: int  # jiffies this process used, every thread
     loadavg: float | None  # 1-minute load average
     core: int | None = None  # the CPU this thread last ran on
+    helpers: tuple[int, float] | None = None  # this process's descendants and their CPU s so far (cores.py)
 
 
 def cpu_ticks(stat: str, cpus: set[int]) -> tuple[int, int]:
@@ -60,7 +62,7 @@ def cpu_ticks(stat: str, cpus: set[int]) -> tuple[int, int]:
 
 def read_cpu() -> CpuReading | None:
     """/proc/stat's counters of the CPUs this process may run on (under --gpus, its slot's own: the other slots'
-    compile threads are theirs) and /proc/self/stat's own (Linux); None elsewhere."""
+    compile threads are theirs), /proc/self/stat's own and its descendants' (Linux); None elsewhere."""
     try:
         with open("/proc/stat") as f:
             stat = f.read()
@@ -71,7 +73,7 @@ def read_cpu() -> CpuReading | None:
         return None
     loadavg = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     return CpuReading(total=total, busy=busy, own=int(own[11]) + int(own[12]), loadavg=loadavg,
-                      core=int(own[36]) if len(own) > 36 else None)
+                      core=int(own[36]) if len(own) > 36 else None, helpers=cores.descendants_cpu_s())
 
 
 def cpu_conditions(before: CpuReading | None, after: CpuReading | None) -> dict:
@@ -83,6 +85,9 @@ def cpu_conditions(before: CpuReading | None, after: CpuReading | None) -> dict:
     out = {"loadavg_1m": after.loadavg, "loadavg_1m_before": before.loadavg, "cpu_ticks": ticks,
            "cpu_core": [before.core, after.core]}
     out["other_cpu_share"] = max(0, others) / ticks if ticks >= MIN_TICKS else None
+    if before.helpers and after.helpers:  # one that ended meanwhile took its seconds with it: at least this
+        out["helper_processes"] = [before.helpers[0], after.helpers[0]]
+        out["helper_cpu_s"] = round(max(0.0, after.helpers[1] - before.helpers[1]), 3)
     return out
 
 

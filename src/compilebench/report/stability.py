@@ -100,7 +100,8 @@ def _by_compile(view: View, r: Result) -> str | None:
     return (f"compile cache: {case_name(r)}: its speed-up over eager was {cold:.2f}x in the process that compiled "
             f"it cold (repeat {first[0]}) and {cached:.2f}x in those that loaded the compiled graph from the "
             f"compiler's cache (repeats {', '.join(map(str, rest))}), eager beside it in each: the same graph ran "
-            f"at another speed as it was made ready, and the interval ({s.value:.2f}x{_span(s)}) holds both")
+            f"at another speed as it was made ready, and the interval ({s.value:.2f}x{_span(s)}) holds both"
+            f"{_helpers(r, [first, rest])}")
 
 
 def _shared(view: View, r: Result) -> str | None:
@@ -131,6 +132,24 @@ def _probes(r: Result, groups) -> str:
     if max(medians) > min(medians) * (1 + PROBE_APART):
         return f"; the CPU probe (a fixed Python loop) took {said} µs in them: the host's CPU side ran at another speed"
     return f"; the CPU probe (a fixed Python loop) took {said} µs in them, alike"
+
+
+def _helpers(r: Result, groups) -> str:
+    """The CPU seconds each group's worker processes' own descendants used over their loops, the median over its
+    repeats (measure/conditions: inductor's compile pool, which with triton installed starts at every compile, one
+    loaded from the compiler's cache too, runs on other cores than the loop's): said where every group has the
+    reading and any of them used some."""
+    used = {rep.index: rep.conditions.helper_cpu_s for rep in r.repeats if rep.conditions.helper_cpu_s is not None}
+    medians = []
+    for repeats in groups:
+        known = [used[i] for i in repeats if i in used]
+        if not known:
+            return ""
+        medians.append(statistics.median(known))
+    if not any(medians):
+        return ""
+    said = " and ".join(f"{m:.2f}" for m in medians)
+    return f"; their own helper processes (inductor's compile pool, on other cores) used {said} CPU s over the loops"
 
 
 def _interval(r: Result) -> str:
