@@ -120,14 +120,10 @@ def _probes(r: Result, groups) -> str:
     """The CPU probe (a fixed stretch of pure Python before each timed loop: measure/conditions.cpu_probe_us) of each
     group, the median over its repeats, where every group has one: whether the host's CPU side ran at another
     speed in one of them. Empty where a group has none (a GPU's readings are in the details)."""
-    before = {rep.index: rep.conditions.cpu_probe_us[0] for rep in r.repeats
-              if rep.conditions.cpu_probe_us and rep.conditions.cpu_probe_us[0]}
-    medians = []
-    for repeats in groups:
-        known = [before[i] for i in repeats if i in before]
-        if not known:
-            return ""
-        medians.append(statistics.median(known))
+    medians = _medians({rep.index: rep.conditions.cpu_probe_us[0] for rep in r.repeats
+                        if rep.conditions.cpu_probe_us and rep.conditions.cpu_probe_us[0]}, groups)
+    if not medians:
+        return ""
     said = " and ".join(f"{m:.0f}" for m in medians)
     if max(medians) > min(medians) * (1 + PROBE_APART):
         return f"; the CPU probe (a fixed Python loop) took {said} µs in them: the host's CPU side ran at another speed"
@@ -139,17 +135,23 @@ def _helpers(r: Result, groups) -> str:
     repeats (measure/conditions: inductor's compile pool, which with triton installed starts at every compile, one
     loaded from the compiler's cache too, runs on other cores than the loop's): said where every group has the
     reading and any of them used some."""
-    used = {rep.index: rep.conditions.helper_cpu_s for rep in r.repeats if rep.conditions.helper_cpu_s is not None}
-    medians = []
-    for repeats in groups:
-        known = [used[i] for i in repeats if i in used]
-        if not known:
-            return ""
-        medians.append(statistics.median(known))
+    medians = _medians({rep.index: rep.conditions.helper_cpu_s for rep in r.repeats
+                        if rep.conditions.helper_cpu_s is not None}, groups)
     if not any(medians):
         return ""
     said = " and ".join(f"{m:.2f}" for m in medians)
     return f"; their own helper processes (inductor's compile pool, on other cores) used {said} CPU s over the loops"
+
+
+def _medians(by_repeat: dict[int, float], groups) -> list[float]:
+    """Each group's median of a reading by repeat index; none where a group has no reading."""
+    medians = []
+    for repeats in groups:
+        known = [by_repeat[i] for i in repeats if i in by_repeat]
+        if not known:
+            return []
+        medians.append(statistics.median(known))
+    return medians
 
 
 def _interval(r: Result) -> str:
