@@ -147,7 +147,7 @@ UNMEASURED_S = 120
 # or more). 2026-11-28 02:50: the quick suite interleaved 276 s (8 extra repeats); 2026-11-30 00:13: `quick` 185 s
 # (4 extra), `quick-rounds` 340 s (7 rounds), `blocks` 108 s.
 SECONDS.update({"quick": 276, "quick-rounds": 420, "quantize": 225, "aot-load": 374, "blocks": 108})
-SECONDS["worker-gap"] = 300  # not measured yet: six cold compiles of ResNet-50, six warm, 20 profiled passes
+SECONDS["worker-gap"] = 320  # not measured yet: six cold compiles of ResNet-50, seven warm, 22 profiled passes
 SECONDS["diffusion"] = 780  # not measured yet: Flux's 12B parameters drawn and compiled in 12 processes, estimated
 QUICK_PLANNED_S, WORKER_START_S = 180, 2.0  # the quick check's goals (issue 50)
 STARTING = ("start", "setup", "build")  # a worker's phases before its model is ready: its start

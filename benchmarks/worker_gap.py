@@ -15,6 +15,10 @@ eager and default each alone in host-timed windows of 10 calls (blocks.py's `win
                 (measure/weights.py), the model and inputs built by the worker's own code (measure/forward.prepare)
   folders       the compiler's state in a private, empty folder (measure/compiler_state.env_for): a cold compile
   folders-warm  the same folder again, in a new interpreter: inductor's caches hold the graph, as repeats 2 on find
+  pool-down     a control, not a trait (the steps after it keep the pool, as a worker does): folders-warm with
+                inductor's compile pool shut down once the graph is loaded (async_compile.shutdown_compile_workers).
+                With triton installed the pool starts at every compile, a cached one too; where folders-warm reads
+                slower than folders and this does not, the pool still starting beside the calls slowed them
   malloc        glibc's malloc set to keep what a call frees (measure/allocator.keep_freed_memory), as a worker does
                 before it builds its model
   confined      kept to the cores a run gives its timed worker (run/devices.set_aside: all but the driver's, where the
@@ -66,9 +70,9 @@ from _runs import TREE, cli, results
 
 sys.path.insert(0, os.path.join(TREE, "src"))
 
-STEPS = ("plain", "inference", "loaded", "folders", "folders-warm", "malloc", "confined", "settled", "worker",
-         "worker-exec")
-COMPILER_FOLDERS = ("folders", "folders-warm", "malloc", "confined", "settled")  # the steps in a private folder
+STEPS = ("plain", "inference", "loaded", "folders", "folders-warm", "pool-down", "malloc", "confined", "settled",
+         "worker", "worker-exec")
+COMPILER_FOLDERS = ("folders", "folders-warm", "pool-down", "malloc", "confined", "settled")  # in a private folder
 MODEL = "resnet-50"
 
 
@@ -102,6 +106,10 @@ def one_step(step: str, device: str, tiny: bool, folder: str) -> dict:
         fns = {"eager": lambda: model(**inputs), "default": lambda: compiled(**inputs)}
         with contextlib.redirect_stdout(sys.stderr):
             fns["default"]()  # the compile, outside the windows
+        if step == "pool-down":  # this step alone: its pool's processes gone before the timed calls
+            from torch._inductor import async_compile
+
+            async_compile.shutdown_compile_workers()
         with warmup.settled() if after >= STEPS.index("settled") else contextlib.nullcontext():
             probe = conditions.cpu_probe_us()  # the host's Python speed on this core, as a worker reads it
             threads = _threads()  # what else could take the interpreter's lock between the timed calls
