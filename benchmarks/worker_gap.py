@@ -157,17 +157,15 @@ def helpers() -> dict:
     and, on a VM, maybe a core's other hyper-thread: between two readings, what ran beside the timed calls."""
     from compilebench.measure import cores
 
-    tick = os.sysconf("SC_CLK_TCK")
     out = {}
     for pid in cores.descendants(os.getpid()):
         try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
             with open(f"/proc/{pid}/cmdline", "rb") as f:
                 argv = [os.path.basename(a.decode(errors="replace")) for a in f.read().split(b"\0") if a][:2]
-            out[pid] = (" ".join(argv) or "?", (int(fields[11]) + int(fields[12])) / tick)
-        except (OSError, ValueError, IndexError):
+        except OSError:
             continue  # ended meanwhile
+        if (used := cores.cpu_s(pid)) is not None:
+            out[pid] = (" ".join(argv) or "?", used)
     return out
 
 

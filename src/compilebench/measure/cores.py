@@ -50,17 +50,19 @@ def descendants(pid: int, proc: str = PROC) -> list[int]:
     return out
 
 
+def cpu_s(pid: int, proc: str = PROC) -> float | None:
+    """The CPU seconds (user and system) a process has used so far; None where it ended meanwhile."""
+    try:
+        with open(f"{proc}/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def descendants_cpu_s(pid: int | None = None, proc: str = PROC) -> tuple[int, float]:
     """How many processes run below `pid` (this one), and the CPU seconds they have used so far: a worker's helpers
     (inductor's compile pool: with triton installed it starts at every compile, a graph loaded from its cache
     included) run on the housekeeping cores, whose ticks the worker's CPU share never reads."""
     kids = descendants(os.getpid() if pid is None else pid, proc)
-    tick, seconds = os.sysconf("SC_CLK_TCK"), 0.0
-    for kid in kids:
-        try:
-            with open(f"{proc}/{kid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            seconds += (int(fields[11]) + int(fields[12])) / tick  # utime + stime
-        except (OSError, ValueError, IndexError):
-            continue  # ended meanwhile
-    return len(kids), seconds
+    return len(kids), sum(used for kid in kids if (used := cpu_s(kid, proc)) is not None)
