@@ -17,13 +17,15 @@ eager and default each alone in host-timed windows of 10 calls (blocks.py's `win
   folders-warm  the same folder again, in a new interpreter: inductor's caches hold the graph, as repeats 2 on find
   pool-down     a control, not a trait (the steps after it keep the pool, as a worker does): folders-warm with
                 inductor's compile pool shut down once the graph is loaded (async_compile.shutdown_compile_workers).
-                With triton installed the pool starts at every compile, a cached one too; where folders-warm reads
-                slower than folders and this does not, the pool still starting beside the calls slowed them
+                compile_fx wakes the pool at every compile of a graph on a GPU, a cached one too; where folders-warm
+                reads slower than folders and this does not, the pool still starting beside the calls slowed them
   malloc        glibc's malloc set to keep what a call frees (measure/allocator.keep_freed_memory), as a worker does
                 before it builds its model
   confined      kept to the cores a run gives its timed worker (run/devices.set_aside: all but the driver's, where the
                 host has 4 cores or more) with torch's threads counted on them (measure/worker.confine)
-  settled       the timed calls inside measure/warmup.settled: inductor's compile workers moved off those cores, and
+  settled       the timed calls inside measure/warmup.settled: inductor's compile pool waited for until it is done
+                starting (measure/compile_pool.settle: the remedy for what pool-down finds), its processes moved off
+                those cores, and
                 what the process built kept out of the garbage collector's passes (gc.freeze)
   worker        `compilebench run` itself, eager and default interleaved, 2 repeats (cold, then warm): each
                 process's warm-up windows (alone) and loop, read from its results
@@ -110,7 +112,7 @@ def one_step(step: str, device: str, tiny: bool, folder: str) -> dict:
             from torch._inductor import async_compile
 
             async_compile.shutdown_compile_workers()
-        with warmup.settled() if after >= STEPS.index("settled") else contextlib.nullcontext():
+        with warmup.settled() if after >= STEPS.index("settled") else contextlib.nullcontext() as pool:
             probe = conditions.cpu_probe_us()  # the host's Python speed on this core, as a worker reads it
             threads = _threads()  # what else could take the interpreter's lock between the timed calls
             before = helpers()
@@ -123,7 +125,7 @@ def one_step(step: str, device: str, tiny: bool, folder: str) -> dict:
     hits = torch._dynamo.utils.counters["inductor"].get("fxgraph_cache_hit", 0)  # folders-warm: the graph loaded
     return {"ms": {k: v[0] for k, v in timed.items()}, "cpu_ms": {k: v[1] for k, v in timed.items()},
             "interleaved_ms": {k: v[0] for k, v in mixed.items()}, "probe_us": round(probe, 1), "threads": threads,
-            "helpers": alongside,
+            "helpers": alongside, "pool": [pool.state, pool.waited_s] if pool else None,
             "launchers": launches.triton_launchers(), "graph_cache_hits": hits, "hot": hot,
             "kernels": device_side}
 
@@ -260,8 +262,8 @@ def worker_step(step: str, args, folder: str) -> list[dict]:
                          "loop_ms": statistics.median(rep["samples_ms"]) if rep.get("samples_ms") else None,
                          "cpu_ms": rep.get("launch_cpu_ms"), "launchers": rep.get("triton_launchers") or {},
                          "probe_us": ((rep.get("conditions") or {}).get("cpu_probe_us") or [None])[0],
-                         "helpers": [(rep.get("conditions") or {}).get(k)
-                                     for k in ("helper_processes", "helper_cpu_s")],
+                         "helpers": [(rep.get("conditions") or {}).get(k) for k in
+                                     ("helper_processes", "helper_cpu_s", "compile_pool", "compile_pool_wait_s")],
                          "kernels": kernels(rep.get("profile") or {})})
     return rows
 
@@ -279,7 +281,7 @@ def said(step: str, got: dict) -> str:
             f"eager {mixed['eager']:.3f} ms, default {mixed['default']:.3f} ms, "
             f"{mixed['eager'] / mixed['default']:.2f}x (default interleaved over alone "
             f"{mixed['default'] / ms['default']:.2f}); CPU probe {got['probe_us']} µs; threads {got['threads']}; "
-            f"{_helpers_said(got['helpers'])}; "
+            f"{_helpers_said(got['helpers'])}{'; ' + _pool_said(got['pool']) if got.get('pool') else ''}; "
             f"Triton kernels by launcher "
             f"{got['launchers'] or 'none'}; graphs loaded from inductor's cache {got['graph_cache_hits']}; default's "
             f"host time, profiled: {got['hot']['functions_per_call']} function calls a call, the most of their own "
@@ -291,6 +293,11 @@ def _helpers_said(h: dict) -> str:
     names = f" ({', '.join(h['names'])})" if h["names"] else ""
     return (f"beside the timed calls {h['processes']} descendant process(es){names}, {h['started']} started and "
             f"{h['ended']} ended meanwhile, their CPU {h['cpu_s']:.2f} s")
+
+
+def _pool_said(pool: list | None) -> str:
+    """How inductor's compile pool stood as the warm-up began, and the wait for it (measure/compile_pool)."""
+    return f"the compile pool {pool[0]} after a wait of {pool[1]:.2f} s" if pool and pool[0] else ""
 
 
 def _kernels_said(k: dict) -> str:
@@ -334,8 +341,9 @@ def main() -> None:
                           f"repeat {row['repeat']} {row['variant']:8} warm-up {_ms(row['warm_ms'])}, loop "
                           f"{_ms(row['loop_ms'])}, launch CPU {_ms(row['cpu_ms'])}, CPU probe before its loop "
                           f"{row['probe_us']} µs; its descendants before and after its loop {row['helpers'][0]}, "
-                          f"their CPU over it {row['helpers'][1]} s; Triton kernels by launcher "
-                          f"{row['launchers'] or 'none'}; after its loop {_kernels_said(row['kernels'])}"),
+                          f"their CPU over it {row['helpers'][1]} s, "
+                          f"{_pool_said(row['helpers'][2:]) or 'no compile pool woken'}; Triton kernels by "
+                          f"launcher {row['launchers'] or 'none'}; after its loop {_kernels_said(row['kernels'])}"),
                           flush=True)
             else:
                 found[step] = run_step(step, args, folder)

@@ -6,6 +6,7 @@ import fakeresults as fr
 import pytest
 
 from compilebench.core import stats
+from compilebench.core.vocab import POOL_READY, POOL_STARTING
 from compilebench.report import stability
 from compilebench.report.view import View
 
@@ -42,9 +43,9 @@ def test_the_h200s_cold_compiled_resnet_is_said_apart_from_its_cached_processes(
 
 
 def test_the_note_says_what_the_processes_own_helpers_used_beside_their_loops():
-    """Issue 62: with triton installed inductor starts its compile pool at every compile, a cached one too, on cores
-    the worker's CPU share does not read: the note gives the CPU s those helpers used over the cold loop and the
-    cached ones (the median), where every group has the reading and any used some."""
+    """Issue 62: compile_fx wakes inductor's compile pool at every compile of a graph on a GPU, a cached one too, on
+    cores the worker's CPU share does not read: the note gives the CPU s those helpers used over the cold loop and
+    the cached ones (the median), where every group has the reading and any used some."""
     eager, default = _pair(*H200_1130)
     for rep, used in zip(default.repeats, [0.0, 2.4, 2.0, 2.6, 0.0]):
         rep.conditions.helper_cpu_s = used
@@ -55,6 +56,18 @@ def test_the_note_says_what_the_processes_own_helpers_used_beside_their_loops():
         rep.conditions.helper_cpu_s = 0.0  # none used any: nothing to say
     (quiet,) = [n for n in stability.notes(View([eager, default])) if n.startswith("compile cache: ")]
     assert quiet.endswith("holds both"), quiet
+
+
+def test_the_note_says_how_long_the_processes_waited_for_the_compile_pool_and_where_it_still_started():
+    """Issue 62: each worker waits for the pool to finish starting before its warm-up (measure/compile_pool): the
+    note gives each group's median wait, and names a repeat whose wait ended with the pool still starting."""
+    eager, default = _pair(*H200_1130)
+    for rep, waited in zip(default.repeats, [0.0, 0.8, 0.6, 1.0, 60.0]):
+        rep.conditions.compile_pool_wait_s = waited
+        rep.conditions.compile_pool = POOL_STARTING if waited == 60.0 else POOL_READY
+    (note,) = [n for n in stability.notes(View([eager, default])) if n.startswith("compile cache: ")]
+    assert note.endswith("; before their warm-ups they waited 0.00 and 0.90 s for inductor's compile pool to finish "
+                         "starting; in repeat(s) 5 it was still starting when the wait ended"), note
 
 
 @pytest.mark.parametrize("case", ["inside the cached spread", "every process cached", "two cached only",

@@ -24,7 +24,7 @@ def test_other_processes_share_of_the_cpu_is_counted_without_the_workers_own_tim
 
 
 def test_the_workers_own_helpers_are_counted_apart_from_the_other_processes():
-    """Issue 62: its descendants (inductor's compile pool, starting at every compile with triton installed) run on
+    """Issue 62: its descendants (inductor's compile pool, woken at every compile of a graph on a GPU) run on
     the housekeeping cores, outside the ticks the share reads: their count before and after the loop, and the CPU s
     they used over it, at least (one that ended took its seconds with it: never below none)."""
     before = CpuReading(total=1000, busy=100, own=50, loadavg=0.2, helpers=(1, 2.5))

@@ -305,8 +305,8 @@ def test_a_gpu_acceptance_script_stopped_by_a_timeout_still_bundles_what_it_has(
 
 
 def test_worker_gap_counts_what_the_steps_descendants_ran_beside_its_timed_calls(monkeypatch):
-    """Issue 62: with triton installed, inductor starts its compile pool at every compile (a graph loaded from its
-    cache too), on cores whose CPU a worker's own share never reads. worker_gap's steps read the process's
+    """Issue 62: inductor wakes its compile pool at every compile of a graph on a GPU (one loaded from its cache
+    too), on cores whose CPU a worker's own share never reads. worker_gap's steps read the process's
     descendants before and after their timed calls: which ran, which started or ended between, and the CPU seconds
     they used meanwhile (a child that ended takes its seconds with it)."""
     import subprocess

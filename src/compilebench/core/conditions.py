@@ -19,10 +19,14 @@ class Conditions(Record):
     other_cpu_share: float | None = None  # other processes' share of it (None: too few ticks to tell)
     # the worker's own descendants, before and after the loop, and the CPU s they used over it (at least: one that
     # ended took its seconds with it). They run on the housekeeping cores, outside cpu_ticks: inductor's compile
-    # pool, which with triton installed starts at every compile, one loaded from its cache too (3 s on an H200
-    # where a cold one took 12), may still be starting through the warm-up and the loop
+    # pool, which compile_fx wakes at every compile of a graph on a GPU, one loaded from its cache too (3 s on an
+    # H200 where a cold one took 12); the worker waits for it to finish starting before its warm-up (below)
     helper_processes: list | None = None
     helper_cpu_s: float | None = None
+    # inductor's compile pool, where the process woke one: how it stood when the warm-up began (core/vocab's
+    # POOL_READY, POOL_STARTING, POOL_FAILED) and the seconds the worker waited for it (measure/compile_pool.py)
+    compile_pool: str | None = None
+    compile_pool_wait_s: float | None = None
     # the core the loop's thread ran on, before and after it (Linux: /proc/self/stat's processor): on an H200 a
     # process's state (the same case at 5 ms or 9 ms, process by process) was what no warm-up cured, and where it
     # ran is what the next GPU run tells it apart by

@@ -71,6 +71,9 @@ RECOMPILE_LIMIT = Flag("recompile-limit", "dynamo hit its recompile limit, so th
 # Why a warm-up ended (measure/warmup.py): its windows of calls steady, its cap reached, or no steadiness asked
 # (a cap of 0: the calls and seconds asked for).
 STEADY, CAP, FIXED = "steady", "cap", "fixed"
+# How inductor's compile pool stood when a timed process began its warm-up (measure/compile_pool.py): ready, still
+# starting when the worker stopped waiting, or closed.
+POOL_READY, POOL_STARTING, POOL_FAILED = "ready", "still starting", "failed"
 # Of a case's per-process figures, not of one process: raised by the result (core/stats.groups), never by a worker.
 UNSTABLE = Flag("unstable", "the case's processes fell into two groups far apart (the machine changed state during "
                 "the run: the groups' means and times are in the details); its interval holds both states, so it is "

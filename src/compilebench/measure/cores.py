@@ -62,7 +62,7 @@ def cpu_s(pid: int, proc: str = PROC) -> float | None:
 
 def descendants_cpu_s(pid: int | None = None, proc: str = PROC) -> tuple[int, float]:
     """How many processes run below `pid` (this one), and the CPU seconds they have used so far: a worker's helpers
-    (inductor's compile pool: with triton installed it starts at every compile, a graph loaded from its cache
+    (inductor's compile pool: compile_fx wakes it at every compile of a graph on a GPU, one loaded from its cache
     included) run on the housekeeping cores, whose ticks the worker's CPU share never reads."""
     kids = descendants(os.getpid() if pid is None else pid, proc)
     return len(kids), sum(used for kid in kids if (used := cpu_s(kid, proc)) is not None)

@@ -10,6 +10,7 @@ from typing import Callable
 
 from compilebench.core import sharing
 from compilebench.core.conditions import Conditions
+from compilebench.measure import compile_pool
 from compilebench.measure.conditions import NoWatch, Watch
 from compilebench.measure.warmup import WarmUp, after_switch as opening_calls, settled, sm_clock_of, warm_up
 
@@ -165,14 +166,13 @@ def measure(
     before_timing: Callable[[], None] = lambda: None,
     on_phase: Callable[[str], None] = lambda phase: None,
 ) -> Measurement:
-    """Time fn. The first call is timed alone and never joins the steady-state samples; warm-up goes on until
-    steady (warm_up). The budget max_time_s ends the timed loop only once it has min_iters samples. graph_count,
-    when given, is read around the timed loop: any growth is a recompile inside it, which the caller must treat as
-    voiding the numbers. before_timing runs after warm-up, right before the loop (the steady state's memory peak
-    starts there)."""
+    """Time fn. The first call is timed alone and never joins the steady-state samples; then, the process settled
+    (warmup.settled), warm-up until steady (warm_up). The budget max_time_s ends the timed loop only once it has
+    min_iters samples. graph_count, when given, is read around the timed loop: any growth is a recompile inside it,
+    which voids the numbers. before_timing runs right before the loop (the steady state's memory peak starts)."""
     on_phase("first call")
     first_ns = first_call(fn, clock)
-    with settled():
+    with settled() as pool:
         on_phase("warm-up")
         warmed = warm_up(fn, warmup, clock, warmup_s, warmup_cap_s, sm_clock_of(watch))
         before_timing()
@@ -191,8 +191,8 @@ def measure(
             loop_cpu_ns = clock.cpu_ns() - loop.start_cpu_ns
             clock.sync()
             loop_wall_ns = clock.now_ns() - loop.start_ns
-    return Measurement(first_ns, warmed, iters, loop.floor, rec.samples_ns(n), loop_wall_ns, n < iters,
-                       loop.recompiles, loop.started_at, loop.ended_at, loop.conditions, loop_cpu_ns)
+    return Measurement(first_ns, warmed, iters, loop.floor, rec.samples_ns(n), loop_wall_ns, n < iters, loop.recompiles,
+                       loop.started_at, loop.ended_at, compile_pool.noted(loop.conditions, pool), loop_cpu_ns)
 
 
 def measure_interleaved(
@@ -225,7 +225,7 @@ def measure_interleaved(
     for name, fn in fns.items():
         on_phase(f"first call ({name})")
         first[name] = first_call(fn, clock)
-    with settled():
+    with settled() as pool:
         warmed = {}
         for i, (name, fn) in enumerate(fns.items()):
             on_phase(f"warm-up ({name})")
@@ -251,7 +251,7 @@ def measure_interleaved(
     return {
         name: Measurement(first[name], warmed[name], iters, loop.floor, recorders[name].samples_ns(done[name]),
                           wall[name], done[name] < iters, loop.recompiles, loop.started_at, loop.ended_at,
-                          loop.conditions, cpu[name])
+                          compile_pool.noted(loop.conditions, pool), cpu[name])
         for name in fns
     }
 
@@ -313,9 +313,9 @@ def measure_generation(
     on_phase: Callable[[str], None] = lambda phase: None,
 ) -> dict[str, GenerationMeasurement]:
     """Time generate() calls. Each variant's first `first_calls` calls are timed one by one (the first holds the
-    compilation; later ones may compile again, or record CUDA graphs), then the steady state: one call of each
-    variant in turn (with one variant, simply one after another) until `iters` calls each, or the budget
-    max_time_s per variant once each has min_iters. A graph compiled in the steady state is a recompile."""
+    compilation; later ones may compile again, or record CUDA graphs), then, the process settled, the steady state:
+    a call of each variant in turn until `iters` calls each, or the budget max_time_s per variant once each has
+    min_iters. A graph compiled in the steady state is a recompile."""
 
     def timed(call: Call) -> CallTiming:
         stamps: list[int] = []
@@ -332,19 +332,19 @@ def measure_generation(
             on_phase(("first call" if i == 0 else f"call {i + 1} of the first {first_calls}") + suffix)
             firsts[name].append(timed(call))
             after_first_call(name, i)
-    before_timing()
-
-    on_phase("timing")
     steady: dict[str, list[CallTiming]] = {name: [] for name in calls}
     wall = dict.fromkeys(calls, 0)
-    with _Loop(clock, iters, min_iters, max_time_s, graph_count, watch, scale=len(calls)) as loop:
-        while min(len(v) for v in steady.values()) < iters:
-            for name, call in calls.items():
-                t = timed(call)
-                steady[name].append(t)
-                wall[name] += t.total_ns
-            if loop.spent(min(len(v) for v in steady.values())):
-                break
+    with settled() as pool:
+        before_timing()
+        on_phase("timing")
+        with _Loop(clock, iters, min_iters, max_time_s, graph_count, watch, scale=len(calls)) as loop:
+            while min(len(v) for v in steady.values()) < iters:
+                for name, call in calls.items():
+                    t = timed(call)
+                    steady[name].append(t)
+                    wall[name] += t.total_ns
+                if loop.spent(min(len(v) for v in steady.values())):
+                    break
     return {name: GenerationMeasurement(firsts[name], steady[name], iters, loop.floor, wall[name],
                                         len(steady[name]) < iters, loop.recompiles, loop.started_at, loop.ended_at,
-                                        loop.conditions) for name in calls}
+                                        compile_pool.noted(loop.conditions, pool)) for name in calls}

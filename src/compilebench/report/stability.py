@@ -16,7 +16,7 @@ import statistics
 from compilebench.core import generation, speedups
 from compilebench.core.result import Result
 from compilebench.core.run import STOPPED
-from compilebench.core.vocab import Verdict
+from compilebench.core.vocab import POOL_STARTING, Verdict
 from compilebench.report import data
 from compilebench.report.view import View
 
@@ -131,16 +131,26 @@ def _probes(r: Result, groups) -> str:
 
 
 def _helpers(r: Result, groups) -> str:
-    """The CPU seconds each group's worker processes' own descendants used over their loops, the median over its
-    repeats (measure/conditions: inductor's compile pool, which with triton installed starts at every compile, one
-    loaded from the compiler's cache too, runs on other cores than the loop's): said where every group has the
-    reading and any of them used some."""
+    """Inductor's compile pool beside each group's worker processes, the median over its repeats: the seconds each
+    waited for it to finish starting before its warm-up (measure/compile_pool: compile_fx wakes it at every compile
+    of a graph on a GPU, one loaded from the compiler's cache too), the repeats whose wait ended with it still
+    starting, and the CPU seconds their own descendants used over their loops (on other cores than the loop's):
+    each said where every group has the reading and any of them is more than none."""
+    said = ""
+    waits = _medians({rep.index: rep.conditions.compile_pool_wait_s for rep in r.repeats
+                      if rep.conditions.compile_pool_wait_s is not None}, groups)
+    if any(waits):
+        said += (f"; before their warm-ups they waited {' and '.join(f'{m:.2f}' for m in waits)} s for inductor's "
+                 "compile pool to finish starting")
+    starting = [str(rep.index) for rep in r.repeats if rep.conditions.compile_pool == POOL_STARTING]
+    if starting:
+        said += f"; in repeat(s) {', '.join(starting)} it was still starting when the wait ended"
     medians = _medians({rep.index: rep.conditions.helper_cpu_s for rep in r.repeats
                         if rep.conditions.helper_cpu_s is not None}, groups)
-    if not any(medians):
-        return ""
-    said = " and ".join(f"{m:.2f}" for m in medians)
-    return f"; their own helper processes (inductor's compile pool, on other cores) used {said} CPU s over the loops"
+    if any(medians):
+        said += (f"; their own helper processes (inductor's compile pool, on other cores) used "
+                 f"{' and '.join(f'{m:.2f}' for m in medians)} CPU s over the loops")
+    return said
 
 
 def _medians(by_repeat: dict[int, float], groups) -> list[float]:

@@ -1,0 +1,52 @@
+"""Inductor's compile pool, let finish starting before a timed process warms up. Inductor wakes its pool (a sidecar
+interpreter that imports torch, then forks one compile worker per core) at every compile of a graph whose inputs are
+on a GPU, a graph loaded from its cache too (compile_fx's `AsyncCompile.wakeup`: torch 2.13, PyTorch's main). A cold
+compile outlasts the pool's start; a cached one (3 s on an H200 where a cold one took 12) does not, and the pool
+would go on starting through the warm-up and the timed loop, a state no server that started minutes before is in. So
+the worker waits for the pool's own readiness (its first job done, every worker forked), then leaves it idle, as a
+server's is."""
+
+from __future__ import annotations
+
+import sys
+import time
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+
+from compilebench.core.conditions import Conditions
+from compilebench.core.vocab import POOL_FAILED, POOL_READY, POOL_STARTING
+
+WAIT_S = 60.0  # the longest a worker waits; torch's own wait_pool_ready waits 120
+
+
+@dataclass
+class PoolWait:
+    """How the pool stood when the warm-up began: POOL_READY, POOL_STARTING (WAIT_S passed) or POOL_FAILED."""
+
+    state: str
+    waited_s: float
+
+
+def settle(timeout_s: float = WAIT_S, clock=time.perf_counter) -> PoolWait | None:
+    """Waits until the compile pool this process started is ready; None where it started none (an eager process,
+    a compile on the CPU: inductor imported or not, no pool was woken)."""
+    inductor = sys.modules.get("torch._inductor.async_compile")  # never imported here: an eager process stays so
+    ready = getattr(getattr(inductor, "AsyncCompile", None), "_ready_future", None)
+    if ready is None:
+        return None
+    t0 = clock()
+    try:
+        ready.result(timeout=timeout_s)
+        state = POOL_READY
+    except FutureTimeout:
+        state = POOL_STARTING
+    except Exception:  # the pool closed or its sidecar died: compiling is over, the loop runs without it
+        state = POOL_FAILED
+    return PoolWait(state, round(clock() - t0, 3))
+
+
+def noted(conditions: Conditions, wait: PoolWait | None) -> Conditions:
+    """The loop's conditions with how the pool stood before its warm-up, where the process had one."""
+    if wait is not None:
+        conditions.compile_pool, conditions.compile_pool_wait_s = wait.state, wait.waited_s
+    return conditions
