@@ -29,6 +29,11 @@ reads what it stored. Under 10 minutes on one H100 (most of it compiling ResNet-
                    (--profile), its workers forked and not:
                    default in the worker's warm-ups within 10% of a plain process's (on 2026-11-30 2.3 ms plain,
                    3.0-3.4 in the workers)
+  compile-pool     benchmarks/compile_pool.py: ResNet-50 batch 1 compiled from inductor's cache in fresh
+                   interpreters, 2 pairs, its calls timed right after the first call (the pool compile_fx woke still
+                   starting) and after the wait every worker now makes (measure/compile_pool.settle): the compile
+                   woke the pool, and each waited-for pool used under 0.1 CPU s over the loop; starting over ready
+                   printed (on this VM's CPU, the pool woken by hand beside 2 torch threads: 7.9x, 2026-11-30)
   clock            ResNet-50 eager, 100 calls: the sum of the per-call CUDA event times over the loop's wall
                    time lies in [0.80, 1.05] and no result carries the `clock` flag
   cuda:1           the same on --device cuda:1 of a two-GPU box: the worker saw physical GPU 1 (by UUID) and the
@@ -134,7 +139,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.join(TREE, "src
 
 # The results files (one a command) of the checks whose figures hold on a tiny config of the same architecture.
 SIZE_FREE = ("generation", "shapes", "mega", "aot", "shapes-graphs", "shapes-text", "launcher", "quantize", "engines")
-CHECKS = ("quick", "quick-rounds", "blocks", "worker-gap", "clock", "cuda:1", "reduce-overhead", "generation", "launcher", "tf32", "oom",
+CHECKS = ("quick", "quick-rounds", "blocks", "worker-gap", "compile-pool", "clock", "cuda:1", "reduce-overhead", "generation", "launcher", "tf32", "oom",
           "nvml", "shapes", "profile", "mega", "aot-inductor", "aot-load", "shapes-graphs", "energy", "eager-cudagraphs",
           "quantize", "engines", "diffusion")
 
@@ -148,6 +153,7 @@ UNMEASURED_S = 120
 # (4 extra), `quick-rounds` 340 s (7 rounds), `blocks` 108 s.
 SECONDS.update({"quick": 276, "quick-rounds": 420, "quantize": 225, "aot-load": 374, "blocks": 108})
 SECONDS["worker-gap"] = 320  # not measured yet: six cold compiles of ResNet-50, seven warm, 22 profiled passes
+SECONDS["compile-pool"] = 90  # not measured yet: five processes load ResNet-50's graph, one compiles it cold
 SECONDS["diffusion"] = 780  # not measured yet: Flux's 12B parameters drawn and compiled in 12 processes, estimated
 QUICK_PLANNED_S, WORKER_START_S = 180, 2.0  # the quick check's goals (issue 50)
 STARTING = ("start", "setup", "build")  # a worker's phases before its model is ready: its start
@@ -464,6 +470,25 @@ class Checks:
         self.say("worker-gap", abs(math.log(worker / plain)) <= math.log(1.10),
                  f"default in the worker's warm-ups over a plain process's: {worker / plain:.2f} (goal within 10%) | "
                  + " | ".join(line.strip() for line in stdout.splitlines()))
+
+    def compile_pool(self) -> None:
+        """benchmarks/compile_pool.py: whether the compile pool each compile of a graph on a GPU wakes, a cached one
+        too, slows a compiled loop while it starts, and whether, waited for (measure/compile_pool.settle, as every
+        worker now waits), it is idle beside the loop. Passes where the compile woke the pool (a rehearsal on the
+        CPU wakes it by hand) and every waited-for pool used under 0.1 CPU s over its loop; the figure, starting over
+        ready, says how much of the cached workers' slower loops it was."""
+        rehearse = "cpu" in self.extra
+        p = subprocess.run([sys.executable, os.path.join(HERE, "compile_pool.py"), "--device", "cpu" if rehearse
+                            else "cuda", "--pairs", "2", *(("--tiny",) if rehearse else ())], capture_output=True,
+                           text=True)
+        with open(os.path.join(self.tmp, "compile-pool.log"), "w") as f:
+            f.write(p.stdout + "\n--- stderr\n" + p.stderr)
+        lines = p.stdout.splitlines()
+        ready = [line for line in lines if line.startswith("ready ")]
+        woken = all("woken by the compile: yes" in line or rehearse for line in lines[1:-1])
+        idle = bool(ready) and all(float(line.split("their CPU ")[1].split(" s")[0]) < 0.1 for line in ready)
+        self.say("compile-pool", p.returncode == 0 and woken and idle and "failed" not in p.stdout,
+                 " | ".join(lines) or p.stderr[-600:])
 
     def aot_load(self) -> None:
         """benchmarks/aot_load.py: which way of loading an AOTInductor package crashes."""
@@ -864,7 +889,7 @@ def run_checks(args, only: list[str], devices: list[dict], tmp: str) -> None:
     checks, t0 = Checks(tmp, devices, extra, args.tiny), time.perf_counter()
     clock_result = checks.clock() if {"clock", "nvml", "energy"} & set(only) else None
     steps = {"quick": checks.quick, "quick-rounds": checks.quick_rounds, "blocks": checks.blocks,
-             "worker-gap": checks.worker_gap, "cuda:1": checks.cuda1, "reduce-overhead": checks.reduce_overhead, "generation": checks.generation,
+             "worker-gap": checks.worker_gap, "compile-pool": checks.compile_pool, "cuda:1": checks.cuda1, "reduce-overhead": checks.reduce_overhead, "generation": checks.generation,
              "launcher": checks.launcher, "tf32": checks.tf32, "oom": checks.oom,
              "nvml": lambda: checks.nvml(clock_result), "shapes": checks.shapes, "profile": checks.profile,
              "mega": checks.mega, "aot-inductor": checks.aot_inductor, "shapes-graphs": checks.shapes_graphs,
