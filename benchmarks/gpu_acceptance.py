@@ -288,6 +288,21 @@ def _probes_by_round(found: list[dict]) -> str:
     return ", ".join(f"{i}: {statistics.median(v):.0f}" for i, v in sorted(rounds.items())) or "none recorded"
 
 
+def _pools(found: list[dict]) -> str:
+    """Inductor's compile pool before each compiled repeat's warm-up (measure/compile_pool: how it stood, by how
+    many repeats, and the longest wait) and its helpers' CPU seconds over the loops, the cold-compiled repeats apart
+    from those that loaded the graph from inductor's cache: a cached pool still busy beside its loop shows here."""
+    compiled = [(rep.get("compile_cache_hits"), rep.get("conditions") or {}) for r in found for rep in r["repeats"]
+                if rep.get("compile_cache_hits") is not None]
+    states = Counter(c.get("compile_pool") or "none woken" for _, c in compiled)
+    waits = [c["compile_pool_wait_s"] for _, c in compiled if c.get("compile_pool_wait_s") is not None]
+    cpu = {cold: [c["helper_cpu_s"] for hits, c in compiled if c.get("helper_cpu_s") is not None and (not hits) == cold]
+           for cold in (True, False)}
+    return (f"compile pools before the compiled warm-ups {dict(sorted(states.items()))}, the longest wait "
+            f"{max(waits, default=0):.2f} s; their helpers' CPU s over a loop, at most: cold-compiled "
+            f"{max(cpu[True], default=0):.2f}, cached {max(cpu[False], default=0):.2f}")
+
+
 def _threads(found: list[dict]) -> tuple[str, bool]:
     """torch's threads over the cores each worker kept to, each (threads, cores) with how many workers had it, and
     whether every worker ran one thread a core (until 2026-11-28 one H200 run's repeats ran 16 on 14 cores, and 2)."""
@@ -407,7 +422,8 @@ class Checks:
                               f"{_first_round(found)}; loops over their warm-ups: {_loop_over_warmup(found)}; "
                               f"launch CPU per call: {_launches(found)}; "
                               f"speed-ups alone over interleaved (goal: none changed): {alone}; CPU probes by "
-                              f"round (µs) {_probes_by_round(found)}; torch threads (goal: one a core) {threads}; "
+                              f"round (µs) {_probes_by_round(found)}; {_pools(found)}; torch threads (goal: one a "
+                              f"core) {threads}; "
                               f"workers "
                               f"{'started as new interpreters: a launcher was unfit' if fell_back else 'forked'}; a "
                               f"worker's start median {statistics.median(starts):.2f} s, max {max(starts):.2f} s (goal "
