@@ -94,14 +94,14 @@ def _window(per_call_ns: float | None) -> int:
 
 @contextlib.contextmanager
 def settled():
-    """The process as its timed loop should find it, from its warm-up to the loop's end: the compile pool its
-    first call woke done starting (compile_pool.settle, what it yields), its compile workers moved off its cores
-    (cores.set_aside), and what it built before (the model, the weights
-    it drew, the compiler's graphs) kept out of the garbage collector's passes (gc.freeze): a process that drew
-    the run's random weights holds more objects than one that loaded them, and each collection during its loop
-    would walk them all. What the calls themselves leave behind is collected as always. A process that had frozen
-    its heap before (a pre-forking server measuring in its own process) keeps it frozen after, with what the loop
-    froze: unfreezing gives back every frozen object at once, its own too."""
+    """The process as its timed loop should find it, from its warm-up to the loop's end: the compile pool its first
+    call woke done starting (compile_pool.settle, what it yields), its compile workers moved off its cores
+    (cores.set_aside), and what it built before (the model, the weights it drew, the compiler's graphs) kept out of
+    the garbage collector's passes (gc.freeze): a process that drew the run's random weights holds more objects than
+    one that loaded them, and each collection during its loop would walk them all. What the calls themselves leave
+    behind is collected as always. A process that had frozen its heap before (a pre-forking server measuring in its
+    own process) keeps it frozen after, with what the loop froze: unfreezing gives back every frozen object at once,
+    its own too."""
     pool = compile_pool.settle()  # first: the pool whole (every worker forked) when its processes are moved
     cores.set_aside()
     frozen_before = gc.get_freeze_count()
