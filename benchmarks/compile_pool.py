@@ -58,7 +58,7 @@ def one_process(mode: str, device: str, tiny: bool, seconds: float) -> dict:
         first_s = time.perf_counter() - t0
         from torch._inductor import async_compile
 
-        woken = async_compile.AsyncCompile._ready_future is not None  # by compile_fx, for a graph on a GPU
+        woken = getattr(async_compile.AsyncCompile, "_ready_future", None) is not None  # by compile_fx, on a GPU
         if not woken:
             async_compile.AsyncCompile.wakeup()  # as compile_fx does for one
         wait = compile_pool.settle() if mode == "ready" else None
