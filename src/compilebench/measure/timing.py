@@ -125,13 +125,13 @@ class _Loop:
     """What every timed loop does around its calls, in one place: the conditions watched from its first call to its
     last (nothing else of ours runs meanwhile), the graphs compiled before and after (a recompile inside voids the
     numbers), the time budget (never before `floor` calls), and the wall clock at both ends. `scale`: callables
-    sharing the loop, each with a budget of its own."""
+    sharing the loop, each with a budget of its own. `pool`: warmup.settled's wait, in the conditions."""
 
     def __init__(self, clock: HostClock, iters: int, min_iters: int, max_time_s: float | None,
-                 graph_count: Callable[[], int] | None, watch: Watch | None, scale: int = 1):
+                 graph_count: Callable[[], int] | None, watch: Watch | None, scale: int = 1, pool=None):
         self.clock, self.floor = clock, min(min_iters, iters)
         self.budget_ns = None if max_time_s is None else int(max_time_s * 1e9) * scale
-        self.graph_count, self.watch = graph_count, watch or NoWatch()
+        self.graph_count, self.watch, self.pool = graph_count, watch or NoWatch(), pool
 
     def __enter__(self) -> _Loop:
         self.graphs_before = self.graph_count() if self.graph_count else None
@@ -146,7 +146,7 @@ class _Loop:
     def __exit__(self, *exc) -> None:
         if exc[0] is None:
             self.ended_at = time.time()
-            self.conditions = self.watch.stop()
+            self.conditions = compile_pool.noted(self.watch.stop(), self.pool)  # warmup.settled's wait
             self.recompiles = self.graph_count() - self.graphs_before if self.graph_count else None
 
 
@@ -180,7 +180,7 @@ def measure(
         on_phase("timing")
         rec = clock.recorder(iters, sync_each_call)
         n = 0
-        with _Loop(clock, iters, min_iters, max_time_s, graph_count, watch) as loop:
+        with _Loop(clock, iters, min_iters, max_time_s, graph_count, watch, pool=pool) as loop:
             while n < iters:
                 rec.start(n)
                 fn()
@@ -191,8 +191,8 @@ def measure(
             loop_cpu_ns = clock.cpu_ns() - loop.start_cpu_ns
             clock.sync()
             loop_wall_ns = clock.now_ns() - loop.start_ns
-    return Measurement(first_ns, warmed, iters, loop.floor, rec.samples_ns(n), loop_wall_ns, n < iters, loop.recompiles,
-                       loop.started_at, loop.ended_at, compile_pool.noted(loop.conditions, pool), loop_cpu_ns)
+    return Measurement(first_ns, warmed, iters, loop.floor, rec.samples_ns(n), loop_wall_ns, n < iters,
+                       loop.recompiles, loop.started_at, loop.ended_at, loop.conditions, loop_cpu_ns)
 
 
 def measure_interleaved(
@@ -241,7 +241,7 @@ def measure_interleaved(
         recorders = {name: clock.recorder(iters, sync_each_call) for name in fns}
         done = dict.fromkeys(fns, 0)
         wall, cpu = dict.fromkeys(fns, 0), dict.fromkeys(fns, 0)
-        with _Loop(clock, iters, min_iters, max_time_s, graph_count, watch, scale=len(fns)) as loop:
+        with _Loop(clock, iters, min_iters, max_time_s, graph_count, watch, scale=len(fns), pool=pool) as loop:
             while min(done.values()) < iters and not loop.spent(min(done.values())):
                 for name, fn in fns.items():
                     n = done[name]
@@ -251,7 +251,7 @@ def measure_interleaved(
     return {
         name: Measurement(first[name], warmed[name], iters, loop.floor, recorders[name].samples_ns(done[name]),
                           wall[name], done[name] < iters, loop.recompiles, loop.started_at, loop.ended_at,
-                          compile_pool.noted(loop.conditions, pool), cpu[name])
+                          loop.conditions, cpu[name])
         for name in fns
     }
 
@@ -337,7 +337,7 @@ def measure_generation(
     with settled() as pool:
         before_timing()
         on_phase("timing")
-        with _Loop(clock, iters, min_iters, max_time_s, graph_count, watch, scale=len(calls)) as loop:
+        with _Loop(clock, iters, min_iters, max_time_s, graph_count, watch, scale=len(calls), pool=pool) as loop:
             while min(len(v) for v in steady.values()) < iters:
                 for name, call in calls.items():
                     t = timed(call)
@@ -347,4 +347,4 @@ def measure_generation(
                     break
     return {name: GenerationMeasurement(firsts[name], steady[name], iters, loop.floor, wall[name],
                                         len(steady[name]) < iters, loop.recompiles, loop.started_at, loop.ended_at,
-                                        compile_pool.noted(loop.conditions, pool)) for name in calls}
+                                        loop.conditions) for name in calls}
