@@ -28,6 +28,30 @@ if "COMPILEBENCH_LOCK_DIR" not in os.environ:
         shutil.rmtree(_LOCKS, ignore_errors=True)  # a developer's /tmp does not gather one folder per session
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--lock-per-worker", action="store_true",
+        help="each xdist worker takes the device lock in a folder of its own, so two workers' runs time at once: "
+             "for tests that read no measured time (the ones marked `alone` are refused)")
+
+
+def pytest_configure(config):
+    # Under one shared lock folder the slow tests' runs waited on each other (2026-11-28: 879 s on two workers where
+    # one took 912; a folder per worker, 634 s where one took 841); what their overlap disturbs runs `alone`.
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if config.getoption("lock_per_worker") and worker:
+        os.environ["COMPILEBENCH_LOCK_DIR"] = os.path.join(os.environ["COMPILEBENCH_LOCK_DIR"], worker)
+        os.makedirs(os.environ["COMPILEBENCH_LOCK_DIR"], exist_ok=True)
+
+
+@pytest.hookimpl(trylast=True)  # after -m has deselected
+def pytest_collection_modifyitems(config, items):
+    alone = [item.nodeid for item in items if item.get_closest_marker("alone")]
+    if config.getoption("lock_per_worker") and alone:
+        raise pytest.UsageError(f"--lock-per-worker overlaps runs, and {alone[0]} needs the machine alone "
+                                f"(leave it out: -m 'not alone')")
+
+
 @pytest.fixture(autouse=True)
 def _heap_frozen():
     """What this session imported and kept (over a million objects by the end) stays out of the garbage collector's

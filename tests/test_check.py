@@ -275,6 +275,7 @@ def test_a_case_the_gate_could_not_decide_is_said_apart_and_fails_only_when_aske
 
 
 @pytest.mark.slow  # three real runs (in this process: the gate is what is tested, not the workers)
+@pytest.mark.alone  # a 5% gate on runs another test's processes would slow
 def test_a_model_made_thirty_percent_slower_fails_the_gate(tmp_path, main_here, monkeypatch):
     args = ["run", "--model", "fault-paced", "--variant", "eager", "--iters", "30", "--warmup", "2", "--repeats", "3",
             "--device", "cpu", "--format", "csv", "--quiet", "--isolation", "inline"]

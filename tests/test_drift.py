@@ -65,6 +65,7 @@ def test_a_report_says_which_speedups_compare_different_runs_and_the_drift_it_as
 
 
 @pytest.mark.slow  # two real runs: 20 s
+@pytest.mark.alone  # another test's processes would slow one run and not the other
 def test_two_runs_of_one_case_into_two_files_are_never_called_faster_or_slower(tmp_path, main_here):
     args = ["--model", "resnet-50", "--tiny", "--variant", "eager", "--iters", "20", "--warmup", "2", "--repeats", "3",
             "--device", "cpu", "--format", "csv", "--quiet", "--isolation", "inline"]

@@ -306,6 +306,7 @@ def test_the_memory_available_is_what_a_cgroup_limit_leaves_at_any_level_where_l
 
 
 @pytest.mark.slow
+@pytest.mark.alone  # any compile on the machine may write into the shared folder it watches
 def test_a_compile_in_a_forked_worker_writes_its_headers_into_its_own_folder_only(tmp_path):
     from torch._inductor.runtime.cache_dir_utils import default_cache_dir
 

@@ -15,7 +15,8 @@ from compilebench.storage import store as storemod
 from compilebench.storage.store import Store
 
 CLUSTER_CPUS = 4
-pytestmark = pytest.mark.slow  # a local Ray cluster: tens of seconds to start and run
+# a local Ray cluster: tens of seconds to start and run; one per module, so its tests share one xdist worker
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
 
 
 @pytest.fixture(scope="module", autouse=True)
