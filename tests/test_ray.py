@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 from collections import defaultdict
 
 import pytest
@@ -24,10 +25,20 @@ def cluster(tmp_path_factory):
     # Ray's processes inherit this environment: the fault plugin, and where the slow model logs its calls.
     os.environ["COMPILEBENCH_FAULT_LOG"] = str(tmp_path_factory.mktemp("calls") / "calls.log")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # as a run's own local cluster: nothing sent to Ray's server
+    # The job folders its workers make (a killed one's stays, for a rerun of its results file to take back) go here,
+    # not into the machine's temporary folder, where each run of this module had left a few; Ray's own folder stays
+    # where it was (its sockets' paths must be short).
+    saved = {k: os.environ.get(k) for k in ("TMPDIR", "RAY_TMPDIR")}
+    os.environ.update(RAY_TMPDIR=tempfile.gettempdir(), TMPDIR=str(tmp_path_factory.mktemp("jobs")))
     ray.init(num_cpus=CLUSTER_CPUS, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
     del os.environ["COMPILEBENCH_FAULT_LOG"]
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k)
+        else:
+            os.environ[k] = v
 
 
 def run(db, *args) -> int:
