@@ -2,6 +2,7 @@
 3 s where a cold one took 12 on an H200), has finished starting before a timed process warms up, and each loop
 records how it stood."""
 
+import functools
 import os
 import sys
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -98,3 +99,26 @@ def test_a_real_pool_woken_as_a_gpu_compile_wakes_it_is_ready_and_all_of_it_set_
                 assert all(os.sched_getaffinity(int(t)) == {cpu} for t in os.listdir(f"/proc/{pid}/task"))
     finally:
         async_compile.shutdown_compile_workers()
+
+
+def older_async_compile(ready):
+    """Inductor's AsyncCompile as older torch releases had it: no `_ready_future`; the pool, made once (its maker's
+    lru_cache), holds its own `ready_future`. Returns it and the list of pools made, which a reader must not add to."""
+    made = []
+
+    @functools.lru_cache(1)
+    def process_pool():
+        made.append(SimpleNamespace(ready_future=ready))
+        return made[-1]
+
+    return SimpleNamespace(process_pool=process_pool), made
+
+
+def test_an_older_torchs_pool_is_waited_for_where_one_was_made_and_none_is_made_by_asking(monkeypatch):
+    clock = FakeClock()
+    older, made = older_async_compile(Ready(clock, takes_s=2.5))
+    monkeypatch.setitem(sys.modules, MODULE, SimpleNamespace(AsyncCompile=older))
+    assert compile_pool.settle(clock=seconds(clock)) is None and made == []  # none made, and asking made none
+    older.process_pool()  # as those releases did on importing inductor, where triton is installed
+    assert compile_pool.settle(clock=seconds(clock)) == compile_pool.PoolWait(POOL_READY, 2.5)
+    assert len(made) == 1

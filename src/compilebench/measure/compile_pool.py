@@ -1,10 +1,10 @@
 """Inductor's compile pool, let finish starting before a timed process warms up. Inductor wakes its pool (a sidecar
 interpreter that imports torch, then forks one compile worker per core) at every compile of a graph whose inputs are
-on a GPU, a graph loaded from its cache too (compile_fx's `AsyncCompile.wakeup`: torch 2.13, PyTorch's main). A cold
-compile outlasts the pool's start; a cached one (3 s on an H200 where a cold one took 12) does not, and the pool
-would go on starting through the warm-up and the timed loop, a state no server that started minutes before is in. So
-the worker waits for the pool's own readiness (its first job done, every worker forked), then leaves it idle, as a
-server's is."""
+on a GPU, a graph loaded from its cache too (compile_fx's `AsyncCompile.wakeup`: torch 2.13, PyTorch's main; older
+releases started it as inductor was imported, wherever triton is installed). A cold compile outlasts the pool's
+start; a cached one (3 s on an H200 where a cold one took 12) does not, and the pool would go on starting through the
+warm-up and the timed loop, a state no server that started minutes before is in. So the worker waits for the pool's
+own readiness (its first job done, every worker forked), then leaves it idle, as a server's is."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def settle(timeout_s: float = WAIT_S, clock=time.perf_counter) -> PoolWait | Non
     """Waits until the compile pool this process started is ready; None where it started none (an eager process,
     a compile on the CPU: inductor imported or not, no pool was woken)."""
     inductor = sys.modules.get("torch._inductor.async_compile")  # never imported here: an eager process stays so
-    ready = getattr(getattr(inductor, "AsyncCompile", None), "_ready_future", None)
+    ready = ready_future(getattr(inductor, "AsyncCompile", None))
     if ready is None:
         return None
     t0 = clock()
@@ -43,6 +43,21 @@ def settle(timeout_s: float = WAIT_S, clock=time.perf_counter) -> PoolWait | Non
     except Exception:  # the pool closed or its sidecar died: compiling is over, the loop runs without it
         state = POOL_FAILED
     return PoolWait(state, round(clock() - t0, 3))
+
+
+def ready_future(compile_async):
+    """The future inductor completes once its pool has started: `AsyncCompile._ready_future` where this torch keeps it
+    (set as the pool is first used), else the pool's own `ready_future`, where older releases kept it (set as the pool
+    was made, which they did as inductor was imported wherever triton is installed, for a CPU compile too). That pool
+    is read only where one was made (its maker's cache holds it), so reading it makes none. None: no pool started."""
+    if compile_async is None:
+        return None
+    if hasattr(compile_async, "_ready_future"):
+        return compile_async._ready_future
+    made = getattr(getattr(compile_async, "process_pool", None), "cache_info", None)
+    if made is None or not made().currsize:
+        return None
+    return getattr(compile_async.process_pool(), "ready_future", None)
 
 
 def noted(conditions: Conditions, wait: PoolWait | None) -> Conditions:
