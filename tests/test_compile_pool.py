@@ -114,11 +114,15 @@ def older_async_compile(ready):
     return SimpleNamespace(process_pool=process_pool), made
 
 
-def test_an_older_torchs_pool_is_waited_for_where_one_was_made_and_none_is_made_by_asking(monkeypatch):
+def test_an_older_torchs_pool_is_waited_for_where_this_process_made_one_and_none_is_made_by_asking(monkeypatch):
     clock = FakeClock()
     older, made = older_async_compile(Ready(clock, takes_s=2.5))
     monkeypatch.setitem(sys.modules, MODULE, SimpleNamespace(AsyncCompile=older))
+    children = {os.getpid(): [4242]}  # the pool's first process, as /proc would list it under this one
+    monkeypatch.setattr(cores, "descendants", lambda pid: children.get(pid, []))
     assert compile_pool.settle(clock=seconds(clock)) is None and made == []  # none made, and asking made none
     older.process_pool()  # as those releases did on importing inductor, where triton is installed
     assert compile_pool.settle(clock=seconds(clock)) == compile_pool.PoolWait(POOL_READY, 2.5)
     assert len(made) == 1
+    children.clear()  # the same pool, made by the launcher this worker was forked from: its processes are not ours
+    assert compile_pool.settle(clock=seconds(clock)) is None

@@ -8,6 +8,7 @@ own readiness (its first job done, every worker forked), then leaves it idle, as
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 
 from compilebench.core.conditions import Conditions
 from compilebench.core.vocab import POOL_FAILED, POOL_READY, POOL_STARTING
+from compilebench.measure import cores
 
 WAIT_S = 60.0  # the longest a worker waits; torch's own wait_pool_ready waits 120
 
@@ -49,13 +51,16 @@ def ready_future(compile_async):
     """The future inductor completes once its pool has started: `AsyncCompile._ready_future` where this torch keeps it
     (set as the pool is first used), else the pool's own `ready_future`, where older releases kept it (set as the pool
     was made, which they did as inductor was imported wherever triton is installed, for a CPU compile too). That pool
-    is read only where one was made (its maker's cache holds it), so reading it makes none. None: no pool started."""
+    is read only where one was made (its maker's cache holds it), so reading it makes none, and only where this
+    process has processes of its own: one made by the launcher this worker was forked from (a release that kept it
+    over a fork) is answered through threads that stayed there, and would never be ready here. None: none to wait
+    for."""
     if compile_async is None:
         return None
     if hasattr(compile_async, "_ready_future"):
         return compile_async._ready_future
     made = getattr(getattr(compile_async, "process_pool", None), "cache_info", None)
-    if made is None or not made().currsize:
+    if made is None or not made().currsize or not cores.descendants(os.getpid()):
         return None
     return getattr(compile_async.process_pool(), "ready_future", None)
 
