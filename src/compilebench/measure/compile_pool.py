@@ -31,7 +31,7 @@ class PoolWait:
 
 def settle(timeout_s: float = WAIT_S, clock=time.perf_counter) -> PoolWait | None:
     """Waits until the compile pool this process started is ready; None where it started none (an eager process,
-    a compile on the CPU: inductor imported or not, no pool was woken)."""
+    a compile on the CPU in a torch that wakes the pool for a GPU's graphs only: inductor imported or not)."""
     inductor = sys.modules.get("torch._inductor.async_compile")  # never imported here: an eager process stays so
     ready = ready_future(getattr(inductor, "AsyncCompile", None))
     if ready is None:
