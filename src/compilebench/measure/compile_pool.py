@@ -49,12 +49,12 @@ def settle(timeout_s: float = WAIT_S, clock=time.perf_counter) -> PoolWait | Non
 
 def ready_future(compile_async):
     """The future inductor completes once its pool has started: `AsyncCompile._ready_future` where this torch keeps it
-    (set as the pool is first used), else the pool's own `ready_future`, where older releases kept it (set as the pool
-    was made, which they did as inductor was imported wherever triton is installed, for a CPU compile too). That pool
-    is read only where one was made (its maker's cache holds it), so reading it makes none, and only where this
-    process has processes of its own: one made by the launcher this worker was forked from (a release that kept it
-    over a fork) is answered through threads that stayed there, and would never be ready here. None: none to wait
-    for."""
+    (set as the pool is first used), else the pool's own `ready_future`, where releases before PyTorch's PR 156187 (June
+    2025) kept it (set as the pool was made, which they did as inductor was imported wherever triton is installed, for a
+    CPU compile too). That pool is read only where one was made (its maker's cache holds it), so reading it makes none,
+    and only where this process has processes of its own: one made by the launcher this worker was forked from (a
+    release that kept it over a fork) is answered through threads that stayed there, and would never be ready here.
+    None: none to wait for."""
     if compile_async is None:
         return None
     if hasattr(compile_async, "_ready_future"):
