@@ -28,17 +28,13 @@ def cluster(tmp_path_factory):
     # The job folders its workers make (a killed one's stays, for a rerun of its results file to take back) go here,
     # not into the machine's temporary folder, where each run of this module had left a few; Ray's own folder stays
     # where it was (its sockets' paths must be short).
-    saved = {k: os.environ.get(k) for k in ("TMPDIR", "RAY_TMPDIR")}
-    os.environ.update(RAY_TMPDIR=tempfile.gettempdir(), TMPDIR=str(tmp_path_factory.mktemp("jobs")))
-    ray.init(num_cpus=CLUSTER_CPUS, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("RAY_TMPDIR", tempfile.gettempdir())
+        env.setenv("TMPDIR", str(tmp_path_factory.mktemp("jobs")))
+        ray.init(num_cpus=CLUSTER_CPUS, include_dashboard=False, log_to_driver=False)
+        yield
+        ray.shutdown()
     del os.environ["COMPILEBENCH_FAULT_LOG"]
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k)
-        else:
-            os.environ[k] = v
 
 
 def run(db, *args) -> int:
