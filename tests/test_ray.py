@@ -139,34 +139,3 @@ def test_without_ray_the_executor_says_how_to_install_it(tmp_path):
     assert p.stderr == "error: --executor ray needs Ray, which is not installed: pip install compilebench[ray]\n"
     assert not (tmp_path / "r.db").exists()
 
-
-def test_a_task_event_that_arrives_after_its_end_never_shows_a_finished_case_as_running():
-    from compilebench.run.dispatch import Target, Unit
-    from compilebench.run.ray_cluster import _Running
-
-    class Seen:
-        def __init__(self):
-            self.log = []
-
-        def started(self, slot, unit):
-            self.log.append(("started", slot))
-
-        def phase(self, slot, phase):
-            self.log.append((phase, slot))
-
-        def finished(self, slot):
-            self.log.append(("finished", slot))
-
-        def note(self, message):
-            self.log.append(("note", message))
-
-    seen = Seen()
-    unit = Unit(Target("CPU", "x", {}), ())
-    running = _Running([unit, unit], seen)
-    running.event(0, "10.0.0.1 GPU 0", "start")
-    running.event(0, "10.0.0.1 GPU 0", "compile")
-    assert running.end(0) == "10.0.0.1 GPU 0"  # a lost task's result names where it ran
-    running.event(0, "10.0.0.1 GPU 0", None)  # its own end, relayed late
-    assert running.end(1) is None  # ended before its start event came
-    running.event(1, "10.0.0.2 GPU 1", "start")
-    assert seen.log == [("started", "10.0.0.1 GPU 0"), ("compile", "10.0.0.1 GPU 0"), ("finished", "10.0.0.1 GPU 0")]

@@ -159,6 +159,9 @@ class RayDispatcher:
         from ray.util.queue import Queue
 
         events = Queue(actor_options={"num_cpus": 0})
+        # Up before any task can tell it something: Ray holds a call to an actor that has not started in its caller,
+        # and loses it with a caller that dies, so a lost task would not say where it ran (its start event).
+        ray.get(events.actor.qsize.remote())
         task = ray.remote(run_unit)
         pending = {}
         for i, unit in enumerate(units):
