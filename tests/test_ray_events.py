@@ -1,6 +1,6 @@
 """The Ray sweep's task events (where each unit runs, its phases) on a fake Ray as strict as the real one where it
-counts: a call to an actor that has not started waits in its caller and dies with it (as `ray.get` of a task that
-made one and was then killed shows: the actor never receives it)."""
+counts: a call to an actor that has not started waits in its caller and dies with it (Ray 2.60 here: three tasks
+that each called an actor still starting, then were killed; none of their calls reached it)."""
 
 import threading
 from types import SimpleNamespace
