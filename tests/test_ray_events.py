@@ -39,26 +39,24 @@ class Method:
 
 class QueueActor:
     """ray.util.queue's actor as Ray runs one: it starts when Ray gets to it, here as late as Ray may (when a caller
-    first waits on one of its calls); until then each call is held by the task that made it."""
+    first waits on one of its calls); until then each call is held by the task that made it, and lost with it."""
 
-    def __init__(self, cond):
-        self.cond, self.items, self.started, self.killed, self.reading = cond, [], False, False, False
+    def __init__(self):
+        self.cond, self.items, self.started, self.killed, self.reading = FakeRay.cond, [], False, False, False
         self.qsize = Method(lambda: ("actor call", len(self.items)))
         self.put_nowait = Method(self._put)
-        self.held = []  # calls made before it started: their caller's, lost with it
 
     def _put(self, item):
         with self.cond:
             if not self.started:
-                self.held.append(item)
-                return
+                return  # held by its caller, which dies next (FakeRay.task): it never arrives
             self.items.append(item)
             self.cond.notify_all()
 
 
 class FakeQueue:
     def __init__(self, actor_options=None):
-        self.actor = QueueActor(FakeRay.cond)
+        self.actor = QueueActor()
         FakeRay.queues.append(self)
 
     def get(self, block=True):
@@ -95,7 +93,6 @@ class FakeRay:
     def task(job, timeout_s, threads, unit_id, events):
         # the task says where it runs, as run_unit does first, then its worker's parent (the Ray worker) is killed
         events.actor.put_nowait.remote((unit_id, "10.0.0.9 CPU task 77", "start"))
-        events.actor.held.clear()  # the caller died: what it held is gone
         return ("lost task", unit_id)
 
     @classmethod
