@@ -1,6 +1,10 @@
 """Known-answer statistics tests, each citing where its answer comes from."""
 
 import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -138,3 +142,16 @@ def test_break_even_is_compile_seconds_over_the_per_call_saving():
     assert stats.break_even(0.5, 10.0, 7.0) == 167  # 166.7 rounded up: the 167th call has paid
     assert stats.break_even(30.0, 4.0, 4.0) is None and stats.break_even(30.0, 4.0, 5.0) is None  # never
     assert stats.break_even(None, 10.0, 4.0) is None
+
+
+def test_reading_a_results_file_never_imports_scipy_stats(tmp_path):
+    """scipy.stats took 2 s to import on this project's VM, scipy.special (whose t and normal distributions it calls)
+    0.6 s: every `report`, `check` and `run` reads intervals and a sequential design's looks, so none imports it."""
+    db = shutil.copy(Path(__file__).parents[1] / "benchmarks" / "data" / "h200-quick-rounds-1130.db", tmp_path)
+    code = ("import sys\nfrom compilebench.cli import main\n"
+            "assert main(['report', sys.argv[1], '--format', 'csv', '--out', sys.argv[2]]) == 0\n"
+            "print(sorted(m for m in sys.modules if m.startswith('scipy.stats')))")
+    done = subprocess.run([sys.executable, "-c", code, str(db), str(tmp_path / "out")], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "[]" and (tmp_path / "out").exists()
