@@ -69,7 +69,7 @@ def look_confidences(design: tuple[int, ...]) -> tuple[float, ...]:
     some look in 5.1% (looks 3, 5, 7) and 5.7% (3 to 11) of them: a verdict further needs its interval beyond
     the minimum effect, which no true effect of zero reaches that often."""
     from scipy.optimize import brentq
-    from scipy.special import ndtr  # the normal distribution's cdf, without scipy.stats' 2 s import (stats.py)
+    from scipy.special import ndtr  # the normal cdf scipy.stats.norm calls, without importing it (stats.t_critical)
 
     fractions = [n / design[-1] for n in design]
     out, before, t_before = [], 0.0, 0.0
