@@ -145,7 +145,7 @@ def test_break_even_is_compile_seconds_over_the_per_call_saving():
 
 
 def test_reading_a_results_file_never_imports_scipy_stats(tmp_path):
-    """scipy.stats took 2 s to import on this project's VM, scipy.special (whose t and normal distributions it calls)
+    """scipy.stats took 2.1 s to import on this project's VM, scipy.special (whose t and normal distributions it calls)
     0.6 s: every `report`, `check` and `run` reads intervals and a sequential design's looks, so none imports it."""
     db = shutil.copy(Path(__file__).parents[1] / "benchmarks" / "data" / "h200-quick-rounds-1130.db", tmp_path)
     code = ("import sys\nfrom compilebench.cli import main\n"
