@@ -24,6 +24,8 @@ from compilebench.run.dispatch import Progress, Target, Unit
 from compilebench.run.executors import ProcessExecutor, failure
 
 ACCELERATOR_PREFIX = "accelerator_type:"  # Ray's resource label for a node's GPU type
+MARKER = -1  # the unit id of the driver's own markers in the event queue (no unit has it): _Running.catch_up
+CATCH_UP_S = 10.0  # how long a lost task's result waits for the relay to pass on its events
 
 
 def _ray():
@@ -171,7 +173,7 @@ class RayDispatcher:
             ref = task.options(**self._options(_accelerator(unit.target))).remote(
                 work.job.to_dict(), self.timeout_s, self.cpus, i, events)
             pending[ref] = (i, unit, work.job)
-        running = _Running(units, progress)
+        running = _Running(units, progress, events)
         listener = threading.Thread(target=_relay, args=(events, running), daemon=True)
         listener.start()
         try:
@@ -189,13 +191,16 @@ class RayDispatcher:
 
     def _deliver(self, ref, entry, running: _Running, deliver) -> None:
         i, unit, job = entry
-        slot = running.end(i)
         try:
             results = [Repeat.from_dict(d) for d in self.ray.get(ref)]
         except self.ray.exceptions.RayError as exc:
+            running.catch_up()  # its start event may still be on its way through the relay
+            slot = running.end(i)
             where = f" on {slot}" if slot else ""
             message = f"Ray task lost{where}: {type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}"
             results = failure(job, "crashed", message, traceback="".join(traceback.format_exception(exc))[-4000:])
+        else:
+            running.end(i)
         deliver(unit, job, results)
 
 
@@ -204,11 +209,33 @@ class _Running:
     node. Task events come on the relay thread, ends on the driver's: an event that arrives after its task's
     end is dropped, so a finished case never shows as running."""
 
-    def __init__(self, units: list[Unit], progress: Progress):
-        self.units, self.progress = units, progress
+    def __init__(self, units: list[Unit], progress: Progress, events=None):
+        self.units, self.progress, self.events = units, progress, events
         self.slots: dict[int, str] = {}
         self.ended: set[int] = set()
         self.lock = threading.Lock()
+        self.markers: list[threading.Event] = []
+
+    def catch_up(self, timeout_s: float = CATCH_UP_S) -> bool:
+        """Wait until the relay has passed on every event the queue held when this was asked: a marker put now
+        comes out after them (the queue is first in, first out). Otherwise a lost task's end could overtake its
+        start event on a loaded driver, and its `crashed` result would not say where it ran (one result of a
+        loaded run of the slow tests here said no place: this order gives it). False where the relay did not get
+        there within timeout_s."""
+        if self.events is None:
+            return True
+        done = threading.Event()
+        with self.lock:
+            self.markers.append(done)
+            n = len(self.markers) - 1
+        self.events.actor.put_nowait.remote((MARKER, n, None))
+        return done.wait(timeout_s)
+
+    def marker(self, n: int) -> None:
+        """The relay reached marker n."""
+        with self.lock:
+            done = self.markers[n]
+        done.set()
 
     def event(self, unit_id: int, slot: str, phase: str | None) -> None:
         with self.lock:
@@ -246,4 +273,7 @@ def _relay(events, running: _Running) -> None:
             unit_id, slot, phase = events.get(block=True)
         except Exception:  # the queue actor was killed: the sweep is over
             return
-        running.event(unit_id, slot, phase)
+        if unit_id == MARKER:
+            running.marker(slot)
+        else:
+            running.event(unit_id, slot, phase)
