@@ -1,6 +1,7 @@
 """Where cases run: several devices at once (a fake device pool), CPU shares, the worker's confinement, and the
 options that choose an executor."""
 
+import json
 import os
 import random
 import signal
@@ -346,6 +347,42 @@ def test_gpu_lists_parse_or_say_what_is_allowed():
     with pytest.raises(UserError, match="GPUs of different types"):
         devices.check_one_type({0: "NVIDIA A100-SXM4-80GB", 1: "Tesla T4"}, "0,1")
     devices.check_one_type({0: "NVIDIA H100 80GB HBM3", 1: "NVIDIA H100 80GB HBM3"}, "0,1")
+
+
+@pytest.mark.parametrize("version, built", [
+    ("cuda: Optional[str] = None\nhip: Optional[str] = None\n", False),  # torch 2.13.0+cpu's, as written
+    ("cuda: Optional[str] = '13.0'\nhip: Optional[str] = None\n", True),
+    ("cuda = None\nhip = '6.4.43482'\n", True),  # a ROCm build: torch.cuda is its GPU
+    ("cuda = None\n", None),  # a file this does not know: ask the child
+    ("cuda = None\nhip = None\nhip = (\n", None),
+    (None, None),  # no version file
+])
+def test_the_build_of_torch_is_read_from_its_version_file(tmp_path, version, built):
+    if version is not None:
+        (tmp_path / "version.py").write_text("from typing import Optional\n__version__ = '2.13.0'\n" + version)
+    assert devices.gpu_build(str(tmp_path)) is built
+
+
+@pytest.mark.parametrize("built, asks", [(False, False), (True, True), (None, True)])
+def test_the_device_is_asked_of_a_child_unless_torch_was_built_without_a_gpu(monkeypatch, built, asks):
+    """--device unset: on a CPU build of torch the answer is the CPU with no child (one interpreter importing torch
+    fewer: 1.5 CPU s and 1.3 s of a driver's start here); on a GPU build, or one this cannot read, the child asks CUDA,
+    which the driver itself never initializes."""
+    asked, real_run = [], subprocess.run
+
+    def child(command, **kwargs):
+        if command[1:3] != ["-m", "compilebench.run.devices"]:  # platform.processor(), as the fingerprint asks it
+            return real_run(command, **kwargs)
+        asked.append(command[1:3])
+        answer = {"device": "cpu", "env": devices.fingerprint.collect("cpu").to_dict(), "gpus": []}
+        return subprocess.CompletedProcess(command, 0, stdout=json.dumps(answer) + "\n", stderr="")
+
+    monkeypatch.setattr(devices, "gpu_build", lambda: built)
+    monkeypatch.setattr(devices.subprocess, "run", child)
+    found = devices.probe(None)
+    assert found["device"] == "cpu" and found["gpus"] == [] and found["env"].device == "cpu"
+    assert asked == ([["-m", "compilebench.run.devices"]] if asks else [])
+    assert devices.probe("cpu")["device"] == "cpu" and len(asked) == int(asks)  # named: never a child
 
 
 @pytest.mark.parametrize("args, message", [

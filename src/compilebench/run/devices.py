@@ -1,7 +1,8 @@
 """This machine's devices, as the driver uses them.
 
 What it needs to know about this machine's GPUs, learnt in a short-lived child process: the driver itself never
-initializes CUDA, so it holds no GPU memory and never counts as another process on a GPU.
+initializes CUDA, so it holds no GPU memory and never counts as another process on a GPU. Where torch was built
+without GPU support (its version file says so, read without importing it), there is nothing to ask: no child.
 python -m compilebench.run.devices '{"device": "cuda" | null, "gpus": "0,1" | null}' prints JSON: the resolved device,
 the environment of the device a case would see, the listed GPUs with their UUIDs, or the bad-input message.
 
@@ -27,7 +28,8 @@ from compilebench.run import dispatch, locks
 
 def probe(device: str | None, gpus: str | None = None) -> dict:
     """{"device": ..., "env": ..., "gpus": [int], "gpu_ids": {index: uuid}}; a UserError for bad input."""
-    if device == "cpu" and gpus is None:  # nothing to ask CUDA: no child needed
+    if gpus is None and (device == "cpu" or (device is None and gpu_build() is False)):
+        # nothing to ask CUDA, or a torch built without it (where the child's answer is the CPU): no child needed
         return {"device": "cpu", "env": fingerprint.collect("cpu"), "gpus": [], "gpu_ids": {}, "gpu_cpus": {}}
     p = subprocess.run([sys.executable, "-m", "compilebench.run.devices", json.dumps({"device": device, "gpus": gpus})],
                        capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
@@ -41,6 +43,31 @@ def probe(device: str | None, gpus: str | None = None) -> dict:
     answer["gpu_ids"] = {int(k): v for k, v in answer.get("gpu_ids", {}).items()}
     answer["gpu_cpus"] = {int(k): v for k, v in answer.get("gpu_cpus", {}).items()}
     return answer
+
+
+def gpu_build(torch_dir: str | None = None) -> bool | None:
+    """Whether the installed torch was built for a GPU (CUDA or ROCm), read from its torch/version.py without
+    importing torch (a CPU build says `cuda = None` and `hip = None`); None where that cannot be read."""
+    import ast
+    import importlib.util
+
+    try:
+        if torch_dir is None:
+            spec = importlib.util.find_spec("torch")
+            torch_dir = os.path.dirname(spec.origin) if spec and spec.origin else None
+        with open(os.path.join(torch_dir, "version.py"), encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+    except (OSError, TypeError, ValueError, SyntaxError):
+        return None
+    said = {}
+    for node in tree.body:  # `cuda: Optional[str] = None` (torch 2.x) or `cuda = None`
+        targets = [node.target] if isinstance(node, ast.AnnAssign) else getattr(node, "targets", [])
+        for target in targets:
+            if isinstance(target, ast.Name) and target.id in ("cuda", "hip") and isinstance(node.value, ast.Constant):
+                said[target.id] = node.value.value
+    if set(said) != {"cuda", "hip"}:
+        return None
+    return any(v is not None for v in said.values())
 
 
 def _answer(device: str | None, gpus: str | None) -> dict:
