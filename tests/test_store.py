@@ -183,6 +183,31 @@ def test_an_unwritable_location_is_refused_before_anything_is_created(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
 
 
+def test_a_read_only_or_sizeless_file_system_is_named_as_such_not_as_a_full_disk(tmp_path, monkeypatch):
+    """A read-only file system of a few KiB (a tmpfs mounted ro) and a file system with no size (/proc, /sys) have
+    little or no free space; the reason a run cannot store there is that nothing can be written, so the refusal
+    says that, not "the disk is full"."""
+    import collections
+    import errno
+
+    from compilebench.storage import paths
+
+    usage = collections.namedtuple("usage", "total used free")
+    monkeypatch.setattr(paths.shutil, "disk_usage", lambda folder: usage(4096, 0, 4096))
+
+    def read_only(**kwargs):
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+
+    monkeypatch.setattr(paths.tempfile, "mkstemp", read_only)
+    with pytest.raises(UserError, match=r"is not a writable directory \(Read-only file system\)"):
+        Store.open(str(tmp_path / "r.db"))
+    monkeypatch.setattr(paths.shutil, "disk_usage", lambda folder: usage(0, 0, 0))  # as /proc answers
+    assert paths.why_full(str(tmp_path)) is None
+    monkeypatch.setattr(paths.shutil, "disk_usage", lambda folder: usage(2**30, 2**30 - 4096, 4096))
+    assert paths.why_full(str(tmp_path)).startswith("the disk is full (4 KiB free")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_directory_is_refused(tmp_path):
     with pytest.raises(UserError, match="is a directory"):
         Store.open(str(tmp_path))

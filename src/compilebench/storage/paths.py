@@ -36,9 +36,10 @@ def why_not_writable(folder: str) -> str | None:
 def why_full(folder: str) -> str | None:
     """None where the folder's disk has room for a run's results and report; else how little it has."""
     try:
-        free = shutil.disk_usage(folder).free
+        usage = shutil.disk_usage(folder)
     except OSError:
         return None  # a folder the system cannot measure: the write itself says what is wrong
-    if free >= MIN_FREE_BYTES:
+    free = usage.free
+    if usage.total == 0 or free >= MIN_FREE_BYTES:  # no size at all: /proc, /sys, not a disk that filled up
         return None
     return f"the disk is full ({free / 2**10:,.0f} KiB free; a run needs at least {MIN_FREE_BYTES // 2**20} MiB)"

@@ -150,8 +150,6 @@ def check_path(path: str, write: bool = True) -> bool:
     if os.path.isdir(path):
         raise UserError(f"results file {path!r} is a directory; give a file path such as {DEFAULT_PATH}")
     exists = os.path.exists(path) and os.path.getsize(path) > 0
-    if write and (full := paths.why_full(paths.nearest_folder(os.path.dirname(os.path.abspath(path))))):
-        raise UserError(f"cannot write results file {path!r}: {full}; free some space or give a --db on another disk")
     if not exists:
         _check_creatable(path)
     elif write:
@@ -159,6 +157,9 @@ def check_path(path: str, write: bool = True) -> bool:
         if not os.access(path, os.W_OK) or not os.access(folder, os.W_OK | os.X_OK):
             raise UserError(f"results file {path!r} is read-only (or its folder is): a run cannot store results there; "
                             "make it writable or give another --db (`compilebench report` reads it as it is)")
+    # after the folder is found writable: a read-only file system of a few KiB is read-only, not full
+    if write and (full := paths.why_full(paths.nearest_folder(os.path.dirname(os.path.abspath(path))))):
+        raise UserError(f"cannot write results file {path!r}: {full}; free some space or give a --db on another disk")
     return exists
 
 
