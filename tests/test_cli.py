@@ -187,6 +187,8 @@ BAD_INPUTS = [
     (["--model", "vit", "--format", "md,pdf"], "unknown report format 'pdf'"),
     (["--model", "vit", "--variant", "default", "--interleave"], "--interleave needs at least two variants"),
     (["--model", "vit", "--dtype", "float32", "--autocast"], "--autocast needs --dtype float16 or bfloat16"),
+    (["--model", "vit", "--batchsize", "4"],
+     "unrecognized arguments: --batchsize 4; did you mean --batch-size? (see `compilebench run --help`)"),
 ]
 
 
@@ -198,6 +200,19 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(tmp_path, main_here, a
     assert code == 2
     assert err.count("\n") == 1 and err.startswith("error: ") and message in err, err
     assert out == ""
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["report", "r.db", "--batch-size", "1"], "unrecognized arguments: --batch-size 1 (see `compilebench report --help`)"),
+    (["history", "r.db", "--itrs=5"], "unrecognized arguments: --itrs=5 (see `compilebench history --help`)"),
+    (["--bogus"], "the following arguments are required: COMMAND (see `compilebench --help`)"),
+])
+def test_an_unknown_option_is_refused_by_the_command_it_was_given_to(tmp_path, main_here, argv, message):
+    """argparse refuses extra arguments from the top parser, whose --help lists no command's options: the command
+    given names its own --help, and its options spelt most like the unknown one where there are any."""
+    code, out, err = main_here(*argv)
+    assert (code, out, err) == (2, "", f"error: {message}\n")
     assert list(tmp_path.iterdir()) == []
 
 

@@ -4,6 +4,7 @@ Values are range-checked where they become a RunSpec (core/spec); here they are 
 from __future__ import annotations
 
 import argparse
+import difflib
 
 from compilebench import __version__
 
@@ -31,6 +32,18 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str):  # argparse's default prints the usage too: keep bad input to one line
         self.exit(EXIT_BAD_INPUT, f"error: {message} (see `{self.prog} --help`)\n")
 
+    def parse_args(self, args=None, namespace=None):
+        """As argparse's, but an unknown option is refused by the command it was given to, which names its own
+        --help and the options of its own that are spelt most like it (argparse refuses it from the top)."""
+        known, extras = self.parse_known_args(args, namespace)
+        if extras:
+            owner = getattr(self, "commands", {}).get(getattr(known, "command", None), self)
+            close = {m for word in extras if word.startswith("-")
+                     for m in difflib.get_close_matches(word.split("=")[0], owner._option_string_actions, 2, 0.75)}
+            hint = f"; did you mean {', '.join(sorted(close))}?" if close else ""
+            owner.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
+        return known
+
 
 def parser(commands: dict) -> argparse.ArgumentParser:
     """`commands` maps each command name to the function that runs it; each command's module declares its options
@@ -45,4 +58,5 @@ def parser(commands: dict) -> argparse.ArgumentParser:
                       ("check", reports.check_parser), ("history", history.add_parser), ("env", info.env_parser),
                       ("models", info.models_parser), ("publish", publish.add_parser)):
         add(sub).set_defaults(func=commands[name])
+    p.commands = sub.choices  # each command's own parser, to refuse what it does not know (Parser.parse_args)
     return p
