@@ -241,9 +241,11 @@ def test_a_variable_set_for_one_environment_reaches_its_workers_alone(tmp_path, 
                "--env-set", "slow", "COMPILEBENCH_FAULT_CALL_MS=30", "--db", db, "--format", "md", "--quiet",
                env={**os.environ, "COMPILEBENCH_LAUNCH": launch})
     assert done.returncode == 0, done.stderr
-    means = {(r["case"]["environment"], r["case"]["batch_size"]): r["stats"]["mean"] for r in stored(db)}
-    assert set(means) == {("fast", 1), ("slow", 1)}
-    assert means[("slow", 1)] >= 30 and means[("fast", 1)] < 20, means
+    # the fastest call of each: a call the variable reached spins 30 ms on the clock, however loaded the machine;
+    # means, with another test's compile beside (CI's slow step), read 22-24 ms for `fast`'s 5 on 2026-12-01
+    fastest = {(r["case"]["environment"], r["case"]["batch_size"]): r["stats"]["min"] for r in stored(db)}
+    assert set(fastest) == {("fast", 1), ("slow", 1)}
+    assert fastest[("slow", 1)] >= 30 and fastest[("fast", 1)] < 30, fastest
     starts = (tmp_path / "starts.log").read_text()
     assert ("-m compilebench.run.launcher" if launch == "fork" else "-m compilebench.measure.worker") in starts
     assert {r["env"]["environment_set"] for r in stored(db) if r["case"]["environment"] == "slow"} == \
