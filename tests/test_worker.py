@@ -309,14 +309,6 @@ def test_inductor_options_go_to_torch_compile_with_only_their_own_modes_table():
     assert compile_kwargs(Variant("reduce-overhead"))["mode"] == "reduce-overhead"
 
 
-@pytest.mark.slow
-def test_a_frozen_resnet_compiles_with_inductor_and_matches_eager():
-    c = Case("resnet-50", 1, Variant("default", options=(("freezing", True),)), device="cpu", model_size="tiny")
-    r = run_in_process(c)
-    assert r.status == "ok", (r.message, r.repeats[0].traceback)
-    assert r.graphs >= 1 and r.recompiles_in_timed_loop == 0 and r.agreement == {"top1": 1.0}
-
-
 def test_interleave_measures_the_variants_of_a_model_together_in_one_worker():
     cases = [Case("fault-ok", 1, Variant(m, backend="eager"), device="cpu", model_size="tiny", interleave=True)
              for m in ("eager", "default")]
