@@ -189,12 +189,15 @@ def test_a_bad_budget_is_a_user_error(text):
 
 @pytest.mark.slow
 def test_tune_on_a_tiny_model_prints_a_pick_and_stores_every_measurement(tmp_path):
+    """One convolution (the test plugin's image classifier): the search's real measurements, not a model's compile,
+    are what is tested here; tiny ResNet-50's compile in a worker is the end-to-end test's (test_cli), and it took
+    this test from 54 s to 88 s on 2026-12-02."""
     from conftest import run_cli, stored
 
-    p = run_cli("tune", "--model", "resnet-50", "--tiny", "--device", "cpu", "--budget", "1s", "--db", "r.db",
-                "--quiet", cwd=tmp_path)
+    p = run_cli("tune", "--model", "fault-ok", "--device", "cpu", "--budget", "1s", "--db", "r.db", "--quiet",
+                cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    assert "tuning resnet-50 (batch 1)" in p.stderr and "27 configurations" in p.stderr
+    assert "tuning fault-ok (batch 1)" in p.stderr and "27 configurations" in p.stderr
     # a budget this small measures the likeliest configuration alone, at every rung, and says what it left
     assert p.stdout.startswith(("Fastest correct configuration: ", "Nothing measured is faster than eager")), p.stdout
     assert "torch.compile(model" in p.stdout and "Not tried within the budget (26)" in p.stdout, p.stdout
