@@ -116,17 +116,19 @@ def test_marked_dynamic_a_pipeline_makes_every_resolution_with_its_first_graph(n
     inputs = [entry.sized_inputs(None, size, 1, "random", "tiny") for size in sizes]
     expected = [correctness.snapshot(pipeline(**kw)) for kw in inputs]
     graphs = {}
-    for setting in (dict(mark_dynamic=True, decoder=decoder), dict(dynamic=False)):
+    # dynamic=False is the contrast: its first and last sizes show a graph per resolution (its third one took sd-1.5's
+    # case from 35 s to 51 s on 2026-12-02)
+    for setting, made in ((dict(mark_dynamic=True, decoder=decoder), (0, 1, 2)), (dict(dynamic=False), (0, 2))):
         compiler.reset_dynamo()
         fn = compiler.apply(pipeline, Variant("default", backend="eager", **setting), shared=True)
-        outs = [correctness.snapshot(fn(**kw)) for kw in inputs]
+        outs = [correctness.snapshot(fn(**inputs[i])) for i in made]
         graphs[next(iter(setting))] = (compiler.graph_count(), compiler.compile_stats().recompile_reasons)
-        assert all(correctness.output_error(e, o)[1] < 1e-5 for e, o in zip(expected, outs))
+        assert all(correctness.output_error(expected[i], o)[1] < 1e-5 for i, o in zip(made, outs))
     # a guard the decoder's own code makes on its size (diffusers' upsampler checks its numel) may still recompile
     # it, as dynamo says: never a size specialized
     assert not any("size mismatch" in r for r in graphs["mark_dynamic"][1])
     assert graphs["mark_dynamic"][0] == 1 or decoder
-    assert graphs["dynamic"][0] == 3 and all("size mismatch" in r for r in graphs["dynamic"][1])
+    assert graphs["dynamic"][0] == 2 and all("size mismatch" in r for r in graphs["dynamic"][1])
 
 
 def test_the_decoder_is_compiled_beside_the_denoiser_when_asked_and_put_back_after():
