@@ -106,6 +106,14 @@ def main_here(tmp_path, monkeypatch, capsys):
 
 
 @pytest.fixture
+def here(main_here):
+    """main_here, its outcome read as a finished process's (returncode, stdout, stderr): for the commands that read
+    results files alone (report, compare, check), where a process of their own spent a second or more a call importing
+    what this one has."""
+    return lambda *args: subprocess.CompletedProcess(args, *main_here(*args))
+
+
+@pytest.fixture
 def former_reading(monkeypatch):
     """Results read by the rules they were written under before issue 62: each process's mean as its figure, each
     look's confidence by the union bound over the looks' shares of 5%, two groups of processes called at a gap 3x

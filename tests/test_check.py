@@ -190,37 +190,37 @@ def test_a_case_on_one_side_only_is_not_counted_as_checked():
     assert check.summary(lines) == "no regression in 2 case(s); 1 case(s) on one side only, not compared"
 
 
-def test_two_sides_without_a_case_in_common_are_an_error_naming_what_sets_them_apart(tmp_path):
+def test_two_sides_without_a_case_in_common_are_an_error_naming_what_sets_them_apart(tmp_path, here):
     # The quick suite interleaved (the README's command since issue 62) against a baseline measured a process each:
     # the gate had said "no regression in 4 case(s)" and passed, having compared nothing.
     fr.fill(tmp_path / "base.db", base())
     fr.fill(tmp_path / "new.db", [res("vit", "eager", 10.0, interleave=True),
                                   res("vit", "default", 5.0, compile_s=20.0, interleave=True)])
-    p = run_cli("check", "new.db", "--baseline", "base.db", "--drift", "2%", "--junit", "j.xml", cwd=tmp_path)
+    p = here("check", "new.db", "--baseline", "base.db", "--drift", "2%", "--junit", "j.xml")
     assert p.returncode == 2 and not (tmp_path / "j.xml").exists(), p.stdout + p.stderr
     assert p.stderr.strip() == ("error: nothing to check: the baseline and the candidate have no case in common "
                                 "(same model, batch size, variant and settings); the nearest two, of vit, differ "
                                 "in interleave: False (the baseline), True (the candidate)")
-    p = run_cli("compare", "base.db", "new.db", cwd=tmp_path)
+    p = here("compare", "base.db", "new.db")
     assert p.returncode == 2 and "the nearest two, of vit, differ in interleave: False (base.db), True (new.db)" \
         in p.stderr, p.stderr
     fr.fill(tmp_path / "other.db", [res("detr", "eager", 30.0)])
-    p = run_cli("compare", "base.db", "other.db", cwd=tmp_path)
+    p = here("compare", "base.db", "other.db")
     assert p.returncode == 2 and p.stderr.strip().endswith("settings): not one model is in both"), p.stderr
 
 
-def test_one_file_against_itself_or_its_copy_is_refused_not_read_as_the_same(tmp_path):
+def test_one_file_against_itself_or_its_copy_is_refused_not_read_as_the_same(tmp_path, here):
     # Before: every ratio read 1.000 [1.000-1.000] "same", as if the cases had been measured twice.
     fr.fill(tmp_path / "base.db", base())
     (tmp_path / "copy.db").write_bytes((tmp_path / "base.db").read_bytes())
     for args in (("compare", "base.db", "base.db"), ("compare", "base.db", "copy.db"),
                  ("check", "copy.db", "--baseline", "base.db", "--junit", "j.xml")):
-        p = run_cli(*args, cwd=tmp_path)
+        p = here(*args)
         assert p.returncode == 2 and "hold the same measurements (one results file, or a copy of it)" in p.stderr, \
             p.stdout + p.stderr
         assert len(p.stderr.strip().splitlines()) == 1 and not (tmp_path / "j.xml").exists()
     fr.fill(tmp_path / "again.db", base())  # the same figures measured again are two measurements
-    assert run_cli("check", "again.db", "--baseline", "base.db", "--drift", "2%", cwd=tmp_path).returncode == 0
+    assert here("check", "again.db", "--baseline", "base.db", "--drift", "2%").returncode == 0
 
 
 def test_the_command_exits_0_1_or_2_and_writes_junit_and_a_summary(tmp_path):
@@ -290,7 +290,7 @@ def test_a_model_made_thirty_percent_slower_fails_the_gate(tmp_path, main_here, 
     assert code == 1 and "REGRESSION: slower beyond 5%" in out, out
 
 
-def test_what_the_two_sides_figures_depend_on_beyond_the_hardware_and_torch_is_named_where_it_differs(tmp_path):
+def test_what_the_two_sides_figures_depend_on_beyond_the_hardware_and_torch_is_named_where_it_differs(tmp_path, here):
     # files from before and after every worker kept its freed memory (measure/allocator.py): 20-40% apart on a CPU
     kept = {**fr.CPU, "malloc": "glibc 2.36: freed memory kept (mmap above 32 MiB, no trim)", "transformers": "5.24.0"}
     after = [fr.result("vit", 1, mode, mean, processes=[mean * x for x in TIGHT], env=kept)
@@ -303,6 +303,6 @@ def test_what_the_two_sides_figures_depend_on_beyond_the_hardware_and_torch_is_n
     assert not [n for n in compare.compare(base(), base(), "a.db", "b.db", given=QUIET).notes if "also differ" in n]
     fr.fill(tmp_path / "base.db", base())
     fr.fill(tmp_path / "after.db", after)
-    p = run_cli("check", "after.db", "--baseline", "base.db", "--drift", "2%", cwd=tmp_path)
+    p = here("check", "after.db", "--baseline", "base.db", "--drift", "2%")
     assert p.returncode == 0 and "The baseline and the candidate also differ in what their figures depend on: " \
         "transformers: 5.23.0 (the baseline), 5.24.0 (the candidate); malloc: not recorded (the baseline)" in p.stdout

@@ -53,10 +53,10 @@ def guide_results() -> list[dict]:
     return out
 
 
-def test_the_guides_a100_batch_1_table_renders_as_in_the_guide(tmp_path, cli):
+def test_the_guides_a100_batch_1_table_renders_as_in_the_guide(tmp_path, here):
     title, rows = fr.guide_table(GUIDE)
     fr.fill(tmp_path / "a100.db", guide_results())
-    p = cli("report", "a100.db", "--out", "out", "--format", "md")
+    p = here("report", "a100.db", "--out", "out", "--format", "md")
     assert p.returncode == 0, p.stderr
     text = (tmp_path / "out" / "report.md").read_text()
     header, got = md_table(text, title)  # "### A100 (batch size: 1)"
@@ -70,11 +70,11 @@ def test_the_guides_a100_batch_1_table_renders_as_in_the_guide(tmp_path, cli):
         assert low < float(r["% improvement"].rstrip("%")) < high  # the interval holds the estimate
         assert r["verdict"] in ("faster", "slower", "same", "inconclusive")
     assert title in p.stdout.splitlines() and max(map(len, p.stdout.splitlines())) <= 100  # the summary
-    details = cli("report", "a100.db", "--out", "out", "--format", "md", "--details")
+    details = here("report", "a100.db", "--out", "out", "--format", "md", "--details")
     assert f"### {title}" in details.stdout  # the guide's table itself, printed with --details
 
 
-def test_merging_machines_and_torch_versions_gives_the_comparison_tables(tmp_path, cli):
+def test_merging_machines_and_torch_versions_gives_the_comparison_tables(tmp_path, here):
     a100_21 = {**fr.A100, "torch": "2.1.0.dev20230601+cu118"}
     fr.fill(tmp_path / "one.db", [
         fr.result("beit", 1, "eager", 12.0), fr.result("beit", 1, "default", 8.0),
@@ -87,7 +87,7 @@ def test_merging_machines_and_torch_versions_gives_the_comparison_tables(tmp_pat
         fr.result("beit", 4, "eager", 14.0, env=a100_21), fr.result("beit", 4, "default", 12.0, env=a100_21),
     ])
     shutil.copy(tmp_path / "one.db", tmp_path / "copy.db")  # the same results again: counted once
-    p = cli("report", "one.db", "two.db", "copy.db", "--out", "out", "--format", "md,csv")
+    p = here("report", "one.db", "two.db", "copy.db", "--out", "out", "--format", "md,csv")
     assert p.returncode == 0, p.stderr
     text = (tmp_path / "out" / "report.md").read_text()
     assert "11 results (11 measured ok) from 3 machine(s)" in text
@@ -117,19 +117,19 @@ def test_merging_machines_and_torch_versions_gives_the_comparison_tables(tmp_pat
     assert len((tmp_path / "out" / "results.csv").read_text().splitlines()) == 1 + 11
 
 
-def test_an_empty_store_is_one_clear_line(tmp_path, cli):
+def test_an_empty_store_is_one_clear_line(tmp_path, here):
     fr.fill(tmp_path / "empty.db", [])
-    p = cli("report", "empty.db", "--out", "out")
+    p = here("report", "empty.db", "--out", "out")
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "no results in empty.db: nothing to report" in p.stderr
     assert not (tmp_path / "out").exists()
 
 
-def test_a_store_of_failures_reports_them_without_charts(tmp_path, cli):
+def test_a_store_of_failures_reports_them_without_charts(tmp_path, here):
     fr.fill(tmp_path / "f.db", [
         fr.result("detr", 16, "eager", None, status="oom", message="CUDA out of memory. Tried to allocate 2 GiB"),
         fr.result("detr", 16, "default", None, status="error", message="RuntimeError: boom"),
     ])
-    p = cli("report", "f.db", "--out", "out")
+    p = here("report", "f.db", "--out", "out")
     assert p.returncode == 0, p.stderr
     text = (tmp_path / "out" / "report.md").read_text()
     assert "No case was measured ok" in text
@@ -154,7 +154,7 @@ def test_the_terminal_says_a_failures_first_line_and_that_more_follows():
         "16, but got 1 ..."]
 
 
-def test_bad_report_options_are_one_line_and_write_nothing(tmp_path, cli):
+def test_bad_report_options_are_one_line_and_write_nothing(tmp_path, here):
     fr.fill(tmp_path / "r.db", guide_results()[:2])
     (tmp_path / "afile").write_text("x")
     (tmp_path / "empty.db").write_bytes(b"")
@@ -170,7 +170,7 @@ def test_bad_report_options_are_one_line_and_write_nothing(tmp_path, cli):
         # a mix for results that served no shapes would weigh nothing, silently
         (["report", "r.db", "--mix", "1:50,4:50"], "--mix '1:50,4:50': these results hold no shapes served"),
     ]:
-        p = cli(*args)
+        p = here(*args)
         assert p.returncode == 2 and p.stderr.count("\n") == 1 and message in p.stderr, p.stderr
     assert sorted(os.listdir(tmp_path)) == ["afile", "empty.db", "r.db"]  # no report, no -wal or -shm beside a file read
 
@@ -254,7 +254,7 @@ def test_charts_are_valid_png_and_svg_with_one_bar_per_model_and_variant(tmp_pat
     assert {b[1] for b in made[-1].bars} == {"A100, torch 2.0", "T4, torch 2.0"}
 
 
-def test_compare_two_stores_side_by_side_with_the_ratio(tmp_path, cli):
+def test_compare_two_stores_side_by_side_with_the_ratio(tmp_path, here):
     tight = [1 / 1.001, 1.0, 1.001]
     fr.fill(tmp_path / "a.db", [fr.result("resnet-50", 1, "eager", 6.5, processes=[6.5 * x for x in tight]),
                                 fr.result("resnet-50", 1, "default", 4.0, compile_s=30.0),
@@ -262,7 +262,7 @@ def test_compare_two_stores_side_by_side_with_the_ratio(tmp_path, cli):
     fr.fill(tmp_path / "b.db", [fr.result("resnet-50", 1, "eager", 6.5, env=fr.CPU, processes=[6.5 * x for x in tight]),
                                 fr.result("resnet-50", 1, "default", 2.0, env=fr.CPU, compile_s=5.0),
                                 fr.result("detr", 1, "eager", None, env=fr.CPU, status="crashed")])
-    p = cli("compare", "a.db", "b.db")
+    p = here("compare", "a.db", "b.db")
     assert p.returncode == 0, p.stderr
     _, rows = md_table(p.stdout, "a.db vs b.db")
     by = {(r[0], r[2]): r for r in rows}
@@ -293,15 +293,15 @@ def test_compare_reads_compile_seconds_beyond_how_far_one_compile_moves_from_ano
     assert any(n.startswith("B/A compile: one cold compile a side") and "±25% (the default" in n for n in t.notes)
 
 
-def test_compare_asks_which_machine_when_a_file_holds_several(tmp_path, cli):
+def test_compare_asks_which_machine_when_a_file_holds_several(tmp_path, here):
     fr.fill(tmp_path / "a.db", [fr.result("vit", 1, "eager", 9.0), fr.result("vit", 1, "eager", 19.0, env=fr.T4)])
     fr.fill(tmp_path / "b.db", [fr.result("vit", 1, "eager", 10.0, env=fr.CPU)])
-    p = cli("compare", "a.db", "b.db")
+    p = here("compare", "a.db", "b.db")
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "pick one with --machine-a" in p.stderr
-    p = cli("compare", "a.db", "b.db", "--machine-a", "T4")
+    p = here("compare", "a.db", "b.db", "--machine-a", "T4")
     assert p.returncode == 0, p.stderr
     assert "| Image Classification/ViT | 1 | no compile | 19.000 | 10.000 |" in p.stdout
-    p = cli("compare", "a.db", "b.db", "--machine-a", "H100")
+    p = here("compare", "a.db", "b.db", "--machine-a", "H100")
     assert p.returncode == 2 and "no results in a.db from a machine matching --machine-a 'H100'" in p.stderr
 
 
@@ -698,31 +698,31 @@ def test_the_report_counts_the_results_carrying_each_flag(tmp_path):
     assert [r["flags"] for r in detail.records()] == ["", "busy", "noisy, busy"]  # the guide's order: ViT first
 
 
-def test_a_read_only_results_file_is_reported(tmp_path, cli):
+def test_a_read_only_results_file_is_reported(tmp_path, here):
     import stat
 
     fr.fill(tmp_path / "r.db", guide_results()[:2])
     os.chmod(tmp_path / "r.db", stat.S_IRUSR)
-    p = cli("report", "r.db", "--out", "out", "--format", "md")
+    p = here("report", "r.db", "--out", "out", "--format", "md")
     assert p.returncode == 0, p.stderr
     assert "Image Classification/ViT" in (tmp_path / "out" / "report.md").read_text()
 
 
-def test_a_report_folder_that_cannot_be_written_is_one_line(tmp_path, cli):
+def test_a_report_folder_that_cannot_be_written_is_one_line(tmp_path, here):
     fr.fill(tmp_path / "r.db", guide_results()[:2])
     (tmp_path / "afile").write_text("x")
     for out, message in (("afile/sub", "is a file, not a folder"), ("/proc/compilebench-report", "is not writable")):
-        p = cli("report", "r.db", "--out", out)
+        p = here("report", "r.db", "--out", out)
         assert p.returncode == 2 and p.stderr.count("\n") == 1 and message in p.stderr, p.stderr
     assert sorted(os.listdir(tmp_path)) == ["afile", "r.db"]
 
 
-def test_fields_a_newer_compilebench_wrote_are_reported_and_re_exported(tmp_path, cli):
+def test_fields_a_newer_compilebench_wrote_are_reported_and_re_exported(tmp_path, here):
     r = fr.result("vit", 1, "eager", 9.0)
     r.extra["energy_joules"] = 1.5  # as a newer compilebench would have written them
     r.case_extra["future_setting"] = "x"
     fr.fill(tmp_path / "r.db", [r])
-    p = cli("report", "r.db", "--out", "out", "--format", "md,json")
+    p = here("report", "r.db", "--out", "out", "--format", "md,json")
     assert p.returncode == 0, p.stderr
     (row,) = json.loads((tmp_path / "out" / "results.json").read_text())
     assert row["energy_joules"] == 1.5
@@ -762,13 +762,13 @@ def test_the_guides_figures_are_shipped_as_published():
     assert {f.model for f in figures} == set(suites.GUIDE_MODELS)
 
 
-def test_report_reference_guide_sets_the_guides_speedups_beside_yours(tmp_path, cli):
+def test_report_reference_guide_sets_the_guides_speedups_beside_yours(tmp_path, here):
     quick = []
     for model, eager, compiled in (("resnet-50", 40.0, 44.0), ("deeplabv3-mobilenet", 30.0, 20.0), ("detr", 300.0, 160.0)):
         quick += [fr.result(model, 1, "eager", eager, env=fr.CPU), fr.result(model, 1, "default", compiled, env=fr.CPU)]
     fr.fill(tmp_path / "r.db", quick + [fr.result("resnet-50", 4, "reduce-overhead", 9.0, env=fr.CPU),
                                         fr.result("resnet-50", 4, "eager", 10.0, env=fr.CPU)])
-    done = cli("report", "r.db", "--out", "out", "--reference", "guide", "--format", "md,html,csv")
+    done = here("report", "r.db", "--out", "out", "--reference", "guide", "--format", "md,html,csv")
     assert done.returncode == 0, done.stderr
     text = (tmp_path / "out" / "report.md").read_text()
     header, rows = md_table(text, "Your speed-ups beside the guide's")
@@ -789,7 +789,7 @@ def test_report_reference_guide_sets_the_guides_speedups_beside_yours(tmp_path, 
     one = [p for p in pairs if p["model"] == "resnet-50" and p["batch_size"] == "1" and p["reference_gpu"] == "A100"]
     assert len(one) == 1 and float(one[0]["reference_speedup"]) == pytest.approx(6.531 / 4.124)
     assert float(one[0]["speedup"]) == pytest.approx(40 / 44, rel=1e-3)
-    bad = cli("report", "r.db", "--out", "out2", "--reference", "paper")
+    bad = here("report", "r.db", "--out", "out2", "--reference", "paper")
     assert bad.returncode == 2 and "reference" in bad.stderr and "guide" in bad.stderr and not (tmp_path / "out2").exists()
 
 
