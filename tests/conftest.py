@@ -39,6 +39,12 @@ def pytest_configure(config):
     # Under one shared lock folder the slow tests' runs waited on each other (2026-11-28: 879 s on two workers where
     # one took 912; a folder per worker, 634 s where one took 841); what their overlap disturbs runs `alone`.
     worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:
+        # Two workers' processes share the cores, and OpenMP's threads spin while they wait for work (libgomp's
+        # default): each side's spinning took the cores the other's threads needed. The pipeline end-to-end test
+        # beside test_cli's took 79 s, 28-30 s with waiting threads asleep (the pair 86 s to 51-55 s, alternated,
+        # 2026-12-02). The tests marked `alone` run outside xdist with the library's default, as a user's runs do.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     if config.getoption("lock_per_worker") and worker:
         os.environ["COMPILEBENCH_LOCK_DIR"] = os.path.join(os.environ["COMPILEBENCH_LOCK_DIR"], worker)
         os.makedirs(os.environ["COMPILEBENCH_LOCK_DIR"], exist_ok=True)
