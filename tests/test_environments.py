@@ -259,12 +259,11 @@ def test_a_variable_set_for_one_environment_reaches_its_workers_alone(tmp_path, 
 def test_an_a_a_pair_of_environments_alternates_and_the_report_and_compare_give_it_one_verdict(tmp_path, cli):
     """The issue's run: the same interpreter as two environments, four repeats each, of the test plugin's
     one-convolution model in eager (what is tested is the alternation and the comparison, not the model: with tiny
-    ResNet-50 the test took 50 s alone here, with this one 34 to 41 s). How often an A/A pair is called faster or slower is a
-    rate, measured by benchmarks/aa.py --env (tiny ResNet-50 eager: 0 in 20 on 2026-11-30, one interval of 20 off
-    1.0 at 95%): one run's verdict is a draw that a calibrated 95% interval with a 5% margin still gets wrong now
-    and then (0.7% of simulated runs at this spread), and a run of the slow tests here drew it once (18.4% faster,
-    5.1% to 29.9%). What every run must show is one verdict in every format, read within the run (no drift across
-    runs)."""
+    ResNet-50 the test took 50 s alone here, with this one 34 to 41 s). How often an A/A pair is called faster or slower
+    is a rate, measured by benchmarks/aa.py --env (tiny ResNet-50 eager: 0 in 20 on 2026-11-30, one interval of 20 off
+    1.0 at 95%): one run's verdict is a draw that a calibrated 95% interval with a 5% margin still gets wrong now and
+    then (0.7% of simulated runs at this spread), and a run of the slow tests here drew it once (18.4% faster, 5.1% to
+    29.9%). What every run must show is one verdict in every format, read within the run (no drift across runs)."""
     db = tmp_path / "r.db"
     done = cli("run", "--model", "fault-ok", "--variant", "eager", "--env", f"a={PY}",
                "--env", f"b={PY}", "--repeats", "4", "--iters", "30", "--warmup", "3", "--db", db, "--format", "md",
