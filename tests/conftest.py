@@ -42,7 +42,7 @@ def pytest_configure(config):
     if worker:
         # Two workers' processes share the cores, and OpenMP's threads spin while they wait for work (libgomp's
         # default): each side's spinning took the cores the other's threads needed. The pipeline end-to-end test
-        # beside test_cli's took 79 s, 28-30 s with waiting threads asleep (the pair 86 s to 51-55 s, alternated,
+        # beside test_cli's took 79 s, 28-32 s with waiting threads asleep (the pair 86-87 s to 51-65 s, alternated,
         # 2026-12-02). The tests marked `alone` run outside xdist with the library's default, as a user's runs do.
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     if config.getoption("lock_per_worker") and worker:
